@@ -1,0 +1,24 @@
+"""Shared fixtures: isolation from the user's home, a CLI runner, journal builders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_cli  # noqa: F401  (re-exported for tests)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """Point HOME and platformdirs at a temporary folder and drop LEVELSESS_* variables."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("COLUMNS", "200")
+    for name in list(os.environ):
+        if name.startswith("LEVELSESS_"):
+            monkeypatch.delenv(name)
+    return home

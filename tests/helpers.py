@@ -1,0 +1,106 @@
+"""Test helpers: run the CLI in-process, build journals and stores, damage files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+from typer.testing import CliRunner
+
+from toolkit.cli import app
+
+PROJECT = "/home/ada/code/thin.ly"
+PROJECT_SLUG = "-home-ada-code-thin-ly"
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self):
+        return orjson.loads(self.stdout)
+
+
+def run_cli(*args: str) -> CliResult:
+    """Run ``levelsess ARGS`` in-process; show stdout and stderr if the call blew up."""
+    runner = CliRunner()
+    result = runner.invoke(app, [str(a) for a in args], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"levelsess {' '.join(map(str, args))} raised\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}") from result.exception
+    return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
+def meta(sid: str = "2026-11-30T09-00-00-a1b2", v: int = 2, **extra) -> dict:
+    return {"kind": "meta", "v": v, "id": sid, "project": PROJECT, "createdAt": "2026-11-30T09:00:00Z", "title": None, **extra}
+
+
+def session_records(sid: str = "2026-11-30T09-00-00-a1b2", turns: int = 3, v: int = 2) -> list[dict]:
+    """A realistic session: meta, then user/assistant turns and a title."""
+    records = [meta(sid, v)]
+    for turn in range(turns):
+        t = f"2026-11-30T09:{turn + 1:02d}:00Z"
+        records.append({"kind": "user", "t": t, "content": f"question {turn} about   refunds", "contextFiles": ["app/x.rb"]})
+        records.append({"kind": "assistant", "t": t, "model": "claude-sonnet",
+                        "content": [{"type": "text", "text": f"answer {turn} " * 5}]})
+    records.append({"kind": "title", "t": "2026-11-30T09:59:00Z", "title": "Refunds"})
+    if v >= 2:
+        for seq, record in enumerate(records[1:], start=1):
+            record["seq"] = seq
+    return records
+
+
+def encode(records: list[dict]) -> bytes:
+    return b"".join(orjson.dumps(r) + b"\n" for r in records)
+
+
+def write_journal(path: Path, records: list[dict] | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(records if isinstance(records, bytes) else encode(records))
+    return path
+
+
+def make_store(root: Path, sessions: int = 2, v: int = 2) -> Path:
+    """A store root with one project holding ``sessions`` journals (no index yet)."""
+    project = root / PROJECT_SLUG
+    for n in range(sessions):
+        sid = f"2026-11-30T09-00-0{n}-a1b{n}"
+        write_journal(project / f"{sid}.jsonl", session_records(sid, turns=2 + n, v=v))
+    return root
+
+
+def logician_session(workspace: Path, sid: str = "s1", entries: list[dict] | None = None) -> Path:
+    folder = workspace / ".logician" / "sessions" / "sessions" / sid
+    if entries is None:
+        entries = [{"id": "e1", "parentId": None, "timestamp": "2026-11-30T12:00:00Z", "text": "hi"},
+                   {"id": "e2", "parentId": "e1", "timestamp": "2026-11-30T12:00:05Z", "text": "hello"}]
+    write_journal(folder / "messages.jsonl", entries)
+    return folder
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``root`` with its bytes and mtime (to prove nothing changed)."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            stat = path.lstat()
+            data = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+            out[str(path.relative_to(root))] = (hashlib.sha256(data).hexdigest(), stat.st_mtime_ns)
+    return out
+
+
+def corrupt_at(path: Path, offset: int, byte: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] = byte
+    path.write_bytes(bytes(data))
+
+
+def truncate_at(path: Path, size: int) -> None:
+    with open(path, "r+b") as handle:
+        handle.truncate(size)

@@ -1,0 +1,60 @@
+"""The README's promises: demo works, --version, --help on every command, bad input is one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import make_store, run_cli
+
+
+def test_demo_ends_clean():
+    result = run_cli("demo", "--json")
+    assert result.exit_code == 0, result.stderr
+    runs = result.json["runs"]
+    assert runs[0]["exit"] == 4 and runs[1]["exit"] == 1 and runs[2]["exit"] == 0
+    assert {f["code"] for f in runs[0]["findings"]} >= {"torn-tail", "corrupt-index", "stale-lock", "meta-ahead"}
+
+
+def test_version():
+    result = run_cli("--version")
+    assert result.exit_code == 0 and "levelsess" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["fsck", "reindex", "demo"])
+def test_help_has_an_example(command):
+    result = run_cli(command, "--help")
+    assert result.exit_code == 0
+    assert "Example" in result.stdout
+
+
+def test_unknown_option_is_usage_error(tmp_path):
+    result = run_cli("fsck", "--frobnicate", str(tmp_path))
+    assert result.exit_code == 16
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_missing_path_is_operational_error(tmp_path):
+    result = run_cli("fsck", str(tmp_path / "nope"))
+    assert result.exit_code == 8
+    assert "no such file" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_folder_that_is_not_a_store(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    result = run_cli("fsck", str(tmp_path))
+    assert result.exit_code == 8
+    assert "not a levelsess store" in result.stderr
+
+
+def test_options_before_the_command(tmp_path):
+    store = make_store(tmp_path / "store")
+    result = run_cli("--json", "fsck", str(store))
+    assert result.json["files"] == 2
+
+
+def test_console_script_runs():
+    out = subprocess.run([sys.executable, "-m", "toolkit.cli", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and "levelsess" in out.stdout

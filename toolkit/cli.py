@@ -1,0 +1,309 @@
+"""The ``levelsess`` command line: a thin typer shell over the library.
+
+Each command parses its arguments, makes one library call, renders the result and exits
+with its code (DESIGN.md §3).  Known errors print one line with a next step; anything else
+is a bug and shows its traceback (without locals: journals hold user content).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from . import __version__
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LevelsessError, UsageError
+from .fsck import check_folders, plan_repair
+from .report import Output, findings_table, fsck_json, summary_line
+from .stores import default_store, discover_all
+
+
+def _click_modules() -> list:
+    """Typer >= 0.26 vendors click as typer._click; older ones use click itself."""
+    found = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        with contextlib.suppress(ImportError):
+            found.append(importlib.import_module(name))
+    return found
+
+
+_CLICK = _click_modules()
+_USAGE_ERRORS = tuple(m.UsageError for m in _CLICK)
+_CLICK_ERRORS = tuple(m.ClickException for m in _CLICK)
+_ABORTS = tuple({typer.Abort, *(getattr(m, "Abort") for m in _CLICK if hasattr(m, "Abort"))}) + (KeyboardInterrupt,)
+
+
+class LevelsessGroup(TyperGroup):
+    """Map usage errors to exit 16, Ctrl-C to 32 and typed errors to one line plus a hint."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D401
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _USAGE_ERRORS as exc:
+            exc.show()
+            sys.exit(EXIT_USAGE)
+        except _CLICK_ERRORS as exc:
+            exc.show()
+            sys.exit(EXIT_USAGE)
+        except _ABORTS:
+            Output().fail("interrupted", "rerun the command to continue")
+            sys.exit(EXIT_INTERRUPTED)
+        except LevelsessError as exc:
+            Output().fail(str(exc), exc.hint)
+            sys.exit(exc.exit_code)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+app = typer.Typer(
+    cls=LevelsessGroup,
+    name="levelsess",
+    help="Check, repair, migrate and recover AI-editor chat journals (append-only JSONL).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else there.")]
+QuietOpt = Annotated[bool, typer.Option("-q", "--quiet", help="Print only errors.")]
+VerboseOpt = Annotated[bool, typer.Option("-v", "--verbose", help="Show excerpts and every step.")]
+StoreOpt = Annotated[Optional[str], typer.Option("--store", help="Store root (default: $LEVELSESS_HOME or ~/.levelcode/sessions).")]
+PathsArg = Annotated[Optional[list[Path]], typer.Argument(
+    help="Store roots, project folders, Logician workspaces or single journals (default: the store).",
+    show_default=False)]
+
+
+def _output(ctx: typer.Context, json_: bool, quiet: bool, verbose: bool) -> Output:
+    parent = ctx.obj or {}
+    return Output(json=json_ or parent.get("json", False), quiet=quiet or parent.get("quiet", False),
+                  verbose=verbose or parent.get("verbose", False))
+
+
+def _store(ctx: typer.Context, store: str | None) -> str | None:
+    return store or (ctx.obj or {}).get("store")
+
+
+def _targets(ctx: typer.Context, paths: list[Path] | None, store: str | None) -> list[Path]:
+    return list(paths) if paths else [default_store(_store(ctx, store))]
+
+
+@contextlib.contextmanager
+def _progress(out: Output, label: str, total: int):
+    """Yield an advance(n) callback; draws a bar on stderr only when it is a terminal."""
+    if out.json or out.quiet or not sys.stderr.isatty() or total < 2:
+        yield lambda n=1: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=out.err, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n=1: bar.advance(task, n)
+
+
+@contextlib.contextmanager
+def _ctrl_c_deferred():
+    """Turn Ctrl-C into a flag so the current atomic step finishes first."""
+    hit = []
+    previous = signal.signal(signal.SIGINT, lambda *_: hit.append(True))
+    try:
+        yield lambda: bool(hit)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"levelsess {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> None:
+    """Check, repair, migrate and recover AI-editor chat journals (append-only JSONL).
+
+    Exit codes are bit flags, as in e2fsck: 0 clean, 1 problems corrected, 4 problems left
+    uncorrected, 8 operational error, 16 usage error, 32 interrupted.
+
+    [bold]Example[/bold]: levelsess fsck ~/.levelcode/sessions
+    """
+    ctx.obj = {"json": json_, "quiet": quiet, "verbose": verbose, "store": store}
+
+
+@app.command()
+def fsck(
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    repair: Annotated[bool, typer.Option("--repair", help="Fix what is safe: terminate or save-and-trim a torn final record, remove stale locks, rebuild caches.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the repairs that would be made; write nothing.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Validate every record against schemas/ and count warnings as errors.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Also check and repair sessions whose lock is held by a live or uncheckable owner.")] = False,
+    salvage: Annotated[bool, typer.Option("--salvage", help="Rebuild journals damaged mid-file from byte-exact slices (needs --yes); the original goes to .levelsess/quarantine/.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm --salvage (or set LEVELSESS_SALVAGE=YES).")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for reading journals (0 = automatic).", min=0)] = 0,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Check journals, locks and caches; with --repair, fix exactly what is safe to fix.
+
+    A check is read-only: it writes nothing at all.  A repair never removes a complete
+    record; a torn final record is saved under <store>/.levelsess/recovered/ before it is
+    trimmed, and a file with damage earlier in it is left untouched for a person (or
+    for --salvage).
+
+    [bold]Examples[/bold]:
+      levelsess fsck                              # check the default store
+      levelsess fsck ~/.levelcode/sessions/-Users-ada-code-app --repair
+      levelsess fsck ./.logician --json           # a Logician workspace, for scripts
+      levelsess fsck broken.jsonl --salvage --yes
+    """
+    out = _output(ctx, json_, quiet, verbose)
+    salvage_ok = yes or os.environ.get("LEVELSESS_SALVAGE") == "YES"
+    if salvage and not (salvage_ok or dry_run):
+        raise UsageError("--salvage rewrites journals: confirm with --yes (or LEVELSESS_SALVAGE=YES), or add --dry-run to preview")
+    if yes and not salvage:
+        raise UsageError("--yes only confirms --salvage; add --salvage or drop --yes")
+    folders = discover_all(_targets(ctx, paths, store))
+    total = sum(len(f.journals) for f in folders)
+    with _progress(out, "checking", total) as advance:
+        report = check_folders(folders, strict=strict, force=force, jobs=jobs, progress=advance)
+    if not (repair or salvage or dry_run):
+        return _render_fsck(out, report.findings, report, report.exit_code)
+    plan = plan_repair(report, salvage=salvage, force=force)
+    steps = [a.describe() for a in plan.actions]
+    if dry_run:
+        if not out.json:
+            for step in steps:
+                out.out.print(f"would {step}", markup=False)
+            out.say(f"{len(steps)} repair step(s) planned; nothing written (--dry-run)")
+        return _render_fsck(out, report.findings, report, report.exit_code, steps)
+    with _ctrl_c_deferred() as stopped, _progress(out, "repairing", len(steps)) as advance:
+        result = plan.execute(progress=lambda _a: advance(1), should_stop=stopped)
+    if out.verbose and not out.json:
+        for action in result.done:
+            out.out.print(f"did {action.describe()}", markup=False)
+    if result.interrupted:
+        out.fail("interrupted after a completed step", "rerun the same command to finish the repair")
+    return _render_fsck(out, list(result.findings), report, result.exit_code, [a.describe() for a in result.done])
+
+
+def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str] | None = None) -> int:
+    if out.json:
+        out.emit_json(fsck_json(findings, report.files, report.records, report.bytes, exit_code, steps))
+        return exit_code
+    shown = [f for f in findings if f.severity == "error" or not out.quiet]
+    if shown:
+        out.out.print(findings_table(shown, verbose=out.verbose))
+    if not out.quiet:
+        out.out.print(summary_line(findings, report.files, report.records, report.bytes, exit_code))
+    if exit_code & 4 and not out.quiet:
+        blocked = any(f.severity == "error" and not f.repaired and f.code not in ("torn-tail", "unterminated-tail", "meta-ahead") for f in findings)
+        out.say("next: " + ("these files need a person (see the findings), or try `levelsess fsck --salvage --yes`"
+                            if blocked else "run `levelsess fsck --repair` to fix them"), style="cyan")
+    return exit_code
+
+
+@app.command()
+def reindex(
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    check: Annotated[bool, typer.Option("--check", help="Only report caches that differ from the journals (exit 4 if any).")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Rescan every folder, even ones whose index is newer than all journals.")] = False,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Rebuild index.json (LevelCode) and meta.json (Logician) from the journals, atomically.
+
+    Folders whose index.json is newer than every journal and matches their count and sizes
+    are skipped without reading (use --full to rescan).  A folder holding a journal of a
+    schema newer than this levelsess is refused and left as it is.
+
+    [bold]Examples[/bold]:
+      levelsess reindex                    # the default store
+      levelsess reindex ./.logician --check
+    """
+    from .reindex import reindex as run_reindex
+
+    out = _output(ctx, json_, quiet, verbose)
+    folders = discover_all(_targets(ctx, paths, store))
+    with _progress(out, "reindexing", len(folders)) as advance:
+        result = run_reindex(folders, check_only=check, full=full, progress=advance)
+    code = result.exit_code
+    if out.json:
+        out.emit_json({"version": 1, "written": [str(p) for p in result.written], "unchanged": [str(p) for p in result.unchanged],
+                       "refused": [str(p) for p in result.refused], "findings": [f.to_json() for f in result.findings], "exit": code})
+        return code
+    if result.findings:
+        out.out.print(findings_table(list(result.findings), verbose=out.verbose))
+    verb = "differ" if check else "written"
+    out.say(f"{len(result.written)} cache(s) {verb}, {len(result.unchanged)} unchanged, {len(result.refused)} refused  [exit {code}]")
+    return code
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the demo store and print where it is.")] = False,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Build a damaged demo store in a temporary folder, check it, repair it, check again.
+
+    The store holds a crash-torn journal, a corrupt index.json, a stale lock and a Logician
+    session whose meta.json ran ahead of its journal.  Nothing outside the temporary folder
+    is touched.
+
+    [bold]Example[/bold]: levelsess demo --keep
+    """
+    from .demo import build_demo
+
+    out = _output(ctx, json_, quiet, verbose)
+    with build_demo(keep=keep) as paths:
+        runs = []
+        for title, repair in (("1. check", False), ("2. repair", True), ("3. check again", False)):
+            report = check_folders(discover_all(paths))
+            findings, code = report.findings, report.exit_code
+            if repair:
+                result = plan_repair(report).execute()
+                findings, code = list(result.findings), result.exit_code
+            runs.append({"step": title, "exit": code, "findings": [f.to_json() for f in findings]})
+            if not out.json:
+                out.out.print(f"\n[bold]levelsess fsck{' --repair' if repair else ''}[/bold]  ({title})")
+                if findings:
+                    out.out.print(findings_table(findings))
+                out.out.print(summary_line(findings, report.files, report.records, report.bytes, code))
+        if out.json:
+            out.emit_json({"version": 1, "store": [str(p) for p in paths], "runs": runs, "exit": runs[-1]["exit"]})
+        elif keep:
+            out.say(f"demo store kept at {paths[0].parent}")
+    return runs[-1]["exit"]
+
+
+def main() -> None:
+    """Console entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,271 @@
+"""Durable writes: the only module in levelsess that changes bytes on disk.
+
+Primitives (DESIGN.md §4):
+
+* :func:`append_line` - one ``write`` of ``line + b"\\n"`` with O_APPEND, then fsync;
+  a newly created file also fsyncs its directory.
+* :func:`atomic_write` / :func:`atomic_writer` - temp file in the same directory, write,
+  fsync, ``os.replace``, fsync the directory.
+* :func:`truncate_saving` - save the removed bytes to a recovery file (fsynced) first,
+  then truncate and fsync.
+* :func:`create_exclusive`, :func:`remove`, :func:`hardlink_or_copy`, :func:`ensure_dir`
+  for locks, quarantine and backups.
+
+A failed fsync is fatal: it raises :class:`DurabilityError` and nothing is retried.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import DurabilityError, PermissionDeniedError
+
+_IS_MAC = sys.platform == "darwin"
+_IS_WINDOWS = os.name == "nt"
+_REPLACE_RETRIES = 8
+
+
+def utc_stamp() -> str:
+    """Return a filesystem-safe UTC timestamp with microseconds, e.g. 20261130T151236.123456Z."""
+    now = time.time()
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+
+
+def _fail(action: str, path: Path | str, exc: OSError) -> DurabilityError | PermissionDeniedError:
+    if isinstance(exc, PermissionError):
+        return PermissionDeniedError(f"cannot {action} {path}: {exc.strerror}")
+    if exc.errno == errno.ENOSPC:
+        return DurabilityError(f"disk full while trying to {action} {path}")
+    return DurabilityError(f"cannot {action} {path}: {exc.strerror or exc}")
+
+
+def fsync_fd(fd: int, path: Path | str) -> None:
+    """Flush ``fd`` to stable storage (F_FULLFSYNC on macOS); a failure is fatal."""
+    try:
+        if _IS_MAC and hasattr(os, "F_FULLFSYNC"):
+            import fcntl
+
+            fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
+        else:
+            os.fsync(fd)
+    except OSError as exc:
+        raise _fail("fsync", path, exc) from exc
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a directory entry change (create, rename, unlink) durable."""
+    if _IS_WINDOWS:  # directories cannot be opened for fsync on Windows
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError as exc:
+        raise _fail("open directory", directory, exc) from exc
+    try:
+        fsync_fd(fd, directory)
+    finally:
+        os.close(fd)
+
+
+def ensure_dir(directory: Path) -> None:
+    """Create ``directory`` and its parents, fsyncing each parent whose entries changed."""
+    missing = []
+    probe = directory
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise _fail("create folder", folder, exc) from exc
+        fsync_dir(folder.parent)
+
+
+def _write_all(fd: int, data: bytes | memoryview, path: Path) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except OSError as exc:
+            raise _fail("write", path, exc) from exc
+        view = view[written:]
+
+
+def append_line(path: Path, line: bytes) -> int:
+    """Append ``line`` plus a newline with one write and fsync; return the end offset."""
+    if b"\n" in line:
+        raise ValueError("a journal record must not contain a raw newline")
+    created = not path.exists()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise _fail("open for append", path, exc) from exc
+    try:
+        _write_all(fd, line + b"\n", path)
+        fsync_fd(fd, path)
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+    finally:
+        os.close(fd)
+    if created:
+        fsync_dir(path.parent)
+    return end
+
+
+def append_newline(path: Path, expected_size: int) -> None:
+    """Terminate an unterminated final record, if the file is still ``expected_size`` bytes."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    except OSError as exc:
+        raise _fail("open for append", path, exc) from exc
+    try:
+        if os.fstat(fd).st_size != expected_size:
+            raise DurabilityError(f"{path} changed size while being repaired; nothing was written")
+        _write_all(fd, b"\n", path)
+        fsync_fd(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _replace(src: Path, dst: Path) -> None:
+    for attempt in range(_REPLACE_RETRIES):
+        try:
+            os.replace(src, dst)
+            return
+        except PermissionError as exc:  # Windows: a reader holds the target open
+            if not _IS_WINDOWS or attempt == _REPLACE_RETRIES - 1:
+                raise _fail("replace", dst, exc) from exc
+            time.sleep(0.05 * 2**attempt)
+        except OSError as exc:
+            raise _fail("replace", dst, exc) from exc
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+    """Yield a binary file whose contents atomically replace ``path`` on clean exit."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        handle = open(tmp, "wb")  # noqa: SIM115 - closed below, after fsync
+    except OSError as exc:
+        raise _fail("create", tmp, exc) from exc
+    try:
+        with handle:
+            yield handle
+            try:
+                handle.flush()
+            except OSError as exc:
+                raise _fail("write", tmp, exc) from exc
+            fsync_fd(handle.fileno(), tmp)
+        _replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably."""
+    with atomic_writer(path) as handle:
+        try:
+            handle.write(data)
+        except OSError as exc:
+            raise _fail("write", path, exc) from exc
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` (which must not exist) holding ``data``, durably."""
+    ensure_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as exc:
+        raise _fail("create", path, exc) from exc
+    try:
+        _write_all(fd, data, path)
+        fsync_fd(fd, path)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
+
+
+def truncate_saving(path: Path, keep: int, expected_size: int, recovery_dir: Path) -> Path:
+    """Save the bytes after ``keep`` to ``recovery_dir``, then truncate ``path`` to ``keep``.
+
+    The file must still be ``expected_size`` bytes long; the saved copy is fsynced before a
+    single byte is removed. Returns the recovery file's path.
+    """
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size != expected_size:
+                raise DurabilityError(f"{path} changed size while being repaired; nothing was written")
+            handle.seek(keep)
+            removed = handle.read()
+    except OSError as exc:
+        raise _fail("read", path, exc) from exc
+    saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
+    write_new(saved, removed)
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError as exc:
+        raise _fail("open for truncate", path, exc) from exc
+    try:
+        os.ftruncate(fd, keep)
+        fsync_fd(fd, path)
+    except OSError as exc:
+        raise _fail("truncate", path, exc) from exc
+    finally:
+        os.close(fd)
+    return saved
+
+
+def create_exclusive(path: Path, data: bytes) -> bool:
+    """Create ``path`` with O_CREAT|O_EXCL holding ``data``; return False if it exists."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise _fail("create", path, exc) from exc
+    try:
+        _write_all(fd, data, path)
+        fsync_fd(fd, path)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
+    return True
+
+
+def remove(path: Path) -> None:
+    """Unlink ``path`` (a lock or temp file) and make the removal durable; missing is fine."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _fail("remove", path, exc) from exc
+    fsync_dir(path.parent)
+
+
+def preserve(src: Path, dst: Path) -> None:
+    """Keep ``src``'s current bytes at ``dst`` (a hard link, else a durable copy)."""
+    ensure_dir(dst.parent)
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        try:
+            with open(src, "rb") as reader, atomic_writer(dst) as writer:
+                while chunk := reader.read(1 << 20):
+                    writer.write(chunk)
+        except OSError as exc:
+            raise _fail("copy", src, exc) from exc
+        return
+    fsync_dir(dst.parent)

@@ -1,0 +1,275 @@
+"""Typed errors and the finding-code registry.
+
+Every problem levelsess can report has a stable finding code (DESIGN.md §2.4) and an
+exception class.  Each class's docstring is its message template; ``exit_code`` is the
+e2fsck-style bit it contributes (DESIGN.md §3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+EXIT_OK = 0
+EXIT_CORRECTED = 1
+EXIT_UNCORRECTED = 4
+EXIT_OPERATIONAL = 8
+EXIT_USAGE = 16
+EXIT_INTERRUPTED = 32
+
+
+class LevelsessError(Exception):
+    """levelsess failed: {detail}"""
+
+    exit_code: ClassVar[int] = EXIT_OPERATIONAL
+    hint: ClassVar[str] = ""
+
+    def __init__(self, detail: str = "", *, hint: str | None = None) -> None:
+        self.detail = detail
+        if hint is not None:
+            self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        template = (type(self).__doc__ or "{detail}").strip().splitlines()[0]
+        return template.format(detail=self.detail)
+
+
+# --- usage and operational errors --------------------------------------------------------
+
+
+class UsageError(LevelsessError):
+    """{detail}"""
+
+    exit_code = EXIT_USAGE
+    hint = "see `levelsess COMMAND --help`"
+
+
+class OperationalError(LevelsessError):
+    """{detail}"""
+
+    exit_code = EXIT_OPERATIONAL
+
+
+class PathNotFoundError(OperationalError):
+    """no such file or folder: {detail}"""
+
+    hint = "check the path, or pass --store to point at your session store"
+
+
+class NotAStoreError(OperationalError):
+    """not a levelsess store, project folder, Logician workspace or journal: {detail}"""
+
+    hint = "pass a store root, a project folder, a .logician workspace or a .jsonl journal"
+
+
+class PermissionDeniedError(OperationalError):
+    """permission denied: {detail}"""
+
+    hint = "run as the user who owns the sessions, or fix the permissions"
+
+
+class DurabilityError(OperationalError):
+    """a write could not be made durable: {detail}"""
+
+    hint = "nothing was reported as done; free disk space or fix the device, then rerun"
+
+
+class LockBusyError(OperationalError):
+    """session is held by another process: {detail}"""
+
+    hint = "close the editor that owns it, or rerun with --force if you are sure"
+
+
+class Interrupted(LevelsessError):
+    """interrupted: {detail}"""
+
+    exit_code = EXIT_INTERRUPTED
+    hint = "the last step finished cleanly; rerun the command to continue"
+
+
+# --- corruption and refusals -------------------------------------------------------------
+
+
+class CorruptionError(LevelsessError):
+    """{path}:{line}: byte {offset}: {detail}"""
+
+    exit_code = EXIT_UNCORRECTED
+    code: ClassVar[str] = "corruption"
+    hint = "this needs a person: inspect the line, or try `levelsess fsck --salvage --yes`"
+
+    def __init__(
+        self,
+        detail: str = "",
+        *,
+        path: str = "?",
+        line: int | None = None,
+        offset: int | None = None,
+        excerpt: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.path, self.line, self.offset, self.excerpt = path, line, offset, excerpt
+        super().__init__(detail, hint=hint)
+
+    def render(self) -> str:
+        return f"{self.path}:{self.line or '-'}: byte {self.offset if self.offset is not None else '-'}: {self.code}: {self.detail}"
+
+
+class InvalidJsonError(CorruptionError):
+    """a terminated line is not valid UTF-8 JSON"""
+
+    code = "invalid-json"
+
+
+class InvalidRecordError(CorruptionError):
+    """a line is JSON but not a record (not an object, or no kind / id)"""
+
+    code = "invalid-record"
+
+
+class MissingMetaError(CorruptionError):
+    """the first record is not the meta record"""
+
+    code = "missing-meta"
+
+
+class DuplicateMetaError(CorruptionError):
+    """a second meta record appears after the first"""
+
+    code = "duplicate-meta"
+
+
+class SeqGapError(CorruptionError):
+    """a v2 record's seq skips or goes back"""
+
+    code = "seq-gap"
+
+
+class SeqDuplicateError(CorruptionError):
+    """a v2 record repeats the previous seq"""
+
+    code = "seq-duplicate"
+
+
+class SplicedRecordsError(CorruptionError):
+    """two records run together on one line"""
+
+    code = "spliced-records"
+
+
+class NulPaddingError(CorruptionError):
+    """a run of NUL bytes sits before a later line"""
+
+    code = "nul-padding"
+
+
+class DanglingParentError(CorruptionError):
+    """an entry's parentId names no earlier entry"""
+
+    code = "dangling-parent"
+
+
+class DuplicateIdError(CorruptionError):
+    """an entry id appears twice in one journal"""
+
+    code = "duplicate-id"
+
+
+class MetaAheadError(CorruptionError):
+    """meta.json counts more entries than the journal holds (meta advanced before the append)"""
+
+    code = "meta-ahead"
+    hint = "a writer advanced meta.json before its append was durable; `levelsess fsck --repair` reconciles it"
+
+
+class SchemaViolationError(CorruptionError):
+    """a record does not match its JSON schema"""
+
+    code = "schema-violation"
+
+
+class TornTailError(CorruptionError):
+    """the final record is incomplete"""
+
+    code = "torn-tail"
+    hint = "run `levelsess fsck --repair` to save and trim it"
+
+
+class UnterminatedTailError(CorruptionError):
+    """the final record is complete but has no newline"""
+
+    code = "unterminated-tail"
+    hint = "run `levelsess fsck --repair` to terminate it"
+
+
+class FutureVersionError(CorruptionError):
+    """the journal was written by a newer levelsess schema"""
+
+    code = "future-version"
+    hint = "upgrade levelsess; this version leaves the file untouched"
+
+
+# --- finding codes -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    """What a finding code means: default severity, whether repair fixes it, its error class."""
+
+    severity: str  # "error" | "warning"
+    repair: str  # what --repair does, "" for nothing
+    error: type[LevelsessError] | None = None
+
+
+CODES: dict[str, CodeInfo] = {
+    # journal tail (§2.4): errors a repair corrects
+    "unterminated-tail": CodeInfo("error", "append a newline", UnterminatedTailError),
+    "torn-tail": CodeInfo("error", "save the tail bytes, truncate to the last newline", TornTailError),
+    # journal body: uncorrectable
+    "invalid-json": CodeInfo("error", "", InvalidJsonError),
+    "invalid-record": CodeInfo("error", "", InvalidRecordError),
+    "missing-meta": CodeInfo("error", "", MissingMetaError),
+    "duplicate-meta": CodeInfo("error", "", DuplicateMetaError),
+    "future-version": CodeInfo("error", "", FutureVersionError),
+    "seq-gap": CodeInfo("error", "", SeqGapError),
+    "seq-duplicate": CodeInfo("error", "", SeqDuplicateError),
+    "spliced-records": CodeInfo("error", "", SplicedRecordsError),
+    "nul-padding": CodeInfo("error", "", NulPaddingError),
+    "dangling-parent": CodeInfo("error", "", DanglingParentError),
+    "duplicate-id": CodeInfo("error", "", DuplicateIdError),
+    "schema-violation": CodeInfo("error", "", SchemaViolationError),
+    # journal warnings
+    "empty-journal": CodeInfo("warning", ""),
+    "oversize": CodeInfo("warning", ""),
+    "bom": CodeInfo("warning", ""),
+    "crlf": CodeInfo("warning", ""),
+    "blank-line": CodeInfo("warning", ""),
+    "unknown-kind": CodeInfo("warning", ""),
+    "symlink": CodeInfo("warning", ""),
+    # caches: warnings that a repair rebuilds
+    "missing-index": CodeInfo("warning", "rebuild index.json"),
+    "corrupt-index": CodeInfo("warning", "rebuild index.json"),
+    "stale-index": CodeInfo("warning", "rebuild index.json"),
+    "missing-meta-json": CodeInfo("warning", "rebuild meta.json"),
+    "corrupt-meta": CodeInfo("warning", "rebuild meta.json"),
+    "stale-meta": CodeInfo("warning", "rebuild meta.json"),
+    "meta-ahead": CodeInfo("error", "rebuild meta.json", MetaAheadError),
+    # locks (§2.5)
+    "stale-lock": CodeInfo("warning", "remove the lock"),
+    "locked": CodeInfo("warning", ""),
+    "lock-no-heartbeat": CodeInfo("warning", ""),
+    # operational
+    "unreadable": CodeInfo("error", "", PermissionDeniedError),
+    "changed-during-repair": CodeInfo("warning", ""),
+}
+
+#: Codes whose only fix is a person (or --salvage): a file carrying one is never modified.
+UNCORRECTABLE = frozenset(code for code, info in CODES.items() if info.severity == "error" and not info.repair)
+#: Line-level damage that `fsck --salvage` can cut around.
+SALVAGEABLE = frozenset({"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "blank-line"})
+
+
+def error_for(code: str) -> type[LevelsessError]:
+    """Return the exception class that represents finding ``code``."""
+    info = CODES.get(code)
+    return info.error if info and info.error else CorruptionError

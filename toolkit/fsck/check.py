@@ -1,0 +1,256 @@
+"""Check journals, locks and caches; never writes (borg's "check is read-only by construction")."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..errors import EXIT_OPERATIONAL, EXIT_OK, EXIT_UNCORRECTED, LevelsessError
+from ..findings import Finding
+from ..index import build_index, build_meta, index_drift, load_cache, meta_drift
+from ..journal import JournalScan, Layout, scan_journal
+from ..locks import LockInfo, LockState, inspect_lock, lock_path
+from ..stores import Folder
+
+#: Below this many bytes in total, worker processes cost more than they save.
+PARALLEL_THRESHOLD = 32 << 20
+
+
+@dataclass(frozen=True)
+class SessionCheck:
+    """One journal: its scan (None when skipped or unreadable), lock verdict and findings."""
+
+    journal: Path
+    scan: JournalScan | None
+    lock: LockInfo | None
+    findings: tuple[Finding, ...]
+    skipped: bool = False
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.journal.is_symlink()
+
+
+@dataclass(frozen=True)
+class FolderCheck:
+    """A project or Logician session folder: its sessions and its cache verdict."""
+
+    folder: Folder
+    sessions: tuple[SessionCheck, ...]
+    cache_findings: tuple[Finding, ...] = ()
+    orphan_locks: tuple[LockInfo, ...] = ()
+
+    @property
+    def cache_checked(self) -> bool:
+        return self.folder.whole and all(s.scan is not None for s in self.sessions) and not any(
+            s.scan.version is not None and s.scan.version > 2 for s in self.sessions if s.scan
+        )
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Everything a check found; ``exit_code`` follows DESIGN.md §3 for a check."""
+
+    folders: tuple[FolderCheck, ...]
+    strict: bool = False
+    extra: tuple[Finding, ...] = field(default=())
+
+    @property
+    def findings(self) -> list[Finding]:
+        out: list[Finding] = list(self.extra)
+        for folder in self.folders:
+            for session in folder.sessions:
+                out.extend(session.findings)
+            out.extend(folder.cache_findings)
+        return out
+
+    @property
+    def files(self) -> int:
+        return sum(1 for f in self.folders for s in f.sessions if s.scan is not None)
+
+    @property
+    def records(self) -> int:
+        return sum(s.scan.records for f in self.folders for s in f.sessions if s.scan is not None)
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.scan.size for f in self.folders for s in f.sessions if s.scan is not None)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code_for(self.findings)
+
+
+def exit_code_for(findings: Iterable[Finding]) -> int:
+    """Return the §3 bits for findings: 4 for unrepaired errors, 8 for operational ones, 1 for repairs."""
+    code = EXIT_OK
+    for finding in findings:
+        if finding.repaired:
+            code |= 1
+        elif finding.code == "unreadable":
+            code |= EXIT_OPERATIONAL
+        elif finding.severity == "error":
+            code |= EXIT_UNCORRECTED
+    return code
+
+
+def _scan_one(args: tuple[Path, Layout, bool]) -> JournalScan | LevelsessError:
+    path, layout, strict = args
+    validator = None
+    if strict:
+        from ..schema import validate_record
+
+        validator = validate_record
+    try:
+        return scan_journal(path, layout, strict=strict, validator=validator)
+    except LevelsessError as exc:
+        return exc
+
+
+def _lock_findings(journal: Path, info: LockInfo | None, force: bool) -> tuple[list[Finding], bool]:
+    """Return lock findings and whether the session must be skipped."""
+    if info is None:
+        return [], False
+    where = str(info.path)
+    if info.state is LockState.STALE:
+        return [Finding("stale-lock", "warning", where, None, None, f"stale lock: {info.reason}")], False
+    findings = []
+    if info.state is LockState.LIVE and not info.heartbeat_ok:
+        findings.append(Finding("lock-no-heartbeat", "warning", where, None, None,
+                                f"{info.reason}, but the lock was last touched {info.age:.0f}s ago (hung writer?)"))
+    if force:
+        return findings, False
+    findings.append(Finding("locked", "warning", str(journal), None, None,
+                            f"skipped: {info.reason} (use --force to check it anyway)"))
+    return findings, True
+
+
+def _jobs(requested: int, total_bytes: int, count: int) -> int:
+    if requested > 0:
+        return min(requested, max(count, 1))
+    if total_bytes < PARALLEL_THRESHOLD or count < 2:
+        return 1
+    return min(os.cpu_count() or 1, count)
+
+
+def _run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callable | None) -> list:
+    if jobs <= 1:
+        results = []
+        for item in work:
+            results.append(_scan_one(item))
+            if progress:
+                progress(1)
+        return results
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        results = []
+        for result in pool.map(_scan_one, work, chunksize=max(1, min(16, len(work) // (jobs * 4) or 1))):
+            results.append(result)
+            if progress:
+                progress(1)
+        return results
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def check_folders(
+    folders: list[Folder],
+    *,
+    strict: bool = False,
+    force: bool = False,
+    jobs: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> CheckReport:
+    """Check every journal, lock and cache in ``folders``; read-only."""
+    plan: list[tuple[Folder, Path, LockInfo | None, list[Finding], bool]] = []
+    for folder in folders:
+        for journal in folder.journals:
+            info = inspect_lock(lock_path(journal))
+            lock_findings, skip = _lock_findings(journal, info, force)
+            if journal.is_symlink():
+                lock_findings.append(Finding("symlink", "warning", str(journal), None, None,
+                                             "journal is a symlink: checked, but never written through"))
+            plan.append((folder, journal, info, lock_findings, skip))
+    work = [(journal, folder.layout, strict) for folder, journal, _, _, skip in plan if not skip]
+    total = sum(_size(path) for path, _, _ in work)
+    scans = iter(_run_scans(work, _jobs(jobs, total, len(work)), progress))
+    by_folder: dict[Path, list[SessionCheck]] = {f.path: [] for f in folders}
+    for folder, journal, info, lock_findings, skip in plan:
+        if skip:
+            by_folder[folder.path].append(SessionCheck(journal, None, info, tuple(lock_findings), skipped=True))
+            continue
+        result = next(scans)
+        if isinstance(result, LevelsessError):
+            unreadable = Finding("unreadable", "error", str(journal), None, None, str(result))
+            by_folder[folder.path].append(SessionCheck(journal, None, info, (*lock_findings, unreadable)))
+        else:
+            by_folder[folder.path].append(SessionCheck(journal, result, info, (*lock_findings, *result.findings)))
+    checks = []
+    for folder in folders:
+        sessions = tuple(by_folder[folder.path])
+        partial = FolderCheck(folder, sessions, (), _orphan_locks(folder))
+        cache = tuple(check_cache(partial)) if partial.cache_checked else ()
+        extra = cache + tuple(_orphan_findings(partial))
+        if strict:
+            sessions = tuple(replace(s, findings=_escalate(s.findings)) for s in sessions)
+            extra = _escalate(extra)
+        checks.append(FolderCheck(folder, sessions, extra, partial.orphan_locks))
+    return CheckReport(tuple(checks), strict)
+
+
+def _escalate(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """--strict: every warning counts as an error."""
+    return tuple(replace(f, severity="error") if f.severity == "warning" else f for f in findings)
+
+
+def _orphan_locks(folder: Folder) -> tuple[LockInfo, ...]:
+    """Lock files in a whole folder whose journal no longer exists."""
+    if not folder.whole or not folder.path.is_dir():
+        return ()
+    journals = {j.name for j in folder.journals}
+    found = []
+    for entry in sorted(os.scandir(folder.path), key=lambda e: e.name):
+        if entry.name.endswith(".jsonl.lock") and entry.name[: -len(".lock")] not in journals:
+            info = inspect_lock(Path(entry.path))
+            if info is not None:
+                found.append(info)
+    return tuple(found)
+
+
+def _orphan_findings(check: FolderCheck) -> list[Finding]:
+    return [
+        Finding("stale-lock", "warning", str(info.path), None, None, f"lock without a journal: {info.reason}")
+        for info in check.orphan_locks
+        if info.state is LockState.STALE
+    ]
+
+
+def check_cache(check: FolderCheck) -> list[Finding]:
+    """Compare a folder's index.json / meta.json with what its journals say."""
+    folder = check.folder
+    scans = [s.scan for s in check.sessions if s.scan is not None]
+    loaded = load_cache(folder.cache)
+    where = str(folder.cache)
+    if folder.layout is Layout.LEVELCODE:
+        if loaded.state == "missing":
+            return [Finding("missing-index", "warning", where, None, None, "index.json is missing")] if scans else []
+        if loaded.state == "corrupt":
+            return [Finding("corrupt-index", "warning", where, None, None, f"index.json is {loaded.detail}")]
+        version, entries = build_index(scans)
+        drift = index_drift(loaded, version, entries)
+        return [Finding("stale-index", "warning", where, None, None, drift)] if drift else []
+    scan = scans[0] if scans else None
+    derived = build_meta(folder.path, scan, loaded.value if loaded.state == "ok" else None)
+    drift = meta_drift(loaded, derived)
+    if drift is None:
+        return []
+    code, reason = drift
+    severity = "error" if code == "meta-ahead" else "warning"
+    return [Finding(code, severity, where, None, None, reason)]

@@ -1,0 +1,206 @@
+"""Plan repairs from a check, then apply them through :mod:`toolkit.durable`.
+
+Only what DESIGN.md §2.4 allows: terminate a complete unterminated final record, save and
+trim a torn tail, remove stale locks, rebuild caches - and, opted into twice, salvage.
+A journal with any uncorrectable finding is never touched (not even its tail).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .. import durable, locks
+from ..errors import DurabilityError, LevelsessError, LockBusyError, SALVAGEABLE, UNCORRECTABLE
+from ..findings import Finding
+from ..index import build_index, build_meta, dump_cache, index_document, index_drift, load_cache, meta_drift
+from ..journal import JournalScan, Layout, TailState, scan_journal
+from ..locks import LockState, inspect_lock
+from ..stores import Folder
+from .check import CheckReport, FolderCheck, exit_code_for
+from .salvage import salvage_journal
+
+RECOVERED = "recovered"
+QUARANTINE = "quarantine"
+
+
+@dataclass(frozen=True)
+class Action:
+    """One planned write: ``kind`` is terminate-tail | trim-tail | remove-lock | rebuild-cache | salvage."""
+
+    kind: str
+    path: Path
+    detail: str
+    fixes: tuple[str, ...]  # finding codes this action repairs, on ``path`` (or the folder's files)
+    folder: Folder | None = None
+    scan: JournalScan | None = None
+
+    def describe(self) -> str:
+        return f"{self.kind}: {self.path}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class RepairResult:
+    """What a repair did: every finding (``repaired`` set where fixed) and the exit code."""
+
+    findings: tuple[Finding, ...]
+    done: tuple[Action, ...]
+    interrupted: bool = False
+    fatal: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        code = exit_code_for(self.findings)
+        if self.fatal:
+            code |= 8
+        if self.interrupted:
+            code |= 32
+        return code
+
+
+@dataclass(frozen=True)
+class RepairPlan:
+    """The writes a repair would make, computed from a check, and nothing written yet."""
+
+    report: CheckReport
+    actions: tuple[Action, ...]
+    force: bool = False
+
+    def execute(self, *, progress: Callable[[Action], None] | None = None,
+                should_stop: Callable[[], bool] = lambda: False) -> RepairResult:
+        """Apply the actions in order; stop cleanly between actions when asked."""
+        repaired: set[tuple[str, str]] = set()
+        notes: list[Finding] = []
+        done: list[Action] = []
+        touched: dict[Path, set[Path]] = {}
+        interrupted, fatal = False, None
+        for action in self.actions:
+            if should_stop():
+                interrupted = True
+                break
+            try:
+                fixed = _apply(action, touched, self.force)
+            except LockBusyError as exc:
+                notes.append(Finding("locked", "warning", str(action.path), None, None, f"not repaired: {exc.detail}"))
+                continue
+            except DurabilityError as exc:
+                fatal = str(exc)
+                notes.append(Finding("unreadable", "error", str(action.path), None, None, f"repair stopped: {exc}"))
+                break
+            except LevelsessError as exc:
+                notes.append(Finding("unreadable", "error", str(action.path), None, None, f"not repaired: {exc}"))
+                continue
+            repaired.update(fixed)
+            done.append(action)
+            if progress:
+                progress(action)
+        findings = tuple(
+            f.as_repaired() if (f.code, f.path) in repaired else f for f in self.report.findings
+        ) + tuple(notes)
+        return RepairResult(findings, tuple(done), interrupted, fatal)
+
+
+def plan_repair(report: CheckReport, *, salvage: bool = False, force: bool = False) -> RepairPlan:
+    """Return the actions that would repair what ``report`` found; writes nothing."""
+    actions: list[Action] = []
+    for check in report.folders:
+        folder = check.folder
+        journal_actions = []
+        for session in check.sessions:
+            if session.skipped or session.scan is None:
+                continue
+            if session.lock is not None and session.lock.state is LockState.STALE:
+                actions.append(Action("remove-lock", session.lock.path, session.lock.reason, ("stale-lock",), folder))
+            journal_actions.extend(_journal_actions(session.journal, session.scan, folder, salvage))
+        for info in check.orphan_locks:
+            if info.state is LockState.STALE:
+                actions.append(Action("remove-lock", info.path, info.reason, ("stale-lock",), folder))
+        actions.extend(journal_actions)
+        if check.cache_checked and (check.cache_findings or journal_actions):
+            codes = tuple(f.code for f in check.cache_findings)
+            actions.append(Action("rebuild-cache", folder.cache, "; ".join(f.message for f in check.cache_findings)
+                                  or "journals changed", codes, folder))
+    return RepairPlan(report, tuple(actions), force)
+
+
+def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: bool) -> list[Action]:
+    if journal.is_symlink():
+        return []  # never written through
+    if scan.blocked:
+        blocking = {f.code for f in scan.findings if f.code in UNCORRECTABLE}
+        if salvage and blocking & SALVAGEABLE and blocking <= SALVAGEABLE | {"schema-violation", "seq-gap", "seq-duplicate", "missing-meta", "duplicate-meta", "dangling-parent", "duplicate-id"}:
+            fixes = tuple(sorted((blocking & SALVAGEABLE) | ({"torn-tail", "unterminated-tail"} & scan.codes) | ({"blank-line"} & scan.codes)))
+            return [Action("salvage", journal, f"rewrite from byte-exact slices; original to {QUARANTINE}/", fixes, folder, scan)]
+        return []
+    if scan.tail is TailState.UNTERMINATED:
+        return [Action("terminate-tail", journal, "append the missing newline", ("unterminated-tail",), folder, scan)]
+    if scan.tail is TailState.TORN:
+        cut = scan.size - scan.body_end
+        return [Action("trim-tail", journal, f"save {cut} bytes to {RECOVERED}/, truncate to byte {scan.body_end}",
+                       ("torn-tail",), folder, scan)]
+    return []
+
+
+def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> set[tuple[str, str]]:
+    folder = action.folder
+    assert folder is not None
+    if action.kind == "remove-lock":
+        info = inspect_lock(action.path)
+        if info is not None and info.state is LockState.STALE:
+            durable.remove(action.path)
+        return {("stale-lock", str(action.path))}
+    if action.kind == "rebuild-cache":
+        return {(code, str(action.path)) for code in action.fixes} if _rebuild_cache(folder, touched) is not None else set()
+    scan = action.scan
+    assert scan is not None
+    with locks.holding(action.path, force=force):
+        if action.kind == "terminate-tail":
+            durable.append_newline(action.path, scan.size)
+        elif action.kind == "trim-tail":
+            durable.ensure_dir(folder.state_dir / RECOVERED)
+            durable.truncate_saving(action.path, scan.body_end, scan.size, folder.state_dir / RECOVERED)
+        elif action.kind == "salvage":
+            salvage_journal(scan, folder.state_dir / QUARANTINE)
+        _verify_tail(action.path)
+    touched.setdefault(folder.path, set()).add(action.path)
+    return {(code, str(action.path)) for code in action.fixes}
+
+
+def _verify_tail(journal: Path) -> None:
+    """After a write, the journal must end on a newline (or be empty)."""
+    with open(journal, "rb") as handle:
+        size = handle.seek(0, 2)
+        if size:
+            handle.seek(size - 1)
+            if handle.read(1) != b"\n":
+                raise DurabilityError(f"{journal} does not end on a newline after repair")
+
+
+def rebuild_cache(folder: Folder, scans: list[JournalScan]) -> bytes | None:
+    """Write the folder's index.json / meta.json if it differs from the journals; return the bytes written."""
+    loaded = load_cache(folder.cache)
+    if folder.layout is Layout.LEVELCODE:
+        version, entries = build_index(scans)
+        if loaded.state == "ok" and index_drift(loaded, version, entries) is None:
+            return None
+        data = dump_cache(index_document(version, entries))
+    else:
+        derived = build_meta(folder.path, scans[0] if scans else None, loaded.value if loaded.state == "ok" else None)
+        if meta_drift(loaded, derived) is None:
+            return None
+        data = dump_cache(derived)
+    durable.atomic_write(folder.cache, data)
+    return data
+
+
+def _rebuild_cache(folder: Folder, touched: dict[Path, set[Path]]) -> bytes | None:
+    scans = [scan_journal(journal, folder.layout) for journal in folder.journals]
+    if any(s.version is not None and s.version > 2 for s in scans):
+        return None
+    return rebuild_cache(folder, scans) or b""
+
+
+def finished(plan: RepairPlan, result: RepairResult) -> RepairResult:
+    """Return ``result`` unchanged (hook kept for symmetry with check -> plan -> apply)."""
+    return replace(result)

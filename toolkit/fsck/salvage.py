@@ -1,0 +1,100 @@
+"""``fsck --salvage``: rebuild a damaged journal from byte-exact slices of itself.
+
+Whole valid records are kept, spliced records are split at their boundary, NUL runs and
+garbage are cut out.  The original is kept (hard link or copy) under
+``<store>/.levelsess/quarantine/<stamp>/`` with the rejected bytes and a map of where they
+came from; the new journal replaces the original atomically only after it re-checks clean
+of line damage.  Nothing is re-serialised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from .. import durable
+from ..errors import DurabilityError
+from ..journal import BOM, JournalScan, Layout, open_journal, scan_journal
+from ..lines import Batch, Tail, iter_batches, split_line
+
+LINE_DAMAGE = {"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "unterminated-tail"}
+
+
+def _is_record(layout: Layout):
+    key = "kind" if layout is Layout.LEVELCODE else "id"
+    return lambda obj: isinstance(obj.get(key), str)
+
+
+def _pieces(line: bytes, offset: int, is_record) -> Iterator[tuple[str, int, bytes]]:
+    """Yield ('keep'|'reject', original offset, bytes) for one line's content."""
+    if not line.strip():
+        return
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        obj = None
+    if type(obj) is dict and is_record(obj):
+        yield "keep", offset, line
+        return
+    if obj is not None:  # JSON, but not a record
+        yield "reject", offset, line
+        return
+    for piece in split_line(line, is_record):
+        kind = "keep" if piece.kind == "record" else "reject"
+        yield kind, offset + piece.start, line[piece.start : piece.end]
+
+
+def _iter_salvage(path: Path, layout: Layout) -> Iterator[tuple[str, int, bytes]]:
+    is_record = _is_record(layout)
+    first = True
+    with open_journal(path) as handle:
+        for item in iter_batches(handle):
+            if type(item) is Batch:
+                offset = item.offset
+                for line in item.lines:
+                    start = offset
+                    offset += len(line) + 1
+                    if first and line.startswith(BOM):
+                        line, start = line[3:], start + 3
+                    first = False
+                    if line.endswith(b"\r"):
+                        line = line[:-1]
+                    yield from _pieces(line, start, is_record)
+            elif type(item) is Tail:
+                if item.data:
+                    yield from _pieces(item.data, item.offset, is_record)
+            else:  # an overlong line: too big to hold, so it is left in the quarantined original
+                yield "reject", -1, b""
+
+
+def salvage_journal(scan: JournalScan, quarantine_root: Path) -> Path:
+    """Replace ``scan.path`` with its salvageable records; return the quarantine folder."""
+    path = scan.path
+    stamp = durable.utc_stamp()
+    quarantine = quarantine_root / stamp
+    durable.ensure_dir(quarantine)
+    durable.preserve(path, quarantine / path.name)
+    rejected_map = []
+    with durable.atomic_writer(quarantine / f"{path.name}.rejected") as rejected:
+        with durable.atomic_writer(path) as out:
+            for verdict, offset, data in _iter_salvage(path, scan.layout):
+                if verdict == "keep":
+                    out.write(data + b"\n")
+                else:
+                    rejected.write(data)
+                    rejected_map.append({"offset": offset, "length": len(data)})
+            out.flush()
+            _verify(Path(out.name), scan.layout)
+    durable.atomic_write(quarantine / f"{path.name}.rejected.map.json",
+                         orjson.dumps({"source": str(path), "pieces": rejected_map}, option=orjson.OPT_INDENT_2))
+    return quarantine
+
+
+def _verify(candidate: Path, layout: Layout) -> None:
+    """The rebuilt journal must be free of line damage before it replaces the original."""
+    check = scan_journal(candidate, layout)
+    bad = [f for f in check.findings if f.code in LINE_DAMAGE]
+    if bad:
+        raise DurabilityError(f"salvage output still has {bad[0].code} at line {bad[0].line}; original left in place")

@@ -1,0 +1,165 @@
+"""Derive the caches from journals: LevelCode index.json (§2.3), Logician meta.json (§2.2).
+
+Pure functions over :class:`~toolkit.journal.JournalScan` results plus loaders that never
+write; writing goes through :mod:`toolkit.durable` in the callers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import orjson
+
+from .journal import JournalScan, LevelCodeFacts, LogicianFacts
+
+SEED_FIELDS = ("id", "title", "createdAt", "updatedAt", "turns", "model", "preview")
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A cache file as found: ``state`` is missing | corrupt | ok."""
+
+    state: str
+    value: object = None
+    detail: str = ""
+
+
+def load_cache(path: Path) -> Loaded:
+    """Read and parse a cache file without writing anything."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Loaded("missing")
+    except OSError as exc:
+        return Loaded("corrupt", detail=f"unreadable: {exc.strerror}")
+    try:
+        return Loaded("ok", orjson.loads(raw))
+    except orjson.JSONDecodeError as exc:
+        return Loaded("corrupt", detail=f"not valid JSON ({exc.msg})")
+
+
+def dump_cache(value: object) -> bytes:
+    """Serialise a cache the way levelsess always writes it (stable, indented, newline)."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def utc_iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+# --- LevelCode index.json ----------------------------------------------------------------
+
+
+def index_entry(scan: JournalScan, v2: bool) -> dict:
+    """Return the §2.3 index entry for one journal."""
+    facts = scan.facts
+    assert isinstance(facts, LevelCodeFacts)
+    meta = facts.meta or {}
+    entry = {
+        "id": meta.get("id", scan.path.stem),
+        "title": facts.title if facts.title_set else meta.get("title"),
+        "createdAt": meta.get("createdAt"),
+        "updatedAt": facts.last_t if facts.last_t is not None else meta.get("createdAt"),
+        "turns": facts.turns,
+        "model": facts.model if facts.model else meta.get("model"),
+        "preview": facts.preview,
+    }
+    if v2:
+        entry.update(bytes=scan.size, pinned=facts.pinned, archived=facts.archived)
+    return entry
+
+
+def _order(entry: dict) -> tuple[str, str]:
+    updated = entry.get("updatedAt")
+    return (updated if isinstance(updated, str) else "", str(entry.get("id")))
+
+
+def build_index(scans: list[JournalScan]) -> tuple[int, list[dict]]:
+    """Return (index version, entries sorted by updatedAt descending) for a folder."""
+    version = 2 if any(s.version == 2 for s in scans) else 1
+    entries = sorted((index_entry(s, version == 2) for s in scans), key=_order, reverse=True)
+    return version, entries
+
+
+def index_document(version: int, entries: list[dict]) -> object:
+    if version == 1:
+        return entries
+    return {"v": 2, "generatedAt": utc_iso(datetime.now(timezone.utc).timestamp()), "sessions": entries}
+
+
+def index_drift(loaded: Loaded, version: int, entries: list[dict]) -> str | None:
+    """Return why a stored index differs from the derived one, or None if it matches."""
+    value = loaded.value
+    if version == 1:
+        if not isinstance(value, list):
+            return "index is not the v1 list this folder's journals call for"
+        stored = value
+    else:
+        if not isinstance(value, dict) or value.get("v") != 2 or not isinstance(value.get("sessions"), list):
+            return "index is not the v2 object this folder's journals call for"
+        stored = value["sessions"]
+    if stored == entries:
+        return None
+    have = {e.get("id") for e in stored if isinstance(e, dict)}
+    want = {e["id"] for e in entries}
+    if have != want:
+        missing, extra = len(want - have), len(have - want)
+        return f"index lists {len(have)} sessions; journals hold {len(want)} ({missing} missing, {extra} extra)"
+    return "index entries differ from the journals"
+
+
+# --- Logician meta.json ------------------------------------------------------------------
+
+META_ORDER = ("formatVersion", "name", "workspace", "createdAt", "updatedAt", "entryCount", "parentSession", "activeLeaf")
+
+
+def workspace_of(session_dir: Path) -> str | None:
+    """Return the folder holding ``.logician`` for a session folder, if the layout is standard."""
+    parents = session_dir.parents
+    if len(parents) >= 4 and parents[1].name == "sessions" and parents[2].name == ".logician":
+        return str(parents[3])
+    return None
+
+
+def build_meta(session_dir: Path, scan: JournalScan | None, old: object) -> dict:
+    """Return the meta.json a Logician session folder should hold (§2.2 rebuild rules)."""
+    facts = scan.facts if scan is not None else LogicianFacts()
+    assert isinstance(facts, LogicianFacts)
+    kept = dict(old) if isinstance(old, dict) else {}
+    if facts.last_timestamp is not None:
+        updated = facts.last_timestamp
+    elif scan is not None:
+        updated = utc_iso(scan.mtime_ns / 1e9)
+    else:
+        updated = kept.get("updatedAt")
+    leaf = kept.get("activeLeaf")
+    derived = {
+        "formatVersion": 1,
+        "name": kept.get("name"),
+        "workspace": kept["workspace"] if "workspace" in kept else workspace_of(session_dir),
+        "createdAt": kept["createdAt"] if "createdAt" in kept else facts.first_timestamp,
+        "updatedAt": updated,
+        "entryCount": scan.records if scan is not None else 0,
+        "parentSession": kept.get("parentSession"),
+        "activeLeaf": leaf if isinstance(leaf, str) and leaf in facts.ids else facts.last_id,
+    }
+    extras = {k: v for k, v in kept.items() if k not in META_ORDER}
+    return {**derived, **extras}
+
+
+def meta_drift(loaded: Loaded, derived: dict) -> tuple[str, str] | None:
+    """Return (code, reason) when a stored meta.json differs from the derived one."""
+    if loaded.state == "missing":
+        return "missing-meta-json", "meta.json is missing"
+    if loaded.state == "corrupt" or not isinstance(loaded.value, dict):
+        return "corrupt-meta", loaded.detail or "meta.json is not a JSON object"
+    stored = loaded.value
+    if stored == derived:
+        return None
+    count = stored.get("entryCount")
+    if type(count) is int and count > derived["entryCount"]:
+        return "meta-ahead", f"meta.json counts {count} entries; the journal holds {derived['entryCount']}"
+    changed = sorted(k for k in set(stored) | set(derived) if stored.get(k) != derived.get(k))
+    return "stale-meta", f"meta.json differs from the journal in: {', '.join(changed)}"

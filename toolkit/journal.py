@@ -1,0 +1,383 @@
+"""Read a journal line by line and classify every line per DESIGN.md §2.4.
+
+The reader streams in bounded memory, works on raw bytes, and never re-serialises JSON.
+:func:`scan_journal` returns a :class:`JournalScan` (findings plus the facts the caches are
+derived from); :func:`iter_records` yields parsed records and raises a typed
+:class:`~toolkit.errors.CorruptionError` at the first damaged line.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+import orjson
+
+from .errors import PathNotFoundError, PermissionDeniedError, UNCORRECTABLE
+from .findings import Finding, FindingSink
+from .lines import Batch, Overlong, Tail, iter_batches, split_line
+
+NEWEST_VERSION = 2
+SOFT_CAP = 20 << 20
+BOM = b"\xef\xbb\xbf"
+KNOWN_KINDS = frozenset({"meta", "user", "assistant", "agent", "event", "title", "compact"})
+_loads = orjson.loads
+_JSONError = orjson.JSONDecodeError
+
+
+class Layout(str, Enum):
+    """Which kind of journal: LevelCode (meta line + kind records) or Logician (id entries)."""
+
+    LEVELCODE = "levelcode"
+    LOGICIAN = "logician"
+
+
+class TailState(str, Enum):
+    NONE = "none"
+    UNTERMINATED = "unterminated"
+    TORN = "torn"
+
+
+@dataclass
+class LevelCodeFacts:
+    """What index.json needs from a LevelCode journal (DESIGN.md §2.3)."""
+
+    meta: dict | None = None
+    version: int | None = None
+    title: object = None
+    title_set: bool = False
+    last_t: object = None
+    turns: int = 0
+    model: object = None
+    preview: str | None = None
+    pinned: bool = False
+    archived: bool = False
+
+
+@dataclass
+class LogicianFacts:
+    """What meta.json needs from a Logician journal (DESIGN.md §2.2)."""
+
+    ids: set = field(default_factory=set)
+    first_timestamp: object = None
+    last_timestamp: object = None
+    last_id: str | None = None
+
+
+@dataclass(frozen=True)
+class JournalScan:
+    """The result of reading one journal: findings, sizes, tail state and derived facts."""
+
+    path: Path
+    layout: Layout
+    size: int
+    mtime_ns: int
+    records: int
+    body_end: int  # offset just past the last newline
+    tail: TailState
+    findings: tuple[Finding, ...]
+    facts: LevelCodeFacts | LogicianFacts
+
+    @property
+    def codes(self) -> set[str]:
+        return {f.code for f in self.findings}
+
+    @property
+    def blocked(self) -> bool:
+        """True when a finding needs a person: the file must not be modified at all."""
+        return any(f.code in UNCORRECTABLE and f.code != "schema-violation" for f in self.findings)
+
+    @property
+    def version(self) -> int | None:
+        return self.facts.version if isinstance(self.facts, LevelCodeFacts) else None
+
+
+def preview_of(content: object) -> str | None:
+    """Return the index preview of a user record's content (§2.3), or None."""
+    text = None
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                text = block["text"]
+                break
+    if text is None:
+        return None
+    return " ".join(text.split())[:120]
+
+
+class _Classifier:
+    """Per-line state machine shared by both layouts (the hot loop lives in :meth:`feed`)."""
+
+    def __init__(self, path: Path, layout: Layout, strict: bool, validator: Callable | None) -> None:
+        self.sink = FindingSink(str(path), strict)
+        self.layout = layout
+        self.validator = validator
+        self.records = 0
+        self.lineno = 0
+        self.expect_seq = 1
+        self.last_seq = 0
+        self.future = False
+        if layout is Layout.LEVELCODE:
+            self.facts: LevelCodeFacts | LogicianFacts = LevelCodeFacts()
+            self.record = self._levelcode
+            self.is_record = lambda obj: isinstance(obj.get("kind"), str)
+        else:
+            self.facts = LogicianFacts()
+            self.record = self._logician
+            self.is_record = lambda obj: isinstance(obj.get("id"), str)
+
+    # -- lines ------------------------------------------------------------------------------
+
+    def feed(self, batch: Batch) -> None:
+        start = batch.offset
+        record = self.record
+        for line in batch.lines:
+            self.lineno += 1
+            offset, start = start, start + len(line) + 1
+            if line:
+                if self.lineno == 1 and line.startswith(BOM):
+                    self.sink.add("bom", "UTF-8 byte-order mark at the start (hand-edited?)", 1, 0, line)
+                    line = line[3:]
+                if line and line[-1] == 13:
+                    if "crlf" not in self.sink.counts:
+                        self.sink.add("crlf", "CRLF line endings (hand-edited?)", self.lineno, offset, line)
+                    line = line[:-1]
+                try:
+                    obj = _loads(line)
+                except _JSONError:
+                    self.damaged(line, offset)
+                else:
+                    record(obj, offset, line)
+            else:
+                self.sink.add("blank-line", "empty line", self.lineno, offset)
+
+    def damaged(self, line: bytes, offset: int) -> None:
+        if not line.strip():
+            self.sink.add("blank-line", "whitespace-only line", self.lineno, offset, line)
+            return
+        pieces = split_line(line, self.is_record)
+        kinds = [p.kind for p in pieces]
+        if "nul" in kinds:
+            self.sink.add("nul-padding", f"{sum(p.end - p.start for p in pieces if p.kind == 'nul')} NUL bytes", self.lineno, offset, line)
+        solid = [p for p in pieces if p.kind != "nul"]
+        if "record" in kinds and len(solid) > 1:
+            where = ", ".join(f"{p.kind} at byte {offset + p.start}" for p in solid[:4])
+            self.sink.add("spliced-records", f"{len(solid)} pieces run together on one line: {where}", self.lineno, offset, line)
+        elif "garbage" in kinds:
+            self.sink.add("invalid-json", "not valid UTF-8 JSON", self.lineno, offset, line)
+        for piece in pieces:  # whole records inside a damaged line still count for the caches
+            if piece.kind == "record":
+                self.record(_loads(line[piece.start : piece.end]), offset + piece.start, line[piece.start : piece.end], quiet=True)
+
+    def overlong(self, item: Overlong, offset: int) -> None:
+        self.lineno += 1
+        if item.all_nul:
+            self.sink.add("nul-padding", f"{item.length} NUL bytes", self.lineno, offset)
+        else:
+            self.sink.add("invalid-json", f"line of {item.length} bytes is too long to parse", self.lineno, offset)
+
+    # -- records ----------------------------------------------------------------------------
+
+    def _levelcode(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
+        sink, facts = self.sink, self.facts
+        if type(obj) is not dict or not isinstance(kind := obj.get("kind"), str):
+            sink.add("invalid-record", "JSON but not a record object with a string \"kind\"", self.lineno, offset, line)
+            return
+        self.records += 1
+        if self.records == 1:
+            if kind != "meta":
+                sink.add("missing-meta", f"first record is {kind!r}, not meta", self.lineno, offset, line)
+            else:
+                self._meta(obj, offset, line)
+            return
+        if kind == "meta":
+            sink.add("duplicate-meta", "a second meta record", self.lineno, offset, line)
+            return
+        if self.future:
+            return
+        if facts.version == 2:
+            self._seq(obj.get("seq"), offset, line)
+        if self.validator is not None:
+            self.validator(obj, kind, facts.version, sink, self.lineno, offset, line)
+        t = obj.get("t")
+        if t is not None:
+            facts.last_t = t
+        if kind == "user":
+            facts.turns += 1
+            if facts.preview is None:
+                facts.preview = preview_of(obj.get("content"))
+        elif kind == "assistant":
+            if obj.get("model"):
+                facts.model = obj["model"]
+        elif kind == "title":
+            facts.title, facts.title_set = obj.get("title"), True
+        elif kind == "event":
+            kind_of = obj.get("type")
+            if kind_of in ("pin", "unpin"):
+                facts.pinned = kind_of == "pin"
+            elif kind_of in ("archive", "unarchive"):
+                facts.archived = kind_of == "archive"
+        elif kind not in KNOWN_KINDS:
+            sink.add("unknown-kind", f"unknown record kind {kind!r}", self.lineno, offset, line)
+
+    def _meta(self, obj: dict, offset: int, line: bytes) -> None:
+        facts = self.facts
+        facts.meta = obj
+        version = obj.get("v", 1)
+        if type(version) is not int or version < 1:
+            self.sink.add("invalid-record", f"meta has an invalid version {version!r}", self.lineno, offset, line)
+            version = 1
+        facts.version = version
+        if version > NEWEST_VERSION:
+            self.future = True
+            self.sink.add("future-version", f"schema v{version}; this levelsess knows up to v{NEWEST_VERSION}", self.lineno, offset, line)
+        elif self.validator is not None:
+            self.validator(obj, "meta", version, self.sink, self.lineno, offset, line)
+
+    def _seq(self, seq: object, offset: int, line: bytes) -> None:
+        if type(seq) is not int:
+            self.sink.add("seq-gap", f"no seq; expected {self.expect_seq}", self.lineno, offset, line)
+            self.expect_seq += 1
+            return
+        if seq != self.expect_seq:
+            if seq == self.last_seq:
+                self.sink.add("seq-duplicate", f"seq {seq} repeats the previous record's", self.lineno, offset, line)
+            else:
+                self.sink.add("seq-gap", f"seq {seq}; expected {self.expect_seq}", self.lineno, offset, line)
+        self.last_seq = seq
+        self.expect_seq = max(self.expect_seq, seq + 1)
+
+    def _logician(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
+        sink, facts = self.sink, self.facts
+        if type(obj) is not dict or not isinstance(entry_id := obj.get("id"), str):
+            sink.add("invalid-record", "JSON but not an entry object with a string \"id\"", self.lineno, offset, line)
+            return
+        self.records += 1
+        ids = facts.ids
+        if entry_id in ids:
+            sink.add("duplicate-id", f"entry id {entry_id!r} appears again", self.lineno, offset, line)
+        parent = obj.get("parentId")
+        if parent is not None and parent not in ids:
+            sink.add("dangling-parent", f"parentId {parent!r} names no earlier entry", self.lineno, offset, line)
+        if self.validator is not None:
+            self.validator(obj, "entry", None, sink, self.lineno, offset, line)
+        ids.add(entry_id)
+        facts.last_id = entry_id
+        facts.last_timestamp = obj.get("timestamp")
+        if self.records == 1:
+            facts.first_timestamp = facts.last_timestamp
+
+    # -- the tail ---------------------------------------------------------------------------
+
+    def tail(self, item: Tail) -> TailState:
+        if item.overlong is not None:
+            self.sink.add("torn-tail", f"final {item.overlong.length} bytes have no newline and are too long to be a record", self.lineno + 1, item.offset)
+            return TailState.TORN
+        data = item.data
+        if not data:
+            return TailState.NONE
+        lineno = self.lineno + 1
+        if lineno == 1 and data.startswith(BOM):
+            self.sink.add("bom", "UTF-8 byte-order mark at the start (hand-edited?)", 1, 0, data)
+            data = data[3:]
+        if not data.strip(b"\0"):
+            self.sink.add("torn-tail", f"{len(item.data)} NUL bytes after the last newline", lineno, item.offset, item.data)
+            return TailState.TORN
+        try:
+            obj = _loads(data)
+        except _JSONError:
+            obj = None
+        if type(obj) is not dict:
+            self.sink.add("torn-tail", f"incomplete final record ({len(item.data)} bytes)", lineno, item.offset, item.data)
+            return TailState.TORN
+        self.sink.add("unterminated-tail", "final record is complete but has no newline", lineno, item.offset, item.data)
+        self.lineno = lineno
+        self.record(obj, item.offset, data)
+        return TailState.UNTERMINATED
+
+
+def open_journal(path: Path):
+    """Open a journal for reading, turning OS errors into typed errors."""
+    try:
+        return open(path, "rb")  # noqa: SIM115
+    except FileNotFoundError as exc:
+        raise PathNotFoundError(str(path)) from exc
+    except PermissionError as exc:
+        raise PermissionDeniedError(f"cannot read {path}") from exc
+    except IsADirectoryError as exc:
+        raise PermissionDeniedError(f"{path} is a folder, not a journal") from exc
+
+
+def scan_journal(
+    path: Path,
+    layout: Layout = Layout.LEVELCODE,
+    *,
+    strict: bool = False,
+    validator: Callable | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> JournalScan:
+    """Read ``path`` once and classify every line; never writes."""
+    classifier = _Classifier(path, layout, strict, validator)
+    with open_journal(path) as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise PermissionDeniedError(f"{path} is not a regular file")
+        if info.st_size == 0:
+            classifier.sink.add("empty-journal", "0-byte journal", None, 0)
+        elif info.st_size > SOFT_CAP:
+            classifier.sink.add("oversize", f"{info.st_size} bytes, over the {SOFT_CAP >> 20} MiB soft cap", None, None)
+        tail_state, body_end, offset = TailState.NONE, 0, 0
+        try:
+            for item in iter_batches(handle):
+                if type(item) is Batch:
+                    classifier.feed(item)
+                    offset = body_end = item.offset + sum(map(len, item.lines)) + len(item.lines)
+                    if progress is not None:
+                        progress(body_end)
+                elif type(item) is Overlong:
+                    classifier.overlong(item, offset)
+                    offset = body_end = offset + item.length + 1
+                else:
+                    body_end = item.offset
+                    tail_state = classifier.tail(item)
+        except OSError as exc:
+            raise PermissionDeniedError(f"cannot read {path}: {exc.strerror}") from exc
+    return JournalScan(
+        path=path,
+        layout=layout,
+        size=info.st_size,
+        mtime_ns=info.st_mtime_ns,
+        records=classifier.records,
+        body_end=body_end,
+        tail=tail_state,
+        findings=classifier.sink.finish(),
+        facts=classifier.facts,
+    )
+
+
+def iter_records(path: Path, layout: Layout = Layout.LEVELCODE) -> Iterator[tuple[int, int, dict]]:
+    """Yield ``(line, offset, record)`` for each record; raise a CorruptionError on damage.
+
+    A torn tail ends the iteration quietly (it is not an acknowledged record).
+    """
+    probe = _Classifier(path, layout, False, None)
+    with open_journal(path) as handle:
+        for item in iter_batches(handle):
+            if type(item) is not Batch:
+                break
+            offset = item.offset
+            for line in item.lines:
+                before = len(probe.sink.items)
+                probe.feed(Batch(offset, [line]))
+                errors = [f for f in probe.sink.items[before:] if f.severity == "error"]
+                if errors:
+                    raise errors[0].to_error()
+                if line.strip():
+                    yield probe.lineno, offset, _loads(line[3:] if probe.lineno == 1 and line.startswith(BOM) else line)
+                offset += len(line) + 1

@@ -1,0 +1,163 @@
+"""Split a journal into lines in bounded memory, and split a damaged line into pieces.
+
+Both work on raw bytes and report byte offsets; nothing here re-serialises JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import orjson
+
+CHUNK = 4 << 20
+#: A line longer than this is not held in memory: it is measured and reported instead.
+LINE_CAP = 64 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Overlong:
+    """A line longer than LINE_CAP: only its length and whether it was all NUL are known."""
+
+    length: int
+    all_nul: bool
+    terminated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Terminated lines (without their ``\\n``) starting at byte ``offset``."""
+
+    offset: int
+    lines: list[bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """The bytes after the last newline (``data`` is None when they were overlong)."""
+
+    offset: int
+    data: bytes | None
+    overlong: Overlong | None = None
+
+
+def iter_batches(handle: BinaryIO, chunk: int = CHUNK, cap: int = LINE_CAP) -> Iterator[Batch | Overlong | Tail]:
+    """Yield batches of terminated lines, any overlong line, and finally the Tail.
+
+    Memory stays below about ``chunk + cap`` bytes whatever the file size.
+    """
+    offset = 0  # offset of the first byte of ``pending``
+    pending = b""
+    over: list = []  # [length, all_nul] while inside an overlong line
+    while True:
+        block = handle.read(chunk)
+        if not block:
+            break
+        if over:
+            cut = block.find(b"\n")
+            part = block if cut < 0 else block[:cut]
+            over[0] += len(part)
+            over[1] = over[1] and not part.strip(b"\0")
+            if cut < 0:
+                continue
+            yield Overlong(over[0], over[1], True)
+            offset += over[0] + 1
+            over = []
+            block = block[cut + 1 :]
+        data = pending + block if pending else block
+        lines = data.split(b"\n")
+        pending = lines.pop()
+        if lines:
+            yield Batch(offset, lines)
+            offset += len(data) - len(pending)
+        if len(pending) > cap:
+            over = [len(pending), not pending.strip(b"\0")]
+            pending = b""
+    if over:
+        yield Tail(offset, None, Overlong(over[0], over[1], False))
+    else:
+        yield Tail(offset, pending)
+
+
+# --- splitting a damaged line ------------------------------------------------------------
+
+#: Give up looking for record boundaries past this many candidates (pathological lines).
+MAX_CANDIDATES = 4096
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A slice ``[start, end)`` of a line: a whole ``record``, a ``nul`` run or ``garbage``."""
+
+    start: int
+    end: int
+    kind: str
+
+
+def split_line(line: bytes, is_record: Callable[[object], bool]) -> list[Piece]:
+    """Split a line that is not one JSON record into records, NUL runs and garbage.
+
+    Offsets are bytes.  A record piece is a byte-exact slice that parses (orjson, so valid
+    UTF-8) to an object accepted by ``is_record``; whitespace between pieces is dropped.
+    """
+    text = line.decode("utf-8", "surrogateescape")  # one char per undecodable byte
+    raw: list[tuple[int, int, str]] = []
+    pos, end = 0, len(text)
+    while pos < end:
+        char = text[pos]
+        if char == "\0":
+            stop = pos
+            while stop < end and text[stop] == "\0":
+                stop += 1
+            raw.append((pos, stop, "nul"))
+            pos = stop
+        elif char.isspace():
+            pos += 1
+        elif (stop := _record_end(text, pos, is_record)) is not None:
+            raw.append((pos, stop, "record"))
+            pos = stop
+        else:
+            stop = _next_record_start(text, pos, is_record)
+            raw.append((pos, stop, "garbage"))
+            pos = stop
+    return _to_bytes(text, raw, line, is_record)
+
+
+def _record_end(text: str, pos: int, is_record: Callable[[object], bool]) -> int | None:
+    if text[pos] != "{":
+        return None
+    try:
+        obj, stop = _DECODER.raw_decode(text, pos)
+    except (ValueError, RecursionError):
+        return None
+    return stop if type(obj) is dict and is_record(obj) else None
+
+
+def _next_record_start(text: str, pos: int, is_record: Callable[[object], bool]) -> int:
+    start, tries = text.find("{", pos + 1), 0
+    while start >= 0 and tries < MAX_CANDIDATES:
+        if text[start - 1] != "\\" and _record_end(text, start, is_record) is not None:
+            return start
+        start, tries = text.find("{", start + 1), tries + 1
+    nul = text.find("\0", pos + 1)
+    return len(text) if nul < 0 else nul
+
+
+def _to_bytes(text: str, raw: list[tuple[int, int, str]], line: bytes, is_record) -> list[Piece]:
+    pieces, cursor_char, cursor_byte = [], 0, 0
+    for start, stop, kind in raw:
+        b_start = cursor_byte + len(text[cursor_char:start].encode("utf-8", "surrogateescape"))
+        b_stop = b_start + len(text[start:stop].encode("utf-8", "surrogateescape"))
+        cursor_char, cursor_byte = stop, b_stop
+        if kind == "record":  # the json module tolerates what orjson (strict UTF-8) rejects
+            try:
+                obj = orjson.loads(line[b_start:b_stop])
+            except orjson.JSONDecodeError:
+                kind = "garbage"
+            else:
+                kind = "record" if type(obj) is dict and is_record(obj) else "garbage"
+        pieces.append(Piece(b_start, b_stop, kind))
+    return pieces

@@ -1,0 +1,137 @@
+"""Session lock files (DESIGN.md §2.5): read, judge liveness, take and release.
+
+A writer owns a session while ``<journal>.lock`` exists, holding
+``{"pid", "host", "startedAt", "acquiredAt"}``.  Liveness is judged with psutil, with a
+create-time check so a recycled pid never keeps a dead writer's lock alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+import orjson
+import psutil
+
+from . import durable
+from .errors import LockBusyError
+
+#: An uncheckable owner's lock is stale once its mtime is older than this (seconds).
+STALE_AFTER = 30.0
+#: A live owner that has not touched its lock for this long is reported as hung.
+HEARTBEAT_GRACE = 30.0
+#: psutil create times are floats; a writer may round them.
+CREATE_TIME_SLACK = 1.0
+
+
+class LockState(str, Enum):
+    LIVE = "live"  # owner is running on this host: never stale
+    STALE = "stale"  # owner is dead, recycled, or uncheckable and silent for 30 s
+    UNKNOWN = "unknown"  # owner cannot be checked and the lock is fresh
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """A lock file and the verdict on its owner."""
+
+    path: Path
+    state: LockState
+    reason: str
+    pid: int | None
+    host: str | None
+    age: float
+    heartbeat_ok: bool = True
+
+
+def lock_path(journal: Path) -> Path:
+    return journal.with_name(journal.name + ".lock")
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+def process_start(pid: int) -> float | None:
+    """Return the create time of ``pid``, or None if it is not a live process."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:  # killed but not yet reaped: dead
+            return None
+        return proc.create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ValueError, OverflowError):
+        return None
+
+
+def inspect_lock(path: Path, now: float | None = None) -> LockInfo | None:
+    """Read ``path`` and judge its owner; None if there is no lock (never writes)."""
+    try:
+        raw = path.read_bytes()
+        age = (now or time.time()) - path.stat().st_mtime
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return LockInfo(path, LockState.UNKNOWN, f"unreadable: {exc.strerror}", None, None, 0.0)
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        data = None
+    pid = data.get("pid") if isinstance(data, dict) else None
+    host = data.get("host") if isinstance(data, dict) else None
+    started = data.get("startedAt") if isinstance(data, dict) else None
+    checkable = type(pid) is int and host == this_host() and isinstance(started, (int, float))
+    if not checkable:
+        why = "owner on another host" if isinstance(host, str) and host != this_host() else "owner cannot be read"
+        if age > STALE_AFTER:
+            return LockInfo(path, LockState.STALE, f"{why}; untouched for {age:.0f}s", pid, host, age)
+        return LockInfo(path, LockState.UNKNOWN, f"{why}; touched {age:.0f}s ago", pid, host, age)
+    actual = process_start(pid)
+    if actual is None:
+        return LockInfo(path, LockState.STALE, f"owner pid {pid} is not running", pid, host, age)
+    if abs(actual - started) > CREATE_TIME_SLACK:
+        return LockInfo(path, LockState.STALE, f"pid {pid} was reused by a newer process", pid, host, age)
+    return LockInfo(path, LockState.LIVE, f"held by live pid {pid}", pid, host, age, heartbeat_ok=age <= HEARTBEAT_GRACE)
+
+
+def lock_content(pid: int | None = None) -> bytes:
+    pid = os.getpid() if pid is None else pid
+    started = psutil.Process(pid).create_time()
+    return orjson.dumps({"pid": pid, "host": this_host(), "startedAt": started, "acquiredAt": time.time()})
+
+
+def try_acquire(journal: Path, *, force: bool = False) -> bool:
+    """Take the session lock (O_CREAT|O_EXCL), clearing a stale one first.
+
+    Returns False when a live or uncheckable owner holds it (or it vanished and reappeared
+    under us); with ``force`` a held lock is ignored and left in place.
+    """
+    path = lock_path(journal)
+    for _ in range(3):
+        if durable.create_exclusive(path, lock_content()):
+            return True
+        info = inspect_lock(path)
+        if info is None:
+            continue
+        if info.state is LockState.STALE:
+            durable.remove(path)
+            continue
+        if force:
+            return False
+        raise LockBusyError(f"{journal} ({info.reason})")
+    raise LockBusyError(f"{journal} (lock keeps reappearing)")
+
+
+@contextlib.contextmanager
+def holding(journal: Path, *, force: bool = False) -> Iterator[None]:
+    """Hold the session lock for the duration of a repair step."""
+    mine = try_acquire(journal, force=force)
+    try:
+        yield
+    finally:
+        if mine:
+            durable.remove(lock_path(journal))

@@ -1,0 +1,91 @@
+"""Render results for people (rich) and for scripts (one JSON document on stdout)."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+
+import orjson
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .findings import Finding
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow"}
+
+
+@dataclass
+class Output:
+    """Where and how to render: human (rich) or json; quiet drops everything but errors."""
+
+    json: bool = False
+    quiet: bool = False
+    verbose: bool = False
+    out: Console = field(default_factory=lambda: Console(file=sys.stdout, highlight=False, soft_wrap=False))
+    err: Console = field(default_factory=lambda: Console(file=sys.stderr, highlight=False, stderr=True))
+
+    def emit_json(self, document: dict) -> None:
+        sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.flush()
+
+    def say(self, message: str, style: str | None = None) -> None:
+        """A message for a person: stderr, never in --json mode or --quiet."""
+        if not self.json and not self.quiet:
+            self.err.print(message, style=style)
+
+    def fail(self, message: str, hint: str = "") -> None:
+        """One red line (plus a hint) on stderr, in every mode."""
+        self.err.print(Text("error: ", style="bold red") + Text(message))
+        if hint:
+            self.err.print(Text("hint: ", style="cyan") + Text(hint))
+
+
+def _where(finding: Finding) -> str:
+    where = finding.path
+    if finding.line is not None:
+        where += f":{finding.line}"
+    if finding.offset is not None:
+        where += f" @{finding.offset}"
+    return where
+
+
+def findings_table(findings: list[Finding], title: str | None = None, verbose: bool = False) -> Table:
+    table = Table(title=title, show_lines=False, expand=False)
+    table.add_column("severity")
+    table.add_column("code", style="bold")
+    table.add_column("where", overflow="fold")
+    table.add_column("what", overflow="fold")
+    table.add_column("repaired")
+    for f in findings:
+        what = f.message + (f"\n  {f.excerpt!r}" if verbose and f.excerpt else "")
+        table.add_row(Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.code, _where(f), what,
+                      Text("yes", style="green") if f.repaired else "")
+    return table
+
+
+def summary_line(findings: list[Finding], files: int, records: int, size: int, exit_code: int) -> Text:
+    counts = Counter(f.severity for f in findings if not f.repaired)
+    repaired = sum(1 for f in findings if f.repaired)
+    text = Text(f"{files} journal(s), {records} records, {size:,} bytes: ")
+    text.append(f"{counts['error']} error(s)", style="bold red" if counts["error"] else "green")
+    text.append(f", {counts['warning']} warning(s)", style="yellow" if counts["warning"] else "")
+    if repaired:
+        text.append(f", {repaired} repaired", style="green")
+    text.append(f"  [exit {exit_code}]")
+    return text
+
+
+def fsck_json(findings: list[Finding], files: int, records: int, size: int, exit_code: int, plan: list[str] | None = None) -> dict:
+    doc = {
+        "version": 1,
+        "files": files,
+        "records": records,
+        "bytes": size,
+        "findings": [f.to_json() for f in findings],
+        "exit": exit_code,
+    }
+    if plan is not None:
+        doc["plan"] = plan
+    return doc
