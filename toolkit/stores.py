@@ -124,6 +124,8 @@ def discover(path: Path) -> list[Folder]:
         raise NotAStoreError(str(path))
     if (path / LOGICIAN_DIR).is_dir():
         return _logician_sessions(path / LOGICIAN_DIR)
+    if path.name == ".logician" and (path / "sessions").is_dir():
+        return _logician_sessions(path / "sessions")
     if path.name == "sessions" and path.parent.name == ".logician":
         return _logician_sessions(path)
     if path.name == "sessions" and path.parent.parent.name == ".logician":

@@ -117,11 +117,18 @@ def plan_repair(report: CheckReport, *, salvage: bool = False, force: bool = Fal
             if info.state is LockState.STALE:
                 actions.append(Action("remove-lock", info.path, info.reason, ("stale-lock",), folder))
         actions.extend(journal_actions)
-        if check.cache_checked and (check.cache_findings or journal_actions):
+        if _cache_rebuildable(check) and (check.cache_findings or journal_actions):
             codes = tuple(f.code for f in check.cache_findings)
             actions.append(Action("rebuild-cache", folder.cache, "; ".join(f.message for f in check.cache_findings)
                                   or "journals changed", codes, folder))
     return RepairPlan(report, tuple(actions), force)
+
+
+def _cache_rebuildable(check: FolderCheck) -> bool:
+    """A Logician meta.json is not rebuilt from a journal that needs a person."""
+    if not check.cache_checked:
+        return False
+    return check.folder.layout is Layout.LEVELCODE or not any(s.scan and s.scan.blocked for s in check.sessions)
 
 
 def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: bool) -> list[Action]:

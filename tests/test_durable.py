@@ -1,0 +1,73 @@
+"""The durability module: fsync failures are fatal, a full disk is a typed error, Ctrl-C waits."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+
+from tests.helpers import PROJECT_SLUG, make_store, run_cli
+from toolkit import durable
+from toolkit.errors import DurabilityError
+from toolkit.fsck import check_folders, plan_repair
+from toolkit.stores import discover_all
+
+
+def _torn(tmp_path):
+    store = make_store(tmp_path / "store", sessions=1)
+    journal = next((store / PROJECT_SLUG).glob("*.jsonl"))
+    with open(journal, "ab") as handle:
+        handle.write(b'{"kind":"us')
+    return store, journal
+
+
+def test_append_line_is_one_record_and_returns_its_end(tmp_path):
+    path = tmp_path / "j.jsonl"
+    assert durable.append_line(path, b'{"a":1}') == 8
+    assert durable.append_line(path, b'{"b":2}') == 16
+    with pytest.raises(ValueError):
+        durable.append_line(path, b"two\nlines")
+
+
+def test_atomic_write_leaves_no_temp_file(tmp_path):
+    target = tmp_path / "index.json"
+    durable.atomic_write(target, b"[]\n")
+    durable.atomic_write(target, b"[1]\n")
+    assert target.read_bytes() == b"[1]\n"
+    assert os.listdir(tmp_path) == ["index.json"]
+
+
+def test_failed_fsync_stops_the_repair_with_exit_8_and_keeps_the_bytes(tmp_path, monkeypatch):
+    store, journal = _torn(tmp_path)
+    original = journal.read_bytes()
+
+    def broken(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(durable.os, "fsync", broken)
+    result = run_cli("fsck", "--repair", "--json", store)
+    assert result.exit_code & 8
+    assert not any(f["repaired"] and f["code"] == "torn-tail" for f in result.json["findings"])
+    assert journal.read_bytes() == original
+
+
+def test_disk_full_is_a_typed_error(tmp_path, monkeypatch):
+    real_write = os.write
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(durable.os, "write", full)
+    with pytest.raises(DurabilityError, match="disk full"):
+        durable.append_line(tmp_path / "j.jsonl", b"{}")
+    monkeypatch.setattr(durable.os, "write", real_write)
+
+
+def test_interrupt_stops_between_steps(tmp_path):
+    store, journal = _torn(tmp_path)
+    original = journal.read_bytes()
+    plan = plan_repair(check_folders(discover_all([store])))
+    result = plan.execute(should_stop=lambda: True)
+    assert result.interrupted and result.exit_code & 32 and not result.done
+    assert journal.read_bytes() == original

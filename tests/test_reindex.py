@@ -1,0 +1,97 @@
+"""reindex: caches rebuilt from journals, atomically, in the version the journals call for."""
+
+from __future__ import annotations
+
+import os
+
+import orjson
+
+from tests.helpers import PROJECT_SLUG, logician_session, make_store, run_cli, session_records, snapshot, write_journal
+from toolkit.schema import document_errors
+
+
+def test_v2_journals_get_a_v2_index_that_matches_the_schema(tmp_path):
+    store = make_store(tmp_path, sessions=3, v=2)
+    result = run_cli("reindex", "--json", store)
+    assert result.exit_code == 0 and len(result.json["written"]) == 1
+    index = orjson.loads((store / PROJECT_SLUG / "index.json").read_bytes())
+    assert index["v"] == 2 and document_errors("index-v2", index) == []
+    first = index["sessions"][-1]
+    assert first["turns"] == 2 and first["title"] == "Refunds" and first["model"] == "claude-sonnet"
+    assert first["preview"] == "question 0 about refunds"
+    assert [s["updatedAt"] for s in index["sessions"]] == sorted((s["updatedAt"] for s in index["sessions"]), reverse=True)
+    sizes = {p.stem: p.stat().st_size for p in (store / PROJECT_SLUG).glob("*.jsonl")}
+    assert {s["id"]: s["bytes"] for s in index["sessions"]} == sizes
+
+
+def test_v1_journals_get_a_bare_list_of_seed_fields(tmp_path):
+    store = make_store(tmp_path, sessions=2, v=1)
+    run_cli("reindex", store)
+    index = orjson.loads((store / PROJECT_SLUG / "index.json").read_bytes())
+    assert isinstance(index, list) and document_errors("index-v1", index) == []
+    assert set(index[0]) == {"id", "title", "createdAt", "updatedAt", "turns", "model", "preview"}
+
+
+def test_pin_and_archive_events_last_one_wins(tmp_path):
+    records = session_records(turns=1)
+    records += [{"kind": "event", "t": "2026-11-30T10:00:00Z", "type": "pin", "seq": len(records)},
+                {"kind": "event", "t": "2026-11-30T10:01:00Z", "type": "archive", "seq": len(records) + 1},
+                {"kind": "event", "t": "2026-11-30T10:02:00Z", "type": "unpin", "seq": len(records) + 2}]
+    write_journal(tmp_path / PROJECT_SLUG / "a.jsonl", records)
+    run_cli("reindex", tmp_path)
+    entry = orjson.loads((tmp_path / PROJECT_SLUG / "index.json").read_bytes())["sessions"][0]
+    assert (entry["pinned"], entry["archived"], entry["updatedAt"]) == (False, True, "2026-11-30T10:02:00Z")
+
+
+def test_check_reports_drift_then_rebuild_is_idempotent(tmp_path):
+    store = make_store(tmp_path, sessions=2)
+    assert run_cli("reindex", "--check", store).exit_code == 4
+    assert not (store / PROJECT_SLUG / "index.json").exists()
+    assert run_cli("reindex", store).exit_code == 0
+    assert run_cli("reindex", "--check", "--full", store).exit_code == 0
+    before = snapshot(store)
+    assert run_cli("reindex", "--full", store).exit_code == 0
+    assert snapshot(store) == before, "an unchanged index is not rewritten"
+
+
+def test_stat_skip_notices_an_append(tmp_path):
+    store = make_store(tmp_path, sessions=1)
+    run_cli("reindex", store)
+    journal = next((store / PROJECT_SLUG).glob("*.jsonl"))
+    index = store / PROJECT_SLUG / "index.json"
+    os.utime(index, (1, 1))  # an index older than its journal is never trusted
+    with open(journal, "ab") as handle:
+        handle.write(orjson.dumps({"kind": "user", "t": "2026-12-01T00:00:00Z", "content": "more", "seq": 9}) + b"\n")
+    run_cli("reindex", store)
+    assert orjson.loads(index.read_bytes())["sessions"][0]["turns"] == 3
+
+
+def test_future_version_folder_is_refused_and_left_alone(tmp_path):
+    store = make_store(tmp_path, sessions=1)
+    write_journal(store / PROJECT_SLUG / "future.jsonl", [{"kind": "meta", "v": 99, "id": "future"}])
+    result = run_cli("reindex", "--json", store)
+    assert result.exit_code == 4 and result.json["refused"]
+    assert not (store / PROJECT_SLUG / "index.json").exists()
+
+
+def test_logician_meta_is_rebuilt_and_keeps_what_it_cannot_derive(tmp_path):
+    session = logician_session(tmp_path / "ws")
+    (session / "meta.json").write_bytes(orjson.dumps({"formatVersion": 1, "name": "My chat", "workspace": "/w",
+                                                      "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "x",
+                                                      "entryCount": 1, "parentSession": None, "activeLeaf": "e1",
+                                                      "custom": 7}))
+    run_cli("reindex", tmp_path / "ws")
+    meta = orjson.loads((session / "meta.json").read_bytes())
+    assert meta == {"formatVersion": 1, "name": "My chat", "workspace": "/w", "createdAt": "2026-01-01T00:00:00Z",
+                    "updatedAt": "2026-11-30T12:00:05Z", "entryCount": 2, "parentSession": None, "activeLeaf": "e1",
+                    "custom": 7}
+    assert document_errors("logician-meta", meta) == []
+
+
+def test_logician_missing_meta_is_derived(tmp_path):
+    ws = tmp_path / "ws"
+    session = logician_session(ws)
+    run_cli("reindex", ws)
+    meta = orjson.loads((session / "meta.json").read_bytes())
+    assert meta["workspace"] == str(ws) and meta["createdAt"] == "2026-11-30T12:00:00Z"
+    assert meta["activeLeaf"] == "e2" and meta["entryCount"] == 2 and meta["name"] is None
