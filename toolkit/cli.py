@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 from . import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LevelsessError, UsageError
 from .fsck import check_folders, plan_repair
-from .report import Output, findings_table, fsck_json, summary_line
+from .report import Output, common_base, findings_table, fsck_json, summary_line
 from .stores import default_store, discover_all
 
 
@@ -180,7 +180,9 @@ def fsck(
         raise UsageError("--salvage rewrites journals: confirm with --yes (or LEVELSESS_SALVAGE=YES), or add --dry-run to preview")
     if yes and not salvage:
         raise UsageError("--yes only confirms --salvage; add --salvage or drop --yes")
-    folders = discover_all(_targets(ctx, paths, store))
+    targets = _targets(ctx, paths, store)
+    folders = discover_all(targets)
+    out.base = common_base(targets)
     total = sum(len(f.journals) for f in folders)
     with _progress(out, "checking", total) as advance:
         report = check_folders(folders, strict=strict, force=force, jobs=jobs, progress=advance)
@@ -210,7 +212,7 @@ def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str]
         return exit_code
     shown = [f for f in findings if f.severity == "error" or not out.quiet]
     if shown:
-        out.out.print(findings_table(shown, verbose=out.verbose))
+        out.out.print(findings_table(shown, verbose=out.verbose, base=out.base))
     if not out.quiet:
         out.out.print(summary_line(findings, report.files, report.records, report.bytes, exit_code))
     if exit_code & 4 and not out.quiet:
@@ -244,7 +246,9 @@ def reindex(
     from .reindex import reindex as run_reindex
 
     out = _output(ctx, json_, quiet, verbose)
-    folders = discover_all(_targets(ctx, paths, store))
+    targets = _targets(ctx, paths, store)
+    folders = discover_all(targets)
+    out.base = common_base(targets)
     with _progress(out, "reindexing", len(folders)) as advance:
         result = run_reindex(folders, check_only=check, full=full, progress=advance)
     code = result.exit_code
@@ -253,7 +257,7 @@ def reindex(
                        "refused": [str(p) for p in result.refused], "findings": [f.to_json() for f in result.findings], "exit": code})
         return code
     if result.findings:
-        out.out.print(findings_table(list(result.findings), verbose=out.verbose))
+        out.out.print(findings_table(list(result.findings), verbose=out.verbose, base=out.base))
     verb = "differ" if check else "written"
     out.say(f"{len(result.written)} cache(s) {verb}, {len(result.unchanged)} unchanged, {len(result.refused)} refused  [exit {code}]")
     return code
@@ -280,6 +284,8 @@ def demo(
 
     out = _output(ctx, json_, quiet, verbose)
     with build_demo(keep=keep) as paths:
+        out.say(f"Demo store in {paths[0].parent}: the editor was killed mid-append (torn journal), its lock\n"
+                "was left behind, index.json was cut off, and a Logician meta.json ran ahead of its journal.")
         runs = []
         for title, repair in (("1. check", False), ("2. repair", True), ("3. check again", False)):
             report = check_folders(discover_all(paths))
@@ -287,11 +293,14 @@ def demo(
             if repair:
                 result = plan_repair(report).execute()
                 findings, code = list(result.findings), result.exit_code
+                base = str(paths[0].parent) + "/"
+                for action in result.done:
+                    out.say(f"  did {action.describe().replace(base, '')}")
             runs.append({"step": title, "exit": code, "findings": [f.to_json() for f in findings]})
             if not out.json:
                 out.out.print(f"\n[bold]levelsess fsck{' --repair' if repair else ''}[/bold]  ({title})")
                 if findings:
-                    out.out.print(findings_table(findings))
+                    out.out.print(findings_table(findings, base=str(paths[0].parent)))
                 out.out.print(summary_line(findings, report.files, report.records, report.bytes, code))
         if out.json:
             out.emit_json({"version": 1, "store": [str(p) for p in paths], "runs": runs, "exit": runs[-1]["exit"]})

@@ -23,6 +23,7 @@ class Output:
     json: bool = False
     quiet: bool = False
     verbose: bool = False
+    base: str | None = None
     out: Console = field(default_factory=lambda: Console(file=sys.stdout, highlight=False, soft_wrap=False))
     err: Console = field(default_factory=lambda: Console(file=sys.stderr, highlight=False, stderr=True))
 
@@ -42,8 +43,10 @@ class Output:
             self.err.print(Text("hint: ", style="cyan") + Text(hint))
 
 
-def _where(finding: Finding) -> str:
+def _where(finding: Finding, base: str | None = None) -> str:
     where = finding.path
+    if base and where.startswith(base.rstrip("/") + "/"):
+        where = where[len(base.rstrip("/")) + 1 :]
     if finding.line is not None:
         where += f":{finding.line}"
     if finding.offset is not None:
@@ -51,18 +54,35 @@ def _where(finding: Finding) -> str:
     return where
 
 
-def findings_table(findings: list[Finding], title: str | None = None, verbose: bool = False) -> Table:
-    table = Table(title=title, show_lines=False, expand=False)
+def findings_table(findings: list[Finding], title: str | None = None, verbose: bool = False, base: str | None = None) -> Table:
+    """A table of findings; paths are shown relative to ``base`` (named in the caption)."""
+    caption = f"paths relative to {base}" if base else None
+    table = Table(title=title, caption=caption, show_lines=False, expand=False)
     table.add_column("severity")
     table.add_column("code", style="bold")
     table.add_column("where", overflow="fold")
     table.add_column("what", overflow="fold")
-    table.add_column("repaired")
+    any_repaired = any(f.repaired for f in findings)
+    if any_repaired:
+        table.add_column("repaired")
     for f in findings:
         what = f.message + (f"\n  {f.excerpt!r}" if verbose and f.excerpt else "")
-        table.add_row(Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.code, _where(f), what,
-                      Text("yes", style="green") if f.repaired else "")
+        row = [Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.code, _where(f, base), what]
+        if any_repaired:
+            row.append(Text("yes", style="green") if f.repaired else "")
+        table.add_row(*row)
     return table
+
+
+def common_base(paths: list) -> str | None:
+    """The folder that all target paths share (for shorter, readable tables)."""
+    import os
+
+    folders = [os.path.abspath(p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))) for p in paths]
+    try:
+        return os.path.commonpath(folders) if folders else None
+    except ValueError:
+        return None
 
 
 def summary_line(findings: list[Finding], files: int, records: int, size: int, exit_code: int) -> Text:
