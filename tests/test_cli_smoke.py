@@ -58,3 +58,13 @@ def test_options_before_the_command(tmp_path):
 def test_console_script_runs():
     out = subprocess.run([sys.executable, "-m", "toolkit.cli", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and "levelsess" in out.stdout
+
+
+def test_a_fifo_named_like_a_journal_does_not_hang(tmp_path):
+    import os
+
+    store = make_store(tmp_path / "store", sessions=1)
+    os.mkfifo(store / "-home-ada-code-thin-ly" / "pipe.jsonl")
+    result = run_cli("fsck", "--json", store)
+    assert result.exit_code == 8
+    assert any(f["code"] == "unreadable" and "regular file" in f["message"] for f in result.json["findings"])

@@ -303,8 +303,13 @@ class _Classifier:
 
 
 def open_journal(path: Path):
-    """Open a journal for reading, turning OS errors into typed errors."""
+    """Open a journal for reading, turning OS errors into typed errors.
+
+    Only regular files are opened: a FIFO or device named ``*.jsonl`` would block or never end.
+    """
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise PermissionDeniedError(f"{path} is not a regular file")
         return open(path, "rb")  # noqa: SIM115
     except FileNotFoundError as exc:
         raise PathNotFoundError(str(path)) from exc

@@ -34,7 +34,7 @@ class Output:
     def say(self, message: str, style: str | None = None) -> None:
         """A message for a person: stderr, never in --json mode or --quiet."""
         if not self.json and not self.quiet:
-            self.err.print(message, style=style)
+            self.err.print(message, style=style, soft_wrap=True)
 
     def fail(self, message: str, hint: str = "") -> None:
         """One red line (plus a hint) on stderr, in every mode."""
