@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import orjson
-
 from .journal import JournalScan, LevelCodeFacts, LogicianFacts
+from .lines import dumps, loads
 
 SEED_FIELDS = ("id", "title", "createdAt", "updatedAt", "turns", "model", "preview")
 
@@ -35,14 +34,14 @@ def load_cache(path: Path) -> Loaded:
     except OSError as exc:
         return Loaded("corrupt", detail=f"unreadable: {exc.strerror}")
     try:
-        return Loaded("ok", orjson.loads(raw))
-    except orjson.JSONDecodeError as exc:
-        return Loaded("corrupt", detail=f"not valid JSON ({exc.msg})")
+        return Loaded("ok", loads(raw))
+    except ValueError as exc:
+        return Loaded("corrupt", detail=f"not valid JSON ({getattr(exc, 'msg', exc)})")
 
 
 def dump_cache(value: object) -> bytes:
     """Serialise a cache the way levelsess always writes it (stable, indented, newline)."""
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
+    return dumps(value, indent=True) + b"\n"
 
 
 def utc_iso(seconds: float) -> str:

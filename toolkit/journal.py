@@ -19,7 +19,7 @@ import orjson
 
 from .errors import PathNotFoundError, PermissionDeniedError, UNCORRECTABLE
 from .findings import Finding, FindingSink
-from .lines import Batch, Overlong, Tail, iter_batches, split_line
+from .lines import Batch, Overlong, Tail, iter_batches, loads, split_line
 
 NEWEST_VERSION = 2
 SOFT_CAP = 20 << 20
@@ -158,6 +158,13 @@ class _Classifier:
                 self.sink.add("blank-line", "empty line", self.lineno, offset)
 
     def damaged(self, line: bytes, offset: int) -> None:
+        try:  # valid JSON that orjson refuses (a lone-surrogate escape) is still a record
+            obj = loads(line)
+        except ValueError:
+            pass
+        else:
+            self.record(obj, offset, line)
+            return
         if not line.strip():
             self.sink.add("blank-line", "whitespace-only line", self.lineno, offset, line)
             return
@@ -173,7 +180,7 @@ class _Classifier:
             self.sink.add("invalid-json", "not valid UTF-8 JSON", self.lineno, offset, line)
         for piece in pieces:  # whole records inside a damaged line still count for the caches
             if piece.kind == "record":
-                self.record(_loads(line[piece.start : piece.end]), offset + piece.start, line[piece.start : piece.end], quiet=True)
+                self.record(loads(line[piece.start : piece.end]), offset + piece.start, line[piece.start : piece.end], quiet=True)
 
     def overlong(self, item: Overlong, offset: int) -> None:
         self.lineno += 1
@@ -197,7 +204,10 @@ class _Classifier:
                 self._meta(obj, offset, line)
             return
         if kind == "meta":
-            sink.add("duplicate-meta", "a second meta record", self.lineno, offset, line)
+            if facts.meta is None:  # misplaced, not repeated: missing-meta already says so
+                self._meta(obj, offset, line)
+            else:
+                sink.add("duplicate-meta", "a second meta record", self.lineno, offset, line)
             return
         if self.future:
             return
@@ -210,7 +220,7 @@ class _Classifier:
             facts.last_t = t
         if kind == "user":
             facts.turns += 1
-            if facts.preview is None:
+            if facts.turns == 1:
                 facts.preview = preview_of(obj.get("content"))
         elif kind == "assistant":
             if obj.get("model"):
@@ -290,8 +300,8 @@ class _Classifier:
             self.sink.add("torn-tail", f"{len(item.data)} NUL bytes after the last newline", lineno, item.offset, item.data)
             return TailState.TORN
         try:
-            obj = _loads(data)
-        except _JSONError:
+            obj = loads(data)
+        except ValueError:
             obj = None
         if type(obj) is not dict:
             self.sink.add("torn-tail", f"incomplete final record ({len(item.data)} bytes)", lineno, item.offset, item.data)
@@ -384,5 +394,5 @@ def iter_records(path: Path, layout: Layout = Layout.LEVELCODE) -> Iterator[tupl
                 if errors:
                     raise errors[0].to_error()
                 if line.strip():
-                    yield probe.lineno, offset, _loads(line[3:] if probe.lineno == 1 and line.startswith(BOM) else line)
+                    yield probe.lineno, offset, loads(line[3:] if probe.lineno == 1 and line.startswith(BOM) else line)
                 offset += len(line) + 1

@@ -13,6 +13,31 @@ from typing import BinaryIO
 import orjson
 
 CHUNK = 4 << 20
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(data: bytes) -> object:
+    """Parse one JSON document from UTF-8 bytes; raise ValueError if it is not valid JSON.
+
+    orjson is the fast path.  It refuses lone-surrogate escapes such as ``"\\ud83d"``, which
+    are valid JSON (RFC 8259) and which JavaScript's JSON.stringify writes when a string is
+    cut mid-emoji, so those lines fall back to the standard library (strict UTF-8, no NaN).
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+
+
+def dumps(value: object, indent: bool = False) -> bytes:
+    """Serialise a cache document; lone surrogates are written as escapes, never as bytes."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
+    except TypeError:
+        return json.dumps(value, indent=2 if indent else None, ensure_ascii=True).encode("ascii")
 #: A line longer than this is not held in memory: it is measured and reported instead.
 LINE_CAP = 64 << 20
 
@@ -154,8 +179,8 @@ def _to_bytes(text: str, raw: list[tuple[int, int, str]], line: bytes, is_record
         cursor_char, cursor_byte = stop, b_stop
         if kind == "record":  # the json module tolerates what orjson (strict UTF-8) rejects
             try:
-                obj = orjson.loads(line[b_start:b_stop])
-            except orjson.JSONDecodeError:
+                obj = loads(line[b_start:b_stop])
+            except ValueError:
                 kind = "garbage"
             else:
                 kind = "record" if type(obj) is dict and is_record(obj) else "garbage"

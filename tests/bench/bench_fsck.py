@@ -14,9 +14,9 @@ sessions, warms the page cache by reading every file once, then measures in one 
   strict j1     check_folders(..., strict=True, jobs=1) and `fsck --strict --jobs 1`
 
 Each measurement is repeated (--repeat, default 3) and the best time is kept.  Peak RSS of
-every CLI run comes from os.wait4() (that process alone; for --jobs 2 the largest of the
-parent and its workers) and, for multi-process runs, from one extra run sampled with
-psutil (sum over the process tree).  MB is 10**6 bytes.
+each CLI mode comes from one extra, untimed run of toolkit.cli.main under a probe that
+reports its own VmHWM at exit (see PROBE for why not wait4/RUSAGE_CHILDREN), and for
+multi-process runs also from psutil sampling of the whole process tree.  MB is 10**6 bytes.
 
 --out DIR builds the corpus in DIR and keeps it; a later run with the same --size-mb and
 --seed reuses it instead of writing it again.  Without --out the corpus goes to a temp
@@ -347,8 +347,37 @@ def cli_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "toolkit.cli"]
 
 
-def run_cli(args: list[str], sample_tree: bool = False) -> tuple[float, int, float, float | None]:
-    """Run the CLI; return (wall seconds, exit code, peak RSS MiB of the process, tree peak MiB)."""
+#: Runs the CLI exactly as the console script does and writes its own peak RSS (bytes) to
+#: argv[1] at exit.  Why not wait4()/RUSAGE_CHILDREN: on Linux a child's ru_maxrss starts at
+#: the *parent's* high-water mark (exec records the RSS of the mm it replaces, which for a
+#: vfork/fork child is the parent's), so after the in-process runs have grown this process
+#: every child would look >= 100 MiB.  VmHWM in /proc/self/status belongs to the new mm only.
+PROBE = r"""
+import atexit, sys
+def _peak():
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+_report = sys.argv[1]
+def _write():
+    with open(_report, "w") as out:
+        out.write(str(_peak()))
+atexit.register(_write)
+sys.argv = ["levelsess", *sys.argv[2:]]
+from toolkit.cli import main
+main()
+"""
+
+
+def run_cli(args: list[str], sample_tree: bool = False) -> tuple[float, int, float | None]:
+    """Run a command; return (wall seconds, exit code, peak RSS MiB summed over its process tree)."""
     with tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err)
@@ -360,9 +389,8 @@ def run_cli(args: list[str], sample_tree: bool = False) -> tuple[float, int, flo
             sampler.start()
         out = proc.stdout.read()
         proc.stdout.close()
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc.wait()
         wall = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
         stop.set()
         if sampler:
             sampler.join()
@@ -372,7 +400,15 @@ def run_cli(args: list[str], sample_tree: bool = False) -> tuple[float, int, flo
     doc = orjson.loads(out) if out.startswith(b"{") else {"exit": 0}  # --version prints text
     if doc["exit"] != 0:
         raise SystemExit(f"the CLI did not report the corpus clean: {[f['code'] for f in doc['findings']][:10]}")
-    return wall, proc.returncode, usage.ru_maxrss / 1024, (tree_peak[0] or None)
+    return wall, proc.returncode, (tree_peak[0] or None)
+
+
+def probe_rss(cli_args: list[str], sample_tree: bool) -> tuple[float, float | None]:
+    """Run ``levelsess CLI_ARGS`` under PROBE; return (peak RSS MiB of the CLI process, tree peak MiB)."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "rss"
+        _, _, tree = run_cli([sys.executable, "-c", PROBE, str(report), *cli_args], sample_tree)
+        return int(report.read_text()) / MIB, tree
 
 
 def _sample_tree(pid: int, stop: threading.Event, peak: list[float]) -> None:
@@ -407,17 +443,16 @@ def measure(name: str, what: str, repeat: int, fn) -> Result:
     return result
 
 
-def measure_cli(name: str, what: str, repeat: int, args: list[str], tree: bool) -> Result:
+def measure_cli(name: str, what: str, repeat: int, cli: list[str], cli_args: list[str], tree: bool) -> Result:
+    """Time the real console script; then one run under PROBE (and, for --jobs > 1, psutil) for memory."""
     result = Result(name, what)
-    peak = 0.0
     for _ in range(repeat):
-        wall, code, rss, _tree = run_cli(args)
+        wall, code, _ = run_cli([*cli, *cli_args])
         result.seconds.append(wall)
         result.exit = code
-        peak = max(peak, rss)
-    result.rss_mib = round(peak, 1)
-    if tree:  # one more run, sampled (the sampler would cost the timed runs a little CPU)
-        result.tree_rss_mib = round(run_cli(args, sample_tree=True)[3] or 0.0, 1)
+    rss, tree_rss = probe_rss(cli_args, tree)  # not timed: the sampler costs a little CPU
+    result.rss_mib = round(rss, 1)
+    result.tree_rss_mib = round(tree_rss, 1) if tree_rss else None
     return result
 
 
@@ -479,15 +514,15 @@ def main(argv: list[str] | None = None) -> int:
         cli = cli_command()
         if not args.no_cli:
             say(f"measuring the CLI ({' '.join(cli)}) ...")
-            startup = measure_cli("cli start", "levelsess --version (interpreter + import cost)", args.repeat, [*cli, "--version"], False)
-            results.append(measure_cli("cli j1", "levelsess fsck --json ROOT --jobs 1", args.repeat, [*cli, "fsck", "--json", str(root), "--jobs", "1"], False))
-            results.append(measure_cli("cli j2", "levelsess fsck --json ROOT --jobs 2", args.repeat, [*cli, "fsck", "--json", str(root), "--jobs", "2"], True))
+            startup = measure_cli("cli start", "levelsess --version (interpreter + import cost)", args.repeat, cli, ["--version"], False)
+            results.append(measure_cli("cli j1", "levelsess fsck --json ROOT --jobs 1", args.repeat, cli, ["fsck", "--json", str(root), "--jobs", "1"], False))
+            results.append(measure_cli("cli j2", "levelsess fsck --json ROOT --jobs 2", args.repeat, cli, ["fsck", "--json", str(root), "--jobs", "2"], True))
         if not args.no_strict:
             say("measuring --strict ...")
             results.append(measure("strict j1", "check_folders(..., strict=True, jobs=1)", args.repeat, lambda: in_process(root, 1, strict=True)))
             if not args.no_cli:
                 results.append(measure_cli("cli strict j1", "levelsess fsck --json --strict ROOT --jobs 1", args.repeat,
-                                           [*cli, "fsck", "--json", "--strict", str(root), "--jobs", "1"], False))
+                                           cli, ["fsck", "--json", "--strict", str(root), "--jobs", "1"], False))
         bare_speed = size / MB / results[0].best
         for result in results:
             result.mb_per_s = round(size / MB / result.best, 1)
@@ -551,16 +586,18 @@ def _print_table(doc: dict, results: list[Result], startup: Result | None) -> No
     if startup is not None:
         print(f"CLI start-up (levelsess --version): {startup.best:.3f}s, peak RSS {startup.rss_mib} MiB")
     print()
-    header = f"{'run':<14} {'best s':>8} {'MB/s':>8} {'x bare':>7} {'peak RSS':>9} {'tree RSS':>9}  what"
+    header = f"{'run':<14} {'best s':>8} {'worst s':>8} {'MB/s':>8} {'x bare':>7} {'peak RSS':>9} {'tree RSS':>9}  what"
     print(header)
     print("-" * (len(header) + 40))
     for r in results:
         rss = f"{r.rss_mib:.0f} MiB" if r.rss_mib is not None else "-"
         tree = f"{r.tree_rss_mib:.0f} MiB" if r.tree_rss_mib is not None else "-"
-        print(f"{r.name:<14} {r.best:>8.3f} {r.mb_per_s:>8.1f} {r.vs_bare:>7.2f} {rss:>9} {tree:>9}  {r.what}")
+        print(f"{r.name:<14} {r.best:>8.3f} {max(r.seconds):>8.3f} {r.mb_per_s:>8.1f} {r.vs_bare:>7.2f} {rss:>9} {tree:>9}  {r.what}")
     print()
-    print("peak RSS: os.wait4() of the CLI process (with --jobs 2: the largest of parent and workers);")
-    print("tree RSS: psutil sum over the process tree, sampled every 20 ms in one extra run.")
+    print("peak RSS: VmHWM of the CLI process itself (with --jobs 2: the parent, not its workers), from one")
+    print("extra untimed run of toolkit.cli.main under a probe; tree RSS: psutil sum over the process tree,")
+    print("sampled every 20 ms during that run.  CLI times are wall clock of the console script, start-up")
+    print("included.  MB/s and x bare use the best time; worst shows the spread.")
     print()
     for name, verdict in doc["verdicts"].items():
         print(f"  [{'ok' if verdict['ok'] else 'BELOW TARGET'}] {name}: {verdict['value']}")

@@ -17,7 +17,7 @@ import orjson
 from .. import durable
 from ..errors import DurabilityError
 from ..journal import BOM, JournalScan, Layout, open_journal, scan_journal
-from ..lines import Batch, Tail, iter_batches, split_line
+from ..lines import Batch, Tail, iter_batches, loads, split_line
 
 LINE_DAMAGE = {"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "unterminated-tail"}
 
@@ -32,8 +32,8 @@ def _pieces(line: bytes, offset: int, is_record) -> Iterator[tuple[str, int, byt
     if not line.strip():
         return
     try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
+        obj = loads(line)
+    except ValueError:
         obj = None
     if type(obj) is dict and is_record(obj):
         yield "keep", offset, line
