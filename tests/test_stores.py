@@ -1,0 +1,59 @@
+"""Layout detection and slugs (DESIGN.md §2.1, §2.2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import PROJECT_SLUG, logician_session, make_store
+from toolkit.errors import NotAStoreError, PathNotFoundError
+from toolkit.journal import Layout
+from toolkit.stores import discover, slug
+
+
+def test_slug_examples():
+    assert slug("/Users/ada/code/thin.ly") == "-Users-ada-code-thin-ly"
+    long = "/" + "a" * 250
+    assert len(slug(long)) == 189 and slug(long).startswith("-" + "a" * 179)
+    unicode = slug("/Users/zoë/código")
+    assert unicode.startswith("-Users-zo--c-digo-") and len(unicode.rsplit("-", 1)[1]) == 8
+    assert slug("/a/b") != slug("/a/c")
+
+
+def test_store_project_and_journal(tmp_path):
+    store = make_store(tmp_path / "store", sessions=2)
+    (store / ".levelsess").mkdir()
+    [folder] = discover(store)
+    assert folder.layout is Layout.LEVELCODE and len(folder.journals) == 2 and folder.store == store
+    [project] = discover(store / PROJECT_SLUG)
+    assert project.path == folder.path and project.whole
+    journal = folder.journals[0]
+    [single] = discover(journal)
+    assert single.journals == (journal,) and not single.whole and single.store == store
+
+
+def test_empty_folder_is_an_empty_store(tmp_path):
+    assert discover(tmp_path) == []
+
+
+def test_logician_workspace(tmp_path):
+    ws = tmp_path / "ws"
+    session = logician_session(ws)
+    [folder] = discover(ws)
+    assert folder.layout is Layout.LOGICIAN and folder.path == session
+    assert folder.store == ws / ".logician" / "sessions"
+
+
+def test_bad_paths_are_typed(tmp_path):
+    with pytest.raises(PathNotFoundError):
+        discover(tmp_path / "missing")
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(NotAStoreError):
+        discover(tmp_path / "notes.txt")
+    with pytest.raises(NotAStoreError):
+        discover(tmp_path)
+
+
+def test_hash_in_path_is_just_a_path(tmp_path):
+    store = make_store(tmp_path / "my#store?", sessions=1)
+    [folder] = discover(store)
+    assert len(folder.journals) == 1
