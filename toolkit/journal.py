@@ -212,7 +212,11 @@ class _Classifier:
         if self.future:
             return
         if facts.version == 2:
-            self._seq(obj.get("seq"), offset, line)
+            seq = obj.get("seq")
+            if seq == self.expect_seq and type(seq) is int:  # the common case, inline
+                self.last_seq, self.expect_seq = seq, seq + 1
+            else:
+                self._seq(seq, offset, line)
         if self.validator is not None:
             self.validator(obj, kind, facts.version, sink, self.lineno, offset, line)
         t = obj.get("t")

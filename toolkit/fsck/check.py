@@ -137,6 +137,7 @@ def _jobs(requested: int, total_bytes: int, count: int) -> int:
 
 
 def _run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callable | None) -> list:
+    """Scan every journal, in order of ``work``; with jobs > 1, largest files first."""
     if jobs <= 1:
         results = []
         for item in work:
@@ -144,13 +145,14 @@ def _run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Calla
             if progress:
                 progress(1)
         return results
+    order = sorted(range(len(work)), key=lambda i: _size(work[i][0]), reverse=True)
+    results: list = [None] * len(work)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        results = []
-        for result in pool.map(_scan_one, work, chunksize=max(1, min(16, len(work) // (jobs * 4) or 1))):
-            results.append(result)
+        for index, result in zip(order, pool.map(_scan_one, [work[i] for i in order], chunksize=1)):
+            results[index] = result
             if progress:
                 progress(1)
-        return results
+    return results
 
 
 def _size(path: Path) -> int:
