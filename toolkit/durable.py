@@ -148,10 +148,23 @@ def _replace(src: Path, dst: Path) -> None:
             raise _fail("replace", dst, exc) from exc
 
 
+def temp_name(path: Path) -> Path:
+    """The temp file atomic_writer uses for ``path``: hidden, same folder, tagged with our pid."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def temp_owner(name: str) -> int | None:
+    """Return the pid in a temp file name made by :func:`temp_name`, else None."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    pid = name[:-4].rpartition(".")[2]
+    return int(pid) if pid.isdigit() else None
+
+
 @contextlib.contextmanager
 def atomic_writer(path: Path) -> Iterator[BinaryIO]:
     """Yield a binary file whose contents atomically replace ``path`` on clean exit."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temp_name(path)
     try:
         handle = open(tmp, "wb")  # noqa: SIM115 - closed below, after fsync
     except OSError as exc:

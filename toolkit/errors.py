@@ -260,11 +260,16 @@ CODES: dict[str, CodeInfo] = {
     "lock-no-heartbeat": CodeInfo("warning", ""),
     # operational
     "unreadable": CodeInfo("error", "", PermissionDeniedError),
+    "repair-failed": CodeInfo("error", "", DurabilityError),
+    "leftover-temp": CodeInfo("warning", "remove the temporary file"),
     "changed-during-repair": CodeInfo("warning", ""),
 }
 
+#: Codes that mean the tool could not do its job (exit bit 8), not that the data is bad.
+OPERATIONAL = frozenset({"unreadable", "repair-failed"})
 #: Codes whose only fix is a person (or --salvage): a file carrying one is never modified.
-UNCORRECTABLE = frozenset(code for code, info in CODES.items() if info.severity == "error" and not info.repair)
+UNCORRECTABLE = frozenset(
+    code for code, info in CODES.items() if info.severity == "error" and not info.repair and code not in OPERATIONAL)
 #: Line-level damage that `fsck --salvage` can cut around.
 SALVAGEABLE = frozenset({"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "blank-line"})
 

@@ -47,6 +47,7 @@ class LockInfo:
     host: str | None
     age: float
     heartbeat_ok: bool = True
+    raw: bytes | None = None  # the content judged, so a removal can check nothing changed since
 
 
 def lock_path(journal: Path) -> Path:
@@ -77,6 +78,10 @@ def inspect_lock(path: Path, now: float | None = None) -> LockInfo | None:
         return None
     except OSError as exc:
         return LockInfo(path, LockState.UNKNOWN, f"unreadable: {exc.strerror}", None, None, 0.0)
+    return _judge(path, raw, age)
+
+
+def _judge(path: Path, raw: bytes, age: float) -> LockInfo:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -88,14 +93,30 @@ def inspect_lock(path: Path, now: float | None = None) -> LockInfo | None:
     if not checkable:
         why = "owner on another host" if isinstance(host, str) and host != this_host() else "owner cannot be read"
         if age > STALE_AFTER:
-            return LockInfo(path, LockState.STALE, f"{why}; untouched for {age:.0f}s", pid, host, age)
-        return LockInfo(path, LockState.UNKNOWN, f"{why}; touched {age:.0f}s ago", pid, host, age)
+            return LockInfo(path, LockState.STALE, f"{why}; untouched for {age:.0f}s", pid, host, age, raw=raw)
+        return LockInfo(path, LockState.UNKNOWN, f"{why}; touched {age:.0f}s ago", pid, host, age, raw=raw)
     actual = process_start(pid)
     if actual is None:
-        return LockInfo(path, LockState.STALE, f"owner pid {pid} is not running", pid, host, age)
+        return LockInfo(path, LockState.STALE, f"owner pid {pid} is not running", pid, host, age, raw=raw)
     if abs(actual - started) > CREATE_TIME_SLACK:
-        return LockInfo(path, LockState.STALE, f"pid {pid} was reused by a newer process", pid, host, age)
-    return LockInfo(path, LockState.LIVE, f"held by live pid {pid}", pid, host, age, heartbeat_ok=age <= HEARTBEAT_GRACE)
+        return LockInfo(path, LockState.STALE, f"pid {pid} was reused by a newer process", pid, host, age, raw=raw)
+    return LockInfo(path, LockState.LIVE, f"held by live pid {pid}", pid, host, age,
+                    heartbeat_ok=age <= HEARTBEAT_GRACE, raw=raw)
+
+
+def remove_if_unchanged(info: LockInfo) -> bool:
+    """Remove a lock judged stale, unless its content changed since it was judged.
+
+    Narrows the race where another repairer replaced the stale lock with its own live one.
+    """
+    try:
+        current = info.path.read_bytes()
+    except FileNotFoundError:
+        return False
+    if current != info.raw:
+        return False
+    durable.remove(info.path)
+    return True
 
 
 def lock_content(pid: int | None = None) -> bytes:
@@ -118,7 +139,7 @@ def try_acquire(journal: Path, *, force: bool = False) -> bool:
         if info is None:
             continue
         if info.state is LockState.STALE:
-            durable.remove(path)
+            remove_if_unchanged(info)
             continue
         if force:
             return False

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import LevelsessError
 from .findings import Finding
 from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for
 from .fsck.repair import rebuild_cache
@@ -76,7 +77,7 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
         for journal in folder.journals:
             try:
                 scans.append(scan_journal(journal, folder.layout))
-            except Exception as exc:  # noqa: BLE001 - reported, the folder is refused
+            except LevelsessError as exc:  # reported; the folder is refused
                 findings.append(Finding("unreadable", "error", str(journal), None, None, str(exc)))
         future = [s for s in scans if s.version is not None and s.version > 2]
         if future or len(scans) != len(folder.journals):

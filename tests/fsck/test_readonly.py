@@ -121,3 +121,27 @@ def test_symlinked_journal_is_never_written_through(tmp_path):
     codes = {(f["code"], f["repaired"]) for f in result.json["findings"]}
     assert ("symlink", False) in codes and ("torn-tail", False) in codes
     assert result.exit_code == 4
+
+
+def test_leftover_temp_of_a_dead_writer_is_reported_and_removed(tmp_path):
+    import subprocess
+    import sys
+
+    store = make_store(tmp_path / "store", sessions=1)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    temp = store / PROJECT_SLUG / f".index.json.{child.pid}.tmp"
+    temp.write_bytes(b'{"v":2,"sess')
+    run_cli("reindex", store)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        busy = store / PROJECT_SLUG / f".index.json.{live.pid}.tmp"  # a running writer's: left alone
+        busy.write_bytes(b"[")
+        check = run_cli("fsck", "--json", store)
+        assert [f["path"] for f in check.json["findings"] if f["code"] == "leftover-temp"] == [str(temp)]
+        assert check.exit_code == 0
+        assert run_cli("fsck", "--repair", store).exit_code == 1
+        assert not temp.exists() and busy.exists()
+    finally:
+        live.kill()
+        live.wait()

@@ -8,11 +8,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..errors import EXIT_OPERATIONAL, EXIT_OK, EXIT_UNCORRECTED, LevelsessError
+from ..errors import EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED, OPERATIONAL, LevelsessError
 from ..findings import Finding
 from ..index import build_index, build_meta, index_drift, load_cache, meta_drift
 from ..journal import JournalScan, Layout, scan_journal
-from ..locks import LockInfo, LockState, inspect_lock, lock_path
+from .. import durable
+from ..locks import LockInfo, LockState, inspect_lock, lock_path, process_start
 from ..stores import Folder
 
 #: Below this many bytes in total, worker processes cost more than they save.
@@ -42,6 +43,7 @@ class FolderCheck:
     sessions: tuple[SessionCheck, ...]
     cache_findings: tuple[Finding, ...] = ()
     orphan_locks: tuple[LockInfo, ...] = ()
+    leftover_temps: tuple[Path, ...] = ()
 
     @property
     def cache_checked(self) -> bool:
@@ -90,7 +92,7 @@ def exit_code_for(findings: Iterable[Finding]) -> int:
     for finding in findings:
         if finding.repaired:
             code |= 1
-        elif finding.code == "unreadable":
+        elif finding.code in OPERATIONAL:
             code |= EXIT_OPERATIONAL
         elif finding.severity == "error":
             code |= EXIT_UNCORRECTED
@@ -197,13 +199,16 @@ def check_folders(
     checks = []
     for folder in folders:
         sessions = tuple(by_folder[folder.path])
-        partial = FolderCheck(folder, sessions, (), _orphan_locks(folder))
+        partial = FolderCheck(folder, sessions, (), _orphan_locks(folder), _leftover_temps(folder))
         cache = tuple(check_cache(partial)) if partial.cache_checked else ()
-        extra = cache + tuple(_orphan_findings(partial))
+        extra = cache + tuple(_orphan_findings(partial)) + tuple(
+            Finding("leftover-temp", "warning", str(path), None, None,
+                    "temporary file of an interrupted levelsess write (its process is gone)")
+            for path in partial.leftover_temps)
         if strict:
             sessions = tuple(replace(s, findings=_escalate(s.findings)) for s in sessions)
             extra = _escalate(extra)
-        checks.append(FolderCheck(folder, sessions, extra, partial.orphan_locks))
+        checks.append(FolderCheck(folder, sessions, extra, partial.orphan_locks, partial.leftover_temps))
     return CheckReport(tuple(checks), strict)
 
 
@@ -223,6 +228,18 @@ def _orphan_locks(folder: Folder) -> tuple[LockInfo, ...]:
             info = inspect_lock(Path(entry.path))
             if info is not None:
                 found.append(info)
+    return tuple(found)
+
+
+def _leftover_temps(folder: Folder) -> tuple[Path, ...]:
+    """Temp files of durable.atomic_writer (``.<name>.<pid>.tmp``) whose process is gone."""
+    if not folder.path.is_dir():
+        return ()
+    found = []
+    for entry in sorted(os.scandir(folder.path), key=lambda e: e.name):
+        pid = durable.temp_owner(entry.name)
+        if pid is not None and process_start(pid) is None:
+            found.append(Path(entry.path))
     return tuple(found)
 
 

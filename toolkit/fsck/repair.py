@@ -8,7 +8,7 @@ A journal with any uncorrectable finding is never touched (not even its tail).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import durable, locks
@@ -27,7 +27,7 @@ QUARANTINE = "quarantine"
 
 @dataclass(frozen=True)
 class Action:
-    """One planned write: ``kind`` is terminate-tail | trim-tail | remove-lock | rebuild-cache | salvage."""
+    """One planned write: terminate-tail | trim-tail | remove-lock | remove-temp | rebuild-cache | salvage."""
 
     kind: str
     path: Path
@@ -35,6 +35,7 @@ class Action:
     fixes: tuple[str, ...]  # finding codes this action repairs, on ``path`` (or the folder's files)
     folder: Folder | None = None
     scan: JournalScan | None = None
+    scans: tuple[JournalScan, ...] = ()  # rebuild-cache: the check's scans, reused where untouched
 
     def describe(self) -> str:
         return f"{self.kind}: {self.path}: {self.detail}"
@@ -84,12 +85,12 @@ class RepairPlan:
             except LockBusyError as exc:
                 notes.append(Finding("locked", "warning", str(action.path), None, None, f"not repaired: {exc.detail}"))
                 continue
-            except DurabilityError as exc:
+            except DurabilityError as exc:  # fatal: stop, keep every backup, report no success
                 fatal = str(exc)
-                notes.append(Finding("unreadable", "error", str(action.path), None, None, f"repair stopped: {exc}"))
+                notes.append(Finding("repair-failed", "error", str(action.path), None, None, f"repair stopped: {exc}"))
                 break
             except LevelsessError as exc:
-                notes.append(Finding("unreadable", "error", str(action.path), None, None, f"not repaired: {exc}"))
+                notes.append(Finding("repair-failed", "error", str(action.path), None, None, f"not repaired: {exc}"))
                 continue
             repaired.update(fixed)
             done.append(action)
@@ -116,19 +117,24 @@ def plan_repair(report: CheckReport, *, salvage: bool = False, force: bool = Fal
         for info in check.orphan_locks:
             if info.state is LockState.STALE:
                 actions.append(Action("remove-lock", info.path, info.reason, ("stale-lock",), folder))
+        for temp in check.leftover_temps:
+            actions.append(Action("remove-temp", temp, "temporary file of an interrupted write", ("leftover-temp",), folder))
         actions.extend(journal_actions)
-        if _cache_rebuildable(check) and (check.cache_findings or journal_actions):
+        if _cache_rebuildable(check, journal_actions) and (check.cache_findings or journal_actions):
             codes = tuple(f.code for f in check.cache_findings)
+            scans = tuple(s.scan for s in check.sessions if s.scan is not None)
             actions.append(Action("rebuild-cache", folder.cache, "; ".join(f.message for f in check.cache_findings)
-                                  or "journals changed", codes, folder))
+                                  or "journals changed", codes, folder, scans=scans))
     return RepairPlan(report, tuple(actions), force)
 
 
-def _cache_rebuildable(check: FolderCheck) -> bool:
-    """A Logician meta.json is not rebuilt from a journal that needs a person."""
+def _cache_rebuildable(check: FolderCheck, journal_actions: list[Action]) -> bool:
+    """A Logician meta.json is not rebuilt from a journal that needs a person (unless salvaged first)."""
     if not check.cache_checked:
         return False
-    return check.folder.layout is Layout.LEVELCODE or not any(s.scan and s.scan.blocked for s in check.sessions)
+    salvaged = {a.path for a in journal_actions if a.kind == "salvage"}
+    return check.folder.layout is Layout.LEVELCODE or not any(
+        s.scan and s.scan.blocked and s.journal not in salvaged for s in check.sessions)
 
 
 def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: bool) -> list[Action]:
@@ -150,15 +156,18 @@ def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: 
 
 
 def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> set[tuple[str, str]]:
+    """Make one planned write; return the (code, path) findings it repaired."""
     folder = action.folder
     assert folder is not None
     if action.kind == "remove-lock":
-        info = inspect_lock(action.path)
-        if info is not None and info.state is LockState.STALE:
-            durable.remove(action.path)
-        return {("stale-lock", str(action.path))}
+        return _remove_stale_lock(action.path)
+    if action.kind == "remove-temp":
+        durable.remove(action.path)
+        return {("leftover-temp", str(action.path))}
     if action.kind == "rebuild-cache":
-        return {(code, str(action.path)) for code in action.fixes} if _rebuild_cache(folder, touched) is not None else set()
+        if not _rebuild_cache(action, touched.get(folder.path, set())):
+            return set()
+        return {(code, str(action.path)) for code in action.fixes}
     scan = action.scan
     assert scan is not None
     with locks.holding(action.path, force=force):
@@ -172,6 +181,16 @@ def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> set[t
         _verify_tail(action.path)
     touched.setdefault(folder.path, set()).add(action.path)
     return {(code, str(action.path)) for code in action.fixes}
+
+
+def _remove_stale_lock(path: Path) -> set[tuple[str, str]]:
+    """Remove a lock only if it is still stale now; a lock that came alive is left alone."""
+    info = inspect_lock(path)
+    if info is not None and info.state is not LockState.STALE:
+        raise LockBusyError(f"{path} ({info.reason}); left in place")
+    if info is not None:
+        locks.remove_if_unchanged(info)
+    return {("stale-lock", str(path))}
 
 
 def _verify_tail(journal: Path) -> None:
@@ -201,13 +220,19 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan]) -> bytes | None:
     return data
 
 
-def _rebuild_cache(folder: Folder, touched: dict[Path, set[Path]]) -> bytes | None:
-    scans = [scan_journal(journal, folder.layout) for journal in folder.journals]
+def _rebuild_cache(action: Action, touched: set[Path]) -> bool:
+    """Rebuild from the check's scans, rescanning only journals a repair changed.
+
+    Returns False when the cache must stay as it is: a journal of a future schema, or (for
+    Logician) a journal that still needs a person after the repairs.
+    """
+    folder = action.folder
+    assert folder is not None
+    by_path = {scan.path: scan for scan in action.scans}
+    scans = [by_path[j] if j in by_path and j not in touched else scan_journal(j, folder.layout) for j in folder.journals]
     if any(s.version is not None and s.version > 2 for s in scans):
-        return None
-    return rebuild_cache(folder, scans) or b""
-
-
-def finished(plan: RepairPlan, result: RepairResult) -> RepairResult:
-    """Return ``result`` unchanged (hook kept for symmetry with check -> plan -> apply)."""
-    return replace(result)
+        return False
+    if folder.layout is Layout.LOGICIAN and any(s.blocked for s in scans):
+        return False
+    rebuild_cache(folder, scans)
+    return True
