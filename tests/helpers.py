@@ -104,3 +104,12 @@ def corrupt_at(path: Path, offset: int, byte: int) -> None:
 def truncate_at(path: Path, size: int) -> None:
     with open(path, "r+b") as handle:
         handle.truncate(size)
+
+
+def torn_store(root: Path, partial: bytes = b'{"kind":"user","t":"x","content":"in fli') -> tuple[Path, Path]:
+    """A store with one journal whose last append was cut off; returns (store, journal)."""
+    store = make_store(root / "store", sessions=1)
+    journal = next((store / PROJECT_SLUG).glob("*.jsonl"))
+    with open(journal, "ab") as handle:
+        handle.write(partial)
+    return store, journal

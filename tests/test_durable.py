@@ -7,19 +7,11 @@ import os
 
 import pytest
 
-from tests.helpers import PROJECT_SLUG, make_store, run_cli
+from tests.helpers import run_cli, torn_store
 from toolkit import durable
 from toolkit.errors import DurabilityError
 from toolkit.fsck import check_folders, plan_repair
 from toolkit.stores import discover_all
-
-
-def _torn(tmp_path):
-    store = make_store(tmp_path / "store", sessions=1)
-    journal = next((store / PROJECT_SLUG).glob("*.jsonl"))
-    with open(journal, "ab") as handle:
-        handle.write(b'{"kind":"us')
-    return store, journal
 
 
 def test_append_line_is_one_record_and_returns_its_end(tmp_path):
@@ -39,7 +31,7 @@ def test_atomic_write_leaves_no_temp_file(tmp_path):
 
 
 def test_failed_fsync_stops_the_repair_with_exit_8_and_keeps_the_bytes(tmp_path, monkeypatch):
-    store, journal = _torn(tmp_path)
+    store, journal = torn_store(tmp_path)
     original = journal.read_bytes()
 
     def broken(fd):
@@ -65,7 +57,7 @@ def test_disk_full_is_a_typed_error(tmp_path, monkeypatch):
 
 
 def test_interrupt_stops_between_steps(tmp_path):
-    store, journal = _torn(tmp_path)
+    store, journal = torn_store(tmp_path)
     original = journal.read_bytes()
     plan = plan_repair(check_folders(discover_all([store])))
     result = plan.execute(should_stop=lambda: True)

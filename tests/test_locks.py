@@ -13,7 +13,7 @@ import orjson
 import psutil
 import pytest
 
-from tests.helpers import PROJECT_SLUG, make_store, run_cli
+from tests.helpers import PROJECT_SLUG, make_store, run_cli, torn_store
 from toolkit.locks import LockState, inspect_lock, lock_content, lock_path
 
 
@@ -24,14 +24,6 @@ def sleeper():
     if child.poll() is None:
         child.kill()
     child.wait()
-
-
-def _torn_session(tmp_path):
-    store = make_store(tmp_path / "store", sessions=1)
-    journal = next((store / PROJECT_SLUG).glob("*.jsonl"))
-    with open(journal, "ab") as handle:
-        handle.write(b'{"kind":"user","t":"x","content":"in fli')
-    return store, journal
 
 
 def _lock(journal, pid, started=None, host=None, age=0.0):
@@ -49,7 +41,7 @@ def _lock(journal, pid, started=None, host=None, age=0.0):
 
 
 def test_live_owner_is_skipped_and_untouched(tmp_path, sleeper):
-    store, journal = _torn_session(tmp_path)
+    store, journal = torn_store(tmp_path)
     lock = _lock(journal, sleeper.pid)
     before = journal.read_bytes()
     result = run_cli("fsck", "--repair", "--json", store)
@@ -59,7 +51,7 @@ def test_live_owner_is_skipped_and_untouched(tmp_path, sleeper):
 
 
 def test_force_checks_and_repairs_a_live_owners_session(tmp_path, sleeper):
-    store, journal = _torn_session(tmp_path)
+    store, journal = torn_store(tmp_path)
     lock = _lock(journal, sleeper.pid)
     result = run_cli("fsck", "--repair", "--force", "--json", store)
     assert ("torn-tail", True) in {(f["code"], f["repaired"]) for f in result.json["findings"]}
@@ -67,7 +59,7 @@ def test_force_checks_and_repairs_a_live_owners_session(tmp_path, sleeper):
 
 
 def test_killed_owner_lock_is_stale_at_once(tmp_path, sleeper):
-    store, journal = _torn_session(tmp_path)
+    store, journal = torn_store(tmp_path)
     lock = _lock(journal, sleeper.pid)
     sleeper.send_signal(signal.SIGKILL)
     sleeper.wait()
@@ -81,7 +73,7 @@ def test_killed_owner_lock_is_stale_at_once(tmp_path, sleeper):
 
 
 def test_zombie_owner_counts_as_dead(tmp_path, sleeper):
-    _, journal = _torn_session(tmp_path)
+    _, journal = torn_store(tmp_path)
     lock = _lock(journal, sleeper.pid)
     sleeper.send_signal(signal.SIGKILL)
     deadline = time.time() + 5
@@ -91,7 +83,7 @@ def test_zombie_owner_counts_as_dead(tmp_path, sleeper):
 
 
 def test_recycled_pid_is_stale(tmp_path):
-    _, journal = _torn_session(tmp_path)
+    _, journal = torn_store(tmp_path)
     me = psutil.Process(os.getpid()).create_time()
     lock = _lock(journal, os.getpid(), started=me - 3600)
     info = inspect_lock(lock)
@@ -99,7 +91,7 @@ def test_recycled_pid_is_stale(tmp_path):
 
 
 def test_uncheckable_owner_is_locked_while_fresh_and_stale_after_30s(tmp_path):
-    store, journal = _torn_session(tmp_path)
+    store, journal = torn_store(tmp_path)
     lock = _lock(journal, 12345, host="another-" + socket.gethostname())
     assert inspect_lock(lock).state is LockState.UNKNOWN
     assert "locked" in {f["code"] for f in run_cli("fsck", "--json", store).json["findings"]}
@@ -111,7 +103,7 @@ def test_uncheckable_owner_is_locked_while_fresh_and_stale_after_30s(tmp_path):
 
 
 def test_garbage_lock_content_is_judged_by_age(tmp_path):
-    _, journal = _torn_session(tmp_path)
+    _, journal = torn_store(tmp_path)
     path = lock_path(journal)
     path.write_bytes(b"\x00not json")
     assert inspect_lock(path).state is LockState.UNKNOWN
@@ -120,14 +112,14 @@ def test_garbage_lock_content_is_judged_by_age(tmp_path):
 
 
 def test_live_owner_without_heartbeat_is_reported(tmp_path, sleeper):
-    store, journal = _torn_session(tmp_path)
+    store, journal = torn_store(tmp_path)
     _lock(journal, sleeper.pid, age=120)
     codes = {f["code"] for f in run_cli("fsck", "--json", store).json["findings"]}
     assert {"locked", "lock-no-heartbeat"} <= codes
 
 
 def test_repair_takes_and_releases_its_own_lock(tmp_path):
-    store, journal = _torn_session(tmp_path)
+    store, journal = torn_store(tmp_path)
     assert run_cli("fsck", "--repair", store).exit_code == 1
     assert not lock_path(journal).exists()
 

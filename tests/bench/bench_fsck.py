@@ -50,6 +50,9 @@ from pathlib import Path
 
 import orjson
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe import PROBE  # noqa: E402 - the probe lives beside this script
+
 GENERATOR_VERSION = 3
 MB = 1_000_000
 MIB = 1 << 20
@@ -347,33 +350,6 @@ def cli_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "toolkit.cli"]
 
 
-#: Runs the CLI exactly as the console script does and writes its own peak RSS (bytes) to
-#: argv[1] at exit.  Why not wait4()/RUSAGE_CHILDREN: on Linux a child's ru_maxrss starts at
-#: the *parent's* high-water mark (exec records the RSS of the mm it replaces, which for a
-#: vfork/fork child is the parent's), so after the in-process runs have grown this process
-#: every child would look >= 100 MiB.  VmHWM in /proc/self/status belongs to the new mm only.
-PROBE = r"""
-import atexit, sys
-def _peak():
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    import resource
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024
-_report = sys.argv[1]
-def _write():
-    with open(_report, "w") as out:
-        out.write(str(_peak()))
-atexit.register(_write)
-sys.argv = ["levelsess", *sys.argv[2:]]
-from toolkit.cli import main
-main()
-"""
 
 
 def run_cli(args: list[str], sample_tree: bool = False) -> tuple[float, int, float | None]:

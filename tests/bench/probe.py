@@ -1,0 +1,30 @@
+"""The peak-memory probe shared by the benchmark and the memory test."""
+
+#: Run ``levelsess ARGS`` exactly as the console script does (toolkit.cli.main) and write this
+#: process's own peak RSS in bytes to argv[1] at exit.  On Linux this reads VmHWM, not
+#: ru_maxrss: a child's ru_maxrss starts at its *parent's* high-water mark (exec records the
+#: RSS of the mm it replaces, which after vfork/fork is the parent's), so a pytest worker
+#: that had grown to 150 MiB would make every child look like 150 MiB.  VmHWM belongs to the
+#: new program's memory alone.  Elsewhere, fall back to ru_maxrss (bytes on macOS, KiB else).
+PROBE = r"""
+import atexit, sys
+def _peak():
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+_report = sys.argv[1]
+def _write():
+    with open(_report, "w") as out:
+        out.write(str(_peak()))
+atexit.register(_write)
+sys.argv = ["levelsess", *sys.argv[2:]]
+from toolkit.cli import main
+main()
+"""
