@@ -68,3 +68,14 @@ def test_a_fifo_named_like_a_journal_does_not_hang(tmp_path):
     result = run_cli("fsck", "--json", store)
     assert result.exit_code == 8
     assert any(f["code"] == "unreadable" and "regular file" in f["message"] for f in result.json["findings"])
+
+
+def test_json_mode_gets_a_json_error_document(tmp_path):
+    result = run_cli("fsck", "--json", str(tmp_path / "nope"))
+    assert result.exit_code == 8
+    assert result.json["error"]["type"] == "PathNotFoundError" and result.json["exit"] == 8
+
+
+def test_top_level_help_explains_exit_codes():
+    result = run_cli("--help")
+    assert result.exit_code == 0 and "16 usage error" in result.stdout

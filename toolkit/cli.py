@@ -57,6 +57,9 @@ class LevelsessGroup(TyperGroup):
             sys.exit(EXIT_INTERRUPTED)
         except LevelsessError as exc:
             Output().fail(str(exc), exc.hint)
+            if "--json" in (sys.argv[1:] if args is None else args):  # scripts still get one document
+                Output().emit_json({"version": 1, "error": {"type": type(exc).__name__, "message": str(exc),
+                                                           "hint": exc.hint}, "exit": exc.exit_code})
             sys.exit(exc.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
 
@@ -64,7 +67,6 @@ class LevelsessGroup(TyperGroup):
 app = typer.Typer(
     cls=LevelsessGroup,
     name="levelsess",
-    help="Check, repair, migrate and recover AI-editor chat journals (append-only JSONL).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
@@ -137,8 +139,7 @@ def main_options(
 ) -> None:
     """Check, repair, migrate and recover AI-editor chat journals (append-only JSONL).
 
-    Exit codes are bit flags, as in e2fsck: 0 clean, 1 problems corrected, 4 problems left
-    uncorrected, 8 operational error, 16 usage error, 32 interrupted.
+    Exit codes are bit flags, as in e2fsck: 0 clean, 1 problems corrected, 4 problems left uncorrected, 8 operational error, 16 usage error, 32 interrupted.
 
     [bold]Example[/bold]: levelsess fsck ~/.levelcode/sessions
     """
@@ -163,10 +164,9 @@ def fsck(
 ) -> int:
     """Check journals, locks and caches; with --repair, fix exactly what is safe to fix.
 
-    A check is read-only: it writes nothing at all.  A repair never removes a complete
-    record; a torn final record is saved under <store>/.levelsess/recovered/ before it is
-    trimmed, and a file with damage earlier in it is left untouched for a person (or
-    for --salvage).
+    A check is read-only: it writes nothing at all. A repair never removes a complete record; a torn final record is saved under <store>/.levelsess/recovered/ before it is trimmed, and a file with damage earlier in it is left untouched for a person (or for --salvage).
+
+    Exit codes (bit flags): 0 clean, 1 corrected, 4 left uncorrected, 8 operational error, 16 usage error, 32 interrupted.
 
     [bold]Examples[/bold]:
       levelsess fsck                              # check the default store
@@ -235,9 +235,7 @@ def reindex(
 ) -> int:
     """Rebuild index.json (LevelCode) and meta.json (Logician) from the journals, atomically.
 
-    Folders whose index.json is newer than every journal and matches their count and sizes
-    are skipped without reading (use --full to rescan).  A folder holding a journal of a
-    schema newer than this levelsess is refused and left as it is.
+    Folders whose index.json is newer than every journal and matches their count and sizes are skipped without reading (use --full to rescan). A folder holding a journal of a schema newer than this levelsess is refused and left as it is. Exit 0 when done, 4 when a folder was refused (or, with --check, when a cache differs).
 
     [bold]Examples[/bold]:
       levelsess reindex                    # the default store
@@ -274,9 +272,7 @@ def demo(
 ) -> int:
     """Build a damaged demo store in a temporary folder, check it, repair it, check again.
 
-    The store holds a crash-torn journal, a corrupt index.json, a stale lock and a Logician
-    session whose meta.json ran ahead of its journal.  Nothing outside the temporary folder
-    is touched.
+    The store holds a crash-torn journal, a corrupt index.json, a stale lock and a Logician session whose meta.json ran ahead of its journal. Nothing outside the temporary folder is touched.
 
     [bold]Example[/bold]: levelsess demo --keep
     """
