@@ -56,8 +56,9 @@ def index_entry(scan: JournalScan, v2: bool) -> dict:
     facts = scan.facts
     assert isinstance(facts, LevelCodeFacts)
     meta = facts.meta or {}
+    sid = meta.get("id")
     entry = {
-        "id": meta.get("id", scan.path.stem),
+        "id": sid if isinstance(sid, str) else scan.path.stem,
         "title": facts.title if facts.title_set else meta.get("title"),
         "createdAt": meta.get("createdAt"),
         "updatedAt": facts.last_t if facts.last_t is not None else meta.get("createdAt"),
@@ -101,12 +102,19 @@ def index_drift(loaded: Loaded, version: int, entries: list[dict]) -> str | None
         stored = value["sessions"]
     if stored == entries:
         return None
-    have = {e.get("id") for e in stored if isinstance(e, dict)}
+    have = {e.get("id") for e in stored if isinstance(e, dict) and isinstance(e.get("id"), str)}
     want = {e["id"] for e in entries}
     if have != want:
         missing, extra = len(want - have), len(have - want)
         return f"index lists {len(have)} sessions; journals hold {len(want)} ({missing} missing, {extra} extra)"
-    return "index entries differ from the journals"
+    stored_by_id = {e["id"]: e for e in stored if isinstance(e, dict) and isinstance(e.get("id"), str)}
+    changed = [(e["id"], sorted(k for k in set(e) | set(stored_by_id[e["id"]]) if e.get(k) != stored_by_id[e["id"]].get(k)))
+               for e in entries if stored_by_id.get(e["id"]) != e]
+    if not changed:
+        return "index entries are out of order"
+    first_id, fields = changed[0]
+    more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+    return f"{len(changed)} entr{'y differs' if len(changed) == 1 else 'ies differ'} from the journals: {first_id} ({', '.join(fields)}){more}"
 
 
 # --- Logician meta.json ------------------------------------------------------------------

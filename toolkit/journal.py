@@ -277,7 +277,7 @@ class _Classifier:
         if entry_id in ids:
             sink.add("duplicate-id", f"entry id {entry_id!r} appears again", self.lineno, offset, line)
         parent = obj.get("parentId")
-        if parent is not None and parent not in ids:
+        if parent is not None and (not isinstance(parent, str) or parent not in ids):
             sink.add("dangling-parent", f"parentId {parent!r} names no earlier entry", self.lineno, offset, line)
         if self.validator is not None:
             self.validator(obj, "entry", None, sink, self.lineno, offset, line)
