@@ -63,3 +63,21 @@ def test_interrupt_stops_between_steps(tmp_path):
     result = plan.execute(should_stop=lambda: True)
     assert result.interrupted and result.exit_code & 32 and not result.done
     assert journal.read_bytes() == original
+
+
+def test_a_journal_that_grew_since_the_check_is_left_for_the_next_run(tmp_path):
+    store, journal = torn_store(tmp_path)
+    plan = plan_repair(check_folders(discover_all([store])))
+    with open(journal, "ab") as handle:  # a writer that ignores the lock protocol appends meanwhile
+        handle.write(b'more"}\n')
+    grown = journal.read_bytes()
+    result = plan.execute()
+    assert journal.read_bytes() == grown
+    codes = {(f.code, f.repaired) for f in result.findings}
+    assert ("changed-during-repair", False) in codes and ("torn-tail", False) in codes
+    assert result.exit_code == 4 | 1  # the index rebuild still happened; the journal waits
+    from toolkit.index import load_cache
+    from tests.helpers import PROJECT_SLUG
+
+    index = load_cache(store / PROJECT_SLUG / "index.json").value
+    assert index["sessions"][0]["bytes"] == len(grown), "the index is built from the journal as it is now"

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import DurabilityError, PermissionDeniedError
+from .errors import DurabilityError, FileChangedError, PermissionDeniedError
 
 _IS_MAC = sys.platform == "darwin"
 _IS_WINDOWS = os.name == "nt"
@@ -128,7 +128,7 @@ def append_newline(path: Path, expected_size: int) -> None:
         raise _fail("open for append", path, exc) from exc
     try:
         if os.fstat(fd).st_size != expected_size:
-            raise DurabilityError(f"{path} changed size while being repaired; nothing was written")
+            raise FileChangedError(f"{path} changed size since it was checked; nothing was written")
         _write_all(fd, b"\n", path)
         fsync_fd(fd, path)
     finally:
@@ -219,7 +219,7 @@ def truncate_saving(path: Path, keep: int, expected_size: int, recovery_dir: Pat
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size != expected_size:
-                raise DurabilityError(f"{path} changed size while being repaired; nothing was written")
+                raise FileChangedError(f"{path} changed size since it was checked; nothing was written")
             handle.seek(keep)
             removed = handle.read()
     except OSError as exc:

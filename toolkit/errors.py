@@ -75,6 +75,12 @@ class DurabilityError(OperationalError):
     hint = "nothing was reported as done; free disk space or fix the device, then rerun"
 
 
+class FileChangedError(OperationalError):
+    """{detail}"""
+
+    hint = "another process is writing it; rerun when the writer has stopped"
+
+
 class LockBusyError(OperationalError):
     """session is held by another process: {detail}"""
 
@@ -262,7 +268,7 @@ CODES: dict[str, CodeInfo] = {
     "unreadable": CodeInfo("error", "", PermissionDeniedError),
     "repair-failed": CodeInfo("error", "", DurabilityError),
     "leftover-temp": CodeInfo("warning", "remove the temporary file"),
-    "changed-during-repair": CodeInfo("warning", ""),
+    "changed-during-repair": CodeInfo("warning", "", FileChangedError),
 }
 
 #: Codes that mean the tool could not do its job (exit bit 8), not that the data is bad.

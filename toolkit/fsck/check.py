@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -149,11 +150,14 @@ def _run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Calla
         return results
     order = sorted(range(len(work)), key=lambda i: _size(work[i][0]), reverse=True)
     results: list = [None] * len(work)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for index, result in zip(order, pool.map(_scan_one, [work[i] for i in order], chunksize=1)):
-            results[index] = result
-            if progress:
-                progress(1)
+    try:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for index, result in zip(order, pool.map(_scan_one, [work[i] for i in order], chunksize=1)):
+                results[index] = result
+                if progress:
+                    progress(1)
+    except (OSError, BrokenProcessPool):  # no /dev/shm, no fork: the serial path gives the same answer
+        return _run_scans(work, 1, None)
     return results
 
 

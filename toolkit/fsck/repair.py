@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import durable, locks
-from ..errors import DurabilityError, LevelsessError, LockBusyError, SALVAGEABLE, UNCORRECTABLE
+from ..errors import SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, LevelsessError, LockBusyError
 from ..findings import Finding
 from ..index import build_index, build_meta, dump_cache, index_document, index_drift, load_cache, meta_drift
 from ..journal import JournalScan, Layout, TailState, scan_journal
@@ -84,6 +84,9 @@ class RepairPlan:
                 fixed = _apply(action, touched, self.force)
             except LockBusyError as exc:
                 notes.append(Finding("locked", "warning", str(action.path), None, None, f"not repaired: {exc.detail}"))
+                continue
+            except FileChangedError as exc:
+                notes.append(Finding("changed-during-repair", "warning", str(action.path), None, None, str(exc)))
                 continue
             except DurabilityError as exc:  # fatal: stop, keep every backup, report no success
                 fatal = str(exc)
@@ -193,6 +196,17 @@ def _remove_stale_lock(path: Path) -> set[tuple[str, str]]:
     return {("stale-lock", str(path))}
 
 
+def _unchanged(scan: JournalScan | None) -> bool:
+    """True when the journal still has the size and mtime it had when it was checked."""
+    if scan is None:
+        return False
+    try:
+        info = scan.path.stat()
+    except OSError:
+        return False
+    return (info.st_size, info.st_mtime_ns) == (scan.size, scan.mtime_ns)
+
+
 def _verify_tail(journal: Path) -> None:
     """After a write, the journal must end on a newline (or be empty)."""
     with open(journal, "rb") as handle:
@@ -229,7 +243,8 @@ def _rebuild_cache(action: Action, touched: set[Path]) -> bool:
     folder = action.folder
     assert folder is not None
     by_path = {scan.path: scan for scan in action.scans}
-    scans = [by_path[j] if j in by_path and j not in touched else scan_journal(j, folder.layout) for j in folder.journals]
+    scans = [by_path[j] if j not in touched and _unchanged(by_path.get(j)) else scan_journal(j, folder.layout)
+             for j in folder.journals]
     if any(s.version is not None and s.version > 2 for s in scans):
         return False
     if folder.layout is Layout.LOGICIAN and any(s.blocked for s in scans):
