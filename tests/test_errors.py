@@ -39,3 +39,11 @@ def test_every_code_becomes_a_typed_error_with_location():
 def test_uncorrectable_codes_have_no_repair():
     for code in errors.UNCORRECTABLE:
         assert not CODES[code].repair
+
+
+def test_every_code_is_documented_in_the_readme():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for code in CODES:
+        assert f"`{code}`" in readme, code
