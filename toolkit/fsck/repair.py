@@ -21,6 +21,10 @@ from ..stores import Folder
 from .check import CheckReport, FolderCheck, exit_code_for
 from .salvage import salvage_journal
 
+#: Record-level problems salvage carries over unchanged (they are reported again, not fixed);
+#: anything else uncorrectable (a future version) means salvage keeps its hands off.
+SALVAGE_KEEPS = frozenset({"schema-violation", "seq-gap", "seq-duplicate", "missing-meta", "duplicate-meta",
+                           "dangling-parent", "duplicate-id"})
 RECOVERED = "recovered"
 QUARANTINE = "quarantine"
 
@@ -144,9 +148,9 @@ def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: 
     if journal.is_symlink():
         return []  # never written through
     if scan.blocked:
-        blocking = {f.code for f in scan.findings if f.code in UNCORRECTABLE}
-        if salvage and blocking & SALVAGEABLE and blocking <= SALVAGEABLE | {"schema-violation", "seq-gap", "seq-duplicate", "missing-meta", "duplicate-meta", "dangling-parent", "duplicate-id"}:
-            fixes = tuple(sorted((blocking & SALVAGEABLE) | ({"torn-tail", "unterminated-tail"} & scan.codes) | ({"blank-line"} & scan.codes)))
+        blocking = scan.codes & UNCORRECTABLE
+        if salvage and blocking & SALVAGEABLE and blocking <= SALVAGEABLE | SALVAGE_KEEPS:
+            fixes = tuple(sorted(scan.codes & (SALVAGEABLE | {"unterminated-tail"})))
             return [Action("salvage", journal, f"rewrite from byte-exact slices; original to {QUARANTINE}/", fixes, folder, scan)]
         return []
     if scan.tail is TailState.UNTERMINATED:
