@@ -19,9 +19,9 @@ from .stores import slug
 PROJECT = "/home/ada/code/thin.ly"
 
 
-def _journal(path: Path, records: list[dict]) -> None:
-    for record in records:
-        durable.append_line(path, orjson.dumps(record))
+def _journal(path: Path, records: list[dict], torn: bytes = b"") -> None:
+    """Write a journal; ``torn`` is the first part of an append the editor never finished."""
+    durable.write_new(path, b"".join(orjson.dumps(record) + b"\n" for record in records) + torn)
 
 
 def _session(sid: str, turns: int, start_hour: int) -> list[dict]:
@@ -54,10 +54,8 @@ def populate(root: Path) -> list[Path]:
     project = store / slug(PROJECT)
     durable.ensure_dir(project)
     _journal(project / "2026-11-30T09-00-00-a1b2.jsonl", _session("2026-11-30T09-00-00-a1b2", 3, 9))
-    torn = project / "2026-11-30T10-00-00-c3d4.jsonl"
-    _journal(torn, _session("2026-11-30T10-00-00-c3d4", 2, 10))
-    with open(torn, "ab") as handle:  # the editor was killed halfway through an append
-        handle.write(b'{"kind":"user","t":"2026-11-30T10:59:30Z","content":"and now the webh')
+    _journal(project / "2026-11-30T10-00-00-c3d4.jsonl", _session("2026-11-30T10-00-00-c3d4", 2, 10),
+             torn=b'{"kind":"user","t":"2026-11-30T10:59:30Z","content":"and now the webh')
     locked = project / "2026-11-30T11-00-00-e5f6.jsonl"
     _journal(locked, _session("2026-11-30T11-00-00-e5f6", 1, 11))
     _dead_pid_lock(locked)
