@@ -36,7 +36,7 @@ def load_cache(path: Path) -> Loaded:
     try:
         return Loaded("ok", loads(raw))
     except ValueError as exc:
-        return Loaded("corrupt", detail=f"not valid JSON ({getattr(exc, 'msg', exc)})")
+        return Loaded("corrupt", detail=f"not valid JSON ({exc})")
 
 
 def dump_cache(value: object) -> bytes:
