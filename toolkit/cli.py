@@ -226,7 +226,7 @@ def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str]
 def reindex(
     ctx: typer.Context,
     paths: PathsArg = None,
-    check: Annotated[bool, typer.Option("--check", help="Only report caches that differ from the journals (exit 4 if any).")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Only report caches that differ from the journals, comparing every folder in full (exit 4 if any).")] = False,
     full: Annotated[bool, typer.Option("--full", help="Rescan every folder, even ones whose index is newer than all journals.")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,

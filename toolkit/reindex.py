@@ -70,7 +70,7 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
     for folder in whole_folders(folders):
         if progress:
             progress(1)
-        if not full and unchanged_by_stat(folder):
+        if not (full or check_only) and unchanged_by_stat(folder):  # --check always compares in full
             unchanged.append(folder.cache)
             continue
         scans: list[JournalScan] = []
