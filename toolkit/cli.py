@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 from . import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LevelsessError, UsageError
 from .fsck import check_folders, plan_repair
-from .report import Output, common_base, findings_table, fsck_json, summary_line
+from .report import Output, common_base, findings_table, fsck_json, relative, summary_line
 from .stores import default_store, discover_all
 
 
@@ -289,9 +289,8 @@ def demo(
             if repair:
                 result = plan_repair(report).execute()
                 findings, code = list(result.findings), result.exit_code
-                base = str(paths[0].parent) + "/"
                 for action in result.done:
-                    out.say(f"  did {action.describe().replace(base, '')}")
+                    out.say(f"  did {relative(action.describe(), str(paths[0].parent))}")
             runs.append({"step": title, "exit": code, "findings": [f.to_json() for f in findings]})
             if not out.json:
                 out.out.print(f"\n[bold]levelsess fsck{' --repair' if repair else ''}[/bold]  ({title})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -43,10 +44,13 @@ class Output:
             self.err.print(Text("hint: ", style="cyan") + Text(hint))
 
 
+def relative(text: str, base: str | None) -> str:
+    """Drop ``base/`` wherever it appears in ``text`` (paths in tables and step lines)."""
+    return text.replace(base.rstrip("/") + "/", "") if base else text
+
+
 def _where(finding: Finding, base: str | None = None) -> str:
-    where = finding.path
-    if base and where.startswith(base.rstrip("/") + "/"):
-        where = where[len(base.rstrip("/")) + 1 :]
+    where = relative(finding.path, base)
     if finding.line is not None:
         where += f":{finding.line}"
     if finding.offset is not None:
@@ -76,8 +80,6 @@ def findings_table(findings: list[Finding], title: str | None = None, verbose: b
 
 def common_base(paths: list) -> str | None:
     """The folder that all target paths share (for shorter, readable tables)."""
-    import os
-
     folders = [os.path.abspath(p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))) for p in paths]
     try:
         return os.path.commonpath(folders) if folders else None

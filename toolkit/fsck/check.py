@@ -203,12 +203,9 @@ def check_folders(
     checks = []
     for folder in folders:
         sessions = tuple(by_folder[folder.path])
-        partial = FolderCheck(folder, sessions, (), _orphan_locks(folder), _leftover_temps(folder))
+        partial = FolderCheck(folder, sessions, (), *_folder_leftovers(folder))
         cache = tuple(check_cache(partial)) if partial.cache_checked else ()
-        extra = cache + tuple(_orphan_findings(partial)) + tuple(
-            Finding("leftover-temp", "warning", str(path), None, None,
-                    "temporary file of an interrupted levelsess write (its process is gone)")
-            for path in partial.leftover_temps)
+        extra = cache + tuple(_leftover_findings(partial))
         if strict:
             sessions = tuple(replace(s, findings=_escalate(s.findings)) for s in sessions)
             extra = _escalate(extra)
@@ -221,38 +218,31 @@ def _escalate(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
     return tuple(replace(f, severity="error") if f.severity == "warning" else f for f in findings)
 
 
-def _orphan_locks(folder: Folder) -> tuple[LockInfo, ...]:
-    """Lock files in a whole folder whose journal no longer exists."""
+def _folder_leftovers(folder: Folder) -> tuple[tuple[LockInfo, ...], tuple[Path, ...]]:
+    """List a whole folder once: locks whose journal is gone, and temp files of dead writers.
+
+    Temp files are durable.atomic_writer's ``.<name>.<pid>.tmp``; a live pid's are left alone.
+    """
     if not folder.whole or not folder.path.is_dir():
-        return ()
+        return (), ()
     journals = {j.name for j in folder.journals}
-    found = []
+    locks_found, temps = [], []
     for entry in sorted(os.scandir(folder.path), key=lambda e: e.name):
         if entry.name.endswith(".jsonl.lock") and entry.name[: -len(".lock")] not in journals:
             info = inspect_lock(Path(entry.path))
             if info is not None:
-                found.append(info)
-    return tuple(found)
+                locks_found.append(info)
+        elif (pid := durable.temp_owner(entry.name)) is not None and process_start(pid) is None:
+            temps.append(Path(entry.path))
+    return tuple(locks_found), tuple(temps)
 
 
-def _leftover_temps(folder: Folder) -> tuple[Path, ...]:
-    """Temp files of durable.atomic_writer (``.<name>.<pid>.tmp``) whose process is gone."""
-    if not folder.path.is_dir():
-        return ()
-    found = []
-    for entry in sorted(os.scandir(folder.path), key=lambda e: e.name):
-        pid = durable.temp_owner(entry.name)
-        if pid is not None and process_start(pid) is None:
-            found.append(Path(entry.path))
-    return tuple(found)
-
-
-def _orphan_findings(check: FolderCheck) -> list[Finding]:
-    return [
-        Finding("stale-lock", "warning", str(info.path), None, None, f"lock without a journal: {info.reason}")
-        for info in check.orphan_locks
-        if info.state is LockState.STALE
-    ]
+def _leftover_findings(check: FolderCheck) -> list[Finding]:
+    stale = [Finding("stale-lock", "warning", str(info.path), None, None, f"lock without a journal: {info.reason}")
+             for info in check.orphan_locks if info.state is LockState.STALE]
+    return stale + [Finding("leftover-temp", "warning", str(path), None, None,
+                            "temporary file of an interrupted levelsess write (its process is gone)")
+                    for path in check.leftover_temps]
 
 
 def check_cache(check: FolderCheck) -> list[Finding]:
