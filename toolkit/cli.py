@@ -262,6 +262,81 @@ def reindex(
 
 
 @app.command()
+def migrate(
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    to: Annotated[Optional[int], typer.Option("--to", help="Target journal version (default: the newest this levelsess knows). levelsess never migrates down.", show_default=False)] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say, per file, what would change; write nothing (exit 4 when there is work to do).")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="List the known migration steps and every file's current version; write nothing.")] = False,
+    keep_backup: Annotated[bool, typer.Option("--keep-backup", help="Keep the originals under <store>/.levelsess/backup/<stamp>/ after a successful run (default: pruned once every file is migrated and verified).")] = False,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Upgrade journals and index.json to a newer schema version, crash-safe and idempotent.
+
+    Each journal is migrated under its session lock: streamed through the migration steps into a temp file, verified as a whole journal of the new version, its original hard-linked into <store>/.levelsess/backup/<stamp>.<pid>.partial/, then atomically replaced. Field values keep every byte; only "seq" and the meta "v" are added or changed. index.json is rebuilt from the journals, as reindex would. A kill at any moment leaves every journal a valid old or new one; rerun to finish.
+
+    Refused, untouched and reported: a journal with a torn tail or any fsck error (run `levelsess fsck --repair` first), one of a newer schema (upgrade levelsess), one held by a live writer. Exit 0 when done (rerunning changes nothing), 4 when a file was refused, 8 on an I/O error (originals kept), 32 when interrupted.
+
+    [bold]Examples[/bold]:
+      levelsess migrate --dry-run             # what would change in the default store
+      levelsess migrate                       # migrate everything to the newest version
+      levelsess migrate ~/.levelcode/sessions/-Users-ada-code-app --keep-backup
+      levelsess migrate --list --json
+    """
+    from .migrate import STEPS, plan_migration
+    from .report import migrate_json, migrate_table
+
+    out = _output(ctx, json_, quiet, verbose)
+    targets = _targets(ctx, paths, store)
+    folders = discover_all(targets)
+    out.base = common_base(targets)
+    total = sum(len(f.journals) for f in folders)
+    with _progress(out, "reading", total) as advance:
+        plan = plan_migration(folders, to, progress=advance)
+    if list_:
+        result = plan.result()
+        code = 0 if not any(f.status == "refused" for f in result.files) else 4
+        if out.json:
+            out.emit_json(migrate_json(result, code, steps=list(STEPS.values())))
+            return code
+        out.out.print(migrate_table(result, base=out.base, steps=list(STEPS.values()), everything=True))
+        return code
+    if dry_run:
+        result = plan.result()
+    else:
+        with _ctrl_c_deferred() as stopped, _progress(out, "migrating", plan.work_bytes) as advance:
+            result = plan.execute(keep_backup=keep_backup, progress=advance, should_stop=stopped)
+    code = result.exit_code
+    if out.json:
+        out.emit_json(migrate_json(result, code))
+        return code
+    table = migrate_table(result, base=out.base, everything=out.verbose)
+    if table.row_count:
+        out.out.print(table)
+    if result.findings:
+        out.out.print(findings_table(list(result.findings), verbose=out.verbose, base=out.base))
+    if plan.logician:
+        out.say(f"{len(plan.logician)} Logician session(s): one format version so far, nothing to migrate")
+    out.say(_migrate_summary(result, code))
+    if result.interrupted:
+        out.fail("interrupted after a completed file", "rerun the same command to finish the migration")
+    return code
+
+
+def _migrate_summary(result, code: int) -> str:
+    if result.dry_run:
+        return (f"would migrate {result.count('migrate')} journal(s) and rebuild {result.count('rebuild')} index file(s) to v{result.to}; "
+                f"{result.count('up-to-date')} up to date, {result.count('refused')} refused; nothing written (--dry-run)  [exit {code}]")
+    backups = ", ".join(str(p) for p in result.backups)
+    kept = f"; originals kept in {backups}" if backups else ""
+    return (f"{result.count('migrated')} journal(s) migrated to v{result.to}, {result.count('rebuilt')} index file(s) rebuilt, "
+            f"{result.count('up-to-date')} up to date, {result.count('refused')} refused, {result.count('pending')} pending{kept}  [exit {code}]")
+
+
+@app.command()
 def demo(
     ctx: typer.Context,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the demo store and print where it is.")] = False,

@@ -8,8 +8,8 @@ Primitives (DESIGN.md §4):
   fsync, ``os.replace``, fsync the directory.
 * :func:`truncate_saving` - save the removed bytes to a recovery file (fsynced) first,
   then truncate and fsync.
-* :func:`create_exclusive`, :func:`remove`, :func:`hardlink_or_copy`, :func:`ensure_dir`
-  for locks, quarantine and backups.
+* :func:`create_exclusive`, :func:`remove`, :func:`preserve`, :func:`move`,
+  :func:`remove_tree`, :func:`ensure_dir` for locks, quarantine and backups.
 
 A failed fsync is fatal: it raises :class:`DurabilityError` and nothing is retried.
 """
@@ -19,9 +19,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -162,8 +163,12 @@ def temp_owner(name: str) -> int | None:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: Path) -> Iterator[BinaryIO]:
-    """Yield a binary file whose contents atomically replace ``path`` on clean exit."""
+def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = None) -> Iterator[BinaryIO]:
+    """Yield a binary file whose contents atomically replace ``path`` on clean exit.
+
+    ``before_replace(temp)`` runs once the temp file is durable and before it takes
+    ``path``'s place: a verifier that raises keeps ``path`` as it was (the temp is removed).
+    """
     tmp = temp_name(path)
     try:
         handle = open(tmp, "wb")  # noqa: SIM115 - closed below, after fsync
@@ -177,6 +182,8 @@ def atomic_writer(path: Path) -> Iterator[BinaryIO]:
             except OSError as exc:
                 raise _fail("write", tmp, exc) from exc
             fsync_fd(handle.fileno(), tmp)
+        if before_replace is not None:
+            before_replace(tmp)
         _replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -282,3 +289,22 @@ def preserve(src: Path, dst: Path) -> None:
             raise _fail("copy", src, exc) from exc
         return
     fsync_dir(dst.parent)
+
+
+def move(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst`` in the same file system and make the rename durable."""
+    _replace(src, dst)
+    fsync_dir(dst.parent)
+    if src.parent != dst.parent:
+        fsync_dir(src.parent)
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a folder levelsess made (a finished run's backups), then fsync its parent."""
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _fail("remove", path, exc) from exc
+    fsync_dir(path.parent)

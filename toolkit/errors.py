@@ -157,6 +157,20 @@ class SeqDuplicateError(CorruptionError):
     code = "seq-duplicate"
 
 
+class SeqConflictError(CorruptionError):
+    """a v1 record already has a top-level "seq" field, so it cannot be numbered for v2"""
+
+    code = "seq-conflict"
+    hint = "rename that field by hand (it is the record at the line shown), then rerun `levelsess migrate`"
+
+
+class NoDowngradeError(CorruptionError):
+    """the journal is already at a newer version than --to asks for"""
+
+    code = "no-downgrade"
+    hint = "levelsess only migrates up; drop --to or pick a version at least as new"
+
+
 class SplicedRecordsError(CorruptionError):
     """two records run together on one line"""
 
@@ -269,6 +283,9 @@ CODES: dict[str, CodeInfo] = {
     "repair-failed": CodeInfo("error", "", DurabilityError),
     "leftover-temp": CodeInfo("warning", "remove the temporary file"),
     "changed-during-repair": CodeInfo("warning", "", FileChangedError),
+    # migrate refusals (§6)
+    "seq-conflict": CodeInfo("error", "", SeqConflictError),
+    "no-downgrade": CodeInfo("error", "", NoDowngradeError),
 }
 
 #: Codes that mean the tool could not do its job (exit bit 8), not that the data is bad.

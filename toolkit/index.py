@@ -76,9 +76,13 @@ def _order(entry: dict) -> tuple[str, str]:
     return (updated if isinstance(updated, str) else "", str(entry.get("id")))
 
 
-def build_index(scans: list[JournalScan]) -> tuple[int, list[dict]]:
-    """Return (index version, entries sorted by updatedAt descending) for a folder."""
-    version = 2 if any(s.version == 2 for s in scans) else 1
+def build_index(scans: list[JournalScan], version: int | None = None) -> tuple[int, list[dict]]:
+    """Return (index version, entries sorted by updatedAt descending) for a folder.
+
+    The version is 2 when any journal is v2, else 1 (§2.3), unless ``version`` is given.
+    """
+    if version is None:
+        version = 2 if any(s.version == 2 for s in scans) else 1
     entries = sorted((index_entry(s, version == 2) for s in scans), key=_order, reverse=True)
     return version, entries
 

@@ -56,6 +56,7 @@ class LevelCodeFacts:
     preview: str | None = None
     pinned: bool = False
     archived: bool = False
+    seq_field: tuple[int, int] | None = None  # (line, offset) of a v1 record that already has "seq"
 
 
 @dataclass
@@ -217,6 +218,8 @@ class _Classifier:
                 self.last_seq, self.expect_seq = seq, seq + 1
             else:
                 self._seq(seq, offset, line)
+        elif "seq" in obj and facts.seq_field is None:  # v1: the name v2 gives a meaning
+            facts.seq_field = (self.lineno, offset)
         if self.validator is not None:
             self.validator(obj, kind, facts.version, sink, self.lineno, offset, line)
         t = obj.get("t")

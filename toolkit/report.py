@@ -111,3 +111,36 @@ def fsck_json(findings: list[Finding], files: int, records: int, size: int, exit
     if plan is not None:
         doc["plan"] = plan
     return doc
+
+
+STATUS_STYLE = {"migrated": "green", "rebuilt": "green", "migrate": "cyan", "rebuild": "cyan", "refused": "bold red",
+                "pending": "yellow", "skipped": "dim", "up-to-date": "dim"}
+
+
+def migrate_table(result, base: str | None = None, steps: list | None = None, everything: bool = False) -> Table:
+    """Files of a migration: what each was, is or would be (up-to-date ones only when ``everything``)."""
+    table = Table(title=f"migrate to v{result.to}" + (" (dry run)" if result.dry_run and steps is None else ""), title_justify="left")
+    for column in ("file", "format", "from", "to", "status", "note"):
+        table.add_column(column, overflow="fold")
+    for state in result.files:
+        if not everything and state.status in ("up-to-date", "skipped"):
+            continue
+        label = {"migrate": "would migrate", "rebuild": "would rebuild"}.get(state.status, state.status) if result.dry_run else state.status
+        table.add_row(relative(str(state.path), base), state.format, _v(state.from_v), _v(state.to_v),
+                      Text(label, style=STATUS_STYLE.get(state.status, "")), state.note)
+    if steps:
+        table.caption = "steps: " + "; ".join(f"{s.format} v{s.from_v}->v{s.to_v}: {s.summary}" for s in steps)
+    return table
+
+
+def _v(version) -> str:
+    return "-" if version is None else f"v{version}"
+
+
+def migrate_json(result, exit_code: int, steps: list | None = None) -> dict:
+    document = {"version": 1, "to": result.to, "dry_run": result.dry_run, "files": [f.to_json() for f in result.files],
+                "findings": [f.to_json() for f in result.findings], "backups": [str(p) for p in result.backups],
+                "interrupted": result.interrupted, "exit": exit_code}
+    if steps is not None:
+        document["steps"] = [{"format": s.format, "from": s.from_v, "to": s.to_v, "summary": s.summary} for s in steps]
+    return document

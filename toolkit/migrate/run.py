@@ -1,0 +1,422 @@
+"""Plan a migration read-only, then run it file by file, crash-safe (DESIGN.md §6).
+
+Planning scans every journal (the same read-only scan as ``fsck``) and decides, per file,
+whether it migrates, is already up to date, or is refused with a finding that says what to
+do next.  Running takes each session's lock, streams the journal through the step chain into
+a temp file, verifies the temp file as a whole journal of the target version, hard-links the
+original into ``<store>/.levelsess/backup/<stamp>.<pid>.partial/`` and atomically replaces it.
+A kill at any instant leaves each journal as it was or as it will be; a rerun finishes the job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .. import durable, locks
+from ..errors import OPERATIONAL, DurabilityError, FileChangedError, LevelsessError, LockBusyError
+from ..findings import Finding
+from ..fsck.check import exit_code_for
+from ..index import build_index, dump_cache, index_document, index_drift, load_cache
+from ..journal import NEWEST_VERSION, JournalScan, Layout, TailState, open_journal, scan_journal
+from ..lines import Batch, Tail, iter_batches
+from ..locks import LockState, inspect_lock, lock_path, process_start
+from ..stores import Folder, discover
+from .registry import NEWEST, chain, check_target
+
+BACKUP = "backup"
+PARTIAL = ".partial"
+_TAIL_CODES = {"torn-tail", "unterminated-tail"}
+_FLUSH = 1 << 20
+
+
+@dataclass
+class FileState:
+    """One file of a migration: a journal or a folder's index.json.
+
+    ``status`` while planned: ``migrate`` | ``rebuild`` | ``up-to-date`` | ``skipped`` | ``refused``;
+    after a run: ``migrated`` | ``rebuilt`` | ``up-to-date`` | ``skipped`` | ``refused`` | ``pending``.
+    """
+
+    path: Path
+    format: str  # "journal" | "index"
+    folder: Folder
+    from_v: int | None
+    to_v: int | None
+    status: str
+    records: int = 0
+    bytes: int = 0
+    scan: JournalScan | None = field(default=None, repr=False)
+    note: str = ""
+
+    def to_json(self) -> dict:
+        return {"path": str(self.path), "format": self.format, "from": self.from_v, "to": self.to_v,
+                "status": self.status, "records": self.records, "bytes": self.bytes, "note": self.note}
+
+
+@dataclass(frozen=True)
+class MigrationResult:
+    to: int
+    files: tuple[FileState, ...]
+    findings: tuple[Finding, ...]
+    backups: tuple[Path, ...]
+    dry_run: bool
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        code = exit_code_for(f for f in self.findings if f.code in OPERATIONAL)
+        if any(f.status == "refused" for f in self.files):
+            code |= 4
+        if self.dry_run and any(f.status in ("migrate", "rebuild") for f in self.files):
+            code |= 4
+        if self.interrupted:
+            code |= 32
+        return code
+
+    def count(self, *statuses: str) -> int:
+        return sum(f.status in statuses for f in self.files)
+
+
+def _refusal(code: str, path: Path, message: str, line: int | None = None, offset: int | None = None) -> Finding:
+    return Finding(code, "error", str(path), line, offset, message)
+
+
+# --- planning (read-only) ----------------------------------------------------------------
+
+
+def _judge_journal(journal: Path, folder: Folder, to: int) -> tuple[FileState, list[Finding]]:
+    """Decide what to do with one journal, reading it but writing nothing."""
+    state = FileState(journal, "journal", folder, None, to, "refused")
+    if journal.is_symlink():
+        return state, [_refusal("symlink", journal, "not migrated: a symlinked journal is never written through; migrate the file it points to")]
+    try:
+        scan = scan_journal(journal, Layout.LEVELCODE)
+    except LevelsessError as exc:
+        return state, [_refusal("unreadable", journal, f"not migrated: {exc}")]
+    state.scan, state.from_v, state.records, state.bytes = scan, scan.version, scan.records, scan.size
+    version = scan.version
+    if version is not None and version > NEWEST_VERSION:
+        return state, [_refusal("future-version", journal, f"not migrated: schema v{version} is newer than this levelsess (v{NEWEST_VERSION}); upgrade levelsess", 1, 0)]
+    errors = [f for f in scan.findings if f.severity == "error"]
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        step = ("run `levelsess fsck --repair` first" if first.code in _TAIL_CODES
+                else "it needs a person: see `levelsess fsck` (or `fsck --salvage --yes`)")
+        return state, [Finding(first.code, "error", str(journal), first.line, first.offset, f"not migrated: {first.message}{more}; {step}", first.excerpt)]
+    info = inspect_lock(lock_path(journal))
+    if info is not None and info.state is not LockState.STALE:
+        return state, [_refusal("locked", journal, f"not migrated: {info.reason}; close the editor and rerun")]
+    if version is None:
+        state.status, state.note = "skipped", "no records"
+        return state, []
+    if version > to:
+        return state, [_refusal("no-downgrade", journal, f"not migrated: already v{version}; levelsess does not migrate down to v{to}", 1, 0)]
+    if version == to:
+        state.status = "up-to-date"
+        return state, []
+    if scan.facts.seq_field is not None:
+        line, offset = scan.facts.seq_field
+        return state, [_refusal("seq-conflict", journal, 'not migrated: this v1 record already has a top-level "seq" field, which v2 gives a meaning; rename it by hand, then rerun', line, offset)]
+    state.status = "migrate"
+    return state, []
+
+
+def _index_version(value: object) -> int | None:
+    if isinstance(value, list):
+        return 1
+    if isinstance(value, dict) and type(value.get("v")) is int:
+        return value["v"]
+    return None
+
+
+def _judge_index(folder: Folder, journals: list[FileState]) -> tuple[FileState | None, list[Finding]]:
+    """Decide what to do with a folder's index.json once its journals are judged."""
+    cache = folder.cache
+    if any((j.status == "refused" and j.scan is None) or (j.from_v or 0) > NEWEST_VERSION for j in journals):
+        note = "left as is: a journal in this folder is unreadable or of a newer schema"
+        return FileState(cache, "index", folder, None, None, "skipped", note=note), []
+    loaded = load_cache(cache)
+    current = _index_version(loaded.value) if loaded.state == "ok" else None
+    if current is not None and current > NEWEST["index"]:
+        return None, [_refusal("future-version", cache, f"index v{current} is newer than this levelsess; left as is")]
+    after = [j.to_v if j.status == "migrate" else j.from_v for j in journals if j.scan is not None]
+    target = 2 if 2 in after else 1
+    state = FileState(cache, "index", folder, current, target, "up-to-date")
+    if not folder.whole:
+        if any(j.status == "migrate" for j in journals):
+            state.status = "rebuild"
+        return state, []
+    scans = [j.scan for j in journals if j.scan is not None]
+    if not scans and loaded.state == "missing":
+        return None, []
+    if any(j.status == "migrate" for j in journals) or current != target or loaded.state != "ok":
+        state.status = "rebuild"
+    elif index_drift(loaded, *build_index(scans)) is not None:
+        state.status, state.note = "rebuild", "stale: it did not match the journals"
+    return state, []
+
+
+def _leftovers(folder: Folder) -> list[Path]:
+    """Stale locks and dead levelsess temp files in a folder about to be written."""
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder.path):
+            if entry.name.endswith(".jsonl.lock"):
+                info = inspect_lock(Path(entry.path))
+                if info is not None and info.state is LockState.STALE:
+                    found.append(Path(entry.path))
+            elif (pid := durable.temp_owner(entry.name)) is not None and process_start(pid) is None:
+                found.append(Path(entry.path))
+    return sorted(found)
+
+
+@dataclass
+class MigrationPlan:
+    """Every file's fate, decided read-only; :meth:`execute` carries it out."""
+
+    to: int
+    files: list[FileState]
+    findings: list[Finding]
+    tidy: list[Path]
+    logician: list[Path]
+
+    def result(self) -> MigrationResult:
+        """The plan as a dry-run result."""
+        return MigrationResult(self.to, tuple(self.files), tuple(self.findings), (), dry_run=True)
+
+    @property
+    def work_bytes(self) -> int:
+        return sum(f.bytes for f in self.files if f.status == "migrate")
+
+    def execute(self, *, keep_backup: bool = False, progress: Callable[[int], None] | None = None,
+                should_stop: Callable[[], bool] | None = None) -> MigrationResult:
+        return _Run(self, keep_backup, progress or (lambda n: None), should_stop or (lambda: False)).go()
+
+
+def plan_migration(folders: list[Folder], to: int | None = None,
+                   progress: Callable[[int], None] | None = None) -> MigrationPlan:
+    """Read every journal and cache under ``folders`` and decide what migrating them means."""
+    target = check_target(to)
+    files, findings, tidy, logician = [], [], [], []
+    for folder in folders:
+        if folder.layout is Layout.LOGICIAN:
+            logician.append(folder.path)
+            continue
+        journals = []
+        for journal in folder.journals:
+            state, found = _judge_journal(journal, folder, target)
+            journals.append(state)
+            findings += found
+            if progress:
+                progress(1)
+        index, found = _judge_index(folder, journals)
+        findings += found
+        files += journals
+        if index is not None:
+            files.append(index)
+        if any(f.status in ("migrate", "rebuild") for f in journals + [index] if f is not None):
+            tidy += _leftovers(folder)
+    return MigrationPlan(target, files, findings, tidy, logician)
+
+
+# --- running ------------------------------------------------------------------------------
+
+
+def _backup_root(store: Path) -> Path:
+    return store / ".levelsess" / BACKUP
+
+
+def _lines(handle) -> Iterator[bytes]:
+    for item in iter_batches(handle):
+        if type(item) is Batch:
+            yield from item.lines
+        elif type(item) is not Tail or item.data or item.overlong is not None:  # the scan saw no tail
+            raise FileChangedError("the journal changed while it was being migrated; nothing was written")
+
+
+class _Run:
+    def __init__(self, plan: MigrationPlan, keep_backup: bool, progress, should_stop) -> None:
+        self.plan, self.keep, self.progress, self.should_stop = plan, keep_backup, progress, should_stop
+        self.findings: list[Finding] = list(plan.findings)
+        self.backups: dict[Path, Path] = {}  # store -> this run's partial backup folder
+        self.interrupted = self.fatal = False
+
+    def go(self) -> MigrationResult:
+        files = self.plan.files
+        for path in self.plan.tidy:
+            self._tidy(path)
+        folders: dict[Path, list[FileState]] = {}
+        for state in files:
+            folders.setdefault(state.folder.path, []).append(state)
+        for group in folders.values():
+            if self.interrupted or self.fatal:
+                break
+            self._folder(group)
+        for state in files:
+            if state.status in ("migrate", "rebuild"):
+                state.status = "pending"
+        kept = self._finish_backups()
+        return MigrationResult(self.plan.to, tuple(files), tuple(self.findings), kept, dry_run=False,
+                               interrupted=self.interrupted)
+
+    # each folder: its journals, then its index
+    def _folder(self, group: list[FileState]) -> None:
+        for state in group:
+            if state.format != "journal" or state.status != "migrate":
+                continue
+            if self.should_stop():
+                self.interrupted = True
+                return
+            try:
+                self._journal(state)
+            except LockBusyError as exc:
+                state.status = "refused"
+                self.findings.append(_refusal("locked", state.path, f"not migrated: {exc}; close the editor and rerun"))
+            except FileChangedError as exc:
+                state.status = "refused"
+                self.findings.append(Finding("changed-during-repair", "error", str(state.path), None, None, f"not migrated: {exc}; rerun"))
+            except LevelsessError as exc:
+                self.fatal = True
+                self.findings.append(Finding("repair-failed", "error", str(state.path), None, None, f"{exc}; every original is kept in the backup folder"))
+                return
+            self.progress(state.bytes or 1)
+        for state in group:
+            if state.format == "index" and state.status == "rebuild" and not self.should_stop():
+                try:
+                    self._index(state, group)
+                except LevelsessError as exc:
+                    self.fatal = True
+                    self.findings.append(Finding("repair-failed", "error", str(state.path), None, None, str(exc)))
+
+    def _journal(self, state: FileState) -> None:
+        journal = state.path
+        with locks.holding(journal):
+            scan = state.scan
+            if scan is None or not _unchanged(scan):  # it moved on since planning: judge it again
+                fresh, found = _judge_journal(journal, state.folder, self.plan.to)
+                state.scan, state.from_v, state.records, state.bytes = fresh.scan, fresh.from_v, fresh.records, fresh.bytes
+                if fresh.status != "migrate" or found:
+                    state.status = fresh.status
+                    self.findings += found
+                    return
+                scan = fresh.scan
+            assert scan is not None and scan.version is not None
+            steps = [step.load() for step in chain("journal", scan.version, self.plan.to)]
+            checked: list[JournalScan] = []
+
+            def verify(temp: Path) -> None:
+                new = scan_journal(temp, Layout.LEVELCODE)
+                bad = [f for f in new.findings if f.severity == "error"]
+                if bad or new.version != self.plan.to or new.records != scan.records or new.tail is not TailState.NONE:
+                    why = bad[0].message if bad else f"v{new.version}, {new.records} records"
+                    raise DurabilityError(f"{journal}: the migrated copy did not verify ({why}); the original is untouched")
+                if not _unchanged(scan):
+                    raise FileChangedError(f"{journal} changed while it was being migrated; the original is untouched")
+                durable.preserve(journal, self._backup_dir(state.folder) / _relative(journal, state.folder.store))
+                checked.append(new)
+
+            with open_journal(journal) as source, durable.atomic_writer(journal, before_replace=verify) as target:
+                lines: Iterator[bytes] = _lines(source)
+                for step in steps:
+                    lines = step.upgrade(lines)
+                buffer, size = [], 0
+                for line in lines:
+                    buffer.append(line)
+                    size += len(line)
+                    if size >= _FLUSH:
+                        target.write(b"\n".join(buffer) + b"\n")
+                        buffer, size = [], 0
+                if buffer:
+                    target.write(b"\n".join(buffer) + b"\n")
+            info = journal.stat()
+            state.scan = replace(checked[0], path=journal, mtime_ns=info.st_mtime_ns)
+            state.status, state.to_v, state.bytes = "migrated", self.plan.to, info.st_size
+
+    def _index(self, state: FileState, group: list[FileState]) -> None:
+        folder = state.folder if state.folder.whole else discover(state.folder.path)[0]
+        known = {s.path: s.scan for s in group if s.format == "journal" and s.scan is not None}
+        scans = []
+        for journal in folder.journals:
+            scan = known.get(journal)
+            scans.append(scan if scan is not None and _unchanged(scan) else scan_journal(journal, Layout.LEVELCODE))
+        if any(s.version is not None and s.version > NEWEST_VERSION for s in scans):
+            state.status, state.note = "skipped", "left as is: a journal in this folder is of a newer schema"
+            return
+        loaded = load_cache(folder.cache)
+        current = _index_version(loaded.value) if loaded.state == "ok" else None
+        version, entries = build_index(scans)
+        if current is not None and current < version:  # the registry's index steps
+            document = chain("index", current, version)[-1].load().upgrade(scans)
+        elif loaded.state == "ok" and index_drift(loaded, version, entries) is None:
+            state.status = "up-to-date"
+            return
+        else:
+            document = index_document(version, entries)
+        durable.atomic_write(folder.cache, dump_cache(document))
+        state.status, state.to_v = "rebuilt", version
+
+    def _tidy(self, path: Path) -> None:
+        try:
+            if path.name.endswith(".lock"):
+                info = inspect_lock(path)
+                if info is None or info.state is not LockState.STALE or not locks.remove_if_unchanged(info):
+                    return
+                self.findings.append(Finding("stale-lock", "warning", str(path), None, None, info.reason, repaired=True))
+            else:
+                durable.remove(path)
+                self.findings.append(Finding("leftover-temp", "warning", str(path), None, None,
+                                             "temporary file of an interrupted levelsess write", repaired=True))
+        except LevelsessError as exc:
+            self.findings.append(Finding("repair-failed", "error", str(path), None, None, str(exc)))
+
+    # backups: <store>/.levelsess/backup/<stamp>.<pid>.partial until the run succeeds
+    def _backup_dir(self, folder: Folder) -> Path:
+        store = folder.store
+        if store not in self.backups:
+            self.backups[store] = _backup_root(store) / f"{durable.utc_stamp()}.{os.getpid()}{PARTIAL}"
+        return self.backups[store]
+
+    def _finish_backups(self) -> tuple[Path, ...]:
+        """After a run that finished: keep (rename) or prune this run's backups and those of
+        earlier runs that were killed.  An interrupted or failed run keeps everything."""
+        if self.interrupted or self.fatal:
+            return tuple(p for p in self.backups.values() if p.exists())
+        kept = []
+        stores = {f.folder.store for f in self.plan.files}
+        for store in sorted(stores):
+            root = _backup_root(store)
+            for partial in sorted(root.glob(f"*{PARTIAL}")) if root.is_dir() else []:
+                pid = partial.name[: -len(PARTIAL)].rpartition(".")[2]
+                mine = partial == self.backups.get(store)
+                if not mine and (not pid.isdigit() or process_start(int(pid)) is not None):
+                    continue  # another migrate is running
+                try:
+                    if self.keep:
+                        final = partial.with_name(partial.name[: -len(PARTIAL)].rpartition(".")[0])
+                        durable.move(partial, final)
+                        kept.append(final)
+                    else:
+                        durable.remove_tree(partial)
+                except LevelsessError as exc:
+                    self.findings.append(Finding("repair-failed", "error", str(partial), None, None, str(exc)))
+        return tuple(kept)
+
+
+def _relative(journal: Path, store: Path) -> Path:
+    try:
+        return journal.relative_to(store)
+    except ValueError:
+        return Path(journal.parent.name) / journal.name
+
+
+def _unchanged(scan: JournalScan) -> bool:
+    try:
+        info = scan.path.stat()
+    except OSError:
+        return False
+    return (info.st_size, info.st_mtime_ns) == (scan.size, scan.mtime_ns)
