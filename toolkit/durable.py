@@ -258,8 +258,12 @@ def create_exclusive(path: Path, data: bytes) -> bool:
     try:
         _write_all(fd, data, path)
         fsync_fd(fd, path)
-    finally:
+    except BaseException:
         os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # a lock we could not make durable is not ours to leave behind
+        raise
+    os.close(fd)
     fsync_dir(path.parent)
     return True
 

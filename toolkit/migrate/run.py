@@ -393,7 +393,7 @@ class _Run:
             for partial in sorted(root.glob(f"*{PARTIAL}")) if root.is_dir() else []:
                 pid = partial.name[: -len(PARTIAL)].rpartition(".")[2]
                 mine = partial == self.backups.get(store)
-                if not mine and (not pid.isdigit() or process_start(int(pid)) is not None):
+                if not mine and (not pid.isdigit() or (int(pid) != os.getpid() and process_start(int(pid)) is not None)):
                     continue  # another migrate is running
                 try:
                     if self.keep:
