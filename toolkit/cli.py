@@ -314,7 +314,7 @@ def migrate(
         out.emit_json(migrate_json(result, code))
         return code
     table = migrate_table(result, base=out.base, everything=out.verbose)
-    if table.row_count:
+    if table.row_count and not out.quiet:
         out.out.print(table)
     if result.findings:
         out.out.print(findings_table(list(result.findings), verbose=out.verbose, base=out.base))

@@ -248,7 +248,41 @@ def truncate_saving(path: Path, keep: int, expected_size: int, recovery_dir: Pat
 
 
 def create_exclusive(path: Path, data: bytes) -> bool:
-    """Create ``path`` with O_CREAT|O_EXCL holding ``data``; return False if it exists."""
+    """Create ``path`` holding ``data`` unless it exists; return False if it does.
+
+    The bytes are written and fsynced in a temp file first, then hard-linked into place
+    (``link`` fails if ``path`` exists, like O_CREAT|O_EXCL).  So a lock is never seen empty
+    or half-written, even when its creator is killed mid-way: an empty lock would read as
+    "owner cannot be checked" and block the session for 30 s.  Where hard links are not
+    supported, falls back to O_CREAT|O_EXCL.
+    """
+    tmp = temp_name(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as exc:
+        raise _fail("create", tmp, exc) from exc
+    try:
+        try:
+            _write_all(fd, data, tmp)
+            fsync_fd(fd, tmp)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise _fail("create", path, exc) from exc
+            return _create_excl_fallback(path, data)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    fsync_dir(path.parent)
+    return True
+
+
+def _create_excl_fallback(path: Path, data: bytes) -> bool:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:

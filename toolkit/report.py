@@ -113,6 +113,7 @@ def fsck_json(findings: list[Finding], files: int, records: int, size: int, exit
     return doc
 
 
+TABLE_ROWS = 20
 STATUS_STYLE = {"migrated": "green", "rebuilt": "green", "migrate": "cyan", "rebuild": "cyan", "refused": "bold red",
                 "pending": "yellow", "skipped": "dim", "up-to-date": "dim"}
 
@@ -122,14 +123,17 @@ def migrate_table(result, base: str | None = None, steps: list | None = None, ev
     table = Table(title=f"migrate to v{result.to}" + (" (dry run)" if result.dry_run and steps is None else ""), title_justify="left")
     for column in ("file", "format", "from", "to", "status", "note"):
         table.add_column(column, overflow="fold")
-    for state in result.files:
-        if not everything and state.status in ("up-to-date", "skipped"):
-            continue
+    rows = [s for s in result.files if everything or s.status not in ("up-to-date", "skipped")]
+    if not everything and len(rows) > TABLE_ROWS:  # refusals first, then as many others as fit
+        rows.sort(key=lambda s: s.status != "refused")
+        table.caption = f"… and {len(rows) - TABLE_ROWS} more; -v lists every file"
+        rows = rows[:TABLE_ROWS]
+    for state in rows:
         label = {"migrate": "would migrate", "rebuild": "would rebuild"}.get(state.status, state.status) if result.dry_run else state.status
         table.add_row(relative(str(state.path), base), state.format, _v(state.from_v), _v(state.to_v),
                       Text(label, style=STATUS_STYLE.get(state.status, "")), state.note)
     if steps:
-        table.caption = "steps: " + "; ".join(f"{s.format} v{s.from_v}->v{s.to_v}: {s.summary}" for s in steps)
+        table.caption = (table.caption + "\n" if table.caption else "") + "steps: " + "; ".join(f"{s.format} v{s.from_v}->v{s.to_v}: {s.summary}" for s in steps)
     return table
 
 

@@ -218,7 +218,7 @@ def test_failed_fsync_stops_with_exit_8_and_the_original_intact(tmp_path, monkey
 
     def flaky(fd):
         calls.append(fd)
-        if len(calls) == 4:  # the lock is durable; the migrated temp file's fsync fails
+        if len(calls) == 4:  # the fourth fsync, part-way through the first journal, fails
             raise OSError(errno.EIO, "Input/output error")
         return real_fsync(fd)
 

@@ -1,0 +1,114 @@
+"""Crash safety with real processes: SIGKILL a migration at random moments, then rerun.
+
+At every kill each journal must be exactly its v1 original or exactly its migrated v2 form
+(never missing, never doubled, never half-written), and the run that finally completes must
+leave the store equal to an uninterrupted migration of the same store.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.helpers import session_records, write_journal
+from toolkit.journal import scan_journal
+from toolkit.lines import loads
+
+SESSIONS = 300
+KILLS = 24
+
+
+def _build(root: Path, rng: random.Random) -> Path:
+    for n in range(SESSIONS):
+        project = root / f"-home-ada-code-p{n % 3}"
+        sid = f"2026-11-30T09-{n // 60:02d}-{n % 60:02d}-c{n:03d}"
+        records = session_records(sid, turns=rng.randint(1, 12), v=1)
+        if n % 25 == 0:  # a few larger sessions so some kills land inside one file's write
+            records.append({"kind": "agent", "t": "2026-11-30T10:00:00Z", "messages": ["x" * 200_000]})
+        write_journal(project / f"{sid}.jsonl", records)
+    return root
+
+
+def _migrate(store: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "toolkit.cli", "migrate", "-q", "--store", str(store)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _journals(store: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(store)): p.read_bytes() for p in sorted(store.glob("*/*.jsonl"))}
+
+
+def _index(store: Path) -> dict[str, object]:
+    out = {}
+    for path in sorted(store.glob("*/index.json")):
+        document = loads(path.read_bytes())
+        out[str(path.relative_to(store))] = document["sessions"] if isinstance(document, dict) else document
+    return out
+
+
+def _leftovers(store: Path) -> list[str]:
+    return sorted(p.name for p in store.glob("*/*") if p.name.endswith((".tmp", ".lock")))
+
+
+def test_sigkill_at_random_moments_then_rerun_converges(tmp_path):
+    rng = random.Random(20261130)
+    pristine = _build(tmp_path / "pristine", rng)
+    originals = _journals(pristine)
+
+    reference = tmp_path / "reference"
+    shutil.copytree(pristine, reference)
+    started = time.monotonic()
+    proc = _migrate(reference)
+    assert proc.wait() == 0, proc.stderr.read().decode()
+    duration = time.monotonic() - started
+    expected, expected_index = _journals(reference), _index(reference)
+    assert set(expected) == set(originals) and all(expected[k] != originals[k] for k in originals)
+
+    store = tmp_path / "store"
+    shutil.copytree(pristine, store)
+    states_seen = {"v1": 0, "v2": 0}
+    kills = mid_run = 0
+    while kills < KILLS:
+        proc = _migrate(store)
+        time.sleep(rng.uniform(0.0, duration))
+        if proc.poll() is not None:  # it finished before the kill: start again from scratch
+            assert proc.returncode == 0, proc.stderr.read().decode()
+            shutil.rmtree(store)
+            shutil.copytree(pristine, store)
+            continue
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        kills += 1
+        now = _journals(store)
+        assert set(now) == set(originals), "a journal went missing or was duplicated"
+        v2 = 0
+        for name, data in now.items():
+            assert data in (originals[name], expected[name]), f"{name} is neither its original nor its migrated form"
+            v2 += data == expected[name]
+        states_seen["v1"] += len(now) - v2
+        states_seen["v2"] += v2
+        mid_run += 0 < v2 < len(now)
+        for index in store.glob("*/index.json"):  # caches are replaced atomically too
+            loads(index.read_bytes())
+        for name in rng.sample(sorted(now), 5):  # and each is a valid journal to fsck
+            scan = scan_journal(store / name)
+            assert not [f for f in scan.findings if f.severity == "error"]
+        if v2 == len(now) and rng.random() < 0.5:  # sometimes start over to land kills early again
+            shutil.rmtree(store)
+            shutil.copytree(pristine, store)
+    print(f"{kills} kills, {mid_run} mid-run; journal states at kills: {states_seen}")
+    assert mid_run >= KILLS // 4, f"only {mid_run} kills landed mid-run; the test is not testing much"
+
+    proc = _migrate(store)
+    assert proc.wait() == 0, proc.stderr.read().decode()
+    assert _journals(store) == expected
+    assert _index(store) == expected_index
+    assert _leftovers(store) == [], "stale locks and temp files of killed runs are tidied"
+    backups = store / ".levelsess" / "backup"
+    assert not backups.exists() or not any(backups.iterdir()), "backups of killed runs are pruned once a run succeeds"
