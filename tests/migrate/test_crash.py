@@ -16,12 +16,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import session_records, write_journal
 from toolkit.journal import scan_journal
 from toolkit.lines import loads
 
 SESSIONS = 300
-KILLS = 24
+KILLS = 12  # per seed; two seeds run side by side under xdist
 
 
 def _build(root: Path, rng: random.Random) -> Path:
@@ -56,8 +58,9 @@ def _leftovers(store: Path) -> list[str]:
     return sorted(p.name for p in store.glob("*/*") if p.name.endswith((".tmp", ".lock")))
 
 
-def test_sigkill_at_random_moments_then_rerun_converges(tmp_path):
-    rng = random.Random(20261130)
+@pytest.mark.parametrize("seed", [20261130, 7])
+def test_sigkill_at_random_moments_then_rerun_converges(tmp_path, seed):
+    rng = random.Random(seed)
     pristine = _build(tmp_path / "pristine", rng)
     originals = _journals(pristine)
 

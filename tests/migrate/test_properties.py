@@ -336,3 +336,19 @@ def test_scan_seq_field_sees_an_escaped_key_and_ignores_meta_and_v2(tmp_path):
     journal.write_bytes(b"\n".join(v2) + b"\n")
     scan = scan_journal(journal)
     assert scan.version == 2 and scan.facts.seq_field is None
+
+
+# --- regression: a lone-surrogate escape is valid JSON (fsck accepts it), so migrate must too ------
+
+
+def test_lone_surrogate_escapes_in_meta_keys_and_values(tmp_path):
+    # JSON.stringify writes "\ud83d" when it cuts a string mid-emoji; orjson refuses to parse it
+    meta = b'{"kind":"meta", "x\\ud83d" : "\\ud83d","v":1}'
+    assert [key for key, *_ in members(meta)] == ["kind", "x\ud83d", "v"]
+    assert set_member(meta, "v", b"2", after="kind") == b'{"kind":"meta", "x\\ud83d" : "\\ud83d","v":2}'
+    lines = [b'{"kind":"meta","\\udc00":1}', b'{"kind":"user","content":"cut \\ud83d"}']
+    out = list(upgrade(iter(lines)))
+    assert out == [b'{"kind":"meta","v":2,"\\udc00":1}', b'{"kind":"user","content":"cut \\ud83d","seq":1}']
+    scan = scan_journal(_write(str(tmp_path), "s.jsonl", out))
+    assert scan.version == 2 and scan.records == 2
+    assert [f.code for f in scan.findings if f.severity == "error"] == []

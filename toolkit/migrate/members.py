@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import orjson
 
+from ..lines import loads  # orjson, or the stdlib for a lone-surrogate escape (valid JSON)
+
 _WS = b" \t\r\n"
 _QUOTE, _BACKSLASH = 0x22, 0x5C
 _OPEN, _CLOSE = frozenset(b"{["), frozenset(b"}]")
@@ -73,7 +75,7 @@ def members(data: bytes) -> list[tuple[str, int, int, int]]:
     while data[i] != ord("}"):
         start = i
         key_end = _string_end(data, i)
-        key = orjson.loads(data[i:key_end])
+        key = loads(data[i:key_end])
         i = _skip_ws(data, key_end)
         i = _skip_ws(data, i + 1)  # past ':'
         value_start = i
