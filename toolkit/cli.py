@@ -268,6 +268,7 @@ def migrate(
     to: Annotated[Optional[int], typer.Option("--to", help="Target journal version (default: the newest this levelsess knows). levelsess never migrates down.", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say, per file, what would change; write nothing (exit 4 when there is work to do).")] = False,
     list_: Annotated[bool, typer.Option("--list", help="List the known migration steps and every file's current version; write nothing.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for reading journals (0 = automatic).", min=0)] = 0,
     keep_backup: Annotated[bool, typer.Option("--keep-backup", help="Keep the originals under <store>/.levelsess/backup/<stamp>/ after a successful run (default: pruned once every file is migrated and verified).")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -295,7 +296,7 @@ def migrate(
     out.base = common_base(targets)
     total = sum(len(f.journals) for f in folders)
     with _progress(out, "reading", total) as advance:
-        plan = plan_migration(folders, to, progress=advance)
+        plan = plan_migration(folders, to, progress=advance, jobs=jobs)
     if list_:
         result = plan.result()
         code = 0 if not any(f.status == "refused" for f in result.files) else 4

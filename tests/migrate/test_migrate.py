@@ -258,3 +258,11 @@ def test_cli_subprocess_json_is_one_document(tmp_path):
                           capture_output=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert orjson.loads(proc.stdout)["exit"] == 0
+
+
+def test_whitespace_only_lines_stay_blank(tmp_path):
+    journal = write_journal(tmp_path / "store" / PROJECT_SLUG / "2026-11-30T10-00-00-vtab.jsonl",
+                            b'{"kind":"meta","v":1,"id":"s","project":"/p","createdAt":"x"}\n\x0b\n{"kind":"user","t":"x","content":"a"}\n \t\n')
+    assert run_cli("migrate", "--store", tmp_path / "store").exit_code == 0
+    assert journal.read_bytes() == b'{"kind":"meta","v":2,"id":"s","project":"/p","createdAt":"x"}\n\x0b\n{"kind":"user","t":"x","content":"a","seq":1}\n \t\n'
+    assert run_cli("fsck", journal).exit_code == 0

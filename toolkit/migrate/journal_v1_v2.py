@@ -20,10 +20,10 @@ def upgrade(lines: Iterable[bytes]) -> Iterator[bytes]:
     """Yield the v2 form of each raw journal line (meta first; blank lines pass through)."""
     seq = -1
     for line in lines:
-        body = line.rstrip(_TRAILING)
-        if not body:
+        if not line.strip():  # blank, as the journal scan defines it
             yield line
             continue
+        body = line.rstrip(_TRAILING)
         seq += 1
         if seq == 0:
             bom = BOM if body.startswith(BOM) else b""
