@@ -266,3 +266,15 @@ def test_whitespace_only_lines_stay_blank(tmp_path):
     assert run_cli("migrate", "--store", tmp_path / "store").exit_code == 0
     assert journal.read_bytes() == b'{"kind":"meta","v":2,"id":"s","project":"/p","createdAt":"x"}\n\x0b\n{"kind":"user","t":"x","content":"a","seq":1}\n \t\n'
     assert run_cli("fsck", journal).exit_code == 0
+
+
+def test_a_journal_that_grew_after_planning_is_judged_again_under_the_lock(tmp_path):
+    store = make_store(tmp_path / "store", sessions=1, v=1)
+    journal = next((store / PROJECT_SLUG).glob("*.jsonl"))
+    plan = plan_migration(discover_all([store]))
+    with open(journal, "ab") as handle:  # a writer appends between the plan and the run
+        handle.write(b'{"kind":"user","t":"late","content":"one more"}\n')
+    result = plan.execute()
+    assert result.exit_code == 0 and result.files[0].status == "migrated"
+    last = loads(journal.read_bytes().split(b"\n")[-2])
+    assert last["content"] == "one more" and last["seq"] == result.files[0].records - 1

@@ -3,8 +3,9 @@
 Planning scans every journal (the same read-only scan as ``fsck``) and decides, per file,
 whether it migrates, is already up to date, or is refused with a finding that says what to
 do next.  Running takes each session's lock, streams the journal through the step chain into
-a temp file, verifies the temp file as a whole journal of the target version, hard-links the
-original into ``<store>/.levelsess/backup/<stamp>.<pid>.partial/`` and atomically replaces it.
+a temp file (fsynced), checks its meta, its record count and that the original did not change,
+hard-links the original into ``<store>/.levelsess/backup/<stamp>.<pid>.partial/`` and atomically
+replaces it.
 A kill at any instant leaves each journal as it was or as it will be; a rerun finishes the job.
 """
 
@@ -111,7 +112,8 @@ def _judge_journal(journal: Path, folder: Folder, to: int,
                 else "it needs a person: see `levelsess fsck` (or `fsck --salvage --yes`)")
         return state, [Finding(first.code, "error", str(journal), first.line, first.offset, f"not migrated: {first.message}{more}; {step}", first.excerpt)]
     info = inspect_lock(lock_path(journal))
-    if info is not None and info.state is not LockState.STALE:
+    mine = info is not None and info.pid == os.getpid() and info.host == locks.this_host()  # judged again under our lock
+    if info is not None and info.state is not LockState.STALE and not mine:
         return state, [_refusal("locked", journal, f"not migrated: {info.reason}; close the editor and rerun")]
     if version is None:
         state.status, state.note = "skipped", "no records"
