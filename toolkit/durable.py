@@ -9,7 +9,7 @@ Primitives (DESIGN.md §4):
 * :func:`truncate_saving` - save the removed bytes to a recovery file (fsynced) first,
   then truncate and fsync.
 * :func:`create_exclusive`, :func:`remove`, :func:`preserve`, :func:`move`,
-  :func:`remove_tree`, :func:`ensure_dir` for locks, quarantine and backups.
+  :func:`ensure_dir` for locks, quarantine and backups.
 
 A failed fsync is fatal: it raises :class:`DurabilityError` and nothing is retried.
 """
@@ -302,10 +302,11 @@ def _create_excl_fallback(path: Path, data: bytes) -> bool:
     return True
 
 
-def remove(path: Path) -> None:
-    """Unlink ``path`` (a lock or temp file) and make the removal durable; missing is fine."""
+def remove(path: Path, *, tree: bool = False) -> None:
+    """Unlink ``path`` (a lock or temp file; with ``tree``, a folder levelsess made, such as a
+    finished run's backups) and make the removal durable; missing is fine."""
     try:
-        os.unlink(path)
+        shutil.rmtree(path) if tree else os.unlink(path)
     except FileNotFoundError:
         return
     except OSError as exc:
@@ -335,14 +336,3 @@ def move(src: Path, dst: Path) -> None:
     fsync_dir(dst.parent)
     if src.parent != dst.parent:
         fsync_dir(src.parent)
-
-
-def remove_tree(path: Path) -> None:
-    """Delete a folder levelsess made (a finished run's backups), then fsync its parent."""
-    try:
-        shutil.rmtree(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise _fail("remove", path, exc) from exc
-    fsync_dir(path.parent)

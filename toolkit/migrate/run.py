@@ -417,7 +417,7 @@ class _Run:
                         durable.move(partial, final)
                         kept.append(final)
                     else:
-                        durable.remove_tree(partial)
+                        durable.remove(partial, tree=True)
                 except LevelsessError as exc:
                     self.findings.append(Finding("repair-failed", "error", str(partial), None, None, str(exc)))
         return tuple(kept)
