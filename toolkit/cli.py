@@ -380,6 +380,114 @@ def demo(
     return runs[-1]["exit"]
 
 
+chaos_app = typer.Typer(help="The kill -9 harness: prove that no acknowledged record is lost (DESIGN.md §7).",
+                        no_args_is_help=True, rich_markup_mode="rich")
+app.add_typer(chaos_app, name="chaos")
+
+
+@chaos_app.command("run")
+def chaos_run(
+    ctx: typer.Context,
+    cycles: Annotated[Optional[int], typer.Option("--cycles", help="Kill cycles to run (default 20, or unbounded with --duration).", min=1, show_default=False)] = None,
+    duration: Annotated[Optional[float], typer.Option("--duration", help="Stop starting cycles after this many seconds (the nightly run: --duration 3600).", min=0, show_default=False)] = None,
+    writers: Annotated[int, typer.Option("--writers", help="Writer processes per cycle, each killed at its own random moment.", min=1)] = 2,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed for record sizes and kill moments (default: random, printed in the report).", show_default=False)] = None,
+    mode: Annotated[str, typer.Option("--mode", help="kill: SIGKILL only. power-loss: also cut each file back to a random offset at or past its last ACK, maybe zero-filled.")] = "kill",
+    layout: Annotated[str, typer.Option("--layout", help="Reference writers: levelcode, logician, or both (alternating).")] = "both",
+    unsafe: Annotated[Optional[str], typer.Option("--unsafe", help="Run a deliberately unsafe writer the harness must catch: ack-before-write, rewrite-in-place, meta-before-append.", show_default=False)] = None,
+    shared_file: Annotated[bool, typer.Option("--shared-file", help="Put every writer on one journal (taking the lock per record).")] = False,
+    no_lock: Annotated[bool, typer.Option("--no-lock", help="Writers skip the lock protocol (with --shared-file: shows what the lock buys).")] = False,
+    writer_cmd: Annotated[Optional[str], typer.Option("--writer-cmd", help="Run this command as the writer instead; it gets LEVELSESS_CHAOS_DIR and LEVELSESS_CHAOS_SEED and prints 'ACK <relpath> <end-offset> <sha256>' per durable record.", show_default=False)] = None,
+    largest: Annotated[int, typer.Option("--largest", help="Largest record in bytes (sizes are log-uniform from ~100 B).", min=200)] = 4 << 20,
+    target: Annotated[Optional[str], typer.Option("--target", help="Kill levelsess's own writing command instead: fsck, reindex or migrate; each rerun must converge to the uninterrupted result.", show_default=False)] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Keep a reproducer (seed, cycle, files, ACKs) here for every cycle with a violation.", show_default=False)] = None,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary chaos folders.")] = False,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> int:
+    """Start writers, SIGKILL them at random moments, repair, and prove no ACKed record was lost.
+
+    After each cycle: every ACKed record is present, byte-identical, at its offset; a repair removed only the unacknowledged tail; no corruption error on a file whose only damage is a torn tail; caches match the journals; killed writers' locks are stale. Exit 0 only when nothing was lost and there was no violation (else 4).
+
+    [bold]Examples[/bold]:
+      levelsess chaos run --cycles 20                          # the CI smoke
+      levelsess chaos run --duration 3600 --writers 4 --mode power-loss --json   # nightly
+      levelsess chaos run --unsafe rewrite-in-place --out ./repro   # watch it get caught
+      levelsess chaos run --writer-cmd './my-writer --fast' --cycles 200
+      levelsess chaos run --target migrate --cycles 10
+    """
+    from chaos.harness import Config, run as run_chaos
+    from chaos.targets import TARGETS, run_target
+
+    out_ = _output(ctx, json_, quiet, verbose)
+    if target is not None and target not in TARGETS:
+        hint = " (the importers are not built yet)" if target == "import" else ""
+        raise UsageError(f"--target {target}: choose one of {', '.join(TARGETS)}{hint}")
+    if layout not in ("levelcode", "logician", "both"):
+        raise UsageError(f"--layout {layout}: choose levelcode, logician or both")
+    config = Config(cycles=cycles, duration=duration, writers=writers, seed=seed if seed is not None else int.from_bytes(os.urandom(4), "big"),
+                    mode=mode, layout=layout, unsafe=unsafe, shared_file=shared_file, no_lock=no_lock, writer_cmd=writer_cmd,
+                    largest=largest, out=out, keep=keep)
+    with _live_chaos(out_) as on_cycle:
+        report = run_target(config, target, on_cycle) if target else run_chaos(config, on_cycle)
+    code = 0 if report.ok else 4
+    document = {"version": 1, **report.to_json(), "command": config.command(), "exit": code}
+    if out_.json:
+        out_.emit_json(document)
+        return code
+    out_.out.print(_chaos_table(document))
+    for violation in report.violations[:20 if not out_.verbose else None]:
+        out_.out.print(f"[bold red]violation[/bold red] cycle {violation['cycle']}: {violation['kind']} "
+                       f"{violation['path'] or ''} - {violation['detail']}", markup=True, highlight=False)
+    if report.violations and out:
+        out_.say(f"reproducers in {out} (each has repro.json with the seed and the replay command)")
+    out_.say(("nothing lost, no violation" if report.ok else f"{report.lost} ACKed record(s) lost, {len(report.violations)} violation(s)") + f"  [exit {code}]",
+             style="green" if report.ok else "bold red")
+    return code
+
+
+@contextlib.contextmanager
+def _live_chaos(out: Output):
+    if out.json or out.quiet or not sys.stderr.isatty():
+        yield lambda report: None
+        return
+    from rich.live import Live
+
+    with Live(console=out.err, transient=True, refresh_per_second=4) as live:
+        yield lambda report: live.update(_chaos_table({**report.to_json(), "exit": 0 if report.ok else 4}))
+
+
+def _chaos_table(document: dict):
+    from rich.table import Table
+
+    table = Table(title=f"chaos {document['mode']} (seed {document['seed']})", title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    rows = (("cycles", "cycles"), ("kills", "kills"), ("ACKed records", "acked"), ("lost", "lost"),
+            ("records torn mid-write", "torn_records"), ("bytes trimmed by repair", "trimmed_bytes"),
+            ("false corruption", "false_corruption"), ("cycles per minute", "cycles_per_minute"))
+    for label, key in rows:
+        table.add_row(label, f"{document[key]:,}" if isinstance(document[key], int) else str(document[key]))
+    if str(document["mode"]).startswith("target:"):
+        table.add_row("kills mid-run", str(document["mid_run_kills"]))
+    table.add_row("violations", str(len(document["violations"])), style="bold red" if document["violations"] else "green")
+    return table
+
+
+@chaos_app.command("writer", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def chaos_writer(ctx: typer.Context) -> int:
+    """Run one chaos writer (what `chaos run` starts): appends records under $LEVELSESS_CHAOS_DIR and prints an ACK line per durable record.
+
+    Options: --name, --layout levelcode|logician, --unsafe NAME, --shared-file, --no-lock, --largest BYTES, --max-records N (see `python -m chaos.writer --help`).
+
+    [bold]Example[/bold]: LEVELSESS_CHAOS_DIR=/tmp/c levelsess chaos writer --max-records 3
+    """
+    from chaos.writer import main as writer_main
+
+    return writer_main(list(ctx.args))
+
+
 def main() -> None:
     """Console entry point."""
     app()

@@ -1,0 +1,162 @@
+"""``chaos run --target fsck|reindex|migrate``: kill levelsess's own writing commands.
+
+Each cycle builds a seeded store that gives the command work (torn tails, stale locks and
+broken caches for ``fsck --repair``; missing and stale caches for ``reindex``; v1 journals for
+``migrate``), runs the command once uninterrupted on a copy to learn the expected result, then
+runs it on the store and SIGKILLs it at a random moment within that run time.  At the kill
+every journal must be exactly its original or its expected bytes and every cache whole JSON;
+then the command is rerun to completion and the store must equal the uninterrupted result
+(journals byte for byte, caches up to ``generatedAt``, no lock or temp file left, every torn
+tail saved under ``recovered/``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from toolkit.lines import loads
+
+from .harness import Config, Report, kill_tree
+from .writer import payload
+
+TARGETS = ("fsck", "reindex", "migrate")
+COMMANDS = {"fsck": ["fsck", "--repair"], "reindex": ["reindex"], "migrate": ["migrate"]}
+
+
+def _session(rng: random.Random, sid: str, v: int) -> list[bytes]:
+    meta = {"kind": "meta", "v": v, "id": sid, "project": "/chaos/target", "createdAt": "2026-11-30T00:00:00.000Z", "title": None}
+    lines = [orjson.dumps(meta)]
+    for n in range(1, rng.randint(2, 14)):
+        size = 60_000 if rng.random() < 0.05 else rng.randint(50, 3000)
+        record = {"kind": "user" if n % 2 else "assistant", "t": f"2026-11-30T00:{n:02d}:00.000Z", "content": payload(rng, size)}
+        if v == 2:
+            record["seq"] = n
+        lines.append(orjson.dumps(record))
+    return lines
+
+
+def build_store(target: str, root: Path, rng: random.Random, sessions: int = 150) -> Path:
+    """A store that gives ``target`` work to do."""
+    store = root / "store"
+    for n in range(sessions):
+        project = store / f"-chaos-target-p{n % 3}"
+        project.mkdir(parents=True, exist_ok=True)
+        sid = f"2026-11-30T00-{n // 60:02d}-{n % 60:02d}-t{n:03d}"
+        lines = _session(rng, sid, 1 if target == "migrate" else 2)
+        data = b"".join(line + b"\n" for line in lines)
+        if target == "fsck" and rng.random() < 0.4:
+            data += lines[-1][: rng.randint(1, len(lines[-1]) - 1)]  # a torn final record
+        (project / f"{sid}.jsonl").write_bytes(data)
+        if target == "fsck" and rng.random() < 0.1:
+            dead = {"pid": 2**22 + n, "host": os.uname().nodename, "startedAt": 1.0, "acquiredAt": 1.0}
+            (project / f"{sid}.jsonl.lock").write_bytes(orjson.dumps(dead))
+    if target == "fsck":
+        (store / "-chaos-target-p1" / "index.json").write_bytes(b'{"v":2,"sessi')
+    return store
+
+
+def _run(store: Path, target: str) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "toolkit.cli", *COMMANDS[target], "-q", "--store", str(store)]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+
+
+def _state(store: Path) -> tuple[dict, dict, list, set]:
+    """Journals (bytes), caches (sessions, or the raw bytes when not JSON), leftovers, saved tails."""
+    journals = {str(p.relative_to(store)): p.read_bytes() for p in sorted(store.glob("*/*.jsonl"))}
+    caches: dict[str, object] = {}
+    for path in sorted(store.glob("*/index.json")):
+        raw = path.read_bytes()
+        try:
+            document = loads(raw)
+        except ValueError:
+            caches[str(path.relative_to(store))] = raw
+            continue
+        caches[str(path.relative_to(store))] = document.get("sessions") if isinstance(document, dict) else document
+    leftovers = sorted(p.name for p in store.glob("*/*") if p.name.endswith((".tmp", ".lock")))
+    tails = {p.read_bytes() for p in (store / ".levelsess" / "recovered").glob("*.tail")}
+    return journals, caches, leftovers, tails
+
+
+def run_target(config: Config, target: str, on_cycle=None) -> Report:
+    """Kill ``levelsess <target>`` at random moments; check each rerun converges."""
+    report = Report(seed=config.seed, mode=f"target:{target}")
+    rng = random.Random(config.seed)
+    root = Path(config.work) if config.work else Path(tempfile.mkdtemp(prefix="levelsess-chaos-target-"))
+    cycles = config.cycles if config.cycles is not None else (None if config.duration else 10)
+    started = time.monotonic()
+    probe = time.monotonic()
+    subprocess.run([sys.executable, "-m", "toolkit.cli", "--version"], capture_output=True, check=False)
+    startup = time.monotonic() - probe  # kill after start-up, while the command works
+    number = 0
+    try:
+        while (cycles is None or number < cycles) and (config.duration is None or time.monotonic() - started < config.duration):
+            folder = root / f"cycle-{number:05d}"
+            pristine = build_store(target, folder / "pristine", random.Random(f"{config.seed}-{number}"))
+            reference = folder / "reference"
+            shutil.copytree(pristine, reference)
+            begun = time.monotonic()
+            proc = _run(reference, target)
+            if proc.wait() not in (0, 1):
+                raise RuntimeError(f"levelsess {target} failed on a fresh store: {proc.stderr.read().decode()}")
+            took = time.monotonic() - begun
+            expected = _state(reference)
+            originals = _state(pristine)
+            store = folder / "store"
+            shutil.copytree(pristine, store)
+            found: list[dict] = []
+            for _attempt in range(3):  # a few kills on the same store, then let it finish
+                proc = _run(store, target)
+                time.sleep(rng.uniform(min(startup, took) * 0.8, took))
+                killed = kill_tree(proc.pid)
+                proc.wait()
+                proc.stderr.close()
+                if not killed:
+                    break
+                report.kills += 1
+                journals, caches, _left, _tails = _state(store)
+                changed = sum(data != originals[0].get(name) for name, data in journals.items())
+                report.mid_run_kills += 0 < changed < len(journals) or (changed == 0 and caches != originals[1])
+                for name, data in journals.items():
+                    if data not in (originals[0].get(name), expected[0].get(name)):
+                        found.append({"cycle": number, "kind": "half-written", "path": name, "detail": "neither the original nor the result"})
+                if set(journals) != set(originals[0]):
+                    found.append({"cycle": number, "kind": "lost-file", "path": None, "detail": "a journal went missing or was doubled"})
+                for name, value in caches.items():
+                    if isinstance(value, bytes) and value != originals[1].get(name):
+                        found.append({"cycle": number, "kind": "cache-torn", "path": name, "detail": "index.json is not whole JSON"})
+            proc = _run(store, target)
+            if proc.wait() not in (0, 1):
+                found.append({"cycle": number, "kind": "rerun-failed", "path": None, "detail": proc.stderr.read().decode()[-500:]})
+            proc.stderr.close()
+            journals, caches, leftovers, tails = _state(store)
+            if journals != expected[0]:
+                found.append({"cycle": number, "kind": "diverged", "path": None, "detail": "journals differ from the uninterrupted run"})
+            if caches != expected[1]:
+                found.append({"cycle": number, "kind": "cache-diverged", "path": None, "detail": "index.json differs from the uninterrupted run"})
+            if leftovers:
+                found.append({"cycle": number, "kind": "leftovers", "path": None, "detail": ", ".join(leftovers)})
+            if not expected[3] <= tails:
+                found.append({"cycle": number, "kind": "tail-not-saved", "path": None, "detail": "a trimmed tail is missing from recovered/"})
+            report.cycles += 1
+            report.violations += found
+            if found and config.out is not None:
+                shutil.copytree(folder, Path(config.out) / f"target-{target}-cycle-{number:05d}")
+            shutil.rmtree(folder, ignore_errors=True)
+            number += 1
+            report.elapsed = time.monotonic() - started
+            if on_cycle:
+                on_cycle(report)
+    finally:
+        report.elapsed = time.monotonic() - started
+        if not config.keep and not config.work:
+            shutil.rmtree(root, ignore_errors=True)
+    return report
