@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import orjson
@@ -72,6 +72,7 @@ class Config:
     out: Path | None = None
     keep: bool = False
     work: Path | None = None
+    replay: int | None = None  # run cycle N's seeds (writers and kill moments) every cycle
 
     def command(self, cycles: int | None = None) -> str:
         """The ``levelsess chaos run`` command line that reproduces this configuration."""
@@ -90,6 +91,8 @@ class Config:
             parts.append("--no-lock")
         if self.writer_cmd:
             parts += ["--writer-cmd", shlex.quote(self.writer_cmd)]
+        if self.replay is not None:
+            parts += ["--replay", str(self.replay)]
         return " ".join(parts)
 
 
@@ -297,7 +300,6 @@ class Harness:
         self.config = config
         self.report = Report(seed=config.seed, mode=config.mode)
         self.on_cycle = on_cycle or (lambda report: None)
-        self.rng = random.Random(config.seed)
         self.root = Path(config.work) if config.work else Path(tempfile.mkdtemp(prefix="levelsess-chaos-"))
         self.generation = 0
         self.folder = self.root
@@ -320,18 +322,20 @@ class Harness:
             return
         shutil.copytree(self.folder, target / "files", symlinks=True)
         repro = {"seed": self.config.seed, "cycle": cycle.number, "command": self.config.command(),
-                 "replay": self.config.command(cycles=cycle.number + 1),
+                 "replay": replace(self.config, replay=cycle.number).command(cycles=5),
                  "violations": cycle.found, "acks": {k: v for k, v in self.acks.items()}}
         (target / "repro.json").write_bytes(orjson.dumps(repro, option=orjson.OPT_INDENT_2))
 
     def cycle(self, number: int) -> None:
         config, report = self.config, self.report
-        if number == 0 or self.folder_bytes() > BUDGET:
+        if number == 0 or config.replay is not None or self.folder_bytes() > BUDGET:
             self.fresh_folder()
-        seed = f"{config.seed}-{number}"
+        which = config.replay if config.replay is not None else number
+        seed = f"{config.seed}-{which}"
+        rng = random.Random(f"{seed}-harness")  # this cycle's kill moments and power cuts
         procs = self.procs = [_start(config, self.folder, seed, i) for i in range(config.writers)]
         started = time.monotonic()
-        deadlines = sorted((self.rng.uniform(config.min_run, config.max_run), i) for i in range(config.writers))
+        deadlines = sorted((rng.uniform(config.min_run, config.max_run), i) for i in range(config.writers))
         try:
             for deadline, i in deadlines:
                 delay = started + deadline - time.monotonic()
@@ -361,7 +365,7 @@ class Harness:
         check.check_locks()
         check.check_indexes()
         if config.mode == "power-loss":
-            check.power_loss(self.rng)
+            check.power_loss(rng)
         check.fsck_and_repair()
         check.check_acks("after-repair")
         report.cycles += 1

@@ -402,6 +402,7 @@ def chaos_run(
     target: Annotated[Optional[str], typer.Option("--target", help="Kill levelsess's own writing command instead: fsck, reindex or migrate; each rerun must converge to the uninterrupted result.", show_default=False)] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Keep a reproducer (seed, cycle, files, ACKs) here for every cycle with a violation.", show_default=False)] = None,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary chaos folders.")] = False,
+    replay: Annotated[Optional[int], typer.Option("--replay", help="Run cycle N's writer seeds and kill moments in every cycle, from a fresh folder (what a reproducer's repro.json says to run).", min=0, show_default=False)] = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -428,7 +429,7 @@ def chaos_run(
         raise UsageError(f"--layout {layout}: choose levelcode, logician or both")
     config = Config(cycles=cycles, duration=duration, writers=writers, seed=seed if seed is not None else int.from_bytes(os.urandom(4), "big"),
                     mode=mode, layout=layout, unsafe=unsafe, shared_file=shared_file, no_lock=no_lock, writer_cmd=writer_cmd,
-                    largest=largest, out=out, keep=keep)
+                    largest=largest, out=out, keep=keep, replay=replay)
     with _live_chaos(out_) as on_cycle:
         report = run_target(config, target, on_cycle) if target else run_chaos(config, on_cycle)
     code = 0 if report.ok else 4
