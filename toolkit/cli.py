@@ -337,6 +337,80 @@ def _migrate_summary(result, code: int) -> str:
             f"{result.count('up-to-date')} up to date, {result.count('refused')} refused, {result.count('pending')} pending{kept}  [exit {code}]")
 
 
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    from_: Annotated[str, typer.Option("--from", help="The editor to recover chats from: cursor.", show_default=False)],
+    source: Annotated[Optional[list[Path]], typer.Option("--source", help="A Cursor User folder, one workspaceStorage/<id> folder, or one state.vscdb (repeatable; default: every install found on this machine).", show_default=False)] = None,
+    project: Annotated[Optional[str], typer.Option("--project", help="File every imported session under this project path.", show_default=False)] = None,
+    map_: Annotated[Optional[list[str]], typer.Option("--map", help="OLD=NEW: re-home sessions of a moved or renamed project folder (repeatable).", show_default=False)] = None,
+    orphans_only: Annotated[bool, typer.Option("--orphans-only", help="Import only chats the editor no longer shows (folder missing, not in its catalog).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and convert everything, write nothing; say what would be created or appended.")] = False,
+    no_raw: Annotated[bool, typer.Option("--no-raw", help="Leave out each record's original source JSON (\"raw\").")] = False,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Recover chats from an editor's storage into the store as v2 journals, never writing to the source.
+
+    Databases are opened read-only (a snapshot copy when the editor has rows in its write-ahead log), so the editor's files stay byte-identical. Each session becomes <store>/<project-slug>/cursor-<id>.jsonl (or _unassigned/ when its project is unknown), with the original JSON of every source row under "raw". Re-importing appends only new messages and never rewrites a journal. Exit 0 when done, 4 when some source rows could not be read or a journal was refused (see the findings), 8 when a source cannot be opened.
+
+    [bold]Examples[/bold]:
+      levelsess import --from cursor                           # every Cursor install on this machine
+      levelsess import --from cursor --source ~/.config/Cursor/User --dry-run
+      levelsess import --from cursor --orphans-only --map /home/ada/old=/home/ada/new
+      levelsess import --from cursor --source ./state.vscdb --json
+    """
+    from .importers import load, run_import
+    from .importers.cursor import Options
+
+    out = _output(ctx, json_, quiet, verbose)
+    importer = load(from_)
+    mapping = []
+    for item in map_ or []:
+        old, sep, new = item.partition("=")
+        if not sep or not old or not new:
+            raise UsageError(f"--map {item}: expected OLD=NEW")
+        mapping.append((old, new))
+    sources = list(source) if source else importer.detect()
+    if not sources:
+        raise UsageError(f"no {from_} install found on this machine; point --source at its User folder")
+    target = default_store(_store(ctx, store))
+    with _progress(out, "importing", 0) as advance:
+        report = run_import(from_, sources, target, Options(mapping=mapping, project=project, orphans_only=orphans_only),
+                            dry_run=dry_run, no_raw=no_raw, progress=lambda _o: advance(1))
+    code = report.exit_code
+    if out.json:
+        out.emit_json(report.to_json())
+        return code
+    _render_import(out, report, target)
+    return code
+
+
+def _render_import(out: Output, report, target: Path) -> None:
+    from rich.table import Table
+
+    shown = [s for s in report.sessions if out.verbose or s.status != "unchanged"]
+    if shown and not out.quiet:
+        table = Table(title=f"import from {report.app}" + (" (dry run)" if report.dry_run else ""), title_justify="left")
+        for column in ("session", "project", "records", "new", "status", "orphaned"):
+            table.add_column(column, overflow="fold")
+        for outcome in shown[: None if out.verbose else 30]:
+            table.add_row(outcome.id, outcome.project or "-", str(outcome.records), str(outcome.new_records),
+                          ("would be " if report.dry_run else "") + outcome.status, "yes" if outcome.orphaned else "")
+        if len(shown) > 30 and not out.verbose:
+            table.caption = f"… and {len(shown) - 30} more; -v lists every session"
+        out.out.print(table)
+    if report.findings:
+        out.out.print(findings_table(report.findings, verbose=out.verbose))
+    counts = {status: sum(s.status == status for s in report.sessions) for status in ("created", "updated", "unchanged", "skipped")}
+    orphaned = sum(s.orphaned for s in report.sessions)
+    out.say(f"{len(report.sessions)} session(s): {counts['created']} created, {counts['updated']} updated, "
+            f"{counts['unchanged']} unchanged, {counts['skipped']} skipped; {orphaned} orphaned in the editor; "
+            f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
+
+
 @app.command()
 def demo(
     ctx: typer.Context,

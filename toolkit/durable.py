@@ -103,7 +103,15 @@ def _write_all(fd: int, data: bytes | memoryview, path: Path) -> None:
 
 def append_line(path: Path, line: bytes) -> int:
     """Append ``line`` plus a newline with one write and fsync; return the end offset."""
-    if b"\n" in line:
+    return append_lines(path, [line])
+
+
+def append_lines(path: Path, lines: list[bytes]) -> int:
+    """Append each line plus a newline in one write, then fsync; return the end offset.
+
+    A kill mid-write leaves at most a torn final record, which ``fsck --repair`` trims.
+    """
+    if any(b"\n" in line for line in lines):
         raise ValueError("a journal record must not contain a raw newline")
     created = not path.exists()
     try:
@@ -111,7 +119,7 @@ def append_line(path: Path, line: bytes) -> int:
     except OSError as exc:
         raise _fail("open for append", path, exc) from exc
     try:
-        _write_all(fd, line + b"\n", path)
+        _write_all(fd, b"".join(line + b"\n" for line in lines), path)
         fsync_fd(fd, path)
         end = os.lseek(fd, 0, os.SEEK_CUR)
     finally:

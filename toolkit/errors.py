@@ -283,6 +283,9 @@ CODES: dict[str, CodeInfo] = {
     "repair-failed": CodeInfo("error", "", DurabilityError),
     "leftover-temp": CodeInfo("warning", "remove the temporary file"),
     "changed-during-repair": CodeInfo("warning", "", FileChangedError),
+    # importers (§5): problems in the source, reported with the source key; the rest imports
+    "source-unreadable": CodeInfo("error", ""),
+    "missing-bubble": CodeInfo("warning", ""),
     # migrate refusals (§6)
     "seq-conflict": CodeInfo("error", "", SeqConflictError),
     "no-downgrade": CodeInfo("error", "", NoDowngradeError),

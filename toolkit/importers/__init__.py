@@ -1,0 +1,70 @@
+"""Importers: recover chats from other editors into LevelCode v2 journals (DESIGN.md §5).
+
+A small explicit registry: each importer module exposes ``APP``, ``detect()`` (the default
+source folders on this machine), ``scan(source, options, report)`` (converted sessions) and
+``source_files(source)``.  :func:`run_import` writes what they yield through
+:mod:`toolkit.importers.output` and rebuilds the touched folders' caches.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from ..errors import UsageError
+from ..findings import Finding
+from ..fsck.check import exit_code_for
+from .output import Outcome, write_session
+
+IMPORTERS = {"cursor": "toolkit.importers.cursor"}
+
+
+def load(name: str) -> ModuleType:
+    if name not in IMPORTERS:
+        raise UsageError(f"--from {name}: levelsess can import from {', '.join(sorted(IMPORTERS))}")
+    return importlib.import_module(IMPORTERS[name])
+
+
+@dataclass
+class ImportReport:
+    app: str
+    sessions: list[Outcome] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    sources: list[Path] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code_for(self.findings) & ~1
+
+    def to_json(self) -> dict:
+        return {"version": 1, "source": self.app, "sources": [str(p) for p in self.sources],
+                "sessions": [s.to_json() for s in self.sessions], "findings": [f.to_json() for f in self.findings],
+                "dry_run": self.dry_run, "exit": self.exit_code}
+
+
+def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run: bool = False, no_raw: bool = False,
+               progress: Callable[[Outcome], None] | None = None) -> ImportReport:
+    """Import every session ``name``'s importer finds under ``sources`` into ``store``."""
+    from ..reindex import reindex
+    from ..stores import discover
+
+    importer = load(name)
+    report = ImportReport(importer.APP, sources=list(sources), dry_run=dry_run)
+    touched: set[Path] = set()
+    for source in sources:
+        for session in importer.scan(source, options, report.findings.append):
+            outcome, found = write_session(store, session, dry_run=dry_run, no_raw=no_raw)
+            report.sessions.append(outcome)
+            report.findings += found
+            if outcome.status in ("created", "updated"):
+                touched.add(outcome.path.parent)
+            if progress:
+                progress(outcome)
+    if touched and not dry_run:
+        result = reindex([discover(folder)[0] for folder in sorted(touched)])
+        report.findings += result.findings
+    return report

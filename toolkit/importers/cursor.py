@@ -1,0 +1,656 @@
+"""Recover Cursor chats from ``state.vscdb`` files, every storage era (SOURCES.md §2, §4).
+
+* ``detect()`` finds Cursor ``User`` folders (platformdirs, per OS).
+* ``resolve()`` turns ``--source`` (a ``User`` folder, one ``workspaceStorage/<id>`` folder, or
+  one ``state.vscdb``) into the databases to read.
+* ``scan()`` yields one :class:`~toolkit.importers.output.Session` per conversation, converted to
+  LevelCode v2 records, reading one composer at a time (bounded memory): legacy chat tabs,
+  inline ``composer.composerData`` conversations, global ``composerData:<id>`` with an inline
+  ``conversation`` or ordered ``fullConversationHeadersOnly`` + ``bubbleId:`` rows.  Eras are
+  told apart by the fields present, never by ``_v``.
+
+Nothing here writes; ``cursorAuth/*`` is never read.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import NotAStoreError, PathNotFoundError
+from ..findings import Finding
+from ..lines import loads
+from . import sqlite as db
+from .output import Session, safe_id
+from .uris import apply_map, classify, read_workspace_json
+
+APP = "cursor"
+CHATDATA_KEYS = ("workbench.panel.aichat.view.aichat.chatdata", "workbench.panel.chat.view.chat.chatdata")
+COMPOSER_KEY = "composer.composerData"
+HEADERS_KEY = "composer.composerHeaders"
+GATE_KEY = "composer.composerHeaders.tableGateEnabled"
+GENERATIONS_KEY = "aiService.generations"
+KV = "cursorDiskKV"
+ITEMS = "ItemTable"
+BLOCK_TYPES = {"paragraph", "heading", "quote", "code", "listitem", "list"}
+
+
+# --- where the databases are -------------------------------------------------------------
+
+
+def default_user_dirs() -> list[Path]:
+    """Cursor's ``User`` folder on this OS (and a Windows install seen from WSL)."""
+    import platformdirs
+
+    found = [Path(platformdirs.user_config_dir("Cursor", appauthor=False, roaming=True)) / "User"]
+    if sys.platform.startswith("linux") and Path("/mnt/c/Users").is_dir():
+        found += sorted(Path("/mnt/c/Users").glob("*/AppData/Roaming/Cursor/User"))
+    return found
+
+
+def detect() -> list[Path]:
+    """Every Cursor ``User`` folder that exists on this machine."""
+    return [p for p in default_user_dirs() if (p / "globalStorage").is_dir() or (p / "workspaceStorage").is_dir()]
+
+
+@dataclass
+class Workspace:
+    """One ``workspaceStorage/<id>`` folder: its database and what project it stands for."""
+
+    id: str
+    db: Path | None
+    uri: str | None
+    project: str | None
+    status: str
+    orphan: list[str]
+
+
+@dataclass
+class Sources:
+    global_db: Path | None
+    workspaces: list[Workspace] = field(default_factory=list)
+
+
+def _workspace(folder: Path, db_path: Path | None = None) -> Workspace:
+    uri = read_workspace_json(folder)
+    project, status, orphan = classify(uri)
+    path = db_path or (folder / "state.vscdb")
+    return Workspace(folder.name, path if path.exists() else None, uri, project, status, orphan)
+
+
+def resolve(source: Path) -> Sources:
+    """Turn ``--source`` into the databases to read."""
+    source = Path(source).expanduser()
+    if not source.exists():
+        raise PathNotFoundError(str(source))
+    if source.is_file():
+        if source.parent.name == "globalStorage":
+            return Sources(source)
+        # one loose database (a copy, a .backup): read it both as a workspace and a global DB
+        return Sources(source, [_workspace(source.parent, source)])
+    if (source / "globalStorage").is_dir() or (source / "workspaceStorage").is_dir():
+        global_db = source / "globalStorage" / "state.vscdb"
+        storage = source / "workspaceStorage"
+        folders = sorted(p for p in storage.iterdir() if p.is_dir()) if storage.is_dir() else []
+        return Sources(global_db if global_db.exists() else None, [_workspace(f) for f in folders])
+    if (source / "state.vscdb").exists():
+        if source.name == "globalStorage":
+            return Sources(source / "state.vscdb")
+        return Sources(None, [_workspace(source)])
+    raise NotAStoreError(f"{source} (expected a Cursor User folder, a workspaceStorage/<id> folder or a state.vscdb)")
+
+
+# --- small converters ---------------------------------------------------------------------
+
+
+def iso(ms: object) -> str | None:
+    """Epoch milliseconds or an ISO string -> ISO-8601 UTC with ms and Z; None if unusable."""
+    if isinstance(ms, str) and ms[:2].isdigit():
+        return ms
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 1e12:
+        return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return None
+
+
+def lexical_text(rich: object) -> str:
+    """Text of a Lexical editor state (a JSON string or object): depth-first, blocks on lines."""
+    if isinstance(rich, str):
+        try:
+            rich = loads(rich.encode("utf-8", "surrogatepass"))
+        except ValueError:
+            return ""
+    if not isinstance(rich, dict):
+        return ""
+    root = rich.get("root", rich)
+
+    def walk(node: object) -> str:
+        if not isinstance(node, dict):
+            return ""
+        if node.get("type") == "linebreak":
+            return "\n"
+        if isinstance(node.get("text"), str):
+            return node["text"]
+        children = [c for c in node.get("children") or [] if isinstance(c, dict)]
+        parts = [walk(c) for c in children]
+        if any(c.get("type") in BLOCK_TYPES for c in children):
+            return "\n".join(parts)
+        return "".join(parts)
+
+    return walk(root)
+
+
+def _text(bubble: dict) -> str:
+    for candidate in (bubble.get("text"), (bubble.get("delegate") or {}).get("a") if isinstance(bubble.get("delegate"), dict) else None):
+        if isinstance(candidate, str) and candidate:
+            return candidate
+    for rich in (bubble.get("richText"), bubble.get("initText")):
+        text = lexical_text(rich)
+        if text:
+            return text
+    raw = bubble.get("rawText")
+    return raw if isinstance(raw, str) else ""
+
+
+def _model(*names: object) -> str | None:
+    for name in names:
+        if isinstance(name, str) and name and name != "default":
+            return name
+    return None
+
+
+def _json_object(text: object) -> dict | None:
+    if isinstance(text, dict):
+        return text
+    if isinstance(text, str):
+        try:
+            value = loads(text.encode("utf-8", "surrogatepass"))
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def _context_files(bubble: dict) -> list[str]:
+    context = bubble.get("context")
+    files = []
+    if isinstance(context, dict):
+        for selection in context.get("fileSelections") or []:
+            uri = selection.get("uri") if isinstance(selection, dict) else None
+            path = uri.get("fsPath") or uri.get("path") if isinstance(uri, dict) else None
+            if isinstance(path, str):
+                files.append(path)
+    return files
+
+
+def assistant_blocks(bubble: dict) -> list[dict]:
+    """Content blocks of an assistant bubble: text, thinking, tool_use (+ tool_result)."""
+    blocks: list[dict] = []
+    thinking = bubble.get("thinking")
+    if isinstance(thinking, dict) and (thinking.get("text") or thinking.get("signature")):
+        block = {"type": "thinking", "thinking": thinking.get("text") or ""}
+        if thinking.get("signature"):
+            block["signature"] = thinking["signature"]
+        blocks.append(block)
+    text = _text(bubble)
+    if text:
+        blocks.append({"type": "text", "text": text})
+    else:
+        code = [c for c in bubble.get("codeBlocks") or [] if isinstance(c, dict) and isinstance(c.get("content"), str) and c["content"]]
+        if code:
+            blocks.append({"type": "text", "text": "\n\n".join(f"```{c.get('languageId') or ''}\n{c['content']}\n```" for c in code)})
+    tool = bubble.get("toolFormerData")
+    if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]:
+        tool_id = tool.get("toolCallId") or bubble.get("bubbleId") or ""
+        args = next((obj for obj in (_json_object(tool.get("rawArgs")), _json_object(tool.get("params"))) if obj is not None), None)
+        if args is None:
+            raw = tool.get("rawArgs") if tool.get("rawArgs") is not None else tool.get("params")
+            args = {"raw": raw} if raw is not None else {}
+        blocks.append({"type": "tool_use", "id": tool_id, "name": tool["name"], "input": args})
+        failed = tool.get("status") == "error"
+        result = tool.get("error") if failed and tool.get("error") is not None else tool.get("result")
+        if result is not None:
+            blocks.append({"type": "tool_result", "tool_use_id": tool_id,
+                           "content": result if isinstance(result, str) else str(result), "is_error": failed})
+    return blocks
+
+
+@dataclass
+class _Clock:
+    """The time fallback chain (SOURCES §2.5): never "now"."""
+
+    last: str | None
+    generations: dict[str, str]
+
+    def time_of(self, bubble: dict, user: bool) -> tuple[str | None, bool]:
+        when = iso(bubble.get("createdAt"))
+        if when is None and isinstance(bubble.get("timingInfo"), dict):
+            timing = bubble["timingInfo"]
+            for name in ("clientRpcSendTime", "clientSettleTime", "clientEndTime", "clientStartTime"):
+                when = iso(timing.get(name))
+                if when:
+                    break
+        if when is None and user and isinstance(bubble.get("requestId"), str):
+            when = self.generations.get(bubble["requestId"])
+        if when is not None:
+            self.last = when
+            return when, False
+        return self.last, True
+
+
+def convert_bubble(bubble: dict, source_key: str, clock: _Clock, model: str | None, partial: bool,
+                   default_type: object = None) -> dict | None:
+    """One bubble -> one user / assistant record, or None when it holds nothing convertible."""
+    kind = bubble.get("type", default_type)
+    user = kind in (1, "user")
+    if not user and kind not in (2, "ai", "assistant"):
+        return None
+    t, inferred = clock.time_of(bubble, user)
+    if user:
+        text = _text(bubble)
+        if not text:
+            return None
+        record: dict = {"kind": "user", "t": t, "content": text}
+        files = _context_files(bubble)
+        if files:
+            record["contextFiles"] = files
+    else:
+        blocks = assistant_blocks(bubble)
+        if not blocks:
+            return None
+        record = {"kind": "assistant", "t": t, "content": blocks}
+        name = _model((bubble.get("modelInfo") or {}).get("modelName") if isinstance(bubble.get("modelInfo"), dict) else None,
+                      model, bubble.get("modelType"))
+        if name:
+            record["model"] = name
+        tokens = bubble.get("tokenCount")
+        if isinstance(tokens, dict) and any(isinstance(v, int) and v > 0 for v in tokens.values()):
+            record["usage"] = tokens
+    if inferred:
+        record["tInferred"] = True
+    if partial:
+        record["partial"] = True
+    record["sourceKey"] = source_key
+    record["raw"] = bubble
+    return record
+
+
+def orphan_event(record: dict) -> dict:
+    """A bubble no header references, kept aside as an event (never a turn)."""
+    event = {"kind": "event", "t": record.get("t"), "type": "orphan-message",
+             "role": record["kind"], "reason": "not-in-headers", "content": record.get("content"),
+             "sourceKey": record["sourceKey"], "raw": record.get("raw")}
+    if record.get("tInferred"):
+        event["tInferred"] = True
+    return event
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+@dataclass
+class Options:
+    mapping: list[tuple[str, str]] = field(default_factory=list)
+    project: str | None = None
+    orphans_only: bool = False
+
+
+class Scan:
+    """One import's view of the sources: findings, counts, and the sessions it yields."""
+
+    def __init__(self, sources: Sources, options: Options, report: Callable[[Finding], None]) -> None:
+        self.sources, self.options, self.report = sources, options, report
+        self.skipped_bubbles = 0
+        self.head_workspace: dict[str, Workspace] = {}  # composerId -> workspace holding its head
+        self.catalog: set[str] | None = None
+        self.heads: dict[str, dict] = {}
+        self.generations: dict[str, str] = {}
+
+    def finding(self, code: str, severity: str, path: Path, key: str, message: str) -> None:
+        self.report(Finding(code, severity, f"{path}#{key}", None, None, message))
+
+    def value(self, conn: sqlite3.Connection, table: str, key: str, path: Path) -> object:
+        try:
+            return db.value(conn, table, key)
+        except db.SourceUnreadable as exc:
+            self.finding("source-unreadable", "error", path, key, f"{exc}; skipped")
+            return None
+
+    # the session's project and orphan status
+    def place(self, session: Session, workspace: Workspace | None, fallback_uri: str | None = None) -> Session:
+        if workspace is not None and (workspace.uri is not None or workspace.project is not None):
+            project, status, orphan = workspace.project, workspace.status, list(workspace.orphan)
+            session.source["workspaceId"] = workspace.id
+        elif fallback_uri is not None:
+            project, status, orphan = classify(fallback_uri if "://" in fallback_uri else Path(fallback_uri).as_uri()
+                                               if fallback_uri.startswith("/") else fallback_uri)
+        else:
+            project, status, orphan = None, "live", []
+        if session.status == "orphaned":  # reasons found earlier (not-indexed) accumulate
+            orphan = sorted(set(orphan) | set(session.orphan))
+            status = "orphaned"
+        session.project = self.options.project or apply_map(project, self.options.mapping)
+        session.status, session.orphan = status, orphan
+        return session
+
+    def sessions(self) -> Iterator[Session]:
+        """Workspace databases first (heads, tabs, inline composers), then the global one.
+
+        A composer found in both is deduplicated: most records wins, ties to the global copy.
+        """
+        pending: dict[str, Session] = {}
+        workspaces = [w for w in self.sources.workspaces if w.db is not None]
+        global_db = self.sources.global_db
+        if global_db is not None and all(w.db != global_db for w in workspaces):  # its ItemTable can hold tabs too
+            workspaces.append(Workspace("global", global_db, None, None, "live", []))
+        for workspace in workspaces:
+            if workspace.db is not None:
+                for session in self._workspace(workspace):
+                    cid = session.source["key"].partition("#")[2] if session.source["key"].startswith(COMPOSER_KEY) else None
+                    if cid is None:
+                        yield session
+                    elif cid not in pending or len(session.records) > len(pending[cid].records):
+                        pending[cid] = session
+        if self.sources.global_db is not None:
+            for cid, session in self._global(self.sources.global_db):
+                local = pending.pop(cid, None)
+                yield local if local is not None and len(local.records) > len(session.records) else session
+        yield from pending.values()
+
+    # -- workspace databases: heads, legacy tabs, inline composers -------------------------
+
+    def _workspace(self, workspace: Workspace) -> Iterator[Session]:
+        path = workspace.db
+        assert path is not None
+        with db.open_db(path) as conn:
+            if ITEMS not in db.tables(conn):
+                return
+            generations = self.value(conn, ITEMS, GENERATIONS_KEY, path) if db.has_key(conn, ITEMS, GENERATIONS_KEY) else None
+            for item in generations if isinstance(generations, list) else []:
+                if isinstance(item, dict) and isinstance(item.get("generationUUID"), str):
+                    when = iso(item.get("unixMs"))
+                    if when:
+                        self.generations[item["generationUUID"]] = when
+            composers = self.value(conn, ITEMS, COMPOSER_KEY, path) if db.has_key(conn, ITEMS, COMPOSER_KEY) else None
+            for composer in (composers or {}).get("allComposers", []) if isinstance(composers, dict) else []:
+                if not isinstance(composer, dict) or not isinstance(composer.get("composerId"), str):
+                    continue
+                cid = composer["composerId"]
+                if isinstance(composer.get("conversation"), list) and composer["conversation"]:
+                    session = self._inline(composer, f"{COMPOSER_KEY}#{cid}", path, "inline")
+                    if session is not None:
+                        yield self.place(session, workspace)
+                else:  # a head (0.43-2.x): the body is in the global database
+                    self.head_workspace.setdefault(cid, workspace)
+                    self.heads.setdefault(cid, composer)
+            for key in CHATDATA_KEYS:
+                if db.has_key(conn, ITEMS, key):
+                    chatdata = self.value(conn, ITEMS, key, path)
+                    for tab in (chatdata or {}).get("tabs", []) if isinstance(chatdata, dict) else []:
+                        session = self._tab(tab, key, chatdata, path) if isinstance(tab, dict) else None
+                        if session is not None:
+                            yield self.place(session, workspace)
+
+    def _tab(self, tab: dict, key: str, chatdata: dict, path: Path) -> Session | None:
+        tab_id = tab.get("tabId")
+        if not isinstance(tab_id, str):
+            return None
+        bubbles = [b for b in tab.get("bubbles") or [] if isinstance(b, dict)]
+        if bubbles and bubbles[-1].get("type") == "user" and not _text(bubbles[-1]):
+            bubbles = bubbles[:-1]  # the input box: every tab ends with an empty user bubble
+        when = iso(tab.get("lastSendTime"))
+        clock = _Clock(when, self.generations)
+        records = []
+        for index, bubble in enumerate(bubbles):
+            bubble_id = bubble.get("id") or bubble.get("bubbleId") or str(index)
+            record = convert_bubble(bubble, f"{key}#{tab_id}#{bubble_id}", clock, None, False)
+            if record is None:
+                self.skipped_bubbles += 1
+                continue
+            record["t"], record["tInferred"] = when, True  # tabs carry no per-bubble time
+            records.append(record)
+        if not records:
+            return None
+        raw = {k: v for k, v in tab.items() if k != "bubbles"}
+        version = f"chatdata:{chatdata.get('chatDataVersion', 'none')}"
+        return Session(safe_id("cursor-tab", tab_id), None, when, tab.get("chatTitle") or None,
+                       {"app": APP, "path": str(path), "key": f"{key}#{tab_id}", "version": version}, raw, records)
+
+    def _inline(self, composer: dict, key: str, path: Path, shape: str) -> Session | None:
+        cid = composer["composerId"]
+        created = iso(composer.get("createdAt"))
+        clock = _Clock(created, self.generations)
+        model = _model((composer.get("modelConfig") or {}).get("modelName") if isinstance(composer.get("modelConfig"), dict) else None)
+        partial = composer.get("status") == "generating"
+        records = []
+        for index, bubble in enumerate(composer["conversation"]):
+            if not isinstance(bubble, dict):
+                continue
+            record = convert_bubble(bubble, f"{key}#{bubble.get('bubbleId') or index}", clock, model, partial)
+            if record is None:
+                self.skipped_bubbles += 1
+                continue
+            records.append(record)
+        if not records:
+            return None
+        raw = {k: v for k, v in composer.items() if k != "conversation"}
+        version = f"{shape}:{composer.get('_v', 'none')}"
+        session = Session(safe_id("cursor", cid), None, created or records[0].get("t"), composer.get("name") or None,
+                          {"app": APP, "path": str(path), "key": key, "version": version}, raw, records)
+        _archive(session, composer)
+        return session
+
+    # -- the global database: composerData rows ------------------------------------------
+
+    def _load_catalog(self, conn: sqlite3.Connection, path: Path) -> None:
+        names = db.tables(conn)
+        gate = db.raw_value(conn, ITEMS, GATE_KEY) if ITEMS in names else None
+        if gate is not None and gate.strip().strip(b'"') == b"true" and "composerHeaders" in names:
+            rows = conn.execute("select composerId, workspaceId, value from composerHeaders")
+            self.catalog = set()
+            while batch := rows.fetchmany(db.FETCH):
+                for cid, wsid, value in batch:
+                    cid = cid.decode() if isinstance(cid, bytes) else cid
+                    self.catalog.add(cid)
+                    head = _maybe_json(value)
+                    if isinstance(head, dict):
+                        self.heads[cid] = head
+                    if wsid is not None:
+                        self._head_workspace(cid, wsid.decode() if isinstance(wsid, bytes) else wsid, head)
+            return
+        if ITEMS in names and db.has_key(conn, ITEMS, HEADERS_KEY):
+            headers = self.value(conn, ITEMS, HEADERS_KEY, path)
+            heads = (headers or {}).get("allComposers", []) if isinstance(headers, dict) else []
+            self.catalog = set()
+            for head in heads:
+                if isinstance(head, dict) and isinstance(head.get("composerId"), str):
+                    cid = head["composerId"]
+                    self.catalog.add(cid)
+                    self.heads[cid] = head
+                    ident = head.get("workspaceIdentifier")
+                    if isinstance(ident, dict) and isinstance(ident.get("id"), str):
+                        self._head_workspace(cid, ident["id"], head)
+            return
+        if self.head_workspace:
+            self.catalog = set(self.head_workspace)
+
+    def _head_workspace(self, cid: str, wsid: str, head: object) -> None:
+        if cid in self.head_workspace or wsid == "empty-window":
+            return
+        match = next((w for w in self.sources.workspaces if w.id == wsid), None)
+        if match is None and isinstance(head, dict):
+            ident = head.get("workspaceIdentifier") or {}
+            uri = (ident.get("uri") or {}) if isinstance(ident, dict) else {}
+            fs_path = uri.get("fsPath") if isinstance(uri, dict) else None
+            if isinstance(fs_path, str):
+                project, status, orphan = classify(Path(fs_path).as_uri() if fs_path.startswith("/") else fs_path)
+                match = Workspace(wsid, None, fs_path, project, status, orphan)
+        if match is not None:
+            self.head_workspace[cid] = match
+
+    def _global(self, path: Path) -> Iterator[tuple[str, Session]]:
+        with db.open_db(path) as conn:
+            names = db.tables(conn)
+            self._load_catalog(conn, path)
+            if KV not in names:
+                return
+            for key in db.keys(conn, KV, "composerData:"):
+                cid = key[len("composerData:"):]
+                composer = self.value(conn, KV, key, path)
+                if not isinstance(composer, dict):
+                    if composer is not None:
+                        self.finding("source-unreadable", "error", path, key, "composerData is not a JSON object; skipped")
+                    continue
+                composer.setdefault("composerId", cid)
+                session = self._composer(conn, composer, key, path)
+                if session is not None:
+                    yield cid, session
+
+    def _composer(self, conn: sqlite3.Connection, composer: dict, key: str, path: Path) -> Session | None:
+        cid = composer["composerId"]
+        headers = composer.get("fullConversationHeadersOnly")
+        if isinstance(headers, list):
+            session = self._split(conn, composer, headers, key, path)
+        elif isinstance(composer.get("conversation"), list) and composer["conversation"]:
+            session = self._inline(composer, key, path, "inline")
+        elif isinstance(composer.get("conversationMap"), dict) and composer["conversationMap"]:
+            ordered = sorted((b for b in composer["conversationMap"].values() if isinstance(b, dict)),
+                             key=lambda b: str(b.get("createdAt") or ""))
+            session = self._inline({**composer, "conversation": ordered}, key, path, "map")
+        else:
+            return None  # an empty composer (no messages): nothing to import
+        if session is None:
+            return None
+        if self.catalog is not None and cid not in self.catalog and not _is_subagent(composer):
+            session.status, session.orphan = "orphaned", ["not-indexed"]
+        parent = (composer.get("subagentInfo") or {}).get("parentComposerId") if isinstance(composer.get("subagentInfo"), dict) else None
+        if isinstance(parent, str):
+            session.source["parent"] = safe_id("cursor", parent)
+        ident = composer.get("workspaceIdentifier")
+        uri = None
+        if isinstance(ident, dict):
+            uri_obj = ident.get("uri")
+            uri = (uri_obj.get("fsPath") or uri_obj.get("external")) if isinstance(uri_obj, dict) else None
+            if uri is None and isinstance(ident.get("id"), str):
+                self._head_workspace(cid, ident["id"], {"workspaceIdentifier": ident})
+        uri = uri or composer.get("workspaceUri") or self._first_workspace_uri(session)
+        return self.place(session, self.head_workspace.get(cid), uri if isinstance(uri, str) else None)
+
+    def _first_workspace_uri(self, session: Session) -> str | None:
+        for record in session.records:
+            raw = record.get("raw")
+            if record.get("kind") == "user" and isinstance(raw, dict):
+                uris = raw.get("workspaceUris")
+                if isinstance(uris, list) and uris and isinstance(uris[0], str):
+                    return uris[0]
+        return None
+
+    def _split(self, conn: sqlite3.Connection, composer: dict, headers: list, key: str, path: Path) -> Session | None:
+        cid = composer["composerId"]
+        prefix = f"bubbleId:{cid}:"
+        created = iso(composer.get("createdAt"))
+        clock = _Clock(created, self.generations)
+        model = _model((composer.get("modelConfig") or {}).get("modelName") if isinstance(composer.get("modelConfig"), dict) else None)
+        generating = set(composer.get("generatingBubbleIds") or []) if isinstance(composer.get("generatingBubbleIds"), list) else set()
+        busy = composer.get("status") == "generating"
+        inline = composer.get("conversationMap") if isinstance(composer.get("conversationMap"), dict) else {}
+        records, referenced = [], set()
+        for header in headers:
+            if not isinstance(header, dict):
+                continue
+            bid = header.get("bubbleId")
+            if not isinstance(bid, str) or not bid:
+                self.finding("missing-bubble", "warning", path, key, "a header without a bubbleId: no record")
+                continue
+            bubble_key = prefix + bid
+            referenced.add(bubble_key)
+            if isinstance(inline.get(bid), dict):
+                bubble = inline[bid]
+            else:
+                raw = db.raw_value(conn, KV, bubble_key)
+                if raw is None:
+                    if db.has_key(conn, KV, bubble_key):
+                        self.finding("source-unreadable", "error", path, bubble_key, "the value is NULL; skipped")
+                    else:
+                        self.finding("missing-bubble", "warning", path, bubble_key, "a header names a bubble with no row (written mid-turn?)")
+                    continue
+                try:
+                    bubble = db.decode(raw)
+                except db.SourceUnreadable as exc:
+                    self.finding("source-unreadable", "error", path, bubble_key, f"{exc}; skipped")
+                    continue
+                if not isinstance(bubble, dict):
+                    self.finding("source-unreadable", "error", path, bubble_key, "not a JSON object; skipped")
+                    continue
+            record = convert_bubble(bubble, bubble_key, clock, model, busy or bid in generating, header.get("type"))
+            if record is None:
+                self.skipped_bubbles += 1
+                continue
+            records.append(record)
+        orphans = []
+        for bubble_key in db.keys(conn, KV, prefix):
+            if bubble_key in referenced:
+                continue
+            try:
+                bubble = db.value(conn, KV, bubble_key)
+            except db.SourceUnreadable as exc:
+                self.finding("source-unreadable", "error", path, bubble_key, f"{exc}; skipped")
+                continue
+            record = convert_bubble(bubble, bubble_key, _Clock(None, self.generations), model, False) if isinstance(bubble, dict) else None
+            if record is not None:
+                orphans.append(record)
+        orphans.sort(key=lambda r: (str(r.get("t") or ""), r["sourceKey"]))
+        records += [orphan_event(r) for r in orphans]
+        if not records:
+            return None
+        raw = {k: v for k, v in composer.items() if k != "conversation"}
+        if cid in self.heads:
+            raw = {**raw, "rawHeader": self.heads[cid]}
+        version = f"split:{composer.get('_v', 'none')}"
+        first_t = next((r.get("t") for r in records if r.get("t")), None)
+        session = Session(safe_id("cursor", cid), None, created or first_t, composer.get("name") or None,
+                          {"app": APP, "path": str(path), "key": key, "version": version}, raw, records)
+        _archive(session, composer)
+        return session
+
+
+def _archive(session: Session, composer: dict) -> None:
+    if composer.get("isArchived") is True:
+        last = next((r.get("t") for r in reversed(session.records) if r.get("t")), session.created_at)
+        session.records.append({"kind": "event", "t": last, "type": "archive", "sourceKey": f"{session.source['key']}#archived"})
+
+
+def _is_subagent(composer: dict) -> bool:
+    return isinstance(composer.get("subagentInfo"), dict) or str(composer.get("composerId", "")).startswith("task-")
+
+
+def _maybe_json(value: object) -> object:
+    if value is None:
+        return None
+    try:
+        return loads(value if isinstance(value, bytes) else str(value).encode())
+    except ValueError:
+        return None
+
+
+def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
+    """Yield every Cursor conversation under ``source`` as a converted :class:`Session`."""
+    scanner = Scan(resolve(source), options, report)
+    for session in scanner.sessions():
+        if options.orphans_only and not session.orphaned:
+            continue
+        yield session
+
+
+def source_files(source: Path) -> list[Path]:
+    """The database files an import of ``source`` reads (to prove they were not written)."""
+    sources = resolve(source)
+    files = [w.db for w in sources.workspaces if w.db is not None]
+    if sources.global_db is not None:
+        files.append(sources.global_db)
+    return files
+
+

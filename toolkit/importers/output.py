@@ -1,0 +1,150 @@
+"""Write imported sessions into the LevelCode store as v2 journals, idempotently (DESIGN §5).
+
+A new session is written whole with an atomic write (the journal appears complete or not at
+all).  An existing journal is never rewritten: only records whose ``sourceKey`` it does not
+hold yet are appended, continuing ``seq``, in one write under the session lock; a changed
+title becomes a ``title`` record.  A second import with nothing new changes no byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from .. import durable, locks
+from ..errors import CorruptionError, LevelsessError, TornTailError
+from ..findings import Finding
+from ..journal import iter_records
+from ..stores import slug
+
+UNASSIGNED = "_unassigned"
+_SAFE_ID = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def encode(record: dict) -> bytes:
+    """One journal line; a string holding a lone surrogate is written as a ``\\u`` escape."""
+    try:
+        return orjson.dumps(record)
+    except TypeError:
+        return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def safe_id(prefix: str, source_id: str) -> str:
+    """``prefix-<id>``, or ``prefix-h<sha256>`` when the id has unsafe characters (SOURCES §4.1)."""
+    if _SAFE_ID.fullmatch(source_id) and not source_id.startswith("."):
+        return f"{prefix}-{source_id}"
+    return f"{prefix}-h{hashlib.sha256(source_id.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"
+
+
+@dataclass
+class Session:
+    """One source conversation, converted: meta fields plus records (each with a ``sourceKey``)."""
+
+    id: str
+    project: str | None
+    created_at: str | None
+    title: str | None
+    source: dict
+    raw: object = None
+    records: list[dict] = field(default_factory=list)
+    status: str = "live"  # live | orphaned | unknown
+    orphan: list[str] = field(default_factory=list)
+
+    @property
+    def orphaned(self) -> bool:
+        return self.status == "orphaned"
+
+    def meta(self, no_raw: bool) -> dict:
+        source = {**self.source, "status": self.status}
+        if self.orphan:
+            source["orphan"] = self.orphan
+        meta = {"kind": "meta", "v": 2, "id": self.id, "project": self.project, "createdAt": self.created_at,
+                "title": self.title, "source": source}
+        if self.raw is not None and not no_raw:
+            meta["raw"] = self.raw
+        return meta
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: str
+    project: str | None
+    path: Path
+    records: int
+    new_records: int
+    status: str  # created | updated | unchanged | skipped
+    orphaned: bool
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
+                "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned}
+
+
+def journal_path(store: Path, session: Session) -> Path:
+    folder = slug(session.project) if session.project else UNASSIGNED
+    return store / folder / f"{session.id}.jsonl"
+
+
+def _strip_raw(record: dict, no_raw: bool) -> dict:
+    return {k: v for k, v in record.items() if k != "raw"} if no_raw else record
+
+
+def write_session(store: Path, session: Session, *, dry_run: bool = False, no_raw: bool = False) -> tuple[Outcome, list[Finding]]:
+    """Create or extend the session's journal; return what happened and any finding."""
+    path = journal_path(store, session)
+    records = [_strip_raw(r, no_raw) for r in session.records]
+    if not path.exists() and not path.is_symlink():
+        lines = [encode(session.meta(no_raw))]
+        lines += [encode({**r, "seq": n}) for n, r in enumerate(records, start=1)]
+        if not dry_run:
+            durable.ensure_dir(path.parent)
+            durable.write_new(path, b"".join(line + b"\n" for line in lines))
+        return Outcome(session.id, session.project, path, len(records), len(records), "created", session.orphaned), []
+    try:
+        known, last_seq, title = _existing(path)
+    except LevelsessError as exc:
+        code = exc.code if isinstance(exc, CorruptionError) else "unreadable"
+        finding = Finding(code, "error", str(path), getattr(exc, "line", None), getattr(exc, "offset", None),
+                          f"not updated: {exc}; run `levelsess fsck --repair` first")
+        return Outcome(session.id, session.project, path, 0, 0, "skipped", session.orphaned), [finding]
+    new = [r for r in records if r.get("sourceKey") not in known]
+    extra = []
+    if session.title is not None and session.title != title:
+        when = next((r.get("t") for r in reversed(records) if r.get("t")), session.created_at)
+        extra.append({"kind": "title", "t": when, "title": session.title})
+    appended = extra + new
+    if not appended:
+        return Outcome(session.id, session.project, path, len(known), 0, "unchanged", session.orphaned), []
+    lines = [encode({**r, "seq": n}) for n, r in enumerate(appended, start=last_seq + 1)]
+    if not dry_run:
+        with locks.holding(path):
+            durable.append_lines(path, lines)
+    return Outcome(session.id, session.project, path, len(known) + len(new), len(new), "updated", session.orphaned), []
+
+
+def _existing(path: Path) -> tuple[set, int, object]:
+    """Source keys, last seq and current title of an existing journal; raises on damage."""
+    known, last_seq, title = set(), 0, None
+    for _line, _offset, record in iter_records(path):
+        kind = record.get("kind")
+        if kind == "meta":
+            title = record.get("title")
+            continue
+        if isinstance(record.get("seq"), int):
+            last_seq = record["seq"]
+        if kind == "title":
+            title = record.get("title")
+        elif record.get("sourceKey") is not None:
+            known.add(record["sourceKey"])
+    with open(path, "rb") as handle:
+        size = handle.seek(0, 2)
+        if size:
+            handle.seek(size - 1)
+            if handle.read(1) != b"\n":
+                raise TornTailError("the journal ends in an incomplete record", path=str(path), offset=size)
+    return known, last_seq, title

@@ -1,0 +1,77 @@
+"""Workspace folders shared by Cursor and VS Code: ``workspace.json``, URI -> project path,
+and the orphan status of a workspace (SOURCES.md §1.3, §1.4)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from ..lines import loads
+
+_DRIVE = re.compile(r"^/?([A-Za-z])(:|%3[Aa])(/.*)?$")
+
+
+def uri_to_project(uri: str) -> tuple[str, bool]:
+    """Return ``(project, is_local)`` for a workspace URI, like VS Code's ``URI.fsPath``.
+
+    ``file:///c%3A/Users/x`` -> ``c:\\Users\\x``; ``file://host/share/x`` -> ``\\\\host\\share\\x``;
+    POSIX paths as decoded.  Other schemes (remote, dev container, WSL) keep the URI.
+    """
+    parts = urlsplit(uri)
+    if parts.scheme != "file":
+        return uri, False
+    path = unquote(parts.path)
+    if parts.netloc:
+        return "\\\\" + parts.netloc + path.replace("/", "\\"), True
+    drive = _DRIVE.match(path)
+    if drive:
+        rest = (drive.group(3) or "\\").replace("/", "\\")
+        return f"{drive.group(1).lower()}:{rest}", True
+    return path, True
+
+
+def is_foreign(project: str) -> bool:
+    """A path of another OS: a Windows path read on POSIX, or a POSIX path read on Windows."""
+    windows = bool(re.match(r"^[A-Za-z]:\\", project)) or project.startswith("\\\\")
+    return windows != (os.name == "nt")
+
+
+def read_workspace_json(folder: Path) -> str | None:
+    """The folder or .code-workspace URI recorded in ``workspace.json``, else None."""
+    try:
+        data = loads((folder / "workspace.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict):
+        for key in ("folder", "workspace", "configuration"):
+            if isinstance(data.get(key), str):
+                return data[key]
+    return None
+
+
+def classify(uri: str | None) -> tuple[str | None, str, list[str]]:
+    """Return ``(project, status, orphan reasons)`` for a workspace URI (SOURCES §1.4)."""
+    if uri is None:
+        return None, "live", []
+    project, local = uri_to_project(uri)
+    if not local or is_foreign(project):
+        return project, "unknown", []
+    target = Path(project)
+    if project.endswith(".code-workspace") or target.name == "workspace.json":
+        exists = target.exists()
+    else:
+        exists = target.is_dir()
+    return project, ("live" if exists else "orphaned"), ([] if exists else ["folder-missing"])
+
+
+def apply_map(project: str | None, mapping: list[tuple[str, str]]) -> str | None:
+    """Rewrite a project path by the first ``--map OLD=NEW`` whose OLD is a path prefix of it."""
+    if project is None:
+        return None
+    for old, new in mapping:
+        old = old.rstrip("/\\") or old
+        if project == old or project.startswith(old + "/") or project.startswith(old + "\\"):
+            return new.rstrip("/\\") + project[len(old):] if project != old else new
+    return project
