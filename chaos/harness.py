@@ -42,7 +42,7 @@ from pathlib import Path
 import orjson
 import psutil
 
-from toolkit.errors import UsageError
+from toolkit.errors import LevelsessError, UsageError
 from toolkit.fsck import check_folders, plan_repair
 from toolkit.locks import LockState, inspect_lock
 from toolkit.reindex import reindex
@@ -366,7 +366,11 @@ class Harness:
         check.check_indexes()
         if config.mode == "power-loss":
             check.power_loss(rng)
-        check.fsck_and_repair()
+        try:
+            check.fsck_and_repair()
+        except LevelsessError as exc:  # a typed error from levelsess itself is a finding, not the end of the run
+            check.violation("check-failed", None, f"fsck --repair raised {type(exc).__name__}: {exc}")
+            self.keep_reproducer(check)
         check.check_acks("after-repair")
         report.cycles += 1
         if check.found:

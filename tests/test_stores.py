@@ -57,3 +57,10 @@ def test_hash_in_path_is_just_a_path(tmp_path):
     store = make_store(tmp_path / "my#store?", sessions=1)
     [folder] = discover(store)
     assert len(folder.journals) == 1
+
+
+def test_a_store_whose_only_project_folder_is_empty_is_still_a_store(tmp_path):
+    from toolkit.stores import discover
+
+    (tmp_path / "store" / "-home-ada-new-project").mkdir(parents=True)
+    assert discover(tmp_path / "store") == []

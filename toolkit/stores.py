@@ -136,8 +136,8 @@ def discover(path: Path) -> list[Folder]:
         return [Folder(path, Layout.LEVELCODE, path.parent, _journals_in(path))]
     folders = _levelcode_store(path)
     visible = [e for e in _entries(path) if not e.name.startswith(".")]
-    if folders or not visible:
-        return folders
+    if folders or not visible or all(e.is_dir() and e.name.startswith(("-", "_")) for e in visible):
+        return folders  # a store, maybe with only empty project folders (a writer killed at birth)
     raise NotAStoreError(str(path))
 
 

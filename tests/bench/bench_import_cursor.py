@@ -293,7 +293,7 @@ class Generator:
         out["tokenCount"] = ({"inputTokens": rng.randint(2_000, 180_000), "outputTokens": rng.randint(50, 8_000)}
                              if kind == "final" else {"inputTokens": 0, "outputTokens": 0})
         if kind == "user":
-            text = self.text(20, 1_500).strip() or "go on"
+            text = self.text(20, 1_200).strip() or "go on"
             out["text"] = text
             out["richText"] = _lexical(text)
             out["checkpointId"] = self.derived("checkpoint", plan.cid, turn)
@@ -306,11 +306,11 @@ class Generator:
             out["timingInfo"] = {"clientStartTime": rng.uniform(1_000, 900_000), "clientRpcSendTime": at - rng.randint(200, 5_000),
                                  "clientSettleTime": at + rng.randint(100, 30_000), "clientEndTime": at + rng.randint(100, 30_000)}
         if kind in ("text", "final"):
-            out["text"] = self.text(80, 4_000).strip() or "Done."
+            out["text"] = self.text(60, 3_000).strip() or "Done."
         elif kind == "thinking":
             out["text"] = ""
             signature = base64.urlsafe_b64encode(rng.randbytes(rng.randint(600, 1_400))).decode().rstrip("=")
-            out["thinking"] = {"text": self.text(80, 2_000) if rng.random() < 0.4 else "", "signature": signature}
+            out["thinking"] = {"text": self.text(60, 1_500) if rng.random() < 0.4 else "", "signature": signature}
             out["thinkingDurationMs"] = rng.randint(200, 30_000)
         else:  # tool
             tool = dict(template["toolFormerData"])
@@ -322,7 +322,7 @@ class Generator:
                 holder = parsed
                 for key in path[:-1]:
                     holder = holder[key]
-                holder[path[-1]] = self.text(50, 5_000)
+                holder[path[-1]] = self.text(40, 4_000)
                 tool["result"] = orjson.dumps(parsed).decode()
             out["toolFormerData"] = tool
             out["text"] = ""
@@ -341,9 +341,9 @@ class Generator:
         rng = self.rng
         key = "agentKv:blob:" + hashlib.sha256(f"{self.seed}:{n}".encode()).hexdigest()
         if rng.random() < 0.1:
-            return key, rng.randbytes(int(math.exp(rng.uniform(math.log(300), math.log(6_000)))))
+            return key, rng.randbytes(int(math.exp(rng.uniform(math.log(300), math.log(5_000)))))
         body = {"role": rng.choice(["assistant", "tool", "user"]), "id": self.uuid4(),
-                "content": [{"type": "text", "text": self.text(200, 5_000)}], "providerOptions": {"cursor": {"modelName": MODEL}}}
+                "content": [{"type": "text", "text": self.text(150, 4_500)}], "providerOptions": {"cursor": {"modelName": MODEL}}}
         return key, orjson.dumps(body).decode()
 
 
