@@ -98,9 +98,11 @@ def _targets(ctx: typer.Context, paths: list[Path] | None, store: str | None) ->
 
 
 @contextlib.contextmanager
-def _progress(out: Output, label: str, total: int):
-    """Yield an advance(n) callback; draws a bar on stderr only when it is a terminal."""
-    if out.json or out.quiet or not sys.stderr.isatty() or total < 2:
+def _progress(out: Output, label: str, total: int | None):
+    """Yield an advance(n) callback; draws a bar on stderr only when it is a terminal.
+
+    ``total=None`` counts without a known end (a pulsing bar)."""
+    if out.json or out.quiet or not sys.stderr.isatty() or (total is not None and total < 2):
         yield lambda n=1: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -377,7 +379,7 @@ def import_(
     if not sources:
         raise UsageError(f"no {from_} install found on this machine; point --source at its User folder")
     target = default_store(_store(ctx, store))
-    with _progress(out, "importing", 0) as advance:
+    with _progress(out, "importing sessions", None) as advance:
         report = run_import(from_, sources, target, Options(mapping=mapping, project=project, orphans_only=orphans_only),
                             dry_run=dry_run, no_raw=no_raw, progress=lambda _o: advance(1))
     code = report.exit_code

@@ -219,3 +219,59 @@ def test_locked_database_is_an_operational_error_and_bad_sources_are_typed(tmp_p
     assert bad.exit_code == 8 and "Traceback" not in bad.stderr
     assert run_cli("import", "--from", "nothing").exit_code == 16
     assert run_cli("import", "--from", "cursor", "--map", "no-equals-sign", "--source", source).exit_code == 16
+
+
+def _composer(cid: str, text: str, **extra) -> dict:
+    return {"composerId": cid, "name": f"chat {cid}", "createdAt": 1765808373121, "status": "completed",
+            "conversation": [{"type": 1, "bubbleId": f"{cid}-u", "text": text},
+                             {"type": 2, "bubbleId": f"{cid}-a", "text": f"answer to {text}"}], **extra}
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_3x_heads_map_projects_and_mark_uncatalogued_composers(tmp_path, gated):
+    """3.x: heads live in the global ItemTable (or the gated composerHeaders table); the
+    workspace DB keeps no heads.  A composer missing from the catalog is orphaned: not-indexed."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    user = tmp_path / "User"
+    workspace = user / "workspaceStorage" / "ws-3x"
+    workspace.mkdir(parents=True)
+    (workspace / "workspace.json").write_text(json.dumps({"folder": project.as_uri()}))
+    conn = new_db(user / "globalStorage" / "state.vscdb")
+    put(conn, "composerData:c-listed", _composer("c-listed", "listed question"))
+    put(conn, "composerData:c-lost", _composer("c-lost", "forgotten question"))
+    head = {"type": "head", "composerId": "c-listed", "workspaceIdentifier": {"id": "ws-3x"}}
+    stale = {"allComposers": [{"type": "head", "composerId": "c-lost", "workspaceIdentifier": {"id": "ws-3x"}}]}
+    if gated:  # the table is authoritative; the blob is stale
+        conn.execute("create table composerHeaders (composerId TEXT PRIMARY KEY, workspaceId TEXT, createdAt INTEGER, "
+                     "lastUpdatedAt INTEGER, isArchived INTEGER, isSubagent INTEGER, recency INTEGER, checkpointAt INTEGER, value TEXT)")
+        conn.execute("insert into composerHeaders (composerId, workspaceId, value) values (?, ?, ?)", ("c-listed", "ws-3x", json.dumps(head)))
+        put(conn, "composer.composerHeaders.tableGateEnabled", "true", table="ItemTable")
+        put(conn, "composer.composerHeaders", stale, table="ItemTable")
+    else:
+        put(conn, "composer.composerHeaders", {"allComposers": [head]}, table="ItemTable")
+    conn.commit()
+    conn.close()
+    result = run_cli("import", "--from", "cursor", "--source", user, "--store", tmp_path / "store", "--json")
+    assert result.exit_code == 0, result.stdout
+    by_id = {s["id"]: s for s in result.json["sessions"]}
+    assert by_id["cursor-c-listed"]["project"] == str(project) and not by_id["cursor-c-listed"]["orphaned"]
+    lost = by_id["cursor-c-lost"]
+    assert lost["orphaned"] and lost["project"] is None and Path(lost["path"]).parent.name == "_unassigned"
+    assert journal(Path(lost["path"]))[0]["source"]["orphan"] == ["not-indexed"]
+    assert journal(Path(lost["path"]))[0]["source"]["version"] == "inline:none", "0.43 era: composerData with an inline conversation"
+
+
+def test_default_source_is_found_per_os(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    user = tmp_path / "config" / "Cursor" / "User"
+    conn = new_db(user / "globalStorage" / "state.vscdb")
+    put(conn, "composerData:c1", _composer("c1", "found by detect"))
+    conn.commit()
+    conn.close()
+    result = run_cli("import", "--from", "cursor", "--store", tmp_path / "store", "--json")
+    assert result.exit_code == 0 and [s["id"] for s in result.json["sessions"]] == ["cursor-c1"]
+    assert result.json["sources"] == [str(user)]
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nowhere"))
+    none = run_cli("import", "--from", "cursor", "--store", tmp_path / "store")
+    assert none.exit_code == 16 and "--source" in none.stderr
