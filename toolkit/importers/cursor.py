@@ -25,7 +25,7 @@ from ..errors import NotAStoreError, PathNotFoundError
 from ..findings import Finding
 from ..lines import loads
 from . import sqlite as db
-from .output import Session, safe_id
+from .output import Raw, Session, safe_id
 from .uris import apply_map, classify, read_workspace_json
 
 APP = "cursor"
@@ -242,7 +242,7 @@ class _Clock:
 
 
 def convert_bubble(bubble: dict, source_key: str, clock: _Clock, model: str | None, partial: bool,
-                   default_type: object = None) -> dict | None:
+                   default_type: object = None, raw: Raw | None = None) -> dict | None:
     """One bubble -> one user / assistant record, or None when it holds nothing convertible."""
     kind = bubble.get("type", default_type)
     user = kind in (1, "user")
@@ -274,7 +274,7 @@ def convert_bubble(bubble: dict, source_key: str, clock: _Clock, model: str | No
     if partial:
         record["partial"] = True
     record["sourceKey"] = source_key
-    record["raw"] = bubble
+    record["raw"] = raw if raw is not None else Raw(value=bubble)
     return record
 
 
@@ -539,11 +539,15 @@ class Scan:
         uri = uri or composer.get("workspaceUri") or self._first_workspace_uri(session)
         return self.place(session, self.head_workspace.get(cid), uri if isinstance(uri, str) else None)
 
-    def _first_workspace_uri(self, session: Session) -> str | None:
+    @staticmethod
+    def _first_workspace_uri(session: Session) -> str | None:
+        """The first user bubble's ``workspaceUris[0]`` (SOURCES §2.4, step 4)."""
+        if session.first_uri is not None:
+            return session.first_uri
         for record in session.records:
             raw = record.get("raw")
-            if record.get("kind") == "user" and isinstance(raw, dict):
-                uris = raw.get("workspaceUris")
+            if record.get("kind") == "user" and isinstance(raw, Raw):
+                uris = raw.value().get("workspaceUris")
                 if isinstance(uris, list) and uris and isinstance(uris[0], str):
                     return uris[0]
         return None
@@ -557,7 +561,7 @@ class Scan:
         generating = set(composer.get("generatingBubbleIds") or []) if isinstance(composer.get("generatingBubbleIds"), list) else set()
         busy = composer.get("status") == "generating"
         inline = composer.get("conversationMap") if isinstance(composer.get("conversationMap"), dict) else {}
-        records, referenced = [], set()
+        records, referenced, first_uri = [], set(), None
         for header in headers:
             if not isinstance(header, dict):
                 continue
@@ -567,6 +571,7 @@ class Scan:
                 continue
             bubble_key = prefix + bid
             referenced.add(bubble_key)
+            raw_row = None
             if isinstance(inline.get(bid), dict):
                 bubble = inline[bid]
             else:
@@ -585,7 +590,10 @@ class Scan:
                 if not isinstance(bubble, dict):
                     self.finding("source-unreadable", "error", path, bubble_key, "not a JSON object; skipped")
                     continue
-            record = convert_bubble(bubble, bubble_key, clock, model, busy or bid in generating, header.get("type"))
+                raw_row = Raw(raw, bubble)
+            if first_uri is None and bubble.get("type", header.get("type")) == 1 and isinstance(bubble.get("workspaceUris"), list):
+                first_uri = next((u for u in bubble["workspaceUris"] if isinstance(u, str)), None)
+            record = convert_bubble(bubble, bubble_key, clock, model, busy or bid in generating, header.get("type"), raw_row)
             if record is None:
                 self.skipped_bubbles += 1
                 continue
@@ -594,12 +602,14 @@ class Scan:
         for bubble_key in db.keys(conn, KV, prefix):
             if bubble_key in referenced:
                 continue
+            raw = db.raw_value(conn, KV, bubble_key)
             try:
-                bubble = db.value(conn, KV, bubble_key)
+                bubble = db.decode(raw)
             except db.SourceUnreadable as exc:
                 self.finding("source-unreadable", "error", path, bubble_key, f"{exc}; skipped")
                 continue
-            record = convert_bubble(bubble, bubble_key, _Clock(None, self.generations), model, False) if isinstance(bubble, dict) else None
+            record = (convert_bubble(bubble, bubble_key, _Clock(None, self.generations), model, False, raw=Raw(raw, bubble))
+                      if isinstance(bubble, dict) else None)
             if record is not None:
                 orphans.append(record)
         orphans.sort(key=lambda r: (str(r.get("t") or ""), r["sourceKey"]))
@@ -613,6 +623,7 @@ class Scan:
         first_t = next((r.get("t") for r in records if r.get("t")), None)
         session = Session(safe_id("cursor", cid), None, created or first_t, composer.get("name") or None,
                           {"app": APP, "path": str(path), "key": key, "version": version}, raw, records)
+        session.first_uri = first_uri
         _archive(session, composer)
         return session
 

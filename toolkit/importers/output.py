@@ -26,12 +26,37 @@ UNASSIGNED = "_unassigned"
 _SAFE_ID = re.compile(r"[A-Za-z0-9._-]+")
 
 
-def encode(record: dict) -> bytes:
-    """One journal line; a string holding a lone surrogate is written as a ``\\u`` escape."""
+class Raw:
+    """A source row's original JSON, kept as bytes (one line) until it is written under "raw".
+
+    Holding bytes instead of parsed objects keeps a 5,000-bubble composer in a few tens of MB.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes | None = None, value: object = None) -> None:
+        if data is None or b"\n" in data or b"\r" in data:  # pretty-printed: compact it onto one line
+            data = _dumps(value if data is None else json.loads(data.decode("utf-8")))
+        self.data = data
+
+    def value(self) -> object:
+        return json.loads(self.data.decode("utf-8"))
+
+
+def _dumps(value: object) -> bytes:
     try:
-        return orjson.dumps(record)
-    except TypeError:
-        return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        return orjson.dumps(value)
+    except TypeError:  # a lone surrogate: write it as a \u escape
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def encode(record: dict) -> bytes:
+    """One journal line; ``raw`` (a :class:`Raw`) is spliced in as the source's own bytes."""
+    raw = record.get("raw")
+    if not isinstance(raw, Raw):
+        return _dumps(record)
+    line = _dumps({k: v for k, v in record.items() if k != "raw"})
+    return line[:-1] + b',"raw":' + raw.data + b"}"
 
 
 def safe_id(prefix: str, source_id: str) -> str:
@@ -54,6 +79,7 @@ class Session:
     records: list[dict] = field(default_factory=list)
     status: str = "live"  # live | orphaned | unknown
     orphan: list[str] = field(default_factory=list)
+    first_uri: str | None = None  # a workspace URI seen in the first user message, if any
 
     @property
     def orphaned(self) -> bool:
