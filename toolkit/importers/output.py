@@ -125,11 +125,12 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
     path = journal_path(store, session)
     records = [_strip_raw(r, no_raw) for r in session.records]
     if not path.exists() and not path.is_symlink():
-        lines = [encode(session.meta(no_raw))]
-        lines += [encode({**r, "seq": n}) for n, r in enumerate(records, start=1)]
-        if not dry_run:
+        if not dry_run:  # stream into a temp file; the journal appears whole or not at all
             durable.ensure_dir(path.parent)
-            durable.write_new(path, b"".join(line + b"\n" for line in lines))
+            with durable.atomic_writer(path) as out:
+                out.write(encode(session.meta(no_raw)) + b"\n")
+                for n, record in enumerate(records, start=1):
+                    out.write(encode({**record, "seq": n}) + b"\n")
         return Outcome(session.id, session.project, path, len(records), len(records), "created", session.orphaned), []
     try:
         known, last_seq, title = _existing(path)
