@@ -100,7 +100,7 @@ def exit_code_for(findings: Iterable[Finding]) -> int:
     return code
 
 
-def _scan_one(args: tuple[Path, Layout, bool]) -> JournalScan | LevelsessError:
+def scan_one(args: tuple[Path, Layout, bool]) -> JournalScan | LevelsessError:
     path, layout, strict = args
     validator = None
     if strict:
@@ -131,7 +131,7 @@ def _lock_findings(journal: Path, info: LockInfo | None, force: bool) -> tuple[l
     return findings, True
 
 
-def _jobs(requested: int, total_bytes: int, count: int) -> int:
+def worker_count(requested: int, total_bytes: int, count: int) -> int:
     if requested > 0:
         return min(requested, max(count, 1))
     if total_bytes < PARALLEL_THRESHOLD or count < 2:
@@ -139,29 +139,29 @@ def _jobs(requested: int, total_bytes: int, count: int) -> int:
     return min(os.cpu_count() or 1, count)
 
 
-def _run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callable | None) -> list:
+def run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callable | None) -> list:
     """Scan every journal, in order of ``work``; with jobs > 1, largest files first."""
     if jobs <= 1:
         results = []
         for item in work:
-            results.append(_scan_one(item))
+            results.append(scan_one(item))
             if progress:
                 progress(1)
         return results
-    order = sorted(range(len(work)), key=lambda i: _size(work[i][0]), reverse=True)
+    order = sorted(range(len(work)), key=lambda i: file_size(work[i][0]), reverse=True)
     results: list = [None] * len(work)
     try:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for index, result in zip(order, pool.map(_scan_one, [work[i] for i in order], chunksize=1)):
+            for index, result in zip(order, pool.map(scan_one, [work[i] for i in order], chunksize=1)):
                 results[index] = result
                 if progress:
                     progress(1)
     except (OSError, BrokenProcessPool):  # no /dev/shm, no fork: the serial path gives the same answer
-        return _run_scans(work, 1, None)
+        return run_scans(work, 1, None)
     return results
 
 
-def _size(path: Path) -> int:
+def file_size(path: Path) -> int:
     try:
         return path.stat().st_size
     except OSError:
@@ -187,8 +187,8 @@ def check_folders(
                                              "journal is a symlink: checked, but never written through"))
             plan.append((folder, journal, info, lock_findings, skip))
     work = [(journal, folder.layout, strict) for folder, journal, _, _, skip in plan if not skip]
-    total = sum(_size(path) for path, _, _ in work)
-    scans = iter(_run_scans(work, _jobs(jobs, total, len(work)), progress))
+    total = sum(file_size(path) for path, _, _ in work)
+    scans = iter(run_scans(work, worker_count(jobs, total, len(work)), progress))
     by_folder: dict[Path, list[SessionCheck]] = {f.path: [] for f in folders}
     for folder, journal, info, lock_findings, skip in plan:
         if skip:
@@ -203,7 +203,7 @@ def check_folders(
     checks = []
     for folder in folders:
         sessions = tuple(by_folder[folder.path])
-        partial = FolderCheck(folder, sessions, (), *_folder_leftovers(folder))
+        partial = FolderCheck(folder, sessions, (), *folder_leftovers(folder))
         cache = tuple(check_cache(partial)) if partial.cache_checked else ()
         extra = cache + tuple(_leftover_findings(partial))
         if strict:
@@ -218,7 +218,7 @@ def _escalate(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
     return tuple(replace(f, severity="error") if f.severity == "warning" else f for f in findings)
 
 
-def _folder_leftovers(folder: Folder) -> tuple[tuple[LockInfo, ...], tuple[Path, ...]]:
+def folder_leftovers(folder: Folder) -> tuple[tuple[LockInfo, ...], tuple[Path, ...]]:
     """List a whole folder once: locks whose journal is gone, and temp files of dead writers.
 
     Temp files are durable.atomic_writer's ``.<name>.<pid>.tmp``; a live pid's are left alone.

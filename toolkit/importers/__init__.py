@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from .. import durable
 from ..errors import UsageError
 from ..findings import Finding
-from ..fsck.check import exit_code_for
+from ..fsck.check import folder_leftovers, exit_code_for
 from .output import Outcome, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor"}
@@ -65,6 +66,12 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             if progress:
                 progress(outcome)
     if touched and not dry_run:
-        result = reindex([discover(folder)[0] for folder in sorted(touched)])
+        folders = [discover(folder)[0] for folder in sorted(touched)]
+        for folder in folders:  # temp files of an import that was killed mid-write
+            for temp in folder_leftovers(folder)[1]:
+                durable.remove(temp)
+                report.findings.append(Finding("leftover-temp", "warning", str(temp), None, None,
+                                               "temporary file of an interrupted levelsess write", repaired=True))
+        result = reindex(folders)
         report.findings += result.findings
     return report

@@ -20,7 +20,7 @@ from pathlib import Path
 from .. import durable, locks
 from ..errors import OPERATIONAL, DurabilityError, FileChangedError, LevelsessError, LockBusyError
 from ..findings import Finding
-from ..fsck.check import _jobs, _run_scans, _scan_one, _size, exit_code_for
+from ..fsck.check import worker_count, run_scans, scan_one, file_size, exit_code_for
 from ..index import build_index, dump_cache, index_document, index_drift, load_cache
 from ..journal import BOM, NEWEST_VERSION, JournalScan, Layout, open_journal, scan_journal
 from ..lines import Batch, Tail, iter_batches, loads
@@ -96,7 +96,7 @@ def _judge_journal(journal: Path, folder: Folder, to: int,
     if journal.is_symlink():
         return state, [_refusal("symlink", journal, "not migrated: a symlinked journal is never written through; migrate the file it points to")]
     if scanned is None:
-        scanned = _scan_one((journal, Layout.LEVELCODE, False))
+        scanned = scan_one((journal, Layout.LEVELCODE, False))
     if isinstance(scanned, LevelsessError):
         return state, [_refusal("unreadable", journal, f"not migrated: {scanned}")]
     scan = scanned
@@ -212,8 +212,8 @@ def plan_migration(folders: list[Folder], to: int | None = None,
     files, findings, tidy, logician = [], [], [], []
     work = [(j, Layout.LEVELCODE, False) for f in folders if f.layout is Layout.LEVELCODE
             for j in f.journals if not j.is_symlink()]
-    workers = _jobs(jobs, sum(_size(w[0]) for w in work), len(work))
-    scanned = dict(zip((w[0] for w in work), _run_scans(work, workers, progress)))
+    workers = worker_count(jobs, sum(file_size(w[0]) for w in work), len(work))
+    scanned = dict(zip((w[0] for w in work), run_scans(work, workers, progress)))
     for folder in folders:
         if folder.layout is Layout.LOGICIAN:
             logician.append(folder.path)
