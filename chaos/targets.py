@@ -28,8 +28,9 @@ from toolkit.lines import loads
 from .harness import Config, Report, kill_tree
 from .writer import payload
 
-TARGETS = ("fsck", "reindex", "migrate")
-COMMANDS = {"fsck": ["fsck", "--repair"], "reindex": ["reindex"], "migrate": ["migrate"]}
+TARGETS = ("fsck", "reindex", "migrate", "import")
+COMMANDS = {"fsck": ["fsck", "--repair"], "reindex": ["reindex"], "migrate": ["migrate"],
+            "import": ["import", "--from", "cursor", "--source", "{source}"]}
 
 
 def _session(rng: random.Random, sid: str, v: int) -> list[bytes]:
@@ -44,9 +45,38 @@ def _session(rng: random.Random, sid: str, v: int) -> list[bytes]:
     return lines
 
 
+def build_cursor_source(root: Path, rng: random.Random, composers: int = 120) -> Path:
+    """A Cursor ``User`` folder (split era) for ``--target import``."""
+    import sqlite3
+
+    user = root / "cursor" / "User"
+    (user / "globalStorage").mkdir(parents=True)
+    conn = sqlite3.connect(user / "globalStorage" / "state.vscdb")
+    for table in ("ItemTable", "cursorDiskKV"):
+        conn.execute(f"create table {table} (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
+    for n in range(composers):
+        cid = f"chaos-{n:04d}"
+        headers = []
+        for b in range(rng.randint(2, 30)):
+            bid, kind = f"b{b:03d}", 1 if b % 2 == 0 else 2
+            headers.append({"bubbleId": bid, "type": kind})
+            bubble = {"type": kind, "bubbleId": bid, "createdAt": f"2026-11-30T00:{b % 60:02d}:00.000Z",
+                      "text": payload(rng, 30_000 if rng.random() < 0.03 else rng.randint(40, 2000))}
+            conn.execute("insert into cursorDiskKV values (?, ?)", (f"bubbleId:{cid}:{bid}", orjson.dumps(bubble)))
+        composer = {"composerId": cid, "name": f"chat {n}", "createdAt": 1764460800000, "fullConversationHeadersOnly": headers}
+        conn.execute("insert into cursorDiskKV values (?, ?)", (f"composerData:{cid}", orjson.dumps(composer)))
+    conn.commit()
+    conn.close()
+    return user
+
+
 def build_store(target: str, root: Path, rng: random.Random, sessions: int = 150) -> Path:
-    """A store that gives ``target`` work to do."""
+    """A store that gives ``target`` work to do (for import: an empty store and a Cursor source)."""
     store = root / "store"
+    if target == "import":
+        store.mkdir(parents=True)
+        build_cursor_source(root, rng)
+        return store
     for n in range(sessions):
         project = store / f"-chaos-target-p{n % 3}"
         project.mkdir(parents=True, exist_ok=True)
@@ -65,7 +95,8 @@ def build_store(target: str, root: Path, rng: random.Random, sessions: int = 150
 
 
 def _run(store: Path, target: str) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "toolkit.cli", *COMMANDS[target], "-q", "--store", str(store)]
+    source = store.parent.parent / "pristine" / "cursor" / "User"  # one read-only source for every run
+    argv = [sys.executable, "-m", "toolkit.cli", *(a.format(source=source) for a in COMMANDS[target]), "-q", "--store", str(store)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
 
 
@@ -101,8 +132,8 @@ def run_target(config: Config, target: str, on_cycle=None) -> Report:
         while (cycles is None or number < cycles) and (config.duration is None or time.monotonic() - started < config.duration):
             folder = root / f"cycle-{number:05d}"
             pristine = build_store(target, folder / "pristine", random.Random(f"{config.seed}-{number}"))
-            reference = folder / "reference"
-            shutil.copytree(pristine, reference)
+            reference = folder / "reference" / "store"
+            shutil.copytree(pristine.parent, reference.parent)
             begun = time.monotonic()
             proc = _run(reference, target)
             if proc.wait() not in (0, 1):
@@ -110,8 +141,8 @@ def run_target(config: Config, target: str, on_cycle=None) -> Report:
             took = time.monotonic() - begun
             expected = _state(reference)
             originals = _state(pristine)
-            store = folder / "store"
-            shutil.copytree(pristine, store)
+            store = folder / "work" / "store"
+            shutil.copytree(pristine.parent, store.parent)
             found: list[dict] = []
             for _attempt in range(3):  # a few kills on the same store, then let it finish
                 proc = _run(store, target)
@@ -123,12 +154,11 @@ def run_target(config: Config, target: str, on_cycle=None) -> Report:
                     break
                 report.kills += 1
                 journals, caches, _left, _tails = _state(store)
-                changed = sum(data != originals[0].get(name) for name, data in journals.items())
-                report.mid_run_kills += 0 < changed < len(journals) or (changed == 0 and caches != originals[1])
-                for name, data in journals.items():
+                report.mid_run_kills += (journals, caches) not in ((originals[0], originals[1]), (expected[0], expected[1]))
+                for name, data in journals.items():  # an import's new journal appears whole or not at all
                     if data not in (originals[0].get(name), expected[0].get(name)):
                         found.append({"cycle": number, "kind": "half-written", "path": name, "detail": "neither the original nor the result"})
-                if set(journals) != set(originals[0]):
+                if not set(originals[0]) <= set(journals) <= set(expected[0]):
                     found.append({"cycle": number, "kind": "lost-file", "path": None, "detail": "a journal went missing or was doubled"})
                 for name, value in caches.items():
                     if isinstance(value, bytes) and value != originals[1].get(name):

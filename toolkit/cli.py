@@ -475,7 +475,7 @@ def chaos_run(
     no_lock: Annotated[bool, typer.Option("--no-lock", help="Writers skip the lock protocol (with --shared-file: shows what the lock buys).")] = False,
     writer_cmd: Annotated[Optional[str], typer.Option("--writer-cmd", help="Run this command as the writer instead; it gets LEVELSESS_CHAOS_DIR and LEVELSESS_CHAOS_SEED and prints 'ACK <relpath> <end-offset> <sha256>' per durable record.", show_default=False)] = None,
     largest: Annotated[int, typer.Option("--largest", help="Largest record in bytes (sizes are log-uniform from ~100 B).", min=200)] = 4 << 20,
-    target: Annotated[Optional[str], typer.Option("--target", help="Kill levelsess's own writing command instead: fsck, reindex or migrate; each rerun must converge to the uninterrupted result.", show_default=False)] = None,
+    target: Annotated[Optional[str], typer.Option("--target", help="Kill levelsess's own writing command instead: fsck, reindex, migrate or import (from a generated Cursor database); each rerun must converge to the uninterrupted result.", show_default=False)] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Keep a reproducer (seed, cycle, files, ACKs) here for every cycle with a violation.", show_default=False)] = None,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary chaos folders.")] = False,
     replay: Annotated[Optional[int], typer.Option("--replay", help="Run cycle N's writer seeds and kill moments in every cycle, from a fresh folder (what a reproducer's repro.json says to run).", min=0, show_default=False)] = None,
@@ -499,8 +499,7 @@ def chaos_run(
 
     out_ = _output(ctx, json_, quiet, verbose)
     if target is not None and target not in TARGETS:
-        hint = " (the importers are not built yet)" if target == "import" else ""
-        raise UsageError(f"--target {target}: choose one of {', '.join(TARGETS)}{hint}")
+        raise UsageError(f"--target {target}: choose one of {', '.join(TARGETS)}")
     if layout not in ("levelcode", "logician", "both"):
         raise UsageError(f"--layout {layout}: choose levelcode, logician or both")
     config = Config(cycles=cycles, duration=duration, writers=writers, seed=seed if seed is not None else int.from_bytes(os.urandom(4), "big"),

@@ -97,11 +97,13 @@ def test_a_writer_that_acks_bytes_it_never_wrote_is_caught(tmp_path):
     assert not report.ok and report.lost == 1
 
 
-@pytest.mark.parametrize("target", ["fsck", "migrate"])
+@pytest.mark.parametrize("target", ["fsck", "reindex", "migrate", "import"])
 def test_killed_levelsess_commands_converge(tmp_path, target):
     report = run_target(Config(cycles=2, seed=4), target)
     assert report.ok, report.violations
-    assert report.kills >= 2 and report.mid_run_kills >= 1
+    assert report.kills >= 2
+    if target != "reindex":  # reindex writes three small files at the very end: kills rarely land between them
+        assert report.mid_run_kills >= 1
 
 
 def test_cli_json_report_and_cleanup(tmp_path):
@@ -117,6 +119,6 @@ def test_cli_json_report_and_cleanup(tmp_path):
 
 
 def test_bad_options_are_usage_errors():
-    assert run_cli("chaos", "run", "--target", "import").exit_code == 16
+    assert run_cli("chaos", "run", "--target", "everything").exit_code == 16
     assert run_cli("chaos", "run", "--mode", "meteor").exit_code == 16
     assert run_cli("chaos", "run", "--unsafe", "nope").exit_code == 16
