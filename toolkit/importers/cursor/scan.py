@@ -1,32 +1,19 @@
-"""Recover Cursor chats from ``state.vscdb`` files, every storage era (SOURCES.md §2, §4).
-
-* ``detect()`` finds Cursor ``User`` folders (platformdirs, per OS).
-* ``resolve()`` turns ``--source`` (a ``User`` folder, one ``workspaceStorage/<id>`` folder, or
-  one ``state.vscdb``) into the databases to read.
-* ``scan()`` yields one :class:`~toolkit.importers.output.Session` per conversation, converted to
-  LevelCode v2 records, reading one composer at a time (bounded memory): legacy chat tabs,
-  inline ``composer.composerData`` conversations, global ``composerData:<id>`` with an inline
-  ``conversation`` or ordered ``fullConversationHeadersOnly`` + ``bubbleId:`` rows.  Eras are
-  told apart by the fields present, never by ``_v``.
-
-Nothing here writes; ``cursorAuth/*`` is never read.
-"""
+"""Read Cursor's databases one composer at a time and yield converted sessions (SOURCES.md §2)."""
 
 from __future__ import annotations
 
 import sqlite3
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import NotAStoreError, PathNotFoundError
-from ..findings import Finding
-from ..lines import loads
-from . import sqlite as db
-from .output import Raw, Session, safe_id
-from .uris import apply_map, classify, read_workspace_json
+from ...findings import Finding
+from ...lines import loads
+from .. import sqlite as db
+from ..output import Raw, Session, safe_id
+from ..uris import apply_map, classify
+from .convert import _Clock, _model, _text, convert_bubble, iso, orphan_event
+from .sources import Sources, Workspace
 
 APP = "cursor"
 CHATDATA_KEYS = ("workbench.panel.aichat.view.aichat.chatdata", "workbench.panel.chat.view.chat.chatdata")
@@ -36,259 +23,7 @@ GATE_KEY = "composer.composerHeaders.tableGateEnabled"
 GENERATIONS_KEY = "aiService.generations"
 KV = "cursorDiskKV"
 ITEMS = "ItemTable"
-BLOCK_TYPES = {"paragraph", "heading", "quote", "code", "listitem", "list"}
 
-
-# --- where the databases are -------------------------------------------------------------
-
-
-def default_user_dirs() -> list[Path]:
-    """Cursor's ``User`` folder on this OS (and a Windows install seen from WSL)."""
-    import platformdirs
-
-    found = [Path(platformdirs.user_config_dir("Cursor", appauthor=False, roaming=True)) / "User"]
-    if sys.platform.startswith("linux") and Path("/mnt/c/Users").is_dir():
-        found += sorted(Path("/mnt/c/Users").glob("*/AppData/Roaming/Cursor/User"))
-    return found
-
-
-def detect() -> list[Path]:
-    """Every Cursor ``User`` folder that exists on this machine."""
-    return [p for p in default_user_dirs() if (p / "globalStorage").is_dir() or (p / "workspaceStorage").is_dir()]
-
-
-@dataclass
-class Workspace:
-    """One ``workspaceStorage/<id>`` folder: its database and what project it stands for."""
-
-    id: str
-    db: Path | None
-    uri: str | None
-    project: str | None
-    status: str
-    orphan: list[str]
-
-
-@dataclass
-class Sources:
-    global_db: Path | None
-    workspaces: list[Workspace] = field(default_factory=list)
-
-
-def _workspace(folder: Path, db_path: Path | None = None) -> Workspace:
-    uri = read_workspace_json(folder)
-    project, status, orphan = classify(uri)
-    path = db_path or (folder / "state.vscdb")
-    return Workspace(folder.name, path if path.exists() else None, uri, project, status, orphan)
-
-
-def resolve(source: Path) -> Sources:
-    """Turn ``--source`` into the databases to read."""
-    source = Path(source).expanduser()
-    if not source.exists():
-        raise PathNotFoundError(str(source))
-    if source.is_file():
-        if source.parent.name == "globalStorage":
-            return Sources(source)
-        # one loose database (a copy, a .backup): read it both as a workspace and a global DB
-        return Sources(source, [_workspace(source.parent, source)])
-    if (source / "globalStorage").is_dir() or (source / "workspaceStorage").is_dir():
-        global_db = source / "globalStorage" / "state.vscdb"
-        storage = source / "workspaceStorage"
-        folders = sorted(p for p in storage.iterdir() if p.is_dir()) if storage.is_dir() else []
-        return Sources(global_db if global_db.exists() else None, [_workspace(f) for f in folders])
-    if (source / "state.vscdb").exists():
-        if source.name == "globalStorage":
-            return Sources(source / "state.vscdb")
-        return Sources(None, [_workspace(source)])
-    raise NotAStoreError(f"{source} (expected a Cursor User folder, a workspaceStorage/<id> folder or a state.vscdb)")
-
-
-# --- small converters ---------------------------------------------------------------------
-
-
-def iso(ms: object) -> str | None:
-    """Epoch milliseconds or an ISO string -> ISO-8601 UTC with ms and Z; None if unusable."""
-    if isinstance(ms, str) and ms[:2].isdigit():
-        return ms
-    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 1e12:
-        return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return None
-
-
-def lexical_text(rich: object) -> str:
-    """Text of a Lexical editor state (a JSON string or object): depth-first, blocks on lines."""
-    if isinstance(rich, str):
-        try:
-            rich = loads(rich.encode("utf-8", "surrogatepass"))
-        except ValueError:
-            return ""
-    if not isinstance(rich, dict):
-        return ""
-    root = rich.get("root", rich)
-
-    def walk(node: object) -> str:
-        if not isinstance(node, dict):
-            return ""
-        if node.get("type") == "linebreak":
-            return "\n"
-        if isinstance(node.get("text"), str):
-            return node["text"]
-        children = [c for c in node.get("children") or [] if isinstance(c, dict)]
-        parts = [walk(c) for c in children]
-        if any(c.get("type") in BLOCK_TYPES for c in children):
-            return "\n".join(parts)
-        return "".join(parts)
-
-    return walk(root)
-
-
-def _text(bubble: dict) -> str:
-    for candidate in (bubble.get("text"), (bubble.get("delegate") or {}).get("a") if isinstance(bubble.get("delegate"), dict) else None):
-        if isinstance(candidate, str) and candidate:
-            return candidate
-    for rich in (bubble.get("richText"), bubble.get("initText")):
-        text = lexical_text(rich)
-        if text:
-            return text
-    raw = bubble.get("rawText")
-    return raw if isinstance(raw, str) else ""
-
-
-def _model(*names: object) -> str | None:
-    for name in names:
-        if isinstance(name, str) and name and name != "default":
-            return name
-    return None
-
-
-def _json_object(text: object) -> dict | None:
-    if isinstance(text, dict):
-        return text
-    if isinstance(text, str):
-        try:
-            value = loads(text.encode("utf-8", "surrogatepass"))
-        except ValueError:
-            return None
-        return value if isinstance(value, dict) else None
-    return None
-
-
-def _context_files(bubble: dict) -> list[str]:
-    context = bubble.get("context")
-    files = []
-    if isinstance(context, dict):
-        for selection in context.get("fileSelections") or []:
-            uri = selection.get("uri") if isinstance(selection, dict) else None
-            path = uri.get("fsPath") or uri.get("path") if isinstance(uri, dict) else None
-            if isinstance(path, str):
-                files.append(path)
-    return files
-
-
-def assistant_blocks(bubble: dict) -> list[dict]:
-    """Content blocks of an assistant bubble: text, thinking, tool_use (+ tool_result)."""
-    blocks: list[dict] = []
-    thinking = bubble.get("thinking")
-    if isinstance(thinking, dict) and (thinking.get("text") or thinking.get("signature")):
-        block = {"type": "thinking", "thinking": thinking.get("text") or ""}
-        if thinking.get("signature"):
-            block["signature"] = thinking["signature"]
-        blocks.append(block)
-    text = _text(bubble)
-    if text:
-        blocks.append({"type": "text", "text": text})
-    else:
-        code = [c for c in bubble.get("codeBlocks") or [] if isinstance(c, dict) and isinstance(c.get("content"), str) and c["content"]]
-        if code:
-            blocks.append({"type": "text", "text": "\n\n".join(f"```{c.get('languageId') or ''}\n{c['content']}\n```" for c in code)})
-    tool = bubble.get("toolFormerData")
-    if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]:
-        tool_id = tool.get("toolCallId") or bubble.get("bubbleId") or ""
-        args = next((obj for obj in (_json_object(tool.get("rawArgs")), _json_object(tool.get("params"))) if obj is not None), None)
-        if args is None:
-            raw = tool.get("rawArgs") if tool.get("rawArgs") is not None else tool.get("params")
-            args = {"raw": raw} if raw is not None else {}
-        blocks.append({"type": "tool_use", "id": tool_id, "name": tool["name"], "input": args})
-        failed = tool.get("status") == "error"
-        result = tool.get("error") if failed and tool.get("error") is not None else tool.get("result")
-        if result is not None:
-            blocks.append({"type": "tool_result", "tool_use_id": tool_id,
-                           "content": result if isinstance(result, str) else str(result), "is_error": failed})
-    return blocks
-
-
-@dataclass
-class _Clock:
-    """The time fallback chain (SOURCES §2.5): never "now"."""
-
-    last: str | None
-    generations: dict[str, str]
-
-    def time_of(self, bubble: dict, user: bool) -> tuple[str | None, bool]:
-        when = iso(bubble.get("createdAt"))
-        if when is None and isinstance(bubble.get("timingInfo"), dict):
-            timing = bubble["timingInfo"]
-            for name in ("clientRpcSendTime", "clientSettleTime", "clientEndTime", "clientStartTime"):
-                when = iso(timing.get(name))
-                if when:
-                    break
-        if when is None and user and isinstance(bubble.get("requestId"), str):
-            when = self.generations.get(bubble["requestId"])
-        if when is not None:
-            self.last = when
-            return when, False
-        return self.last, True
-
-
-def convert_bubble(bubble: dict, source_key: str, clock: _Clock, model: str | None, partial: bool,
-                   default_type: object = None, raw: Raw | None = None) -> dict | None:
-    """One bubble -> one user / assistant record, or None when it holds nothing convertible."""
-    kind = bubble.get("type", default_type)
-    user = kind in (1, "user")
-    if not user and kind not in (2, "ai", "assistant"):
-        return None
-    t, inferred = clock.time_of(bubble, user)
-    if user:
-        text = _text(bubble)
-        if not text:
-            return None
-        record: dict = {"kind": "user", "t": t, "content": text}
-        files = _context_files(bubble)
-        if files:
-            record["contextFiles"] = files
-    else:
-        blocks = assistant_blocks(bubble)
-        if not blocks:
-            return None
-        record = {"kind": "assistant", "t": t, "content": blocks}
-        name = _model((bubble.get("modelInfo") or {}).get("modelName") if isinstance(bubble.get("modelInfo"), dict) else None,
-                      model, bubble.get("modelType"))
-        if name:
-            record["model"] = name
-        tokens = bubble.get("tokenCount")
-        if isinstance(tokens, dict) and any(isinstance(v, int) and v > 0 for v in tokens.values()):
-            record["usage"] = tokens
-    if inferred:
-        record["tInferred"] = True
-    if partial:
-        record["partial"] = True
-    record["sourceKey"] = source_key
-    record["raw"] = raw if raw is not None else Raw(value=bubble)
-    return record
-
-
-def orphan_event(record: dict) -> dict:
-    """A bubble no header references, kept aside as an event (never a turn)."""
-    event = {"kind": "event", "t": record.get("t"), "type": "orphan-message",
-             "role": record["kind"], "reason": "not-in-headers", "content": record.get("content"),
-             "sourceKey": record["sourceKey"], "raw": record.get("raw")}
-    if record.get("tInferred"):
-        event["tInferred"] = True
-    return event
-
-
-# --- reading ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -645,23 +380,5 @@ def _maybe_json(value: object) -> object:
         return loads(value if isinstance(value, bytes) else str(value).encode())
     except ValueError:
         return None
-
-
-def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
-    """Yield every Cursor conversation under ``source`` as a converted :class:`Session`."""
-    scanner = Scan(resolve(source), options, report)
-    for session in scanner.sessions():
-        if options.orphans_only and not session.orphaned:
-            continue
-        yield session
-
-
-def source_files(source: Path) -> list[Path]:
-    """The database files an import of ``source`` reads (to prove they were not written)."""
-    sources = resolve(source)
-    files = [w.db for w in sources.workspaces if w.db is not None]
-    if sources.global_db is not None:
-        files.append(sources.global_db)
-    return files
 
 

@@ -1,0 +1,45 @@
+"""Recover Cursor chats from ``state.vscdb`` files, every storage era (SOURCES.md §2, §4).
+
+* ``detect()`` finds Cursor ``User`` folders (platformdirs, per OS).
+* ``resolve()`` turns ``--source`` (a ``User`` folder, one ``workspaceStorage/<id>`` folder, or
+  one ``state.vscdb``) into the databases to read.
+* ``scan()`` yields one :class:`~toolkit.importers.output.Session` per conversation, converted to
+  LevelCode v2 records, reading one composer at a time (bounded memory): legacy chat tabs,
+  inline ``composer.composerData`` conversations, global ``composerData:<id>`` with an inline
+  ``conversation`` or ordered ``fullConversationHeadersOnly`` + ``bubbleId:`` rows.  Eras are
+  told apart by the fields present, never by ``_v``.
+
+Nothing here writes; ``cursorAuth/*`` is never read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from ...findings import Finding
+from ..output import Session
+from .scan import APP, Options, Scan
+from .sources import default_user_dirs, detect, resolve
+
+__all__ = ["APP", "Options", "default_user_dirs", "detect", "resolve", "scan", "source_files"]
+
+
+def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
+    """Yield every Cursor conversation under ``source`` as a converted :class:`Session`."""
+    scanner = Scan(resolve(source), options, report)
+    for session in scanner.sessions():
+        if options.orphans_only and not session.orphaned:
+            continue
+        yield session
+
+
+def source_files(source: Path) -> list[Path]:
+    """The database files an import of ``source`` reads (to prove they were not written)."""
+    sources = resolve(source)
+    files = [w.db for w in sources.workspaces if w.db is not None]
+    if sources.global_db is not None:
+        files.append(sources.global_db)
+    return files
+
+

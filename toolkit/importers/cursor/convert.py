@@ -1,0 +1,195 @@
+"""Turn Cursor bubbles into LevelCode v2 records (SOURCES.md §2.5, §4.2): exact text, content
+blocks for text, thinking and tools, the time fallback chain, orphan events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from ...lines import loads
+from ..output import Raw
+
+BLOCK_TYPES = {"paragraph", "heading", "quote", "code", "listitem", "list"}
+
+
+def iso(ms: object) -> str | None:
+    """Epoch milliseconds or an ISO string -> ISO-8601 UTC with ms and Z; None if unusable."""
+    if isinstance(ms, str) and ms[:2].isdigit():
+        return ms
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 1e12:
+        return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return None
+
+
+def lexical_text(rich: object) -> str:
+    """Text of a Lexical editor state (a JSON string or object): depth-first, blocks on lines."""
+    if isinstance(rich, str):
+        try:
+            rich = loads(rich.encode("utf-8", "surrogatepass"))
+        except ValueError:
+            return ""
+    if not isinstance(rich, dict):
+        return ""
+    root = rich.get("root", rich)
+
+    def walk(node: object) -> str:
+        if not isinstance(node, dict):
+            return ""
+        if node.get("type") == "linebreak":
+            return "\n"
+        if isinstance(node.get("text"), str):
+            return node["text"]
+        children = [c for c in node.get("children") or [] if isinstance(c, dict)]
+        parts = [walk(c) for c in children]
+        if any(c.get("type") in BLOCK_TYPES for c in children):
+            return "\n".join(parts)
+        return "".join(parts)
+
+    return walk(root)
+
+
+def _text(bubble: dict) -> str:
+    for candidate in (bubble.get("text"), (bubble.get("delegate") or {}).get("a") if isinstance(bubble.get("delegate"), dict) else None):
+        if isinstance(candidate, str) and candidate:
+            return candidate
+    for rich in (bubble.get("richText"), bubble.get("initText")):
+        text = lexical_text(rich)
+        if text:
+            return text
+    raw = bubble.get("rawText")
+    return raw if isinstance(raw, str) else ""
+
+
+def _model(*names: object) -> str | None:
+    for name in names:
+        if isinstance(name, str) and name and name != "default":
+            return name
+    return None
+
+
+def _json_object(text: object) -> dict | None:
+    if isinstance(text, dict):
+        return text
+    if isinstance(text, str):
+        try:
+            value = loads(text.encode("utf-8", "surrogatepass"))
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def _context_files(bubble: dict) -> list[str]:
+    context = bubble.get("context")
+    files = []
+    if isinstance(context, dict):
+        for selection in context.get("fileSelections") or []:
+            uri = selection.get("uri") if isinstance(selection, dict) else None
+            path = uri.get("fsPath") or uri.get("path") if isinstance(uri, dict) else None
+            if isinstance(path, str):
+                files.append(path)
+    return files
+
+
+def assistant_blocks(bubble: dict) -> list[dict]:
+    """Content blocks of an assistant bubble: text, thinking, tool_use (+ tool_result)."""
+    blocks: list[dict] = []
+    thinking = bubble.get("thinking")
+    if isinstance(thinking, dict) and (thinking.get("text") or thinking.get("signature")):
+        block = {"type": "thinking", "thinking": thinking.get("text") or ""}
+        if thinking.get("signature"):
+            block["signature"] = thinking["signature"]
+        blocks.append(block)
+    text = _text(bubble)
+    if text:
+        blocks.append({"type": "text", "text": text})
+    else:
+        code = [c for c in bubble.get("codeBlocks") or [] if isinstance(c, dict) and isinstance(c.get("content"), str) and c["content"]]
+        if code:
+            blocks.append({"type": "text", "text": "\n\n".join(f"```{c.get('languageId') or ''}\n{c['content']}\n```" for c in code)})
+    tool = bubble.get("toolFormerData")
+    if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]:
+        tool_id = tool.get("toolCallId") or bubble.get("bubbleId") or ""
+        args = next((obj for obj in (_json_object(tool.get("rawArgs")), _json_object(tool.get("params"))) if obj is not None), None)
+        if args is None:
+            raw = tool.get("rawArgs") if tool.get("rawArgs") is not None else tool.get("params")
+            args = {"raw": raw} if raw is not None else {}
+        blocks.append({"type": "tool_use", "id": tool_id, "name": tool["name"], "input": args})
+        failed = tool.get("status") == "error"
+        result = tool.get("error") if failed and tool.get("error") is not None else tool.get("result")
+        if result is not None:
+            blocks.append({"type": "tool_result", "tool_use_id": tool_id,
+                           "content": result if isinstance(result, str) else str(result), "is_error": failed})
+    return blocks
+
+
+@dataclass
+class _Clock:
+    """The time fallback chain (SOURCES §2.5): never "now"."""
+
+    last: str | None
+    generations: dict[str, str]
+
+    def time_of(self, bubble: dict, user: bool) -> tuple[str | None, bool]:
+        when = iso(bubble.get("createdAt"))
+        if when is None and isinstance(bubble.get("timingInfo"), dict):
+            timing = bubble["timingInfo"]
+            for name in ("clientRpcSendTime", "clientSettleTime", "clientEndTime", "clientStartTime"):
+                when = iso(timing.get(name))
+                if when:
+                    break
+        if when is None and user and isinstance(bubble.get("requestId"), str):
+            when = self.generations.get(bubble["requestId"])
+        if when is not None:
+            self.last = when
+            return when, False
+        return self.last, True
+
+
+def convert_bubble(bubble: dict, source_key: str, clock: _Clock, model: str | None, partial: bool,
+                   default_type: object = None, raw: Raw | None = None) -> dict | None:
+    """One bubble -> one user / assistant record, or None when it holds nothing convertible."""
+    kind = bubble.get("type", default_type)
+    user = kind in (1, "user")
+    if not user and kind not in (2, "ai", "assistant"):
+        return None
+    t, inferred = clock.time_of(bubble, user)
+    if user:
+        text = _text(bubble)
+        if not text:
+            return None
+        record: dict = {"kind": "user", "t": t, "content": text}
+        files = _context_files(bubble)
+        if files:
+            record["contextFiles"] = files
+    else:
+        blocks = assistant_blocks(bubble)
+        if not blocks:
+            return None
+        record = {"kind": "assistant", "t": t, "content": blocks}
+        name = _model((bubble.get("modelInfo") or {}).get("modelName") if isinstance(bubble.get("modelInfo"), dict) else None,
+                      model, bubble.get("modelType"))
+        if name:
+            record["model"] = name
+        tokens = bubble.get("tokenCount")
+        if isinstance(tokens, dict) and any(isinstance(v, int) and v > 0 for v in tokens.values()):
+            record["usage"] = tokens
+    if inferred:
+        record["tInferred"] = True
+    if partial:
+        record["partial"] = True
+    record["sourceKey"] = source_key
+    record["raw"] = raw if raw is not None else Raw(value=bubble)
+    return record
+
+
+def orphan_event(record: dict) -> dict:
+    """A bubble no header references, kept aside as an event (never a turn)."""
+    event = {"kind": "event", "t": record.get("t"), "type": "orphan-message",
+             "role": record["kind"], "reason": "not-in-headers", "content": record.get("content"),
+             "sourceKey": record["sourceKey"], "raw": record.get("raw")}
+    if record.get("tInferred"):
+        event["tInferred"] = True
+    return event
+
+

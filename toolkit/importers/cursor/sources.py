@@ -1,0 +1,74 @@
+"""Where Cursor keeps its databases, and what ``--source`` points at (SOURCES.md §1.3, §2.1)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import NotAStoreError, PathNotFoundError
+from ..uris import classify, read_workspace_json
+
+
+def default_user_dirs() -> list[Path]:
+    """Cursor's ``User`` folder on this OS (and a Windows install seen from WSL)."""
+    import platformdirs
+
+    found = [Path(platformdirs.user_config_dir("Cursor", appauthor=False, roaming=True)) / "User"]
+    if sys.platform.startswith("linux") and Path("/mnt/c/Users").is_dir():
+        found += sorted(Path("/mnt/c/Users").glob("*/AppData/Roaming/Cursor/User"))
+    return found
+
+
+def detect() -> list[Path]:
+    """Every Cursor ``User`` folder that exists on this machine."""
+    return [p for p in default_user_dirs() if (p / "globalStorage").is_dir() or (p / "workspaceStorage").is_dir()]
+
+
+@dataclass
+class Workspace:
+    """One ``workspaceStorage/<id>`` folder: its database and what project it stands for."""
+
+    id: str
+    db: Path | None
+    uri: str | None
+    project: str | None
+    status: str
+    orphan: list[str]
+
+
+@dataclass
+class Sources:
+    global_db: Path | None
+    workspaces: list[Workspace] = field(default_factory=list)
+
+
+def _workspace(folder: Path, db_path: Path | None = None) -> Workspace:
+    uri = read_workspace_json(folder)
+    project, status, orphan = classify(uri)
+    path = db_path or (folder / "state.vscdb")
+    return Workspace(folder.name, path if path.exists() else None, uri, project, status, orphan)
+
+
+def resolve(source: Path) -> Sources:
+    """Turn ``--source`` into the databases to read."""
+    source = Path(source).expanduser()
+    if not source.exists():
+        raise PathNotFoundError(str(source))
+    if source.is_file():
+        if source.parent.name == "globalStorage":
+            return Sources(source)
+        # one loose database (a copy, a .backup): read it both as a workspace and a global DB
+        return Sources(source, [_workspace(source.parent, source)])
+    if (source / "globalStorage").is_dir() or (source / "workspaceStorage").is_dir():
+        global_db = source / "globalStorage" / "state.vscdb"
+        storage = source / "workspaceStorage"
+        folders = sorted(p for p in storage.iterdir() if p.is_dir()) if storage.is_dir() else []
+        return Sources(global_db if global_db.exists() else None, [_workspace(f) for f in folders])
+    if (source / "state.vscdb").exists():
+        if source.name == "globalStorage":
+            return Sources(source / "state.vscdb")
+        return Sources(None, [_workspace(source)])
+    raise NotAStoreError(f"{source} (expected a Cursor User folder, a workspaceStorage/<id> folder or a state.vscdb)")
+
+
