@@ -342,11 +342,11 @@ def _migrate_summary(result, code: int) -> str:
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    from_: Annotated[str, typer.Option("--from", help="The editor to recover chats from: cursor.", show_default=False)],
-    source: Annotated[Optional[list[Path]], typer.Option("--source", help="A Cursor User folder, one workspaceStorage/<id> folder, or one state.vscdb (repeatable; default: every install found on this machine).", show_default=False)] = None,
+    from_: Annotated[str, typer.Option("--from", help="The editor to recover chats from: cursor or vscode (also Code - Insiders, Code - OSS, VSCodium).", show_default=False)],
+    source: Annotated[Optional[list[Path]], typer.Option("--source", help="The editor's User folder, one workspaceStorage/<id> folder, or one state.vscdb (Cursor) / session .json or .jsonl (VS Code); repeatable; default: every install found on this machine.", show_default=False)] = None,
     project: Annotated[Optional[str], typer.Option("--project", help="File every imported session under this project path.", show_default=False)] = None,
     map_: Annotated[Optional[list[str]], typer.Option("--map", help="OLD=NEW: re-home sessions of a moved or renamed project folder (repeatable).", show_default=False)] = None,
-    orphans_only: Annotated[bool, typer.Option("--orphans-only", help="Import only chats the editor no longer shows (folder missing, not in its catalog).")] = False,
+    orphans_only: Annotated[bool, typer.Option("--orphans-only", help="Import only chats the editor no longer shows (folder missing or renamed, not in its index or catalog, unreadable to the editor).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and convert everything, write nothing; say what would be created or appended.")] = False,
     no_raw: Annotated[bool, typer.Option("--no-raw", help="Leave out each record's original source JSON (\"raw\").")] = False,
     json_: JsonOpt = False,
@@ -356,16 +356,16 @@ def import_(
 ) -> int:
     """Recover chats from an editor's storage into the store as v2 journals, never writing to the source.
 
-    Databases are opened read-only (a snapshot copy when the editor has rows in its write-ahead log), so the editor's files stay byte-identical. Each session becomes <store>/<project-slug>/cursor-<id>.jsonl (or _unassigned/ when its project is unknown), with the original JSON of every source row under "raw". Re-importing appends only new messages and never rewrites a journal. Exit 0 when done, 4 when some source rows could not be read or a journal was refused (see the findings), 8 when a source cannot be opened.
+    Databases are opened read-only (a snapshot copy when the editor has rows in its write-ahead log), so the editor's files stay byte-identical. Each session becomes <store>/<project-slug>/cursor-<id>.jsonl or vscode-<id>.jsonl (or _unassigned/ when its project is unknown), with the original JSON of every source row under "raw". Re-importing appends only new messages and never rewrites a journal. Exit 0 when done, 4 when some source rows could not be read or a journal was refused (see the findings), 8 when a source cannot be opened.
 
     [bold]Examples[/bold]:
       levelsess import --from cursor                           # every Cursor install on this machine
       levelsess import --from cursor --source ~/.config/Cursor/User --dry-run
       levelsess import --from cursor --orphans-only --map /home/ada/old=/home/ada/new
       levelsess import --from cursor --source ./state.vscdb --json
+      levelsess import --from vscode --orphans-only --map /home/ada/old-name=/home/ada/new-name
     """
     from .importers import load, run_import
-    from .importers.cursor import Options
 
     out = _output(ctx, json_, quiet, verbose)
     importer = load(from_)
@@ -380,7 +380,7 @@ def import_(
         raise UsageError(f"no {from_} install found on this machine; point --source at its User folder")
     target = default_store(_store(ctx, store))
     with _progress(out, "importing sessions", None) as advance:
-        report = run_import(from_, sources, target, Options(mapping=mapping, project=project, orphans_only=orphans_only),
+        report = run_import(from_, sources, target, importer.Options(mapping=mapping, project=project, orphans_only=orphans_only),
                             dry_run=dry_run, no_raw=no_raw, progress=lambda _o: advance(1))
     code = report.exit_code
     if out.json:

@@ -20,7 +20,7 @@ from ..findings import Finding
 from ..fsck.check import folder_leftovers, exit_code_for
 from .output import Outcome, write_session
 
-IMPORTERS = {"cursor": "toolkit.importers.cursor"}
+IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode"}
 
 
 def load(name: str) -> ModuleType:

@@ -105,10 +105,17 @@ class Outcome:
     new_records: int
     status: str  # created | updated | unchanged | skipped
     orphaned: bool
+    source_status: str = "live"  # live | orphaned | unknown, as the editor sees it
+    orphan: tuple[str, ...] = ()  # why: folder-missing, not-indexed, index-corrupt, editor-unreadable
 
     def to_json(self) -> dict:
         return {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
-                "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned}
+                "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned,
+                "source_status": self.source_status, "orphan": list(self.orphan)}
+
+
+def _outcome(session: Session, path: Path, records: int, new: int, status: str) -> Outcome:
+    return Outcome(session.id, session.project, path, records, new, status, session.orphaned, session.status, tuple(session.orphan))
 
 
 def journal_path(store: Path, session: Session) -> Path:
@@ -131,14 +138,14 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
                 out.write(encode(session.meta(no_raw)) + b"\n")
                 for n, record in enumerate(records, start=1):
                     out.write(encode({**record, "seq": n}) + b"\n")
-        return Outcome(session.id, session.project, path, len(records), len(records), "created", session.orphaned), []
+        return _outcome(session, path, len(records), len(records), "created"), []
     try:
         known, last_seq, title = _existing(path)
     except LevelsessError as exc:
         code = exc.code if isinstance(exc, CorruptionError) else "unreadable"
         finding = Finding(code, "error", str(path), getattr(exc, "line", None), getattr(exc, "offset", None),
                           f"not updated: {exc}; run `levelsess fsck --repair` first")
-        return Outcome(session.id, session.project, path, 0, 0, "skipped", session.orphaned), [finding]
+        return _outcome(session, path, 0, 0, "skipped"), [finding]
     new = [r for r in records if r.get("sourceKey") not in known]
     extra = []
     if session.title is not None and session.title != title:
@@ -146,12 +153,12 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
         extra.append({"kind": "title", "t": when, "title": session.title})
     appended = extra + new
     if not appended:
-        return Outcome(session.id, session.project, path, len(known), 0, "unchanged", session.orphaned), []
+        return _outcome(session, path, len(known), 0, "unchanged"), []
     lines = [encode({**r, "seq": n}) for n, r in enumerate(appended, start=last_seq + 1)]
     if not dry_run:
         with locks.holding(path):
             durable.append_lines(path, lines)
-    return Outcome(session.id, session.project, path, len(known) + len(new), len(new), "updated", session.orphaned), []
+    return _outcome(session, path, len(known) + len(new), len(new), "updated"), []
 
 
 def _existing(path: Path) -> tuple[set, int, object]:

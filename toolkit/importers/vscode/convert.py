@@ -1,0 +1,265 @@
+"""Turn a VS Code chat session (v1-v3, replayed) into LevelCode v2 records (SOURCES.md §3.2, §4.2).
+
+Each request becomes a ``user`` record (the prompt text, exact) and an ``assistant`` record
+(markdown runs with inline references spliced in, tool calls and thinking as content blocks,
+``model``, ``status``, ``error``).  Undone requests (``isHidden`` / ``shouldBeRemovedOnSend``)
+are kept after the conversation as ``orphan-message`` events, never replayed as turns.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from urllib.parse import unquote
+
+from ..output import Raw
+
+STATUS = {1: "complete", 2: "cancelled", 3: "failed", 0: "pending", 4: "pending"}
+
+
+def iso(ms: object) -> str | None:
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 1e11:
+        return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return None
+
+
+def normalise(session: dict) -> dict:
+    """v1/v2/v3 differences (SOURCES §3.2): title, string message/response, error details."""
+    requests = []
+    for request in session.get("requests") or []:
+        if not isinstance(request, dict):
+            continue
+        request = dict(request)
+        if isinstance(request.get("message"), str):
+            request["message"] = {"text": request["message"]}
+        if isinstance(request.get("response"), str):
+            request["response"] = [{"value": request["response"]}]
+        if request.get("responseErrorDetails") is not None:
+            result = dict(request.get("result") or {})
+            result.setdefault("errorDetails", request["responseErrorDetails"])
+            request["result"] = result
+        requests.append(request)
+    return {**session, "requests": requests}
+
+
+def title_of(session: dict) -> str | None:
+    for key in ("customTitle", "computedTitle"):
+        if isinstance(session.get(key), str) and session[key]:
+            return session[key]
+    return None
+
+
+def _uri_text(uri: object) -> str | None:
+    """A readable path for a revived ``$mid: 1`` URI object or a URI string."""
+    if isinstance(uri, dict):
+        if isinstance(uri.get("fsPath"), str):
+            return uri["fsPath"]
+        if isinstance(uri.get("external"), str):
+            return uri["external"]
+        if isinstance(uri.get("path"), str):
+            scheme = uri.get("scheme")
+            return uri["path"] if scheme in (None, "file") else f"{scheme}://{uri.get('authority', '')}{uri['path']}"
+    if isinstance(uri, str):
+        return unquote(uri.removeprefix("file://"))
+    return None
+
+
+def context_files(request: dict) -> list[str]:
+    files = []
+    variables = (request.get("variableData") or {}).get("variables") if isinstance(request.get("variableData"), dict) else None
+    for variable in variables or []:
+        if not isinstance(variable, dict):
+            continue
+        value = variable.get("value")
+        target = value.get("uri") if isinstance(value, dict) and "uri" in value else value
+        text = _uri_text(target)
+        if text:
+            files.append(text)
+    return files
+
+
+def _inline_name(part: dict) -> str:
+    if isinstance(part.get("name"), str) and part["name"]:
+        return part["name"]
+    ref = part.get("inlineReference")
+    if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+        return ref["name"]
+    target = ref.get("uri") if isinstance(ref, dict) and "uri" in ref else ref
+    if isinstance(ref, dict) and "location" in ref:
+        target = (ref["location"] or {}).get("uri")
+    text = _uri_text(target) or ""
+    return text.replace("\\", "/").rstrip("/").rpartition("/")[2] or text
+
+
+def _tool_input(part: dict, request: dict, seen: dict[str, int]) -> dict:
+    data = part.get("toolSpecificData")
+    if isinstance(data, dict):
+        if isinstance(data.get("rawInput"), dict):
+            return data["rawInput"]
+        command = data.get("commandLine")
+        if isinstance(command, dict):
+            command = command.get("original") or command.get("toolEdited") or command.get("userEdited")
+        if isinstance(command, str):
+            return {"command": command}
+    details = part.get("resultDetails")
+    if isinstance(details, dict) and isinstance(details.get("input"), str):
+        from ...lines import loads
+
+        try:
+            value = loads(details["input"].encode("utf-8", "surrogatepass"))
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    tool_id = part.get("toolId")
+    rounds = (((request.get("result") or {}).get("metadata") or {}).get("toolCallRounds")
+              if isinstance(request.get("result"), dict) and isinstance(request["result"].get("metadata"), dict) else None)
+    if isinstance(tool_id, str) and isinstance(rounds, list):
+        k = seen.get(tool_id, 0)
+        seen[tool_id] = k + 1
+        calls = [c for r in rounds if isinstance(r, dict) for c in r.get("toolCalls") or [] if isinstance(c, dict) and c.get("name") == tool_id]
+        if k < len(calls):
+            arguments = calls[k].get("arguments")
+            if isinstance(arguments, str):
+                from ...lines import loads
+
+                try:
+                    parsed = loads(arguments.encode("utf-8", "surrogatepass"))
+                except ValueError:
+                    parsed = None
+                return parsed if isinstance(parsed, dict) else {"raw": arguments}
+            if isinstance(arguments, dict):
+                return arguments
+    return {}
+
+
+def _tool_result(part: dict) -> tuple[str, bool] | None:
+    details = part.get("resultDetails")
+    data = part.get("toolSpecificData") if isinstance(part.get("toolSpecificData"), dict) else {}
+    if isinstance(details, dict) and isinstance(details.get("output"), list):
+        texts = [o.get("value") for o in details["output"] if isinstance(o, dict) and isinstance(o.get("value"), str)]
+        return "\n".join(texts), bool(details.get("isError"))
+    if isinstance(details, list):
+        return "\n".join(t for t in (_uri_text(u) for u in details) if t), False
+    output = data.get("output") if isinstance(data, dict) else None
+    if isinstance(output, dict) and isinstance(output.get("text"), str):
+        code = output.get("exitCode", data.get("exitCode"))
+        return output["text"], isinstance(code, int) and code != 0
+    return None
+
+
+def response_blocks(request: dict) -> list[dict]:
+    """Content blocks from the response parts, in order (VS Code's computeMarkdownContent)."""
+    blocks: list[dict] = []
+    text: list[str] = []
+    seen: dict[str, int] = {}
+
+    def flush() -> None:
+        if text:
+            joined = "".join(text)
+            if joined:
+                blocks.append({"type": "text", "text": joined})
+            text.clear()
+
+    for part in request.get("response") or []:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("kind")
+        if kind is None or kind == "markdownContent":
+            value = part.get("value") if kind is None else (part.get("content") or {}).get("value")
+            if isinstance(value, str):
+                text.append(value)
+        elif kind == "inlineReference":
+            text.append(f"`{_inline_name(part)}`")
+        elif kind == "thinking":
+            flush()
+            value = part.get("value")
+            value = "".join(v for v in value if isinstance(v, str)) if isinstance(value, list) else value
+            if isinstance(value, str) and value:
+                blocks.append({"type": "thinking", "thinking": value})
+        elif kind == "toolInvocationSerialized":
+            flush()
+            tool_id = part.get("toolCallId") or ""
+            blocks.append({"type": "tool_use", "id": tool_id, "name": part.get("toolId") or "",
+                           "input": _tool_input(part, request, seen)})
+            result = _tool_result(part)
+            if result is not None:
+                blocks.append({"type": "tool_result", "tool_use_id": tool_id, "content": result[0], "is_error": result[1]})
+        elif kind == "clearToPreviousToolInvocation":
+            text.clear()  # VS Code drops the text since the last tool block
+    flush()
+    return blocks
+
+
+def status_of(request: dict) -> str:
+    state = request.get("modelState")
+    if isinstance(state, dict) and state.get("value") in STATUS:
+        return STATUS[state["value"]]
+    if request.get("isCanceled"):
+        return "cancelled"
+    result = request.get("result")
+    if isinstance(result, dict) and result.get("errorDetails"):
+        return "failed"
+    if isinstance(result, dict) and result:
+        return "complete"
+    return "pending"
+
+
+def _assistant_time(request: dict) -> tuple[str | None, bool]:
+    state = request.get("modelState")
+    if isinstance(state, dict) and iso(state.get("completedAt")):
+        return iso(state["completedAt"]), False
+    waiting = request.get("timeSpentWaiting")
+    if isinstance(waiting, (int, float)) and waiting > 1e12:
+        return iso(waiting), False
+    start = request.get("timestamp")
+    elapsed = (((request.get("result") or {}).get("timings") or {}).get("totalElapsed")
+               if isinstance(request.get("result"), dict) and isinstance(request["result"].get("timings"), dict) else None)
+    if isinstance(start, (int, float)) and isinstance(elapsed, (int, float)):
+        return iso(start + elapsed), True
+    return iso(start), True
+
+
+def convert(session: dict, fallback_time: str | None) -> tuple[list[dict], str | None]:
+    """Records for every request, hidden ones as trailing events; and the session's first time."""
+    records, hidden = [], []
+    last = fallback_time
+    first = None
+    for index, request in enumerate(session.get("requests") or []):
+        rid = request.get("requestId") if isinstance(request.get("requestId"), str) else f"#{index}"
+        message = request.get("message") if isinstance(request.get("message"), dict) else {}
+        t = iso(request.get("timestamp"))
+        inferred = t is None
+        t = t or last
+        last = t
+        first = first or t
+        user = {"kind": "user", "t": t, "content": message.get("text") if isinstance(message.get("text"), str) else ""}
+        files = context_files(request)
+        if files:
+            user["contextFiles"] = files
+        if inferred:
+            user["tInferred"] = True
+        user["sourceKey"] = f"request:{rid}"
+        user["raw"] = Raw(value={k: v for k, v in request.items() if k not in ("response", "result")})
+        a_time, a_inferred = _assistant_time(request)
+        status = status_of(request)
+        assistant: dict = {"kind": "assistant", "t": a_time or t, "content": response_blocks(request)}
+        if isinstance(request.get("modelId"), str):
+            assistant["model"] = request["modelId"]
+        assistant["status"] = status
+        error = ((request.get("result") or {}).get("errorDetails") or {}) if isinstance(request.get("result"), dict) else {}
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            assistant["error"] = error["message"]
+        if status == "pending":
+            assistant["partial"] = True
+        if a_inferred or a_time is None:
+            assistant["tInferred"] = True
+        assistant["sourceKey"] = f"response:{rid}"
+        assistant["raw"] = Raw(value={"response": request.get("response"), "result": request.get("result")})
+        if request.get("isHidden") or request.get("shouldBeRemovedOnSend"):
+            for record in (user, assistant):
+                hidden.append({"kind": "event", "t": record["t"], "type": "orphan-message", "role": record["kind"],
+                               "reason": "hidden-request", "content": record["content"], "sourceKey": record["sourceKey"],
+                               "raw": record["raw"]})
+            continue
+        records += [user, assistant]
+    return records + hidden, first

@@ -1,0 +1,197 @@
+"""Read every VS Code chat store, classify each session, and yield converted sessions.
+
+Per store: the index (``chat.ChatSessionStore.index`` in its ``state.vscdb``, read through the
+never-writing SQLite layer), the legacy ``interactive.sessions`` array, and the session files,
+one stem at a time (``.jsonl`` replayed, ``.json`` parsed, the newer kept).  A session is
+``orphaned`` when its workspace folder is gone (``folder-missing``), it has no valid index entry
+(``not-indexed``), the whole index would be discarded by VS Code (``index-corrupt``) or VS Code's
+own reader rejects the file (``editor-unreadable``); ``unknown`` for remote or foreign paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...findings import Finding
+from .. import sqlite as db
+from ..output import Raw, Session, safe_id
+from ..uris import apply_map, classify
+from .convert import convert, iso, normalise, title_of
+from .replay import choose, load_json, replay_jsonl, request_count
+from .sources import INDEX_KEY, LEGACY_KEY, TRANSFER_KEY, Store
+
+APP = "vscode"
+
+
+@dataclass
+class Options:
+    mapping: list[tuple[str, str]] = field(default_factory=list)
+    project: str | None = None
+    orphans_only: bool = False
+
+
+@dataclass
+class Index:
+    entries: dict
+    state: str  # ok | missing | corrupt
+
+
+def _valid_entry(entry: object) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("sessionId"), str) and isinstance(entry.get("title"), str)
+            and isinstance(entry.get("lastMessageDate"), (int, float)) and not isinstance(entry.get("lastMessageDate"), bool))
+
+
+class Scan:
+    def __init__(self, stores: list[Store], options: Options, report: Callable[[Finding], None]) -> None:
+        self.stores, self.options, self.report = stores, options, report
+        self._db_cache: dict[Path, tuple[dict, list, dict]] = {}
+
+    def finding(self, code: str, severity: str, where: str, message: str, line: int | None = None) -> None:
+        self.report(Finding(code, severity, where, line, None, message))
+
+    # -- the state.vscdb of a store: index, legacy sessions, transfer index -------------------
+
+    def _db(self, path: Path | None) -> tuple[dict, list, dict]:
+        if path is None:
+            return {}, [], {}
+        if path in self._db_cache:
+            return self._db_cache[path]
+        values = {}
+        with db.open_db(path) as conn:
+            if "ItemTable" in db.tables(conn):
+                for key in (INDEX_KEY, LEGACY_KEY, TRANSFER_KEY):
+                    if db.has_key(conn, "ItemTable", key):
+                        try:
+                            values[key] = db.value(conn, "ItemTable", key)
+                        except db.SourceUnreadable as exc:
+                            self.finding("source-unreadable", "error", f"{path}#{key}", f"{exc}; skipped")
+                            values[key] = ...
+        legacy = values.get(LEGACY_KEY)
+        result = (values, legacy if isinstance(legacy, list) else [], values.get(TRANSFER_KEY) if isinstance(values.get(TRANSFER_KEY), dict) else {})
+        self._db_cache[path] = result
+        return result
+
+    def _index(self, values: dict) -> Index:
+        if INDEX_KEY not in values:
+            return Index({}, "missing")
+        raw = values[INDEX_KEY]
+        if not isinstance(raw, dict) or raw.get("version") != 1 or not isinstance(raw.get("entries"), dict):
+            return Index({}, "corrupt")
+        entries = raw["entries"]
+        valid = {k: v for k, v in entries.items() if _valid_entry(v)}
+        return Index(valid, "ok" if len(valid) == len(entries) else "corrupt")
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    def sessions(self) -> Iterator[Session]:
+        """Every session, deduplicated by sessionId: most requests, then live, then newest."""
+        best: dict[str, tuple[tuple, Session]] = {}
+        for store in self.stores:
+            for session, requests, mtime in self._store(store):
+                sid = session.source.get("sessionId", session.id)
+                rank = (requests, session.status == "live", mtime)
+                if sid not in best or rank > best[sid][0]:
+                    best[sid] = (rank, session)
+        for _rank, session in best.values():
+            session.source.pop("sessionId", None)
+            yield session
+
+    def _store(self, store: Store) -> Iterator[tuple[Session, int, float]]:
+        values, legacy, transfers = self._db(store.db)
+        index = self._index(values)
+        files: dict[str, dict[str, Path]] = {}
+        candidates = store.files if store.files is not None else (sorted(store.folder.iterdir()) if store.folder.is_dir() else [])
+        for path in candidates:
+            if path.suffix in (".json", ".jsonl") and path.is_file():
+                files.setdefault(path.stem, {})[path.suffix] = path
+        for stem, found in files.items():
+            item = self._file_session(store, stem, found, index, transfers)
+            if item is not None:
+                yield item
+        if store.files is None:
+            for position, raw in enumerate(legacy):  # dedupe by requests, then status, then mtime:
+                if isinstance(raw, dict):              # a file with the same id wins a tie
+                    yield self._legacy_session(store, raw, position, index)
+
+    def _file_session(self, store: Store, stem: str, found: dict[str, Path], index: Index, transfers: dict):
+        json_state = jsonl = None
+        where = str(found.get(".jsonl") or found.get(".json"))
+        if ".json" in found:
+            try:
+                json_state = load_json(found[".json"].read_bytes())
+            except (db.SourceUnreadable, OSError) as exc:
+                self.finding("source-unreadable", "error", str(found[".json"]), f"{exc}; skipped")
+        if ".jsonl" in found:
+            try:
+                jsonl = replay_jsonl(found[".jsonl"].read_bytes(), fallback=json_state)
+            except OSError as exc:
+                self.finding("source-unreadable", "error", str(found[".jsonl"]), f"cannot read: {exc}")
+            else:
+                for line, message in jsonl.problems:
+                    self.finding("source-unreadable", "warning", str(found[".jsonl"]), message, line)
+                if jsonl.torn_tail:
+                    self.finding("source-torn", "warning", str(found[".jsonl"]), "the last line is incomplete (written mid-turn?); ignored")
+        if json_state is None and jsonl is None:
+            return None
+        shape, state, note = choose(json_state, jsonl)
+        if note:
+            self.finding("source-diverged", "warning", where, note)
+        path = found[".jsonl" if shape == "jsonl" else ".json"]
+        orphan = []
+        if jsonl is not None and shape == "jsonl" and jsonl.editor_unreadable:
+            orphan.append("editor-unreadable")
+        version = f"{shape}:{state.get('version', 1)}"
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            mtime = 0.0
+        return self._session(store, state, stem, str(path), stem, version, index, orphan, mtime, transfers)
+
+    def _legacy_session(self, store: Store, raw: dict, position: int, index: Index):
+        sid = raw.get("sessionId") if isinstance(raw.get("sessionId"), str) else f"legacy-{position}"
+        assert store.db is not None
+        return self._session(store, raw, sid, str(store.db), f"{LEGACY_KEY}#{sid}", f"vscdb:{raw.get('version', 1)}",
+                             index, [], 0.0, {}, legacy=True)
+
+    def _session(self, store: Store, state: dict, stem: str, path: str, key: str, version: str, index: Index,
+                 orphan: list[str], mtime: float, transfers: dict, legacy: bool = False):
+        state = normalise(state)
+        sid = state.get("sessionId") if isinstance(state.get("sessionId"), str) and state["sessionId"] else stem
+        requests = state.get("requests") or []
+        project, status, reasons = store.project, store.status, list(store.orphan)
+        if store.kind == "transferred":  # a leftover of a failed hand-over; its target gives the project
+            target = next((k for k, v in transfers.items() if isinstance(v, dict) and sid in str(v.get("sessionResource", ""))), None)
+            if target:
+                project, status, reasons = classify(target)
+        entry = index.entries.get(sid)
+        if index.state == "corrupt":
+            reasons.append("index-corrupt")
+        elif not legacy and store.kind != "file":
+            if entry is None or (entry.get("isEmpty") is True and requests):
+                reasons.append("not-indexed")
+        reasons = sorted(set(reasons + orphan))
+        status = "orphaned" if reasons else status
+        created = iso(state.get("creationDate"))
+        fallback = created or (iso(mtime * 1000) if mtime else None)
+        records, first = convert(state, fallback)
+        title = title_of(state) or (entry.get("title") if isinstance(entry, dict) and entry.get("title") else None)
+        raw = Raw(value={k: v for k, v in state.items() if k != "requests"})
+        source = {"app": APP, "path": path, "key": key, "version": version, "sessionId": sid}
+        if store.workspace_id:
+            source["workspaceId"] = store.workspace_id
+        if state.get("archived") is True or (isinstance(entry, dict) and entry.get("archived") is True):
+            records.append({"kind": "event", "t": records[-1]["t"] if records else created, "type": "archive", "sourceKey": f"{key}#archived"})
+        session = Session(safe_id("vscode", sid), None, created or first or fallback, title, source, raw, records,
+                          status=status, orphan=reasons)
+        session.project = self.options.project or apply_map(project, self.options.mapping)
+        return session, len(requests), mtime
+
+
+def scan_stores(stores: list[Store], options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
+    for session in Scan(stores, options, report).sessions():
+        if options.orphans_only and not session.orphaned:
+            continue
+        yield session
+
