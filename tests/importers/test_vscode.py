@@ -1,0 +1,144 @@
+"""import --from vscode on real files: every store, orphan classification, exact text, safety."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_cli, snapshot
+from tests.importers.vscode_tree import VSCODE, build_tree, wrap_export
+from toolkit.lines import loads
+
+
+def journal(path: str | Path) -> list[dict]:
+    return [loads(line) for line in Path(path).read_bytes().splitlines()]
+
+
+def tree_hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def tree(tmp_path):
+    return build_tree(tmp_path / "home")
+
+
+def test_every_session_is_found_classified_and_imported_exactly(tmp_path, tree):
+    user, expect = tree["user"], tree["expect"]
+    before = tree_hashes(user)
+    store = tmp_path / "store"
+    result = run_cli("import", "--from", "vscode", "--source", user, "--store", store, "--json")
+    assert tree_hashes(user) == before, "the source tree is byte-identical after the import"
+    assert result.exit_code == 0, result.stdout[-3000:]
+    sessions = {s["id"].removeprefix("vscode-"): s for s in result.json["sessions"]}
+    assert set(sessions) == set(expect), "every session is found, once"
+    for sid, want in expect.items():
+        got = sessions[sid]
+        assert (got["source_status"], got["orphan"]) == (want["status"], want["orphan"]), sid
+        assert got["orphaned"] == (want["status"] == "orphaned")
+        assert got["project"] == want["project"], sid
+        records = journal(got["path"])
+        users = [r["content"] for r in records if r["kind"] == "user"]
+        assert users == want["texts"], sid
+        assert len([r for r in records if r["kind"] == "assistant"]) == len(want["texts"])
+    codes = {(f["code"], Path(f["path"]).name) for f in result.json["findings"]}
+    assert ("source-torn", "s-torn.jsonl") in codes
+    mut = journal(sessions["s-mut"]["path"])
+    assert mut[0]["title"] == "Forty mutations" and mut[0]["source"]["version"] == "jsonl:3"
+    assert [b["text"] for b in mut[2]["content"]] == ["part A0 part B0"], "streamed parts joined in order"
+    assert mut[2]["t"] == "2025-11-30T00:00:09.000Z", "assistant time = modelState.completedAt"
+    assert Path(sessions["s-empty"]["path"]).parent.name == "_unassigned"
+    assert run_cli("fsck", "--strict", "--store", store).exit_code == 0
+
+
+def test_reimport_is_a_no_op_and_orphans_only_with_map(tmp_path, tree):
+    store = tmp_path / "store"
+    args = ("import", "--from", "vscode", "--source", tree["user"], "--store", store, "--json")
+    run_cli(*args)
+    before = snapshot(store)
+    again = run_cli(*args)
+    assert {s["status"] for s in again.json["sessions"]} == {"unchanged"}
+    assert snapshot(store) == before
+    orphans = run_cli("import", "--from", "vscode", "--source", tree["user"], "--store", tmp_path / "o", "--orphans-only", "--json")
+    assert {s["id"] for s in orphans.json["sessions"]} == {f"vscode-{sid}" for sid, w in tree["expect"].items() if w["status"] == "orphaned"}
+    old = tree["expect"]["s-renamed"]["project"]
+    new = old.replace("old-name", "new-name")
+    mapped = run_cli("import", "--from", "vscode", "--source", tree["user"], "--store", tmp_path / "m", "--orphans-only",
+                     "--map", f"{old}={new}", "--json")
+    renamed = next(s for s in mapped.json["sessions"] if s["id"] == "vscode-s-renamed")
+    assert renamed["project"] == new
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in VSCODE.glob("*.json")))
+@pytest.mark.parametrize("as_jsonl", [False, True])
+def test_each_export_fixture_imports_with_exact_user_texts(tmp_path, name, as_jsonl):
+    project = tmp_path / "proj"
+    project.mkdir()
+    sid, export = wrap_export(name, tmp_path / "User", project, as_jsonl=as_jsonl)
+    result = run_cli("import", "--from", "vscode", "--source", tmp_path / "User", "--store", tmp_path / "store", "--json")
+    assert result.exit_code == 0, result.stdout[-2000:]
+    requests = export.get("requests") or []
+    if not requests:
+        assert result.json["sessions"] == [] or journal(result.json["sessions"][0]["path"])[1:] == []
+        return
+    (session,) = result.json["sessions"]
+    records = journal(session["path"])
+    assert [r["content"] for r in records if r["kind"] == "user"] == [r["message"]["text"] for r in requests]
+    assistants = [r for r in records if r["kind"] == "assistant"]
+    assert len(assistants) == len(requests)
+    for record, request in zip(assistants, requests):
+        tools = [p for p in request["response"] if p.get("kind") == "toolInvocationSerialized"]
+        assert [b["id"] for b in record["content"] if b["type"] == "tool_use"] == [p.get("toolCallId", "") for p in tools]
+        text = "".join(b["text"] for b in record["content"] if b["type"] == "text")
+        assert text == "".join(p["value"] for p in request["response"] if "kind" not in p and isinstance(p.get("value"), str))
+        assert record["model"] == request["modelId"]
+    if name == "chat_error_mcp.json":
+        result_block = next(b for b in assistants[0]["content"] if b["type"] == "tool_result")
+        assert result_block["is_error"] and "400" in result_block["content"]
+        tool = next(b for b in assistants[0]["content"] if b["type"] == "tool_use")
+        assert tool["input"] == {"entry_id": "invalid_id", "fields": {}}
+    if name == "in_progress_chat.json":
+        assert assistants[0]["status"] == "pending" and assistants[0]["partial"] is True
+    assert run_cli("fsck", "--strict", "--store", tmp_path / "store").exit_code == 0
+
+
+def test_corrupt_index_and_legacy_interactive_sessions(tmp_path):
+    from tests.importers.vscode_tree import entry, session, workspace, write_index
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    user = tmp_path / "User"
+    folder = workspace(user, "ws-1", {"folder": project.as_uri()})
+    (folder / "chatSessions" / "s-file.json").write_text(json.dumps(session("s-file", ["in a file"])))
+    bad = {"version": 1, "entries": {"s-file": entry("s-file"), "s-bad": {"sessionId": "s-bad", "title": 7}}}
+    legacy = [session("s-old", ["from before 1.99", "stored in state.vscdb"])]
+    write_index(folder / "state.vscdb", None, legacy=legacy, raw_index=bad)
+    result = run_cli("import", "--from", "vscode", "--source", user, "--store", tmp_path / "store", "--json")
+    by_id = {s["id"]: s for s in result.json["sessions"]}
+    assert by_id["vscode-s-file"]["orphan"] == ["index-corrupt"], "one bad entry hides the whole workspace in VS Code"
+    old = journal(by_id["vscode-s-old"]["path"])
+    assert old[0]["source"]["key"] == "interactive.sessions#s-old" and old[0]["source"]["version"].startswith("vscdb:")
+    assert [r["content"] for r in old if r["kind"] == "user"] == ["from before 1.99", "stored in state.vscdb"]
+
+
+def test_hidden_requests_become_orphan_events(tmp_path):
+    from tests.importers.vscode_tree import request, workspace, write_index, entry
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    user = tmp_path / "User"
+    folder = workspace(user, "ws-1", {"folder": project.as_uri()})
+    data = {"version": 3, "sessionId": "s-h", "creationDate": 1764460800000,
+            "requests": [request("kept", 1764460800000, rid="a"), request("undone", 1764460860000, rid="b", isHidden=True),
+                         request("kept too", 1764460920000, rid="c")]}
+    (folder / "chatSessions" / "s-h.json").write_text(json.dumps(data))
+    write_index(folder / "state.vscdb", {"s-h": entry("s-h")})
+    result = run_cli("import", "--from", "vscode", "--source", user, "--store", tmp_path / "store", "--json")
+    records = journal(result.json["sessions"][0]["path"])[1:]
+    assert [r["content"] for r in records if r["kind"] == "user"] == ["kept", "kept too"]
+    events = [r for r in records if r["kind"] == "event"]
+    assert [(e["role"], e["reason"]) for e in events] == [("user", "hidden-request"), ("assistant", "hidden-request")]
+    assert records[-1] is events[-1] or records[-1] == events[-1]
