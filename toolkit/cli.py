@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.text import Text
 from typer.core import TyperGroup
 
 from . import __version__
@@ -411,6 +412,68 @@ def _render_import(out: Output, report, target: Path) -> None:
     out.say(f"{len(report.sessions)} session(s): {counts['created']} created, {counts['updated']} updated, "
             f"{counts['unchanged']} unchanged, {counts['skipped']} skipped; {orphaned} orphaned in the editor; "
             f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
+
+
+@app.command()
+def doctor(
+    ctx: typer.Context,
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Folders to search for Logician workspaces (.logician/), a few levels deep (default: the current folder).", show_default=False)] = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Find every store, Logician workspace, Cursor and VS Code install on this machine; show their health and the next commands to run.
+
+    Looks at the LevelCode store ($LEVELSESS_HOME, ~/.levelcode/sessions or --store), Logician workspaces under PATH, and every Cursor and VS Code (Insiders, OSS, VSCodium) install found per OS. For VS Code it lists the workspaces holding chats VS Code no longer shows (folder renamed or moved, missing from the index). Read-only: it writes nothing.
+
+    [bold]Examples[/bold]:
+      levelsess doctor
+      levelsess doctor ~/code --json
+    """
+    from rich.table import Table
+
+    from .doctor import diagnose
+
+    out = _output(ctx, json_, quiet, verbose)
+    result = diagnose(_store(ctx, store), [Path(p) for p in paths] if paths else None)
+    if out.json:
+        out.emit_json(result.to_json())
+        return 0
+    table = Table(title="levelsess doctor", title_justify="left")
+    for column in ("what", "where", "sessions", "size", "errors", "warnings", "locks (stale)"):
+        table.add_column(column, overflow="fold")
+    for health in result.stores:
+        table.add_row("LevelCode store" if health.kind == "levelcode" else "Logician workspace", str(health.path), str(health.sessions),
+                      _mb(health.bytes), Text(str(health.errors), style="bold red" if health.errors else ""),
+                      str(health.warnings), f"{health.locks} ({health.stale_locks})" if health.locks else "0")
+    for install in result.installs:
+        orphans = sum(w.orphaned_sessions for w in install.orphaned)
+        note = f"{orphans} orphaned" if install.app == "vscode" and orphans else ""
+        table.add_row("Cursor" if install.app == "cursor" else "VS Code", str(install.user), str(install.sessions),
+                      _mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
+    if table.row_count:
+        out.out.print(table)
+    else:
+        out.say("found no store, Logician workspace, Cursor or VS Code install")
+    for install in result.installs:
+        if install.app == "vscode" and install.orphaned:
+            orphans = Table(title=f"VS Code chats it no longer shows ({install.user})", title_justify="left")
+            for column in ("workspace", "folder", "why", "chats"):
+                orphans.add_column(column, overflow="fold")
+            for workspace in install.orphaned:
+                why = ", ".join(workspace.reasons) or ("index-corrupt" if workspace.index == "corrupt" else "not-indexed")
+                orphans.add_row(workspace.id, workspace.project or "(no folder)", why, str(workspace.orphaned_sessions))
+            out.out.print(orphans)
+    if result.next:
+        out.out.print("\n[bold]next[/bold]")
+        for step in result.next:
+            out.out.print(f"  {step}", markup=False, highlight=False)
+    return 0
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size:,} B"
 
 
 @app.command()

@@ -1,0 +1,64 @@
+"""levelsess doctor on a fake home: a LevelCode store, a Cursor install and a VS Code install."""
+
+from __future__ import annotations
+
+import shlex
+
+from tests.audit import no_writes
+from tests.helpers import run_cli, snapshot, torn_store
+from tests.importers.cursor_db import new_db, put
+from tests.importers.vscode_tree import build_tree
+
+
+def _home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    store, _journal = torn_store(home / ".levelcode" / "x")
+    (home / ".levelcode" / "x" / "store").rename(home / ".levelcode" / "sessions")
+    cursor = home / ".config" / "Cursor" / "User"
+    conn = new_db(cursor / "globalStorage" / "state.vscdb")
+    put(conn, "composerData:c1", {"composerId": "c1", "conversation": [{"type": 1, "text": "hi"}]})
+    conn.commit()
+    conn.close()
+    tree = build_tree(home / "vs")
+    (home / ".config" / "Code").mkdir(parents=True)
+    tree["user"].rename(home / ".config" / "Code" / "User")
+    return home
+
+
+def test_doctor_finds_store_cursor_and_vscode_and_suggests_working_commands(tmp_path, monkeypatch):
+    home = _home(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    before = snapshot(home)
+    with no_writes():
+        result = run_cli("doctor", "--json")
+    assert snapshot(home) == before, "doctor never writes"
+    report = result.json
+    assert result.exit_code == 0
+    (store,) = [s for s in report["stores"] if s["kind"] == "levelcode"]
+    assert store["errors"] == 1 and store["codes"]["torn-tail"] == 1
+    apps = {i["app"]: i for i in report["installs"]}
+    assert apps["cursor"]["sessions"] == 1 and apps["cursor"]["db_bytes"] > 0
+    orphaned = {w["id"]: w for w in apps["vscode"]["orphaned_workspaces"]}
+    assert orphaned["ws-renamed"]["reasons"] == ["folder-missing"] and orphaned["ws-renamed"]["orphaned_sessions"] == 1
+    assert orphaned["ws-live"]["unindexed"] == 1
+    steps = [step.split("#")[0].strip() for step in report["next"]]
+    assert any(step.startswith("levelsess fsck") and "--repair" in step for step in steps)
+    assert any("--from cursor" in step for step in steps) and any("--orphans-only" in step for step in steps)
+    for step in steps:  # the suggested commands work as printed
+        argv = shlex.split(step)[1:]
+        if "NEW_PATH" in step:
+            continue
+        argv += ["--store", str(tmp_path / "recovered")] if argv[0] == "import" else []
+        assert run_cli(*argv).exit_code in (0, 1), step
+    human = run_cli("doctor")
+    assert "VS Code chats it no longer shows" in human.stdout and "ws-renamed" in human.stdout
+
+
+def test_doctor_on_an_empty_machine(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("doctor", "--json")
+    assert result.exit_code == 0 and result.json["stores"] == [] and result.json["installs"] == []
