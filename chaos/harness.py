@@ -121,6 +121,8 @@ class Report:
 
     def to_json(self) -> dict:
         document = asdict(self)
+        if not self.mode.startswith("target:"):
+            document.pop("mid_run_kills")
         document["cycles_per_minute"] = round(self.cycles_per_minute, 1)
         document["elapsed"] = round(self.elapsed, 2)
         return document

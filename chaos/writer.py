@@ -135,6 +135,12 @@ class Writer:
             elif not full:
                 self.count = record.get("seq", 0) if record.get("kind") != "meta" else 0
 
+    def _empty(self) -> bool:
+        try:
+            return self.journal.stat().st_size == 0
+        except FileNotFoundError:
+            return True
+
     # -- records ----------------------------------------------------------------------------
 
     def meta_line(self) -> bytes:
@@ -187,7 +193,7 @@ class Writer:
             if per_record_lock:
                 self.lock()
             self.recover(full=not per_record_lock)
-            if self.layout == "levelcode" and not self.journal.exists():
+            if self.layout == "levelcode" and self._empty():  # new, or its torn meta line was trimmed
                 line = self.meta_line()
                 self.ack(durable.append_line(self.journal, line), line)
             if per_record_lock:

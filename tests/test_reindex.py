@@ -95,3 +95,18 @@ def test_logician_missing_meta_is_derived(tmp_path):
     meta = orjson.loads((session / "meta.json").read_bytes())
     assert meta["workspace"] == str(ws) and meta["createdAt"] == "2026-11-30T12:00:00Z"
     assert meta["activeLeaf"] == "e2" and meta["entryCount"] == 2 and meta["name"] is None
+
+
+def test_reindex_removes_its_own_dead_temp_file(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.helpers import PROJECT_SLUG, make_store
+
+    store = make_store(tmp_path / "store", sessions=1)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    temp = store / PROJECT_SLUG / f".index.json.{child.pid}.tmp"
+    temp.write_bytes(b'{"v":2,"sess')  # a reindex killed before its rename
+    result = run_cli("reindex", "--json", store)
+    assert not temp.exists() and ("leftover-temp", True) in {(f["code"], f["repaired"]) for f in result.json["findings"]}

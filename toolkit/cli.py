@@ -609,7 +609,7 @@ def _chaos_table(document: dict):
     for label, key in rows:
         table.add_row(label, f"{document[key]:,}" if isinstance(document[key], int) else str(document[key]))
     if str(document["mode"]).startswith("target:"):
-        table.add_row("kills mid-run", str(document["mid_run_kills"]))
+        table.add_row("kills mid-run", str(document.get("mid_run_kills", 0)))
     table.add_row("violations", str(len(document["violations"])), style="bold red" if document["violations"] else "green")
     return table
 

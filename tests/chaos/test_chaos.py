@@ -122,3 +122,16 @@ def test_bad_options_are_usage_errors():
     assert run_cli("chaos", "run", "--target", "everything").exit_code == 16
     assert run_cli("chaos", "run", "--mode", "meteor").exit_code == 16
     assert run_cli("chaos", "run", "--unsafe", "nope").exit_code == 16
+
+
+def test_a_writer_whose_torn_meta_line_was_trimmed_writes_meta_again(tmp_path):
+    """Found by the 1,000-cycle run: a kill inside the meta line's write, then fsck --repair,
+    left a 0-byte journal that the next writer appended records to without a meta line."""
+    journal = tmp_path / "store" / "-chaos-w000" / "2026-11-30T00-00-00-w000.jsonl"
+    journal.parent.mkdir(parents=True)
+    journal.write_bytes(b"")
+    env = {**os.environ, "LEVELSESS_CHAOS_DIR": str(tmp_path), "LEVELSESS_CHAOS_SEED": "1"}
+    subprocess.run([sys.executable, "-m", "chaos.writer", "--name", "w000", "--max-records", "2", "--largest", "300"],
+                   env=env, check=True, capture_output=True)
+    assert orjson.loads(journal.read_bytes().splitlines()[0])["kind"] == "meta"
+    assert run_cli("fsck", journal).exit_code == 0

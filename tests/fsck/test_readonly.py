@@ -130,9 +130,9 @@ def test_leftover_temp_of_a_dead_writer_is_reported_and_removed(tmp_path):
     store = make_store(tmp_path / "store", sessions=1)
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
+    run_cli("reindex", store)
     temp = store / PROJECT_SLUG / f".index.json.{child.pid}.tmp"
     temp.write_bytes(b'{"v":2,"sess')
-    run_cli("reindex", store)
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         busy = store / PROJECT_SLUG / f".index.json.{live.pid}.tmp"  # a running writer's: left alone
