@@ -53,25 +53,39 @@ class Scan:
 
     # -- the state.vscdb of a store: index, legacy sessions, transfer index -------------------
 
-    def _db(self, path: Path | None) -> tuple[dict, list, dict]:
-        if path is None:
-            return {}, [], {}
-        if path in self._db_cache:
-            return self._db_cache[path]
+    def _read(self, path: Path, keys: tuple[str, ...]) -> dict:
         values = {}
         with db.open_db(path) as conn:
             if "ItemTable" in db.tables(conn):
-                for key in (INDEX_KEY, LEGACY_KEY, TRANSFER_KEY):
+                for key in keys:
                     if db.has_key(conn, "ItemTable", key):
                         try:
                             values[key] = db.value(conn, "ItemTable", key)
                         except db.SourceUnreadable as exc:
                             self.finding("source-unreadable", "error", f"{path}#{key}", f"{exc}; skipped")
                             values[key] = ...
-        legacy = values.get(LEGACY_KEY)
-        result = (values, legacy if isinstance(legacy, list) else [], values.get(TRANSFER_KEY) if isinstance(values.get(TRANSFER_KEY), dict) else {})
-        self._db_cache[path] = result
-        return result
+        return values
+
+    def _db(self, path: Path | None) -> tuple[dict, list[str], dict]:
+        """A store database's index, the ids of its legacy sessions, and its transfer index.
+
+        Cached per database (small); the legacy sessions themselves are read when imported."""
+        if path is None:
+            return {}, [], {}
+        if path not in self._db_cache:
+            values = self._read(path, (INDEX_KEY, LEGACY_KEY, TRANSFER_KEY))
+            legacy = values.pop(LEGACY_KEY, None)
+            ids = [r["sessionId"] if isinstance(r.get("sessionId"), str) else f"legacy-{n}"
+                   for n, r in enumerate(legacy) if isinstance(r, dict)] if isinstance(legacy, list) else []
+            transfers = values.get(TRANSFER_KEY) if isinstance(values.get(TRANSFER_KEY), dict) else {}
+            self._db_cache[path] = (values, ids, transfers)
+        return self._db_cache[path]
+
+    def _legacy(self, path: Path | None) -> list:
+        if path is None:
+            return []
+        legacy = self._read(path, (LEGACY_KEY,)).get(LEGACY_KEY)
+        return legacy if isinstance(legacy, list) else []
 
     def _index(self, values: dict) -> Index:
         if INDEX_KEY not in values:
@@ -86,32 +100,52 @@ class Scan:
     # -- sessions ----------------------------------------------------------------------------
 
     def sessions(self) -> Iterator[Session]:
-        """Every session, deduplicated by sessionId: most requests, then live, then newest."""
+        """Every session, deduplicated by sessionId: most requests, then live, then newest.
+
+        Streams: the session files' stems (VS Code names each file by its sessionId) and the
+        legacy sessions' ids are counted first, so only an id that occurs more than once is
+        held back for comparison; every other session is converted and yielded at once.
+        """
+        listings = [(store, self._files(store)) for store in self.stores]
+        counts: dict[str, int] = {}
+        for store, files in listings:
+            for stem in files:
+                counts[stem] = counts.get(stem, 0) + 1
+            if store.files is None:
+                for sid in self._db(store.db)[1]:
+                    counts[sid] = counts.get(sid, 0) + 1
         best: dict[str, tuple[tuple, Session]] = {}
-        for store in self.stores:
-            for session, requests, mtime in self._store(store):
-                sid = session.source.get("sessionId", session.id)
+        for store, files in listings:
+            for session, requests, mtime in self._store(store, files):
+                sid = session.source.pop("sessionId", session.id)
+                key = session.source.pop("stem", sid)
+                if counts.get(key, 1) <= 1:
+                    yield session
+                    continue
                 rank = (requests, session.status == "live", mtime)
-                if sid not in best or rank > best[sid][0]:
-                    best[sid] = (rank, session)
+                if key not in best or rank > best[key][0]:
+                    best[key] = (rank, session)
         for _rank, session in best.values():
-            session.source.pop("sessionId", None)
             yield session
 
-    def _store(self, store: Store) -> Iterator[tuple[Session, int, float]]:
-        values, legacy, transfers = self._db(store.db)
-        index = self._index(values)
+    def _files(self, store: Store) -> dict[str, dict[str, Path]]:
         files: dict[str, dict[str, Path]] = {}
         candidates = store.files if store.files is not None else (sorted(store.folder.iterdir()) if store.folder.is_dir() else [])
         for path in candidates:
             if path.suffix in (".json", ".jsonl") and path.is_file():
                 files.setdefault(path.stem, {})[path.suffix] = path
+        return files
+
+    def _store(self, store: Store, files: dict[str, dict[str, Path]]) -> Iterator[tuple[Session, int, float]]:
+        values, legacy_ids, transfers = self._db(store.db)
+        index = self._index(values)
         for stem, found in files.items():
             item = self._file_session(store, stem, found, index, transfers)
             if item is not None:
+                item[0].source["stem"] = stem
                 yield item
-        if store.files is None:
-            for position, raw in enumerate(legacy):  # dedupe by requests, then status, then mtime:
+        if store.files is None and legacy_ids:
+            for position, raw in enumerate(self._legacy(store.db)):  # dedupe by requests, then status, then mtime:
                 if isinstance(raw, dict):              # a file with the same id wins a tie
                     yield self._legacy_session(store, raw, position, index)
 
