@@ -171,11 +171,15 @@ def temp_owner(name: str) -> int | None:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = None) -> Iterator[BinaryIO]:
+def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = None,
+                  sync_dir: bool = True) -> Iterator[BinaryIO]:
     """Yield a binary file whose contents atomically replace ``path`` on clean exit.
 
     ``before_replace(temp)`` runs once the temp file is durable and before it takes
     ``path``'s place: a verifier that raises keeps ``path`` as it was (the temp is removed).
+    ``sync_dir=False`` leaves the folder's fsync to the caller, who must call
+    :func:`fsync_dir` once after a batch of new files (an importer creating thousands of
+    journals); until then a power cut may undo the rename, never tear the file.
     """
     tmp = temp_name(path)
     try:
@@ -197,7 +201,8 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(path.parent)
+    if sync_dir:
+        fsync_dir(path.parent)
 
 
 def atomic_write(path: Path, data: bytes) -> None:

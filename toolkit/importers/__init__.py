@@ -66,6 +66,8 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             if progress:
                 progress(outcome)
     if touched and not dry_run:
+        for folder in sorted(touched):  # the new journals' renames, made durable once per folder
+            durable.fsync_dir(folder)
         folders = [discover(folder)[0] for folder in sorted(touched)]
         for folder in folders:  # temp files of an import that was killed mid-write
             for temp in folder_leftovers(folder)[1]:

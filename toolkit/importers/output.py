@@ -134,7 +134,7 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
     if not path.exists() and not path.is_symlink():
         if not dry_run:  # stream into a temp file; the journal appears whole or not at all
             durable.ensure_dir(path.parent)
-            with durable.atomic_writer(path) as out:
+            with durable.atomic_writer(path, sync_dir=False) as out:  # run_import fsyncs each folder once
                 out.write(encode(session.meta(no_raw)) + b"\n")
                 for n, record in enumerate(records, start=1):
                     out.write(encode({**record, "seq": n}) + b"\n")
