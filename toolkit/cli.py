@@ -418,6 +418,8 @@ def _render_import(out: Output, report, target: Path) -> None:
 def doctor(
     ctx: typer.Context,
     paths: Annotated[Optional[list[Path]], typer.Argument(help="Folders to search for Logician workspaces (.logician/), a few levels deep (default: the current folder).", show_default=False)] = None,
+    bundle: Annotated[Optional[Path], typer.Option("--bundle", help="Also write a support bundle (zip): findings, file sizes and hashes, the masked shape of damaged regions; no message content.", show_default=False)] = None,
+    include_content: Annotated[bool, typer.Option("--include-content", help="Put the raw bytes of damaged regions and finding excerpts in the bundle (they may hold message text).")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -430,6 +432,7 @@ def doctor(
     [bold]Examples[/bold]:
       levelsess doctor
       levelsess doctor ~/code --json
+      levelsess doctor --bundle support.zip      # to send to support: no message content
     """
     from rich.table import Table
 
@@ -437,8 +440,15 @@ def doctor(
 
     out = _output(ctx, json_, quiet, verbose)
     result = diagnose(_store(ctx, store), [Path(p) for p in paths] if paths else None)
+    if include_content and bundle is None:
+        raise UsageError("--include-content only applies to --bundle FILE.zip")
+    if bundle is not None:
+        from .bundle import write as write_bundle
+
+        size = write_bundle(bundle, result, include_content)
+        out.say(f"support bundle: {bundle} ({size:,} bytes{', with message content' if include_content else ', no message content'})")
     if out.json:
-        out.emit_json(result.to_json())
+        out.emit_json({**result.to_json(), **({"bundle": str(bundle)} if bundle else {})})
         return 0
     table = Table(title="levelsess doctor", title_justify="left")
     for column in ("what", "where", "sessions", "size", "errors", "warnings", "locks (stale)"):
@@ -474,6 +484,251 @@ def doctor(
 
 def _mb(size: int) -> str:
     return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size:,} B"
+
+
+STATE_STYLE = {"clean": "green", "torn": "yellow", "corrupt": "bold red", "locked": "cyan", "unreadable": "bold red"}
+
+
+@app.command("ls")
+def ls_(
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    project: Annotated[Optional[str], typer.Option("--project", help="Only sessions whose project path or folder name contains this text.", show_default=False)] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only sessions updated since: an ISO date (2026-11-01) or an age (7d, 12h, 30m).", show_default=False)] = None,
+    grep_: Annotated[Optional[str], typer.Option("--grep", help="Only sessions whose message text contains TEXT (case-insensitive; streams every journal).", show_default=False)] = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Read every journal in full (finds corrupt ones even when the index is fresh).")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most N sessions (0 = all).", min=0)] = 50,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """List sessions, newest first: title, last activity, turns, model, size and state (clean, torn, corrupt, locked).
+
+    The journals are the truth: a folder whose index.json is fresh is listed from it (plus a lock and last-byte check per journal); any other folder is read in full. Read-only.
+
+    [bold]Examples[/bold]:
+      levelsess ls
+      levelsess ls --since 7d --project thin.ly
+      levelsess ls --grep "refund" --json
+    """
+    from rich.table import Table
+
+    from .sessions import grep, list_sessions, parse_since, relative_time
+
+    out = _output(ctx, json_, quiet, verbose)
+    targets = _targets(ctx, paths, store)
+    rows = list_sessions(targets, verify=verify)
+    if project:
+        needle = project.casefold()
+        rows = [r for r in rows if needle in str(r.project or "").casefold() or needle in r.path.parent.name.casefold()]
+    if since:
+        bound = parse_since(since)
+        rows = [r for r in rows if isinstance(r.updated_at, str) and r.updated_at >= bound]
+    hits = {}
+    if grep_:
+        with _progress(out, "searching", None) as advance:
+            for row in rows:
+                hit = grep(row.path, grep_, progress=advance)
+                if hit is not None:
+                    hits[row.path] = hit
+        rows = [r for r in rows if r.path in hits]
+    total = len(rows)
+    shown = rows[:limit] if limit else rows
+    if out.json:
+        out.emit_json({"version": 1, "sessions": [{**r.to_json(), **({"match": hits[r.path]} if r.path in hits else {})} for r in shown],
+                       "total": total, "exit": 0})
+        return 0
+    table = Table(title_justify="left", show_edge=False)
+    for column in ("title", "updated", "turns", "model", "size", "state", "id"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("updated", "size"))
+    for row in shown:
+        title = row.title if isinstance(row.title, str) and row.title else "(untitled)"
+        if row.path in hits:
+            title += f"\n  … {hits[row.path]}"
+        table.add_row(title, relative_time(row.updated_at), "-" if row.turns is None else str(row.turns), str(row.model or "-"),
+                      _mb(row.bytes), Text(row.state, style=STATE_STYLE.get(row.state, "")), row.id)
+    if shown:
+        out.out.print(table)
+    more = f" (showing {len(shown)}; --limit 0 for all)" if len(shown) < total else ""
+    out.say(f"{total} session(s){more}")
+    return 0
+
+
+def _session_row(ctx: typer.Context, key: str, paths, store):
+    from .sessions import find_session
+
+    return find_session(_targets(ctx, paths, store), key)
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix, or a journal path).", show_default=False)],
+    paths: Annotated[Optional[list[Path]], typer.Option("--in", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Print a session's transcript: rich on a terminal, plain Markdown text when piped.
+
+    [bold]Examples[/bold]:
+      levelsess show 2026-11-30T09-00-00-a1b2
+      levelsess show cursor-59f6 | less
+    """
+    from rich.markdown import Markdown
+
+    from .journal import Layout
+    from .render import as_json, markdown
+
+    out = _output(ctx, json_, quiet, verbose)
+    row = _session_row(ctx, session, paths, store)
+    layout = Layout(row.layout)
+    if out.json:
+        sys.stdout.write(as_json(row.path, layout).decode())
+        return 0
+    if sys.stdout.isatty():
+        out.out.print(Markdown("".join(markdown(row.path, layout, row.title))))
+    else:
+        for chunk in markdown(row.path, layout, row.title):
+            sys.stdout.write(chunk)
+    if row.state != "clean":
+        out.say(f"note: this session is {row.state}{': ' + row.reason if row.reason else ''}", style="yellow")
+    return 0
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix, or a journal path).", show_default=False)],
+    format_: Annotated[str, typer.Option("--format", "-f", help="md (Copy as Markdown), jsonl (the journal's bytes, exactly) or json (one document).")] = "md",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.", show_default=False)] = None,
+    paths: Annotated[Optional[list[Path]], typer.Option("--in", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Export a session as Markdown (headings per turn, code blocks kept, tool calls summarised, briefings marked), its exact JSONL, or JSON.
+
+    [bold]Examples[/bold]:
+      levelsess export 2026-11-30T09-00-00-a1b2 > refunds.md
+      levelsess export cursor-59f6 --format json -o chat.json
+    """
+    from . import durable
+    from .journal import Layout
+    from .render import as_json, markdown
+
+    out = _output(ctx, False, quiet, verbose)
+    if format_ not in ("md", "jsonl", "json"):
+        raise UsageError(f"--format {format_}: choose md, jsonl or json")
+    row = _session_row(ctx, session, paths, store)
+    layout = Layout(row.layout)
+    if format_ == "jsonl":
+        chunks = iter(lambda handle=open(row.path, "rb"): handle.read(1 << 20), b"")  # noqa: SIM115
+    elif format_ == "json":
+        chunks = iter([as_json(row.path, layout)])
+    else:
+        chunks = (c.encode("utf-8", "surrogatepass") for c in markdown(row.path, layout, row.title))
+    if output is not None:
+        with durable.atomic_writer(output) as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        out.say(f"wrote {output}")
+    else:
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+    return 0
+
+
+@app.command()
+def locks(
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    break_stale: Annotated[bool, typer.Option("--break-stale", help="Remove the stale ones (owner dead, pid recycled, or silent and uncheckable for 30 s).")] = False,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """List session locks: owner pid, host, age, live or stale, and why.
+
+    [bold]Examples[/bold]:
+      levelsess locks
+      levelsess locks ./.logician --break-stale
+    """
+    from rich.table import Table
+
+    from .locks import inspect_lock, remove_if_unchanged
+
+    out = _output(ctx, json_, quiet, verbose)
+    folders = discover_all(_targets(ctx, paths, store))
+    found = []
+    for folder in folders:
+        for lock in sorted(folder.path.glob("*.jsonl.lock")):
+            info = inspect_lock(lock)
+            if info is not None:
+                found.append(info)
+    broken = []
+    if break_stale:
+        for info in found:
+            if info.state.value == "stale" and remove_if_unchanged(info):
+                broken.append(info.path)
+    rows = [{"path": str(i.path), "session": i.path.name[: -len(".lock")], "pid": i.pid, "host": i.host,
+             "age": round(i.age, 1), "state": i.state.value, "why": i.reason, "heartbeat_ok": i.heartbeat_ok,
+             "removed": i.path in broken} for i in found]
+    code = 1 if broken else 0
+    if out.json:
+        out.emit_json({"version": 1, "locks": rows, "exit": code})
+        return code
+    if rows:
+        table = Table(title_justify="left", show_edge=False)
+        for column in ("session", "pid", "host", "age", "state", "why"):
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            state = row["state"] + (" (removed)" if row["removed"] else "")
+            style = {"live": "green", "stale": "yellow", "unknown": "cyan"}.get(row["state"], "")
+            table.add_row(row["session"], str(row["pid"] or "-"), str(row["host"] or "-"), f"{row['age']:.0f}s",
+                          Text(state, style=style), row["why"])
+        out.out.print(table)
+    stale = sum(r["state"] == "stale" and not r["removed"] for r in rows)
+    out.say(f"{len(rows)} lock(s), {len(broken)} removed" + (f"; {stale} stale: `levelsess locks --break-stale` removes them" if stale else ""))
+    return code
+
+
+@app.command()
+def trash(
+    ctx: typer.Context,
+    sessions: Annotated[list[str], typer.Argument(help="Session ids (or unique prefixes, or journal paths).", show_default=False)],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would go to the trash; move nothing.")] = False,
+    paths: Annotated[Optional[list[Path]], typer.Option("--in", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Move sessions to the OS trash (never deleted: restore them from there), then reindex.
+
+    A session held by a live writer is refused. Exit 0 when done, 4 when one was refused.
+
+    [bold]Examples[/bold]:
+      levelsess trash 2026-11-30T09-00-00-a1b2 --dry-run
+      levelsess trash 2026-11-30T09-00-00-a1b2 2026-11-29T18-12-44-zz91
+    """
+    from .trash import trash_sessions
+
+    out = _output(ctx, json_, quiet, verbose)
+    rows = [_session_row(ctx, key, paths, store) for key in sessions]
+    results = trash_sessions(rows, dry_run=dry_run)
+    code = 4 if any(r.status == "refused" for r in results) else 0
+    if out.json:
+        out.emit_json({"version": 1, "sessions": [r.to_json() for r in results], "dry_run": dry_run, "exit": code})
+        return code
+    for result in results:
+        verb = {"trashed": "moved to the trash", "would-trash": "would move to the trash", "refused": "refused"}[result.status]
+        out.out.print(f"{result.id}: {verb}" + (f" ({result.reason})" if result.reason else ""), markup=False, highlight=False)
+    return code
 
 
 @app.command()

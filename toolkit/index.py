@@ -68,6 +68,9 @@ def index_entry(scan: JournalScan, v2: bool) -> dict:
     }
     if v2:
         entry.update(bytes=scan.size, pinned=facts.pinned, archived=facts.archived)
+        damage = next((f for f in scan.findings if f.severity == "error"), None)
+        if damage is not None:  # a levelsess extension: `ls` reads torn / corrupt from a fresh index
+            entry["damage"] = f"{damage.code} at line {damage.line}"
     return entry
 
 

@@ -1,0 +1,244 @@
+"""List and find sessions for ``ls``, ``show``, ``export`` and ``trash`` (DESIGN.md §3).
+
+The journals are the truth.  A folder whose index.json is fresh (newer than every journal and
+matching their count and sizes, the same test ``reindex`` uses) is listed from the index plus
+two cheap checks per journal: its lock, and whether its last byte is a newline (``torn``).
+Any other folder is listed by scanning its journals, which also tells ``corrupt`` apart.
+``--verify`` scans every journal.  Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from .errors import LevelsessError, UsageError
+from .index import build_index, load_cache, utc_iso
+from .journal import Layout, TailState, open_journal, scan_journal
+from .lines import Batch, iter_batches, loads
+from .locks import LockState, inspect_lock, lock_path
+from .reindex import unchanged_by_stat
+from .stores import Folder, discover_all
+
+TAIL_CODES = {"torn-tail", "unterminated-tail"}
+
+
+@dataclass
+class SessionRow:
+    id: str
+    path: Path
+    layout: str
+    project: str | None
+    title: object
+    created_at: object
+    updated_at: object
+    turns: int | None
+    model: object
+    bytes: int
+    state: str  # clean | torn | corrupt | locked | unreadable
+    reason: str = ""
+    from_index: bool = False
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "path": str(self.path), "layout": self.layout, "project": self.project, "title": self.title,
+                "createdAt": self.created_at, "updatedAt": self.updated_at, "turns": self.turns, "model": self.model,
+                "bytes": self.bytes, "state": self.state, "reason": self.reason}
+
+
+def _tail_torn(path: Path, size: int) -> bool:
+    if size == 0:
+        return False
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(size - 1)
+            return handle.read(1) != b"\n"
+    except OSError:
+        return False
+
+
+def _lock_state(journal: Path) -> tuple[str | None, str]:
+    info = inspect_lock(lock_path(journal))
+    if info is None or info.state is LockState.STALE:
+        return None, ""
+    return "locked", info.reason
+
+
+def _scan_row(folder: Folder, journal: Path) -> SessionRow:
+    try:
+        scan = scan_journal(journal, folder.layout)
+    except LevelsessError as exc:
+        return SessionRow(journal.stem, journal, folder.layout.value, None, None, None, None, None, None, 0, "unreadable", str(exc))
+    errors = [f for f in scan.findings if f.severity == "error"]
+    state, reason = "clean", ""
+    if any(f.code not in TAIL_CODES for f in errors):
+        first = next(f for f in errors if f.code not in TAIL_CODES)
+        state, reason = "corrupt", f"{first.code} at line {first.line}"
+    elif scan.tail is TailState.TORN:
+        state, reason = "torn", "incomplete final record"
+    locked, why = _lock_state(journal)
+    if locked:
+        state, reason = locked, why
+    if folder.layout is Layout.LOGICIAN:
+        facts = scan.facts
+        meta = load_cache(folder.cache)
+        value = meta.value if meta.state == "ok" and isinstance(meta.value, dict) else {}
+        return SessionRow(folder.path.name, journal, "logician", value.get("workspace"), value.get("name"),
+                          value.get("createdAt") or facts.first_timestamp, facts.last_timestamp or utc_iso(scan.mtime_ns / 1e9),
+                          scan.records, None, scan.size, state, reason)
+    entry = build_index([scan], version=2)[1][0]
+    project = (scan.facts.meta or {}).get("project")
+    return SessionRow(entry["id"], journal, "levelcode", project, entry["title"], entry["createdAt"], entry["updatedAt"],
+                      entry["turns"], entry["model"], scan.size, state, reason)
+
+
+def _index_rows(folder: Folder) -> list[SessionRow] | None:
+    """Rows from a fresh v2 index (None when the index cannot be trusted)."""
+    if folder.layout is not Layout.LEVELCODE or not folder.whole or not unchanged_by_stat(folder):
+        return None
+    loaded = load_cache(folder.cache)
+    if not isinstance(loaded.value, dict):
+        return None
+    by_id = {j.stem: j for j in folder.journals}
+    rows = []
+    for entry in loaded.value.get("sessions") or []:
+        journal = by_id.get(entry.get("id")) if isinstance(entry, dict) else None
+        if journal is None:
+            return None  # ids and file names disagree: scan instead
+        size = entry.get("bytes", 0)
+        damage = entry.get("damage")
+        if isinstance(damage, str):
+            state, reason = ("torn" if damage.split(" ")[0] in TAIL_CODES else "corrupt"), damage
+        else:
+            state, reason = ("torn", "incomplete final record") if _tail_torn(journal, size) else ("clean", "")
+        locked, why = _lock_state(journal)
+        if locked:
+            state, reason = locked, why
+        rows.append(SessionRow(entry["id"], journal, "levelcode", None, entry.get("title"), entry.get("createdAt"),
+                               entry.get("updatedAt"), entry.get("turns"), entry.get("model"), size, state, reason, True))
+    return rows
+
+
+def list_sessions(paths: list[Path], *, verify: bool = False) -> list[SessionRow]:
+    """Every session under ``paths``, newest first."""
+    rows = []
+    for folder in discover_all(paths):
+        fast = None if verify else _index_rows(folder)
+        if fast is not None:
+            project = None
+            rows += [_with_project(r, folder, project) for r in fast]
+            continue
+        rows += [_scan_row(folder, journal) for journal in folder.journals]
+    rows.sort(key=lambda r: (str(r.updated_at or ""), r.id), reverse=True)
+    return rows
+
+
+def _with_project(row: SessionRow, folder: Folder, project: str | None) -> SessionRow:
+    row.project = project or folder.path.name  # the index does not hold the path: show the slug
+    return row
+
+
+# --- filters ------------------------------------------------------------------------------
+
+_RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
+
+
+def parse_since(text: str) -> str:
+    """``7d``, ``12h``, ``30m``, ``2w`` or an ISO date -> an ISO-8601 UTC lower bound."""
+    match = _RELATIVE.match(text.strip())
+    if match:
+        unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
+        moment = datetime.now(timezone.utc) - timedelta(**{unit: int(match.group(1))})
+        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise UsageError(f"--since {text}: use an ISO date (2026-11-01) or an age like 7d, 12h, 30m") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _texts(record: dict) -> Iterator[str]:
+    """The message text of a record (user/assistant content, titles, briefings)."""
+    for key in ("content", "title", "briefing", "text"):
+        value = record.get(key)
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list):
+            for block in value:
+                if isinstance(block, dict):
+                    for field in ("text", "thinking", "content"):
+                        if isinstance(block.get(field), str):
+                            yield block[field]
+
+
+def grep(path: Path, needle: str, progress: Callable[[int], None] | None = None) -> str | None:
+    """The first message line of ``path`` that contains ``needle`` (case-insensitive), streaming.
+
+    Lines are tested as raw bytes first and parsed only on a hit, so a big journal costs one
+    read; memory stays bounded by the reader's chunk size.
+    """
+    folded = needle.casefold()
+    # An ASCII needle without characters JSON may escape can be tested on the raw bytes;
+    # anything else (é, "quotes", a/b) is tested on the parsed text of every line.
+    quick = needle.isascii() and needle.isprintable() and not any(c in needle for c in '"\\/')
+    lowered = needle.lower().encode("ascii") if quick else b""
+    try:
+        handle = open_journal(path)
+    except LevelsessError:
+        return None
+    with handle:
+        for item in iter_batches(handle):
+            if type(item) is not Batch:
+                continue
+            if progress:
+                progress(1)
+            for line in item.lines:
+                if quick and lowered not in line.lower():
+                    continue
+                try:
+                    record = loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    for text in _texts(record):
+                        at = text.casefold().find(folded)
+                        if at >= 0:
+                            start = max(0, at - 40)
+                            return " ".join(text[start : at + len(needle) + 40].split())
+    return None
+
+
+def find_session(paths: list[Path], key: str) -> SessionRow:
+    """A session by id, unique id prefix, or journal path."""
+    candidate = Path(key).expanduser()
+    if candidate.suffix == ".jsonl" and candidate.exists():
+        return list_sessions([candidate], verify=True)[0]
+    rows = [r for r in list_sessions(paths) if r.id == key]
+    if not rows:
+        rows = [r for r in list_sessions(paths) if r.id.startswith(key)]
+    if not rows:
+        raise UsageError(f"no session {key!r} in {', '.join(map(str, paths))}; see `levelsess ls`")
+    if len(rows) > 1:
+        raise UsageError(f"{key!r} matches {len(rows)} sessions ({', '.join(r.id for r in rows[:4])}…); give more of the id")
+    return rows[0]
+
+
+def relative_time(iso: object, now: datetime | None = None) -> str:
+    if not isinstance(iso, str):
+        return "-"
+    try:
+        moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return iso
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    seconds = ((now or datetime.now(timezone.utc)) - moment).total_seconds()
+    for size, unit in ((86400 * 365, "y"), (86400 * 30, "mo"), (86400 * 7, "w"), (86400, "d"), (3600, "h"), (60, "m")):
+        if abs(seconds) >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return "just now"
+
