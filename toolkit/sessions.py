@@ -9,6 +9,7 @@ Any other folder is listed by scanning its journals, which also tells ``corrupt`
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -46,17 +47,6 @@ class SessionRow:
         return {"id": self.id, "path": str(self.path), "layout": self.layout, "project": self.project, "title": self.title,
                 "createdAt": self.created_at, "updatedAt": self.updated_at, "turns": self.turns, "model": self.model,
                 "bytes": self.bytes, "state": self.state, "reason": self.reason}
-
-
-def _tail_torn(path: Path, size: int) -> bool:
-    if size == 0:
-        return False
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(size - 1)
-            return handle.read(1) != b"\n"
-    except OSError:
-        return False
 
 
 def _lock_state(journal: Path) -> tuple[str | None, str]:
@@ -102,6 +92,8 @@ def _index_rows(folder: Folder) -> list[SessionRow] | None:
     if not isinstance(loaded.value, dict):
         return None
     by_id = {j.stem: j for j in folder.journals}
+    with os.scandir(folder.path) as entries:  # one listing for the folder's locks, not a stat per journal
+        held = {e.name[: -len(".lock")] for e in entries if e.name.endswith(".jsonl.lock")}
     rows = []
     for entry in loaded.value.get("sessions") or []:
         journal = by_id.get(entry.get("id")) if isinstance(entry, dict) else None
@@ -109,13 +101,13 @@ def _index_rows(folder: Folder) -> list[SessionRow] | None:
             return None  # ids and file names disagree: scan instead
         size = entry.get("bytes", 0)
         damage = entry.get("damage")
-        if isinstance(damage, str):
-            state, reason = ("torn" if damage.split(" ")[0] in TAIL_CODES else "corrupt"), damage
-        else:
-            state, reason = ("torn", "incomplete final record") if _tail_torn(journal, size) else ("clean", "")
-        locked, why = _lock_state(journal)
-        if locked:
-            state, reason = locked, why
+        # fresh: every journal is as the index saw it, so its "damage" field is the whole story
+        state, reason = ("clean", "") if not isinstance(damage, str) else (
+            "torn" if damage.split(" ")[0] in TAIL_CODES else "corrupt", damage)
+        if journal.name in held:
+            locked, why = _lock_state(journal)
+            if locked:
+                state, reason = locked, why
         rows.append(SessionRow(entry["id"], journal, "levelcode", None, entry.get("title"), entry.get("createdAt"),
                                entry.get("updatedAt"), entry.get("turns"), entry.get("model"), size, state, reason, True))
     return rows
