@@ -67,6 +67,15 @@ def safe_id(prefix: str, source_id: str) -> str:
 
 
 @dataclass
+class Options:
+    """What every importer takes from the command line."""
+
+    mapping: list[tuple[str, str]] = field(default_factory=list)  # --map OLD=NEW
+    project: str | None = None  # --project
+    orphans_only: bool = False  # --orphans-only
+
+
+@dataclass
 class Session:
     """One source conversation, converted: meta fields plus records (each with a ``sourceKey``)."""
 

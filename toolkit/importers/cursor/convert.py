@@ -48,7 +48,7 @@ def lexical_text(rich: object) -> str:
     return walk(root)
 
 
-def _text(bubble: dict) -> str:
+def bubble_text(bubble: dict) -> str:
     for candidate in (bubble.get("text"), (bubble.get("delegate") or {}).get("a") if isinstance(bubble.get("delegate"), dict) else None):
         if isinstance(candidate, str) and candidate:
             return candidate
@@ -60,7 +60,7 @@ def _text(bubble: dict) -> str:
     return raw if isinstance(raw, str) else ""
 
 
-def _model(*names: object) -> str | None:
+def model_name(*names: object) -> str | None:
     for name in names:
         if isinstance(name, str) and name and name != "default":
             return name
@@ -100,7 +100,7 @@ def assistant_blocks(bubble: dict) -> list[dict]:
         if thinking.get("signature"):
             block["signature"] = thinking["signature"]
         blocks.append(block)
-    text = _text(bubble)
+    text = bubble_text(bubble)
     if text:
         blocks.append({"type": "text", "text": text})
     else:
@@ -124,7 +124,7 @@ def assistant_blocks(bubble: dict) -> list[dict]:
 
 
 @dataclass
-class _Clock:
+class Clock:
     """The time fallback chain (SOURCES §2.5): never "now"."""
 
     last: str | None
@@ -146,7 +146,7 @@ class _Clock:
         return self.last, True
 
 
-def convert_bubble(bubble: dict, source_key: str, clock: _Clock, model: str | None, partial: bool,
+def convert_bubble(bubble: dict, source_key: str, clock: Clock, model: str | None, partial: bool,
                    default_type: object = None, raw: Raw | None = None) -> dict | None:
     """One bubble -> one user / assistant record, or None when it holds nothing convertible."""
     kind = bubble.get("type", default_type)
@@ -155,7 +155,7 @@ def convert_bubble(bubble: dict, source_key: str, clock: _Clock, model: str | No
         return None
     t, inferred = clock.time_of(bubble, user)
     if user:
-        text = _text(bubble)
+        text = bubble_text(bubble)
         if not text:
             return None
         record: dict = {"kind": "user", "t": t, "content": text}
@@ -167,7 +167,7 @@ def convert_bubble(bubble: dict, source_key: str, clock: _Clock, model: str | No
         if not blocks:
             return None
         record = {"kind": "assistant", "t": t, "content": blocks}
-        name = _model((bubble.get("modelInfo") or {}).get("modelName") if isinstance(bubble.get("modelInfo"), dict) else None,
+        name = model_name((bubble.get("modelInfo") or {}).get("modelName") if isinstance(bubble.get("modelInfo"), dict) else None,
                       model, bubble.get("modelType"))
         if name:
             record["model"] = name

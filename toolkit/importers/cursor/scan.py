@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...findings import Finding
 from ...lines import loads
 from .. import sqlite as db
-from ..output import Raw, Session, safe_id
+from ..output import Options, Raw, Session, safe_id
 from ..uris import apply_map, classify
-from .convert import _Clock, _model, _text, convert_bubble, iso, orphan_event
+from .convert import Clock, model_name, bubble_text, convert_bubble, iso, orphan_event
 from .sources import Sources, Workspace
 
 APP = "cursor"
@@ -23,14 +22,6 @@ GATE_KEY = "composer.composerHeaders.tableGateEnabled"
 GENERATIONS_KEY = "aiService.generations"
 KV = "cursorDiskKV"
 ITEMS = "ItemTable"
-
-
-
-@dataclass
-class Options:
-    mapping: list[tuple[str, str]] = field(default_factory=list)
-    project: str | None = None
-    orphans_only: bool = False
 
 
 class Scan:
@@ -134,10 +125,10 @@ class Scan:
         if not isinstance(tab_id, str):
             return None
         bubbles = [b for b in tab.get("bubbles") or [] if isinstance(b, dict)]
-        if bubbles and bubbles[-1].get("type") == "user" and not _text(bubbles[-1]):
+        if bubbles and bubbles[-1].get("type") == "user" and not bubble_text(bubbles[-1]):
             bubbles = bubbles[:-1]  # the input box: every tab ends with an empty user bubble
         when = iso(tab.get("lastSendTime"))
-        clock = _Clock(when, self.generations)
+        clock = Clock(when, self.generations)
         records = []
         for index, bubble in enumerate(bubbles):
             bubble_id = bubble.get("id") or bubble.get("bubbleId") or str(index)
@@ -157,8 +148,8 @@ class Scan:
     def _inline(self, composer: dict, key: str, path: Path, shape: str) -> Session | None:
         cid = composer["composerId"]
         created = iso(composer.get("createdAt"))
-        clock = _Clock(created, self.generations)
-        model = _model((composer.get("modelConfig") or {}).get("modelName") if isinstance(composer.get("modelConfig"), dict) else None)
+        clock = Clock(created, self.generations)
+        model = model_name((composer.get("modelConfig") or {}).get("modelName") if isinstance(composer.get("modelConfig"), dict) else None)
         partial = composer.get("status") == "generating"
         records = []
         for index, bubble in enumerate(composer["conversation"]):
@@ -291,8 +282,8 @@ class Scan:
         cid = composer["composerId"]
         prefix = f"bubbleId:{cid}:"
         created = iso(composer.get("createdAt"))
-        clock = _Clock(created, self.generations)
-        model = _model((composer.get("modelConfig") or {}).get("modelName") if isinstance(composer.get("modelConfig"), dict) else None)
+        clock = Clock(created, self.generations)
+        model = model_name((composer.get("modelConfig") or {}).get("modelName") if isinstance(composer.get("modelConfig"), dict) else None)
         generating = set(composer.get("generatingBubbleIds") or []) if isinstance(composer.get("generatingBubbleIds"), list) else set()
         busy = composer.get("status") == "generating"
         inline = composer.get("conversationMap") if isinstance(composer.get("conversationMap"), dict) else {}
@@ -343,7 +334,7 @@ class Scan:
             except db.SourceUnreadable as exc:
                 self.finding("source-unreadable", "error", path, bubble_key, f"{exc}; skipped")
                 continue
-            record = (convert_bubble(bubble, bubble_key, _Clock(None, self.generations), model, False, raw=Raw(raw, bubble))
+            record = (convert_bubble(bubble, bubble_key, Clock(None, self.generations), model, False, raw=Raw(raw, bubble))
                       if isinstance(bubble, dict) else None)
             if record is not None:
                 orphans.append(record)

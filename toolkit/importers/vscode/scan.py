@@ -11,25 +11,18 @@ own reader rejects the file (``editor-unreadable``); ``unknown`` for remote or f
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...findings import Finding
 from .. import sqlite as db
-from ..output import Raw, Session, safe_id
+from ..output import Options, Raw, Session, safe_id
 from ..uris import apply_map, classify
 from .convert import convert, iso, normalise, title_of
 from .replay import choose, load_json, replay_jsonl, request_count
 from .sources import INDEX_KEY, LEGACY_KEY, TRANSFER_KEY, Store
 
 APP = "vscode"
-
-
-@dataclass
-class Options:
-    mapping: list[tuple[str, str]] = field(default_factory=list)
-    project: str | None = None
-    orphans_only: bool = False
 
 
 @dataclass
