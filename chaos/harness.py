@@ -324,7 +324,7 @@ class Harness:
             return
         shutil.copytree(self.folder, target / "files", symlinks=True)
         repro = {"seed": self.config.seed, "cycle": cycle.number, "command": self.config.command(),
-                 "replay": replace(self.config, replay=cycle.number).command(cycles=5),
+                 "replay": replace(self.config, replay=cycle.number).command(cycles=10),
                  "violations": cycle.found, "acks": {k: v for k, v in self.acks.items()}}
         (target / "repro.json").write_bytes(orjson.dumps(repro, option=orjson.OPT_INDENT_2))
 

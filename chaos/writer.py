@@ -215,6 +215,7 @@ class Writer:
             if self.unsafe == "meta-before-append":
                 self.last_id = orjson.loads(line)["id"]
                 self.advance_cache(0, self.count + 1)
+                time.sleep(0.002 + self.rng.random() * 0.01)  # the window before the append is durable
             end = self.append(line)
             if self.unsafe != "ack-before-write":
                 self.ack(end, line)
