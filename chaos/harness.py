@@ -42,6 +42,7 @@ from pathlib import Path
 import orjson
 import psutil
 
+from toolkit import durable
 from toolkit.errors import LevelsessError, UsageError
 from toolkit.fsck import check_folders, plan_repair
 from toolkit.locks import LockState, inspect_lock
@@ -326,7 +327,7 @@ class Harness:
         repro = {"seed": self.config.seed, "cycle": cycle.number, "command": self.config.command(),
                  "replay": replace(self.config, replay=cycle.number).command(cycles=10),
                  "violations": cycle.found, "acks": {k: v for k, v in self.acks.items()}}
-        (target / "repro.json").write_bytes(orjson.dumps(repro, option=orjson.OPT_INDENT_2))
+        durable.atomic_write(target / "repro.json", orjson.dumps(repro, option=orjson.OPT_INDENT_2))
 
     def cycle(self, number: int) -> None:
         config, report = self.config, self.report
