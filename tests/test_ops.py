@@ -181,3 +181,9 @@ def test_everyday_commands_are_read_only(mixed):
         run_cli("export", mixed["clean"].stem, "--store", mixed["store"])
         run_cli("locks", "--store", mixed["store"])
     assert snapshot(mixed["store"]) == before
+
+
+def test_ls_without_a_store_yet(tmp_path):
+    result = run_cli("ls", "--json", "--store", tmp_path / "nothing-here")
+    assert result.exit_code == 0 and result.json["sessions"] == []
+    assert run_cli("ls", tmp_path / "nothing-here").exit_code == 8, "a PATH that does not exist is still an error"

@@ -518,6 +518,12 @@ def ls_(
 
     out = _output(ctx, json_, quiet, verbose)
     targets = _targets(ctx, paths, store)
+    if not paths and not targets[0].exists():  # a new user: no store yet is not an error
+        if out.json:
+            out.emit_json({"version": 1, "sessions": [], "total": 0, "exit": 0})
+        else:
+            out.say(f"no sessions yet (no store at {targets[0]})")
+        return 0
     rows = list_sessions(targets, verify=verify)
     if project:
         needle = project.casefold()
