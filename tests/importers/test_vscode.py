@@ -142,3 +142,30 @@ def test_hidden_requests_become_orphan_events(tmp_path):
     events = [r for r in records if r["kind"] == "event"]
     assert [(e["role"], e["reason"]) for e in events] == [("user", "hidden-request"), ("assistant", "hidden-request")]
     assert records[-1] is events[-1] or records[-1] == events[-1]
+
+
+def test_a_reply_imported_mid_flight_is_superseded_once_complete(tmp_path):
+    """in_progress_chat then completed_chat (the same request, finished): the second import
+    appends the finished reply with "replaces" pointing at the partial one; nothing is rewritten."""
+    from tests.importers.vscode_tree import workspace, write_index, entry
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    user = tmp_path / "User"
+    folder = workspace(user, "ws-1", {"folder": project.as_uri()})
+    write_index(folder / "state.vscdb", {"s-1": entry("s-1")})
+    path = folder / "chatSessions" / "s-1.json"
+    store = tmp_path / "store"
+    for name in ("in_progress_chat.json", "completed_chat.json"):
+        export = json.loads((VSCODE / name).read_text())
+        path.write_text(json.dumps({"version": 3, "sessionId": "s-1", "creationDate": export["requests"][0]["timestamp"], **export}))
+        result = run_cli("import", "--from", "vscode", "--source", user, "--store", store, "--json")
+        assert result.exit_code == 0
+    (session,) = result.json["sessions"]
+    assert session["status"] == "updated" and session["new_records"] == 1
+    records = journal(session["path"])
+    assistants = [r for r in records if r["kind"] == "assistant"]
+    assert [a.get("partial", False) for a in assistants] == [True, False]
+    assert assistants[1]["replaces"] == assistants[0]["seq"] and assistants[1]["status"] == "complete"
+    again = run_cli("import", "--from", "vscode", "--source", user, "--store", store, "--json")
+    assert again.json["sessions"][0]["status"] == "unchanged", "a superseded record is not superseded twice"

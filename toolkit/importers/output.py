@@ -3,7 +3,9 @@
 A new session is written whole with an atomic write (the journal appears complete or not at
 all).  An existing journal is never rewritten: only records whose ``sourceKey`` it does not
 hold yet are appended, continuing ``seq``, in one write under the session lock; a changed
-title becomes a ``title`` record.  A second import with nothing new changes no byte.
+title becomes a ``title`` record.  A second import with nothing new changes no byte.  A record imported while it was still
+``partial`` (a reply being generated) is superseded, once the source has it complete, by a new
+record with the same ``sourceKey`` and ``"replaces": <old seq>`` (SOURCES.md §4.3).
 """
 
 from __future__ import annotations
@@ -155,7 +157,13 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
         finding = Finding(code, "error", str(path), getattr(exc, "line", None), getattr(exc, "offset", None),
                           f"not updated: {exc}; run `levelsess fsck --repair` first")
         return _outcome(session, path, 0, 0, "skipped"), [finding]
-    new = [r for r in records if r.get("sourceKey") not in known]
+    new = []
+    for record in records:
+        key = record.get("sourceKey")
+        if key not in known:
+            new.append(record)
+        elif known[key] is not None and not record.get("partial"):  # finished since: supersede it
+            new.append({**record, "replaces": known[key]})
     extra = []
     if session.title is not None and session.title != title:
         when = next((r.get("t") for r in reversed(records) if r.get("t")), session.created_at)
@@ -170,9 +178,11 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
     return _outcome(session, path, len(known) + len(new), len(new), "updated"), []
 
 
-def _existing(path: Path) -> tuple[set, int, object]:
-    """Source keys, last seq and current title of an existing journal; raises on damage."""
-    known, last_seq, title = set(), 0, None
+def _existing(path: Path) -> tuple[dict, int, object]:
+    """Source keys (each mapped to the seq of its record when that record is still
+    ``partial``, else None), the last seq and the current title; raises on damage."""
+    known: dict[str, int | None] = {}
+    last_seq, title = 0, None
     for _line, _offset, record in iter_records(path):
         kind = record.get("kind")
         if kind == "meta":
@@ -183,7 +193,8 @@ def _existing(path: Path) -> tuple[set, int, object]:
         if kind == "title":
             title = record.get("title")
         elif record.get("sourceKey") is not None:
-            known.add(record["sourceKey"])
+            partial = record.get("partial") is True and isinstance(record.get("seq"), int)
+            known[record["sourceKey"]] = record["seq"] if partial else None
     with open(path, "rb") as handle:
         size = handle.seek(0, 2)
         if size:
