@@ -157,6 +157,22 @@ def _replace(src: Path, dst: Path) -> None:
             raise _fail("replace", dst, exc) from exc
 
 
+def _link_new(tmp: Path, path: Path) -> None:
+    """Put ``tmp`` at ``path`` only if nothing is there (link, then drop the temp name)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise _fail("create", path, exc) from exc
+        if os.path.lexists(path):  # no hard links here: check, then rename (a narrow window)
+            raise FileExistsError(errno.EEXIST, "exists", str(path)) from exc
+        _replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
 def temp_name(path: Path) -> Path:
     """The temp file atomic_writer uses for ``path``: hidden, same folder, tagged with our pid."""
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -172,7 +188,7 @@ def temp_owner(name: str) -> int | None:
 
 @contextlib.contextmanager
 def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = None,
-                  sync_dir: bool = True) -> Iterator[BinaryIO]:
+                  sync_dir: bool = True, exclusive: bool = False) -> Iterator[BinaryIO]:
     """Yield a binary file whose contents atomically replace ``path`` on clean exit.
 
     ``before_replace(temp)`` runs once the temp file is durable and before it takes
@@ -180,6 +196,8 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
     ``sync_dir=False`` leaves the folder's fsync to the caller, who must call
     :func:`fsync_dir` once after a batch of new files (an importer creating thousands of
     journals); until then a power cut may undo the rename, never tear the file.
+    ``exclusive=True`` creates ``path`` and never replaces it: the temp file is hard-linked
+    into place, and :class:`FileExistsError` is raised if ``path`` appeared meanwhile.
     """
     tmp = temp_name(path)
     try:
@@ -196,7 +214,10 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
             fsync_fd(handle.fileno(), tmp)
         if before_replace is not None:
             before_replace(tmp)
-        _replace(tmp, path)
+        if exclusive:
+            _link_new(tmp, path)
+        else:
+            _replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -169,3 +169,27 @@ def test_a_reply_imported_mid_flight_is_superseded_once_complete(tmp_path):
     assert assistants[1]["replaces"] == assistants[0]["seq"] and assistants[1]["status"] == "complete"
     again = run_cli("import", "--from", "vscode", "--source", user, "--store", store, "--json")
     assert again.json["sessions"][0]["status"] == "unchanged", "a superseded record is not superseded twice"
+
+
+def test_import_resumes_after_being_killed_mid_append_and_never_writes_through_a_symlink(tmp_path, tree):
+    store = tmp_path / "store"
+    args = ("import", "--from", "vscode", "--source", tree["user"], "--store", store, "--json")
+    first = run_cli(*args)
+    live = next(s for s in first.json["sessions"] if s["id"] == "vscode-s-live")
+    path = Path(live["path"])
+    complete = path.read_bytes()
+    lines = complete.splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-2]) + lines[-2][:25])  # killed mid-append: the last two records cut
+    again = run_cli(*args)
+    assert next(s for s in again.json["sessions"] if s["id"] == "vscode-s-live")["status"] == "updated"
+    assert ("torn-tail", True) in {(f["code"], f["repaired"]) for f in again.json["findings"]}
+    assert path.read_bytes() == complete, "the rerun trims the torn record and appends the rest again"
+    assert any(p.name.endswith(".tail") for p in (store / ".levelsess" / "recovered").iterdir())
+
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_bytes(b"".join(lines[:3]))
+    path.unlink()
+    path.symlink_to(outside)
+    linked = run_cli(*args)
+    assert ("symlink", str(path)) in {(f["code"], f["path"]) for f in linked.json["findings"]}
+    assert outside.read_bytes() == b"".join(lines[:3]), "never written through"

@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 
 from .. import durable, locks
-from ..errors import CorruptionError, LevelsessError, TornTailError
+from ..errors import CorruptionError, LevelsessError, LockBusyError, TornTailError
 from ..findings import Finding
 from ..journal import iter_records
 from ..stores import slug
@@ -139,24 +139,75 @@ def _strip_raw(record: dict, no_raw: bool) -> dict:
 
 
 def write_session(store: Path, session: Session, *, dry_run: bool = False, no_raw: bool = False) -> tuple[Outcome, list[Finding]]:
-    """Create or extend the session's journal; return what happened and any finding."""
+    """Create or extend the session's journal; return what happened and any finding.
+
+    Everything is decided under the session lock: whether the journal exists, which records
+    it already holds, its last ``seq``.  A new journal is linked into place (never replacing
+    one that appeared meanwhile); an existing one is only appended to.  A symlinked journal
+    is never written through, and a live writer's session is left for the next import.
+    """
     path = journal_path(store, session)
     records = [_strip_raw(r, no_raw) for r in session.records]
-    if not path.exists() and not path.is_symlink():
-        if not dry_run:  # stream into a temp file; the journal appears whole or not at all
-            durable.ensure_dir(path.parent)
-            with durable.atomic_writer(path, sync_dir=False) as out:  # run_import fsyncs each folder once
-                out.write(encode(session.meta(no_raw)) + b"\n")
-                for n, record in enumerate(records, start=1):
-                    out.write(encode({**record, "seq": n}) + b"\n")
+    if path.is_symlink():
+        return _outcome(session, path, 0, 0, "skipped"), [Finding("symlink", "warning", str(path), None, None,
+                                                                   "not updated: a symlinked journal is never written through")]
+    planned = _plan(session, path, records)  # read-only: a re-import with nothing new touches nothing
+    if dry_run or planned[0].status in ("unchanged", "skipped"):
+        return planned
+    try:
+        durable.ensure_dir(path.parent)
+        with locks.holding(path):
+            if not path.exists():
+                return _create(session, path, records, no_raw), []
+            return _extend(store, session, path, records)
+    except LockBusyError as exc:
+        return _outcome(session, path, 0, 0, "skipped"), [Finding("locked", "warning", str(path), None, None,
+                                                                  f"not updated: {exc}; import again when the editor is closed")]
+
+
+def _plan(session: Session, path: Path, records: list[dict]) -> tuple[Outcome, list[Finding]]:
+    """What a write would do, reading only (--dry-run)."""
+    if not path.exists():
         return _outcome(session, path, len(records), len(records), "created"), []
+    try:
+        known, _last_seq, title = _existing(path)
+    except TornTailError:  # an import killed mid-append: the write trims it and carries on
+        return _outcome(session, path, 0, 0, "updated"), []
+    except LevelsessError as exc:
+        return _refused(session, path, exc)
+    new, extra = _additions(session, records, known, title)
+    status = "updated" if new or extra else "unchanged"
+    return _outcome(session, path, len(known) + len(new), len(new), status), []
+
+
+def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> Outcome:
+    with durable.atomic_writer(path, sync_dir=False, exclusive=True) as out:  # run_import fsyncs each folder once
+        out.write(encode(session.meta(no_raw)) + b"\n")
+        for n, record in enumerate(records, start=1):
+            out.write(encode({**record, "seq": n}) + b"\n")
+    return _outcome(session, path, len(records), len(records), "created")
+
+
+def _extend(store: Path, session: Session, path: Path, records: list[dict]) -> tuple[Outcome, list[Finding]]:
+    findings = []
+    saved = _trim_torn_tail(store, path)
+    if saved is not None:
+        findings.append(Finding("torn-tail", "error", str(path), None, None,
+                                f"an interrupted append's incomplete record was saved to {saved} and trimmed", repaired=True))
     try:
         known, last_seq, title = _existing(path)
     except LevelsessError as exc:
-        code = exc.code if isinstance(exc, CorruptionError) else "unreadable"
-        finding = Finding(code, "error", str(path), getattr(exc, "line", None), getattr(exc, "offset", None),
-                          f"not updated: {exc}; run `levelsess fsck --repair` first")
-        return _outcome(session, path, 0, 0, "skipped"), [finding]
+        return _refused(session, path, exc)
+    new, extra = _additions(session, records, known, title)
+    appended = extra + new
+    if not appended:
+        return _outcome(session, path, len(known), 0, "unchanged"), findings
+    durable.append_lines(path, [encode({**r, "seq": n}) for n, r in enumerate(appended, start=last_seq + 1)])
+    return _outcome(session, path, len(known) + len(new), len(new), "updated"), findings
+
+
+def _additions(session: Session, records: list[dict], known: dict, title: object) -> tuple[list[dict], list[dict]]:
+    """The records a journal lacks (or whose partial copy they complete), and a title change."""
     new = []
     for record in records:
         key = record.get("sourceKey")
@@ -168,14 +219,36 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
     if session.title is not None and session.title != title:
         when = next((r.get("t") for r in reversed(records) if r.get("t")), session.created_at)
         extra.append({"kind": "title", "t": when, "title": session.title})
-    appended = extra + new
-    if not appended:
-        return _outcome(session, path, len(known), 0, "unchanged"), []
-    lines = [encode({**r, "seq": n}) for n, r in enumerate(appended, start=last_seq + 1)]
-    if not dry_run:
-        with locks.holding(path):
-            durable.append_lines(path, lines)
-    return _outcome(session, path, len(known) + len(new), len(new), "updated"), []
+    return new, extra
+
+
+def _refused(session: Session, path: Path, exc: LevelsessError) -> tuple[Outcome, list[Finding]]:
+    code = exc.code if isinstance(exc, CorruptionError) else "unreadable"
+    finding = Finding(code, "error", str(path), getattr(exc, "line", None), getattr(exc, "offset", None),
+                      f"not updated: {exc}; it needs `levelsess fsck` first")
+    return _outcome(session, path, 0, 0, "skipped"), [finding]
+
+
+def _trim_torn_tail(store: Path, path: Path) -> Path | None:
+    """Like a writer resuming its session: save and cut an incomplete final record (an
+    import killed mid-append leaves one), so a rerun finishes the job.  Held under the lock."""
+    size = path.stat().st_size
+    if size == 0:
+        return None
+    with open(path, "rb") as handle:
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return None
+        tail = min(size, 64 << 20)
+        handle.seek(size - tail)
+        chunk = handle.read(tail)
+    cut = chunk.rfind(b"\n")
+    if cut < 0 and tail < size:
+        return None  # a final line over 64 MiB: leave it to fsck
+    keep = size - tail + cut + 1
+    recovered = store / ".levelsess" / "recovered"
+    durable.ensure_dir(recovered)
+    return durable.truncate_saving(path, keep, size, recovered)
 
 
 def _existing(path: Path) -> tuple[dict, int, object]:
