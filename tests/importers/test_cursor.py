@@ -211,7 +211,7 @@ def test_locked_database_is_an_operational_error_and_bad_sources_are_typed(tmp_p
     finally:
         conn.rollback()
         conn.close()
-    assert result.exit_code == 8 and "locked" in result.stderr and "Traceback" not in result.stderr
+    assert result.exit_code == 8 and "locked" in result.stdout and "Traceback" not in result.stderr
     assert run_cli("import", "--from", "cursor", "--source", tmp_path / "missing").exit_code == 8
     (tmp_path / "notdb").mkdir()
     (tmp_path / "notdb" / "state.vscdb").write_bytes(b"not a database at all")
@@ -275,3 +275,36 @@ def test_default_source_is_found_per_os(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nowhere"))
     none = run_cli("import", "--from", "cursor", "--store", tmp_path / "store")
     assert none.exit_code == 16 and "--source" in none.stderr
+
+
+@pytest.mark.parametrize("odd", [
+    {"allComposers": 5},
+    {"allComposers": [{"composerId": "c1", "conversation": [{"type": 1, "text": "t", "context": {"fileSelections": 3}}]}]},
+    {"allComposers": [{"composerId": "c1", "createdAt": 1e20, "conversation": [{"type": 2, "codeBlocks": 5}]}]},
+])
+def test_odd_workspace_values_are_findings_not_tracebacks(tmp_path, odd):
+    source = tmp_path / "ws" / "state.vscdb"
+    conn = new_db(source, tables=("ItemTable",))
+    put(conn, "composer.composerData", odd, table="ItemTable")
+    put(conn, "workbench.panel.aichat.view.aichat.chatdata", {"tabs": [{"tabId": "t1", "bubbles": 3},
+                                                                        {"tabId": "t2", "bubbles": [{"type": "user", "text": "fine"}]}]}, table="ItemTable")
+    conn.commit()
+    conn.close()
+    result = run_cli("import", "--from", "cursor", "--source", source, "--store", tmp_path / "store", "--json")
+    assert "Traceback" not in result.stderr and result.exit_code in (0, 4)
+    assert "cursor-tab-t2" in {s["id"] for s in result.json["sessions"]}
+
+
+def test_odd_global_values_are_findings_not_tracebacks(tmp_path):
+    source = tmp_path / "User" / "globalStorage" / "state.vscdb"
+    conn = new_db(source)
+    put(conn, "composerData:c-int", {"composerId": 5, "conversation": [{"type": 1, "text": "id is a number"}]})
+    put(conn, "composerData:c-gen", {"fullConversationHeadersOnly": [{"bubbleId": "b1"}], "generatingBubbleIds": [{}]})
+    put(conn, "bubbleId:c-gen:b1", {"type": 1, "text": "generating"})
+    put(conn, "composerData:c-ok", {"conversation": [{"type": 1, "text": "fine"}]})
+    put(conn, "composer.composerHeaders", {"allComposers": 7}, table="ItemTable")
+    conn.commit()
+    conn.close()
+    result = run_cli("import", "--from", "cursor", "--source", tmp_path / "User", "--store", tmp_path / "store", "--json")
+    assert "Traceback" not in result.stderr
+    assert {"cursor-c-int", "cursor-c-gen", "cursor-c-ok"} <= {s["id"] for s in result.json["sessions"]}

@@ -193,3 +193,39 @@ def test_import_resumes_after_being_killed_mid_append_and_never_writes_through_a
     linked = run_cli(*args)
     assert ("symlink", str(path)) in {(f["code"], f["path"]) for f in linked.json["findings"]}
     assert outside.read_bytes() == b"".join(lines[:3]), "never written through"
+
+
+ODD_SESSIONS = [
+    {"version": 3, "requests": 5},
+    {"version": 3, "requests": [{"requestId": "r", "message": {"text": "t"}, "response": 5}]},
+    {"version": 3, "requests": [{"requestId": "r", "message": {"text": "t"}, "response": [{"kind": "markdownContent", "content": "x"}]}]},
+    {"version": 3, "requests": [{"requestId": "r", "message": {"text": "t"}, "modelState": {"value": [1]}}]},
+    {"version": 3, "creationDate": 1e20, "requests": [{"requestId": "r", "timestamp": 1e17, "message": {"text": "t"}}]},
+    {"version": 3, "requests": [{"requestId": "r", "message": {"text": "t"}, "variableData": {"variables": 4},
+                                 "response": [{"kind": "inlineReference", "inlineReference": {"location": "x"}}]}]},
+    {"version": 3, "requests": [{"requestId": "r", "message": {"text": "t"}, "result": "ab", "responseErrorDetails": {"message": "e"}}]},
+]
+
+
+def test_odd_values_and_an_unreadable_database_never_stop_an_import(tmp_path):
+    from tests.importers.vscode_tree import entry, session, workspace, write_index
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    user = tmp_path / "User"
+    folder = workspace(user, "ws-odd", {"folder": project.as_uri()})
+    for n, odd in enumerate(ODD_SESSIONS):
+        (folder / "chatSessions" / f"odd-{n}.json").write_text(json.dumps({"sessionId": f"odd-{n}", **odd}))
+    (folder / "chatSessions" / "fine.json").write_text(json.dumps(session("fine", ["still imported"])))
+    write_index(folder / "state.vscdb", {"fine": entry("fine")})
+    broken = workspace(user, "ws-broken", {"folder": project.as_uri()})
+    (broken / "state.vscdb").write_bytes(b"")  # a 0-byte database
+    (broken / "chatSessions" / "b.json").write_text(json.dumps(session("b", ["beside a broken index"])))
+    result = run_cli("import", "--from", "vscode", "--source", user, "--store", tmp_path / "store", "--json")
+    assert "Traceback" not in result.stderr and result.exit_code in (0, 4, 8, 12)
+    ids = {s["id"] for s in result.json["sessions"]}
+    assert {"vscode-fine", "vscode-b"} <= ids, "the rest still imports"
+    for outcome in result.json["sessions"]:
+        assert run_cli("fsck", "--strict", outcome["path"]).exit_code == 0, outcome["id"]
+    doctor_home = run_cli("doctor", "--json")
+    assert doctor_home.exit_code == 0

@@ -50,30 +50,37 @@ class ImportReport:
 def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run: bool = False, no_raw: bool = False,
                progress: Callable[[Outcome], None] | None = None) -> ImportReport:
     """Import every session ``name``'s importer finds under ``sources`` into ``store``."""
-    from ..reindex import reindex
-    from ..stores import discover
-
     importer = load(name)
     report = ImportReport(importer.APP, sources=list(sources), dry_run=dry_run)
     touched: set[Path] = set()
-    for source in sources:
-        for session in importer.scan(source, options, report.findings.append):
-            outcome, found = write_session(store, session, dry_run=dry_run, no_raw=no_raw)
-            report.sessions.append(outcome)
-            report.findings += found
-            if outcome.status in ("created", "updated"):
-                touched.add(outcome.path.parent)
-            if progress:
-                progress(outcome)
-    if touched and not dry_run:
-        for folder in sorted(touched):  # the new journals' renames, made durable once per folder
-            durable.fsync_dir(folder)
-        folders = [discover(folder)[0] for folder in sorted(touched)]
-        for folder in folders:  # temp files of an import that was killed mid-write
-            for temp in folder_leftovers(folder)[1]:
-                durable.remove(temp)
-                report.findings.append(Finding("leftover-temp", "warning", str(temp), None, None,
-                                               "temporary file of an interrupted levelsess write", repaired=True))
-        result = reindex(folders)
-        report.findings += result.findings
+    try:
+        for source in sources:
+            for session in importer.scan(source, options, report.findings.append):
+                outcome, found = write_session(store, session, dry_run=dry_run, no_raw=no_raw)
+                report.sessions.append(outcome)
+                report.findings += found
+                if outcome.status in ("created", "updated"):
+                    touched.add(outcome.path.parent)
+                if progress:
+                    progress(outcome)
+    finally:  # even when a source or Ctrl-C stops the run: what was written is made durable and indexed
+        if touched and not dry_run:
+            _settle(sorted(touched), report)
     return report
+
+
+def _settle(touched: list[Path], report: ImportReport) -> None:
+    """fsync each folder that got new journals, remove this tool's dead temp files there,
+    and rebuild those folders' indexes."""
+    from ..reindex import reindex
+    from ..stores import discover
+
+    for folder in touched:  # the new journals' renames, made durable once per folder
+        durable.fsync_dir(folder)
+    folders = [found for folder in touched for found in discover(folder)[:1]]
+    for folder in folders:  # temp files of an import that was killed mid-write
+        for temp in folder_leftovers(folder)[1]:
+            durable.remove(temp)
+            report.findings.append(Finding("leftover-temp", "warning", str(temp), None, None,
+                                           "temporary file of an interrupted levelsess write", repaired=True))
+    report.findings += reindex(folders).findings

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +51,17 @@ def _dumps(value: object) -> bytes:
         return orjson.dumps(value)
     except TypeError:  # a lone surrogate: write it as a \u escape
         return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+_LAST_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
+
+
+def iso_from_ms(ms: object, floor: float = 1e12) -> str | None:
+    """Epoch milliseconds -> ISO-8601 UTC with ms and ``Z``; None for anything unusable
+    (not a number, before ``floor`` (a relative counter, not a time), or past year 9999)."""
+    if not isinstance(ms, (int, float)) or isinstance(ms, bool) or not floor < ms <= _LAST_MS:
+        return None
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def encode(record: dict) -> bytes:

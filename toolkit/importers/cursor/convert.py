@@ -4,10 +4,9 @@ blocks for text, thinking and tools, the time fallback chain, orphan events."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from ...lines import loads
-from ..output import Raw
+from ..output import Raw, iso_from_ms
 
 BLOCK_TYPES = {"paragraph", "heading", "quote", "code", "listitem", "list"}
 
@@ -16,9 +15,7 @@ def iso(ms: object) -> str | None:
     """Epoch milliseconds or an ISO string -> ISO-8601 UTC with ms and Z; None if unusable."""
     if isinstance(ms, str) and ms[:2].isdigit():
         return ms
-    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 1e12:
-        return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return None
+    return iso_from_ms(ms)
 
 
 def lexical_text(rich: object) -> str:

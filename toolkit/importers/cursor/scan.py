@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ...errors import LevelsessError
 from ...findings import Finding
 from ...lines import loads
 from .. import sqlite as db
@@ -74,17 +75,34 @@ class Scan:
             workspaces.append(Workspace("global", global_db, None, None, "live", []))
         for workspace in workspaces:
             if workspace.db is not None:
-                for session in self._workspace(workspace):
+                for session in self._each_db(workspace.db, self._workspace(workspace)):
                     cid = session.source["key"].partition("#")[2] if session.source["key"].startswith(COMPOSER_KEY) else None
                     if cid is None:
                         yield session
                     elif cid not in pending or len(session.records) > len(pending[cid].records):
                         pending[cid] = session
         if self.sources.global_db is not None:
-            for cid, session in self._global(self.sources.global_db):
+            for cid, session in self._each_db(self.sources.global_db, self._global(self.sources.global_db)):
                 local = pending.pop(cid, None)
                 yield local if local is not None and len(local.records) > len(session.records) else session
         yield from pending.values()
+
+    def _each_db(self, path: Path, items: Iterator) -> Iterator:
+        """Yield from one database's sessions; a database that cannot be read is a finding,
+        and the other databases still import."""
+        try:
+            yield from items
+        except (LevelsessError, sqlite3.DatabaseError, OSError) as exc:  # exit 8: an operational error
+            self.report(Finding("unreadable", "error", str(path), None, None, f"cannot read this database: {exc}; the rest was imported"))
+
+    def _safely(self, path: Path, key: str, make: Callable[[], object]) -> object:
+        """Convert one composer or tab; an odd value in this undocumented format is a
+        finding with its key, never the end of the import."""
+        try:
+            return make()
+        except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each row
+            self.finding("source-unreadable", "error", path, key, f"could not be converted ({type(exc).__name__}: {exc}); skipped")
+            return None
 
     # -- workspace databases: heads, legacy tabs, inline composers -------------------------
 
@@ -101,22 +119,28 @@ class Scan:
                     if when:
                         self.generations[item["generationUUID"]] = when
             composers = self.value(conn, ITEMS, COMPOSER_KEY, path) if db.has_key(conn, ITEMS, COMPOSER_KEY) else None
-            for composer in (composers or {}).get("allComposers", []) if isinstance(composers, dict) else []:
+            listed = composers.get("allComposers") if isinstance(composers, dict) else None
+            for composer in listed if isinstance(listed, list) else []:
                 if not isinstance(composer, dict) or not isinstance(composer.get("composerId"), str):
                     continue
                 cid = composer["composerId"]
+                self.head_workspace.setdefault(cid, workspace)  # its project, whichever copy wins
                 if isinstance(composer.get("conversation"), list) and composer["conversation"]:
-                    session = self._inline(composer, f"{COMPOSER_KEY}#{cid}", path, "inline")
+                    key = f"{COMPOSER_KEY}#{cid}"
+                    session = self._safely(path, key, lambda c=composer, k=key: self._inline(c, k, path, "inline"))
                     if session is not None:
                         yield self.place(session, workspace)
                 else:  # a head (0.43-2.x): the body is in the global database
-                    self.head_workspace.setdefault(cid, workspace)
                     self.heads.setdefault(cid, composer)
             for key in CHATDATA_KEYS:
                 if db.has_key(conn, ITEMS, key):
                     chatdata = self.value(conn, ITEMS, key, path)
-                    for tab in (chatdata or {}).get("tabs", []) if isinstance(chatdata, dict) else []:
-                        session = self._tab(tab, key, chatdata, path) if isinstance(tab, dict) else None
+                    tabs = chatdata.get("tabs") if isinstance(chatdata, dict) else None
+                    for tab in tabs if isinstance(tabs, list) else []:
+                        if not isinstance(tab, dict):
+                            continue
+                        where = f"{key}#{tab.get('tabId')}"
+                        session = self._safely(path, where, lambda t=tab, k=key: self._tab(t, k, chatdata, path))
                         if session is not None:
                             yield self.place(session, workspace)
 
@@ -124,7 +148,8 @@ class Scan:
         tab_id = tab.get("tabId")
         if not isinstance(tab_id, str):
             return None
-        bubbles = [b for b in tab.get("bubbles") or [] if isinstance(b, dict)]
+        listed = tab.get("bubbles")
+        bubbles = [b for b in listed if isinstance(b, dict)] if isinstance(listed, list) else []
         if bubbles and bubbles[-1].get("type") == "user" and not bubble_text(bubbles[-1]):
             bubbles = bubbles[:-1]  # the input box: every tab ends with an empty user bubble
         when = iso(tab.get("lastSendTime"))
@@ -189,7 +214,8 @@ class Scan:
             return
         if ITEMS in names and db.has_key(conn, ITEMS, HEADERS_KEY):
             headers = self.value(conn, ITEMS, HEADERS_KEY, path)
-            heads = (headers or {}).get("allComposers", []) if isinstance(headers, dict) else []
+            heads = headers.get("allComposers") if isinstance(headers, dict) else None
+            heads = heads if isinstance(heads, list) else []
             self.catalog = set()
             for head in heads:
                 if isinstance(head, dict) and isinstance(head.get("composerId"), str):
@@ -230,8 +256,8 @@ class Scan:
                     if composer is not None:
                         self.finding("source-unreadable", "error", path, key, "composerData is not a JSON object; skipped")
                     continue
-                composer.setdefault("composerId", cid)
-                session = self._composer(conn, composer, key, path)
+                composer["composerId"] = cid  # the key names it, whatever the value says
+                session = self._safely(path, key, lambda c=composer, k=key: self._composer(conn, c, k, path))
                 if session is not None:
                     yield cid, session
 
@@ -284,7 +310,8 @@ class Scan:
         created = iso(composer.get("createdAt"))
         clock = Clock(created, self.generations)
         model = model_name((composer.get("modelConfig") or {}).get("modelName") if isinstance(composer.get("modelConfig"), dict) else None)
-        generating = set(composer.get("generatingBubbleIds") or []) if isinstance(composer.get("generatingBubbleIds"), list) else set()
+        ids = composer.get("generatingBubbleIds")
+        generating = {b for b in ids if isinstance(b, str)} if isinstance(ids, list) else set()
         busy = composer.get("status") == "generating"
         inline = composer.get("conversationMap") if isinstance(composer.get("conversationMap"), dict) else {}
         records, referenced, first_uri = [], set(), None

@@ -8,18 +8,15 @@ are kept after the conversation as ``orphan-message`` events, never replayed as 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from urllib.parse import unquote
 
-from ..output import Raw
+from ..output import Raw, iso_from_ms
 
 STATUS = {1: "complete", 2: "cancelled", 3: "failed", 0: "pending", 4: "pending"}
 
 
 def iso(ms: object) -> str | None:
-    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 1e11:
-        return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return None
+    return iso_from_ms(ms, floor=1e11)
 
 
 def normalise(session: dict) -> dict:

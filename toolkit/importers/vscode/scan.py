@@ -10,10 +10,12 @@ own reader rejects the file (``editor-unreadable``); ``unknown`` for remote or f
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import LevelsessError
 from ...findings import Finding
 from .. import sqlite as db
 from ..output import Options, Raw, Session, safe_id
@@ -44,6 +46,15 @@ class Scan:
     def finding(self, code: str, severity: str, where: str, message: str, line: int | None = None) -> None:
         self.report(Finding(code, severity, where, line, None, message))
 
+    def _safely(self, where: str, make: Callable[[], object]) -> object:
+        """Convert one session; an odd value in this undocumented format is a finding with
+        its file, never the end of the import."""
+        try:
+            return make()
+        except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
+            self.finding("source-unreadable", "error", where, f"could not be converted ({type(exc).__name__}: {exc}); skipped")
+            return None
+
     # -- the state.vscdb of a store: index, legacy sessions, transfer index -------------------
 
     def _read(self, path: Path, keys: tuple[str, ...]) -> dict:
@@ -73,6 +84,16 @@ class Scan:
             transfers = values.get(TRANSFER_KEY) if isinstance(values.get(TRANSFER_KEY), dict) else {}
             self._db_cache[path] = (values, ids, transfers)
         return self._db_cache[path]
+
+    def _db_or_empty(self, store: Store) -> tuple[dict, list[str], dict]:
+        """Like :meth:`_db`, but a database that cannot be read counts as empty (and is
+        reported once): its session files are still imported."""
+        try:
+            return self._db(store.db)
+        except (LevelsessError, sqlite3.DatabaseError, OSError) as exc:
+            self.report(Finding("unreadable", "error", str(store.db), None, None, f"cannot read its index: {exc}; its session files are still imported"))
+            self._db_cache[store.db] = ({}, [], {})
+            return self._db_cache[store.db]
 
     def _legacy(self, path: Path | None) -> list:
         if path is None:
@@ -105,11 +126,11 @@ class Scan:
             for stem in files:
                 counts[stem] = counts.get(stem, 0) + 1
             if store.files is None:
-                for sid in self._db(store.db)[1]:
+                for sid in self._db_or_empty(store)[1]:
                     counts[sid] = counts.get(sid, 0) + 1
         best: dict[str, tuple[tuple, Session]] = {}
         for store, files in listings:
-            for session, requests, mtime in self._store(store, files):
+            for session, requests, mtime in self._each_store(store, files):
                 sid = session.source.pop("sessionId", session.id)
                 key = session.source.pop("stem", sid)
                 if counts.get(key, 1) <= 1:
@@ -121,26 +142,44 @@ class Scan:
         for _rank, session in best.values():
             yield session
 
+    def _each_store(self, store: Store, files: dict) -> Iterator[tuple[Session, int, float]]:
+        """One store's sessions; a store whose database cannot be read is a finding, and
+        its session files still import (without an index to judge them by)."""
+        try:
+            yield from self._store(store, files)
+        except (LevelsessError, sqlite3.DatabaseError, OSError) as exc:  # exit 8: an operational error
+            self.report(Finding("unreadable", "error", str(store.db or store.folder), None, None, f"cannot read: {exc}; the rest was imported"))
+
     def _files(self, store: Store) -> dict[str, dict[str, Path]]:
         files: dict[str, dict[str, Path]] = {}
-        candidates = store.files if store.files is not None else (sorted(store.folder.iterdir()) if store.folder.is_dir() else [])
+        if store.files is not None:
+            candidates = store.files
+        else:
+            try:
+                candidates = sorted(store.folder.iterdir()) if store.folder.is_dir() else []
+            except OSError as exc:
+                self.finding("source-unreadable", "error", str(store.folder), f"cannot list: {exc.strerror}; skipped")
+                candidates = []
         for path in candidates:
             if path.suffix in (".json", ".jsonl") and path.is_file():
                 files.setdefault(path.stem, {})[path.suffix] = path
         return files
 
     def _store(self, store: Store, files: dict[str, dict[str, Path]]) -> Iterator[tuple[Session, int, float]]:
-        values, legacy_ids, transfers = self._db(store.db)
+        values, legacy_ids, transfers = self._db_or_empty(store)
         index = self._index(values)
         for stem, found in files.items():
-            item = self._file_session(store, stem, found, index, transfers)
+            item = self._safely(str(next(iter(found.values()))), lambda s=stem, f=found: self._file_session(store, s, f, index, transfers))
             if item is not None:
                 item[0].source["stem"] = stem
                 yield item
         if store.files is None and legacy_ids:
             for position, raw in enumerate(self._legacy(store.db)):  # dedupe by requests, then status, then mtime:
                 if isinstance(raw, dict):              # a file with the same id wins a tie
-                    yield self._legacy_session(store, raw, position, index)
+                    item = self._safely(f"{store.db}#{LEGACY_KEY}[{position}]",
+                                        lambda r=raw, p=position: self._legacy_session(store, r, p, index))
+                    if item is not None:
+                        yield item
 
     def _file_session(self, store: Store, stem: str, found: dict[str, Path], index: Index, transfers: dict):
         json_state = jsonl = None

@@ -3,9 +3,11 @@ workspaces hold chats VS Code no longer shows, and how many (SOURCES.md ยง1.4, ย
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import LevelsessError
 from .. import sqlite as db
 from .sources import INDEX_KEY, Store, resolve
 
@@ -41,8 +43,8 @@ def _index(store: Store) -> tuple[set[str], str]:
             if "ItemTable" not in db.tables(conn) or not db.has_key(conn, "ItemTable", INDEX_KEY):
                 return set(), "missing"
             value = db.value(conn, "ItemTable", INDEX_KEY)
-    except (db.SourceUnreadable, OSError):
-        return set(), "corrupt"
+    except (db.SourceUnreadable, LevelsessError, sqlite3.DatabaseError, OSError):
+        return set(), "unreadable"
     entries = value.get("entries") if isinstance(value, dict) and value.get("version") == 1 else None
     if not isinstance(entries, dict):
         return set(), "corrupt"
@@ -56,7 +58,10 @@ def survey(user: Path) -> list[WorkspaceSurvey]:
     and the index, never the sessions themselves."""
     out = []
     for store in resolve(user):
-        stems = {p.stem for p in store.folder.iterdir() if p.suffix in (".json", ".jsonl")} if store.folder.is_dir() else set()
+        try:
+            stems = {p.stem for p in store.folder.iterdir() if p.suffix in (".json", ".jsonl")} if store.folder.is_dir() else set()
+        except OSError:
+            continue
         if not stems:
             continue
         indexed, state = _index(store)
