@@ -187,3 +187,18 @@ def test_ls_without_a_store_yet(tmp_path):
     result = run_cli("ls", "--json", "--store", tmp_path / "nothing-here")
     assert result.exit_code == 0 and result.json["sessions"] == []
     assert run_cli("ls", tmp_path / "nothing-here").exit_code == 8, "a PATH that does not exist is still an error"
+
+
+def test_a_cut_emoji_in_a_title_or_message_never_breaks_the_output(tmp_path):
+    from tests.helpers import meta, write_journal
+
+    journal = write_journal(tmp_path / "store" / PROJECT_SLUG / "2026-11-30T09-00-00-emoj.jsonl",
+                            b'{"kind":"meta","v":2,"id":"2026-11-30T09-00-00-emoj","project":"/p","createdAt":"2026-11-30T09:00:00Z","title":"cut \\ud83d"}\n'
+                            b'{"kind":"user","t":"2026-11-30T09:01:00Z","content":"half an emoji \\ud83d here","seq":1}\n'
+                            b'{"kind":"assistant","t":"2026-11-30T09:02:00Z","content":[{"type":"tool_use","id":"t","name":"x","input":{"q":"\\ud83d"}}],"seq":2}\n')
+    store = tmp_path / "store"
+    for args in (("ls",), ("ls", "--json"), ("ls", "--grep", "half"), ("show", journal.stem), ("export", journal.stem),
+                 ("export", journal.stem, "--format", "json"), ("show", journal.stem, "--json")):
+        result = run_cli(*args, "--store", store)
+        assert result.exit_code == 0, (args, result.stderr[-500:])
+    assert "\\ud83d" in run_cli("export", journal.stem, "--store", store).stdout

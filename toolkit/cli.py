@@ -22,7 +22,7 @@ from typer.core import TyperGroup
 from . import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LevelsessError, UsageError
 from .fsck import check_folders, plan_repair
-from .report import Output, common_base, findings_table, fsck_json, relative, summary_line
+from .report import Output, common_base, findings_table, fsck_json, printable, relative, summary_line
 from .stores import default_store, discover_all
 
 
@@ -552,7 +552,7 @@ def ls_(
         title = row.title if isinstance(row.title, str) and row.title else "(untitled)"
         if row.path in hits:
             title += f"\n  … {hits[row.path]}"
-        table.add_row(title, relative_time(row.updated_at), "-" if row.turns is None else str(row.turns), str(row.model or "-"),
+        table.add_row(printable(title), relative_time(row.updated_at), "-" if row.turns is None else str(row.turns), printable(row.model or "-"),
                       _mb(row.bytes), Text(row.state, style=STATE_STYLE.get(row.state, "")), row.id)
     if shown:
         out.out.print(table)
@@ -595,10 +595,11 @@ def show(
         sys.stdout.write(as_json(row.path, layout).decode())
         return 0
     if sys.stdout.isatty():
-        out.out.print(Markdown("".join(markdown(row.path, layout, row.title))))
+        out.out.print(Markdown(printable("".join(markdown(row.path, layout, row.title)))))
     else:
         for chunk in markdown(row.path, layout, row.title):
-            sys.stdout.write(chunk)
+            sys.stdout.buffer.write(chunk.encode("utf-8", "backslashreplace"))
+        sys.stdout.flush()
     if row.state != "clean":
         out.say(f"note: this session is {row.state}{': ' + row.reason if row.reason else ''}", style="yellow")
     return 0
@@ -635,7 +636,7 @@ def export(
     elif format_ == "json":
         chunks = iter([as_json(row.path, layout)])
     else:
-        chunks = (c.encode("utf-8", "surrogatepass") for c in markdown(row.path, layout, row.title))
+        chunks = (c.encode("utf-8", "backslashreplace") for c in markdown(row.path, layout, row.title))
     if output is not None:
         with durable.atomic_writer(output) as handle:
             for chunk in chunks:

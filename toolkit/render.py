@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
 
 from .journal import Layout, iter_records
 from .lines import dumps
@@ -23,7 +22,7 @@ def records_of(path: Path, layout: Layout) -> Iterator[dict]:
 
 
 def _summary(value: object, limit: int = 80) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value).decode() if value is not None else ""
+    text = value if isinstance(value, str) else dumps(value).decode() if value is not None else ""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -54,7 +53,7 @@ def _assistant_md(record: dict) -> list[str]:
             out.append(f"> 🔧 **{block.get('name', 'tool')}** `{_summary(block.get('input'), 100)}`")
         elif kind == "tool_result":
             result = block.get("content")
-            text = result if isinstance(result, str) else orjson.dumps(result).decode() if result is not None else ""
+            text = result if isinstance(result, str) else dumps(result).decode() if result is not None else ""
             lines = text.count("\n") + 1 if text else 0
             mark = "error" if block.get("is_error") else "result"
             out.append(f"> ↳ {mark}: {_summary(text.splitlines()[0] if text else '', 100)}" + (f" _({lines} lines)_" if lines > 1 else ""))

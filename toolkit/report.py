@@ -7,12 +7,12 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-import orjson
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from .findings import Finding
+from .lines import dumps
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow"}
 
@@ -29,7 +29,7 @@ class Output:
     err: Console = field(default_factory=lambda: Console(file=sys.stderr, highlight=False, stderr=True))
 
     def emit_json(self, document: dict) -> None:
-        sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(dumps(document, indent=True).decode() + "\n")  # lone surrogates become \u escapes
         sys.stdout.flush()
 
     def say(self, message: str, style: str | None = None) -> None:
@@ -42,6 +42,17 @@ class Output:
         self.err.print(Text("error: ", style="bold red") + Text(message))
         if hint:
             self.err.print(Text("hint: ", style="cyan") + Text(hint))
+
+
+def printable(text: object) -> str:
+    """Text safe to print: a lone surrogate (a cut emoji, kept by the importers) is shown as
+    its ``\\udXXX`` escape instead of stopping the output with an encoding error."""
+    text = str(text)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def relative(text: str, base: str | None) -> str:
