@@ -110,3 +110,18 @@ def test_reindex_removes_its_own_dead_temp_file(tmp_path):
     temp.write_bytes(b'{"v":2,"sess')  # a reindex killed before its rename
     result = run_cli("reindex", "--json", store)
     assert not temp.exists() and ("leftover-temp", True) in {(f["code"], f["repaired"]) for f in result.json["findings"]}
+
+
+def test_strict_and_plain_checks_agree_on_the_index(tmp_path):
+    from tests.helpers import PROJECT_SLUG, make_store
+
+    store = make_store(tmp_path / "store", sessions=1)
+    journal = next((store / PROJECT_SLUG).glob("*.jsonl"))
+    lines = journal.read_bytes().split(b"\n")
+    journal.write_bytes(b"\n".join(lines[:2] + [b""] + lines[2:]))  # a blank line: a warning only
+    assert run_cli("reindex", "--store", store).exit_code == 0
+    strict = run_cli("fsck", "--strict", "--json", "--store", store)
+    assert "stale-index" not in {f["code"] for f in strict.json["findings"]}
+    assert run_cli("fsck", "--strict", "--repair", "--store", store).exit_code in (4,)
+    assert run_cli("reindex", "--check", "--store", store).exit_code == 0
+    assert run_cli("ls", "--json", "--store", store).json["sessions"][0]["state"] == "clean"

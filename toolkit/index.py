@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .errors import CODES
 from .journal import JournalScan, LevelCodeFacts, LogicianFacts
 from .lines import dumps, loads
 
@@ -68,7 +69,9 @@ def index_entry(scan: JournalScan, v2: bool) -> dict:
     }
     if v2:
         entry.update(bytes=scan.size, pinned=facts.pinned, archived=facts.archived)
-        damage = next((f for f in scan.findings if f.severity == "error"), None)
+        # by each code's own severity, so a --strict check (warnings as errors) derives the same index
+        damage = next((f for f in scan.findings if CODES.get(f.code) is not None and CODES[f.code].severity == "error"
+                       and f.code != "schema-violation"), None)
         if damage is not None:  # a levelsess extension: `ls` reads torn / corrupt from a fresh index
             entry["damage"] = f"{damage.code} at line {damage.line}"
     return entry
