@@ -202,3 +202,24 @@ def test_a_cut_emoji_in_a_title_or_message_never_breaks_the_output(tmp_path):
         result = run_cli(*args, "--store", store)
         assert result.exit_code == 0, (args, result.stderr[-500:])
     assert "\\ud83d" in run_cli("export", journal.stem, "--store", store).stdout
+
+
+def test_trash_of_a_loose_messages_file_never_takes_its_folder(tmp_path):
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "home" / ".local" / "share")}
+    project = tmp_path / "myproject"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "main.py").write_text("print('keep me')\n")
+    (project / "messages.jsonl").write_bytes(b'{"id":"e1","parentId":null,"text":"x"}\n')
+    proc = _levelsess("trash", project / "messages.jsonl", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "src" / "main.py").exists() and not (project / "messages.jsonl").exists()
+
+
+def test_trash_of_the_last_unindexed_session_in_a_folder(tmp_path):
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "home" / ".local" / "share")}
+    store = make_store(tmp_path / "store", sessions=1)  # no index.json
+    journal = next((store / PROJECT_SLUG).glob("*.jsonl"))
+    proc = _levelsess("trash", journal.stem, "--store", store, env=env)
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr

@@ -209,13 +209,15 @@ def find_session(paths: list[Path], key: str) -> SessionRow:
     candidate = Path(key).expanduser()
     if candidate.suffix == ".jsonl" and candidate.exists():
         return list_sessions([candidate], verify=True)[0]
-    rows = [r for r in list_sessions(paths) if r.id == key]
-    if not rows:
-        rows = [r for r in list_sessions(paths) if r.id.startswith(key)]
+    every = list_sessions(paths)
+    rows = [r for r in every if r.id == key] or [r for r in every if r.id.startswith(key)]
     if not rows:
         raise UsageError(f"no session {key!r} in {', '.join(map(str, paths))}; see `levelsess ls`")
     if len(rows) > 1:
-        raise UsageError(f"{key!r} matches {len(rows)} sessions ({', '.join(r.id for r in rows[:4])}…); give more of the id")
+        exact = all(r.id == key for r in rows)
+        listed = ", ".join(str(r.path) if exact else r.id for r in rows[:4])
+        raise UsageError(f"{key!r} matches {len(rows)} sessions ({listed}…); "
+                         + ("name the journal by its path" if exact else "give more of the id"))
     return rows[0]
 
 

@@ -38,7 +38,7 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
         if info is not None and info.state is not LockState.STALE:
             out.append(Trashed(row.id, (journal,), "refused", f"{info.reason}; close the editor, or wait for the writer"))
             continue
-        if row.layout == "logician":
+        if row.layout == "logician" and _is_logician_session(journal.parent):
             paths: tuple[Path, ...] = (journal.parent,)
         else:
             paths = (journal,) + ((lock_path(journal),) if info is not None else ())
@@ -53,6 +53,12 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
         out.append(Trashed(row.id, paths, "trashed"))
         if row.layout == "levelcode":
             folders.add(journal.parent)
-    if folders:
-        reindex([discover(folder)[0] for folder in sorted(folders)])
+    if folders:  # a folder left without journals or index is no longer a project: nothing to index
+        reindex([found for folder in sorted(folders) for found in discover(folder)[:1]])
     return out
+
+
+def _is_logician_session(folder: Path) -> bool:
+    """Only ``<workspace>/.logician/sessions/sessions/<id>/`` is a whole session to trash;
+    any other ``messages.jsonl`` is trashed alone (never the folder around it)."""
+    return folder.parent.name == "sessions" and folder.parent.parent.name == "sessions" and folder.parent.parent.parent.name == ".logician"

@@ -182,7 +182,7 @@ def test_to_and_downgrade(tmp_path):
 def test_backups_are_pruned_after_success_or_kept_on_request(tmp_path):
     store = make_store(tmp_path / "store", sessions=2, v=1)
     assert run_cli("migrate", "--store", store).exit_code == 0
-    assert not list((store / ".levelsess" / "backup").iterdir())
+    assert not (store / ".levelsess" / "backup").exists(), "pruned, empty folders included"
     kept = make_store(tmp_path / "kept", sessions=2, v=1)
     originals = {p.name: p.read_bytes() for p in (kept / PROJECT_SLUG).glob("*.jsonl")}
     result = run_cli("migrate", "--keep-backup", "--json", "--store", kept)
@@ -240,7 +240,7 @@ def test_interrupt_between_files_exits_32_and_a_rerun_finishes(tmp_path):
     assert [f.status for f in result.files].count("migrated") == 1
     assert result.backups, "an interrupted run keeps its backups"
     assert run_cli("migrate", "--store", store).exit_code == 0
-    assert not list((store / ".levelsess" / "backup").iterdir()), "the finishing run prunes the killed run's backups too"
+    assert not (store / ".levelsess" / "backup").exists(), "the finishing run prunes the killed run's backups too"
     assert all(scan_journal(j).version == 2 for j in (store / PROJECT_SLUG).glob("*.jsonl"))
 
 
@@ -278,3 +278,11 @@ def test_a_journal_that_grew_after_planning_is_judged_again_under_the_lock(tmp_p
     assert result.exit_code == 0 and result.files[0].status == "migrated"
     last = loads(journal.read_bytes().split(b"\n")[-2])
     assert last["content"] == "one more" and last["seq"] == result.files[0].records - 1
+
+
+def test_a_named_journal_outside_a_store_gets_no_index(tmp_path):
+    loose = tmp_path / "downloads"
+    write_journal(loose / "a.jsonl", b'{"kind":"meta","v":1,"id":"a","project":"/p","createdAt":"x"}\n{"kind":"user","t":"x","content":"hi"}\n')
+    (loose / "analytics.jsonl").write_bytes(b'{"event":"click"}\n')
+    assert run_cli("migrate", loose / "a.jsonl").exit_code == 0
+    assert sorted(p.name for p in loose.iterdir()) == ["a.jsonl", "analytics.jsonl"], "nothing but the migrated journal changed"

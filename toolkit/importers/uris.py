@@ -67,11 +67,20 @@ def classify(uri: str | None) -> tuple[str | None, str, list[str]]:
 
 
 def apply_map(project: str | None, mapping: list[tuple[str, str]]) -> str | None:
-    """Rewrite a project path by the first ``--map OLD=NEW`` whose OLD is a path prefix of it."""
+    """Rewrite a project path by the first ``--map OLD=NEW`` whose OLD is a path prefix of it.
+
+    Windows paths compare case-insensitively (``C:\\`` and ``c:\\`` are one drive); a root
+    OLD (``/``) is a prefix of every path on it."""
     if project is None:
         return None
     for old, new in mapping:
-        old = old.rstrip("/\\") or old
-        if project == old or project.startswith(old + "/") or project.startswith(old + "\\"):
-            return new.rstrip("/\\") + project[len(old):] if project != old else new
+        windows = bool(re.match(r"^[A-Za-z]:[\\/]", old)) or old.startswith("\\\\")
+        trimmed = old.rstrip("/\\") or old[:1]
+        have, want = (project.casefold(), trimmed.casefold()) if windows else (project, trimmed)
+        if have == want:
+            return new
+        if want in ("/", "\\"):
+            return new.rstrip("/\\") + "/" + project.lstrip("/\\")
+        if have.startswith(want + "/") or have.startswith(want + "\\"):
+            return new.rstrip("/\\") + project[len(trimmed):]
     return project

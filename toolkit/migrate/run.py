@@ -151,7 +151,9 @@ def _judge_index(folder: Folder, journals: list[FileState]) -> tuple[FileState |
     after = [j.to_v if j.status == "migrate" else j.from_v for j in journals if j.scan is not None]
     target = 2 if 2 in after else 1
     state = FileState(cache, "index", folder, current, target, "up-to-date")
-    if not folder.whole:
+    if not folder.whole:  # one named journal: its folder's index follows, if it has one
+        if loaded.state == "missing":
+            return None, []
         if any(j.status == "migrate" for j in journals):
             state.status = "rebuild"
         return state, []
@@ -420,6 +422,9 @@ class _Run:
                         durable.remove(partial, tree=True)
                 except LevelsessError as exc:
                     self.findings.append(Finding("repair-failed", "error", str(partial), None, None, str(exc)))
+            for empty in (root, root.parent):  # leave no empty .levelsess/backup behind
+                if empty.is_dir() and not any(empty.iterdir()):
+                    durable.remove(empty, tree=True)
         return tuple(kept)
 
 
