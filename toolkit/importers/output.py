@@ -153,9 +153,9 @@ def _strip_raw(record: dict, no_raw: bool) -> dict:
 def write_session(store: Path, session: Session, *, dry_run: bool = False, no_raw: bool = False) -> tuple[Outcome, list[Finding]]:
     """Create or extend the session's journal; return what happened and any finding.
 
-    Everything is decided under the session lock: whether the journal exists, which records
-    it already holds, its last ``seq``.  A new journal is linked into place (never replacing
-    one that appeared meanwhile); an existing one is only appended to.  A symlinked journal
+    A new journal is linked into place whole, so it never replaces one that appeared
+    meanwhile (that one is then extended instead).  An existing journal is extended under the
+    session lock: which records it holds and its last ``seq`` are read inside the lock.  A symlinked journal
     is never written through, and a live writer's session is left for the next import.
     """
     path = journal_path(store, session)
@@ -166,11 +166,14 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
     planned = _plan(session, path, records)  # read-only: a re-import with nothing new touches nothing
     if dry_run or planned[0].status in ("unchanged", "skipped"):
         return planned
-    try:
+    if planned[0].status == "created":
         durable.ensure_dir(path.parent)
+        try:  # linked into place, so it can never replace a journal that appeared meanwhile
+            return _create(session, path, records, no_raw), []
+        except FileExistsError:
+            pass  # it did appear: extend it under the lock like any existing journal
+    try:
         with locks.holding(path):
-            if not path.exists():
-                return _create(session, path, records, no_raw), []
             return _extend(store, session, path, records)
     except LockBusyError as exc:
         return _outcome(session, path, 0, 0, "skipped"), [Finding("locked", "warning", str(path), None, None,
