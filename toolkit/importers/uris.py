@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from ..errors import PermissionDeniedError
 from ..lines import loads
 
 _DRIVE = re.compile(r"^/?([A-Za-z])(:|%3[Aa])(/.*)?$")
@@ -84,3 +85,14 @@ def apply_map(project: str | None, mapping: list[tuple[str, str]]) -> str | None
         if have.startswith(want + "/") or have.startswith(want + "\\"):
             return new.rstrip("/\\") + project[len(trimmed):]
     return project
+
+
+def subfolders(folder: Path) -> list[Path]:
+    """The folders in ``folder`` (none if it does not exist), e.g. ``workspaceStorage/*``;
+    a permission error is typed."""
+    if not folder.is_dir():
+        return []
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_dir())
+    except PermissionError as exc:
+        raise PermissionDeniedError(f"cannot list {folder}") from exc

@@ -6,8 +6,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import NotAStoreError, PathNotFoundError, PermissionDeniedError
-from ..uris import classify, read_workspace_json
+from ...errors import NotAStoreError, PathNotFoundError
+from ..uris import classify, read_workspace_json, subfolders
 
 
 def default_user_dirs() -> list[Path]:
@@ -63,20 +63,10 @@ def resolve(source: Path) -> Sources:
     if (source / "globalStorage").is_dir() or (source / "workspaceStorage").is_dir():
         global_db = source / "globalStorage" / "state.vscdb"
         storage = source / "workspaceStorage"
-        folders = _subfolders(storage)
+        folders = subfolders(storage)
         return Sources(global_db if global_db.exists() else None, [_workspace(f) for f in folders])
     if (source / "state.vscdb").exists():
         if source.name == "globalStorage":
             return Sources(source / "state.vscdb")
         return Sources(None, [_workspace(source)])
     raise NotAStoreError(f"{source} (expected a Cursor User folder, a workspaceStorage/<id> folder or a state.vscdb)")
-
-
-def _subfolders(folder: Path) -> list[Path]:
-    """The folders in ``folder`` (none if it does not exist); a permission error is typed."""
-    if not folder.is_dir():
-        return []
-    try:
-        return sorted(p for p in folder.iterdir() if p.is_dir())
-    except PermissionError as exc:
-        raise PermissionDeniedError(f"cannot list {folder}") from exc

@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import NotAStoreError, PathNotFoundError, PermissionDeniedError
-from ..uris import classify, read_workspace_json
+from ...errors import NotAStoreError, PathNotFoundError
+from ..uris import classify, read_workspace_json, subfolders
 
 PRODUCTS = ("Code", "Code - Insiders", "Code - OSS", "VSCodium")
 INDEX_KEY = "chat.ChatSessionStore.index"
@@ -72,7 +72,7 @@ def resolve(source: Path) -> list[Store]:
     if (source / "workspaceStorage").is_dir() or (source / "globalStorage").is_dir():
         stores = []
         storage = source / "workspaceStorage"
-        for folder in _subfolders(storage):
+        for folder in subfolders(storage):
             stores.append(_workspace_store(folder))
         global_dir = source / "globalStorage"
         global_db = global_dir / "state.vscdb"
@@ -85,13 +85,3 @@ def resolve(source: Path) -> list[Store]:
     if (source / "chatSessions").is_dir() or (source / "workspace.json").exists() or (source / "state.vscdb").exists():
         return [_workspace_store(source)]
     raise NotAStoreError(f"{source} (expected a VS Code User folder, a workspaceStorage/<id> folder or a session .json/.jsonl)")
-
-
-def _subfolders(folder: Path) -> list[Path]:
-    """The folders in ``folder`` (none if it does not exist); a permission error is typed."""
-    if not folder.is_dir():
-        return []
-    try:
-        return sorted(p for p in folder.iterdir() if p.is_dir())
-    except PermissionError as exc:
-        raise PermissionDeniedError(f"cannot list {folder}") from exc
