@@ -229,3 +229,24 @@ def test_odd_values_and_an_unreadable_database_never_stop_an_import(tmp_path):
         assert run_cli("fsck", "--strict", outcome["path"]).exit_code == 0, outcome["id"]
     doctor_home = run_cli("doctor", "--json")
     assert doctor_home.exit_code == 0
+
+
+def test_two_imports_at_once_converge_to_one_import(tmp_path, tree):
+    """Found in review: an import used to read a journal before taking its lock, so two at
+    once could duplicate records or overwrite each other.  Now both end in the same bytes."""
+    import subprocess
+    import sys
+
+    reference = tmp_path / "reference"
+    run_cli("import", "--from", "vscode", "--source", tree["user"], "--store", reference)
+    expected = {p.relative_to(reference): p.read_bytes() for p in reference.rglob("*.jsonl")}
+    for round_ in range(3):
+        store = tmp_path / f"store-{round_}"
+        argv = [sys.executable, "-m", "toolkit.cli", "import", "--from", "vscode", "--source", str(tree["user"]), "--store", str(store), "-q"]
+        procs = [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(3)]
+        for proc in procs:
+            assert proc.wait() in (0, 4), proc.stderr.read().decode()[-2000:]
+            proc.stderr.close()
+        got = {p.relative_to(store): p.read_bytes() for p in store.rglob("*.jsonl")}
+        assert got == expected
+        assert run_cli("fsck", "--store", store).exit_code == 0
