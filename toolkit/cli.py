@@ -271,7 +271,7 @@ def migrate(
     to: Annotated[Optional[int], typer.Option("--to", help="Target journal version (default: the newest this levelsess knows). levelsess never migrates down.", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say, per file, what would change; write nothing (exit 4 when there is work to do).")] = False,
     list_: Annotated[bool, typer.Option("--list", help="List the known migration steps and every file's current version; write nothing.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for reading journals (0 = automatic).", min=0)] = 0,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for reading and migrating journals (0 = automatic: one per core for 32 MiB or more).", min=0)] = 0,
     keep_backup: Annotated[bool, typer.Option("--keep-backup", help="Keep the originals under <store>/.levelsess/backup/<stamp>/ after a successful run (default: pruned once every file is migrated and verified).")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -312,7 +312,7 @@ def migrate(
         result = plan.result()
     else:
         with _ctrl_c_deferred() as stopped, _progress(out, "migrating", plan.work_bytes) as advance:
-            result = plan.execute(keep_backup=keep_backup, progress=advance, should_stop=stopped)
+            result = plan.execute(keep_backup=keep_backup, progress=advance, should_stop=stopped, jobs=jobs)
     code = result.exit_code
     if out.json:
         out.emit_json(migrate_json(result, code))

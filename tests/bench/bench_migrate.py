@@ -12,7 +12,7 @@ or no "v" at all in about a third of them) plus a v1 index.json per project, and
                 (shutil.copyfileobj + os.fsync): what writing the bytes once costs
   bare          read each file whole, split on b"\\n", orjson.loads every line
   plan          plan_migration(discover_all([store])): the read-only scan of every journal
-  execute       plan.execute(): stream, splice, verify, fsync, back up, replace, reindex
+  execute       plan.execute(jobs=0): stream, splice, verify, fsync, back up, replace, reindex
   migrate       plan + execute (in this process)
   cli           `levelsess migrate --store DIR --json` as a subprocess (wall time, so
                 interpreter start-up and the JSON report are included)
@@ -195,7 +195,7 @@ def migrate_in_process(store: Path, files: int) -> tuple[float, float]:
     started = time.perf_counter()
     plan = plan_migration(discover_all([store]))
     planned = time.perf_counter()
-    result = plan.execute()
+    result = plan.execute(jobs=0)
     done = time.perf_counter()
     if result.exit_code != 0 or result.count("migrated") != files:
         codes = sorted({f.code for f in result.findings})
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
             ("copy", "copyfileobj to a new file in the same folder + fsync, per journal"),
             ("bare", "read whole file, split b'\\n', orjson.loads each line"),
             ("plan", "plan_migration(discover_all([store])) - the read-only scan"),
-            ("execute", "plan.execute() - splice, verify, fsync, back up, replace, reindex"),
+            ("execute", "plan.execute(jobs=0) - splice, verify, fsync, back up, replace, reindex"),
             ("migrate", "plan + execute, in this process"),
         ]}
         if not args.no_cli:

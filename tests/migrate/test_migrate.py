@@ -286,3 +286,15 @@ def test_a_named_journal_outside_a_store_gets_no_index(tmp_path):
     (loose / "analytics.jsonl").write_bytes(b'{"event":"click"}\n')
     assert run_cli("migrate", loose / "a.jsonl").exit_code == 0
     assert sorted(p.name for p in loose.iterdir()) == ["a.jsonl", "analytics.jsonl"], "nothing but the migrated journal changed"
+
+
+def test_worker_processes_give_the_same_bytes(tmp_path):
+    serial = make_store(tmp_path / "serial", sessions=6, v=1)
+    parallel = make_store(tmp_path / "parallel", sessions=6, v=1)
+    assert run_cli("migrate", "--jobs", "1", "--store", serial).exit_code == 0
+    result = run_cli("migrate", "--jobs", "2", "--json", "--store", parallel)
+    assert result.exit_code == 0 and {f["status"] for f in result.json["files"] if f["format"] == "journal"} == {"migrated"}
+    for journal in (serial / PROJECT_SLUG).glob("*.jsonl"):
+        assert (parallel / PROJECT_SLUG / journal.name).read_bytes() == journal.read_bytes()
+    assert run_cli("reindex", "--check", "--store", parallel).exit_code == 0
+    assert not [p for p in (parallel / PROJECT_SLUG).iterdir() if p.name.endswith((".lock", ".tmp"))]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -200,8 +201,9 @@ class MigrationPlan:
         return sum(f.bytes for f in self.files if f.status == "migrate")
 
     def execute(self, *, keep_backup: bool = False, progress: Callable[[int], None] | None = None,
-                should_stop: Callable[[], bool] | None = None) -> MigrationResult:
-        return _Run(self, keep_backup, progress or (lambda n: None), should_stop or (lambda: False)).go()
+                should_stop: Callable[[], bool] | None = None, jobs: int = 1) -> MigrationResult:
+        """Run the plan; ``jobs`` worker processes (0 = automatic) share the journals."""
+        return _Run(self, keep_backup, progress or (lambda n: None), should_stop or (lambda: False), jobs).go()
 
 
 def plan_migration(folders: list[Folder], to: int | None = None,
@@ -250,9 +252,79 @@ def _lines(handle) -> Iterator[bytes]:
             raise FileChangedError("the journal changed while it was being migrated; nothing was written")
 
 
+def _migrate_journal(state: FileState, to: int, backup_dir: Path) -> list[Finding]:
+    """Migrate one journal under its session lock (updating ``state``); return findings."""
+    findings: list[Finding] = []
+    journal = state.path
+    with locks.holding(journal):
+        scan = state.scan
+        if scan is None or not _unchanged(scan):  # it moved on since planning: judge it again
+            fresh, found = _judge_journal(journal, state.folder, to)
+            state.scan, state.from_v, state.records, state.bytes = fresh.scan, fresh.from_v, fresh.records, fresh.bytes
+            if fresh.status != "migrate" or found:
+                state.status = fresh.status
+                return findings + found
+            scan = fresh.scan
+        assert scan is not None and scan.version is not None
+        steps = [step.load() for step in chain("journal", scan.version, to)]
+        expected_meta = {**(scan.facts.meta or {}), "v": to}
+        written = {"records": 0, "meta": None}
+
+        def verify(temp: Path) -> None:
+            # Each step splices bytes into lines the scan proved to be record objects, so
+            # the copy is valid by construction (tests/migrate/test_properties.py); check
+            # what construction cannot promise: the meta, the count, and no concurrent write.
+            if written["meta"] != expected_meta or written["records"] != scan.records:
+                raise DurabilityError(f"{journal}: the migrated copy did not verify "
+                                      f"({written['records']} of {scan.records} records); the original is untouched")
+            if not _unchanged(scan):
+                raise FileChangedError(f"{journal} changed while it was being migrated; the original is untouched")
+            durable.preserve(journal, backup_dir / _relative(journal, state.folder.store))
+
+        with open_journal(journal) as source, durable.atomic_writer(journal, before_replace=verify) as target:
+            lines: Iterator[bytes] = _lines(source)
+            for step in steps:
+                lines = step.upgrade(lines)
+            buffer, size, records = [], 0, 0
+            for line in lines:
+                if line.strip():
+                    records += 1
+                    if records == 1:
+                        written["meta"] = loads(line.removeprefix(BOM))
+                buffer.append(line)
+                size += len(line)
+                if size >= _FLUSH:
+                    target.write(b"\n".join(buffer) + b"\n")
+                    buffer, size = [], 0
+            if buffer:
+                target.write(b"\n".join(buffer) + b"\n")
+            written["records"] = records
+        info = journal.stat()
+        state.scan = replace(scan, path=journal, size=info.st_size, mtime_ns=info.st_mtime_ns,
+                             facts=replace(scan.facts, meta=written["meta"], version=to))
+        state.status, state.to_v, state.bytes = "migrated", to, info.st_size
+    return findings
+
+
+def _migrate_safely(args: tuple[FileState, int, Path]) -> tuple[FileState, list[Finding], bool]:
+    """One journal, with its typed errors turned into findings: ``(state, findings, fatal)``.
+    Runs in this process or in a worker (it returns only picklable data)."""
+    state, to, backup_dir = args
+    try:
+        return state, _migrate_journal(state, to, backup_dir), False
+    except LockBusyError as exc:
+        state.status = "refused"
+        return state, [_refusal("locked", state.path, f"not migrated: {exc}; close the editor and rerun")], False
+    except FileChangedError as exc:
+        state.status = "refused"
+        return state, [Finding("changed-during-repair", "error", str(state.path), None, None, f"not migrated: {exc}; rerun")], False
+    except LevelsessError as exc:
+        return state, [Finding("repair-failed", "error", str(state.path), None, None, f"{exc}; every original is kept in the backup folder")], True
+
+
 class _Run:
-    def __init__(self, plan: MigrationPlan, keep_backup: bool, progress, should_stop) -> None:
-        self.plan, self.keep, self.progress, self.should_stop = plan, keep_backup, progress, should_stop
+    def __init__(self, plan: MigrationPlan, keep_backup: bool, progress, should_stop, jobs: int = 1) -> None:
+        self.plan, self.keep, self.progress, self.should_stop, self.jobs = plan, keep_backup, progress, should_stop, jobs
         self.findings: list[Finding] = list(plan.findings)
         self.backups: dict[Path, Path] = {}  # store -> this run's partial backup folder
         self.interrupted = self.fatal = False
@@ -261,13 +333,22 @@ class _Run:
         files = self.plan.files
         for path in self.plan.tidy:
             self._tidy(path)
-        folders: dict[Path, list[FileState]] = {}
+        groups: dict[Path, list[FileState]] = {}
         for state in files:
-            folders.setdefault(state.folder.path, []).append(state)
-        for group in folders.values():
-            if self.interrupted or self.fatal:
-                break
-            self._folder(group)
+            groups.setdefault(state.folder.path, []).append(state)
+        work = [s for s in files if s.format == "journal" and s.status == "migrate"]
+        left = {key: sum(s in work for s in group) for key, group in groups.items()}
+        for key, group in groups.items():  # folders with nothing to migrate: only their index
+            if not left[key]:
+                self._indexes(group)
+        for state, found, fatal in self._run(work):
+            self.findings += found
+            self.fatal = self.fatal or fatal
+            self.progress(state.bytes or 1)
+            key = state.folder.path
+            left[key] -= 1
+            if not left[key] and not self.fatal:
+                self._indexes(groups[key])
         for state in files:
             if state.status in ("migrate", "rebuild"):
                 state.status = "pending"
@@ -275,27 +356,40 @@ class _Run:
         return MigrationResult(self.plan.to, tuple(files), tuple(self.findings), kept, dry_run=False,
                                interrupted=self.interrupted)
 
-    # each folder: its journals, then its index
-    def _folder(self, group: list[FileState]) -> None:
-        for state in group:
-            if state.format != "journal" or state.status != "migrate":
-                continue
-            if self.should_stop():
-                self.interrupted = True
-                return
-            try:
-                self._journal(state)
-            except LockBusyError as exc:
-                state.status = "refused"
-                self.findings.append(_refusal("locked", state.path, f"not migrated: {exc}; close the editor and rerun"))
-            except FileChangedError as exc:
-                state.status = "refused"
-                self.findings.append(Finding("changed-during-repair", "error", str(state.path), None, None, f"not migrated: {exc}; rerun"))
-            except LevelsessError as exc:
-                self.fatal = True
-                self.findings.append(Finding("repair-failed", "error", str(state.path), None, None, f"{exc}; every original is kept in the backup folder"))
-                return
-            self.progress(state.bytes or 1)
+    def _run(self, work: list[FileState]) -> Iterator[tuple[FileState, list[Finding], bool]]:
+        """Migrate journals, in worker processes when there is enough to share (--jobs).
+
+        Workers inherit the deferred Ctrl-C, so each finishes its current file; no new file
+        is started once Ctrl-C was pressed or a write failed."""
+        tasks = [(s, self.plan.to, self._backup_dir(s.folder)) for s in work]
+        workers = worker_count(self.jobs, sum(s.bytes for s in work), len(work))
+        if workers <= 1:
+            for task in tasks:
+                if self.should_stop() or self.fatal:
+                    self.interrupted = self.interrupted or self.should_stop()
+                    return
+                yield _merge(task[0], _migrate_safely(task))
+            return
+        try:
+            pool = ProcessPoolExecutor(max_workers=workers)
+        except OSError:  # no way to start workers here: the serial path gives the same result
+            self.jobs = 1
+            yield from self._run(work)
+            return
+        with pool:
+            queue, running = list(tasks), {}
+            while queue or running:
+                while queue and len(running) < workers and not (self.should_stop() or self.fatal):
+                    task = queue.pop(0)
+                    running[pool.submit(_migrate_safely, task)] = task[0]
+                if not running:
+                    self.interrupted = self.interrupted or self.should_stop()
+                    return
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield _merge(running.pop(future), future.result())
+
+    def _indexes(self, group: list[FileState]) -> None:
         for state in group:
             if state.format == "index" and state.status == "rebuild" and not self.should_stop():
                 try:
@@ -303,57 +397,6 @@ class _Run:
                 except LevelsessError as exc:
                     self.fatal = True
                     self.findings.append(Finding("repair-failed", "error", str(state.path), None, None, str(exc)))
-
-    def _journal(self, state: FileState) -> None:
-        journal = state.path
-        with locks.holding(journal):
-            scan = state.scan
-            if scan is None or not _unchanged(scan):  # it moved on since planning: judge it again
-                fresh, found = _judge_journal(journal, state.folder, self.plan.to)
-                state.scan, state.from_v, state.records, state.bytes = fresh.scan, fresh.from_v, fresh.records, fresh.bytes
-                if fresh.status != "migrate" or found:
-                    state.status = fresh.status
-                    self.findings += found
-                    return
-                scan = fresh.scan
-            assert scan is not None and scan.version is not None
-            steps = [step.load() for step in chain("journal", scan.version, self.plan.to)]
-            expected_meta = {**(scan.facts.meta or {}), "v": self.plan.to}
-            written = {"records": 0, "meta": None}
-
-            def verify(temp: Path) -> None:
-                # Each step splices bytes into lines the scan proved to be record objects, so
-                # the copy is valid by construction (tests/migrate/test_properties.py); check
-                # what construction cannot promise: the meta, the count, and no concurrent write.
-                if written["meta"] != expected_meta or written["records"] != scan.records:
-                    raise DurabilityError(f"{journal}: the migrated copy did not verify "
-                                          f"({written['records']} of {scan.records} records); the original is untouched")
-                if not _unchanged(scan):
-                    raise FileChangedError(f"{journal} changed while it was being migrated; the original is untouched")
-                durable.preserve(journal, self._backup_dir(state.folder) / _relative(journal, state.folder.store))
-
-            with open_journal(journal) as source, durable.atomic_writer(journal, before_replace=verify) as target:
-                lines: Iterator[bytes] = _lines(source)
-                for step in steps:
-                    lines = step.upgrade(lines)
-                buffer, size, records = [], 0, 0
-                for line in lines:
-                    if line.strip():
-                        records += 1
-                        if records == 1:
-                            written["meta"] = loads(line.removeprefix(BOM))
-                    buffer.append(line)
-                    size += len(line)
-                    if size >= _FLUSH:
-                        target.write(b"\n".join(buffer) + b"\n")
-                        buffer, size = [], 0
-                if buffer:
-                    target.write(b"\n".join(buffer) + b"\n")
-                written["records"] = records
-            info = journal.stat()
-            state.scan = replace(scan, path=journal, size=info.st_size, mtime_ns=info.st_mtime_ns,
-                                 facts=replace(scan.facts, meta=written["meta"], version=self.plan.to))
-            state.status, state.to_v, state.bytes = "migrated", self.plan.to, info.st_size
 
     def _index(self, state: FileState, group: list[FileState]) -> None:
         folder = state.folder if state.folder.whole else discover(state.folder.path)[0]
@@ -426,6 +469,15 @@ class _Run:
                 if empty.is_dir() and not any(empty.iterdir()):
                     durable.remove(empty, tree=True)
         return tuple(kept)
+
+
+def _merge(state: FileState, result: tuple[FileState, list[Finding], bool]) -> tuple[FileState, list[Finding], bool]:
+    """Copy a (possibly worker-made) result back into the plan's own FileState."""
+    done, findings, fatal = result
+    if done is not state:
+        state.scan, state.from_v, state.to_v, state.status = done.scan, done.from_v, done.to_v, done.status
+        state.records, state.bytes = done.records, done.bytes
+    return state, findings, fatal
 
 
 def _relative(journal: Path, store: Path) -> Path:
