@@ -96,6 +96,14 @@ class JournalScan:
     def version(self) -> int | None:
         return self.facts.version if isinstance(self.facts, LevelCodeFacts) else None
 
+    def unchanged(self) -> bool:
+        """True when the journal still has the size and mtime it had when it was scanned."""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return False
+        return (info.st_size, info.st_mtime_ns) == (self.size, self.mtime_ns)
+
 
 def preview_of(content: object) -> str | None:
     """Return the index preview of a user record's content (§2.3), or None."""

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from .errors import LevelsessError
 from .findings import Finding
-from . import durable
-from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for, folder_leftovers
-from .fsck.repair import rebuild_cache
+from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for
+from .fsck.repair import rebuild_cache, remove_dead_temps
 from .index import load_cache
 from .journal import JournalScan, Layout, scan_journal
 from .stores import Folder, discover
@@ -93,11 +92,7 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             findings.extend(drift)
             (unchanged if not drift else written).append(folder.cache)
             continue
-        for temp in folder_leftovers(folder)[1]:  # a cache write killed before its rename
-            if temp.name.startswith(f".{folder.cache.name}."):
-                durable.remove(temp)
-                findings.append(Finding("leftover-temp", "warning", str(temp), None, None,
-                                        "temporary file of an interrupted cache write", repaired=True))
+        findings += remove_dead_temps(folder, prefix=f".{folder.cache.name}.")  # a cache write killed before its rename
         if rebuild_cache(folder, scans) is None:
             unchanged.append(folder.cache)
         else:

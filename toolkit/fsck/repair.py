@@ -18,7 +18,7 @@ from ..index import build_index, build_meta, dump_cache, index_document, index_d
 from ..journal import JournalScan, Layout, TailState, scan_journal
 from ..locks import LockState, inspect_lock
 from ..stores import Folder
-from .check import CheckReport, FolderCheck, exit_code_for
+from .check import CheckReport, FolderCheck, exit_code_for, folder_leftovers
 from .salvage import salvage_journal
 
 #: Record-level problems salvage carries over unchanged (they are reported again, not fixed);
@@ -200,15 +200,16 @@ def _remove_stale_lock(path: Path) -> set[tuple[str, str]]:
     return {("stale-lock", str(path))}
 
 
-def _unchanged(scan: JournalScan | None) -> bool:
-    """True when the journal still has the size and mtime it had when it was checked."""
-    if scan is None:
-        return False
-    try:
-        info = scan.path.stat()
-    except OSError:
-        return False
-    return (info.st_size, info.st_mtime_ns) == (scan.size, scan.mtime_ns)
+def remove_dead_temps(folder: Folder, prefix: str = ".") -> list[Finding]:
+    """Remove the temp files of dead levelsess writes in ``folder`` whose names start with
+    ``prefix`` (a rerun tidies what its killed predecessor left); return repaired findings."""
+    found = []
+    for temp in folder_leftovers(folder)[1]:
+        if temp.name.startswith(prefix):
+            durable.remove(temp)
+            found.append(Finding("leftover-temp", "warning", str(temp), None, None,
+                                 "temporary file of an interrupted levelsess write", repaired=True))
+    return found
 
 
 def _verify_tail(journal: Path) -> None:
@@ -247,7 +248,7 @@ def _rebuild_cache(action: Action, touched: set[Path]) -> bool:
     folder = action.folder
     assert folder is not None
     by_path = {scan.path: scan for scan in action.scans}
-    scans = [by_path[j] if j not in touched and _unchanged(by_path.get(j)) else scan_journal(j, folder.layout)
+    scans = [by_path[j] if j not in touched and j in by_path and by_path[j].unchanged() else scan_journal(j, folder.layout)
              for j in folder.journals]
     if any(s.version is not None and s.version > 2 for s in scans):
         return False

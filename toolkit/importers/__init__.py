@@ -17,7 +17,8 @@ from types import ModuleType
 from .. import durable
 from ..errors import UsageError
 from ..findings import Finding
-from ..fsck.check import folder_leftovers, exit_code_for
+from ..fsck.check import exit_code_for
+from ..fsck.repair import remove_dead_temps
 from .output import Outcome, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode"}
@@ -79,8 +80,5 @@ def _settle(touched: list[Path], report: ImportReport) -> None:
         durable.fsync_dir(folder)
     folders = [found for folder in touched for found in discover(folder)[:1]]
     for folder in folders:  # temp files of an import that was killed mid-write
-        for temp in folder_leftovers(folder)[1]:
-            durable.remove(temp)
-            report.findings.append(Finding("leftover-temp", "warning", str(temp), None, None,
-                                           "temporary file of an interrupted levelsess write", repaired=True))
+        report.findings += remove_dead_temps(folder)
     report.findings += reindex(folders).findings

@@ -23,6 +23,7 @@ from .. import durable, locks
 from ..errors import CorruptionError, LevelsessError, LockBusyError, TornTailError
 from ..findings import Finding
 from ..journal import iter_records
+from ..lines import loads
 from ..stores import slug
 
 UNASSIGNED = "_unassigned"
@@ -62,6 +63,19 @@ def iso_from_ms(ms: object, floor: float = 1e12) -> str | None:
     if not isinstance(ms, (int, float)) or isinstance(ms, bool) or not floor < ms <= _LAST_MS:
         return None
     return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def json_object(text: object) -> dict | None:
+    """A dict as is, or a JSON string that parses to an object (tool arguments); else None."""
+    if isinstance(text, dict):
+        return text
+    if isinstance(text, str):
+        try:
+            value = loads(text.encode("utf-8", "surrogatepass"))
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+    return None
 
 
 def encode(record: dict) -> bytes:

@@ -258,7 +258,7 @@ def _migrate_journal(state: FileState, to: int, backup_dir: Path) -> list[Findin
     journal = state.path
     with locks.holding(journal):
         scan = state.scan
-        if scan is None or not _unchanged(scan):  # it moved on since planning: judge it again
+        if scan is None or not scan.unchanged():  # it moved on since planning: judge it again
             fresh, found = _judge_journal(journal, state.folder, to)
             state.scan, state.from_v, state.records, state.bytes = fresh.scan, fresh.from_v, fresh.records, fresh.bytes
             if fresh.status != "migrate" or found:
@@ -277,7 +277,7 @@ def _migrate_journal(state: FileState, to: int, backup_dir: Path) -> list[Findin
             if written["meta"] != expected_meta or written["records"] != scan.records:
                 raise DurabilityError(f"{journal}: the migrated copy did not verify "
                                       f"({written['records']} of {scan.records} records); the original is untouched")
-            if not _unchanged(scan):
+            if not scan.unchanged():
                 raise FileChangedError(f"{journal} changed while it was being migrated; the original is untouched")
             durable.preserve(journal, backup_dir / _relative(journal, state.folder.store))
 
@@ -404,7 +404,7 @@ class _Run:
         scans = []
         for journal in folder.journals:
             scan = known.get(journal)
-            scans.append(scan if scan is not None and _unchanged(scan) else scan_journal(journal, Layout.LEVELCODE))
+            scans.append(scan if scan is not None and scan.unchanged() else scan_journal(journal, Layout.LEVELCODE))
         if any(s.version is not None and s.version > NEWEST_VERSION for s in scans):
             state.status, state.note = "skipped", "left as is: a journal in this folder is of a newer schema"
             return
@@ -485,11 +485,3 @@ def _relative(journal: Path, store: Path) -> Path:
         return journal.relative_to(store)
     except ValueError:
         return Path(journal.parent.name) / journal.name
-
-
-def _unchanged(scan: JournalScan) -> bool:
-    try:
-        info = scan.path.stat()
-    except OSError:
-        return False
-    return (info.st_size, info.st_mtime_ns) == (scan.size, scan.mtime_ns)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...lines import loads
-from ..output import Raw, iso_from_ms
+from ..output import Raw, iso_from_ms, json_object
 
 BLOCK_TYPES = {"paragraph", "heading", "quote", "code", "listitem", "list"}
 
@@ -64,18 +64,6 @@ def model_name(*names: object) -> str | None:
     return None
 
 
-def _json_object(text: object) -> dict | None:
-    if isinstance(text, dict):
-        return text
-    if isinstance(text, str):
-        try:
-            value = loads(text.encode("utf-8", "surrogatepass"))
-        except ValueError:
-            return None
-        return value if isinstance(value, dict) else None
-    return None
-
-
 def _context_files(bubble: dict) -> list[str]:
     context = bubble.get("context")
     files = []
@@ -107,7 +95,7 @@ def assistant_blocks(bubble: dict) -> list[dict]:
     tool = bubble.get("toolFormerData")
     if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]:
         tool_id = tool.get("toolCallId") or bubble.get("bubbleId") or ""
-        args = next((obj for obj in (_json_object(tool.get("rawArgs")), _json_object(tool.get("params"))) if obj is not None), None)
+        args = next((obj for obj in (json_object(tool.get("rawArgs")), json_object(tool.get("params"))) if obj is not None), None)
         if args is None:
             raw = tool.get("rawArgs") if tool.get("rawArgs") is not None else tool.get("params")
             args = {"raw": raw} if raw is not None else {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from urllib.parse import unquote
 
-from ..output import Raw, iso_from_ms
+from ..output import Raw, iso_from_ms, json_object
 
 STATUS = {1: "complete", 2: "cancelled", 3: "failed", 0: "pending", 4: "pending"}
 
@@ -99,13 +99,8 @@ def _tool_input(part: dict, request: dict, seen: dict[str, int]) -> dict:
             return {"command": command}
     details = part.get("resultDetails")
     if isinstance(details, dict) and isinstance(details.get("input"), str):
-        from ...lines import loads
-
-        try:
-            value = loads(details["input"].encode("utf-8", "surrogatepass"))
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
+        value = json_object(details["input"])
+        if value is not None:
             return value
     tool_id = part.get("toolId")
     rounds = (((request.get("result") or {}).get("metadata") or {}).get("toolCallRounds")
@@ -116,16 +111,11 @@ def _tool_input(part: dict, request: dict, seen: dict[str, int]) -> dict:
         calls = [c for r in rounds if isinstance(r, dict) for c in r.get("toolCalls") or [] if isinstance(c, dict) and c.get("name") == tool_id]
         if k < len(calls):
             arguments = calls[k].get("arguments")
+            parsed = json_object(arguments)
+            if parsed is not None:
+                return parsed
             if isinstance(arguments, str):
-                from ...lines import loads
-
-                try:
-                    parsed = loads(arguments.encode("utf-8", "surrogatepass"))
-                except ValueError:
-                    parsed = None
-                return parsed if isinstance(parsed, dict) else {"raw": arguments}
-            if isinstance(arguments, dict):
-                return arguments
+                return {"raw": arguments}
     return {}
 
 
