@@ -186,6 +186,50 @@ def kill_tree(pid: int) -> bool:
     return alive
 
 
+@dataclass(frozen=True)
+class WriteWindow:
+    """When a command changed files under a folder, in seconds from its start (polled)."""
+
+    took: float
+    first: float | None = None
+    last: float | None = None
+
+    def kill_moment(self, rng: random.Random, floor: float = 0.0) -> float:
+        """A seeded moment to SIGKILL a rerun of the command: mostly inside the writing
+        window (where a kill proves something), sometimes anywhere in the run."""
+        if self.first is None or self.last is None or rng.random() < 0.2:
+            return rng.uniform(min(floor, self.took), self.took)
+        return rng.uniform(self.first * 0.9, min(self.last + 0.01, self.took))
+
+
+def _fingerprint(root: Path) -> frozenset:
+    seen = []
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):
+                st = os.stat(os.path.join(folder, name))
+                seen.append((folder, name, st.st_size, st.st_mtime_ns))
+    return frozenset(seen)
+
+
+def watch_writes(proc: subprocess.Popen, root: Path, started: float, interval: float = 0.004) -> WriteWindow:
+    """Wait for ``proc`` while polling ``root``; learn when it first and last changed a file."""
+    before = _fingerprint(root)
+    first = last = None
+    while proc.poll() is None:
+        time.sleep(interval)
+        now = _fingerprint(root)
+        if now != before:
+            moment = time.monotonic() - started
+            first = moment if first is None else first
+            last, before = moment, now
+    took = time.monotonic() - started
+    if _fingerprint(root) != before:
+        first = took if first is None else first
+        last = took
+    return WriteWindow(took, first, last)
+
+
 # --- checking -----------------------------------------------------------------------------
 
 

@@ -3,7 +3,8 @@
 Each cycle builds a seeded store that gives the command work (torn tails, stale locks and
 broken caches for ``fsck --repair``; missing and stale caches for ``reindex``; v1 journals for
 ``migrate``), runs the command once uninterrupted on a copy to learn the expected result, then
-runs it on the store and SIGKILLs it at a random moment within that run time.  At the kill
+runs it on the store and SIGKILLs it at a random moment, mostly inside the window in which the
+uninterrupted run was seen changing files (polled), sometimes anywhere in the run.  At the kill
 every journal must be exactly its original or its expected bytes and every cache whole JSON;
 then the command is rerun to completion and the store must equal the uninterrupted result
 (journals byte for byte, caches up to ``generatedAt``, no lock or temp file left, every torn
@@ -25,7 +26,7 @@ import orjson
 
 from toolkit.lines import loads
 
-from .harness import Config, Report, kill_tree
+from .harness import Config, Report, kill_tree, watch_writes
 from .writer import payload
 
 TARGETS = ("fsck", "reindex", "migrate", "import")
@@ -136,9 +137,9 @@ def run_target(config: Config, target: str, on_cycle=None) -> Report:
             shutil.copytree(pristine.parent, reference.parent)
             begun = time.monotonic()
             proc = _run(reference, target)
+            window = watch_writes(proc, reference.parent, begun)  # learn when the command writes
             if proc.wait() not in (0, 1):
                 raise RuntimeError(f"levelsess {target} failed on a fresh store: {proc.stderr.read().decode()}")
-            took = time.monotonic() - begun
             expected = _state(reference)
             originals = _state(pristine)
             store = folder / "work" / "store"
@@ -146,7 +147,7 @@ def run_target(config: Config, target: str, on_cycle=None) -> Report:
             found: list[dict] = []
             for _attempt in range(3):  # a few kills on the same store, then let it finish
                 proc = _run(store, target)
-                time.sleep(rng.uniform(min(startup, took) * 0.8, took))
+                time.sleep(window.kill_moment(rng, floor=startup * 0.8))
                 killed = kill_tree(proc.pid)
                 proc.wait()
                 proc.stderr.close()

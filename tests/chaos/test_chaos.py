@@ -102,8 +102,17 @@ def test_killed_levelsess_commands_converge(tmp_path, target):
     report = run_target(Config(cycles=2, seed=4), target)
     assert report.ok, report.violations
     assert report.kills >= 2
-    if target != "reindex":  # reindex writes three small files at the very end: kills rarely land between them
-        assert report.mid_run_kills >= 1
+    if target == "reindex":  # reindex writes three small files at the very end: kills rarely land between them
+        return
+    # Kill moments are timed from a polled run, so a loaded machine can still miss the
+    # writing window; a few more seeded cycles must land at least one kill mid-run.
+    for seed in (5, 6, 7):
+        if report.mid_run_kills:
+            break
+        more = run_target(Config(cycles=2, seed=seed), target)
+        assert more.ok, more.violations
+        report.mid_run_kills += more.mid_run_kills
+    assert report.mid_run_kills >= 1
 
 
 def test_cli_json_report_and_cleanup(tmp_path):

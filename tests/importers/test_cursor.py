@@ -164,6 +164,20 @@ def test_reimport_is_a_no_op_and_a_new_bubble_is_appended(tmp_path, modern):
     assert run_cli("fsck", "--store", store).exit_code == 0
 
 
+def test_a_rerun_with_nothing_new_still_builds_an_index_a_killed_import_never_wrote(tmp_path, modern):
+    # Found by `chaos run --target import`: killed after its last journal, before its reindex.
+    store = tmp_path / "store"
+    args = ("import", "--from", "cursor", "--source", modern["user"], "--store", store, "--json")
+    run_cli(*args)
+    (index,) = store.glob("*/index.json")
+    expected = loads(index.read_bytes())["sessions"]
+    index.unlink()
+    again = run_cli(*args)
+    assert [s["status"] for s in again.json["sessions"]] == ["unchanged"]
+    assert loads(index.read_bytes())["sessions"] == expected
+    assert run_cli("fsck", "--store", store, "--strict").exit_code == 0
+
+
 def test_synthetic_global_nulls_imports_with_findings(tmp_path):
     source = tmp_path / "src" / "state.vscdb"
     source.parent.mkdir()

@@ -54,6 +54,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     importer = load(name)
     report = ImportReport(importer.APP, sources=list(sources), dry_run=dry_run)
     touched: set[Path] = set()
+    landed: set[Path] = set()
     try:
         for source in sources:
             for session in importer.scan(source, options, report.findings.append):
@@ -62,23 +63,30 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                 report.findings += found
                 if outcome.status in ("created", "updated"):
                     touched.add(outcome.path.parent)
+                if outcome.status in ("created", "updated", "unchanged"):
+                    landed.add(outcome.path.parent)
                 if progress:
                     progress(outcome)
     finally:  # even when a source or Ctrl-C stops the run: what was written is made durable and indexed
-        if touched and not dry_run:
-            _settle(sorted(touched), report)
+        if landed and not dry_run:
+            _settle(sorted(touched), sorted(landed), report)
     return report
 
 
-def _settle(touched: list[Path], report: ImportReport) -> None:
-    """fsync each folder that got new journals, remove this tool's dead temp files there,
-    and rebuild those folders' indexes."""
+def _settle(touched: list[Path], landed: list[Path], report: ImportReport) -> None:
+    """fsync each folder that got new journals; in every folder the import's sessions live in,
+    remove this tool's dead temp files and bring the index up to date.
+
+    Folders with nothing new are included: an import killed after its last journal but before
+    its reindex leaves a rerun with nothing to write and an index still to build.  ``reindex``
+    skips a folder whose index is already current after a stat of each journal.
+    """
     from ..reindex import reindex
     from ..stores import discover
 
     for folder in touched:  # the new journals' renames, made durable once per folder
         durable.fsync_dir(folder)
-    folders = [found for folder in touched for found in discover(folder)[:1]]
+    folders = [found for folder in landed for found in discover(folder)[:1]]
     for folder in folders:  # temp files of an import that was killed mid-write
         report.findings += remove_dead_temps(folder)
     report.findings += reindex(folders).findings
