@@ -145,14 +145,21 @@ def run_target(config: Config, target: str, on_cycle=None) -> Report:
             store = folder / "work" / "store"
             shutil.copytree(pristine.parent, store.parent)
             found: list[dict] = []
-            for _attempt in range(3):  # a few kills on the same store, then let it finish
+            kills = misses = 0
+            while kills < 3 and misses < 3:  # a few kills on the same store, then let it finish
                 proc = _run(store, target)
-                time.sleep(window.kill_moment(rng, floor=startup * 0.8))
+                time.sleep(window.kill_moment(rng, floor=startup * 0.8) * 0.5**misses)
                 killed = kill_tree(proc.pid)
                 proc.wait()
                 proc.stderr.close()
-                if not killed:
-                    break
+                if not killed:  # it finished first (a loaded machine runs slower or faster than the probe)
+                    misses += 1
+                    if kills:
+                        break
+                    shutil.rmtree(store.parent)  # no kill yet this cycle: start over, and kill sooner
+                    shutil.copytree(pristine.parent, store.parent)
+                    continue
+                kills += 1
                 report.kills += 1
                 journals, caches, _left, _tails = _state(store)
                 report.mid_run_kills += (journals, caches) not in ((originals[0], originals[1]), (expected[0], expected[1]))
