@@ -115,3 +115,29 @@ def test_sigkill_at_random_moments_then_rerun_converges(tmp_path, seed):
     assert _leftovers(store) == [], "stale locks and temp files of killed runs are tidied"
     backups = store / ".levelsess" / "backup"
     assert not backups.exists() or not any(backups.iterdir()), "backups of killed runs are pruned once a run succeeds"
+
+
+def test_ctrl_c_with_worker_processes_finishes_the_current_files_and_exits_32(tmp_path):
+    # A terminal's Ctrl-C reaches the whole process group: the parent and every worker.
+    store = _build(tmp_path / "store", random.Random(3))
+    originals = _journals(store)
+    proc = subprocess.Popen([sys.executable, "-m", "toolkit.cli", "migrate", "-q", "--jobs", "2", "--store", str(store)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    backup = store / ".levelsess" / "backup"
+    deadline = time.monotonic() + 60
+    while not any(backup.glob("*/*/*.jsonl")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)  # until the first original has been backed up: the run is mid-way
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=60) == 32, proc.stderr.read().decode()
+    assert "rerun" in proc.stderr.read().decode()
+    now = _journals(store)
+    assert set(now) == set(originals)
+    migrated = [name for name, data in now.items() if data != originals[name]]
+    assert 0 < len(migrated) < len(now), "stopped part-way, after whole files"
+    for name in migrated:
+        assert scan_journal(store / name).version == 2
+    assert _leftovers(store) == [], "workers finish their file and release its lock"
+    assert any(backup.iterdir()), "an interrupted run keeps its backups"
+    assert _migrate(store).wait() == 0
+    assert all(scan_journal(store / name).version == 2 for name in now)
+    assert not backup.exists()
