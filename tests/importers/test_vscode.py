@@ -124,6 +124,41 @@ def test_corrupt_index_and_legacy_interactive_sessions(tmp_path):
     assert [r["content"] for r in old if r["kind"] == "user"] == ["from before 1.99", "stored in state.vscdb"]
 
 
+def test_agent_sessions_view_state_becomes_pin_and_archive_events(tmp_path):
+    import base64
+    import sqlite3
+
+    from tests.importers.vscode_tree import entry, session, workspace, write_index
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    user = tmp_path / "User"
+    folder = workspace(user, "ws-1", {"folder": project.as_uri()})
+    for sid in ("s-pinned", "s-archived", "s-plain"):
+        (folder / "chatSessions" / f"{sid}.json").write_text(json.dumps(session(sid, [f"hello from {sid}"])))
+    write_index(folder / "state.vscdb", {sid: entry(sid) for sid in ("s-pinned", "s-archived", "s-plain")})
+
+    def resource(sid: str) -> str:
+        return "vscode-chat-session://local/" + base64.urlsafe_b64encode(sid.encode()).decode().rstrip("=")
+
+    views = [{"resource": resource("s-pinned"), "archived": False, "pinned": True},
+             {"resource": resource("s-archived"), "archived": True},
+             {"resource": "vscode-chat-session://local/%%%not-base64", "pinned": True}, 7]
+    conn = sqlite3.connect(folder / "state.vscdb")
+    conn.execute("insert into ItemTable values (?, ?)", ("agentSessions.state.cache", json.dumps(views)))
+    conn.commit()
+    conn.close()
+    store = tmp_path / "store"
+    result = run_cli("import", "--from", "vscode", "--source", user, "--store", store, "--json")
+    assert result.exit_code == 0, result.stdout[-2000:]
+    events = {s["id"]: [r["type"] for r in journal(s["path"]) if r["kind"] == "event"] for s in result.json["sessions"]}
+    assert events == {"vscode-s-pinned": ["pin"], "vscode-s-archived": ["archive"], "vscode-s-plain": []}
+    (index,) = store.glob("*/index.json")
+    flags = {e["id"]: (e["pinned"], e["archived"]) for e in loads(index.read_bytes())["sessions"]}
+    assert flags == {"vscode-s-pinned": (True, False), "vscode-s-archived": (False, True), "vscode-s-plain": (False, False)}
+    assert run_cli("fsck", "--strict", "--store", store).exit_code == 0
+
+
 def test_hidden_requests_become_orphan_events(tmp_path):
     from tests.importers.vscode_tree import request, workspace, write_index, entry
 

@@ -10,9 +10,11 @@ own reader rejects the file (``editor-unreadable``); ``unknown`` for remote or f
 
 from __future__ import annotations
 
+import base64
+import binascii
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import LevelsessError
@@ -22,7 +24,7 @@ from ..output import Options, Raw, Session, safe_id
 from ..uris import apply_map, classify
 from .convert import convert, iso, normalise, title_of
 from .replay import choose, load_json, replay_jsonl, request_count
-from .sources import INDEX_KEY, LEGACY_KEY, TRANSFER_KEY, Store
+from .sources import AGENT_STATE_KEY, INDEX_KEY, LEGACY_KEY, TRANSFER_KEY, Store
 
 APP = "vscode"
 
@@ -31,6 +33,27 @@ APP = "vscode"
 class Index:
     entries: dict
     state: str  # ok | missing | corrupt
+    views: dict = field(default_factory=dict)  # sessionId -> {"archived", "pinned"} (agentSessions.state.cache)
+
+
+def agent_states(value: object) -> dict[str, dict[str, bool]]:
+    """``agentSessions.state.cache`` → {sessionId: {"archived", "pinned"}}.
+
+    Each resource is ``vscode-chat-session://local/<unpadded base64url(sessionId)>``; an entry
+    that does not decode to a session id is ignored (the list is a UI cache, not a record)."""
+    states: dict[str, dict[str, bool]] = {}
+    for item in value if isinstance(value, list) else []:
+        resource = item.get("resource") if isinstance(item, dict) else None
+        if not isinstance(resource, str) or "://" not in resource:
+            continue
+        encoded = resource.rstrip("/").rsplit("/", 1)[-1]
+        try:
+            sid = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            continue
+        if sid:
+            states[sid] = {"archived": item.get("archived") is True, "pinned": item.get("pinned") is True}
+    return states
 
 
 def _valid_entry(entry: object) -> bool:
@@ -41,7 +64,7 @@ def _valid_entry(entry: object) -> bool:
 class Scan:
     def __init__(self, stores: list[Store], options: Options, report: Callable[[Finding], None]) -> None:
         self.stores, self.options, self.report = stores, options, report
-        self._db_cache: dict[Path, tuple[dict, list, dict]] = {}
+        self._db_cache: dict[Path, tuple[dict, list, dict, dict]] = {}
 
     def finding(self, code: str, severity: str, where: str, message: str, line: int | None = None) -> None:
         self.report(Finding(code, severity, where, line, None, message))
@@ -70,29 +93,30 @@ class Scan:
                             values[key] = ...
         return values
 
-    def _db(self, path: Path | None) -> tuple[dict, list[str], dict]:
-        """A store database's index, the ids of its legacy sessions, and its transfer index.
+    def _db(self, path: Path | None) -> tuple[dict, list[str], dict, dict]:
+        """A store database's index, the ids of its legacy sessions, its transfer index and
+        its agent-sessions view state (archived, pinned).
 
         Cached per database (small); the legacy sessions themselves are read when imported."""
         if path is None:
-            return {}, [], {}
+            return {}, [], {}, {}
         if path not in self._db_cache:
-            values = self._read(path, (INDEX_KEY, LEGACY_KEY, TRANSFER_KEY))
+            values = self._read(path, (INDEX_KEY, LEGACY_KEY, TRANSFER_KEY, AGENT_STATE_KEY))
             legacy = values.pop(LEGACY_KEY, None)
             ids = [r["sessionId"] if isinstance(r.get("sessionId"), str) else f"legacy-{n}"
                    for n, r in enumerate(legacy) if isinstance(r, dict)] if isinstance(legacy, list) else []
             transfers = values.get(TRANSFER_KEY) if isinstance(values.get(TRANSFER_KEY), dict) else {}
-            self._db_cache[path] = (values, ids, transfers)
+            self._db_cache[path] = (values, ids, transfers, agent_states(values.pop(AGENT_STATE_KEY, None)))
         return self._db_cache[path]
 
-    def _db_or_empty(self, store: Store) -> tuple[dict, list[str], dict]:
+    def _db_or_empty(self, store: Store) -> tuple[dict, list[str], dict, dict]:
         """Like :meth:`_db`, but a database that cannot be read counts as empty (and is
         reported once): its session files are still imported."""
         try:
             return self._db(store.db)
         except (LevelsessError, sqlite3.DatabaseError, OSError) as exc:
             self.report(Finding("unreadable", "error", str(store.db), None, None, f"cannot read its index: {exc}; its session files are still imported"))
-            self._db_cache[store.db] = ({}, [], {})
+            self._db_cache[store.db] = ({}, [], {}, {})
             return self._db_cache[store.db]
 
     def _legacy(self, path: Path | None) -> list:
@@ -166,8 +190,9 @@ class Scan:
         return files
 
     def _store(self, store: Store, files: dict[str, dict[str, Path]]) -> Iterator[tuple[Session, int, float]]:
-        values, legacy_ids, transfers = self._db_or_empty(store)
+        values, legacy_ids, transfers, views = self._db_or_empty(store)
         index = self._index(values)
+        index.views = views
         for stem, found in files.items():
             item = self._safely(str(next(iter(found.values()))), lambda s=stem, f=found: self._file_session(store, s, f, index, transfers))
             if item is not None:
@@ -247,8 +272,12 @@ class Scan:
         source = {"app": APP, "path": path, "key": key, "version": version, "sessionId": sid}
         if store.workspace_id:
             source["workspaceId"] = store.workspace_id
-        if state.get("archived") is True or (isinstance(entry, dict) and entry.get("archived") is True):
-            records.append({"kind": "event", "t": records[-1]["t"] if records else created, "type": "archive", "sourceKey": f"{key}#archived"})
+        view = index.views.get(sid, {})
+        last = records[-1]["t"] if records else created
+        if state.get("archived") is True or (isinstance(entry, dict) and entry.get("archived") is True) or view.get("archived"):
+            records.append({"kind": "event", "t": last, "type": "archive", "sourceKey": f"{key}#archived"})
+        if view.get("pinned"):
+            records.append({"kind": "event", "t": last, "type": "pin", "sourceKey": f"{key}#pinned"})
         session = Session(safe_id("vscode", sid), None, created or first or fallback, title, source, raw, records,
                           status=status, orphan=reasons)
         session.project = self.options.project or apply_map(project, self.options.mapping)
