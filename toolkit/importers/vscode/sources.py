@@ -14,7 +14,6 @@ INDEX_KEY = "chat.ChatSessionStore.index"
 LEGACY_KEY = "interactive.sessions"
 TRANSFER_KEY = "ChatSessionStore.transferIndex"
 AGENT_STATE_KEY = "agentSessions.state.cache"  # [{resource, archived, pinned?}]
-DRAFTS_KEY = "memento/interactive-session"  # the last typed prompts: counted, never imported
 
 
 def default_user_dirs() -> list[Path]:
