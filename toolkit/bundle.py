@@ -95,5 +95,6 @@ def build(diagnosis: Diagnosis, include_content: bool = False) -> bytes:
 def write(path: Path, diagnosis: Diagnosis, include_content: bool = False) -> int:
     """Write the bundle atomically; return its size."""
     data = build(diagnosis, include_content)
-    durable.atomic_write(path, data)
+    with durable.output_writer(path) as handle:
+        handle.write(data)
     return len(data)

@@ -57,12 +57,26 @@ class LevelsessGroup(TyperGroup):
             Output().fail("interrupted", "rerun the command to continue")
             sys.exit(EXIT_INTERRUPTED)
         except LevelsessError as exc:
-            Output().fail(str(exc), exc.hint)
-            if "--json" in (sys.argv[1:] if args is None else args):  # scripts still get one document
+            argv = list(sys.argv[1:] if args is None else args)
+            hint = exc.hint.replace("COMMAND", _command_words(self, argv)) if exc.hint else exc.hint
+            Output().fail(str(exc), hint)
+            if "--json" in argv:  # scripts still get one document
                 Output().emit_json({"version": 1, "error": {"type": type(exc).__name__, "message": str(exc),
-                                                           "hint": exc.hint}, "exit": exc.exit_code})
+                                                           "hint": hint}, "exit": exc.exit_code})
             sys.exit(exc.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _command_words(group, argv: list[str]) -> str:
+    """The (sub)command named on the command line, for a hint: ``chaos run``, ``ls``."""
+    words, command = [], group
+    for arg in argv:
+        commands = getattr(command, "commands", None)
+        if not commands or arg not in commands:
+            break
+        words.append(arg)
+        command = commands[arg]
+    return " ".join(words) or "COMMAND"
 
 
 app = typer.Typer(
@@ -638,7 +652,7 @@ def export(
     else:
         chunks = (c.encode("utf-8", "backslashreplace") for c in markdown(row.path, layout, row.title))
     if output is not None:
-        with durable.atomic_writer(output) as handle:
+        with durable.output_writer(output) as handle:
             for chunk in chunks:
                 handle.write(chunk)
         out.say(f"wrote {output}")

@@ -20,13 +20,14 @@ import contextlib
 import errno
 import os
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import DurabilityError, FileChangedError, PermissionDeniedError
+from .errors import DurabilityError, FileChangedError, PathNotFoundError, PermissionDeniedError, UsageError
 
 _IS_MAC = sys.platform == "darwin"
 _IS_WINDOWS = os.name == "nt"
@@ -205,13 +206,21 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
     except OSError as exc:
         raise _fail("create", tmp, exc) from exc
     try:
-        with handle:
+        written = False
+        try:
             yield handle
             try:
                 handle.flush()
             except OSError as exc:
                 raise _fail("write", tmp, exc) from exc
             fsync_fd(handle.fileno(), tmp)
+            written = True
+        finally:  # close() flushes again: on a full disk it must not replace the typed error
+            try:
+                handle.close()
+            except OSError as exc:
+                if written:
+                    raise _fail("write", tmp, exc) from exc
         if before_replace is not None:
             before_replace(tmp)
         if exclusive:
@@ -224,6 +233,48 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
         raise
     if sync_dir:
         fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def output_writer(path: Path) -> Iterator[BinaryIO]:
+    """Write a file the user named (``export -o``, ``doctor --bundle``).
+
+    A symlink is followed and its target replaced atomically; a FIFO, a terminal or a device
+    (``/dev/stdout``) is written into, never replaced; a session journal or lock, or a store's
+    cache, is refused (an export must never take a journal's place); a missing folder is
+    reported as such."""
+    try:
+        mode = os.stat(path).st_mode  # through a symlink: /dev/stdout may lead to a pipe
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise PermissionDeniedError(f"cannot write {path}: {exc.strerror}") from exc
+    special = str(path).startswith(("/dev/", "/proc/"))  # /dev/stdout redirected to a file: write into it
+    if mode is not None and (special or not stat.S_ISREG(mode)):
+        if stat.S_ISDIR(mode):
+            raise UsageError(f"{path} is a folder; give a file name", hint="for example: -o chat.md")
+        try:
+            with open(path, "wb", buffering=0) as handle:
+                yield handle
+        except OSError as exc:
+            raise _fail("write", path, exc) from exc
+        return
+    target = Path(os.path.realpath(path))
+    name = target.name
+    store_file = (mode is not None and name.endswith(".jsonl")) or name.endswith(".jsonl.lock") or (
+        name in ("index.json", "meta.json") and any(target.parent.glob("*.jsonl")))
+    if store_file:
+        raise UsageError(f"refusing to overwrite {path}: it looks like a session journal, lock or cache",
+                         hint="choose another output file (exports never replace session files)")
+    if not target.parent.is_dir():
+        raise PathNotFoundError(f"{target.parent} (the folder for {path})", hint="create the folder first, or choose another path")
+    with atomic_writer(target) as handle:
+        try:
+            yield handle
+        except OSError as exc:  # the caller's write hit a full disk or a failing device
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+                raise _fail("write", path, exc) from exc
+            raise
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .errors import CODES
 from .journal import JournalScan, LevelCodeFacts, LogicianFacts
-from .lines import dumps, loads
+from .lines import dumps, loads, read_regular
 
 SEED_FIELDS = ("id", "title", "createdAt", "updatedAt", "turns", "model", "preview")
 
@@ -29,7 +29,7 @@ class Loaded:
 def load_cache(path: Path) -> Loaded:
     """Read and parse a cache file without writing anything."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except FileNotFoundError:
         return Loaded("missing")
     except OSError as exc:

@@ -342,6 +342,9 @@ def open_journal(path: Path):
         raise PermissionDeniedError(f"cannot read {path}") from exc
     except IsADirectoryError as exc:
         raise PermissionDeniedError(f"{path} is a folder, not a journal") from exc
+    except OSError as exc:  # a symlink loop, an I/O error
+        raise PermissionDeniedError(f"cannot read {path}: {exc.strerror or exc}",
+                                    hint="check the file (a symlink loop? a failing disk?), or move it out of the store") from exc
 
 
 def scan_journal(
@@ -378,6 +381,9 @@ def scan_journal(
                     tail_state = classifier.tail(item)
         except OSError as exc:
             raise PermissionDeniedError(f"cannot read {path}: {exc.strerror}") from exc
+    if (layout is Layout.LEVELCODE and info.st_size and tail_state is TailState.NONE
+            and classifier.records == 0 and classifier.facts.meta is None):
+        classifier.sink.add("missing-meta", "no meta record: the journal holds only blank lines", None, 0)
     return JournalScan(
         path=path,
         layout=layout,

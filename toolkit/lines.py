@@ -5,9 +5,13 @@ Both work on raw bytes and report byte offsets; nothing here re-serialises JSON.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
 import orjson
@@ -29,7 +33,25 @@ def loads(data: bytes) -> object:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        try:
+            return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        except RecursionError:  # nested deeper than Python's stack (orjson stops at 1024)
+            raise ValueError("JSON nested too deeply") from None
+
+
+def read_regular(path: Path) -> bytes:
+    """Read a small file whole, refusing anything but a regular file.
+
+    A FIFO named ``index.json`` or ``*.lock`` would block a plain read forever; it is opened
+    non-blocking and refused with an OSError (``strerror`` says why) before any read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
 
 
 def dumps(value: object, indent: bool = False) -> bytes:

@@ -21,6 +21,7 @@ import psutil
 
 from . import durable
 from .errors import LockBusyError
+from .lines import read_regular
 
 #: An uncheckable owner's lock is stale once its mtime is older than this (seconds).
 STALE_AFTER = 30.0
@@ -72,7 +73,7 @@ def process_start(pid: int) -> float | None:
 def inspect_lock(path: Path, now: float | None = None) -> LockInfo | None:
     """Read ``path`` and judge its owner; None if there is no lock (never writes)."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
         age = (now or time.time()) - path.stat().st_mtime
     except FileNotFoundError:
         return None
@@ -110,8 +111,10 @@ def remove_if_unchanged(info: LockInfo) -> bool:
     Narrows the race where another repairer replaced the stale lock with its own live one.
     """
     try:
-        current = info.path.read_bytes()
+        current = read_regular(info.path)
     except FileNotFoundError:
+        return False
+    except OSError:  # not a regular file (any more): not ours to remove
         return False
     if current != info.raw:
         return False
