@@ -145,3 +145,8 @@ def test_a_usage_hint_names_the_command(tmp_path):
     assert "COMMAND" not in result.stderr
     result = run_cli("export", SID, "--store", store, "--format", "xml")
     assert result.exit_code == 16 and "levelsess export --help" in result.stderr
+
+
+def test_doctor_on_a_missing_folder_says_so(tmp_path):
+    result = run_cli("doctor", tmp_path / "nope")
+    assert result.exit_code == 8 and "no such file or folder" in result.stderr

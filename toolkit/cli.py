@@ -20,7 +20,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from . import __version__
-from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LevelsessError, UsageError
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LevelsessError, PathNotFoundError, UsageError
 from .fsck import check_folders, plan_repair
 from .report import Output, common_base, findings_table, fsck_json, printable, relative, summary_line
 from .stores import default_store, discover_all
@@ -232,7 +232,10 @@ def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str]
         out.out.print(findings_table(shown, verbose=out.verbose, base=out.base))
     if not out.quiet:
         out.out.print(summary_line(findings, report.files, report.records, report.bytes, exit_code))
-    if exit_code & 4 and not out.quiet:
+    if exit_code & 8 and not out.quiet and any(f.code == "repair-failed" for f in findings):
+        out.say("next: a write failed (see the findings); free disk space or fix the device, then rerun the same command",
+                style="cyan")
+    elif exit_code & 4 and not out.quiet:
         blocked = any(f.severity == "error" and not f.repaired and f.code not in ("torn-tail", "unterminated-tail", "meta-ahead") for f in findings)
         out.say("next: " + ("these files need a person (see the findings), or try `levelsess fsck --salvage --yes`"
                             if blocked else "run `levelsess fsck --repair` to fix them"), style="cyan")
@@ -453,6 +456,9 @@ def doctor(
     from .doctor import diagnose
 
     out = _output(ctx, json_, quiet, verbose)
+    for path in paths or []:  # a folder named on the command line must exist, as for every other command
+        if not Path(path).exists():
+            raise PathNotFoundError(str(path))
     result = diagnose(_store(ctx, store), [Path(p) for p in paths] if paths else None)
     if include_content and bundle is None:
         raise UsageError("--include-content only applies to --bundle FILE.zip")

@@ -63,6 +63,13 @@ class NotAStoreError(OperationalError):
     hint = "pass a store root, a project folder, a .logician workspace or a .jsonl journal"
 
 
+class NotASourceError(OperationalError):
+    """not an editor's chat history: {detail}"""
+
+    hint = ("pass --source an editor's User folder, one workspaceStorage/<id> folder, or one state.vscdb or "
+            "session file; leave --source out to read every install `levelsess doctor` finds")
+
+
 class PermissionDeniedError(OperationalError):
     """permission denied: {detail}"""
 

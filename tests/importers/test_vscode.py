@@ -122,6 +122,11 @@ def test_corrupt_index_and_legacy_interactive_sessions(tmp_path):
     old = journal(by_id["vscode-s-old"]["path"])
     assert old[0]["source"]["key"] == "interactive.sessions#s-old" and old[0]["source"]["version"].startswith("vscdb:")
     assert [r["content"] for r in old if r["kind"] == "user"] == ["from before 1.99", "stored in state.vscdb"]
+    one_db = run_cli("import", "--from", "vscode", "--source", folder / "state.vscdb", "--store", tmp_path / "s2", "--json")
+    assert one_db.exit_code == 0 and {s["id"] for s in one_db.json["sessions"]} == set(by_id), "a state.vscdb stands for its workspace"
+    (tmp_path / "notes.txt").write_text("not a chat")
+    bad = run_cli("import", "--from", "vscode", "--source", tmp_path / "notes.txt", "--store", tmp_path / "s3")
+    assert bad.exit_code == 8 and "not an editor's chat history" in bad.stderr and "--source" in bad.stderr
 
 
 def test_agent_sessions_view_state_becomes_pin_and_archive_events(tmp_path):

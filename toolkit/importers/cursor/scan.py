@@ -31,6 +31,7 @@ class Scan:
     def __init__(self, sources: Sources, options: Options, report: Callable[[Finding], None]) -> None:
         self.sources, self.options, self.report = sources, options, report
         self.skipped_bubbles = 0
+        self._unreadable: set[Path] = set()
         self.head_workspace: dict[str, Workspace] = {}  # composerId -> workspace holding its head
         self.catalog: set[str] | None = None
         self.heads: dict[str, dict] = {}
@@ -93,6 +94,9 @@ class Scan:
         try:
             yield from items
         except (LevelsessError, sqlite3.DatabaseError, OSError) as exc:  # exit 8: an operational error
+            if path in self._unreadable:  # a loose database is read as both kinds: say it once
+                return
+            self._unreadable.add(path)
             self.report(Finding("unreadable", "error", str(path), None, None, f"cannot read this database: {exc}; the rest was imported"))
 
     def _safely(self, path: Path, key: str, make: Callable[[], object]) -> object:

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import NotAStoreError, PathNotFoundError
+from ...errors import NotASourceError, PathNotFoundError
 from ..uris import classify, read_workspace_json, subfolders
 
 
@@ -69,4 +69,4 @@ def resolve(source: Path) -> Sources:
         if source.name == "globalStorage":
             return Sources(source / "state.vscdb")
         return Sources(None, [_workspace(source)])
-    raise NotAStoreError(f"{source} (expected a Cursor User folder, a workspaceStorage/<id> folder or a state.vscdb)")
+    raise NotASourceError(f"{source} (expected a Cursor User folder, a workspaceStorage/<id> folder or a state.vscdb)")

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import NotAStoreError, PathNotFoundError
+from ...errors import NotASourceError, PathNotFoundError
 from ..uris import classify, read_workspace_json, subfolders
 
 PRODUCTS = ("Code", "Code - Insiders", "Code - OSS", "VSCodium")
@@ -59,13 +59,22 @@ def _workspace_store(folder: Path) -> Store:
 
 def resolve(source: Path) -> list[Store]:
     """Turn ``--source`` (a ``User`` folder, one ``workspaceStorage/<id>`` folder, one
-    ``chatSessions`` folder or one session file) into the stores to read."""
+    ``chatSessions`` folder, one ``state.vscdb`` (with its folder's sessions) or one session
+    file) into the stores to read."""
     source = Path(source).expanduser()
     if not source.exists():
         raise PathNotFoundError(str(source))
+    if source.is_file() and source.suffix == ".vscdb":  # a database stands for the store it belongs to
+        parent = source.parent
+        if parent.name == "globalStorage":
+            return [Store("empty-window", parent / "emptyWindowChatSessions", source),
+                    Store("transferred", parent / "transferredChatSessions", source)]
+        store = _workspace_store(parent)
+        store.db = source
+        return [store]
     if source.is_file():
         if source.suffix not in (".json", ".jsonl"):
-            raise NotAStoreError(f"{source} (expected a VS Code User folder, a workspaceStorage/<id> folder or a session .json/.jsonl)")
+            raise NotASourceError(f"{source} (expected a VS Code User folder, a workspaceStorage/<id> folder, a state.vscdb or a session .json/.jsonl)")
         parent = source.parent
         base = _workspace_store(parent.parent) if parent.name == "chatSessions" else Store("file", parent, None)
         base.files = [source]
@@ -85,4 +94,4 @@ def resolve(source: Path) -> list[Store]:
         return [_workspace_store(source.parent)]
     if (source / "chatSessions").is_dir() or (source / "workspace.json").exists() or (source / "state.vscdb").exists():
         return [_workspace_store(source)]
-    raise NotAStoreError(f"{source} (expected a VS Code User folder, a workspaceStorage/<id> folder or a session .json/.jsonl)")
+    raise NotASourceError(f"{source} (expected a VS Code User folder, a workspaceStorage/<id> folder, a state.vscdb or a session .json/.jsonl)")
