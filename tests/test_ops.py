@@ -223,3 +223,109 @@ def test_trash_of_the_last_unindexed_session_in_a_folder(tmp_path):
     journal = next((store / PROJECT_SLUG).glob("*.jsonl"))
     proc = _levelsess("trash", journal.stem, "--store", store, env=env)
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("since", ["99999999999d", "100000000h", "9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+01:00"])
+def test_ls_since_out_of_range_is_a_usage_error(tmp_path, since):
+    store = make_store(tmp_path / "store")
+    result = run_cli("ls", "--store", store, "--since", since)  # run_cli fails on any traceback
+    assert result.exit_code == 16 and "out of range" in result.stderr
+    assert "ISO date" in result.stderr and "7d" in result.stderr, "the message says which forms --since takes"
+
+
+def _timed_session(project: Path, sid: str, t: str) -> Path:
+    from tests.helpers import meta, write_journal
+
+    return write_journal(project / f"{sid}.jsonl", [meta(sid, createdAt=t), {"kind": "user", "t": t, "content": "hi", "seq": 1}])
+
+
+@pytest.mark.parametrize("fresh_index", [False, True])
+def test_ls_since_and_order_compare_instants_not_strings(tmp_path, fresh_index):
+    store = tmp_path / "store"
+    project = store / PROJECT_SLUG
+    tokyo = _timed_session(project, "2026-11-30T09-00-00-tokyo", "2026-11-30T10:00:00+09:00")  # 01:00Z
+    utc = _timed_session(project, "2026-11-30T09-00-00-utc0", "2026-11-30T01:30:00Z")
+    la = _timed_session(project, "2026-11-30T09-00-00-la00", "2026-11-29T20:00:00-08:00")  # 04:00Z on the 30th
+    if fresh_index:
+        assert run_cli("reindex", "--store", store).exit_code == 0
+
+    def listed(*args):
+        result = run_cli("ls", "--json", "--limit", "0", "--store", store, *args)
+        assert result.exit_code == 0, result.stderr
+        return [Path(s["path"]).name for s in result.json["sessions"]]
+
+    assert listed() == [la.name, utc.name, tokyo.name], "newest first, by instant"
+    assert listed("--since", "2026-11-30T02:00:00Z") == [la.name]
+    assert listed("--since", "2026-11-30T03:00:00+01:00") == [la.name], "the bound's offset counts too"
+    assert listed("--since", "2026-11-30T01:15:00Z") == [la.name, utc.name]
+    assert listed("--since", "2026-11-30T01:00:00Z") == [la.name, utc.name, tokyo.name], "an equal instant is kept"
+    assert listed("--since", "2026-11-30T01:00:00.001Z") == [la.name, utc.name]
+    assert listed("--since", "2026-11-30T04:00:00.500Z") == []
+
+
+def test_ls_since_falls_back_to_text_for_an_unparsable_time(tmp_path):
+    store = tmp_path / "store"
+    odd = _timed_session(store / PROJECT_SLUG, "2026-11-30T09-00-00-odd0", "2026-11-30 late")
+    dated = _timed_session(store / PROJECT_SLUG, "2026-11-30T09-00-00-date", "2026-11-30T08:00:00Z")
+
+    def listed(*args):
+        return [Path(s["path"]).name for s in run_cli("ls", "--json", "--limit", "0", "--store", store, *args).json["sessions"]]
+
+    assert listed() == [dated.name, odd.name], "an unparsable time sorts after every dated session"
+    assert listed("--since", "2026-11-29") == [dated.name, odd.name], "compared as text, its date still orders"
+    assert listed("--since", "2026-12-01") == []
+
+
+def test_trash_of_the_same_session_named_twice_trashes_once_and_reindexes(tmp_path):
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    store = make_store(tmp_path / "store", sessions=2)  # no index.json yet
+    first, second = sorted((store / PROJECT_SLUG).glob("*.jsonl"))
+    data = first.read_bytes()
+    sid = first.stem
+    proc = _levelsess("trash", sid, sid, sid[:22], first, "--json", "--store", store, env=env)
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+    (entry,) = json.loads(proc.stdout)["sessions"]
+    assert entry["id"] == sid and entry["status"] == "trashed"
+    assert not first.exists() and second.exists()
+    assert [p.read_bytes() for p in (tmp_path / "xdg" / "Trash" / "files").iterdir()] == [data]
+    index = json.loads((store / PROJECT_SLUG / "index.json").read_text())
+    assert [e["id"] for e in index["sessions"]] == [second.stem], "the reindex ran after the trash"
+    human = _levelsess("trash", second.stem, second.stem, "--store", store, env=env)
+    assert human.returncode == 0 and human.stdout.decode().count("moved to the trash") == 1, human.stderr
+
+
+_TRASH_AFTER_A_VANISH = """
+import json, sys
+from pathlib import Path
+from toolkit.sessions import find_session
+from toolkit.trash import trash_sessions
+rows = [find_session([Path(sys.argv[1])], key) for key in sys.argv[2:]]
+rows[0].path.unlink()  # gone between resolving and trashing
+print(json.dumps([r.to_json() for r in trash_sessions(rows)]))
+"""
+
+
+def test_trash_reports_a_session_that_vanished_as_gone_and_still_reindexes(tmp_path):
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    store = make_store(tmp_path / "store", sessions=3)
+    assert run_cli("reindex", "--store", store).exit_code == 0
+    vanished, trashed, kept = sorted((store / PROJECT_SLUG).glob("*.jsonl"))
+    proc = subprocess.run([sys.executable, "-c", _TRASH_AFTER_A_VANISH, str(store), vanished.stem, trashed.stem],
+                          capture_output=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    gone, moved = json.loads(proc.stdout)
+    assert gone["id"] == vanished.stem and gone["status"] == "gone" and "already gone" in gone["reason"]
+    assert moved["id"] == trashed.stem and moved["status"] == "trashed" and not trashed.exists()
+    index = json.loads((store / PROJECT_SLUG / "index.json").read_text())
+    assert [e["id"] for e in index["sessions"]] == [kept.stem], "neither the gone nor the trashed session is still indexed"
+
+
+def test_trash_failing_for_another_missing_file_is_not_reported_as_gone(tmp_path):
+    env = {**os.environ, "HOME": str(tmp_path / "no-such-home"), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    store = make_store(tmp_path / "store", sessions=1)
+    journal = next((store / PROJECT_SLUG).glob("*.jsonl"))
+    proc = _levelsess("trash", journal.stem, "--store", store, env=env)
+    assert proc.returncode == 8 and journal.exists()
+    assert b"already gone" not in proc.stderr and b"no-such-home" in proc.stderr and b"Traceback" not in proc.stderr

@@ -753,7 +753,7 @@ def trash(
         out.emit_json({"version": 1, "sessions": [r.to_json() for r in results], "dry_run": dry_run, "exit": code})
         return code
     for result in results:
-        verb = {"trashed": "moved to the trash", "would-trash": "would move to the trash", "refused": "refused"}[result.status]
+        verb = {"trashed": "moved to the trash", "would-trash": "would move to the trash", "refused": "refused", "gone": "already gone"}[result.status]
         out.out.print(f"{result.id}: {verb}" + (f" ({result.reason})" if result.reason else ""), markup=False, highlight=False)
     return code
 

@@ -123,8 +123,15 @@ def list_sessions(paths: list[Path], *, verify: bool = False) -> list[SessionRow
             rows += [_with_project(r, folder, project) for r in fast]
             continue
         rows += [_scan_row(folder, journal) for journal in folder.journals]
-    rows.sort(key=lambda r: (str(r.updated_at or ""), r.id), reverse=True)
+    rows.sort(key=_newest_key, reverse=True)
     return rows
+
+
+def _newest_key(row: SessionRow) -> tuple:
+    """Sort key for newest first: timestamps by instant (offsets honoured); a row whose time is
+    missing or unparsable sorts after every dated row, among its kind by the raw text."""
+    moment = instant(row.updated_at)
+    return (1, moment, row.id) if moment is not None else (0, str(row.updated_at or ""), row.id)
 
 
 def _with_project(row: SessionRow, folder: Folder, project: str | None) -> SessionRow:
@@ -135,22 +142,86 @@ def _with_project(row: SessionRow, folder: Folder, project: str | None) -> Sessi
 # --- filters ------------------------------------------------------------------------------
 
 _RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
+_SINCE_FORMS = "use an ISO date or time (2026-11-01, 2026-11-01T09:00:00+01:00) or an age like 7d, 12h, 30m, 2w"
 
 
-def parse_since(text: str) -> str:
-    """``7d``, ``12h``, ``30m``, ``2w`` or an ISO date -> an ISO-8601 UTC lower bound."""
-    match = _RELATIVE.match(text.strip())
-    if match:
-        unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
-        moment = datetime.now(timezone.utc) - timedelta(**{unit: int(match.group(1))})
-        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def instant(value: object) -> datetime | None:
+    """An ISO-8601 timestamp as an aware datetime (``Z`` or an offset; none means UTC), or None.
+
+    One C-level ``fromisoformat`` call: cheaper than testing for the canonical ``...Z`` form
+    first, so every timestamp is parsed (about 0.1 µs each; 10,000 rows cost ~1 ms).
+    """
+    if not isinstance(value, str):
+        return None
     try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise UsageError(f"--since {text}: use an ISO date (2026-11-01) or an age like 7d, 12h, 30m") from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+class SinceBound(str):
+    """The ``--since`` lower bound: its text is the canonical UTC time (``...T..:..:..mmmZ``), and it
+    compares with timestamp strings as instants, so ``10:00:00+09:00`` is before ``02:00:00Z``.
+
+    ``updated_at >= bound`` (a plain str on the left) calls ``bound.__le__`` first, because a
+    subclass's reflected comparison takes priority.  Aware datetimes compare without converting
+    to UTC, so no offset can overflow.  A timestamp that does not parse is compared as text with
+    the canonical bound (the behaviour before offsets were honoured: dates still order, and a
+    session is not hidden just because its time is odd).
+    """
+
+    moment: datetime
+
+    def __new__(cls, moment: datetime) -> "SinceBound":
+        self = super().__new__(cls, moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+        self.moment = moment
+        return self
+
+    def _compare(self, other: object, by_instant, by_text):
+        if not isinstance(other, str):
+            return NotImplemented
+        theirs = instant(other)
+        return by_instant(self.moment, theirs) if theirs is not None else by_text(str(self), str(other))
+
+    def __le__(self, other):  # other >= self
+        return self._compare(other, datetime.__le__, str.__le__)
+
+    def __lt__(self, other):  # other > self
+        return self._compare(other, datetime.__lt__, str.__lt__)
+
+    def __ge__(self, other):  # other <= self
+        return self._compare(other, datetime.__ge__, str.__ge__)
+
+    def __gt__(self, other):  # other < self
+        return self._compare(other, datetime.__gt__, str.__gt__)
+
+    __hash__ = str.__hash__
+
+
+def parse_since(text: str) -> SinceBound:
+    """``7d``, ``12h``, ``30m``, ``2w`` or an ISO date/time -> a UTC lower bound (see SinceBound).
+
+    A form that does not parse, or a moment outside what a UTC datetime can hold (years 1-9999),
+    is a UsageError that names the accepted forms.
+    """
+    stripped = text.strip()
+    match = _RELATIVE.match(stripped)
+    try:
+        if match:
+            unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
+            moment = datetime.now(timezone.utc) - timedelta(**{unit: int(match.group(1))})
+        else:
+            try:
+                moment = datetime.fromisoformat(stripped[:-1] + "+00:00" if stripped.endswith("Z") else stripped)
+            except ValueError as exc:
+                raise UsageError(f"--since {text}: {_SINCE_FORMS}") from exc
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+            moment = moment.astimezone(timezone.utc)
+    except OverflowError as exc:
+        raise UsageError(f"--since {text}: out of range (years 1-9999 only); {_SINCE_FORMS}") from exc
+    return SinceBound(moment)
 
 
 def _texts(record: dict) -> Iterator[str]:

@@ -6,10 +6,11 @@ whole folder.  A session held by a live or uncheckable writer is refused.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import PermissionDeniedError
+from .errors import LevelsessError, OperationalError, PermissionDeniedError
 from .locks import LockState, inspect_lock, lock_path
 from .reindex import reindex
 from .sessions import SessionRow
@@ -20,7 +21,7 @@ from .stores import discover
 class Trashed:
     id: str
     paths: tuple[Path, ...]
-    status: str  # trashed | would-trash | refused
+    status: str  # trashed | would-trash | refused | gone (vanished between listing and trashing)
     reason: str = ""
 
     def to_json(self) -> dict:
@@ -28,11 +29,11 @@ class Trashed:
 
 
 def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Trashed]:
-    from send2trash import send2trash
-    from send2trash.exceptions import TrashPermissionError
-
+    """Trash each session once (rows naming the same journal, e.g. an id and a prefix of it, count
+    once), then reindex every LevelCode folder touched, even when a later session fails."""
     out, folders = [], set()
-    for row in rows:
+    failure: LevelsessError | None = None
+    for row in _unique(rows):
         journal = row.path
         info = inspect_lock(lock_path(journal))
         if info is not None and info.state is not LockState.STALE:
@@ -46,16 +47,50 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
             out.append(Trashed(row.id, paths, "would-trash"))
             continue
         try:
-            for path in paths:
-                send2trash(str(path))
-        except (TrashPermissionError, OSError) as exc:
-            raise PermissionDeniedError(f"cannot move {paths[0]} to the trash: {exc}") from exc
-        out.append(Trashed(row.id, paths, "trashed"))
+            moved = _move_to_trash(paths)
+        except LevelsessError as exc:
+            failure = exc
+            break
         if row.layout == "levelcode":
-            folders.add(journal.parent)
+            folders.add(journal.parent)  # gone or trashed, the index may still list it
+        if paths[0] in moved:
+            out.append(Trashed(row.id, moved, "trashed"))
+        else:
+            out.append(Trashed(row.id, paths, "gone", "already gone: it was moved or deleted after it was listed"))
     if folders:  # a folder left without journals or index is no longer a project: nothing to index
         reindex([found for folder in sorted(folders) for found in discover(folder)[:1]])
+    if failure is not None:
+        raise failure
     return out
+
+
+def _unique(rows: list[SessionRow]) -> list[SessionRow]:
+    """``rows`` without repeats of a journal (compared by its real folder and name), first kept."""
+    seen, out = set(), []
+    for row in rows:
+        key = (os.path.realpath(row.path.parent), row.path.name)
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
+
+
+def _move_to_trash(paths: tuple[Path, ...]) -> tuple[Path, ...]:
+    """Send ``paths`` to the trash; returns those moved.  A path that no longer exists is skipped
+    (FileNotFoundError with nothing left at the path); any other failure is a LevelsessError."""
+    from send2trash import send2trash
+
+    moved = []
+    for path in paths:
+        try:
+            send2trash(str(path))
+        except OSError as exc:  # TrashPermissionError is a PermissionError
+            if isinstance(exc, FileNotFoundError) and not os.path.lexists(path):
+                continue  # gone already; a FileNotFoundError about something else (HOME, the trash) is not
+            error = PermissionDeniedError if isinstance(exc, PermissionError) else OperationalError
+            raise error(f"cannot move {path} to the trash: {exc}") from exc
+        moved.append(path)
+    return tuple(moved)
 
 
 def _is_logician_session(folder: Path) -> bool:
