@@ -13,7 +13,11 @@ and after ``fsck --repair``:
   (``false_corruption``);
 * index.json never lists more bytes than its journal holds, meta.json never counts more
   entries than are durable (``meta-ahead``), and after the repair every cache equals a rebuild;
-* every lock left by a killed writer is judged stale.
+* every lock left by a killed writer is judged stale;
+* the writers kept the protocol: none exited on its own before its kill (``writer-exited``),
+  every stdout line was an ACK line (``protocol``), and a cycle in which no writer ACKed while
+  running ``ack_timeout`` seconds is a ``no-ack`` (until the first ACK of a run, a writer's
+  kill waits for it, so a slow start-up is never mistaken for silence).
 
 ``power-loss`` mode additionally cuts each journal back to a random offset at or past its last
 ACKed end, and may zero-fill the cut region, before checking.  Journals carry over from cycle
@@ -25,11 +29,14 @@ budget or a cycle finds a violation; then a fresh folder is used.  The library n
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import random
+import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,6 +60,11 @@ from .writer import MAX_RECORD, UNSAFE
 
 BUDGET = 96 << 20  # start a fresh chaos folder once the journals pass this size
 TAIL_CODES = {"torn-tail", "unterminated-tail"}
+ACK_TIMEOUT = 10.0  # seconds a writer may take from its start to its first ACK (see Harness.await_first_ack)
+MAX_LINE = 8192  # longest stdout line read whole; a longer one is a protocol error
+EXAMPLES = 3  # protocol-error lines quoted per writer
+WRITER_HINT = "give a command that speaks the ACK protocol (see `levelsess chaos writer --help`)"
+_DIGEST = re.compile(rb"[0-9a-f]{64}")
 
 
 @dataclass
@@ -74,6 +86,7 @@ class Config:
     keep: bool = False
     work: Path | None = None
     replay: int | None = None  # run cycle N's seeds (writers and kill moments) every cycle
+    ack_timeout: float = ACK_TIMEOUT  # a writer silent (no ACK, still running) this long is a "no-ack" violation
 
     def command(self, cycles: int | None = None) -> str:
         """The ``levelsess chaos run`` command line that reproduces this configuration."""
@@ -134,21 +147,107 @@ class Report:
 
 @dataclass
 class _Proc:
+    """One writer process and what its stdout (and stderr) said, filled by reader threads."""
+
     popen: subprocess.Popen
-    acks: list[tuple[str, int, str]]
-    reader: threading.Thread
+    index: int
+    started: float
+    acks: list[tuple[str, int, str]] = field(default_factory=list)
+    bad_lines: int = 0  # stdout lines that are not ACK lines (the protocol errors)
+    bad_examples: list[bytes] = field(default_factory=list)
+    stderr_tail: bytes = b""
+    readers: list[threading.Thread] = field(default_factory=list)
+
+    def close(self, timeout: float = 10) -> None:
+        """Reap the (already killed) process and its reader threads."""
+        self.popen.wait()
+        for reader in self.readers:
+            reader.join(timeout=timeout)
+        for stream in (self.popen.stdout, self.popen.stderr):
+            if stream is not None:
+                stream.close()
+
+    def killed_by_us(self) -> bool:
+        return self.popen.returncode == -signal.SIGKILL
 
 
-def _read_acks(stream, sink: list) -> None:
-    for raw in stream:
-        parts = raw.split()
-        if len(parts) == 4 and parts[0] == b"ACK" and parts[2].isdigit():
-            sink.append((parts[1].decode(), int(parts[2]), parts[3].decode()))
+def _parse_ack(line: bytes) -> tuple[str, int, str] | None:
+    """``ACK <relpath> <end-offset> <sha256>`` (DESIGN.md §7), or None if ``line`` is not one."""
+    parts = line.split()
+    if len(parts) != 4 or parts[0] != b"ACK" or not parts[2].isdigit() or not _DIGEST.fullmatch(parts[3]):
+        return None
+    try:
+        relpath = parts[1].decode()
+    except UnicodeDecodeError:
+        return None
+    if os.path.isabs(relpath) or ".." in Path(relpath).parts:
+        return None  # relpath is from the chaos folder and stays inside it
+    return relpath, int(parts[2]), parts[3].decode()
+
+
+def _read_acks(stream, proc: _Proc) -> None:
+    """Collect the ACK lines; count (and keep a few of) the lines that are not.  A final line
+    without its newline was cut by the kill: it is neither an ACK nor a protocol error."""
+    while True:
+        line = stream.readline(MAX_LINE)
+        if not line:
+            return
+        if not line.endswith(b"\n"):
+            if len(line) < MAX_LINE:
+                return  # the torn last line of a killed writer
+            while line and not line.endswith(b"\n"):  # an over-long line: skip the rest of it
+                line = stream.readline(MAX_LINE)
+            line = b"<a line longer than %d bytes>" % MAX_LINE
+            ack = None
+        else:
+            ack = _parse_ack(line)
+        if ack is not None:
+            proc.acks.append(ack)
+        else:
+            proc.bad_lines += 1
+            if len(proc.bad_examples) < EXAMPLES:
+                proc.bad_examples.append(line.rstrip(b"\r\n")[:120])
+
+
+def _read_stderr(stream, proc: _Proc) -> None:
+    """Keep the last bytes of a writer's stderr (drained, so a chatty writer never blocks)."""
+    for chunk in iter(lambda: stream.read1(4096), b""):
+        proc.stderr_tail = (proc.stderr_tail + chunk)[-2000:]
+
+
+def external_argv(command: str) -> tuple[list[str], str]:
+    """Parse ``--writer-cmd`` and find its program: (argv, executable) or a UsageError.
+
+    A program given with a slash is made absolute here: the writer runs inside the chaos
+    folder, where a relative path would name something else than what was checked."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"--writer-cmd {command!r} is not a command line: {exc}", hint=WRITER_HINT) from None
+    if not argv:
+        raise UsageError("--writer-cmd is empty", hint=WRITER_HINT)
+    typed = program = argv[0]
+    if os.sep in program:
+        program = argv[0] = os.path.abspath(program)
+        if not os.path.exists(program):
+            reason = os.strerror(errno.ENOENT)
+        elif os.path.isdir(program):
+            reason = os.strerror(errno.EISDIR)
+        elif not os.access(program, os.X_OK):
+            reason = f"{os.strerror(errno.EACCES)} (not executable)"
+        else:
+            return argv, program
+    else:
+        found = shutil.which(program)
+        if found is not None:
+            return argv, os.path.abspath(found)
+        reason = "not found on PATH"
+    raise UsageError(f"--writer-cmd: cannot start {typed!r}: {reason}", hint=WRITER_HINT)
 
 
 def _writer_argv(config: Config, index: int) -> list[str]:
-    if config.writer_cmd:
-        return shlex.split(config.writer_cmd)
+    if config.writer_cmd is not None:
+        return external_argv(config.writer_cmd)[0]
     layouts = {"levelcode": ["levelcode"], "logician": ["logician"], "both": ["levelcode", "logician"]}[config.layout]
     argv = [sys.executable, "-m", "chaos.writer", "--name", f"w{index:03d}", "--layout", layouts[index % len(layouts)],
             "--largest", str(config.largest)]
@@ -164,12 +263,21 @@ def _writer_argv(config: Config, index: int) -> list[str]:
 def _start(config: Config, folder: Path, seed: str, index: int) -> _Proc:
     env = {**os.environ, "LEVELSESS_CHAOS_DIR": str(folder), "LEVELSESS_CHAOS_SEED": seed,
            "LEVELSESS_CHAOS_WRITER": str(index)}
-    popen = subprocess.Popen(_writer_argv(config, index), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                             stdin=subprocess.DEVNULL, env=env, cwd=folder)
-    acks: list = []
-    reader = threading.Thread(target=_read_acks, args=(popen.stdout, acks), daemon=True)
-    reader.start()
-    return _Proc(popen, acks, reader)
+    argv = _writer_argv(config, index)
+    executable = external_argv(config.writer_cmd)[1] if config.writer_cmd is not None else None
+    try:
+        popen = subprocess.Popen(argv, executable=executable, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL, env=env, cwd=folder)
+    except OSError as exc:  # checked by validate(); this catches what only exec can tell (e.g. no #! line)
+        if config.writer_cmd is None:
+            raise
+        raise UsageError(f"--writer-cmd: cannot start {argv[0]!r}: {exc.strerror or exc}", hint=WRITER_HINT) from None
+    proc = _Proc(popen, index, time.monotonic())
+    for target, stream in ((_read_acks, popen.stdout), (_read_stderr, popen.stderr)):
+        reader = threading.Thread(target=target, args=(stream, proc), daemon=True)
+        reader.start()
+        proc.readers.append(reader)
+    return proc
 
 
 def kill_tree(pid: int) -> bool:
@@ -352,6 +460,7 @@ class Harness:
         self.folder = self.root
         self.acks: dict[str, list[tuple[int, str]]] = {}
         self.procs: list[_Proc] = []
+        self.settled = False  # a writer ACKed in this run, or a silent cycle was reported: kill at the seeded moments
 
     def fresh_folder(self) -> None:
         self.generation += 1
@@ -380,28 +489,36 @@ class Harness:
         which = config.replay if config.replay is not None else number
         seed = f"{config.seed}-{which}"
         rng = random.Random(f"{seed}-harness")  # this cycle's kill moments and power cuts
-        procs = self.procs = [_start(config, self.folder, seed, i) for i in range(config.writers)]
+        procs: list[_Proc] = []
+        self.procs = procs  # filled one by one, so run() kills what started if a later start fails
+        for i in range(config.writers):
+            procs.append(_start(config, self.folder, seed, i))
         started = time.monotonic()
         deadlines = sorted((rng.uniform(config.min_run, config.max_run), i) for i in range(config.writers))
+        killed_at: dict[int, float] = {}
         try:
             for deadline, i in deadlines:
                 delay = started + deadline - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
+                self.await_first_ack(procs[i], procs)
+                killed_at[i] = time.monotonic()
                 if kill_tree(procs[i].popen.pid):
                     report.kills += 1
         finally:
             for proc in procs:
                 kill_tree(proc.popen.pid)
-                proc.popen.wait()
-                proc.reader.join(timeout=10)
-                proc.popen.stdout.close()
+                proc.close()
             self.procs = []
         for proc in procs:
             for relpath, end, digest in proc.acks:
                 self.acks.setdefault(relpath, []).append((end, digest))
                 report.acked += 1
         check = _Cycle(self, number)
+        silent = not any(proc.acks for proc in procs)  # a writer may wait behind another's lock all its life
+        for proc in procs:
+            self.check_writer(check, proc, killed_at[proc.index] - proc.started, silent)
+        self.settled = self.settled or not silent or any(v["kind"] == "no-ack" for v in check.found)
         for journal in _journals(self.folder):
             data = journal.read_bytes()
             relpath = str(journal.relative_to(self.folder))
@@ -425,6 +542,46 @@ class Harness:
             self.keep_reproducer(check)
             self.fresh_folder()  # a damaged folder would fail every later cycle too
 
+    def await_first_ack(self, proc: _Proc, procs: list[_Proc]) -> None:
+        """Until some writer has ACKed in this run, give ``proc`` until ``ack_timeout`` after
+        its start before killing it: until any writer of the cycle ACKs, or ``proc`` prints a
+        line that is not an ACK, or exits.
+
+        A writer still starting up at its kill moment (Python imports, a first large fsync, a
+        loaded machine) proves nothing either way; waiting, only in the first cycles and only
+        until the first ACK, tells a slow writer from one that never ACKs without a timing
+        guess that could fail a good writer.  Later cycles kill at the seeded moments,
+        start-up included."""
+        until = proc.started + self.config.ack_timeout
+        while not self.settled and time.monotonic() < until and proc.popen.poll() is None:
+            if proc.bad_lines or any(other.acks for other in procs):
+                return
+            time.sleep(0.01)
+
+    def check_writer(self, check: _Cycle, proc: _Proc, alive: float, silent: bool) -> None:
+        """The writer-side violations: ``writer-exited``, ``no-ack`` and ``protocol``.
+
+        ``no-ack`` needs the whole cycle ``silent`` (no writer ACKed): a writer given the same
+        journal as another rightly waits for that one's lock until it is killed."""
+        name = f"writer {proc.index}"
+        if not proc.killed_by_us():
+            code = proc.popen.returncode
+            status = f"exit status {code}" if code >= 0 else f"signal {signal.Signals(-code).name}" if -code in signal.valid_signals() else f"status {code}"
+            stderr = proc.stderr_tail.decode("utf-8", "backslashreplace").strip().splitlines()
+            check.violation("writer-exited", None,
+                            f"{name} exited on its own ({status}) before its kill moment ({alive:.2f} s after its start), after {len(proc.acks)} ACK(s); "
+                            "a writer must keep appending until it is killed"
+                            + (f"; its stderr ends: {stderr[-1][:200]!r}" if stderr else ""))
+        elif silent and alive >= self.config.ack_timeout:
+            check.violation("no-ack", None,
+                            f"{name} ran {alive:.1f} s and printed no ACK line (nor did any other writer); after each durable record "
+                            "a writer must print 'ACK <relpath> <end-offset> <sha256>' on stdout and flush it")
+        if proc.bad_lines:
+            examples = ", ".join(repr(line.decode("utf-8", "backslashreplace")) for line in proc.bad_examples)
+            check.violation("protocol", None,
+                            f"{name} printed {proc.bad_lines} stdout line(s) that are not 'ACK <relpath> <end-offset> <sha256>' "
+                            f"(relpath inside the chaos folder, sha256 as 64 lowercase hex digits), e.g. {examples}")
+
     def folder_bytes(self) -> int:
         return sum(j.stat().st_size for j in _journals(self.folder)) if self.folder.exists() else 0
 
@@ -446,7 +603,7 @@ class Harness:
         finally:
             for proc in self.procs:
                 kill_tree(proc.popen.pid)
-                proc.popen.wait()
+                proc.close()
             self.report.elapsed = time.monotonic() - started
             if not config.keep and not config.work:
                 shutil.rmtree(self.root, ignore_errors=True)
@@ -454,6 +611,8 @@ class Harness:
 
 
 def validate(config: Config) -> None:
+    if config.writer_cmd is not None:
+        external_argv(config.writer_cmd)  # parsable, and its program exists and is executable
     if config.mode not in ("kill", "power-loss"):
         raise UsageError(f"--mode {config.mode}: choose kill or power-loss")
     if config.writers < 1:
