@@ -630,7 +630,7 @@ def export(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session id (or a unique prefix, or a journal path).", show_default=False)],
     format_: Annotated[str, typer.Option("--format", "-f", help="md (Copy as Markdown), jsonl (the journal's bytes, exactly) or json (one document).")] = "md",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.", show_default=False)] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout: a regular file is replaced atomically, a pipe or device is written into; a session journal, lock or cache is refused.", show_default=False)] = None,
     paths: Annotated[Optional[list[Path]], typer.Option("--in", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
