@@ -19,7 +19,7 @@ import orjson
 
 from .errors import PathNotFoundError, PermissionDeniedError, UNCORRECTABLE
 from .findings import Finding, FindingSink
-from .lines import Batch, Overlong, Tail, iter_batches, loads, split_line
+from .lines import Batch, Overlong, Tail, iter_batches, loads, open_regular, split_line
 
 NEWEST_VERSION = 2
 SOFT_CAP = 20 << 20
@@ -333,9 +333,7 @@ def open_journal(path: Path):
     Only regular files are opened: a FIFO or device named ``*.jsonl`` would block or never end.
     """
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise PermissionDeniedError(f"{path} is not a regular file")
-        return open(path, "rb")  # noqa: SIM115
+        return open_regular(path)
     except FileNotFoundError as exc:
         raise PathNotFoundError(str(path)) from exc
     except PermissionError as exc:

@@ -39,19 +39,29 @@ def loads(data: bytes) -> object:
             raise ValueError("JSON nested too deeply") from None
 
 
-def read_regular(path: Path) -> bytes:
-    """Read a small file whole, refusing anything but a regular file.
+def open_regular(path: Path) -> BinaryIO:
+    """Open ``path`` for reading, refusing anything but a regular file.
 
-    A FIFO named ``index.json`` or ``*.lock`` would block a plain read forever; it is opened
-    non-blocking and refused with an OSError (``strerror`` says why) before any read."""
+    The open is non-blocking, so a FIFO named like a journal, cache or lock is refused at once
+    instead of waiting forever for a writer: a folder raises IsADirectoryError, anything else
+    that is not a regular file an OSError whose ``strerror`` says so."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+        if not stat.S_ISREG(mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            return handle.read()
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path: Path) -> bytes:
+    """Read a small file (a cache, a lock) whole; see :func:`open_regular`."""
+    with open_regular(path) as handle:
+        return handle.read()
 
 
 def dumps(value: object, indent: bool = False) -> bytes:
