@@ -818,7 +818,7 @@ def chaos_run(
     unsafe: Annotated[Optional[str], typer.Option("--unsafe", help="Run a deliberately unsafe writer the harness must catch: ack-before-write, rewrite-in-place, meta-before-append.", show_default=False)] = None,
     shared_file: Annotated[bool, typer.Option("--shared-file", help="Put every writer on one journal (taking the lock per record).")] = False,
     no_lock: Annotated[bool, typer.Option("--no-lock", help="Writers skip the lock protocol (with --shared-file: shows what the lock buys).")] = False,
-    writer_cmd: Annotated[Optional[str], typer.Option("--writer-cmd", help="Run this command as the writer instead; it gets LEVELSESS_CHAOS_DIR and LEVELSESS_CHAOS_SEED and prints 'ACK <relpath> <end-offset> <sha256>' per durable record.", show_default=False)] = None,
+    writer_cmd: Annotated[Optional[str], typer.Option("--writer-cmd", help="Run this command as the writer instead; it gets LEVELSESS_CHAOS_DIR and LEVELSESS_CHAOS_SEED and prints 'ACK <relpath> <end-offset> <sha256>' per durable record, and nothing else, until it is killed: exiting early, any other stdout line, or no ACK at all is a violation.", show_default=False)] = None,
     largest: Annotated[int, typer.Option("--largest", help="Largest record in bytes (sizes are log-uniform from ~100 B).", min=200)] = 4 << 20,
     target: Annotated[Optional[str], typer.Option("--target", help="Kill levelsess's own writing command instead: fsck, reindex, migrate or import (from a generated Cursor database); each rerun must converge to the uninterrupted result.", show_default=False)] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Keep a reproducer (seed, cycle, files, ACKs) here for every cycle with a violation.", show_default=False)] = None,
