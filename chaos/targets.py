@@ -114,7 +114,7 @@ def _state(store: Path) -> tuple[dict, dict, list, set]:
             continue
         caches[str(path.relative_to(store))] = document.get("sessions") if isinstance(document, dict) else document
     leftovers = sorted(p.name for p in store.glob("*/*") if p.name.endswith((".tmp", ".lock")))
-    tails = {p.read_bytes() for p in (store / ".levelsess" / "recovered").glob("*.tail")}
+    tails = {p.read_bytes() for p in (store / ".levelsess" / "recovered").rglob("*.tail")}
     return journals, caches, leftovers, tails
 
 

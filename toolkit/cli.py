@@ -203,6 +203,8 @@ def fsck(
     total = sum(len(f.journals) for f in folders)
     with _progress(out, "checking", total) as advance:
         report = check_folders(folders, strict=strict, force=force, jobs=jobs, progress=advance)
+    report.refuse_foreign_only(targets)
+    out.targets = targets
     if not (repair or salvage or dry_run):
         return _render_fsck(out, report.findings, report, report.exit_code)
     plan = plan_repair(report, salvage=salvage, force=force)
@@ -220,10 +222,13 @@ def fsck(
             out.out.print(f"did {action.describe()}", markup=False)
     if result.interrupted:
         out.fail("interrupted after a completed step", "rerun the same command to finish the repair")
-    return _render_fsck(out, list(result.findings), report, result.exit_code, [a.describe() for a in result.done])
+    return _render_fsck(out, list(result.findings), report, result.exit_code, [a.describe() for a in result.done],
+                        ran="salvage" if salvage else "repair")
 
 
-def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str] | None = None) -> int:
+def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str] | None = None, ran: str = "check") -> int:
+    from .fsck.advice import next_steps
+
     if out.json:
         out.emit_json(fsck_json(findings, report.files, report.records, report.bytes, exit_code, steps))
         return exit_code
@@ -232,13 +237,10 @@ def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str]
         out.out.print(findings_table(shown, verbose=out.verbose, base=out.base))
     if not out.quiet:
         out.out.print(summary_line(findings, report.files, report.records, report.bytes, exit_code))
-    if exit_code & 8 and not out.quiet and any(f.code == "repair-failed" for f in findings):
-        out.say("next: a write failed (see the findings); free disk space or fix the device, then rerun the same command",
-                style="cyan")
-    elif exit_code & 4 and not out.quiet:
-        blocked = any(f.severity == "error" and not f.repaired and f.code not in ("torn-tail", "unterminated-tail", "meta-ahead") for f in findings)
-        out.say("next: " + ("these files need a person (see the findings), or try `levelsess fsck --salvage --yes`"
-                            if blocked else "run `levelsess fsck --repair` to fix them"), style="cyan")
+        if report.not_checked:
+            out.say(f"{report.not_checked} session(s) not checked: locked by a live or uncheckable writer", style="yellow")
+        for step in next_steps(report, list(findings), getattr(out, "targets", []), ran):
+            out.say(f"next: {step}", style="cyan")
     return exit_code
 
 

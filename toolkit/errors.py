@@ -70,6 +70,18 @@ class NotASourceError(OperationalError):
             "session file; leave --source out to read every install `levelsess doctor` finds")
 
 
+class NotAJournalError(OperationalError):
+    """not a journal: {detail}"""
+
+    hint = "move it out of the store if it does not belong there; levelsess leaves it alone"
+
+
+class UnknownFormatError(OperationalError):
+    """{detail}"""
+
+    hint = "levelsess reads LevelCode and Logician journals; it wrote nothing to these files"
+
+
 class PermissionDeniedError(OperationalError):
     """permission denied: {detail}"""
 
@@ -92,6 +104,13 @@ class LockBusyError(OperationalError):
     """session is held by another process: {detail}"""
 
     hint = "close the editor that owns it, or rerun with --force if you are sure"
+
+
+class SalvageRefusedError(LevelsessError):
+    """salvage refused: {detail}"""
+
+    exit_code = EXIT_UNCORRECTED
+    hint = "the journal was left exactly as it was; it needs a person (see `levelsess fsck -v`)"
 
 
 class Interrupted(LevelsessError):
@@ -215,6 +234,20 @@ class SchemaViolationError(CorruptionError):
     code = "schema-violation"
 
 
+class UnknownFormatFileError(CorruptionError):
+    """the file is not a journal of a layout levelsess knows"""
+
+    code = "unknown-format"
+    hint = "levelsess reads LevelCode and Logician journals; it leaves this file alone"
+
+
+class CrLineEndingsError(CorruptionError):
+    """records are separated by CR alone (old-Mac line endings)"""
+
+    code = "cr-line-endings"
+    hint = "`levelsess fsck --salvage --yes` rewrites them one record per line (the original is kept)"
+
+
 class TornTailError(CorruptionError):
     """the final record is incomplete"""
 
@@ -261,6 +294,8 @@ CODES: dict[str, CodeInfo] = {
     "seq-gap": CodeInfo("error", "", SeqGapError),
     "seq-duplicate": CodeInfo("error", "", SeqDuplicateError),
     "spliced-records": CodeInfo("error", "", SplicedRecordsError),
+    "cr-line-endings": CodeInfo("error", "", CrLineEndingsError),
+    "unknown-format": CodeInfo("error", "", UnknownFormatFileError),
     "nul-padding": CodeInfo("error", "", NulPaddingError),
     "dangling-parent": CodeInfo("error", "", DanglingParentError),
     "duplicate-id": CodeInfo("error", "", DuplicateIdError),
@@ -273,6 +308,7 @@ CODES: dict[str, CodeInfo] = {
     "blank-line": CodeInfo("warning", ""),
     "unknown-kind": CodeInfo("warning", ""),
     "symlink": CodeInfo("warning", ""),
+    "not-a-journal": CodeInfo("warning", "", NotAJournalError),
     # caches: warnings that a repair rebuilds
     "missing-index": CodeInfo("warning", "rebuild index.json"),
     "corrupt-index": CodeInfo("warning", "rebuild index.json"),
@@ -288,6 +324,7 @@ CODES: dict[str, CodeInfo] = {
     # operational
     "unreadable": CodeInfo("error", "", PermissionDeniedError),
     "repair-failed": CodeInfo("error", "", DurabilityError),
+    "salvage-refused": CodeInfo("error", "", SalvageRefusedError),
     "leftover-temp": CodeInfo("warning", "remove the temporary file"),
     "changed-during-repair": CodeInfo("warning", "", FileChangedError),
     # importers (§5): problems in the source, reported with the source key; the rest imports
@@ -302,11 +339,17 @@ CODES: dict[str, CodeInfo] = {
 
 #: Codes that mean the tool could not do its job (exit bit 8), not that the data is bad.
 OPERATIONAL = frozenset({"unreadable", "repair-failed"})
+#: Codes that say what a repair could not do for a file; like OPERATIONAL, never "needs a person" data.
+REFUSALS = frozenset({"salvage-refused"})
+#: Codes of sessions that were not checked because a writer holds them: the run is not clean (exit 4).
+SKIPPED = frozenset({"locked", "in-use"})
 #: Codes whose only fix is a person (or --salvage): a file carrying one is never modified.
 UNCORRECTABLE = frozenset(
-    code for code, info in CODES.items() if info.severity == "error" and not info.repair and code not in OPERATIONAL)
+    code for code, info in CODES.items()
+    if info.severity == "error" and not info.repair and code not in OPERATIONAL | REFUSALS)
 #: Line-level damage that `fsck --salvage` can cut around.
-SALVAGEABLE = frozenset({"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "blank-line"})
+SALVAGEABLE = frozenset({"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "blank-line",
+                         "cr-line-endings"})
 
 
 def error_for(code: str) -> type[LevelsessError]:

@@ -23,9 +23,10 @@ class Finding:
     message: str
     excerpt: str | None = None
     repaired: bool = False
+    saved_to: str | None = None  # where a repair put the bytes it removed or replaced
 
-    def as_repaired(self) -> Finding:
-        return replace(self, repaired=True)
+    def as_repaired(self, saved_to: str | None = None) -> Finding:
+        return replace(self, repaired=True, saved_to=saved_to or self.saved_to)
 
     def to_error(self) -> LevelsessError:
         """Return the typed exception this finding stands for."""
@@ -44,6 +45,7 @@ class Finding:
             "message": self.message,
             "excerpt": self.excerpt,
             "repaired": self.repaired,
+            "saved_to": self.saved_to,
         }
 
 

@@ -19,7 +19,11 @@ SEED_FIELDS = ("id", "title", "createdAt", "updatedAt", "turns", "model", "previ
 
 @dataclass(frozen=True)
 class Loaded:
-    """A cache file as found: ``state`` is missing | corrupt | ok."""
+    """A cache file as found: ``state`` is missing | unreadable | corrupt | ok.
+
+    Unreadable (permission denied, EIO, not a regular file) is an operational problem, never
+    corruption: only bytes that were read and do not parse are corrupt, and only those may be
+    replaced by a rebuild (DESIGN.md §1, principle 8)."""
 
     state: str
     value: object = None
@@ -33,7 +37,7 @@ def load_cache(path: Path) -> Loaded:
     except FileNotFoundError:
         return Loaded("missing")
     except OSError as exc:
-        return Loaded("corrupt", detail=f"unreadable: {exc.strerror}")
+        return Loaded("unreadable", detail=f"{exc.strerror or exc} (cannot read it)")
     try:
         return Loaded("ok", loads(raw))
     except ValueError as exc:

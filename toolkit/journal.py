@@ -8,6 +8,7 @@ derived from); :func:`iter_records` yields parsed records and raises a typed
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -17,9 +18,10 @@ from pathlib import Path
 
 import orjson
 
-from .errors import PathNotFoundError, PermissionDeniedError, UNCORRECTABLE
+from .errors import NotAJournalError, PathNotFoundError, PermissionDeniedError, UNCORRECTABLE
 from .findings import Finding, FindingSink
-from .lines import Batch, Overlong, Tail, iter_batches, loads, open_regular, split_line
+from .identify import describe, sniff, sniff_partial
+from .lines import Batch, Overlong, Piece, Tail, holds_record, iter_batches, loads, open_regular, split_line
 
 NEWEST_VERSION = 2
 SOFT_CAP = 20 << 20
@@ -37,9 +39,21 @@ class Layout(str, Enum):
 
 
 class TailState(str, Enum):
+    """The bytes after the last newline, as the tail classifier judged them (one rule, one place).
+
+    TORN is the only state a repair may cut: the bytes were proven to hold no record of the
+    layout.  HELD means they may hold one (spliced records, a JSON value that is not a record,
+    a line too long to inspect, an unidentified file): a finding blocks the file for a person.
+    """
+
     NONE = "none"
     UNTERMINATED = "unterminated"
     TORN = "torn"
+    HELD = "held"
+
+
+class _Foreign(Exception):
+    """Raised inside the classifier when the first record is not of the expected layout."""
 
 
 @dataclass
@@ -82,6 +96,12 @@ class JournalScan:
     tail: TailState
     findings: tuple[Finding, ...]
     facts: LevelCodeFacts | LogicianFacts
+    foreign: str | None = None  # set when the file is not of ``layout``: what it looks like
+
+    @property
+    def identified(self) -> bool:
+        """True unless the file's own records say it is not a journal of ``layout``."""
+        return self.foreign is None
 
     @property
     def codes(self) -> set[str]:
@@ -132,20 +152,44 @@ class _Classifier:
         self.expect_seq = 1
         self.last_seq = 0
         self.future = False
+        self.identified = False
+        self.foreign: str | None = None
         if layout is Layout.LEVELCODE:
             self.facts: LevelCodeFacts | LogicianFacts = LevelCodeFacts()
-            self.record = self._levelcode
+            self._record = self._levelcode
             self.is_record = lambda obj: isinstance(obj.get("kind"), str)
         else:
             self.facts = LogicianFacts()
-            self.record = self._logician
+            self._record = self._logician
             self.is_record = lambda obj: isinstance(obj.get("id"), str)
+        self.record = self._first
+
+    # -- identification (DESIGN.md §1, principle 7) -------------------------------------------
+
+    def _first(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
+        """Identify the file from its first record, then read it as its layout (or stop)."""
+        found = sniff(obj)
+        if self._ours(obj, found):
+            self.identified = True
+            self.record = self._record
+            self._record(obj, offset, line, quiet)
+            return
+        self.foreign = describe(found)
+        self.sink.add("unknown-format", f"looks like {self.foreign}, not {describe(self.layout.value)}: "
+                      "levelsess leaves it alone", self.lineno, offset, line)
+        raise _Foreign
+
+    def _ours(self, obj: object, found: str | None) -> bool:
+        if self.layout is Layout.LEVELCODE:
+            return found == "levelcode"
+        # a Logician entry's other fields are opaque, so only a foreign format's keys rule it out
+        return found == "logician" or (type(obj) is dict and isinstance(obj.get("id"), str) and found is None
+                                      and not any(k in obj for k in ("uuid", "parentUuid", "payload")))
 
     # -- lines ------------------------------------------------------------------------------
 
     def feed(self, batch: Batch) -> None:
         start = batch.offset
-        record = self.record
         for line in batch.lines:
             self.lineno += 1
             offset, start = start, start + len(line) + 1
@@ -162,7 +206,7 @@ class _Classifier:
                 except _JSONError:
                     self.damaged(line, offset)
                 else:
-                    record(obj, offset, line)
+                    self.record(obj, offset, line)  # not cached: the first record swaps it
             else:
                 self.sink.add("blank-line", "empty line", self.lineno, offset)
 
@@ -177,19 +221,27 @@ class _Classifier:
         if not line.strip():
             self.sink.add("blank-line", "whitespace-only line", self.lineno, offset, line)
             return
-        pieces = split_line(line, self.is_record)
+        self.pieces(line, offset, split_line(line, self.is_record))
+
+    def pieces(self, line: bytes, offset: int, pieces: list[Piece]) -> bool:
+        """Report a line that is not one record from its pieces; return True if it holds a record."""
         kinds = [p.kind for p in pieces]
         if "nul" in kinds:
             self.sink.add("nul-padding", f"{sum(p.end - p.start for p in pieces if p.kind == 'nul')} NUL bytes", self.lineno, offset, line)
         solid = [p for p in pieces if p.kind != "nul"]
         if "record" in kinds and len(solid) > 1:
             where = ", ".join(f"{p.kind} at byte {offset + p.start}" for p in solid[:4])
-            self.sink.add("spliced-records", f"{len(solid)} pieces run together on one line: {where}", self.lineno, offset, line)
+            if all(b"\r" in line[a.end : b.start] for a, b in zip(solid, solid[1:])):
+                self.sink.add("cr-line-endings", f"{len(solid)} records separated by CR alone (old-Mac line endings), "
+                              "not by newlines", self.lineno, offset, line)
+            else:
+                self.sink.add("spliced-records", f"{len(solid)} pieces run together on one line: {where}", self.lineno, offset, line)
         elif "garbage" in kinds:
             self.sink.add("invalid-json", "not valid UTF-8 JSON", self.lineno, offset, line)
         for piece in pieces:  # whole records inside a damaged line still count for the caches
             if piece.kind == "record":
                 self.record(loads(line[piece.start : piece.end]), offset + piece.start, line[piece.start : piece.end], quiet=True)
+        return "record" in kinds
 
     def overlong(self, item: Overlong, offset: int) -> None:
         self.lineno += 1
@@ -301,30 +353,54 @@ class _Classifier:
     # -- the tail ---------------------------------------------------------------------------
 
     def tail(self, item: Tail) -> TailState:
+        """Judge the bytes after the last newline: the only bytes a repair may ever remove.
+
+        They are TORN (removable) only when proven to hold no record of the layout: NUL bytes
+        or whitespace, or bytes in which no ``{`` opens a whole record.  A tail that parses is
+        never cut: a record is UNTERMINATED (a newline is appended), any other JSON value is
+        HELD; so is a tail holding a whole record among other bytes (spliced, CR-separated,
+        NUL-padded) and one too long to inspect.
+        """
+        lineno = self.lineno + 1
         if item.overlong is not None:
-            self.sink.add("torn-tail", f"final {item.overlong.length} bytes have no newline and are too long to be a record", self.lineno + 1, item.offset)
-            return TailState.TORN
+            if item.overlong.all_nul:
+                self.sink.add("torn-tail", f"{item.overlong.length} NUL bytes after the last newline", lineno, item.offset)
+                return TailState.TORN
+            self.sink.add("invalid-json", f"final {item.overlong.length} bytes have no newline and are too long to "
+                          "inspect; left for a person", lineno, item.offset)
+            return TailState.HELD
         data = item.data
         if not data:
             return TailState.NONE
-        lineno = self.lineno + 1
         if lineno == 1 and data.startswith(BOM):
             self.sink.add("bom", "UTF-8 byte-order mark at the start (hand-edited?)", 1, 0, data)
             data = data[3:]
-        if not data.strip(b"\0"):
-            self.sink.add("torn-tail", f"{len(item.data)} NUL bytes after the last newline", lineno, item.offset, item.data)
+        if not data.strip(b"\0 \t\r"):
+            what = f"{len(item.data)} NUL bytes" if not data.strip(b"\0") else f"{len(item.data)} bytes of NUL or white space"
+            self.sink.add("torn-tail", f"{what} after the last newline", lineno, item.offset, item.data)
             return TailState.TORN
+        self.lineno = lineno
         try:
             obj = loads(data)
         except ValueError:
-            obj = None
+            return self._unparsed_tail(data, item)
         if type(obj) is not dict:
-            self.sink.add("torn-tail", f"incomplete final record ({len(item.data)} bytes)", lineno, item.offset, item.data)
-            return TailState.TORN
+            self.sink.add("invalid-record", "final line is JSON but not a record object; never cut", lineno, item.offset, item.data)
+            return TailState.HELD
         self.sink.add("unterminated-tail", "final record is complete but has no newline", lineno, item.offset, item.data)
-        self.lineno = lineno
         self.record(obj, item.offset, data)
         return TailState.UNTERMINATED
+
+    def _unparsed_tail(self, data: bytes, item: Tail) -> TailState:
+        pieces = split_line(data, self.is_record)
+        if any(p.kind == "record" for p in pieces):
+            self.pieces(data, item.offset, pieces)
+            return TailState.HELD
+        if holds_record(data, self.is_record):  # past split_line's candidate cap: look at every '{'
+            self.sink.add("spliced-records", "final line holds a whole record among other bytes", self.lineno, item.offset, item.data)
+            return TailState.HELD
+        self.sink.add("torn-tail", f"incomplete final record ({len(item.data)} bytes)", self.lineno, item.offset, item.data)
+        return TailState.TORN
 
 
 def open_journal(path: Path):
@@ -339,8 +415,10 @@ def open_journal(path: Path):
     except PermissionError as exc:
         raise PermissionDeniedError(f"cannot read {path}") from exc
     except IsADirectoryError as exc:
-        raise PermissionDeniedError(f"{path} is a folder, not a journal") from exc
-    except OSError as exc:  # a symlink loop, an I/O error
+        raise NotAJournalError(f"{path} is a folder") from exc
+    except OSError as exc:  # a symlink loop, an I/O error, a FIFO or device
+        if exc.errno == errno.EINVAL:
+            raise NotAJournalError(f"{path} is not a regular file") from exc
         raise PermissionDeniedError(f"cannot read {path}: {exc.strerror or exc}",
                                     hint="check the file (a symlink loop? a failing disk?), or move it out of the store") from exc
 
@@ -377,8 +455,12 @@ def scan_journal(
                 else:
                     body_end = item.offset
                     tail_state = classifier.tail(item)
+        except _Foreign:  # one finding per foreign file; the rest of it is not read
+            tail_state = TailState.HELD
         except OSError as exc:
             raise PermissionDeniedError(f"cannot read {path}: {exc.strerror}") from exc
+        if info.st_size and not classifier.identified and classifier.foreign is None:
+            tail_state = _unidentified(classifier, handle, tail_state)
     if (layout is Layout.LEVELCODE and info.st_size and tail_state is TailState.NONE
             and classifier.records == 0 and classifier.facts.meta is None):
         classifier.sink.add("missing-meta", "no meta record: the journal holds only blank lines", None, 0)
@@ -392,7 +474,27 @@ def scan_journal(
         tail=tail_state,
         findings=classifier.sink.finish(),
         facts=classifier.facts,
+        foreign=classifier.foreign,
     )
+
+
+def _unidentified(classifier: _Classifier, handle, tail_state: TailState) -> TailState:
+    """A file with bytes but no whole record: keep its findings only if they can be the layout's.
+
+    It was found where the layout keeps journals; it stays a journal (a power cut at birth, a
+    cut-off first record) when its bytes are NUL or open a record the layout's writers would
+    write.  Anything else (text, another tool's cut-off record) is one ``unknown-format``.
+    """
+    handle.seek(0)
+    if sniff_partial(handle.read(4096), classifier.layout.value):
+        return tail_state
+    sink = classifier.sink
+    sink.items.clear()
+    sink.counts.clear()
+    classifier.foreign = "not JSONL"
+    sink.add("unknown-format", "not JSONL: holds no whole JSON record, and its bytes do not open a record of "
+             f"{describe(classifier.layout.value)}; levelsess leaves it alone", None, 0)
+    return TailState.HELD
 
 
 def iter_records(path: Path, layout: Layout = Layout.LEVELCODE) -> Iterator[tuple[int, int, dict]]:
@@ -408,7 +510,10 @@ def iter_records(path: Path, layout: Layout = Layout.LEVELCODE) -> Iterator[tupl
             offset = item.offset
             for line in item.lines:
                 before = len(probe.sink.items)
-                probe.feed(Batch(offset, [line]))
+                try:
+                    probe.feed(Batch(offset, [line]))
+                except _Foreign:
+                    raise probe.sink.items[-1].to_error() from None
                 errors = [f for f in probe.sink.items[before:] if f.severity == "error"]
                 if errors:
                     raise errors[0].to_error()

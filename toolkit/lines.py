@@ -193,6 +193,22 @@ def _record_end(text: str, pos: int, is_record: Callable[[object], bool]) -> int
     return stop if type(obj) is dict and is_record(obj) else None
 
 
+def holds_record(data: bytes, is_record: Callable[[object], bool]) -> bool:
+    """True when any ``{`` in ``data`` opens a whole JSON object accepted by ``is_record``.
+
+    Exhaustive (no candidate cap, unlike :func:`split_line`): this is the proof a repair needs
+    before it may remove ``data``.  Each attempt stops where its object ends or fails, so the
+    cost is about the size of the nested objects, not quadratic in the line.
+    """
+    text = data.decode("utf-8", "surrogateescape")
+    start = text.find("{")
+    while start >= 0:
+        if _record_end(text, start, is_record) is not None:
+            return True
+        start = text.find("{", start + 1)
+    return False
+
+
 def _next_record_start(text: str, pos: int, is_record: Callable[[object], bool]) -> int:
     start, tries = text.find("{", pos + 1), 0
     while start >= 0 and tries < MAX_CANDIDATES:

@@ -49,6 +49,7 @@ class LockInfo:
     age: float
     heartbeat_ok: bool = True
     raw: bytes | None = None  # the content judged, so a removal can check nothing changed since
+    readable: bool = True  # False: the lock could not be read (never judged stale, never removed)
 
 
 def lock_path(journal: Path) -> Path:
@@ -78,7 +79,7 @@ def inspect_lock(path: Path, now: float | None = None) -> LockInfo | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return LockInfo(path, LockState.UNKNOWN, f"unreadable: {exc.strerror}", None, None, 0.0)
+        return LockInfo(path, LockState.UNKNOWN, f"lock unreadable: {exc.strerror or exc}", None, None, 0.0, readable=False)
     return _judge(path, raw, age)
 
 

@@ -28,7 +28,7 @@ class ReindexResult:
     @property
     def exit_code(self) -> int:
         code = exit_code_for(f for f in self.findings if f.code == "unreadable")
-        if self.refused or (self.check_only and self.findings):
+        if self.refused or (self.check_only and any(f.code != "unreadable" for f in self.findings)):
             code |= 4
         return code
 
@@ -93,7 +93,13 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             (unchanged if not drift else written).append(folder.cache)
             continue
         findings += remove_dead_temps(folder, prefix=f".{folder.cache.name}.")  # a cache write killed before its rename
-        if rebuild_cache(folder, scans) is None:
+        try:
+            written_now = rebuild_cache(folder, scans)
+        except LevelsessError as exc:  # an unreadable cache is never replaced
+            findings.append(Finding("unreadable", "error", str(folder.cache), None, None, str(exc)))
+            refused.append(folder.cache)
+            continue
+        if written_now is None:
             unchanged.append(folder.cache)
         else:
             written.append(folder.cache)

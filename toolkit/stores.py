@@ -29,6 +29,7 @@ class Folder:
     store: Path
     journals: tuple[Path, ...]
     whole: bool = True
+    problem: str | None = None  # why the folder could not be listed (its journals are unknown)
 
     @property
     def cache(self) -> Path:
@@ -82,8 +83,11 @@ def _levelcode_store(root: Path) -> list[Folder]:
         if entry.name.startswith(".") or not entry.is_dir():
             continue
         sub = Path(entry.path)
-        if _is_project(sub):
-            folders.append(Folder(sub, Layout.LEVELCODE, root, _journals_in(sub)))
+        try:
+            if _is_project(sub):
+                folders.append(Folder(sub, Layout.LEVELCODE, root, _journals_in(sub)))
+        except PermissionDeniedError as exc:  # one unreadable project is a finding, not the end of the check
+            folders.append(Folder(sub, Layout.LEVELCODE, root, (), problem=str(exc)))
     return folders
 
 
@@ -97,8 +101,12 @@ def _logician_sessions(store: Path) -> list[Folder]:
 def _logician_session(folder: Path, store: Path | None = None) -> Folder:
     if store is None:
         store = folder.parent.parent if folder.parent.name == "sessions" else folder.parent
+    try:
+        names = {e.name for e in _entries(folder)}
+    except PermissionDeniedError as exc:  # its meta.json may hold the only copy of the name: hands off
+        return Folder(folder, Layout.LOGICIAN, store, (), problem=str(exc))
     journal = folder / LOGICIAN_ENTRIES
-    return Folder(folder, Layout.LOGICIAN, store, (journal,) if journal.exists() or journal.is_symlink() else ())
+    return Folder(folder, Layout.LOGICIAN, store, (journal,) if LOGICIAN_ENTRIES in names else ())
 
 
 def _single_journal(path: Path) -> Folder:

@@ -224,14 +224,22 @@ def test_golden(folder: Path, tmp_path: Path):
             trimmed[rel] = before[rel][len(exp):]
     extra = sorted(set(after) - set(expected))
     tails = [rel for rel in extra if recovered_dir and rel.startswith(recovered_dir + "/") and rel.endswith(".tail")]
+    replaced_dir = recovered_dir and recovered_dir.rsplit("/", 1)[0] + "/replaced/"
+    replaced = [rel for rel in extra if replaced_dir and rel.startswith(replaced_dir)]  # a replaced meta.json's bytes
+    for rel in replaced:
+        cache = next(r for r in before if r.endswith("/" + Path(rel).name.split(".20")[0]))
+        assert after[rel] == before[cache], f"{rel} does not hold the bytes {cache} had"
+    tails += replaced
+    tails_to_match = [t for t in tails if t not in replaced]
     assert sorted(set(extra) - set(tails)) == [], "repair left files nobody asked for"
     for rel, removed in trimmed.items():
         name = Path(rel).name
-        saved = [t for t in tails if re.fullmatch(re.escape(name) + r"\.\d{8}T\d{6}(\.\d+)?Z\.tail", Path(t).name)]
+        saved = [t for t in tails_to_match if re.fullmatch(re.escape(name) + r"\.\d{8}T\d{6}(\.\d+)?Z\.tail", Path(t).name)]
         assert len(saved) == 1, f"expected one recovery file for {rel} under {recovered_dir}, found {tails}"
+        assert Path(saved[0]).parent.name == Path(rel).parent.name, "a recovery file's folder names its session's folder"
         assert after[saved[0]] == removed, f"{saved[0]} does not hold exactly the bytes trimmed from {rel}"
-        tails.remove(saved[0])
-    assert tails == [], f"recovery files for nothing that was trimmed: {tails}"
+        tails_to_match.remove(saved[0])
+    assert tails_to_match == [], f"recovery files for nothing that was trimmed: {tails_to_match}"
 
     # 3. a second repair writes nothing
     code2, doc2 = _fsck(root, target, "--repair")

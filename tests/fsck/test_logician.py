@@ -72,7 +72,7 @@ def test_torn_entry_is_trimmed_and_meta_follows(tmp_path):
     repair = run_cli("fsck", "--repair", "--json", ws)
     assert repair.exit_code == 1
     assert (session / "messages.jsonl").read_bytes() == good
-    recovered = list((ws / ".logician" / "sessions" / ".levelsess" / "recovered").glob("*.tail"))
+    recovered = list((ws / ".logician" / "sessions" / ".levelsess" / "recovered").rglob("*.tail"))
     assert [p.read_bytes() for p in recovered] == [b'{"id":"e3","parentId":"e2","text":"cut of']
     assert run_cli("fsck", ws).exit_code == 0
 

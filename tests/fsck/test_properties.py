@@ -57,7 +57,7 @@ def test_repair_keeps_every_complete_record_and_saves_the_torn_tail(records, dat
             assert after == kept + tail + b"\n"
         else:
             assert after == kept
-            recovered = sorted((root / ".levelsess" / "recovered").glob("*.tail")) if tail else []
+            recovered = sorted((root / ".levelsess" / "recovered").rglob("*.tail")) if tail else []
             assert [p.read_bytes() for p in recovered] == ([tail] if tail else [])
         assert not any(f.severity == "error" and not f.repaired for f in result.findings)
         before_second = snapshot(root)

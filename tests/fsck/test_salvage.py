@@ -51,7 +51,7 @@ def test_salvage_keeps_byte_exact_records_and_quarantines_the_original(tmp_path)
     assert salvaged == expected
     for line in salvaged:
         assert line.rstrip(b"\n") in data  # a slice of the original, never re-serialised
-    quarantine = next((store / ".levelsess" / "quarantine").iterdir())
+    quarantine = next((store / ".levelsess" / "quarantine").iterdir()) / journal.parent.name  # names its folder
     assert (quarantine / journal.name).read_bytes() == data
     rejected = (quarantine / f"{journal.name}.rejected").read_bytes()
     assert rejected == b"\0" * 4096 + lines[3][:20]

@@ -9,7 +9,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..errors import EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED, OPERATIONAL, LevelsessError
+from ..errors import (EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED, OPERATIONAL, SKIPPED, LevelsessError,
+                      NotAJournalError, UnknownFormatError)
 from ..findings import Finding
 from ..index import build_index, build_meta, index_drift, load_cache, meta_drift
 from ..journal import JournalScan, Layout, scan_journal
@@ -48,9 +49,10 @@ class FolderCheck:
 
     @property
     def cache_checked(self) -> bool:
-        return self.folder.whole and all(s.scan is not None for s in self.sessions) and not any(
-            s.scan.version is not None and s.scan.version > 2 for s in self.sessions if s.scan
-        )
+        """True when the folder's cache can be judged: every journal read, identified, not future."""
+        return (self.folder.whole and self.folder.problem is None and all(s.scan is not None for s in self.sessions)
+                and not any(s.scan.version is not None and s.scan.version > 2 or not s.scan.identified
+                            for s in self.sessions if s.scan))
 
 
 @dataclass(frozen=True)
@@ -86,16 +88,32 @@ class CheckReport:
     def exit_code(self) -> int:
         return exit_code_for(self.findings)
 
+    @property
+    def not_checked(self) -> int:
+        """Sessions skipped because a live or uncheckable writer holds them."""
+        return sum(1 for f in self.folders for s in f.sessions if s.skipped)
+
+    def refuse_foreign_only(self, targets: list) -> None:
+        """Raise one clear error when the journals found are all of layouts levelsess does not know."""
+        scans = [s.scan for f in self.folders for s in f.sessions if s.scan is not None and s.scan.size]
+        if not scans or any(scan.identified for scan in scans):
+            return
+        looks = sorted({scan.foreign or "?" for scan in scans})
+        where = ", ".join(str(t) for t in targets)
+        raise UnknownFormatError(f"{where}: none of the {len(scans)} .jsonl file(s) is a journal of a layout levelsess knows "
+                                 f"(they look like {' / '.join(looks)}); nothing was written")
+
 
 def exit_code_for(findings: Iterable[Finding]) -> int:
-    """Return the §3 bits for findings: 4 for unrepaired errors, 8 for operational ones, 1 for repairs."""
+    """Return the §3 bits for findings: 4 for unrepaired errors and for skipped sessions (a session
+    a live writer held was not checked, so the run is not clean), 8 for operational ones, 1 for repairs."""
     code = EXIT_OK
     for finding in findings:
         if finding.repaired:
             code |= 1
         elif finding.code in OPERATIONAL:
             code |= EXIT_OPERATIONAL
-        elif finding.severity == "error":
+        elif finding.severity == "error" or finding.code in SKIPPED:
             code |= EXIT_UNCORRECTED
     return code
 
@@ -113,11 +131,19 @@ def scan_one(args: tuple[Path, Layout, bool]) -> JournalScan | LevelsessError:
         return exc
 
 
+def _scan_failure(journal: Path, error: LevelsessError) -> Finding:
+    if isinstance(error, NotAJournalError):  # a folder or FIFO named like a journal holds no data to lose
+        return Finding("not-a-journal", "warning", str(journal), None, None, f"{error}: not checked")
+    return Finding("unreadable", "error", str(journal), None, None, str(error))
+
+
 def _lock_findings(journal: Path, info: LockInfo | None, force: bool) -> tuple[list[Finding], bool]:
     """Return lock findings and whether the session must be skipped."""
     if info is None:
         return [], False
     where = str(info.path)
+    if not info.readable:  # never judged stale, never removed: the session is skipped
+        return [Finding("unreadable", "error", where, None, None, f"{info.reason}; the session was not checked")], True
     if info.state is LockState.STALE:
         return [Finding("stale-lock", "warning", where, None, None, f"stale lock: {info.reason}")], False
     findings = []
@@ -196,8 +222,7 @@ def check_folders(
             continue
         result = next(scans)
         if isinstance(result, LevelsessError):
-            unreadable = Finding("unreadable", "error", str(journal), None, None, str(result))
-            by_folder[folder.path].append(SessionCheck(journal, None, info, (*lock_findings, unreadable)))
+            by_folder[folder.path].append(SessionCheck(journal, None, info, (*lock_findings, _scan_failure(journal, result))))
         else:
             by_folder[folder.path].append(SessionCheck(journal, result, info, (*lock_findings, *result.findings)))
     checks = []
@@ -206,6 +231,8 @@ def check_folders(
         partial = FolderCheck(folder, sessions, (), *folder_leftovers(folder))
         cache = tuple(check_cache(partial)) if partial.cache_checked else ()
         extra = cache + tuple(_leftover_findings(partial))
+        if folder.problem is not None:
+            extra = (Finding("unreadable", "error", str(folder.path), None, None, folder.problem),) + extra
         if strict:
             sessions = tuple(replace(s, findings=_escalate(s.findings)) for s in sessions)
             extra = _escalate(extra)
@@ -251,6 +278,8 @@ def check_cache(check: FolderCheck) -> list[Finding]:
     scans = [s.scan for s in check.sessions if s.scan is not None]
     loaded = load_cache(folder.cache)
     where = str(folder.cache)
+    if loaded.state == "unreadable":  # never replaced: only bytes that were read and do not parse are corrupt
+        return [Finding("unreadable", "error", where, None, None, f"{loaded.detail}; left as is")]
     if folder.layout is Layout.LEVELCODE:
         if loaded.state == "missing":
             return [Finding("missing-index", "warning", where, None, None, "index.json is missing")] if scans else []

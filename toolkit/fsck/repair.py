@@ -8,14 +8,16 @@ A journal with any uncorrectable finding is never touched (not even its tail).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import durable, locks
-from ..errors import SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, LevelsessError, LockBusyError
+from ..errors import (SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, LevelsessError, LockBusyError,
+                      PermissionDeniedError, SalvageRefusedError)
 from ..findings import Finding
 from ..index import build_index, build_meta, dump_cache, index_document, index_drift, load_cache, meta_drift
 from ..journal import JournalScan, Layout, TailState, scan_journal
+from ..lines import read_regular
 from ..locks import LockState, inspect_lock
 from ..stores import Folder
 from .check import CheckReport, FolderCheck, exit_code_for, folder_leftovers
@@ -27,6 +29,7 @@ SALVAGE_KEEPS = frozenset({"schema-violation", "seq-gap", "seq-duplicate", "miss
                            "dangling-parent", "duplicate-id"})
 RECOVERED = "recovered"
 QUARANTINE = "quarantine"
+REPLACED = "replaced"
 
 
 @dataclass(frozen=True)
@@ -40,9 +43,11 @@ class Action:
     folder: Folder | None = None
     scan: JournalScan | None = None
     scans: tuple[JournalScan, ...] = ()  # rebuild-cache: the check's scans, reused where untouched
+    saved_to: Path | None = None  # once done: where the removed or replaced bytes went
 
     def describe(self) -> str:
-        return f"{self.kind}: {self.path}: {self.detail}"
+        saved = f" (saved to {self.saved_to})" if self.saved_to is not None else ""
+        return f"{self.kind}: {self.path}: {self.detail}{saved}"
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,7 @@ class RepairPlan:
                 should_stop: Callable[[], bool] = lambda: False) -> RepairResult:
         """Apply the actions in order; stop cleanly between actions when asked."""
         repaired: set[tuple[str, str]] = set()
+        saved: dict[tuple[str, str], str] = {}
         notes: list[Finding] = []
         done: list[Action] = []
         touched: dict[Path, set[Path]] = {}
@@ -85,7 +91,10 @@ class RepairPlan:
                 interrupted = True
                 break
             try:
-                fixed = _apply(action, touched, self.force)
+                fixed, where = _apply(action, touched, self.force)
+            except SalvageRefusedError as exc:  # the journal is as it was; say why, in words
+                notes.append(Finding("salvage-refused", "error", str(action.path), None, None, exc.detail))
+                continue
             except LockBusyError as exc:
                 notes.append(Finding("locked", "warning", str(action.path), None, None, f"not repaired: {exc.detail}"))
                 continue
@@ -100,11 +109,13 @@ class RepairPlan:
                 notes.append(Finding("repair-failed", "error", str(action.path), None, None, f"not repaired: {exc}"))
                 continue
             repaired.update(fixed)
-            done.append(action)
+            if where is not None:
+                saved.update({key: str(where) for key in fixed})
+            done.append(replace(action, saved_to=where))
             if progress:
                 progress(action)
         findings = tuple(
-            f.as_repaired() if (f.code, f.path) in repaired else f for f in self.report.findings
+            f.as_repaired(saved.get((f.code, f.path))) if (f.code, f.path) in repaired else f for f in self.report.findings
         ) + tuple(notes)
         return RepairResult(findings, tuple(done), interrupted, fatal)
 
@@ -148,8 +159,7 @@ def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: 
     if journal.is_symlink():
         return []  # never written through
     if scan.blocked:
-        blocking = scan.codes & UNCORRECTABLE
-        if salvage and blocking & SALVAGEABLE and blocking <= SALVAGEABLE | SALVAGE_KEEPS:
+        if salvage and salvage_would_help(scan):
             fixes = tuple(sorted(scan.codes & (SALVAGEABLE | {"unterminated-tail"})))
             return [Action("salvage", journal, f"rewrite from byte-exact slices; original to {QUARANTINE}/", fixes, folder, scan)]
         return []
@@ -162,32 +172,47 @@ def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: 
     return []
 
 
-def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> set[tuple[str, str]]:
-    """Make one planned write; return the (code, path) findings it repaired."""
+def salvage_would_help(scan: JournalScan) -> bool:
+    """True when ``fsck --salvage`` would rewrite this journal: it is identified, holds records, and
+    every finding that blocks it is line damage salvage cuts around or a record problem it keeps."""
+    blocking = scan.codes & UNCORRECTABLE
+    return (scan.identified and scan.records > 0 and bool(blocking & SALVAGEABLE)
+            and blocking <= SALVAGEABLE | SALVAGE_KEEPS)
+
+
+def recovery_dir(folder: Folder, kind: str) -> Path:
+    """``<store>/.levelsess/<kind>/<folder name>``: a saved file's folder names its session's folder
+    (a LevelCode project slug, or a Logician session id: its journals are all messages.jsonl)."""
+    return folder.state_dir / kind / folder.path.name
+
+
+def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> tuple[set[tuple[str, str]], Path | None]:
+    """Make one planned write; return the (code, path) findings it repaired and where saved bytes went."""
     folder = action.folder
     assert folder is not None
     if action.kind == "remove-lock":
-        return _remove_stale_lock(action.path)
+        return _remove_stale_lock(action.path), None
     if action.kind == "remove-temp":
         durable.remove(action.path)
-        return {("leftover-temp", str(action.path))}
+        return {("leftover-temp", str(action.path))}, None
     if action.kind == "rebuild-cache":
-        if not _rebuild_cache(action, touched.get(folder.path, set())):
-            return set()
-        return {(code, str(action.path)) for code in action.fixes}
+        done, saved = _rebuild_cache(action, touched.get(folder.path, set()))
+        return ({(code, str(action.path)) for code in action.fixes} if done else set()), saved
     scan = action.scan
     assert scan is not None
+    saved = None
     with locks.holding(action.path, force=force):
         if action.kind == "terminate-tail":
             durable.append_newline(action.path, scan.size)
         elif action.kind == "trim-tail":
-            durable.ensure_dir(folder.state_dir / RECOVERED)
-            durable.truncate_saving(action.path, scan.body_end, scan.size, folder.state_dir / RECOVERED)
+            where = recovery_dir(folder, RECOVERED)
+            durable.ensure_dir(where)
+            saved = durable.truncate_saving(action.path, scan.body_end, scan.size, where)
         elif action.kind == "salvage":
-            salvage_journal(scan, folder.state_dir / QUARANTINE)
+            saved = salvage_journal(scan, folder.state_dir / QUARANTINE, folder.path.name)
         _verify_tail(action.path)
     touched.setdefault(folder.path, set()).add(action.path)
-    return {(code, str(action.path)) for code in action.fixes}
+    return {(code, str(action.path)) for code in action.fixes}, saved
 
 
 def _remove_stale_lock(path: Path) -> set[tuple[str, str]]:
@@ -222,9 +247,15 @@ def _verify_tail(journal: Path) -> None:
                 raise DurabilityError(f"{journal} does not end on a newline after repair")
 
 
-def rebuild_cache(folder: Folder, scans: list[JournalScan]) -> bytes | None:
-    """Write the folder's index.json / meta.json if it differs from the journals; return the bytes written."""
+def rebuild_cache(folder: Folder, scans: list[JournalScan], saved: list[Path] | None = None) -> bytes | None:
+    """Write the folder's index.json / meta.json if it differs from the journals; return the bytes written.
+
+    With a ``saved`` list, the bytes of a Logician meta.json it replaces are first saved under
+    ``.levelsess/replaced/`` and their path appended: a meta.json may hold the only copy of a
+    session's name.  index.json is derived from the journals alone, so nothing of it is lost."""
     loaded = load_cache(folder.cache)
+    if loaded.state == "unreadable":  # never replaced: it may hold what only it holds (a session's name)
+        raise PermissionDeniedError(f"{loaded.detail}; left as is")
     if folder.layout is Layout.LEVELCODE:
         version, entries = build_index(scans)
         if loaded.state == "ok" and index_drift(loaded, version, entries) is None:
@@ -235,24 +266,35 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan]) -> bytes | None:
         if meta_drift(loaded, derived) is None:
             return None
         data = dump_cache(derived)
+    if saved is not None and loaded.state != "missing" and folder.layout is Layout.LOGICIAN:
+        saved.append(_save_replaced(folder))  # index.json is derived from the journals alone; meta.json is not
     durable.atomic_write(folder.cache, data)
     return data
 
 
-def _rebuild_cache(action: Action, touched: set[Path]) -> bool:
+def _save_replaced(folder: Folder) -> Path:
+    where = recovery_dir(folder, REPLACED) / f"{folder.cache.name}.{durable.utc_stamp()}"
+    durable.ensure_dir(where.parent)
+    durable.write_new(where, read_regular(folder.cache))
+    return where
+
+
+def _rebuild_cache(action: Action, touched: set[Path]) -> tuple[bool, Path | None]:
     """Rebuild from the check's scans, rescanning only journals a repair changed.
 
-    Returns False when the cache must stay as it is: a journal of a future schema, or (for
-    Logician) a journal that still needs a person after the repairs.
+    Returns (False, None) when the cache must stay as it is: a journal of a future schema or not
+    identified, or (for Logician) a journal that still needs a person after the repairs; else
+    (True, where the old cache's bytes were saved, if there was one).
     """
     folder = action.folder
     assert folder is not None
     by_path = {scan.path: scan for scan in action.scans}
     scans = [by_path[j] if j not in touched and j in by_path and by_path[j].unchanged() else scan_journal(j, folder.layout)
              for j in folder.journals]
-    if any(s.version is not None and s.version > 2 for s in scans):
-        return False
+    if any(s.version is not None and s.version > 2 or not s.identified for s in scans):
+        return False, None
     if folder.layout is Layout.LOGICIAN and any(s.blocked for s in scans):
-        return False
-    rebuild_cache(folder, scans)
-    return True
+        return False, None
+    saved: list[Path] = []
+    rebuild_cache(folder, scans, saved)
+    return True, (saved[0] if saved else None)

@@ -9,13 +9,14 @@ of line damage.  Nothing is re-serialised.
 
 from __future__ import annotations
 
+import filecmp
 from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 
 from .. import durable
-from ..errors import DurabilityError
+from ..errors import DurabilityError, SalvageRefusedError
 from ..journal import BOM, JournalScan, Layout, open_journal, scan_journal
 from ..lines import Batch, Tail, iter_batches, loads, split_line
 
@@ -69,27 +70,48 @@ def _iter_salvage(path: Path, layout: Layout) -> Iterator[tuple[str, int, bytes]
                 yield "reject", -1, b""
 
 
-def salvage_journal(scan: JournalScan, quarantine_root: Path) -> Path:
-    """Replace ``scan.path`` with its salvageable records; return the quarantine folder."""
+def salvage_journal(scan: JournalScan, quarantine_root: Path, label: str) -> Path:
+    """Replace ``scan.path`` with its salvageable records; return the quarantine folder.
+
+    The quarantine folder is ``<root>/<stamp>/<label>/`` (``label`` names the session's folder,
+    since Logician journals are all called messages.jsonl).  Refused, with the journal left exactly
+    as it was and no quarantine copy, when it would keep no record, fewer records than the
+    original holds whole, or nothing would change.
+    """
     path = scan.path
-    stamp = durable.utc_stamp()
-    quarantine = quarantine_root / stamp
+    if not scan.identified or scan.records == 0:
+        raise SalvageRefusedError(f"{path} holds no whole record of {scan.layout.value}; a rewrite would empty it")
+    stamp = quarantine_root / durable.utc_stamp()
+    quarantine = stamp / label
     durable.ensure_dir(quarantine)
-    durable.preserve(path, quarantine / path.name)
-    rejected_map = []
-    with durable.atomic_writer(quarantine / f"{path.name}.rejected") as rejected:
-        with durable.atomic_writer(path) as out:
-            for verdict, offset, data in _iter_salvage(path, scan.layout):
-                if verdict == "keep":
-                    out.write(data + b"\n")
-                else:
-                    rejected.write(data)
-                    rejected_map.append({"offset": offset, "length": len(data)})
-            out.flush()
-            _verify(Path(out.name), scan.layout)
+    try:
+        _rewrite(scan, quarantine)
+    except SalvageRefusedError:
+        durable.remove(stamp, tree=True)  # only what this call created: no copy is left behind
+        raise
+    return quarantine
+
+
+def _rewrite(scan: JournalScan, quarantine: Path) -> None:
+    path = scan.path
+    rejected_map, kept = [], 0
+    with durable.atomic_writer(quarantine / f"{path.name}.rejected") as rejected, durable.atomic_writer(path) as out:
+        for verdict, offset, data in _iter_salvage(path, scan.layout):
+            if verdict == "keep":
+                out.write(data + b"\n")
+                kept += 1
+            else:
+                rejected.write(data)
+                rejected_map.append({"offset": offset, "length": len(data)})
+        out.flush()
+        if kept < scan.records:
+            raise SalvageRefusedError(f"{path}: the rewrite would keep {kept} of the {scan.records} whole records it holds")
+        if not rejected_map and filecmp.cmp(out.name, path, shallow=False):
+            raise SalvageRefusedError(f"{path}: nothing to cut; a rewrite would change nothing")
+        _verify(Path(out.name), scan.layout)
+        durable.preserve(path, quarantine / path.name)  # the original, before it is replaced
     durable.atomic_write(quarantine / f"{path.name}.rejected.map.json",
                          orjson.dumps({"source": str(path), "pieces": rejected_map}, option=orjson.OPT_INDENT_2))
-    return quarantine
 
 
 def _verify(candidate: Path, layout: Layout) -> None:
@@ -97,4 +119,4 @@ def _verify(candidate: Path, layout: Layout) -> None:
     check = scan_journal(candidate, layout)
     bad = [f for f in check.findings if f.code in LINE_DAMAGE]
     if bad:
-        raise DurabilityError(f"salvage output still has {bad[0].code} at line {bad[0].line}; original left in place")
+        raise SalvageRefusedError(f"the rewrite would still have {bad[0].code} at line {bad[0].line}; the journal was left as it was")

@@ -110,7 +110,8 @@ def _judge_journal(journal: Path, folder: Folder, to: int,
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         step = ("run `levelsess fsck --repair` first" if first.code in _TAIL_CODES
-                else "it needs a person: see `levelsess fsck` (or `fsck --salvage --yes`)")
+                else "levelsess leaves it alone" if first.code == "unknown-format"
+                else "it needs a person: see `levelsess fsck`")
         return state, [Finding(first.code, "error", str(journal), first.line, first.offset, f"not migrated: {first.message}{more}; {step}", first.excerpt)]
     info = inspect_lock(lock_path(journal))
     mine = info is not None and info.pid == os.getpid() and info.host == locks.this_host()  # judged again under our lock
@@ -142,10 +143,14 @@ def _index_version(value: object) -> int | None:
 def _judge_index(folder: Folder, journals: list[FileState]) -> tuple[FileState | None, list[Finding]]:
     """Decide what to do with a folder's index.json once its journals are judged."""
     cache = folder.cache
-    if any((j.status == "refused" and j.scan is None) or (j.from_v or 0) > NEWEST_VERSION for j in journals):
-        note = "left as is: a journal in this folder is unreadable or of a newer schema"
+    if any((j.status == "refused" and j.scan is None) or (j.from_v or 0) > NEWEST_VERSION
+           or (j.scan is not None and not j.scan.identified) for j in journals):
+        note = "left as is: a journal in this folder is unreadable, of a newer schema or not a LevelCode journal"
         return FileState(cache, "index", folder, None, None, "skipped", note=note), []
     loaded = load_cache(cache)
+    if loaded.state == "unreadable":  # never replaced: it may hold what only it holds
+        return FileState(cache, "index", folder, None, None, "skipped", note=f"left as is: {loaded.detail}"), [
+            Finding("unreadable", "error", str(cache), None, None, f"{loaded.detail}; left as is")]
     current = _index_version(loaded.value) if loaded.state == "ok" else None
     if current is not None and current > NEWEST["index"]:
         return None, [_refusal("future-version", cache, f"index v{current} is newer than this levelsess; left as is")]
@@ -409,6 +414,9 @@ class _Run:
             state.status, state.note = "skipped", "left as is: a journal in this folder is of a newer schema"
             return
         loaded = load_cache(folder.cache)
+        if loaded.state == "unreadable" or any(not s.identified for s in scans):
+            state.status, state.note = "skipped", "left as is: unreadable, or a file in this folder is not a journal"
+            return
         current = _index_version(loaded.value) if loaded.state == "ok" else None
         version, entries = build_index(scans)
         if current is not None and current < version:  # the registry's index steps

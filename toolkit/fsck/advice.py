@@ -1,0 +1,103 @@
+"""What to do next after a check or a repair: hints that name only commands that can help.
+
+Each hint is derived from what a command would really do (the repair plan, salvage's own
+test), never from finding codes alone, so following a hint never leads back to itself
+(DESIGN.md §1, principle 9).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from ..errors import SKIPPED, UNCORRECTABLE
+from ..findings import Finding
+from .check import CheckReport
+from .repair import plan_repair, salvage_would_help
+
+#: Uncorrectable codes with advice of their own (not "needs a person").
+_OTHER_ADVICE = frozenset({"unknown-format", "future-version"})
+#: Findings a plain --repair fixes when nothing else blocks the file.
+_REPAIRABLE_BY_REPAIR = ("torn-tail", "unterminated-tail")
+
+
+def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path], ran: str = "check") -> list[str]:
+    """Return the "next:" lines for a run of ``ran`` (check | repair | salvage) that ended with ``findings``."""
+    where = " ".join(shlex.quote(str(t)) for t in targets)
+    open_ = [f for f in findings if not f.repaired]
+    steps: list[str] = []
+    if ran == "check" and _repair_would_act(report, open_):
+        steps.append(f"run `levelsess fsck --repair {where}` to fix what is safe to fix (nothing complete is removed)")
+    steps += _symlink_steps(report, open_)
+    salvageable = _salvageable(report, open_)
+    if salvageable and ran != "salvage":
+        steps.append(f"{salvageable} journal(s) are damaged mid-file: `levelsess fsck --salvage --yes {where}` rewrites them "
+                     "from their whole records (originals kept in .levelsess/quarantine/)")
+    people = _need_a_person(report, open_)
+    if people:
+        steps.append(f"{len(people)} journal(s) need a person ({', '.join(sorted(people))}): see the findings, and the "
+                     "README's table \"Findings that need a person\"")
+    steps += _operational_steps(open_)
+    return steps
+
+
+def _repair_would_act(report: CheckReport, open_: list[Finding]) -> bool:
+    wanted = {(f.code, f.path) for f in open_}
+    return any((code, str(action.path)) in wanted for action in plan_repair(report).actions for code in action.fixes)
+
+
+def _symlink_steps(report: CheckReport, open_: list[Finding]) -> list[str]:
+    damaged = {f.path for f in open_ if f.code in _REPAIRABLE_BY_REPAIR}
+    steps = []
+    for folder in report.folders:
+        for session in folder.sessions:
+            if session.is_symlink and str(session.journal) in damaged:
+                target = shlex.quote(str(session.journal.resolve()))
+                steps.append(f"{session.journal} is a symlink, never written through: repair the file it points to, "
+                             f"`levelsess fsck --repair {target}`")
+    return steps
+
+
+def _salvageable(report: CheckReport, open_: list[Finding]) -> int:
+    paths = {f.path for f in open_}
+    refused = {f.path for f in open_ if f.code == "salvage-refused"}  # suggesting it again would loop
+    return sum(1 for folder in report.folders for s in folder.sessions
+               if s.scan is not None and str(s.journal) in paths and str(s.journal) not in refused
+               and not s.is_symlink and s.scan.blocked and salvage_would_help(s.scan))
+
+
+def _need_a_person(report: CheckReport, open_: list[Finding]) -> set[str]:
+    """Codes of the journals that still need a person (neither repair nor salvage can help)."""
+    helped = {str(s.journal) for f in report.folders for s in f.sessions
+              if s.scan is not None and not s.is_symlink and salvage_would_help(s.scan)}
+    codes = set()
+    for finding in open_:
+        if finding.code in UNCORRECTABLE and finding.code not in _OTHER_ADVICE and finding.path not in helped:
+            codes.add(finding.code)
+        elif finding.code == "salvage-refused":
+            codes.add(finding.code)
+    return codes
+
+
+def _operational_steps(open_: list[Finding]) -> list[str]:
+    steps = []
+    foreign = sum(1 for f in open_ if f.code == "unknown-format")
+    if foreign:
+        steps.append(f"{foreign} file(s) are not a journal of a layout levelsess knows; it left them alone")
+    future = sum(1 for f in open_ if f.code == "future-version")
+    if future:
+        steps.append(f"{future} journal(s) were written by a newer levelsess: upgrade levelsess; this one leaves them untouched")
+    skipped = sum(1 for f in open_ if f.code in SKIPPED)
+    if skipped:
+        steps.append(f"{skipped} session(s) were not checked: a live writer holds them (locked); close the editor that "
+                     "owns them and rerun, or add --force if you are sure nothing is writing")
+    unreadable = [f for f in open_ if f.code == "unreadable"]
+    if unreadable:
+        steps.append(f"{len(unreadable)} file(s) or folder(s) could not be read: fix their permissions, or run as the "
+                     "user who owns them, then rerun the same command")
+    failed = [f for f in open_ if f.code == "repair-failed"]
+    if any("disk full" in f.message for f in failed):
+        steps.append("a write failed because the disk is full: free disk space, then rerun the same command")
+    elif failed:
+        steps.append("a write failed (see the findings); fix the cause named there, then rerun the same command")
+    return steps
