@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import durable, locks
+from .. import durable, locks, verified
 from ..errors import SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, LevelsessError, LockBusyError
 from ..findings import Finding
 from ..index import build_index, build_meta, dump_cache, index_document, index_drift, load_cache, meta_drift
@@ -228,6 +228,7 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan]) -> bytes | None:
     if folder.layout is Layout.LEVELCODE:
         version, entries = build_index(scans)
         if loaded.state == "ok" and index_drift(loaded, version, entries) is None:
+            verified.vouch(folder, scans)  # compared in full: a later stat may trust these bytes
             return None
         data = dump_cache(index_document(version, entries))
     else:
@@ -236,6 +237,7 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan]) -> bytes | None:
             return None
         data = dump_cache(derived)
     durable.atomic_write(folder.cache, data)
+    verified.vouch(folder, scans)  # index.json only (meta.json is never stat-skipped)
     return data
 
 
