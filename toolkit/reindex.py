@@ -10,20 +10,25 @@ from .errors import LevelsessError
 from .findings import Finding
 from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for
 from .fsck.repair import rebuild_cache, remove_dead_temps
-from .index import load_cache
-from .journal import JournalScan, Layout, scan_journal
+from .journal import JournalScan, scan_journal
 from .stores import Folder, discover
+from .verified import trusted_index
 
 
 @dataclass(frozen=True)
 class ReindexResult:
-    """Per folder: written, unchanged, skipped (stat) or refused; plus findings."""
+    """Per folder: written, unchanged or refused; plus findings.
+
+    ``skipped`` are the unchanged caches trusted without reading a journal (a subset of
+    ``unchanged``): levelsess had vouched for their bytes and nothing changed since.
+    """
 
     written: tuple[Path, ...]
     unchanged: tuple[Path, ...]
     refused: tuple[Path, ...]
     findings: tuple[Finding, ...]
     check_only: bool
+    skipped: tuple[Path, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -43,35 +48,18 @@ def whole_folders(folders: list[Folder]) -> list[Folder]:
     return list(out.values())
 
 
-def unchanged_by_stat(folder: Folder) -> bool:
-    """True when index.json is newer than every journal and matches their count and sizes."""
-    if folder.layout is not Layout.LEVELCODE:
-        return False
-    try:
-        index_mtime = folder.cache.stat().st_mtime_ns
-        stats = [j.stat() for j in folder.journals]
-    except OSError:
-        return False
-    if any(s.st_mtime_ns >= index_mtime for s in stats):
-        return False
-    loaded = load_cache(folder.cache)
-    entries = loaded.value if isinstance(loaded.value, list) else (loaded.value or {}).get("sessions") if isinstance(loaded.value, dict) else None
-    if not isinstance(entries, list) or len(entries) != len(stats):
-        return False
-    if isinstance(loaded.value, dict):
-        return sorted(e.get("bytes", -1) for e in entries if isinstance(e, dict)) == sorted(s.st_size for s in stats)
-    return True
-
-
 def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = False,
             progress: Callable[[int], None] | None = None) -> ReindexResult:
     """Rebuild (or with ``check_only`` compare) each folder's cache from its journals."""
-    written, unchanged, refused, findings = [], [], [], []
+    written, unchanged, refused, findings, skipped = [], [], [], [], []
     for folder in whole_folders(folders):
         if progress:
             progress(1)
-        if not (full or check_only) and unchanged_by_stat(folder):  # --check always compares in full
+        # only an index whose exact bytes levelsess wrote or verified may skip the journals;
+        # --check always compares in full
+        if not (full or check_only) and trusted_index(folder) is not None:
             unchanged.append(folder.cache)
+            skipped.append(folder.cache)
             continue
         scans: list[JournalScan] = []
         for journal in folder.journals:
@@ -93,8 +81,8 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             (unchanged if not drift else written).append(folder.cache)
             continue
         findings += remove_dead_temps(folder, prefix=f".{folder.cache.name}.")  # a cache write killed before its rename
-        if rebuild_cache(folder, scans) is None:
+        if rebuild_cache(folder, scans) is None:  # either way, rebuild_cache vouches for the index it leaves
             unchanged.append(folder.cache)
         else:
             written.append(folder.cache)
-    return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only)
+    return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped))
