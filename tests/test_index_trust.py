@@ -288,3 +288,18 @@ def test_read_only_commands_write_nothing_not_even_a_fingerprint(tmp_path, comma
     with no_writes() as writes:
         run_cli(*command, store)
     assert writes == [] and snapshot(tmp_path) == before
+
+
+def test_reindex_removes_a_fingerprint_temp_file_left_by_a_killed_run(tmp_path):
+    import subprocess
+    import sys
+
+    store = make_store(tmp_path, sessions=1)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    target = fingerprint_path(discover_all([store])[0])
+    target.parent.mkdir(parents=True)
+    temp = target.with_name(f".{target.name}.{child.pid}.tmp")
+    temp.write_bytes(b'{"format":1,"ind')  # a reindex killed before its rename
+    assert run_cli("reindex", store).exit_code == 0
+    assert not temp.exists() and orjson.loads(target.read_bytes())["format"] == 1

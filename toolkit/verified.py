@@ -28,6 +28,7 @@ from .errors import LevelsessError
 from .index import Loaded, build_index, index_drift
 from .journal import JournalScan, Layout
 from .lines import dumps, loads, open_regular, read_regular
+from .locks import process_start
 from .stores import Folder
 
 VERIFIED = "verified"
@@ -117,10 +118,7 @@ def vouch(folder: Folder, scans: list[JournalScan]) -> bool:
     if folder.layout is not Layout.LEVELCODE or not folder.whole:
         return False
     journals = _journal_stamps(folder)
-    by_name = {s.path.name: s for s in scans}
-    if journals is None or len(by_name) != len(journals) or any(
-            (name not in by_name or (size, mtime) != (by_name[name].size, by_name[name].mtime_ns))
-            for name, _ino, size, mtime, _ctime in journals):
+    if journals is None or not _as_scanned(journals, scans):
         return False
     read = _read_index(folder)
     if read is None or index_drift(_parse(read[0]), *build_index(scans)) is not None:
@@ -131,7 +129,28 @@ def vouch(folder: Folder, scans: list[JournalScan]) -> bool:
     target = fingerprint_path(folder)
     try:
         durable.ensure_dir(target.parent)
+        _remove_dead_temps(target)
         durable.atomic_write(target, dumps(document) + b"\n")
     except LevelsessError:
         return False
     return True
+
+
+def _as_scanned(journals: list[list], scans: list[JournalScan]) -> bool:
+    """True when the folder holds exactly the scanned journals, each at the size and mtime it was read at."""
+    by_name = {s.path.name: (s.size, s.mtime_ns) for s in scans}
+    return len(by_name) == len(journals) and all(by_name.get(name) == (size, mtime)
+                                                 for name, _ino, size, mtime, _ctime in journals)
+
+
+def _remove_dead_temps(target: Path) -> None:
+    """Remove the temp files of fingerprint writes to ``target`` whose process was killed."""
+    prefix = f".{target.name}."
+    try:
+        with os.scandir(target.parent) as entries:
+            dead = [Path(e.path) for e in entries if e.name.startswith(prefix)
+                    and (pid := durable.temp_owner(e.name)) is not None and process_start(pid) is None]
+    except OSError:  # tidying is a courtesy; the write that follows reports a real problem
+        return
+    for temp in dead:
+        durable.remove(temp)
