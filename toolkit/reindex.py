@@ -6,29 +6,34 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import LevelsessError
+from .errors import LevelsessError, NotAJournalError, UnknownFormatError
 from .findings import Finding
 from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for
 from .fsck.repair import rebuild_cache, remove_dead_temps
-from .index import load_cache
-from .journal import JournalScan, Layout, scan_journal
+from .journal import JournalScan, scan_journal
 from .stores import Folder, discover
+from .verified import trusted_index
 
 
 @dataclass(frozen=True)
 class ReindexResult:
-    """Per folder: written, unchanged, skipped (stat) or refused; plus findings."""
+    """Per folder: written, unchanged or refused; plus findings.
+
+    ``skipped`` are the unchanged caches trusted without reading a journal (a subset of
+    ``unchanged``): levelsess had vouched for their bytes and nothing changed since.
+    """
 
     written: tuple[Path, ...]
     unchanged: tuple[Path, ...]
     refused: tuple[Path, ...]
     findings: tuple[Finding, ...]
     check_only: bool
+    skipped: tuple[Path, ...] = ()
 
     @property
     def exit_code(self) -> int:
         code = exit_code_for(f for f in self.findings if f.code == "unreadable")
-        if self.refused or (self.check_only and any(f.code != "unreadable" for f in self.findings)):
+        if self.refused or (self.check_only and any(f.code not in ("unreadable", "not-a-journal") for f in self.findings)):
             code |= 4
         return code
 
@@ -43,47 +48,45 @@ def whole_folders(folders: list[Folder]) -> list[Folder]:
     return list(out.values())
 
 
-def unchanged_by_stat(folder: Folder) -> bool:
-    """True when index.json is newer than every journal and matches their count and sizes."""
-    if folder.layout is not Layout.LEVELCODE:
-        return False
-    try:
-        index_mtime = folder.cache.stat().st_mtime_ns
-        stats = [j.stat() for j in folder.journals]
-    except OSError:
-        return False
-    if any(s.st_mtime_ns >= index_mtime for s in stats):
-        return False
-    loaded = load_cache(folder.cache)
-    entries = loaded.value if isinstance(loaded.value, list) else (loaded.value or {}).get("sessions") if isinstance(loaded.value, dict) else None
-    if not isinstance(entries, list) or len(entries) != len(stats):
-        return False
-    if isinstance(loaded.value, dict):
-        return sorted(e.get("bytes", -1) for e in entries if isinstance(e, dict)) == sorted(s.st_size for s in stats)
-    return True
-
-
 def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = False,
             progress: Callable[[int], None] | None = None) -> ReindexResult:
     """Rebuild (or with ``check_only`` compare) each folder's cache from its journals."""
-    written, unchanged, refused, findings = [], [], [], []
+    written, unchanged, refused, findings, skipped = [], [], [], [], []
+    seen_ours = seen_foreign = 0
     for folder in whole_folders(folders):
         if progress:
             progress(1)
-        if not (full or check_only) and unchanged_by_stat(folder):  # --check always compares in full
+        # only an index whose exact bytes levelsess wrote or verified may skip the journals;
+        # --check always compares in full
+        if not (full or check_only) and trusted_index(folder) is not None:
             unchanged.append(folder.cache)
+            skipped.append(folder.cache)
+            continue
+        if folder.problem is not None:  # an unreadable folder: its cache is never guessed at
+            findings.append(Finding("unreadable", "error", str(folder.path), None, None, folder.problem))
+            refused.append(folder.cache)
             continue
         scans: list[JournalScan] = []
+        readable = True
         for journal in folder.journals:
             try:
                 scans.append(scan_journal(journal, folder.layout))
+            except NotAJournalError as exc:  # a folder or FIFO named like a journal: no data, no entry
+                findings.append(Finding("not-a-journal", "warning", str(journal), None, None, str(exc)))
             except LevelsessError as exc:  # reported; the folder is refused
                 findings.append(Finding("unreadable", "error", str(journal), None, None, str(exc)))
+                readable = False
         future = [s for s in scans if s.version is not None and s.version > 2]
-        if future or len(scans) != len(folder.journals):
+        foreign = [s for s in scans if not s.identified]
+        seen_ours += len(scans) - len(foreign)
+        if future or foreign or not readable:
             for scan in future:
                 findings.append(Finding("future-version", "error", str(scan.path), 1, 0,
                                         f"schema v{scan.version} is newer than this levelsess; folder cache left as is"))
+            seen_foreign += len(foreign)
+            for scan in foreign:
+                findings.append(Finding("unknown-format", "error", str(scan.path), None, None,
+                                        f"looks like {scan.foreign}; levelsess writes no cache beside it"))
             refused.append(folder.cache)
             continue
         if check_only:
@@ -103,4 +106,8 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             unchanged.append(folder.cache)
         else:
             written.append(folder.cache)
-    return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only)
+    if seen_foreign and not seen_ours and not written and not skipped:
+        looks = sorted({f.message.split(";")[0] for f in findings if f.code == "unknown-format"})
+        raise UnknownFormatError(f"none of the {seen_foreign} .jsonl file(s) is a journal of a layout levelsess knows "
+                                 f"({', '.join(looks)}); nothing was written")
+    return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped))

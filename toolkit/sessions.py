@@ -1,8 +1,9 @@
 """List and find sessions for ``ls``, ``show``, ``export`` and ``trash`` (DESIGN.md §3).
 
-The journals are the truth.  A folder whose index.json is fresh (newer than every journal and
-matching their count and sizes, the same test ``reindex`` uses) is listed from the index plus
-two cheap checks per journal: its lock, and whether its last byte is a newline (``torn``).
+The journals are the truth.  A folder whose index.json levelsess itself wrote or verified, with
+nothing changed since (:func:`toolkit.verified.trusted_index`, the test ``reindex`` uses), is
+listed from the index plus two cheap checks per journal: its lock, and whether its last byte
+is a newline (``torn``).
 Any other folder is listed by scanning its journals, which also tells ``corrupt`` apart.
 ``--verify`` scans every journal.  Nothing here writes.
 """
@@ -21,8 +22,8 @@ from .index import build_index, load_cache, utc_iso
 from .journal import Layout, TailState, open_journal, scan_journal
 from .lines import Batch, iter_batches, loads
 from .locks import LockState, inspect_lock, lock_path
-from .reindex import unchanged_by_stat
 from .stores import Folder, discover_all
+from .verified import trusted_index
 
 TAIL_CODES = {"torn-tail", "unterminated-tail"}
 
@@ -85,17 +86,15 @@ def _scan_row(folder: Folder, journal: Path) -> SessionRow:
 
 
 def _index_rows(folder: Folder) -> list[SessionRow] | None:
-    """Rows from a fresh v2 index (None when the index cannot be trusted)."""
-    if folder.layout is not Layout.LEVELCODE or not folder.whole or not unchanged_by_stat(folder):
-        return None
-    loaded = load_cache(folder.cache)
-    if not isinstance(loaded.value, dict):
+    """Rows from a trusted v2 index (None when the index cannot be trusted: scan instead)."""
+    value = trusted_index(folder)  # never a foreign-edited index: its titles are not the journals'
+    if not isinstance(value, dict):
         return None
     by_id = {j.stem: j for j in folder.journals}
     with os.scandir(folder.path) as entries:  # one listing for the folder's locks, not a stat per journal
         held = {e.name[: -len(".lock")] for e in entries if e.name.endswith(".jsonl.lock")}
     rows = []
-    for entry in loaded.value.get("sessions") or []:
+    for entry in value.get("sessions") or []:
         journal = by_id.get(entry.get("id")) if isinstance(entry, dict) else None
         if journal is None:
             return None  # ids and file names disagree: scan instead

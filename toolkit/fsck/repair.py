@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import durable, locks
+from .. import durable, locks, verified
 from ..errors import (SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, LevelsessError, LockBusyError,
                       PermissionDeniedError, SalvageRefusedError)
 from ..findings import Finding
@@ -259,6 +259,7 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan], saved: list[Path] | 
     if folder.layout is Layout.LEVELCODE:
         version, entries = build_index(scans)
         if loaded.state == "ok" and index_drift(loaded, version, entries) is None:
+            verified.vouch(folder, scans)  # compared in full: a later stat may trust these bytes
             return None
         data = dump_cache(index_document(version, entries))
     else:
@@ -269,6 +270,7 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan], saved: list[Path] | 
     if saved is not None and loaded.state != "missing" and folder.layout is Layout.LOGICIAN:
         saved.append(_save_replaced(folder))  # index.json is derived from the journals alone; meta.json is not
     durable.atomic_write(folder.cache, data)
+    verified.vouch(folder, scans)  # index.json only (meta.json is never stat-skipped)
     return data
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import durable, locks
+from .. import durable, locks, verified
 from ..errors import OPERATIONAL, DurabilityError, FileChangedError, LevelsessError, LockBusyError
 from ..findings import Finding
 from ..fsck.check import worker_count, run_scans, scan_one, file_size, exit_code_for
@@ -427,6 +427,7 @@ class _Run:
         else:
             document = index_document(version, entries)
         durable.atomic_write(folder.cache, dump_cache(document))
+        verified.vouch(folder, scans)  # a later reindex may trust these bytes by stat
         state.status, state.to_v = "rebuilt", version
 
     def _tidy(self, path: Path) -> None:

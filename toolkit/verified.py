@@ -1,0 +1,156 @@
+"""Remember which index.json bytes levelsess itself wrote or verified (DESIGN.md §2.3, §8).
+
+``reindex`` and ``ls`` skip reading a folder's journals when its index can be trusted by
+stat alone.  An index is only trusted when levelsess has vouched for its exact bytes: after
+writing it, or after comparing it in full with the journals.  The voucher is a fingerprint
+kept at ``<store>/.levelsess/verified/<folder>.json``:
+
+* the index's sha256 and its (st_ino, st_size, st_mtime_ns, st_ctime_ns);
+* (name, st_ino, st_size, st_mtime_ns, st_ctime_ns) of every journal it was derived from;
+* the levelsess version that derived it (a new version may derive differently).
+
+The trust test needs all of it to match exactly, the journal list included, and the index
+bytes to hash to the recorded sha256.  An index edited by anyone else (an editor, a sync
+tool, a person), a journal replaced or touched, added or removed: each changes something the
+fingerprint holds, so the folder is scanned in full, as ``fsck`` would.  A missing, corrupt
+or unreadable fingerprint only means "scan".  Only write commands call :func:`vouch`;
+:func:`trusted_index` never writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from . import __version__, durable
+from .errors import LevelsessError
+from .index import Loaded, build_index, index_drift
+from .journal import JournalScan, Layout
+from .lines import dumps, loads, open_regular, read_regular
+from .locks import process_start
+from .stores import Folder
+
+VERIFIED = "verified"
+FORMAT = 1
+
+
+def fingerprint_path(folder: Folder) -> Path:
+    """Return where the fingerprint of ``folder``'s index lives (one small file per folder)."""
+    name = folder.path.name
+    if len(name) > 200:  # stay under NAME_MAX with the suffix and durable's temp-name prefix
+        name = name[:180] + "-" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return folder.state_dir / VERIFIED / f"{name}.json"
+
+
+def _stamp(info: os.stat_result) -> list[int]:
+    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def _journal_stamps(folder: Folder) -> list[list] | None:
+    """Return [name, ino, size, mtime_ns, ctime_ns] per journal, by name; None if one cannot be stat'ed."""
+    try:
+        return [[j.name, *_stamp(os.stat(j))] for j in sorted(folder.journals, key=lambda p: p.name)]
+    except OSError:
+        return None
+
+
+def _read_index(folder: Folder) -> tuple[bytes, list[int]] | None:
+    """Return the index's bytes and the stamp of the very file they were read from."""
+    try:
+        with open_regular(folder.cache) as handle:
+            return handle.read(), _stamp(os.fstat(handle.fileno()))
+    except OSError:
+        return None
+
+
+def _document(folder: Folder, data: bytes, index_stamp: list[int], journals: list[list]) -> dict:
+    return {"format": FORMAT, "levelsess": __version__, "folder": folder.path.name,
+            "index": [hashlib.sha256(data).hexdigest(), *index_stamp], "journals": journals}
+
+
+def _load_fingerprint(folder: Folder) -> object:
+    try:
+        return loads(read_regular(fingerprint_path(folder)))
+    except (OSError, ValueError):  # missing, unreadable or corrupt: nothing is vouched for
+        return None
+
+
+def trusted_index(folder: Folder) -> object | None:
+    """Return the parsed index of ``folder`` if levelsess vouched for it and nothing changed since.
+
+    None means "read the journals": no fingerprint, or the index or any journal differs from
+    what it recorded.  Reads the fingerprint, one stat per file and the index itself; writes nothing.
+    """
+    if folder.layout is not Layout.LEVELCODE or not folder.whole:
+        return None
+    recorded = _load_fingerprint(folder)
+    if not isinstance(recorded, dict) or recorded.get("format") != FORMAT or recorded.get("levelsess") != __version__:
+        return None
+    journals = _journal_stamps(folder)
+    read = _read_index(folder) if journals is not None and journals == recorded.get("journals") else None
+    if read is None:
+        return None
+    data, index_stamp = read
+    if _document(folder, data, index_stamp, journals) != recorded:  # the sha256 proves the bytes, not just the stat
+        return None
+    loaded = _parse(data)
+    return loaded.value if loaded.state == "ok" else None
+
+
+def _parse(data: bytes) -> Loaded:
+    try:
+        return Loaded("ok", loads(data))
+    except ValueError:
+        return Loaded("corrupt")
+
+
+def vouch(folder: Folder, scans: list[JournalScan]) -> bool:
+    """Record that ``folder``'s index matches ``scans``, if it does and they are still current.
+
+    Called by the commands that write an index, after the write or after a full comparison.
+    It re-reads the index and compares it with the journals' derived index itself, so it never
+    vouches for bytes someone else put there in the meantime; a journal changed since it was
+    scanned (size or mtime) is not vouched for either.  Returns whether a fingerprint is on
+    disk now.  A failure to write it is not the command's failure: the index is already right,
+    and without a fingerprint the next run simply reads the journals.
+    """
+    if folder.layout is not Layout.LEVELCODE or not folder.whole:
+        return False
+    journals = _journal_stamps(folder)
+    if journals is None or not _as_scanned(journals, scans):
+        return False
+    read = _read_index(folder)
+    if read is None or index_drift(_parse(read[0]), *build_index(scans)) is not None:
+        return False
+    document = _document(folder, read[0], read[1], journals)
+    if _load_fingerprint(folder) == document:
+        return True  # already on disk: a verify-only run rewrites nothing
+    target = fingerprint_path(folder)
+    try:
+        durable.ensure_dir(target.parent)
+        _remove_dead_temps(target)
+        durable.atomic_write(target, dumps(document) + b"\n")
+    except LevelsessError:
+        return False
+    return True
+
+
+def _as_scanned(journals: list[list], scans: list[JournalScan]) -> bool:
+    """True when the folder holds exactly the scanned journals, each at the size and mtime it was read at."""
+    by_name = {s.path.name: (s.size, s.mtime_ns) for s in scans}
+    return len(by_name) == len(journals) and all(by_name.get(name) == (size, mtime)
+                                                 for name, _ino, size, mtime, _ctime in journals)
+
+
+def _remove_dead_temps(target: Path) -> None:
+    """Remove the temp files of fingerprint writes to ``target`` whose process was killed."""
+    prefix = f".{target.name}."
+    try:
+        with os.scandir(target.parent) as entries:
+            dead = [Path(e.path) for e in entries if e.name.startswith(prefix)
+                    and (pid := durable.temp_owner(e.name)) is not None and process_start(pid) is None]
+    except OSError:  # tidying is a courtesy; the write that follows reports a real problem
+        return
+    for temp in dead:
+        durable.remove(temp)
