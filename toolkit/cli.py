@@ -20,7 +20,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from . import __version__
-from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LevelsessError, PathNotFoundError, UsageError
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LevelsessError, PathNotFoundError, UnknownFormatError, UsageError
 from .fsck import check_folders, plan_repair
 from .report import Output, common_base, findings_table, fsck_json, printable, relative, summary_line
 from .stores import default_store, discover_all
@@ -271,6 +271,8 @@ def reindex(
     out.base = common_base(targets)
     with _progress(out, "reindexing", len(folders)) as advance:
         result = run_reindex(folders, check_only=check, full=full, progress=advance)
+    if result.foreign_only:
+        raise UnknownFormatError(f"{', '.join(map(str, targets))}: {result.foreign_only}")
     code = result.exit_code
     if out.json:
         out.emit_json({"version": 1, "written": [str(p) for p in result.written], "unchanged": [str(p) for p in result.unchanged],
@@ -319,6 +321,8 @@ def migrate(
     total = sum(len(f.journals) for f in folders)
     with _progress(out, "reading", total) as advance:
         plan = plan_migration(folders, to, progress=advance, jobs=jobs)
+    if plan.result().foreign_only:
+        raise UnknownFormatError(f"{', '.join(map(str, targets))}: {plan.result().foreign_only}")
     if list_:
         result = plan.result()
         code = 0 if not any(f.status == "refused" for f in result.files) else 4

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import LevelsessError, NotAJournalError, UnknownFormatError
+from .errors import LevelsessError, NotAJournalError
 from .findings import Finding
 from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for
 from .fsck.repair import rebuild_cache, remove_dead_temps
@@ -29,6 +29,7 @@ class ReindexResult:
     findings: tuple[Finding, ...]
     check_only: bool
     skipped: tuple[Path, ...] = ()
+    foreign_only: str | None = None  # set when every journal found is of a layout levelsess does not know
 
     @property
     def exit_code(self) -> int:
@@ -106,8 +107,10 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             unchanged.append(folder.cache)
         else:
             written.append(folder.cache)
+    foreign_only = None
     if seen_foreign and not seen_ours and not written and not skipped:
         looks = sorted({f.message.split(";")[0] for f in findings if f.code == "unknown-format"})
-        raise UnknownFormatError(f"none of the {seen_foreign} .jsonl file(s) is a journal of a layout levelsess knows "
-                                 f"({', '.join(looks)}); nothing was written")
-    return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped))
+        foreign_only = (f"none of the {seen_foreign} .jsonl file(s) is a journal of a layout levelsess knows "
+                        f"({', '.join(looks)}); nothing was written")
+    return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped),
+                         foreign_only)

@@ -64,7 +64,9 @@ def _scan_row(folder: Folder, journal: Path) -> SessionRow:
         return SessionRow(journal.stem, journal, folder.layout.value, None, None, None, None, None, None, 0, "unreadable", str(exc))
     errors = [f for f in scan.findings if f.severity == "error"]
     state, reason = "clean", ""
-    if any(f.code not in TAIL_CODES for f in errors):
+    if not scan.identified:
+        state, reason = "unknown-format", f"looks like {scan.foreign}"
+    elif any(f.code not in TAIL_CODES for f in errors):
         first = next(f for f in errors if f.code not in TAIL_CODES)
         state, reason = "corrupt", f"{first.code} at line {first.line}"
     elif scan.tail is TailState.TORN:

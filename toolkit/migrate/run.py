@@ -82,6 +82,16 @@ class MigrationResult:
     def count(self, *statuses: str) -> int:
         return sum(f.status in statuses for f in self.files)
 
+    @property
+    def foreign_only(self) -> str | None:
+        """Why nothing here is a LevelCode journal, when every journal found is of another layout."""
+        journals = [f for f in self.files if f.format == "journal" and f.scan is not None and f.scan.size]
+        if not journals or any(f.scan.identified for f in journals):
+            return None
+        looks = sorted({f.scan.foreign or "?" for f in journals})
+        return (f"none of the {len(journals)} .jsonl file(s) is a journal of a layout levelsess knows "
+                f"(they look like {' / '.join(looks)}); nothing was written")
+
 
 def _refusal(code: str, path: Path, message: str, line: int | None = None, offset: int | None = None) -> Finding:
     return Finding(code, "error", str(path), line, offset, message)
