@@ -75,7 +75,7 @@ def test_a_fifo_where_a_cache_or_lock_belongs_is_reported_not_waited_on(tmp_path
     for command in (["fsck"], ["ls"], ["locks"], ["reindex", "--check"], ["migrate", "--dry-run"]):
         proc = levelsess(*command, target, timeout=30)
         assert b"Traceback" not in proc.stderr, (command, proc.stderr[-800:])
-        assert proc.returncode in (0, 4, 8), (command, proc.returncode)
+        assert proc.returncode in (0, 4, 8, 12), (command, proc.returncode)  # 12: a lock that cannot be read is 8, its unchecked session 4
     if where != "lock":
         assert "not a regular file" in levelsess("fsck", target).stdout.decode()
 

@@ -35,7 +35,8 @@ def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path]
                      "from their whole records (originals kept in .levelsess/quarantine/)")
     people = _need_a_person(report, open_)
     if people:
-        steps.append(f"{len(people)} journal(s) need a person ({', '.join(sorted(people))}): see the findings, and the "
+        codes = sorted(set().union(*people.values()))
+        steps.append(f"{len(people)} journal(s) need a person ({', '.join(codes)}): see the findings, and the "
                      "README's table \"Findings that need a person\"")
     steps += _operational_steps(open_)
     return steps
@@ -66,17 +67,16 @@ def _salvageable(report: CheckReport, open_: list[Finding]) -> int:
                and not s.is_symlink and s.scan.blocked and salvage_would_help(s.scan))
 
 
-def _need_a_person(report: CheckReport, open_: list[Finding]) -> set[str]:
-    """Codes of the journals that still need a person (neither repair nor salvage can help)."""
+def _need_a_person(report: CheckReport, open_: list[Finding]) -> dict[str, set[str]]:
+    """The journals that still need a person (neither repair nor salvage can help), with their codes."""
+    refused = {f.path for f in open_ if f.code == "salvage-refused"}
     helped = {str(s.journal) for f in report.folders for s in f.sessions
-              if s.scan is not None and not s.is_symlink and salvage_would_help(s.scan)}
-    codes = set()
+              if s.scan is not None and not s.is_symlink and salvage_would_help(s.scan)} - refused
+    people: dict[str, set[str]] = {}
     for finding in open_:
         if finding.code in UNCORRECTABLE and finding.code not in _OTHER_ADVICE and finding.path not in helped:
-            codes.add(finding.code)
-        elif finding.code == "salvage-refused":
-            codes.add(finding.code)
-    return codes
+            people.setdefault(finding.path, set()).add(finding.code)
+    return people
 
 
 def _operational_steps(open_: list[Finding]) -> list[str]:

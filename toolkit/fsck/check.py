@@ -143,7 +143,8 @@ def _lock_findings(journal: Path, info: LockInfo | None, force: bool) -> tuple[l
         return [], False
     where = str(info.path)
     if not info.readable:  # never judged stale, never removed: the session is skipped
-        return [Finding("unreadable", "error", where, None, None, f"{info.reason}; the session was not checked")], True
+        return [Finding("unreadable", "error", where, None, None, f"{info.reason}; left as is"),
+                Finding("locked", "warning", str(journal), None, None, "skipped: its lock cannot be read")], True
     if info.state is LockState.STALE:
         return [Finding("stale-lock", "warning", where, None, None, f"stale lock: {info.reason}")], False
     findings = []
@@ -250,11 +251,15 @@ def folder_leftovers(folder: Folder) -> tuple[tuple[LockInfo, ...], tuple[Path, 
 
     Temp files are durable.atomic_writer's ``.<name>.<pid>.tmp``; a live pid's are left alone.
     """
-    if not folder.whole or not folder.path.is_dir():
+    if not folder.whole or folder.problem is not None or not folder.path.is_dir():
         return (), ()
     journals = {j.name for j in folder.journals}
     locks_found, temps = [], []
-    for entry in sorted(os.scandir(folder.path), key=lambda e: e.name):
+    try:
+        entries = sorted(os.scandir(folder.path), key=lambda e: e.name)
+    except OSError:  # listed a moment ago; unreadable now: nothing to tidy
+        return (), ()
+    for entry in entries:
         if entry.name.endswith(".jsonl.lock") and entry.name[: -len(".lock")] not in journals:
             info = inspect_lock(Path(entry.path))
             if info is not None:

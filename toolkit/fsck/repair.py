@@ -76,6 +76,7 @@ class RepairPlan:
     report: CheckReport
     actions: tuple[Action, ...]
     force: bool = False
+    refusals: tuple[Finding, ...] = ()  # --salvage: why each blocked journal is left as it is
 
     def execute(self, *, progress: Callable[[Action], None] | None = None,
                 should_stop: Callable[[], bool] = lambda: False) -> RepairResult:
@@ -116,19 +117,22 @@ class RepairPlan:
                 progress(action)
         findings = tuple(
             f.as_repaired(saved.get((f.code, f.path))) if (f.code, f.path) in repaired else f for f in self.report.findings
-        ) + tuple(notes)
+        ) + self.refusals + tuple(notes)
         return RepairResult(findings, tuple(done), interrupted, fatal)
 
 
 def plan_repair(report: CheckReport, *, salvage: bool = False, force: bool = False) -> RepairPlan:
     """Return the actions that would repair what ``report`` found; writes nothing."""
     actions: list[Action] = []
+    refusals: list[Finding] = []
     for check in report.folders:
         folder = check.folder
         journal_actions = []
         for session in check.sessions:
             if session.skipped or session.scan is None:
                 continue
+            if salvage and (why := salvage_refusal(session.journal, session.scan)):
+                refusals.append(Finding("salvage-refused", "error", str(session.journal), None, None, why))
             if session.lock is not None and session.lock.state is LockState.STALE:
                 actions.append(Action("remove-lock", session.lock.path, session.lock.reason, ("stale-lock",), folder))
             journal_actions.extend(_journal_actions(session.journal, session.scan, folder, salvage))
@@ -143,7 +147,7 @@ def plan_repair(report: CheckReport, *, salvage: bool = False, force: bool = Fal
             scans = tuple(s.scan for s in check.sessions if s.scan is not None)
             actions.append(Action("rebuild-cache", folder.cache, "; ".join(f.message for f in check.cache_findings)
                                   or "journals changed", codes, folder, scans=scans))
-    return RepairPlan(report, tuple(actions), force)
+    return RepairPlan(report, tuple(actions), force, tuple(refusals))
 
 
 def _cache_rebuildable(check: FolderCheck, journal_actions: list[Action]) -> bool:
@@ -178,6 +182,25 @@ def salvage_would_help(scan: JournalScan) -> bool:
     blocking = scan.codes & UNCORRECTABLE
     return (scan.identified and scan.records > 0 and bool(blocking & SALVAGEABLE)
             and blocking <= SALVAGEABLE | SALVAGE_KEEPS)
+
+
+def salvage_refusal(journal: Path, scan: JournalScan) -> str | None:
+    """Why ``--salvage`` leaves a journal that needs a person as it is (None: it salvages it, or
+    nothing blocks it, or it is not a journal levelsess knows, which its own finding says)."""
+    if not scan.blocked or not scan.identified:
+        return None
+    if journal.is_symlink():
+        return f"a symlinked journal is never written through; salvage the file it points to, {journal.resolve()}"
+    if salvage_would_help(scan):
+        return None
+    blocking = scan.codes & UNCORRECTABLE
+    if scan.records == 0:
+        return f"it holds no whole record of {scan.layout.value}: a rewrite would empty it"
+    beyond = sorted(blocking - SALVAGEABLE - SALVAGE_KEEPS)
+    if beyond:
+        return f"salvage does not touch a journal with {', '.join(beyond)}; it is left exactly as it is"
+    return (f"salvage cuts out line damage only, and this journal has none; {', '.join(sorted(blocking))} "
+            "need a person (the journal is left exactly as it is)")
 
 
 def recovery_dir(folder: Folder, kind: str) -> Path:
