@@ -159,6 +159,13 @@ class InvalidRecordError(CorruptionError):
     code = "invalid-record"
 
 
+class InvalidVersionError(CorruptionError):
+    """the meta record's "v" is not a positive whole number"""
+
+    code = "invalid-version"
+    hint = "this needs a person: fix the meta line's \"v\" by hand (salvage cannot: the line is a whole record)"
+
+
 class MissingMetaError(CorruptionError):
     """the first record is not the meta record"""
 
@@ -289,6 +296,7 @@ CODES: dict[str, CodeInfo] = {
     "invalid-json": CodeInfo("error", "", InvalidJsonError),
     "invalid-record": CodeInfo("error", "", InvalidRecordError),
     "missing-meta": CodeInfo("error", "", MissingMetaError),
+    "invalid-version": CodeInfo("error", "", InvalidVersionError),
     "duplicate-meta": CodeInfo("error", "", DuplicateMetaError),
     "future-version": CodeInfo("error", "", FutureVersionError),
     "seq-gap": CodeInfo("error", "", SeqGapError),

@@ -308,7 +308,7 @@ class _Classifier:
         facts.meta = obj
         version = obj.get("v", 1)
         if type(version) is not int or version < 1:
-            self.sink.add("invalid-record", f"meta has an invalid version {version!r}", self.lineno, offset, line)
+            self.sink.add("invalid-version", f"meta has an invalid version {version!r}", self.lineno, offset, line)
             version = 1
         facts.version = version
         if version > NEWEST_VERSION:

@@ -25,10 +25,9 @@ def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path]
     """Return the "next:" lines for a run of ``ran`` (check | repair | salvage) that ended with ``findings``."""
     where = " ".join(shlex.quote(str(t)) for t in targets)
     open_ = [f for f in findings if not f.repaired]
-    steps: list[str] = []
+    steps = _symlink_steps(report, open_)  # first: repairing a link's target makes the folder's cache stale
     if ran == "check" and _repair_would_act(report, open_):
         steps.append(f"run `levelsess fsck --repair {where}` to fix what is safe to fix (nothing complete is removed)")
-    steps += _symlink_steps(report, open_)
     salvageable = _salvageable(report, open_)
     if salvageable and ran != "salvage":
         steps.append(f"{salvageable} journal(s) are damaged mid-file: `levelsess fsck --salvage --yes {where}` rewrites them "
