@@ -79,3 +79,14 @@ def test_json_mode_gets_a_json_error_document(tmp_path):
 def test_top_level_help_explains_exit_codes():
     result = run_cli("--help")
     assert result.exit_code == 0 and "16 usage error" in result.stdout
+
+
+def test_the_readme_opens_with_the_two_commands_ci_runs():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    block = readme.split("```sh\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    ci = [line for line in (root / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd "))]
+    assert block == ci == ["python3 -m venv .venv && . .venv/bin/activate && python -m pip install -e '.[test]' && levelsess demo",
+                           "pytest -n auto"]

@@ -4,6 +4,7 @@ machine, summarise their health, and say exactly what to run next.  Read-only.""
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ class StoreHealth:
     stale_locks: int = 0
     codes: dict = field(default_factory=dict)
     problem: str | None = None
+    advice: list = field(default_factory=list)  # "next:" steps, as fsck would print them
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "path": str(self.path), "sessions": self.sessions, "bytes": self.bytes, "errors": self.errors,
@@ -80,6 +82,13 @@ def _health(kind: str, path: Path) -> StoreHealth:
             if session.lock is not None:
                 health.locks += 1
                 health.stale_locks += session.lock.state is LockState.STALE
+    from .fsck.advice import next_steps
+
+    for hint in next_steps(report, findings, [path]):  # the same true hints fsck itself prints
+        command = re.search(r"`(levelsess [^`]+)`", hint)
+        if command:
+            health.advice.append(f"{command.group(1)}        # {health.errors} error(s), {health.warnings} warning(s) "
+                                 f"in {health.sessions} session(s)")
     return health
 
 
@@ -142,11 +151,7 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
 def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]:
     steps = []
     for health in stores:
-        target = f"levelsess fsck {_quote(health.path)}"
-        if health.errors:
-            steps.append(f"{target} --repair        # {health.errors} error(s) in {health.sessions} session(s)")
-        elif health.stale_locks or any(c.startswith(("stale-", "missing-", "corrupt-")) for c in health.codes):
-            steps.append(f"{target} --repair        # rebuild caches, clear stale locks")
+        steps += health.advice
     for install in installs:
         if install.app == "cursor" and install.sessions:
             steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s)")
