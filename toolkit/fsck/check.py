@@ -287,7 +287,8 @@ def check_cache(check: FolderCheck) -> list[Finding]:
         return [Finding("unreadable", "error", where, None, None, f"{loaded.detail}; left as is")]
     if folder.layout is Layout.LEVELCODE:
         if loaded.state == "missing":
-            return [Finding("missing-index", "warning", where, None, None, "index.json is missing")] if scans else []
+            # named by its folder: a finding names only paths that exist
+            return [Finding("missing-index", "warning", str(folder.path), None, None, "index.json is missing")] if scans else []
         if loaded.state == "corrupt":
             return [Finding("corrupt-index", "warning", where, None, None, f"index.json is {loaded.detail}")]
         version, entries = build_index(scans)
@@ -300,4 +301,4 @@ def check_cache(check: FolderCheck) -> list[Finding]:
         return []
     code, reason = drift
     severity = "error" if code == "meta-ahead" else "warning"
-    return [Finding(code, severity, where, None, None, reason)]
+    return [Finding(code, severity, str(folder.path) if code == "missing-meta-json" else where, None, None, reason)]

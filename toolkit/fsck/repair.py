@@ -220,7 +220,8 @@ def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> tuple
         return {("leftover-temp", str(action.path))}, None
     if action.kind == "rebuild-cache":
         done, saved = _rebuild_cache(action, touched.get(folder.path, set()))
-        return ({(code, str(action.path)) for code in action.fixes} if done else set()), saved
+        where = (str(action.path), str(folder.path))  # a missing cache's finding names its folder
+        return ({(code, path) for code in action.fixes for path in where} if done else set()), saved
     scan = action.scan
     assert scan is not None
     saved = None
