@@ -128,7 +128,7 @@ class CorruptionError(LevelsessError):
 
     exit_code = EXIT_UNCORRECTED
     code: ClassVar[str] = "corruption"
-    hint = "this needs a person: inspect the line, or try `levelsess fsck --salvage --yes`"
+    hint = "this needs a person: inspect the line it names (`levelsess fsck -v` shows an excerpt)"
 
     def __init__(
         self,
@@ -151,12 +151,14 @@ class InvalidJsonError(CorruptionError):
     """a terminated line is not valid UTF-8 JSON"""
 
     code = "invalid-json"
+    hint = "this needs a person: inspect the line, or `levelsess fsck --salvage --yes` rebuilds the journal from its whole records"
 
 
 class InvalidRecordError(CorruptionError):
     """a line is JSON but not a record (not an object, or no kind / id)"""
 
     code = "invalid-record"
+    hint = "this needs a person: inspect the line, or `levelsess fsck --salvage --yes` rebuilds the journal from its whole records"
 
 
 class InvalidVersionError(CorruptionError):
@@ -208,12 +210,14 @@ class SplicedRecordsError(CorruptionError):
     """two records run together on one line"""
 
     code = "spliced-records"
+    hint = "this needs a person: inspect the line, or `levelsess fsck --salvage --yes` rebuilds the journal from its whole records"
 
 
 class NulPaddingError(CorruptionError):
     """a run of NUL bytes sits before a later line"""
 
     code = "nul-padding"
+    hint = "this needs a person: inspect the line, or `levelsess fsck --salvage --yes` rebuilds the journal from its whole records"
 
 
 class DanglingParentError(CorruptionError):

@@ -500,11 +500,16 @@ def _unidentified(classifier: _Classifier, handle, tail_state: TailState) -> Tai
 def iter_records(path: Path, layout: Layout = Layout.LEVELCODE) -> Iterator[tuple[int, int, dict]]:
     """Yield ``(line, offset, record)`` for each record; raise a CorruptionError on damage.
 
-    A torn tail ends the iteration quietly (it is not an acknowledged record).
+    A torn tail ends the iteration quietly (it is not an acknowledged record); a whole record
+    that only lacks its newline is yielded; a final line holding records among other bytes
+    (spliced, CR-separated) raises, like the same damage on a terminated line.
     """
     probe = _Classifier(path, layout, False, None)
     with open_journal(path) as handle:
         for item in iter_batches(handle):
+            if type(item) is Tail:
+                yield from _final_record(probe, item)
+                break
             if type(item) is not Batch:
                 break
             offset = item.offset
@@ -520,3 +525,16 @@ def iter_records(path: Path, layout: Layout = Layout.LEVELCODE) -> Iterator[tupl
                 if line.strip():
                     yield probe.lineno, offset, loads(line[3:] if probe.lineno == 1 and line.startswith(BOM) else line)
                 offset += len(line) + 1
+
+
+def _final_record(probe: _Classifier, item: Tail) -> Iterator[tuple[int, int, dict]]:
+    before = len(probe.sink.items)
+    try:
+        state = probe.tail(item)
+    except _Foreign:
+        raise probe.sink.items[-1].to_error() from None
+    if state is TailState.HELD:
+        raise next(f for f in probe.sink.items[before:] if f.severity == "error").to_error()
+    if state is TailState.UNTERMINATED and item.data is not None:
+        data = item.data[3:] if probe.lineno == 1 and item.data.startswith(BOM) else item.data
+        yield probe.lineno, item.offset, loads(data)

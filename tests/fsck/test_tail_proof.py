@@ -182,3 +182,15 @@ def test_a_torn_tail_is_still_trimmed_and_saved_under_its_session_folder(tmp_pat
     assert saved.is_file() and saved.read_bytes() == b'{"kind":"user","t":"x","content":"in fli'
     assert saved.parent.name == PROJECT_SLUG and saved.name.startswith(journal.name + ".")
     assert journal.read_bytes() == encode(TWO)
+
+
+def test_show_and_export_keep_a_final_record_that_only_lacks_its_newline_and_refuse_a_held_tail(tmp_path):
+    store = tmp_path / "store"
+    whole = write_journal(store / PROJECT_SLUG / "2026-11-30T09-00-00-a1b2.jsonl", encode(TWO)[:-1])
+    result = run_cli("export", whole, "--store", store)
+    assert result.exit_code == 0 and "two" in result.stdout, "the last record is shown, not dropped"
+    held = write_journal(store / PROJECT_SLUG / "2026-11-30T09-00-00-a1b3.jsonl",
+                         encode(TWO[:1]) + orjson.dumps(TWO[1]) + orjson.dumps(TWO[2]))
+    for command in ("show", "export"):
+        refused = run_cli(command, held, "--store", store)
+        assert refused.exit_code == 4 and "spliced-records" in refused.stderr
