@@ -22,7 +22,7 @@ from typer.core import TyperGroup
 from . import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LevelsessError, PathNotFoundError, UsageError
 from .fsck import check_folders, plan_repair
-from .report import Output, common_base, findings_table, fsck_json, printable, relative, summary_line
+from .report import Output, common_base, findings_table, fsck_json, printable, relative, summary_line, tolerant_streams, write_json
 from .stores import default_store, discover_all
 
 
@@ -45,6 +45,7 @@ class LevelsessGroup(TyperGroup):
     """Map usage errors to exit 16, Ctrl-C to 32 and typed errors to one line plus a hint."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D401
+        tolerant_streams()  # an encoding that cannot hold a title or path degrades to escapes, never a traceback
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except _USAGE_ERRORS as exc:
@@ -612,7 +613,7 @@ def show(
     row = _session_row(ctx, session, paths, store)
     layout = Layout(row.layout)
     if out.json:
-        sys.stdout.write(as_json(row.path, layout).decode())
+        write_json(as_json(row.path, layout))
         return 0
     if sys.stdout.isatty():
         out.out.print(Markdown(printable("".join(markdown(row.path, layout, row.title)))))

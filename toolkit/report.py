@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import os
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -29,8 +31,7 @@ class Output:
     err: Console = field(default_factory=lambda: Console(file=sys.stderr, highlight=False, stderr=True))
 
     def emit_json(self, document: dict) -> None:
-        sys.stdout.write(dumps(document, indent=True).decode() + "\n")  # lone surrogates become \u escapes
-        sys.stdout.flush()
+        write_json(dumps(document, indent=True) + b"\n")  # lone surrogates become \u escapes
 
     def say(self, message: str, style: str | None = None) -> None:
         """A message for a person: stderr, never in --json mode or --quiet."""
@@ -42,6 +43,52 @@ class Output:
         self.err.print(Text("error: ", style="bold red") + Text(message))
         if hint:
             self.err.print(Text("hint: ", style="cyan") + Text(hint))
+
+
+def tolerant_streams() -> None:
+    """Make stdout and stderr print what their encoding cannot hold as escapes instead of
+    raising UnicodeEncodeError (a Windows redirect, ``PYTHONIOENCODING=cp1252``, ``LANG=C``)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or detached stream: nothing to print there anyway
+                pass
+
+
+def _is_utf8(stream) -> bool:
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "ascii").name == "utf-8"
+    except LookupError:
+        return False
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _json_escape(match: re.Match) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # astral: a surrogate pair, as JSON spells it
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def ascii_json(text: str) -> str:
+    """``text`` (serialised JSON) with every non-ASCII character as a ``\\uXXXX`` escape.
+
+    Outside strings JSON is ASCII, so this only rewrites string contents: the document
+    parses to the same value."""
+    return _NON_ASCII.sub(_json_escape, text)
+
+
+def write_json(data: bytes) -> None:
+    """Write serialised JSON (UTF-8 bytes) to stdout: as is when stdout is UTF-8, else as ASCII
+    with ``\\u`` escapes, so it stays valid JSON with the same value whatever the encoding."""
+    text = data.decode("utf-8")
+    sys.stdout.write(text if _is_utf8(sys.stdout) else ascii_json(text))
+    sys.stdout.flush()
 
 
 def printable(text: object) -> str:
