@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.helpers import PROJECT, encode, meta, session_records, write_journal
+from tests.helpers import encode, logician_session, run_cli, session_records, write_journal
 
 REPO = Path(__file__).resolve().parents[1]
 SID = "2026-11-30T09-00-00-a1b2"
@@ -104,3 +104,119 @@ def test_import_prints_a_unicode_project_on_an_ascii_stdout(tmp_path):
         assert any(s["project"] == str(project) for s in document["sessions"])
     finally:
         info["conn"].close()
+
+
+# --- 2. whatever fsck accepts, every command can print -----------------------------------
+
+
+def nested(depth: int) -> bytes:
+    return b"[" * depth + b'"deep"' + b"]" * depth
+
+
+def deep_journal(root: Path, depth: int) -> Path:
+    """A v2 journal whose user content, tool input, tool result and title nest ``depth`` deep."""
+    records = session_records(SID, turns=1)
+    lines = encode(records[:-1]).splitlines()
+    deep = nested(depth)
+    lines += [b'{"kind":"user","t":"2026-11-30T09:30:00Z","content":' + deep + b',"seq":3}',
+              b'{"kind":"assistant","t":"2026-11-30T09:31:00Z","content":[{"type":"tool_use","name":"grep","input":' + deep
+              + b'},{"type":"tool_result","content":' + deep + b'}],"seq":4}',
+              b'{"kind":"title","t":"2026-11-30T09:32:00Z","title":' + deep + b',"seq":5}']
+    return write_journal(root / "-p" / f"{SID}.jsonl", b"\n".join(lines) + b"\n")
+
+
+# orjson parses any depth its C stack allows (about 190,000 levels with 8 MiB); the std-json
+# fallback (lone surrogates, 1e400) stops near 990 and fsck then calls the line invalid-json
+@pytest.mark.parametrize("depth", [900, 1000, 1023, 1024, 1025, 1100, 3000, 50_000])
+def test_a_deeply_nested_journal_that_fsck_accepts_prints_everywhere(tmp_path, depth):
+    journal = deep_journal(tmp_path / "store", depth)
+    store = tmp_path / "store"
+    check = run_cli("fsck", "--json", store)
+    assert not [f for f in check.json["findings"] if f["severity"] == "error"], check.json  # fsck accepts it
+    for command in (("ls",), ("ls", "--json"), ("ls", "--verify"), ("show", SID), ("show", SID, "--json"),
+                    ("export", SID), ("export", SID, "--format", "jsonl"), ("export", SID, "--format", "md")):
+        result = run_cli(*command, "--store", store)
+        assert result.exit_code == 0, (command, result.stderr)
+    document = run_cli("export", SID, "--format", "json", "--store", store)
+    assert document.exit_code == 0, document.stderr
+    value = orjson.loads(document.stdout)
+    lines = journal.read_bytes().splitlines()
+    assert value["meta"] == orjson.loads(lines[0]) and len(value["records"]) == len(lines) - 1
+    for line in lines:  # each record is its journal bytes (== on 3,000-deep lists would recurse)
+        assert line.decode() in document.stdout
+    listed = run_cli("ls", "--json", "--store", store)
+    assert nested(depth).decode() in listed.stdout.replace(" ", "").replace("\n", "")
+
+
+def test_export_json_keeps_every_record_as_the_journal_spells_it(tmp_path):
+    records = session_records(SID, turns=1)
+    lines = encode(records).splitlines()
+    lines[2] = lines[2][:-1] + b',"n":1e400,"big":123456789012345678901234567890,"x":1.10,"cut":"\\ud83d"}'
+    journal = write_journal(tmp_path / "store" / "-p" / f"{SID}.jsonl", b"\xef\xbb\xbf" + b"\r\n".join(lines) + b"\r\n")
+    result = run_cli("export", SID, "--format", "json", "--store", tmp_path / "store")
+    assert result.exit_code == 0, result.stderr
+    for line in journal.read_bytes()[3:].split(b"\r\n")[:-1]:  # without the BOM and the CRs
+        assert f"\n    {line.decode()}" in result.stdout or f'"meta": {line.decode()},' in result.stdout
+    document = json.loads(result.stdout)
+    assert document["records"][1]["big"] == 123456789012345678901234567890 and document["records"][1]["cut"] == "\ud83d"
+
+
+def test_json_encoder_without_recursion_matches_orjson_and_survives_any_depth():
+    from toolkit.render import dumps, encode_json
+
+    value = {"a": [1, 2.5, {"b": None, "c": True}], "d": {}, "e": [], "f": "é 😀", "g": -0.0}
+    for indent in (False, True):
+        assert encode_json(value, indent) == orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
+    odd = {"cut": "\ud83d", "big": 10**30, "inf": float("inf")}
+    assert json.loads(dumps(odd)) == odd
+    deep: list = []
+    cursor = deep
+    for _ in range(200_000):
+        cursor.append([])
+        cursor = cursor[0]
+    assert dumps(deep) == b"[" * 200_001 + b"]" * 200_001
+
+
+# --- 3. Logician show / export keep every character ---------------------------------------
+
+
+def long_message() -> str:
+    """5,000 characters over many lines, with a code block, a backtick fence and odd spacing."""
+    lines = [f"line {n}:   some text,  with  double  spaces and a tab\tand ünïcödé 😀" for n in range(40)]
+    body = "\n".join(lines[:20]) + "\n\n```python\ndef f(x):\n    return x * 2\n```\n\n" + "\n".join(lines[20:]) + "\n"
+    return (body * 3)[:5000]
+
+
+def test_logician_export_and_show_keep_every_character_and_the_session_name(tmp_path):
+    text = long_message()
+    assert len(text) == 5000 and text.count("\n") > 50
+    entries = [
+        {"id": "e1", "parentId": None, "timestamp": "2026-11-30T12:00:00Z", "role": "user", "text": text},
+        {"id": "e2", "parentId": "e1", "timestamp": "2026-11-30T12:00:05Z", "role": "assistant",
+         "content": [{"type": "text", "text": "Second " + text}, {"type": "tool_use", "name": "grep", "input": {"q": "x"}}]},
+        {"id": "e3", "parentId": "e2", "timestamp": "2026-11-30T12:00:06Z", "type": "message",
+         "message": {"role": "user", "content": "third: " + text}},
+        {"id": "e4", "parentId": "e3", "timestamp": "2026-11-30T12:00:07Z", "type": "checkpoint", "files": ["```a```"]},
+    ]
+    folder = logician_session(tmp_path / "ws", entries=entries)
+    (folder / "meta.json").write_text(json.dumps({"formatVersion": 1, "name": "Refund bug hunt", "workspace": str(tmp_path / "ws"),
+                                                  "createdAt": "2026-11-30T12:00:00Z", "updatedAt": "2026-11-30T12:00:07Z",
+                                                  "entryCount": 4, "parentSession": None, "activeLeaf": "e4"}))
+    exported = run_cli("export", "s1", "--in", tmp_path / "ws")
+    shown = run_cli("show", "s1", "--in", tmp_path / "ws")
+    for result in (exported, shown):
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout.startswith("# Refund bug hunt\n")
+        for message in (text, "Second " + text, "third: " + text):
+            assert message in result.stdout
+        assert "### user · 2026-11-30T12:00:00Z" in result.stdout and "### assistant" in result.stdout
+        assert '"files"' in result.stdout and "````json" in result.stdout  # an entry without text is shown whole
+    to_file = tmp_path / "s1.md"
+    assert run_cli("export", "s1", "--in", tmp_path / "ws", "-o", to_file).exit_code == 0
+    assert to_file.read_bytes() == exported.stdout.encode()
+
+
+def test_logician_session_without_a_name_is_titled_by_its_id(tmp_path):
+    logician_session(tmp_path / "ws", sid="s9")
+    result = run_cli("export", "s9", "--in", tmp_path / "ws")
+    assert result.exit_code == 0 and result.stdout.startswith("# s9\n") and "hello" in result.stdout

@@ -613,7 +613,8 @@ def show(
     row = _session_row(ctx, session, paths, store)
     layout = Layout(row.layout)
     if out.json:
-        write_json(as_json(row.path, layout))
+        for chunk in as_json(row.path, layout):
+            write_json(chunk)
         return 0
     if sys.stdout.isatty():
         out.out.print(Markdown(printable("".join(markdown(row.path, layout, row.title)))))
@@ -655,7 +656,7 @@ def export(
     if format_ == "jsonl":
         chunks = iter(lambda handle=open(row.path, "rb"): handle.read(1 << 20), b"")  # noqa: SIM115
     elif format_ == "json":
-        chunks = iter([as_json(row.path, layout)])
+        chunks = as_json(row.path, layout)
     else:
         chunks = (c.encode("utf-8", "backslashreplace") for c in markdown(row.path, layout, row.title))
     if output is not None:

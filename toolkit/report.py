@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .findings import Finding
-from .lines import dumps
+from .render import dumps
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow"}
 
