@@ -220,3 +220,70 @@ def test_logician_session_without_a_name_is_titled_by_its_id(tmp_path):
     logician_session(tmp_path / "ws", sid="s9")
     result = run_cli("export", "s9", "--in", tmp_path / "ws")
     assert result.exit_code == 0 and result.stdout.startswith("# s9\n") and "hello" in result.stdout
+
+
+# --- 7. Ctrl-C exits 32 in every command ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory):
+    """500 v1 journals of about 200 KB: every reading command takes a second or more."""
+    root = tmp_path_factory.mktemp("big") / "store"
+    for n in range(500):
+        sid = f"2026-11-30T09-{n // 60:02d}-{n % 60:02d}-a{n:03d}"
+        write_journal(root / "-home-ada-big" / f"{sid}.jsonl", session_records(sid, turns=700, v=1))
+    return root
+
+
+def _reading_a_journal(pid: int) -> bool:
+    """Whether ``pid`` or one of its worker processes has a journal open."""
+    import psutil
+
+    try:
+        pids = [pid] + [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return False
+    for each in pids:
+        try:
+            if any(os.readlink(f"/proc/{each}/fd/{fd}").endswith(".jsonl") for fd in os.listdir(f"/proc/{each}/fd")):
+                return True
+        except OSError:  # gone, or a descriptor closed while we looked
+            continue
+    return False
+
+
+def interrupt_while_reading(*args, group: bool = False) -> tuple[int, str]:
+    """Start levelsess, wait until it has a journal open, send SIGINT (to its whole process
+    group when ``group``, as a terminal's Ctrl-C does); return (exit code, stderr)."""
+    import signal
+    import time
+
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200", "NO_COLOR": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "toolkit.cli", *map(str, args)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, env=environment, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not _reading_a_journal(process.pid) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    if group:
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    return process.returncode, err.decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="polls /proc for the open journal")
+@pytest.mark.parametrize("command", [("fsck", "--jobs", "1"), ("fsck", "--strict", "--jobs", "1"), ("fsck", "--repair", "--jobs", "1"),
+                                     ("reindex", "--full"), ("ls", "--verify"), ("migrate", "--dry-run", "--jobs", "1")],
+                         ids=" ".join)
+def test_ctrl_c_while_reading_exits_32_without_a_traceback(big_store, command):
+    code, err = interrupt_while_reading(*command, big_store)
+    assert code == 32, err
+    assert "Traceback" not in err and "interrupted" in err
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="polls /proc for the open journal")
+def test_ctrl_c_to_the_process_group_stops_fsck_workers_quietly(big_store):
+    code, err = interrupt_while_reading("fsck", "--strict", "--jobs", "2", big_store, group=True)
+    assert code == 32, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err

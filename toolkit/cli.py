@@ -20,7 +20,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from . import __version__
-from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LevelsessError, PathNotFoundError, UsageError
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, LevelsessError, PathNotFoundError, UsageError
 from .fsck import check_folders, plan_repair
 from .report import Output, common_base, findings_table, fsck_json, printable, relative, summary_line, tolerant_streams, write_json
 from .stores import default_store, discover_all
@@ -44,10 +44,17 @@ _ABORTS = tuple({typer.Abort, *(getattr(m, "Abort") for m in _CLICK if hasattr(m
 class LevelsessGroup(TyperGroup):
     """Map usage errors to exit 16, Ctrl-C to 32 and typed errors to one line plus a hint."""
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # typer would make it exit 130; DESIGN §3 says 32
+            raise Interrupted("Ctrl-C") from None
+
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D401
         tolerant_streams()  # an encoding that cannot hold a title or path degrades to escapes, never a traceback
         try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            with _ctrl_c_in_this_process_only():
+                code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except _USAGE_ERRORS as exc:
             exc.show()
             sys.exit(EXIT_USAGE)
@@ -66,6 +73,30 @@ class LevelsessGroup(TyperGroup):
                                                            "hint": hint}, "exit": exc.exit_code})
             sys.exit(exc.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+@contextlib.contextmanager
+def _ctrl_c_in_this_process_only():
+    """Let Ctrl-C interrupt levelsess, but not the worker processes it forks.
+
+    A terminal sends SIGINT to the whole process group; forked workers inherit this handler
+    and ignore it, so the parent stops them cleanly instead of each printing a traceback.
+    An ignored SIGINT (``nohup``, a background job) stays ignored."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        yield
+        return
+    parent = os.getpid()
+
+    def on_sigint(signum, frame):
+        if os.getpid() == parent:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _command_words(group, argv: list[str]) -> str:
