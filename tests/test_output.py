@@ -287,3 +287,31 @@ def test_ctrl_c_to_the_process_group_stops_fsck_workers_quietly(big_store):
     code, err = interrupt_while_reading("fsck", "--strict", "--jobs", "2", big_store, group=True)
     assert code == 32, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+# --- 4. a rebuilt Logician meta.json names its workspace by its absolute path ---------------
+
+
+@pytest.mark.parametrize("typed", [".", ".logician", "./.logician/sessions/sessions/s1", ".logician/sessions/sessions/s1/messages.jsonl"])
+def test_rebuilt_meta_names_the_workspace_absolutely_whatever_path_was_typed(tmp_path, monkeypatch, typed):
+    workspace = tmp_path / "code" / "app"
+    folder = logician_session(workspace)
+    monkeypatch.chdir(workspace)
+    result = run_cli("fsck", "--repair", typed)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["workspace"] == str(workspace.resolve()) and Path(meta["workspace"]).is_absolute()
+    assert run_cli("fsck", typed).exit_code == 0  # and a check from anywhere agrees with it
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("fsck", workspace).exit_code == 0
+
+
+def test_rebuilt_meta_keeps_a_stored_workspace(tmp_path, monkeypatch):
+    workspace = tmp_path / "app"
+    folder = logician_session(workspace)
+    (folder / "meta.json").write_text(json.dumps({"formatVersion": 1, "name": "kept", "workspace": "/where/it/was",
+                                                  "createdAt": "2026-11-30T12:00:00Z", "entryCount": 1}))
+    monkeypatch.chdir(workspace)
+    assert run_cli("fsck", "--repair", ".").exit_code == 1
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["workspace"] == "/where/it/was" and meta["name"] == "kept" and meta["entryCount"] == 2
