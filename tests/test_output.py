@@ -315,3 +315,55 @@ def test_rebuilt_meta_keeps_a_stored_workspace(tmp_path, monkeypatch):
     assert run_cli("fsck", "--repair", ".").exit_code == 1
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["workspace"] == "/where/it/was" and meta["name"] == "kept" and meta["entryCount"] == 2
+
+
+# --- 6. --help shows flags as flags, and every option in an example -------------------------
+
+
+def _commands():
+    import typer.main
+
+    from toolkit.cli import app
+
+    def walk(command, words):
+        yield words, command
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            yield from walk(sub, [*words, name])
+
+    return list(walk(typer.main.get_command(app), []))
+
+
+COMMAND_WORDS = [words for words, _ in _commands()]
+
+
+@pytest.mark.parametrize("words", COMMAND_WORDS, ids=lambda w: " ".join(w) or "levelsess")
+def test_help_shows_flags_as_flags_and_every_option_in_an_example(words):
+    import re
+
+    command = dict((tuple(w), c) for w, c in _commands())[tuple(words)]
+    result = run_cli(*words, "--help")
+    assert result.exit_code == 0, result.stderr
+    for garbage in ("<bool>", "<list[", "<int", "<float", "<str>", "<path>", "BOOLEAN", "INTEGER", "RANGE", "VALUE"):
+        assert garbage not in result.stdout, garbage
+    examples = [line for line in result.stdout.splitlines() if re.search(r"^\W*levelsess ", line.strip("│ "))]
+    if words in (["chaos"], ["chaos", "writer"]):
+        return  # a group of commands; chaos writer passes its options through
+    assert examples, "no example line"
+    tokens = {token for line in examples for token in re.split(r"[\s=]+", line)}
+    missing = [param.opts for param in command.params if param.opts and param.opts[0].startswith("-")
+               and not tokens & set(param.opts + param.secondary_opts)]
+    assert not missing, f"options without an example: {missing}"
+
+
+def test_export_json_describes_what_was_written_or_is_the_export_itself(tmp_path):
+    store = tmp_path / "store"
+    write_journal(store / "-p" / f"{SID}.jsonl", session_records(SID))
+    target = tmp_path / "chat.md"
+    described = run_cli("export", SID, "--store", store, "-o", target, "--json")
+    assert described.exit_code == 0, described.stderr
+    assert described.json == {"version": 1, "session": SID, "path": str(store / "-p" / f"{SID}.jsonl"), "format": "md",
+                              "output": str(target), "bytes": target.stat().st_size, "exit": 0}
+    itself = run_cli("export", SID, "--store", store, "--json")
+    assert itself.exit_code == 0 and itself.json == run_cli("export", SID, "--store", store, "-f", "json").json
+    refused = run_cli("export", SID, "--store", store, "--json", "-f", "md")
+    assert refused.exit_code == 16 and refused.json["error"]["type"] == "UsageError" and "--json" in refused.stderr
