@@ -367,3 +367,40 @@ def test_export_json_describes_what_was_written_or_is_the_export_itself(tmp_path
     assert itself.exit_code == 0 and itself.json == run_cli("export", SID, "--store", store, "-f", "json").json
     refused = run_cli("export", SID, "--store", store, "--json", "-f", "md")
     assert refused.exit_code == 16 and refused.json["error"]["type"] == "UsageError" and "--json" in refused.stderr
+
+
+# --- 5. table captions are true whatever PATH was given ------------------------------------
+
+
+def _caption_tells_the_truth(result_human, result_json) -> None:
+    import re
+
+    text = result_human.stdout
+    match = re.search(r"paths relative to (\S+)", text)
+    paths = {f["path"] for f in result_json.json["findings"]}
+    assert paths, "the fixture should produce findings"
+    for path in paths:
+        if match:
+            base = match.group(1)
+            assert path.startswith(base.rstrip("/") + "/"), (path, base)
+            assert path[len(base.rstrip("/")) + 1 :] in text
+        else:
+            assert path in text
+
+
+@pytest.mark.parametrize("how", ["journal", "relative", "dot", "two-trees", "trailing-slash", "symlink"])
+def test_the_paths_caption_is_true_whatever_path_was_given(tmp_path, monkeypatch, how):
+    first = tmp_path / "a" / "store"
+    second = tmp_path / "b" / "other"
+    for root in (first, second):
+        write_journal(root / "-p" / f"{SID}.jsonl", encode(session_records(SID)) + b'{"kind":"user","t":"x","cont')
+    monkeypatch.chdir(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(first)
+    args = {"journal": [first / "-p" / f"{SID}.jsonl"], "relative": ["a/store"], "dot": ["."],
+            "two-trees": [first, second], "trailing-slash": [f"{first}/"], "symlink": [link]}[how]
+    if how == "dot":
+        monkeypatch.chdir(first)
+    human, machine = run_cli("fsck", *args), run_cli("fsck", "--json", *args)
+    assert human.exit_code == machine.exit_code == 4
+    _caption_tells_the_truth(human, machine)

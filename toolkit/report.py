@@ -116,8 +116,21 @@ def _where(finding: Finding, base: str | None = None) -> str:
     return where
 
 
+def true_base(base: str | None, paths) -> str | None:
+    """``base`` when every path lies under it (so "paths relative to BASE" is true), else None.
+
+    A symlinked target, several trees whose only common folder is ``/``, or a path reported
+    outside the targets all get full paths and no caption."""
+    if not base or os.path.dirname(base) == base:  # the filesystem root: nothing to shorten
+        return None
+    prefix = base.rstrip(os.sep) + os.sep
+    return base if all(str(p).startswith(prefix) for p in paths) else None
+
+
 def findings_table(findings: list[Finding], title: str | None = None, verbose: bool = False, base: str | None = None) -> Table:
-    """A table of findings; paths are shown relative to ``base`` (named in the caption)."""
+    """A table of findings; paths are shown relative to ``base`` (named in the caption) when
+    every finding lies under it, else in full."""
+    base = true_base(base, [f.path for f in findings])
     caption = f"paths relative to {base}" if base else None
     table = Table(title=title, caption=caption, show_lines=False, expand=False)
     table.add_column("severity")
@@ -182,6 +195,7 @@ def migrate_table(result, base: str | None = None, steps: list | None = None, ev
     for column in ("file", "format", "from", "to", "status", "note"):
         table.add_column(column, overflow="fold")
     rows = [s for s in result.files if everything or s.status not in ("up-to-date", "skipped")]
+    base = true_base(base, [s.path for s in rows])
     if not everything and len(rows) > TABLE_ROWS:  # refusals first, then as many others as fit
         rows.sort(key=lambda s: s.status != "refused")
         table.caption = f"… and {len(rows) - TABLE_ROWS} more; -v lists every file"
