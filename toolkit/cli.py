@@ -20,9 +20,9 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from . import __version__
-from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LevelsessError, PathNotFoundError, UnknownFormatError, UsageError
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, LevelsessError, PathNotFoundError, UnknownFormatError, UsageError
 from .fsck import check_folders, plan_repair
-from .report import Output, common_base, findings_table, fsck_json, printable, relative, summary_line
+from .report import Output, common_base, findings_table, fsck_json, printable, relative, summary_line, tolerant_streams, write_json
 from .stores import default_store, discover_all
 
 
@@ -41,12 +41,41 @@ _CLICK_ERRORS = tuple(m.ClickException for m in _CLICK)
 _ABORTS = tuple({typer.Abort, *(getattr(m, "Abort") for m in _CLICK if hasattr(m, "Abort"))}) + (KeyboardInterrupt,)
 
 
+def _plain_help_types() -> None:
+    """Show a flag as a flag and a value by its metavar in --help, never as a Python type.
+
+    typer 0.29 prints ``<bool>`` after every flag, ``<list[Path]>`` after arguments and
+    ``<int range>`` after numbers (older ones ``BOOLEAN``, ``INTEGER RANGE``).  Every value option
+    here names its metavar (``--jobs N``, ``--store PATH``); an argument's name column already
+    shows its own (``PATH...``), so its type column stays empty."""
+    from typer.core import TyperArgument, TyperOption
+
+    def option_type(self, ctx):
+        if self.is_flag or self.count:
+            return None
+        return (self.metavar or "VALUE") + ("..." if self.nargs != 1 else "")
+
+    TyperOption.display_type_rich = option_type
+    TyperArgument.display_type_rich = lambda self, ctx: None
+
+
+_plain_help_types()
+
+
 class LevelsessGroup(TyperGroup):
     """Map usage errors to exit 16, Ctrl-C to 32 and typed errors to one line plus a hint."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D401
+    def invoke(self, ctx):
         try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # typer would make it exit 130; DESIGN §3 says 32
+            raise Interrupted("Ctrl-C") from None
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D401
+        tolerant_streams()  # an encoding that cannot hold a title or path degrades to escapes, never a traceback
+        try:
+            with _ctrl_c_in_this_process_only():
+                code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except _USAGE_ERRORS as exc:
             exc.show()
             sys.exit(EXIT_USAGE)
@@ -65,6 +94,30 @@ class LevelsessGroup(TyperGroup):
                                                            "hint": hint}, "exit": exc.exit_code})
             sys.exit(exc.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+@contextlib.contextmanager
+def _ctrl_c_in_this_process_only():
+    """Let Ctrl-C interrupt levelsess, but not the worker processes it forks.
+
+    A terminal sends SIGINT to the whole process group; forked workers inherit this handler
+    and ignore it, so the parent stops them cleanly instead of each printing a traceback.
+    An ignored SIGINT (``nohup``, a background job) stays ignored."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        yield
+        return
+    parent = os.getpid()
+
+    def on_sigint(signum, frame):
+        if os.getpid() == parent:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _command_words(group, argv: list[str]) -> str:
@@ -92,9 +145,9 @@ app = typer.Typer(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else there.")]
 QuietOpt = Annotated[bool, typer.Option("-q", "--quiet", help="Print only errors.")]
 VerboseOpt = Annotated[bool, typer.Option("-v", "--verbose", help="Show excerpts and every step.")]
-StoreOpt = Annotated[Optional[str], typer.Option("--store", help="Store root (default: $LEVELSESS_HOME or ~/.levelcode/sessions).")]
+StoreOpt = Annotated[Optional[str], typer.Option("--store", metavar="PATH", help="Store root (default: $LEVELSESS_HOME or ~/.levelcode/sessions).")]
 PathsArg = Annotated[Optional[list[Path]], typer.Argument(
-    help="Store roots, project folders, Logician workspaces or single journals (default: the store).",
+    metavar="PATH", help="Store roots, project folders, Logician workspaces or single journals (default: the store).",
     show_default=False)]
 
 
@@ -158,7 +211,11 @@ def main_options(
 
     Exit codes are bit flags, as in e2fsck: 0 clean, 1 problems corrected, 4 problems left uncorrected, 8 operational error, 16 usage error, 32 interrupted.
 
-    [bold]Example[/bold]: levelsess fsck ~/.levelcode/sessions
+    [bold]Examples[/bold]:
+      levelsess fsck ~/.levelcode/sessions
+      levelsess --version
+      levelsess --json -q --store ~/other-store fsck   # common options also go before the command
+      levelsess -v fsck
     """
     ctx.obj = {"json": json_, "quiet": quiet, "verbose": verbose, "store": store}
 
@@ -173,7 +230,7 @@ def fsck(
     force: Annotated[bool, typer.Option("--force", help="Also check and repair sessions whose lock is held by a live or uncheckable owner.")] = False,
     salvage: Annotated[bool, typer.Option("--salvage", help="Rebuild journals damaged mid-file from byte-exact slices (needs --yes); the original goes to .levelsess/quarantine/.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm --salvage (or set LEVELSESS_SALVAGE=YES).")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for reading journals (0 = automatic).", min=0)] = 0,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Worker processes for reading journals (0 = automatic).", min=0)] = 0,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -190,6 +247,8 @@ def fsck(
       levelsess fsck ~/.levelcode/sessions/-Users-ada-code-app --repair
       levelsess fsck ./.logician --json           # a Logician workspace, for scripts
       levelsess fsck broken.jsonl --salvage --yes
+      levelsess fsck --repair --dry-run -v                 # preview every repair step
+      levelsess fsck --strict --force --jobs 4 -q --store ~/other-store
     """
     out = _output(ctx, json_, quiet, verbose)
     salvage_ok = yes or os.environ.get("LEVELSESS_SALVAGE") == "YES"
@@ -262,6 +321,8 @@ def reindex(
     [bold]Examples[/bold]:
       levelsess reindex                    # the default store
       levelsess reindex ./.logician --check
+      levelsess reindex --full -v
+      levelsess reindex --store ~/other-store --json -q
     """
     from .reindex import reindex as run_reindex
 
@@ -289,10 +350,10 @@ def reindex(
 def migrate(
     ctx: typer.Context,
     paths: PathsArg = None,
-    to: Annotated[Optional[int], typer.Option("--to", help="Target journal version (default: the newest this levelsess knows). levelsess never migrates down.", show_default=False)] = None,
+    to: Annotated[Optional[int], typer.Option("--to", metavar="N", help="Target journal version (default: the newest this levelsess knows). levelsess never migrates down.", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say, per file, what would change; write nothing (exit 4 when there is work to do).")] = False,
     list_: Annotated[bool, typer.Option("--list", help="List the known migration steps and every file's current version; write nothing.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for reading and migrating journals (0 = automatic: one per core for 32 MiB or more).", min=0)] = 0,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Worker processes for reading and migrating journals (0 = automatic: one per core for 32 MiB or more).", min=0)] = 0,
     keep_backup: Annotated[bool, typer.Option("--keep-backup", help="Keep the originals under <store>/.levelsess/backup/<stamp>/ after a successful run (default: pruned once every file is migrated and verified).")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -310,6 +371,8 @@ def migrate(
       levelsess migrate                       # migrate everything to the newest version
       levelsess migrate ~/.levelcode/sessions/-Users-ada-code-app --keep-backup
       levelsess migrate --list --json
+      levelsess migrate --to 2 --jobs 4 -v
+      levelsess migrate --store ~/other-store -q
     """
     from .migrate import STEPS, plan_migration
     from .report import migrate_json, migrate_table
@@ -366,10 +429,10 @@ def _migrate_summary(result, code: int) -> str:
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    from_: Annotated[str, typer.Option("--from", help="The editor to recover chats from: cursor or vscode (also Code - Insiders, Code - OSS, VSCodium).", show_default=False)],
-    source: Annotated[Optional[list[Path]], typer.Option("--source", help="The editor's User folder, one workspaceStorage/<id> folder, or one state.vscdb (Cursor) / session .json or .jsonl (VS Code); repeatable; default: every install found on this machine.", show_default=False)] = None,
-    project: Annotated[Optional[str], typer.Option("--project", help="File every imported session under this project path.", show_default=False)] = None,
-    map_: Annotated[Optional[list[str]], typer.Option("--map", help="OLD=NEW: re-home sessions of a moved or renamed project folder (repeatable).", show_default=False)] = None,
+    from_: Annotated[str, typer.Option("--from", metavar="cursor|vscode", help="The editor to recover chats from: cursor or vscode (also Code - Insiders, Code - OSS, VSCodium).", show_default=False)],
+    source: Annotated[Optional[list[Path]], typer.Option("--source", metavar="PATH", help="The editor's User folder, one workspaceStorage/<id> folder, or one state.vscdb (Cursor) / session .json or .jsonl (VS Code); repeatable; default: every install found on this machine.", show_default=False)] = None,
+    project: Annotated[Optional[str], typer.Option("--project", metavar="PATH", help="File every imported session under this project path.", show_default=False)] = None,
+    map_: Annotated[Optional[list[str]], typer.Option("--map", metavar="OLD=NEW", help="OLD=NEW: re-home sessions of a moved or renamed project folder (repeatable).", show_default=False)] = None,
     orphans_only: Annotated[bool, typer.Option("--orphans-only", help="Import only chats the editor no longer shows (folder missing or renamed, not in its index or catalog, unreadable to the editor).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and convert everything, write nothing; say what would be created or appended.")] = False,
     no_raw: Annotated[bool, typer.Option("--no-raw", help="Leave out each record's original source JSON (\"raw\").")] = False,
@@ -388,6 +451,8 @@ def import_(
       levelsess import --from cursor --orphans-only --map /home/ada/old=/home/ada/new
       levelsess import --from cursor --source ./state.vscdb --json
       levelsess import --from vscode --orphans-only --map /home/ada/old-name=/home/ada/new-name
+      levelsess import --from vscode --project ~/code/app --no-raw -v   # file everything under one project
+      levelsess import --from cursor --store ~/other-store -q
     """
     from .importers import load, run_import
 
@@ -440,8 +505,8 @@ def _render_import(out: Output, report, target: Path) -> None:
 @app.command()
 def doctor(
     ctx: typer.Context,
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Folders to search for Logician workspaces (.logician/), a few levels deep (default: the current folder).", show_default=False)] = None,
-    bundle: Annotated[Optional[Path], typer.Option("--bundle", help="Also write a support bundle (zip): findings, file sizes and hashes, the masked shape of damaged regions; no message content.", show_default=False)] = None,
+    paths: Annotated[Optional[list[Path]], typer.Argument(metavar="FOLDER", help="Folders to search for Logician workspaces (.logician/), a few levels deep (default: the current folder).", show_default=False)] = None,
+    bundle: Annotated[Optional[Path], typer.Option("--bundle", metavar="FILE.zip", help="Also write a support bundle (zip): findings, file sizes and hashes, the masked shape of damaged regions; no message content.", show_default=False)] = None,
     include_content: Annotated[bool, typer.Option("--include-content", help="Put the raw bytes of damaged regions and finding excerpts in the bundle (they may hold message text).")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -456,6 +521,8 @@ def doctor(
       levelsess doctor
       levelsess doctor ~/code --json
       levelsess doctor --bundle support.zip      # to send to support: no message content
+      levelsess doctor --bundle support.zip --include-content -v   # with the damaged bytes
+      levelsess doctor --store ~/other-store -q
     """
     from rich.table import Table
 
@@ -519,11 +586,11 @@ STATE_STYLE = {"clean": "green", "torn": "yellow", "corrupt": "bold red", "locke
 def ls_(
     ctx: typer.Context,
     paths: PathsArg = None,
-    project: Annotated[Optional[str], typer.Option("--project", help="Only sessions whose project path or folder name contains this text.", show_default=False)] = None,
-    since: Annotated[Optional[str], typer.Option("--since", help="Only sessions updated since: an ISO date (2026-11-01) or an age (7d, 12h, 30m).", show_default=False)] = None,
-    grep_: Annotated[Optional[str], typer.Option("--grep", help="Only sessions whose message text contains TEXT (case-insensitive; streams every journal).", show_default=False)] = None,
+    project: Annotated[Optional[str], typer.Option("--project", metavar="TEXT", help="Only sessions whose project path or folder name contains this text.", show_default=False)] = None,
+    since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN", help="Only sessions updated since: an ISO date (2026-11-01) or an age (7d, 12h, 30m).", show_default=False)] = None,
+    grep_: Annotated[Optional[str], typer.Option("--grep", metavar="TEXT", help="Only sessions whose message text contains TEXT (case-insensitive; streams every journal).", show_default=False)] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Read every journal in full (finds corrupt ones even when the index is fresh).")] = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most N sessions (0 = all).", min=0)] = 50,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="Show at most N sessions (0 = all).", min=0)] = 50,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -537,6 +604,8 @@ def ls_(
       levelsess ls
       levelsess ls --since 7d --project thin.ly
       levelsess ls --grep "refund" --json
+      levelsess ls --verify --limit 0 -v
+      levelsess ls --store ~/other-store -q
     """
     from rich.table import Table
 
@@ -596,8 +665,8 @@ def _session_row(ctx: typer.Context, key: str, paths, store):
 @app.command()
 def show(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix, or a journal path).", show_default=False)],
-    paths: Annotated[Optional[list[Path]], typer.Option("--in", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
+    session: Annotated[str, typer.Argument(metavar="ID", help="Session id (or a unique prefix, or a journal path).", show_default=False)],
+    paths: Annotated[Optional[list[Path]], typer.Option("--in", metavar="PATH", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -608,6 +677,8 @@ def show(
     [bold]Examples[/bold]:
       levelsess show 2026-11-30T09-00-00-a1b2
       levelsess show cursor-59f6 | less
+      levelsess show s1 --in ./.logician -q
+      levelsess show 2026-11 --store ~/other-store --json -v   # the records as one JSON document
     """
     from rich.markdown import Markdown
 
@@ -618,7 +689,8 @@ def show(
     row = _session_row(ctx, session, paths, store)
     layout = Layout(row.layout)
     if out.json:
-        sys.stdout.write(as_json(row.path, layout).decode())
+        for chunk in as_json(row.path, layout):
+            write_json(chunk)
         return 0
     if sys.stdout.isatty():
         out.out.print(Markdown(printable("".join(markdown(row.path, layout, row.title)))))
@@ -634,25 +706,34 @@ def show(
 @app.command()
 def export(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix, or a journal path).", show_default=False)],
-    format_: Annotated[str, typer.Option("--format", "-f", help="md (Copy as Markdown), jsonl (the journal's bytes, exactly) or json (one document).")] = "md",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout: a regular file is replaced atomically, a pipe or device is written into; a session journal, lock or cache is refused.", show_default=False)] = None,
-    paths: Annotated[Optional[list[Path]], typer.Option("--in", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
+    session: Annotated[str, typer.Argument(metavar="ID", help="Session id (or a unique prefix, or a journal path).", show_default=False)],
+    format_: Annotated[Optional[str], typer.Option("--format", "-f", metavar="md|jsonl|json", help="md (Copy as Markdown; the default), jsonl (the journal's bytes, exactly) or json (one document: each record as the journal spells it).", show_default=False)] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write to this file instead of stdout: a regular file is replaced atomically, a pipe or device is written into; a session journal, lock or cache is refused.", show_default=False)] = None,
+    paths: Annotated[Optional[list[Path]], typer.Option("--in", metavar="PATH", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
+    json_: Annotated[bool, typer.Option("--json", help="With -o: print one JSON document saying what was written (session, format, output, bytes). Without -o: the export itself is that document, so --format json is implied and md or jsonl is refused.")] = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
     store: StoreOpt = None,
 ) -> int:
     """Export a session as Markdown (headings per turn, code blocks kept, tool calls summarised, briefings marked), its exact JSONL, or JSON.
 
+    Markdown and JSON are UTF-8 whatever the terminal's encoding: they are files, not messages.
+
     [bold]Examples[/bold]:
       levelsess export 2026-11-30T09-00-00-a1b2 > refunds.md
       levelsess export cursor-59f6 --format json -o chat.json
+      levelsess export cursor-59f6 -f jsonl -o backup.jsonl --json     # a script learns what was written
+      levelsess export s1 --in ./.logician --json > s1.json            # the session as one JSON document
+      levelsess export 2026-11 --store ~/other-store -q -v   # -q: no 'wrote' line; -v: every step
     """
     from . import durable
     from .journal import Layout
     from .render import as_json, markdown
 
-    out = _output(ctx, False, quiet, verbose)
+    out = _output(ctx, json_, quiet, verbose)
+    if out.json and output is None and format_ not in (None, "json"):
+        raise UsageError(f"--json --format {format_} without -o: stdout holds one JSON document; add -o FILE for the {format_}, or drop --format")
+    format_ = format_ or ("json" if out.json and output is None else "md")
     if format_ not in ("md", "jsonl", "json"):
         raise UsageError(f"--format {format_}: choose md, jsonl or json")
     row = _session_row(ctx, session, paths, store)
@@ -660,13 +741,18 @@ def export(
     if format_ == "jsonl":
         chunks = iter(lambda handle=open(row.path, "rb"): handle.read(1 << 20), b"")  # noqa: SIM115
     elif format_ == "json":
-        chunks = iter([as_json(row.path, layout)])
+        chunks = as_json(row.path, layout)
     else:
         chunks = (c.encode("utf-8", "backslashreplace") for c in markdown(row.path, layout, row.title))
+    written = 0
     if output is not None:
         with durable.output_writer(output) as handle:
             for chunk in chunks:
                 handle.write(chunk)
+                written += len(chunk)
+        if out.json:
+            out.emit_json({"version": 1, "session": row.id, "path": str(row.path), "format": format_, "output": str(output),
+                           "bytes": written, "exit": 0})
         out.say(f"wrote {output}")
     else:
         for chunk in chunks:
@@ -690,6 +776,8 @@ def locks(
     [bold]Examples[/bold]:
       levelsess locks
       levelsess locks ./.logician --break-stale
+      levelsess locks --json
+      levelsess locks --store ~/other-store -q -v
     """
     from rich.table import Table
 
@@ -733,9 +821,9 @@ def locks(
 @app.command()
 def trash(
     ctx: typer.Context,
-    sessions: Annotated[list[str], typer.Argument(help="Session ids (or unique prefixes, or journal paths).", show_default=False)],
+    sessions: Annotated[list[str], typer.Argument(metavar="ID", help="Session ids (or unique prefixes, or journal paths).", show_default=False)],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would go to the trash; move nothing.")] = False,
-    paths: Annotated[Optional[list[Path]], typer.Option("--in", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
+    paths: Annotated[Optional[list[Path]], typer.Option("--in", metavar="PATH", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -748,6 +836,8 @@ def trash(
     [bold]Examples[/bold]:
       levelsess trash 2026-11-30T09-00-00-a1b2 --dry-run
       levelsess trash 2026-11-30T09-00-00-a1b2 2026-11-29T18-12-44-zz91
+      levelsess trash s1 --in ./.logician --json -v
+      levelsess trash 2026-11-30T09-00-00-a1b2 --store ~/other-store -q
     """
     from .trash import trash_sessions
 
@@ -777,7 +867,10 @@ def demo(
 
     The store holds a crash-torn journal, a corrupt index.json, a stale lock and a Logician session whose meta.json ran ahead of its journal. Nothing outside the temporary folder is touched.
 
-    [bold]Example[/bold]: levelsess demo --keep
+    [bold]Examples[/bold]:
+      levelsess demo --keep
+      levelsess demo --json -q
+      levelsess demo -v --store ~/any   # common options are accepted; the demo never touches a store
     """
     from .demo import build_demo
 
@@ -815,21 +908,21 @@ app.add_typer(chaos_app, name="chaos")
 @chaos_app.command("run")
 def chaos_run(
     ctx: typer.Context,
-    cycles: Annotated[Optional[int], typer.Option("--cycles", help="Kill cycles to run (default 20, or unbounded with --duration).", min=1, show_default=False)] = None,
-    duration: Annotated[Optional[float], typer.Option("--duration", help="Stop starting cycles after this many seconds (the nightly run: --duration 3600).", min=0, show_default=False)] = None,
-    writers: Annotated[int, typer.Option("--writers", help="Writer processes per cycle, each killed at its own random moment.", min=1)] = 2,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed for record sizes and kill moments (default: random, printed in the report).", show_default=False)] = None,
-    mode: Annotated[str, typer.Option("--mode", help="kill: SIGKILL only. power-loss: also cut each file back to a random offset at or past its last ACK, maybe zero-filled.")] = "kill",
-    layout: Annotated[str, typer.Option("--layout", help="Reference writers: levelcode, logician, or both (alternating).")] = "both",
-    unsafe: Annotated[Optional[str], typer.Option("--unsafe", help="Run a deliberately unsafe writer the harness must catch: ack-before-write, rewrite-in-place, meta-before-append.", show_default=False)] = None,
+    cycles: Annotated[Optional[int], typer.Option("--cycles", metavar="N", help="Kill cycles to run (default 20, or unbounded with --duration).", min=1, show_default=False)] = None,
+    duration: Annotated[Optional[float], typer.Option("--duration", metavar="SECONDS", help="Stop starting cycles after this many seconds (the nightly run: --duration 3600).", min=0, show_default=False)] = None,
+    writers: Annotated[int, typer.Option("--writers", metavar="N", help="Writer processes per cycle, each killed at its own random moment.", min=1)] = 2,
+    seed: Annotated[Optional[int], typer.Option("--seed", metavar="N", help="Seed for record sizes and kill moments (default: random, printed in the report).", show_default=False)] = None,
+    mode: Annotated[str, typer.Option("--mode", metavar="kill|power-loss", help="kill: SIGKILL only. power-loss: also cut each file back to a random offset at or past its last ACK, maybe zero-filled.")] = "kill",
+    layout: Annotated[str, typer.Option("--layout", metavar="levelcode|logician|both", help="Reference writers: levelcode, logician, or both (alternating).")] = "both",
+    unsafe: Annotated[Optional[str], typer.Option("--unsafe", metavar="NAME", help="Run a deliberately unsafe writer the harness must catch: ack-before-write, rewrite-in-place, meta-before-append.", show_default=False)] = None,
     shared_file: Annotated[bool, typer.Option("--shared-file", help="Put every writer on one journal (taking the lock per record).")] = False,
     no_lock: Annotated[bool, typer.Option("--no-lock", help="Writers skip the lock protocol (with --shared-file: shows what the lock buys).")] = False,
-    writer_cmd: Annotated[Optional[str], typer.Option("--writer-cmd", help="Run this command as the writer instead; it gets LEVELSESS_CHAOS_DIR and LEVELSESS_CHAOS_SEED and prints 'ACK <relpath> <end-offset> <sha256>' per durable record, and nothing else, until it is killed: exiting early, any other stdout line, or no ACK at all is a violation.", show_default=False)] = None,
-    largest: Annotated[int, typer.Option("--largest", help="Largest record in bytes (sizes are log-uniform from ~100 B).", min=200)] = 4 << 20,
-    target: Annotated[Optional[str], typer.Option("--target", help="Kill levelsess's own writing command instead: fsck, reindex, migrate or import (from a generated Cursor database); each rerun must converge to the uninterrupted result.", show_default=False)] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Keep a reproducer (seed, cycle, files, ACKs) here for every cycle with a violation.", show_default=False)] = None,
+    writer_cmd: Annotated[Optional[str], typer.Option("--writer-cmd", metavar="COMMAND", help="Run this command as the writer instead; it gets LEVELSESS_CHAOS_DIR and LEVELSESS_CHAOS_SEED and prints 'ACK <relpath> <end-offset> <sha256>' per durable record, and nothing else, until it is killed: exiting early, any other stdout line, or no ACK at all is a violation.", show_default=False)] = None,
+    largest: Annotated[int, typer.Option("--largest", metavar="BYTES", help="Largest record in bytes (sizes are log-uniform from ~100 B).", min=200)] = 4 << 20,
+    target: Annotated[Optional[str], typer.Option("--target", metavar="fsck|reindex|migrate|import", help="Kill levelsess's own writing command instead: fsck, reindex, migrate or import (from a generated Cursor database); each rerun must converge to the uninterrupted result.", show_default=False)] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", metavar="FOLDER", help="Keep a reproducer (seed, cycle, files, ACKs) here for every cycle with a violation.", show_default=False)] = None,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary chaos folders.")] = False,
-    replay: Annotated[Optional[int], typer.Option("--replay", help="Run cycle N's writer seeds and kill moments in every cycle, from a fresh folder (what a reproducer's repro.json says to run).", min=0, show_default=False)] = None,
+    replay: Annotated[Optional[int], typer.Option("--replay", metavar="N", help="Run cycle N's writer seeds and kill moments in every cycle, from a fresh folder (what a reproducer's repro.json says to run).", min=0, show_default=False)] = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -844,6 +937,8 @@ def chaos_run(
       levelsess chaos run --unsafe rewrite-in-place --out ./repro   # watch it get caught
       levelsess chaos run --writer-cmd './my-writer --fast' --cycles 200
       levelsess chaos run --target migrate --cycles 10
+      levelsess chaos run --shared-file --no-lock --layout levelcode --largest 65536 -v   # what the lock buys
+      levelsess chaos run --seed 1234 --replay 7 --keep -q        # rerun a reproducer's cycle
     """
     from chaos.harness import Config, run as run_chaos
     from chaos.targets import TARGETS, run_target

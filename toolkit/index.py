@@ -137,8 +137,13 @@ META_ORDER = ("formatVersion", "name", "workspace", "createdAt", "updatedAt", "e
 
 
 def workspace_of(session_dir: Path) -> str | None:
-    """Return the folder holding ``.logician`` for a session folder, if the layout is standard."""
-    parents = session_dir.parents
+    """Return the absolute path of the folder holding ``.logician`` for a session folder, if the
+    layout is standard.
+
+    Folders arrive as typed (``fsck --repair .`` gives ``.logician/sessions/sessions/s1``), so
+    the path is resolved first: meta.json must name the workspace, not ``.``.  Symlinks are
+    resolved too, as the process's working directory would be."""
+    parents = Path(session_dir).resolve().parents
     if len(parents) >= 4 and parents[1].name == "sessions" and parents[2].name == ".logician":
         return str(parents[3])
     return None

@@ -2,17 +2,25 @@
 
 Markdown: the title, then a heading per turn; user text and assistant text verbatim (code blocks
 stay code blocks); thinking folded into ``<details>``; tool calls summarised in one line each
-with their result's size; compact briefings marked; other events as one italic line.
+with their result's size; compact briefings marked; other events as one italic line.  Logician:
+the session's name, then every entry's message text in full.
+
+JSON: each record is its journal bytes (nothing is re-serialised); values that must be
+serialised go through :func:`dumps`, which never fails on depth, lone surrogates or big ints.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 
-from .journal import Layout, iter_records
-from .lines import dumps
+from .journal import BOM, Layout, iter_records
+from .lines import open_regular
 
 
 def records_of(path: Path, layout: Layout) -> Iterator[dict]:
@@ -21,10 +29,105 @@ def records_of(path: Path, layout: Layout) -> Iterator[dict]:
         yield record
 
 
+def record_bytes(path: Path, layout: Layout) -> Iterator[tuple[dict, bytes]]:
+    """Every complete record with its own bytes from the journal (without BOM, CR or LF).
+
+    The bytes are the truth: re-serialising could change a number (``1e400``, a 30-digit int)
+    or fail on a record nested deeper than a serialiser's limit."""
+    with open_regular(path) as handle:
+        for line, offset, record in iter_records(path, layout):
+            if handle.tell() != offset:
+                handle.seek(offset)
+            raw = handle.readline().rstrip(b"\n").rstrip(b"\r")
+            yield record, raw[len(BOM):] if line == 1 and raw.startswith(BOM) else raw
+
+
+# --- JSON that never fails: orjson, else an encoder without recursion ---------------------
+
+
+def dumps(value: object, indent: bool = False) -> bytes:
+    """Serialise ``value`` (parsed JSON) to JSON bytes, whatever its depth or contents.
+
+    orjson is the fast path; it refuses a lone surrogate, an int past 64 bits and nesting
+    past 1024 levels, which :func:`encode_json` handles without recursion."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return encode_json(value, indent)
+
+
+def _string(text: str) -> str:
+    try:
+        return orjson.dumps(text).decode()
+    except TypeError:  # a lone surrogate: ASCII escapes spell it
+        return json.dumps(text)
+
+
+def _scalar(value: object) -> str:
+    """A JSON scalar (or an empty container)."""
+    if isinstance(value, (dict, list)):
+        return "{}" if isinstance(value, dict) else "[]"
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "null"
+        return repr(value) if math.isfinite(value) else ("1e999" if value > 0 else "-1e999")  # parses back to inf
+    if isinstance(value, int):
+        return str(value)
+    return _string(str(value))
+
+
+#: Deeper than this, indented output goes compact: indenting N levels costs N² bytes.
+INDENT_DEPTH = 64
+
+
+def encode_json(value: object, indent: bool = False) -> bytes:
+    """Serialise parsed JSON with an explicit stack (any depth), laid out as orjson would
+    (``indent``: two spaces a level, compact below :data:`INDENT_DEPTH` levels)."""
+    out: list[str] = []
+    work: list = [(value, 0)]  # (value, depth) to encode, or a str to copy out
+    while work:
+        item = work.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        value, depth = item
+        if isinstance(value, (dict, list)) and value:
+            opener, closer = ("{", "}") if isinstance(value, dict) else ("[", "]")
+            pad = indent and depth < INDENT_DEPTH
+            inner = "\n" + "  " * (depth + 1) if pad else ""
+            work.append(("\n" + "  " * depth if pad else "") + closer)
+            members = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+            for n in range(len(members) - 1, -1, -1):
+                key, member = members[n]
+                work.append((member, depth + 1))
+                label = _string(key) + (": " if pad else ":") if opener == "{" else ""
+                work.append(("," if n else "") + inner + label)
+            work.append(opener)
+        else:
+            out.append(_scalar(value))
+    return "".join(out).encode("utf-8")
+
+
 def _summary(value: object, limit: int = 80) -> str:
     text = value if isinstance(value, str) else dumps(value).decode() if value is not None else ""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _text(value: object, limit: int = 120) -> str:
+    """A field shown inline (a title, a role, a time): itself when it is text, else a short
+    JSON summary, so a list or a 3,000-deep value never reaches ``repr``."""
+    return value if isinstance(value, str) else "" if value is None else _summary(value, limit)
+
+
+def _fenced(text: str, info: str = "") -> str:
+    """``text`` in a code fence longer than any backtick run inside it."""
+    fence = "`" * max([3] + [len(run) + 1 for run in re.findall("`{3,}", text)])
+    return f"{fence}{info}\n{text}\n{fence}"
 
 
 def _content_text(content: object) -> list[str]:
@@ -37,69 +140,116 @@ def _content_text(content: object) -> list[str]:
     return parts
 
 
-def _assistant_md(record: dict) -> list[str]:
-    out = []
-    content = record.get("content")
-    for block in content if isinstance(content, list) else [{"type": "text", "text": content}] if isinstance(content, str) else []:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            out.append(block["text"])
-        elif kind == "thinking":
-            thought = block.get("thinking") or ""
-            out.append(f"<details><summary>Thinking</summary>\n\n{thought}\n\n</details>" if thought else "_(thinking, signed and hidden)_")
-        elif kind == "tool_use":
-            out.append(f"> 🔧 **{block.get('name', 'tool')}** `{_summary(block.get('input'), 100)}`")
-        elif kind == "tool_result":
-            result = block.get("content")
-            text = result if isinstance(result, str) else dumps(result).decode() if result is not None else ""
-            lines = text.count("\n") + 1 if text else 0
-            mark = "error" if block.get("is_error") else "result"
-            out.append(f"> ↳ {mark}: {_summary(text.splitlines()[0] if text else '', 100)}" + (f" _({lines} lines)_" if lines > 1 else ""))
-        elif kind == "tool_call" or kind == "function_call":
-            out.append(f"> 🔧 **{block.get('name', 'tool')}**")
-    return out
+def _block_md(block: dict) -> str | None:
+    """One provider content block: text verbatim, thinking folded, a tool call in one line."""
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str):
+        return block["text"]
+    if kind == "thinking":
+        thought = _text(block.get("thinking"), 10**9)
+        return f"<details><summary>Thinking</summary>\n\n{thought}\n\n</details>" if thought else "_(thinking, signed and hidden)_"
+    if kind == "tool_use":
+        return f"> 🔧 **{_text(block.get('name', 'tool'))}** `{_summary(block.get('input'), 100)}`"
+    if kind == "tool_result":
+        result = block.get("content")
+        text = result if isinstance(result, str) else dumps(result).decode() if result is not None else ""
+        lines = text.count("\n") + 1 if text else 0
+        mark = "error" if block.get("is_error") else "result"
+        return f"> ↳ {mark}: {_summary(text.splitlines()[0] if text else '', 100)}" + (f" _({lines} lines)_" if lines > 1 else "")
+    if kind in ("tool_call", "function_call"):
+        return f"> 🔧 **{_text(block.get('name', 'tool'))}**"
+    return None
+
+
+def _blocks_md(content: object) -> list[str]:
+    """Message content as Markdown parts: a string verbatim, a list of blocks block by block."""
+    if isinstance(content, str):
+        return [content]
+    blocks = content if isinstance(content, list) else []
+    return [part for block in blocks if isinstance(block, dict) and (part := _block_md(block)) is not None]
+
+
+def _logician_md(record: dict) -> str:
+    """One Logician entry: its role and time, then every character of its message text.
+
+    Entries are opaque beyond ``id``/``parentId``/``timestamp`` (DESIGN §2.2): the text is
+    ``text`` or ``content`` (a string or provider blocks), on the entry or on its ``message``
+    object; an entry with neither is shown whole as JSON, so nothing is left out."""
+    message = record.get("message") if isinstance(record.get("message"), dict) else record
+    role = _text(message.get("role") or record.get("role") or record.get("type") or "entry")
+    when = _text(record.get("timestamp"))
+    parts = [part for key in ("text", "content") for part in _blocks_md(message.get(key))]
+    if not parts:
+        parts = [_fenced(dumps(record, indent=True).decode(), "json")]
+    return f"### {role}" + (f" · {when}" if when else "") + "\n\n" + "\n\n".join(parts) + "\n\n"
+
+
+def _logician_heading(name: object, path: Path) -> str:
+    """The session's name from meta.json, with its id beneath; the id alone when it has none."""
+    sid = path.parent.name
+    return f"# {name}\n\n_{sid}_\n\n" if isinstance(name, str) and name else f"# {sid}\n\n"
+
+
+def _levelcode_md(record: dict, state: dict) -> str | None:
+    """One LevelCode record; ``state`` carries the title and the turn count across records."""
+    kind = record.get("kind")
+    when = _text(record.get("t"))
+    if kind == "meta":
+        title = state["title"] if isinstance(state["title"], str) and state["title"] else None
+        title = title or _text(record.get("title")) or _text(record.get("id"))
+        return f"# {title}\n\n_{_text(record.get('project'))} · {_text(record.get('createdAt'))} · {_text(record.get('id'))}_\n\n"
+    if kind == "user":
+        state["turn"] += 1
+        body = "\n\n".join(_content_text(record.get("content")))
+        return f"## Turn {state['turn']} · {when}\n\n### You\n\n{body}\n\n"
+    if kind == "assistant":
+        model = f" ({_text(record['model'])})" if record.get("model") else ""
+        return f"### Assistant{model}\n\n" + "\n\n".join(_blocks_md(record.get("content"))) + "\n\n"
+    if kind == "compact":
+        briefing = "\n".join(f"> {line}" for line in _text(record.get("briefing"), 10**9).splitlines())
+        covers = _text(record.get("coversThrough", "?"))
+        return f"> **Compacted: briefing for the turns through {covers}** (the full transcript stays above)\n>\n{briefing}\n\n"
+    if kind == "agent":
+        messages = record.get("messages")
+        return f"_agent: {len(messages) if isinstance(messages, list) else 0} message(s)_\n\n"
+    if kind == "title":
+        return f"_renamed: {_text(record.get('title'))}_\n\n"
+    if kind == "event":
+        detail = f": {_summary(record.get('content'), 120)}" if record.get("type") == "orphan-message" else ""
+        return f"_{_text(record.get('type', 'event'))} · {when}{detail}_\n\n"
+    return None
 
 
 def markdown(path: Path, layout: Layout, title: object = None) -> Iterator[str]:
     """The session as Markdown, chunk by chunk (streaming: memory stays per record).
 
-    ``title`` is the session's current title (the last ``title`` record's, from the listing)."""
-    turn = 0
-    for record in records_of(path, layout):
-        if layout is Layout.LOGICIAN:
-            role = record.get("role") or record.get("type") or "entry"
-            text = record.get("text") if isinstance(record.get("text"), str) else _summary(record.get("content") or record, 400)
-            yield f"### {role}\n\n{text}\n\n"
-            continue
-        kind = record.get("kind")
-        when = record.get("t") or ""
-        if kind == "meta":
-            title = title or record.get("title") or record.get("id")
-            yield f"# {title}\n\n_{record.get('project') or ''} · {record.get('createdAt') or ''} · {record.get('id')}_\n\n"
-        elif kind == "user":
-            turn += 1
-            body = "\n\n".join(_content_text(record.get("content")))
-            yield f"## Turn {turn} · {when}\n\n### You\n\n{body}\n\n"
-        elif kind == "assistant":
-            model = f" ({record['model']})" if record.get("model") else ""
-            body = "\n\n".join(_assistant_md(record))
-            yield f"### Assistant{model}\n\n{body}\n\n"
-        elif kind == "compact":
-            briefing = "\n".join(f"> {line}" for line in str(record.get("briefing") or "").splitlines())
-            yield f"> **Compacted: briefing for the turns through {record.get('coversThrough', '?')}** (the full transcript stays above)\n>\n{briefing}\n\n"
-        elif kind == "agent":
-            yield f"_agent: {len(record.get('messages') or [])} message(s)_\n\n"
-        elif kind == "title":
-            yield f"_renamed: {record.get('title')}_\n\n"
-        elif kind == "event":
-            detail = f": {_summary(record.get('content'), 120)}" if record.get("type") == "orphan-message" else ""
-            yield f"_{record.get('type', 'event')} · {when}{detail}_\n\n"
-
-
-def as_json(path: Path, layout: Layout) -> bytes:
-    records = list(records_of(path, layout))
+    ``title`` is the session's current title (the last ``title`` record's, from the listing;
+    for Logician the ``name`` in meta.json)."""
     if layout is Layout.LOGICIAN:
-        return dumps({"entries": records}, indent=True) + b"\n"
-    return dumps({"meta": records[0] if records else None, "records": records[1:]}, indent=True) + b"\n"
+        yield _logician_heading(title, path)
+        for record in records_of(path, layout):
+            yield _logician_md(record)
+        return
+    state = {"title": title, "turn": 0}
+    for record in records_of(path, layout):
+        chunk = _levelcode_md(record, state)
+        if chunk is not None:
+            yield chunk
+
+
+def as_json(path: Path, layout: Layout) -> Iterator[bytes]:
+    """The session as one JSON document, chunk by chunk: each record is its journal bytes.
+
+    LevelCode: ``{"meta": <meta>, "records": [...]}``; Logician: ``{"entries": [...]}``.
+    Every record stays on one line, exactly as the journal holds it, so no value changes and
+    no depth of nesting that fsck accepts can fail."""
+    records = (raw for _record, raw in record_bytes(path, layout))
+    if layout is Layout.LOGICIAN:
+        yield b'{\n  "entries": '
+    else:
+        yield b'{\n  "meta": ' + next(records, b"null") + b',\n  "records": '
+    empty = True
+    for raw in records:
+        yield (b"[\n    " if empty else b",\n    ") + raw
+        empty = False
+    yield (b"[]" if empty else b"\n  ]") + b"\n}\n"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import os
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -12,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .findings import Finding
-from .lines import dumps
+from .render import dumps
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow"}
 
@@ -29,8 +31,7 @@ class Output:
     err: Console = field(default_factory=lambda: Console(file=sys.stderr, highlight=False, stderr=True))
 
     def emit_json(self, document: dict) -> None:
-        sys.stdout.write(dumps(document, indent=True).decode() + "\n")  # lone surrogates become \u escapes
-        sys.stdout.flush()
+        write_json(dumps(document, indent=True) + b"\n")  # lone surrogates become \u escapes
 
     def say(self, message: str, style: str | None = None) -> None:
         """A message for a person: stderr, never in --json mode or --quiet."""
@@ -42,6 +43,52 @@ class Output:
         self.err.print(Text("error: ", style="bold red") + Text(message))
         if hint:
             self.err.print(Text("hint: ", style="cyan") + Text(hint))
+
+
+def tolerant_streams() -> None:
+    """Make stdout and stderr print what their encoding cannot hold as escapes instead of
+    raising UnicodeEncodeError (a Windows redirect, ``PYTHONIOENCODING=cp1252``, ``LANG=C``)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or detached stream: nothing to print there anyway
+                pass
+
+
+def _is_utf8(stream) -> bool:
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "ascii").name == "utf-8"
+    except LookupError:
+        return False
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _json_escape(match: re.Match) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # astral: a surrogate pair, as JSON spells it
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def ascii_json(text: str) -> str:
+    """``text`` (serialised JSON) with every non-ASCII character as a ``\\uXXXX`` escape.
+
+    Outside strings JSON is ASCII, so this only rewrites string contents: the document
+    parses to the same value."""
+    return _NON_ASCII.sub(_json_escape, text)
+
+
+def write_json(data: bytes) -> None:
+    """Write serialised JSON (UTF-8 bytes) to stdout: as is when stdout is UTF-8, else as ASCII
+    with ``\\u`` escapes, so it stays valid JSON with the same value whatever the encoding."""
+    text = data.decode("utf-8")
+    sys.stdout.write(text if _is_utf8(sys.stdout) else ascii_json(text))
+    sys.stdout.flush()
 
 
 def printable(text: object) -> str:
@@ -69,8 +116,21 @@ def _where(finding: Finding, base: str | None = None) -> str:
     return where
 
 
+def true_base(base: str | None, paths) -> str | None:
+    """``base`` when every path lies under it (so "paths relative to BASE" is true), else None.
+
+    A symlinked target, several trees whose only common folder is ``/``, or a path reported
+    outside the targets all get full paths and no caption."""
+    if not base or os.path.dirname(base) == base:  # the filesystem root: nothing to shorten
+        return None
+    prefix = base.rstrip(os.sep) + os.sep
+    return base if all(str(p).startswith(prefix) for p in paths) else None
+
+
 def findings_table(findings: list[Finding], title: str | None = None, verbose: bool = False, base: str | None = None) -> Table:
-    """A table of findings; paths are shown relative to ``base`` (named in the caption)."""
+    """A table of findings; paths are shown relative to ``base`` (named in the caption) when
+    every finding lies under it, else in full."""
+    base = true_base(base, [f.path for f in findings])
     caption = f"paths relative to {base}" if base else None
     table = Table(title=title, caption=caption, show_lines=False, expand=False)
     table.add_column("severity")
@@ -135,6 +195,7 @@ def migrate_table(result, base: str | None = None, steps: list | None = None, ev
     for column in ("file", "format", "from", "to", "status", "note"):
         table.add_column(column, overflow="fold")
     rows = [s for s in result.files if everything or s.status not in ("up-to-date", "skipped")]
+    base = true_base(base, [s.path for s in rows])
     if not everything and len(rows) > TABLE_ROWS:  # refusals first, then as many others as fit
         rows.sort(key=lambda s: s.status != "refused")
         table.caption = f"… and {len(rows) - TABLE_ROWS} more; -v lists every file"
