@@ -24,7 +24,18 @@ class CliResult:
 
     @property
     def json(self):
-        return orjson.loads(self.stdout)
+        try:
+            return orjson.loads(self.stdout)
+        except orjson.JSONDecodeError:  # a document nested deeper than orjson reads (1,024 levels)
+            import json
+            import sys
+
+            limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(limit, 100_000))
+            try:
+                return json.loads(self.stdout)
+            finally:
+                sys.setrecursionlimit(limit)
 
 
 def run_cli(*args: str) -> CliResult:

@@ -44,6 +44,15 @@ def load_cache(path: Path) -> Loaded:
         return Loaded("corrupt", detail=f"not valid JSON ({exc})")
 
 
+def same(a: object, b: object) -> bool:
+    """``a == b`` for parsed JSON of any depth (``==`` recurses; past Python's limit, compare the
+    encodings, which agree for values levelsess derived and wrote itself)."""
+    try:
+        return a == b
+    except RecursionError:
+        return dumps(a) == dumps(b)
+
+
 def dump_cache(value: object) -> bytes:
     """Serialise a cache the way levelsess always writes it (stable, indented, newline)."""
     return dumps(value, indent=True) + b"\n"
@@ -114,7 +123,7 @@ def index_drift(loaded: Loaded, version: int, entries: list[dict]) -> str | None
         if not isinstance(value, dict) or value.get("v") != 2 or not isinstance(value.get("sessions"), list):
             return "index is not the v2 object this folder's journals call for"
         stored = value["sessions"]
-    if stored == entries:
+    if same(stored, entries):
         return None
     have = {e.get("id") for e in stored if isinstance(e, dict) and isinstance(e.get("id"), str)}
     want = {e["id"] for e in entries}
@@ -122,8 +131,8 @@ def index_drift(loaded: Loaded, version: int, entries: list[dict]) -> str | None
         missing, extra = len(want - have), len(have - want)
         return f"index lists {len(have)} sessions; journals hold {len(want)} ({missing} missing, {extra} extra)"
     stored_by_id = {e["id"]: e for e in stored if isinstance(e, dict) and isinstance(e.get("id"), str)}
-    changed = [(e["id"], sorted(k for k in set(e) | set(stored_by_id[e["id"]]) if e.get(k) != stored_by_id[e["id"]].get(k)))
-               for e in entries if stored_by_id.get(e["id"]) != e]
+    changed = [(e["id"], sorted(k for k in set(e) | set(stored_by_id[e["id"]]) if not same(e.get(k), stored_by_id[e["id"]].get(k))))
+               for e in entries if not same(stored_by_id.get(e["id"]), e)]
     if not changed:
         return "index entries are out of order"
     first_id, fields = changed[0]
@@ -182,10 +191,10 @@ def meta_drift(loaded: Loaded, derived: dict) -> tuple[str, str] | None:
     if loaded.state == "corrupt" or not isinstance(loaded.value, dict):
         return "corrupt-meta", loaded.detail or "meta.json is not a JSON object"
     stored = loaded.value
-    if stored == derived:
+    if same(stored, derived):
         return None
     count = stored.get("entryCount")
     if type(count) is int and count > derived["entryCount"]:
         return "meta-ahead", f"meta.json counts {count} entries; the journal holds {derived['entryCount']}"
-    changed = sorted(k for k in set(stored) | set(derived) if stored.get(k) != derived.get(k))
+    changed = sorted(k for k in set(stored) | set(derived) if not same(stored.get(k), derived.get(k)))
     return "stale-meta", f"meta.json differs from the journal in: {', '.join(changed)}"

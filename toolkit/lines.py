@@ -16,6 +16,8 @@ from typing import BinaryIO
 
 import orjson
 
+from .encode import dumps  # noqa: F401  (caches are serialised by the encoder that never fails)
+
 CHUNK = 4 << 20
 
 
@@ -64,12 +66,6 @@ def read_regular(path: Path) -> bytes:
         return handle.read()
 
 
-def dumps(value: object, indent: bool = False) -> bytes:
-    """Serialise a cache document; lone surrogates are written as escapes, never as bytes."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
-    except TypeError:
-        return json.dumps(value, indent=2 if indent else None, ensure_ascii=True).encode("ascii")
 #: A line longer than this is not held in memory: it is measured and reported instead.
 LINE_CAP = 64 << 20
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .findings import Finding
-from .render import dumps
+from .encode import dumps
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow"}
 
