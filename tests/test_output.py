@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.helpers import encode, logician_session, run_cli, session_records, write_journal
+from tests.helpers import PROJECT_SLUG, encode, logician_session, run_cli, session_records, write_journal
 
 REPO = Path(__file__).resolve().parents[1]
 SID = "2026-11-30T09-00-00-a1b2"
@@ -426,3 +426,30 @@ def test_a_deep_title_is_indexed_and_repaired_without_recursion(tmp_path):
         result = run_cli(*command, store)
         assert result.exit_code in (0, 1), (command, result.stderr)
     assert run_cli("fsck", store).exit_code == 0
+
+
+def _run_at(columns: int, *args):
+    from typer.testing import CliRunner
+
+    from toolkit.cli import app
+
+    result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": str(columns), "NO_COLOR": "1"})
+    return result.exit_code, result.stdout
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_at_any_width_every_path_and_id_is_printed_whole_on_one_line(tmp_path, columns):
+    store = tmp_path / "store"
+    long_slug = "-home-ada-code-" + "a-really-long-project-folder-name-" * 3 + "x"
+    long_id = "cursor-" + "0123456789abcdef" * 4
+    for folder, sid in ((PROJECT_SLUG, SID), (long_slug, long_id)):
+        write_journal(store / folder / f"{sid}.jsonl", encode(session_records(sid, turns=1)) + b'{"kind":"user","t":"x","con')
+    paths = {f["path"] for f in run_cli("fsck", "--json", store).json["findings"]}
+    for command in (["fsck", store], ["fsck", "--repair", "-v", store], ["ls", "--verify", store], ["ls", store]):
+        code, stdout = _run_at(columns, *command)
+        assert code in (0, 1, 4), stdout
+        lines = stdout.splitlines()
+        base = next((line.split("paths relative to ", 1)[1].strip() for line in lines if "paths relative to " in line), None)
+        wanted = {long_id} if command[0] == "ls" else {p[len(base) + 1:] if base else p for p in paths}
+        for name in wanted:
+            assert any(name in line for line in lines), f"{name!r} is broken in:\n{stdout}"

@@ -22,7 +22,8 @@ from typer.core import TyperGroup
 from . import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, LevelsessError, PathNotFoundError, UnknownFormatError, UsageError
 from .fsck import check_folders, plan_repair
-from .report import Output, common_base, findings_table, fsck_json, printable, relative, summary_line, tolerant_streams, write_json
+from .report import (Output, add_column, common_base, findings_table, fsck_json, print_table, printable, relative, summary_line,
+                     tolerant_streams, write_json)
 from .stores import default_store, discover_all
 
 
@@ -293,9 +294,9 @@ def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str]
         return exit_code
     shown = [f for f in findings if f.severity == "error" or not out.quiet]
     if shown:
-        out.out.print(findings_table(shown, verbose=out.verbose, base=out.base))
+        print_table(out.out, findings_table(shown, verbose=out.verbose, base=out.base))
     if not out.quiet:
-        out.out.print(summary_line(findings, report.files, report.records, report.bytes, exit_code))
+        out.out.print(summary_line(findings, report.files, report.records, report.bytes, exit_code), soft_wrap=True)
         if report.not_checked:
             out.say(f"{report.not_checked} session(s) not checked: locked by a live or uncheckable writer", style="yellow")
         for step in next_steps(report, list(findings), getattr(out, "targets", []), ran):
@@ -340,7 +341,7 @@ def reindex(
                        "refused": [str(p) for p in result.refused], "findings": [f.to_json() for f in result.findings], "exit": code})
         return code
     if result.findings:
-        out.out.print(findings_table(list(result.findings), verbose=out.verbose, base=out.base))
+        print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
     verb = "differ" if check else "written"
     out.say(f"{len(result.written)} cache(s) {verb}, {len(result.unchanged)} unchanged, {len(result.refused)} refused  [exit {code}]")
     return code
@@ -392,7 +393,7 @@ def migrate(
         if out.json:
             out.emit_json(migrate_json(result, code, steps=list(STEPS.values())))
             return code
-        out.out.print(migrate_table(result, base=out.base, steps=list(STEPS.values()), everything=True))
+        print_table(out.out, migrate_table(result, base=out.base, steps=list(STEPS.values()), everything=True))
         return code
     if dry_run:
         result = plan.result()
@@ -405,9 +406,9 @@ def migrate(
         return code
     table = migrate_table(result, base=out.base, everything=out.verbose)
     if table.row_count and not out.quiet:
-        out.out.print(table)
+        print_table(out.out, table)
     if result.findings:
-        out.out.print(findings_table(list(result.findings), verbose=out.verbose, base=out.base))
+        print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
     if plan.logician:
         out.say(f"{len(plan.logician)} Logician session(s): one format version so far, nothing to migrate")
     out.say(_migrate_summary(result, code))
@@ -486,15 +487,15 @@ def _render_import(out: Output, report, target: Path) -> None:
     if shown and not out.quiet:
         table = Table(title=f"import from {report.app}" + (" (dry run)" if report.dry_run else ""), title_justify="left")
         for column in ("session", "project", "records", "new", "status", "orphaned"):
-            table.add_column(column, overflow="fold")
+            add_column(table, column)
         for outcome in shown[: None if out.verbose else 30]:
             table.add_row(outcome.id, outcome.project or "-", str(outcome.records), str(outcome.new_records),
                           ("would be " if report.dry_run else "") + outcome.status, "yes" if outcome.orphaned else "")
         if len(shown) > 30 and not out.verbose:
             table.caption = f"… and {len(shown) - 30} more; -v lists every session"
-        out.out.print(table)
+        print_table(out.out, table)
     if report.findings:
-        out.out.print(findings_table(report.findings, verbose=out.verbose))
+        print_table(out.out, findings_table(report.findings, verbose=out.verbose))
     counts = {status: sum(s.status == status for s in report.sessions) for status in ("created", "updated", "unchanged", "skipped")}
     orphaned = sum(s.orphaned for s in report.sessions)
     out.say(f"{len(report.sessions)} session(s): {counts['created']} created, {counts['updated']} updated, "
@@ -545,7 +546,7 @@ def doctor(
         return 0
     table = Table(title="levelsess doctor", title_justify="left")
     for column in ("what", "where", "sessions", "size", "errors", "warnings", "locks (stale)"):
-        table.add_column(column, overflow="fold")
+        add_column(table, column)
     for health in result.stores:
         table.add_row("LevelCode store" if health.kind == "levelcode" else "Logician workspace", str(health.path), str(health.sessions),
                       _mb(health.bytes), Text(str(health.errors), style="bold red" if health.errors else ""),
@@ -556,18 +557,18 @@ def doctor(
         table.add_row("Cursor" if install.app == "cursor" else "VS Code", str(install.user), str(install.sessions),
                       _mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
     if table.row_count:
-        out.out.print(table)
+        print_table(out.out, table)
     else:
         out.say("found no store, Logician workspace, Cursor or VS Code install")
     for install in result.installs:
         if install.app == "vscode" and install.orphaned:
             orphans = Table(title=f"VS Code chats it no longer shows ({install.user})", title_justify="left")
             for column in ("workspace", "folder", "why", "chats"):
-                orphans.add_column(column, overflow="fold")
+                add_column(orphans, column)
             for workspace in install.orphaned:
                 why = ", ".join(workspace.reasons) or ("index-corrupt" if workspace.index == "corrupt" else "not-indexed")
                 orphans.add_row(workspace.id, workspace.project or "(no folder)", why, str(workspace.orphaned_sessions))
-            out.out.print(orphans)
+            print_table(out.out, orphans)
     if result.next:
         out.out.print("\n[bold]next[/bold]")
         for step in result.next:
@@ -642,7 +643,7 @@ def ls_(
         return 0
     table = Table(title_justify="left", show_edge=False)
     for column in ("title", "updated", "turns", "model", "size", "state", "id"):
-        table.add_column(column, overflow="fold", no_wrap=column in ("updated", "size"))
+        add_column(table, column, no_wrap=True if column in ("updated", "size") else None)
     for row in shown:
         title = row.title if isinstance(row.title, str) and row.title else "(untitled)"
         if row.path in hits:
@@ -650,7 +651,7 @@ def ls_(
         table.add_row(printable(title), relative_time(row.updated_at), "-" if row.turns is None else str(row.turns), printable(row.model or "-"),
                       _mb(row.bytes), Text(row.state, style=STATE_STYLE.get(row.state, "")), row.id)
     if shown:
-        out.out.print(table)
+        print_table(out.out, table)
     more = f" (showing {len(shown)}; --limit 0 for all)" if len(shown) < total else ""
     out.say(f"{total} session(s){more}")
     return 0
@@ -806,13 +807,13 @@ def locks(
     if rows:
         table = Table(title_justify="left", show_edge=False)
         for column in ("session", "pid", "host", "age", "state", "why"):
-            table.add_column(column, overflow="fold")
+            add_column(table, column)
         for row in rows:
             state = row["state"] + (" (removed)" if row["removed"] else "")
             style = {"live": "green", "stale": "yellow", "unknown": "cyan"}.get(row["state"], "")
             table.add_row(row["session"], str(row["pid"] or "-"), str(row["host"] or "-"), f"{row['age']:.0f}s",
                           Text(state, style=style), row["why"])
-        out.out.print(table)
+        print_table(out.out, table)
     stale = sum(r["state"] == "stale" and not r["removed"] for r in rows)
     out.say(f"{len(rows)} lock(s), {len(broken)} removed" + (f"; {stale} stale: `levelsess locks --break-stale` removes them" if stale else ""))
     return code
@@ -891,8 +892,8 @@ def demo(
             if not out.json:
                 out.out.print(f"\n[bold]levelsess fsck{' --repair' if repair else ''}[/bold]  ({title})")
                 if findings:
-                    out.out.print(findings_table(findings, base=str(paths[0].parent)))
-                out.out.print(summary_line(findings, report.files, report.records, report.bytes, code))
+                    print_table(out.out, findings_table(findings, base=str(paths[0].parent)))
+                out.out.print(summary_line(findings, report.files, report.records, report.bytes, code), soft_wrap=True)
         if out.json:
             out.emit_json({"version": 1, "store": [str(p) for p in paths], "runs": runs, "exit": runs[-1]["exit"]})
         elif keep:

@@ -127,26 +127,85 @@ def true_base(base: str | None, paths) -> str | None:
     return base if all(str(p).startswith(prefix) for p in paths) else None
 
 
+#: Columns that hold a path or an id: never broken mid-name (a person copies them into the next command).
+NAME_COLUMNS = frozenset({"where", "saved to", "file", "session", "id", "project", "folder", "workspace"})
+
+
 def findings_table(findings: list[Finding], title: str | None = None, verbose: bool = False, base: str | None = None) -> Table:
     """A table of findings; paths are shown relative to ``base`` (named in the caption) when
-    every finding lies under it, else in full."""
-    base = true_base(base, [f.path for f in findings])
+    every finding lies under it, else in full.  Where a repair put the bytes it removed or
+    replaced is its own column."""
+    base = true_base(base, [f.path for f in findings] + [f.saved_to for f in findings if f.saved_to])
     caption = f"paths relative to {base}" if base else None
-    table = Table(title=title, caption=caption, show_lines=False, expand=False)
-    table.add_column("severity")
-    table.add_column("code", style="bold")
-    table.add_column("where", overflow="fold")
-    table.add_column("what", overflow="fold")
+    table = name_table(title=title, caption=caption)
+    for column in ("severity", "code", "where", "what"):
+        add_column(table, column, style="bold" if column == "code" else None)
     any_repaired = any(f.repaired for f in findings)
+    any_saved = any(f.saved_to for f in findings)
     if any_repaired:
-        table.add_column("repaired")
+        add_column(table, "repaired")
+    if any_saved:
+        add_column(table, "saved to")
     for f in findings:
         what = f.message + (f"\n  {f.excerpt!r}" if verbose and f.excerpt else "")
         row = [Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.code, _where(f, base), what]
         if any_repaired:
             row.append(Text("yes", style="green") if f.repaired else "")
+        if any_saved:
+            row.append(relative(f.saved_to, base) if f.saved_to else "")
         table.add_row(*row)
     return table
+
+
+def name_table(**options) -> Table:
+    return Table(show_lines=False, expand=False, title_justify="left", **options)
+
+
+def add_column(table: Table, name: str, **options) -> None:
+    """Add a column; a path or id column (:data:`NAME_COLUMNS`) never wraps."""
+    options = {k: v for k, v in options.items() if v is not None}
+    if name in NAME_COLUMNS:
+        options.update(no_wrap=True, overflow="ignore")
+    else:
+        options.setdefault("overflow", "fold")
+    table.add_column(name, **options)
+
+
+def print_table(console: Console, table: Table) -> None:
+    """Print ``table`` if its path and id columns fit the terminal whole; else one block per row,
+    each path or id on a line of its own that is never wrapped (copyable at any width)."""
+    if _needed_width(table) <= console.width or not any(c.header in NAME_COLUMNS for c in table.columns):
+        console.print(table)
+        return
+    if table.title:
+        console.print(Text(str(table.title), style="bold"), soft_wrap=True)
+    cells = [list(column.cells) for column in table.columns]
+    for row in range(table.row_count):
+        short = [_plain(cells[i][row]) for i, c in enumerate(table.columns) if c.header not in NAME_COLUMNS]
+        console.print(Text("• ") + Text("  ").join(t for t in short[:2] if t.plain), soft_wrap=True)
+        for i, column in enumerate(table.columns):
+            value = _plain(cells[i][row])
+            if value.plain and (column.header in NAME_COLUMNS or i >= 2):
+                console.print(Text(f"  {column.header}: ", style="dim") + value, soft_wrap=True)
+    if table.caption:
+        console.print(Text(str(table.caption), style="dim"), soft_wrap=True)
+
+
+def _needed_width(table: Table) -> int:
+    """The narrowest the table can be with every path and id whole: their longest line, plus a
+    few characters for each other column, plus borders and padding."""
+    width = 1
+    for column in table.columns:
+        if column.header in NAME_COLUMNS:
+            lines = [line for cell in column.cells for line in _plain(cell).plain.splitlines()] + [str(column.header)]
+            width += max(map(len, lines)) + 3
+        else:
+            width += 8 + 3
+    return width
+
+
+def _plain(cell: object) -> Text:
+    return cell.copy() if isinstance(cell, Text) else Text(str(cell))
 
 
 def common_base(paths: list) -> str | None:
@@ -193,7 +252,7 @@ def migrate_table(result, base: str | None = None, steps: list | None = None, ev
     """Files of a migration: what each was, is or would be (up-to-date ones only when ``everything``)."""
     table = Table(title=f"migrate to v{result.to}" + (" (dry run)" if result.dry_run and steps is None else ""), title_justify="left")
     for column in ("file", "format", "from", "to", "status", "note"):
-        table.add_column(column, overflow="fold")
+        add_column(table, column)
     rows = [s for s in result.files if everything or s.status not in ("up-to-date", "skipped")]
     base = true_base(base, [s.path for s in rows])
     if not everything and len(rows) > TABLE_ROWS:  # refusals first, then as many others as fit

@@ -152,8 +152,8 @@ def discover(path: Path) -> list[Folder]:
 def discover_all(paths: list[Path]) -> list[Folder]:
     """Discover every PATH, dropping duplicates while keeping order."""
     seen: dict[tuple[Path, bool], Folder] = {}
-    for path in paths:
-        for folder in discover(path):
+    for path in paths:  # absolute (links kept): every path a finding names works from any folder
+        for folder in discover(Path(os.path.abspath(path))):
             key = (folder.path.resolve(), folder.whole)
             if key in seen and folder.whole:
                 continue
