@@ -147,3 +147,10 @@ def test_show_and_export_refuse_a_foreign_file_with_a_typed_error(tmp_path):
         result = run_cli(*command, "--store", store)
         assert result.exit_code in (4, 8) and "Traceback" not in result.stderr
         assert "Codex CLI rollout" in result.stderr
+
+
+def test_trash_refuses_a_file_of_another_layout(tmp_path):
+    store = make_store(tmp_path / "store", sessions=1)
+    foreign = write_journal(store / PROJECT_SLUG / "c1.jsonl", encode([FIRST_RECORDS["claude-code"]]))
+    result = run_cli("trash", str(foreign), "--store", store)
+    assert result.exit_code == 4 and foreign.exists() and "not a journal levelsess knows" in result.stdout

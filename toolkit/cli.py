@@ -299,7 +299,7 @@ def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str]
         out.out.print(summary_line(findings, report.files, report.records, report.bytes, exit_code), soft_wrap=True)
         if report.not_checked:
             out.say(f"{report.not_checked} session(s) not checked: locked by a live or uncheckable writer", style="yellow")
-        for step in next_steps(report, list(findings), getattr(out, "targets", []), ran):
+        for step in next_steps(report, list(findings), out.targets, ran):
             out.say(f"next: {step}", style="cyan")
     return exit_code
 
@@ -309,7 +309,7 @@ def reindex(
     ctx: typer.Context,
     paths: PathsArg = None,
     check: Annotated[bool, typer.Option("--check", help="Only report caches that differ from the journals, comparing every folder in full (exit 4 if any).")] = False,
-    full: Annotated[bool, typer.Option("--full", help="Rescan every folder, even ones whose index is newer than all journals.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Rescan every folder, even ones whose index levelsess wrote or verified and that nothing changed since.")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -317,7 +317,7 @@ def reindex(
 ) -> int:
     """Rebuild index.json (LevelCode) and meta.json (Logician) from the journals, atomically.
 
-    Folders whose index.json is newer than every journal and matches their count and sizes are skipped without reading (use --full to rescan). A folder holding a journal of a schema newer than this levelsess is refused and left as it is. Exit 0 when done, 4 when a folder was refused (or, with --check, when a cache differs).
+    A folder is skipped without reading only when its index.json holds exactly the bytes levelsess itself last wrote or verified and no journal changed since (a fingerprint under <store>/.levelsess/verified/; use --full to rescan); an index edited by anyone else is always re-derived. A folder holding a journal of a schema newer than this levelsess, a file of another layout, or a cache it cannot read is refused and left as it is. Exit 0 when done, 4 when a folder was refused (or, with --check, when a cache differs).
 
     [bold]Examples[/bold]:
       levelsess reindex                    # the default store

@@ -27,6 +27,7 @@ class Output:
     quiet: bool = False
     verbose: bool = False
     base: str | None = None
+    targets: list = field(default_factory=list)  # the PATHs as given, for the commands a "next:" line names
     out: Console = field(default_factory=lambda: Console(file=sys.stdout, highlight=False, soft_wrap=False))
     err: Console = field(default_factory=lambda: Console(file=sys.stderr, highlight=False, stderr=True))
 

@@ -35,6 +35,9 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
     failure: LevelsessError | None = None
     for row in _unique(rows):
         journal = row.path
+        if row.state == "unknown-format":  # identify before you touch: not ours to move
+            out.append(Trashed(row.id, (journal,), "refused", f"not a journal levelsess knows ({row.reason}); left alone"))
+            continue
         info = inspect_lock(lock_path(journal))
         if info is not None and info.state is not LockState.STALE:
             out.append(Trashed(row.id, (journal,), "refused", f"{info.reason}; close the editor, or wait for the writer"))
