@@ -239,7 +239,7 @@ def fsck(
 ) -> int:
     """Check journals, locks and caches; with --repair, fix exactly what is safe to fix.
 
-    A check is read-only: it writes nothing at all. A repair never removes a complete record; a torn final record is saved under <store>/.levelsess/recovered/ before it is trimmed, and a file with damage earlier in it is left untouched for a person (or for --salvage).
+    A check is read-only: it writes nothing at all. A repair cuts only bytes after the last newline that are proven to hold no record (saved under <store>/.levelsess/recovered/<folder>/ first); a file with damage earlier in it, or whose last line holds a whole record among other bytes, is left untouched for a person (or for --salvage). A file whose first record is not of a layout levelsess knows (a Claude Code session, a Codex rollout) is reported as unknown-format and never written, nor is any cache beside it.
 
     Exit codes (bit flags): 0 clean, 1 corrected, 4 left uncorrected, 8 operational error, 16 usage error, 32 interrupted.
 
