@@ -197,11 +197,9 @@ def _needed_width(table: Table) -> int:
     few characters for each other column, plus borders and padding."""
     width = 1
     for column in table.columns:
-        if column.header in NAME_COLUMNS:
-            lines = [line for cell in column.cells for line in _plain(cell).plain.splitlines()] + [str(column.header)]
-            width += max(map(len, lines)) + 3
-        else:
-            width += 8 + 3
+        lines = [line for cell in column.cells for line in _plain(cell).plain.splitlines()] + [str(column.header)]
+        longest = max(map(len, lines))
+        width += (longest if column.header in NAME_COLUMNS or column.no_wrap else min(longest, 6)) + 3
     return width
 
 
