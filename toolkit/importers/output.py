@@ -117,6 +117,14 @@ class Session:
     status: str = "live"  # live | orphaned | unknown
     orphan: list[str] = field(default_factory=list)
     first_uri: str | None = None  # a workspace URI seen in the first user message, if any
+    # the accounting rule (every source item becomes a record or is counted, by reason, in a
+    # finding that names its key): source_items == items that became records + sum(skipped)
+    source_items: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        """Count ``count`` source items of this session that became no record, for ``reason``."""
+        self.skipped[reason] = self.skipped.get(reason, 0) + count
 
     @property
     def orphaned(self) -> bool:
@@ -144,15 +152,19 @@ class Outcome:
     orphaned: bool
     source_status: str = "live"  # live | orphaned | unknown, as the editor sees it
     orphan: tuple[str, ...] = ()  # why: folder-missing, not-indexed, index-corrupt, editor-unreadable
+    source_items: int = 0  # items the source holds for this session (bubbles, requests, parts, lines)
+    skipped: tuple[tuple[str, int], ...] = ()  # (reason, count) of source items that became no record
 
     def to_json(self) -> dict:
         return {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
                 "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned,
-                "source_status": self.source_status, "orphan": list(self.orphan)}
+                "source_status": self.source_status, "orphan": list(self.orphan),
+                "source_items": self.source_items, "skipped": dict(self.skipped)}
 
 
 def _outcome(session: Session, path: Path, records: int, new: int, status: str) -> Outcome:
-    return Outcome(session.id, session.project, path, records, new, status, session.orphaned, session.status, tuple(session.orphan))
+    return Outcome(session.id, session.project, path, records, new, status, session.orphaned, session.status, tuple(session.orphan),
+                   session.source_items, tuple(sorted(session.skipped.items())))
 
 
 def journal_path(store: Path, session: Session) -> Path:
