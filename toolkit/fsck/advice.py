@@ -88,8 +88,9 @@ def _operational_steps(open_: list[Finding]) -> list[str]:
         steps.append(f"{future} journal(s) were written by a newer levelsess: upgrade levelsess; this one leaves them untouched")
     skipped = sum(1 for f in open_ if f.code in SKIPPED)
     if skipped:
-        steps.append(f"{skipped} session(s) were not checked: a live writer holds them (locked); close the editor that "
-                     "owns them and rerun, or add --force if you are sure nothing is writing")
+        steps.append(f"{skipped} session(s) were not checked: a writer holds them (locked: alive, or on a host or in a "
+                     "state levelsess cannot check); close the editor that owns them and rerun, or add --force if you "
+                     "are sure nothing is writing")
     unreadable = [f for f in open_ if f.code == "unreadable"]
     if unreadable:
         steps.append(f"{len(unreadable)} file(s) or folder(s) could not be read: fix their permissions, or run as the "
