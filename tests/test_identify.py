@@ -46,7 +46,7 @@ def test_a_first_record_matching_no_row_is_unknown(record):
 
 
 @pytest.mark.parametrize("data, levelcode, logician", [
-    (b"\0" * 64, True, True), (b"", True, True), (b'{"ki', True, True), (b'{"kind":"meta","v":2,"id":"x', True, False),
+    (b"\0" * 64, True, True), (b"", True, True), (b'{"ki', True, False), (b'{"kind":"meta","v":2,"id":"x', True, False),
     (b'{"id":"e1","te', False, True), (b'{"parentUuid":null,"isSide', False, False), (b"hello world", False, False),
     (b'{"timestamp":"2026","type":"session_meta","payload":{"id', False, False),
 ])

@@ -125,7 +125,7 @@ def deep_journal(root: Path, depth: int) -> Path:
     return write_journal(root / "-p" / f"{SID}.jsonl", b"\n".join(lines) + b"\n")
 
 
-# orjson (>= 3.10) parses up to 1,024 levels; deeper lines are invalid-json, a typed finding
+# orjson (>= 3.10) parses up to 1,024 levels; deeper lines are too-deep, a typed finding (never cut)
 @pytest.mark.parametrize("depth", [900, 1000, 1020, 1023, 1024, 1025, 1100, 3000, 50_000])
 def test_a_deeply_nested_journal_that_fsck_accepts_prints_everywhere(tmp_path, depth):
     journal = deep_journal(tmp_path / "store", depth)
@@ -133,11 +133,11 @@ def test_a_deeply_nested_journal_that_fsck_accepts_prints_everywhere(tmp_path, d
     check = run_cli("fsck", "--json", store)
     errors = [f for f in check.json["findings"] if f["severity"] == "error"]
     if errors:  # too deep to parse: a typed finding, and every command says so instead of crashing
-        assert depth > 1000 and "invalid-json" in {f["code"] for f in errors} <= {"invalid-json", "seq-gap"}, errors
+        assert depth > 1000 and "too-deep" in {f["code"] for f in errors} <= {"too-deep", "seq-gap"}, errors
         assert run_cli("ls", "--json", "--verify", "--store", store).json["sessions"][0]["state"] == "corrupt"
         for command in (("show", SID), ("export", SID), ("export", SID, "--format", "json")):
             result = run_cli(*command, "--store", store)
-            assert result.exit_code == 4 and "invalid-json" in result.stderr, (command, result.stderr)
+            assert result.exit_code == 4 and "too-deep" in result.stderr, (command, result.stderr)
         return
     for command in (("ls",), ("ls", "--json"), ("ls", "--verify"), ("show", SID), ("show", SID, "--json"),
                     ("export", SID), ("export", SID, "--format", "jsonl"), ("export", SID, "--format", "md")):

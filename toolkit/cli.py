@@ -637,10 +637,11 @@ def ls_(
         rows = [r for r in rows if r.path in hits]
     total = len(rows)
     shown = rows[:limit] if limit else rows
+    code = 8 if any(r.state == "unreadable" for r in rows) else 0  # something could not be listed: not clean
     if out.json:
         out.emit_json({"version": 1, "sessions": [{**r.to_json(), **({"match": hits[r.path]} if r.path in hits else {})} for r in shown],
-                       "total": total, "exit": 0})
-        return 0
+                       "total": total, "exit": code})
+        return code
     table = Table(title_justify="left", show_edge=False)
     for column in ("title", "updated", "turns", "model", "size", "state", "id"):
         add_column(table, column, no_wrap=True if column in ("updated", "size") else None)
@@ -653,8 +654,9 @@ def ls_(
     if shown:
         print_table(out.out, table)
     more = f" (showing {len(shown)}; --limit 0 for all)" if len(shown) < total else ""
-    out.say(f"{total} session(s){more}")
-    return 0
+    unreadable = sum(r.state == "unreadable" for r in rows)
+    out.say(f"{total} session(s){more}" + (f"; {unreadable} could not be read (state unreadable)" if unreadable else ""))
+    return code
 
 
 def _session_row(ctx: typer.Context, key: str, paths, store):

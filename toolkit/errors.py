@@ -82,6 +82,12 @@ class UnknownFormatError(OperationalError):
     hint = "levelsess reads LevelCode and Logician journals; it wrote nothing to these files"
 
 
+class UnreadableError(OperationalError):
+    """cannot read {detail}"""
+
+    hint = "check the file (a symlink loop? a failing disk?), or move it out of the store"
+
+
 class PermissionDeniedError(OperationalError):
     """permission denied: {detail}"""
 
@@ -252,6 +258,13 @@ class UnknownFormatFileError(CorruptionError):
     hint = "levelsess reads LevelCode and Logician journals; it leaves this file alone"
 
 
+class TooDeepError(CorruptionError):
+    """a line is nested deeper, or holds a longer number, than levelsess can parse"""
+
+    code = "too-deep"
+    hint = "this needs a person: the line may be a whole record, so levelsess neither cuts it nor salvages the file"
+
+
 class CrLineEndingsError(CorruptionError):
     """records are separated by CR alone (old-Mac line endings)"""
 
@@ -307,6 +320,7 @@ CODES: dict[str, CodeInfo] = {
     "seq-duplicate": CodeInfo("error", "", SeqDuplicateError),
     "spliced-records": CodeInfo("error", "", SplicedRecordsError),
     "cr-line-endings": CodeInfo("error", "", CrLineEndingsError),
+    "too-deep": CodeInfo("error", "", TooDeepError),
     "unknown-format": CodeInfo("error", "", UnknownFormatFileError),
     "nul-padding": CodeInfo("error", "", NulPaddingError),
     "dangling-parent": CodeInfo("error", "", DanglingParentError),

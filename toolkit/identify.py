@@ -78,8 +78,8 @@ def sniff_partial(data: bytes, layout: str) -> bool:
     """True when the bytes of a file holding no whole record can be a cut-off record of ``layout``.
 
     All NUL (a power cut at birth) or whitespace qualifies; otherwise the bytes must open a JSON
-    object whose first key is the layout's own (``kind`` for LevelCode, which its writers put
-    first; any key but a foreign format's for Logician) and name no key of another format.
+    object whose first key is the one the layout's writers put first (``kind`` for LevelCode,
+    ``id`` for Logician) and name no key of another format.
     """
     body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
     if not body.strip(b"\0 \t\r\n"):
@@ -87,8 +87,9 @@ def sniff_partial(data: bytes, layout: str) -> bool:
     head = body.lstrip(b"\0 \t\r\n")[:4096]
     if _FOREIGN_KEYS.search(head):
         return False
+    own = b"kind" if layout == LEVELCODE else b"id"  # the key its writers put first
     match = _LEADING_KEY.match(head)
     if match is None:  # cut inside the first key: it must be able to become the layout's own
         compact = re.sub(rb"\s+", b"", head)
-        return compact.startswith(b"{") and (b'{"kind":'.startswith(compact) or layout != LEVELCODE)
-    return match.group(1) == b"kind" if layout == LEVELCODE else match.group(1) != b"kind"
+        return compact.startswith(b"{") and (b'{"' + own + b'":').startswith(compact)
+    return match.group(1) == own

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import orjson
 
-from .errors import NotAJournalError, PathNotFoundError, PermissionDeniedError, UNCORRECTABLE
+from .errors import NotAJournalError, PathNotFoundError, PermissionDeniedError, UNCORRECTABLE, UnreadableError
 from .findings import Finding, FindingSink
 from .identify import describe, sniff, sniff_partial
-from .lines import Batch, Overlong, Piece, Tail, holds_record, iter_batches, loads, open_regular, split_line
+from .lines import (BeyondLimits, Batch, Overlong, Piece, Tail, holds_record, iter_batches, leading_object, loads,
+                    open_regular, split_line)
 
 NEWEST_VERSION = 2
 SOFT_CAP = 20 << 20
@@ -213,6 +214,10 @@ class _Classifier:
     def damaged(self, line: bytes, offset: int) -> None:
         try:  # valid JSON that orjson refuses (a lone-surrogate escape) is still a record
             obj = loads(line)
+        except BeyondLimits as exc:  # maybe a whole record: never called garbage, never cut
+            self.sink.add("too-deep", f"the line {exc}; levelsess cannot read it, and leaves the file as it is",
+                          self.lineno, offset, line)
+            return
         except ValueError:
             pass
         else:
@@ -382,6 +387,9 @@ class _Classifier:
         self.lineno = lineno
         try:
             obj = loads(data)
+        except BeyondLimits as exc:
+            self.sink.add("too-deep", f"the final line {exc}; never cut", lineno, item.offset, item.data)
+            return TailState.HELD
         except ValueError:
             return self._unparsed_tail(data, item)
         if type(obj) is not dict:
@@ -396,8 +404,9 @@ class _Classifier:
         if any(p.kind == "record" for p in pieces):
             self.pieces(data, item.offset, pieces)
             return TailState.HELD
-        if holds_record(data, self.is_record):  # past split_line's candidate cap: look at every '{'
-            self.sink.add("spliced-records", "final line holds a whole record among other bytes", self.lineno, item.offset, item.data)
+        if holds_record(data, self.is_record) or leading_object(data):  # not proven free of records
+            self.sink.add("spliced-records", "final line holds a whole JSON object (or one too deep to parse) among "
+                          "other bytes; never cut", self.lineno, item.offset, item.data)
             return TailState.HELD
         self.sink.add("torn-tail", f"incomplete final record ({len(item.data)} bytes)", self.lineno, item.offset, item.data)
         return TailState.TORN
@@ -419,8 +428,7 @@ def open_journal(path: Path):
     except OSError as exc:  # a symlink loop, an I/O error, a FIFO or device
         if exc.errno == errno.EINVAL:
             raise NotAJournalError(f"{path} is not a regular file") from exc
-        raise PermissionDeniedError(f"cannot read {path}: {exc.strerror or exc}",
-                                    hint="check the file (a symlink loop? a failing disk?), or move it out of the store") from exc
+        raise UnreadableError(f"{path}: {exc.strerror or exc}") from exc
 
 
 def scan_journal(
@@ -457,8 +465,10 @@ def scan_journal(
                     tail_state = classifier.tail(item)
         except _Foreign:  # one finding per foreign file; the rest of it is not read
             tail_state = TailState.HELD
-        except OSError as exc:
+        except PermissionError as exc:
             raise PermissionDeniedError(f"cannot read {path}: {exc.strerror}") from exc
+        except OSError as exc:  # EIO on a failing disk is not a permission problem
+            raise UnreadableError(f"{path}: {exc.strerror or exc}") from exc
         if info.st_size and not classifier.identified and classifier.foreign is None:
             tail_state = _unidentified(classifier, handle, tail_state)
     if (layout is Layout.LEVELCODE and info.st_size and tail_state is TailState.NONE
@@ -491,7 +501,7 @@ def _unidentified(classifier: _Classifier, handle, tail_state: TailState) -> Tai
     sink = classifier.sink
     sink.items.clear()
     sink.counts.clear()
-    classifier.foreign = "not JSONL"
+    classifier.foreign = "a file that is not JSONL"
     sink.add("unknown-format", "not JSONL: holds no whole JSON record, and its bytes do not open a record of "
              f"{describe(classifier.layout.value)}; levelsess leaves it alone", None, 0)
     return TailState.HELD

@@ -25,12 +25,18 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+class BeyondLimits(ValueError):
+    """The bytes may be valid JSON, but nested deeper or holding a longer number than levelsess
+    can parse (orjson stops at 1,024 levels, Python at 4,300-digit integers): never proof of garbage."""
+
+
 def loads(data: bytes) -> object:
     """Parse one JSON document from UTF-8 bytes; raise ValueError if it is not valid JSON.
 
     orjson is the fast path.  It refuses lone-surrogate escapes such as ``"\\ud83d"``, which
     are valid JSON (RFC 8259) and which JavaScript's JSON.stringify writes when a string is
     cut mid-emoji, so those lines fall back to the standard library (strict UTF-8, no NaN).
+    Past either parser's limits it raises :class:`BeyondLimits`.
     """
     try:
         return orjson.loads(data)
@@ -38,7 +44,14 @@ def loads(data: bytes) -> object:
         try:
             return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
         except RecursionError:  # nested deeper than Python's stack (orjson stops at 1024)
-            raise ValueError("JSON nested too deeply") from None
+            raise BeyondLimits("is nested too deeply to parse") from None
+        except ValueError as exc:
+            if _LIMIT in str(exc):
+                raise BeyondLimits("holds a number too long to parse") from None
+            raise
+
+
+_LIMIT = "Exceeds the limit"  # Python's message for an integer past sys.get_int_max_str_digits()
 
 
 def open_regular(path: Path) -> BinaryIO:
@@ -136,9 +149,8 @@ def iter_batches(handle: BinaryIO, chunk: int = CHUNK, cap: int = LINE_CAP) -> I
 
 # --- splitting a damaged line ------------------------------------------------------------
 
-#: Give up looking for record boundaries past this many candidates (pathological lines).
-MAX_CANDIDATES = 4096
 _DECODER = json.JSONDecoder()
+JSON_SPACE = " \t\r\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +179,7 @@ def split_line(line: bytes, is_record: Callable[[object], bool]) -> list[Piece]:
                 stop += 1
             raw.append((pos, stop, "nul"))
             pos = stop
-        elif char.isspace():
+        elif char in JSON_SPACE:  # JSON's own white space only: a \f or U+2028 is not
             pos += 1
         elif (stop := _record_end(text, pos, is_record)) is not None:
             raw.append((pos, stop, "record"))
@@ -180,37 +192,61 @@ def split_line(line: bytes, is_record: Callable[[object], bool]) -> list[Piece]:
 
 
 def _record_end(text: str, pos: int, is_record: Callable[[object], bool]) -> int | None:
+    found = _object_at(text, pos)
+    if found is None or found is _BEYOND:
+        return None
+    obj, stop = found
+    return stop if is_record(obj) else None
+
+
+_BEYOND = object()  # a '{' whose object cannot be parsed for depth or number length
+
+
+def _object_at(text: str, pos: int):
+    """``(object, end)`` when a whole JSON object starts at ``pos``; None; or _BEYOND."""
     if text[pos] != "{":
         return None
     try:
         obj, stop = _DECODER.raw_decode(text, pos)
-    except (ValueError, RecursionError):
-        return None
-    return stop if type(obj) is dict and is_record(obj) else None
+    except RecursionError:
+        return _BEYOND
+    except ValueError as exc:
+        return _BEYOND if _LIMIT in str(exc) else None
+    return (obj, stop) if type(obj) is dict else None
 
 
 def holds_record(data: bytes, is_record: Callable[[object], bool]) -> bool:
-    """True when any ``{`` in ``data`` opens a whole JSON object accepted by ``is_record``.
+    """True unless it is proven that no ``{`` in ``data`` opens a whole record accepted by
+    ``is_record``: the proof a repair needs before it may remove ``data``.
 
-    Exhaustive (no candidate cap, unlike :func:`split_line`): this is the proof a repair needs
-    before it may remove ``data``.  Each attempt stops where its object ends or fails, so the
-    cost is about the size of the nested objects, not quadratic in the line.
+    Exhaustive: every ``{`` is tried.  One whose object is too deep or holds too long a number
+    to parse might be a record, so it counts as one.  Each attempt stops where its object ends
+    or fails, so the cost is about the size of the nested objects, not quadratic in the line.
     """
     text = data.decode("utf-8", "surrogateescape")
     start = text.find("{")
     while start >= 0:
-        if _record_end(text, start, is_record) is not None:
+        found = _object_at(text, start)
+        if found is _BEYOND or (found is not None and is_record(found[0])):
             return True
         start = text.find("{", start + 1)
     return False
 
 
+def leading_object(data: bytes) -> bool:
+    """True when ``data`` opens (after white space and NUL) with a whole JSON object, whatever
+    follows: two values run together are never a cut-off record."""
+    text = data.decode("utf-8", "surrogateescape").lstrip(JSON_SPACE + "\0")
+    return bool(text) and _object_at(text, 0) is not None
+
+
 def _next_record_start(text: str, pos: int, is_record: Callable[[object], bool]) -> int:
-    start, tries = text.find("{", pos + 1), 0
-    while start >= 0 and tries < MAX_CANDIDATES:
+    """The next '{' that opens a whole record (every candidate is tried: salvage keeps what it finds)."""
+    start = text.find("{", pos + 1)
+    while start >= 0:
         if text[start - 1] != "\\" and _record_end(text, start, is_record) is not None:
             return start
-        start, tries = text.find("{", start + 1), tries + 1
+        start = text.find("{", start + 1)
     nul = text.find("\0", pos + 1)
     return len(text) if nul < 0 else nul
 

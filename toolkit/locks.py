@@ -8,6 +8,7 @@ create-time check so a recycled pid never keeps a dead writer's lock alive.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import socket
 import time
@@ -79,6 +80,8 @@ def inspect_lock(path: Path, now: float | None = None) -> LockInfo | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:  # no such lock can exist
+            return None
         return LockInfo(path, LockState.UNKNOWN, f"lock unreadable: {exc.strerror or exc}", None, None, 0.0, readable=False)
     return _judge(path, raw, age)
 

@@ -94,7 +94,10 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             sessions = tuple(SessionCheck(s.path, s, None, ()) for s in scans)
             drift = check_cache(FolderCheck(folder, sessions))
             findings.extend(drift)
-            (unchanged if not drift else written).append(folder.cache)
+            if any(f.code == "unreadable" for f in drift):  # not known to differ: it could not be read
+                refused.append(folder.cache)
+            else:
+                (unchanged if not drift else written).append(folder.cache)
             continue
         findings += remove_dead_temps(folder, prefix=f".{folder.cache.name}.")  # a cache write killed before its rename
         try:

@@ -130,6 +130,7 @@ def true_base(base: str | None, paths) -> str | None:
 
 #: Columns that hold a path or an id: never broken mid-name (a person copies them into the next command).
 NAME_COLUMNS = frozenset({"where", "saved to", "file", "session", "id", "project", "folder", "workspace"})
+WORD_COLUMNS = frozenset({"severity", "code", "state", "status", "repaired"})
 
 
 def findings_table(findings: list[Finding], title: str | None = None, verbose: bool = False, base: str | None = None) -> Table:
@@ -167,6 +168,8 @@ def add_column(table: Table, name: str, **options) -> None:
     options = {k: v for k, v in options.items() if v is not None}
     if name in NAME_COLUMNS:
         options.update(no_wrap=True, overflow="ignore")
+    elif name in WORD_COLUMNS:  # a finding code or a state is one word: never split
+        options.update(no_wrap=True)
     else:
         options.setdefault("overflow", "fold")
     table.add_column(name, **options)
@@ -199,7 +202,7 @@ def _needed_width(table: Table) -> int:
     for column in table.columns:
         lines = [line for cell in column.cells for line in _plain(cell).plain.splitlines()] + [str(column.header)]
         longest = max(map(len, lines))
-        width += (longest if column.header in NAME_COLUMNS or column.no_wrap else min(longest, 6)) + 3
+        width += (longest if column.header in NAME_COLUMNS or column.no_wrap else min(longest, 12)) + 3
     return width
 
 

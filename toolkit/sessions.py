@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from .errors import LevelsessError, UsageError
+from .errors import LevelsessError, NotAJournalError, UsageError
 from .index import build_index, load_cache, utc_iso
 from .journal import Layout, TailState, open_journal, scan_journal
 from .lines import Batch, iter_batches, loads
@@ -57,11 +57,14 @@ def _lock_state(journal: Path) -> tuple[str | None, str]:
     return "locked", info.reason
 
 
-def _scan_row(folder: Folder, journal: Path) -> SessionRow:
+def _scan_row(folder: Folder, journal: Path) -> SessionRow | None:
     try:
         scan = scan_journal(journal, folder.layout)
+    except NotAJournalError:
+        return None  # a folder or FIFO named like a journal is no session
     except LevelsessError as exc:
-        return SessionRow(journal.stem, journal, folder.layout.value, None, None, None, None, None, None, 0, "unreadable", str(exc))
+        sid = folder.path.name if folder.layout is Layout.LOGICIAN else journal.stem
+        return SessionRow(sid, journal, folder.layout.value, None, None, None, None, None, None, 0, "unreadable", str(exc))
     errors = [f for f in scan.findings if f.severity == "error"]
     state, reason = "clean", ""
     if not scan.identified:
@@ -123,7 +126,10 @@ def list_sessions(paths: list[Path], *, verify: bool = False) -> list[SessionRow
             project = None
             rows += [_with_project(r, folder, project) for r in fast]
             continue
-        rows += [_scan_row(folder, journal) for journal in folder.journals]
+        if folder.problem is not None:  # a folder that cannot be listed is shown, not left out
+            rows.append(SessionRow(folder.path.name, folder.path, folder.layout.value, None, None, None, None, None, None, 0,
+                                   "unreadable", folder.problem))
+        rows += [row for row in (_scan_row(folder, journal) for journal in folder.journals) if row is not None]
     rows.sort(key=_newest_key, reverse=True)
     return rows
 

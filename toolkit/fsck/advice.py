@@ -93,8 +93,8 @@ def _operational_steps(open_: list[Finding]) -> list[str]:
                      "are sure nothing is writing")
     unreadable = [f for f in open_ if f.code == "unreadable"]
     if unreadable:
-        steps.append(f"{len(unreadable)} file(s) or folder(s) could not be read: fix their permissions, or run as the "
-                     "user who owns them, then rerun the same command")
+        steps.append(f"{len(unreadable)} file(s) or folder(s) could not be read (see each finding: a permission, an I/O "
+                     "error, or something that is not a regular file where one belongs); fix that, then rerun the same command")
     failed = [f for f in open_ if f.code == "repair-failed"]
     if any("disk full" in f.message for f in failed):
         steps.append("a write failed because the disk is full: free disk space, then rerun the same command")

@@ -142,7 +142,8 @@ def plan_repair(report: CheckReport, *, salvage: bool = False, force: bool = Fal
         for temp in check.leftover_temps:
             actions.append(Action("remove-temp", temp, "temporary file of an interrupted write", ("leftover-temp",), folder))
         actions.extend(journal_actions)
-        if _cache_rebuildable(check, journal_actions) and (check.cache_findings or journal_actions):
+        unreadable = any(f.code == "unreadable" for f in check.cache_findings)  # never replaced
+        if not unreadable and _cache_rebuildable(check, journal_actions) and (check.cache_findings or journal_actions):
             codes = tuple(f.code for f in check.cache_findings)
             scans = tuple(s.scan for s in check.sessions if s.scan is not None)
             actions.append(Action("rebuild-cache", folder.cache, "; ".join(f.message for f in check.cache_findings)

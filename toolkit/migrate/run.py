@@ -120,7 +120,7 @@ def _judge_journal(journal: Path, folder: Folder, to: int,
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         step = ("run `levelsess fsck --repair` first" if first.code in _TAIL_CODES
-                else "levelsess leaves it alone" if first.code == "unknown-format"
+                else "it is not a LevelCode journal" if first.code == "unknown-format"
                 else "it needs a person: see `levelsess fsck`")
         return state, [Finding(first.code, "error", str(journal), first.line, first.offset, f"not migrated: {first.message}{more}; {step}", first.excerpt)]
     info = inspect_lock(lock_path(journal))
@@ -406,6 +406,8 @@ class _Run:
 
     def _indexes(self, group: list[FileState]) -> None:
         for state in group:
+            if state.format == "index" and state.status == "rebuild" and self.should_stop():
+                self.interrupted = True  # an index left to rebuild: the run did not finish
             if state.format == "index" and state.status == "rebuild" and not self.should_stop():
                 try:
                     self._index(state, group)
