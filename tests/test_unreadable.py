@@ -147,3 +147,33 @@ def test_a_folder_named_like_a_journal_is_not_a_journal(tmp_path):
     finding = next(f for f in result.json["findings"] if f["path"].endswith("x.jsonl"))
     assert finding["code"] == "not-a-journal" and "permission" not in finding["message"].lower()
     assert snapshot(tmp_path) == before
+
+
+def test_an_io_error_is_cannot_read_not_permission_denied(tmp_path):
+    store = make_store(tmp_path / "store", sessions=1)
+    (store / PROJECT_SLUG / "2026-11-30T09-00-00-eio1.jsonl").symlink_to("/proc/self/mem")  # read() gives EIO
+    result = run_cli("fsck", "--json", store)
+    finding = next(f for f in result.json["findings"] if f["code"] == "unreadable")
+    assert result.exit_code & 8 and "Input/output error" in finding["message"]
+    assert "permission" not in finding["message"].lower()
+
+
+def test_an_unreadable_cache_is_never_offered_to_repair(tmp_path):
+    store = make_store(tmp_path / "store", sessions=1)
+    (store / PROJECT_SLUG / "index.json").mkdir()  # a folder where the cache belongs: it cannot be read
+    check = run_cli("fsck", store)
+    assert check.exit_code == 8 and "--repair" not in check.stderr, check.stderr
+    repair = run_cli("fsck", "--repair", "--json", store)
+    assert repair.exit_code == 8 and "repair-failed" not in {f["code"] for f in repair.json["findings"]}
+    assert run_cli("reindex", "--check", store).exit_code == 12 and "0 cache(s) differ" in run_cli("reindex", "--check", store).stderr
+
+
+def test_ls_shows_an_unreadable_folder_and_is_not_clean(tree):
+    store, _ = torn_store(tree)
+    hidden = store / "-home-ada-code-secret"
+    hidden.mkdir()
+    (hidden / "2026-11-30T09-00-00-zz99.jsonl").write_bytes(b'{"kind":"meta","v":2,"id":"z"}\n')
+    hidden.chmod(0o000)
+    result = run_unprivileged("ls", "--json", "--verify", store)
+    assert result.exit_code == 8
+    assert {r["state"] for r in result.json["sessions"]} >= {"unreadable"}
