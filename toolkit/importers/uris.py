@@ -33,6 +33,32 @@ def uri_to_project(uri: str) -> tuple[str, bool]:
     return path, True
 
 
+def revived_uri_text(uri: dict) -> str | None:
+    """A readable path for a revived ``$mid: 1`` URI object: its ``fsPath`` for a local file,
+    the URI itself for any other scheme (remote, WSL, web).
+
+    VS Code on Windows computes ``fsPath`` for every scheme, so a WSL or SSH file
+    (``vscode-remote://wsl+ubuntu/home/u/x``) arrives as ``\\home\\u\\x``: a path on no
+    machine.  Such a file is written as its URI; a ``file:`` one without a drive or host as its
+    POSIX ``path``."""
+    scheme, path = uri.get("scheme"), uri.get("path")
+    if scheme not in (None, "file"):
+        if isinstance(uri.get("external"), str):
+            return uri["external"]
+        if isinstance(path, str):
+            return f"{scheme}://{uri.get('authority') or ''}{path}"
+        return None
+    fs_path = uri.get("fsPath")
+    rootless = isinstance(fs_path, str) and fs_path[:1] == "\\" and fs_path[:2] != "\\\\"  # \\home\\u, not \\\\host
+    if isinstance(fs_path, str) and not rootless:
+        return fs_path
+    if isinstance(path, str):
+        if uri.get("authority"):
+            return uri_to_project(f"file://{uri['authority']}{path}")[0]
+        return uri_to_project("file://" + path)[0] if _DRIVE.match(path) else path
+    return fs_path if isinstance(fs_path, str) else None
+
+
 def is_foreign(project: str) -> bool:
     """A path of another OS: a Windows path read on POSIX, or a POSIX path read on Windows."""
     windows = bool(re.match(r"^[A-Za-z]:\\", project)) or project.startswith("\\\\")

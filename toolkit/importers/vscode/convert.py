@@ -8,11 +8,29 @@ are kept after the conversation as ``orphan-message`` events, never replayed as 
 
 from __future__ import annotations
 
-from urllib.parse import unquote
+from dataclasses import dataclass, field
 
 from ..output import Raw, iso_from_ms, json_object
+from ..uris import revived_uri_text, uri_to_project
 
 STATUS = {1: "complete", 2: "cancelled", 3: "failed", 0: "pending", 4: "pending"}
+#: Response parts that only drive VS Code's UI while a reply streams (a placeholder before a
+#: tool call, an undo marker, a code block's file link, progress lines): nothing a user reads
+#: later is lost; each is counted as ``ui-only`` and kept under the assistant record's ``raw``.
+UI_ONLY = frozenset({"prepareToolInvocation", "undoStop", "codeblockUri", "progressMessage", "progressTask",
+                     "progressTaskSerialized", "mcpServersStarting"})
+
+
+@dataclass
+class Tally:
+    """The accounting of one session: every source item (request, response part) and the
+    ones that became no record, each with its key and reason (SOURCES §4.2)."""
+
+    items: int = 0
+    skips: list[tuple[str, str]] = field(default_factory=list)  # (reason, item key)
+
+    def skip(self, reason: str, key: str) -> None:
+        self.skips.append((reason, key))
 
 
 def iso(ms: object) -> str | None:
@@ -46,17 +64,12 @@ def title_of(session: dict) -> str | None:
 
 
 def _uri_text(uri: object) -> str | None:
-    """A readable path for a revived ``$mid: 1`` URI object or a URI string."""
+    """A readable path for a revived ``$mid: 1`` URI object or a URI string: a local file's
+    path, any other scheme's URI (never a backslashed ``\\home\\…`` made from a WSL URI)."""
     if isinstance(uri, dict):
-        if isinstance(uri.get("fsPath"), str):
-            return uri["fsPath"]
-        if isinstance(uri.get("external"), str):
-            return uri["external"]
-        if isinstance(uri.get("path"), str):
-            scheme = uri.get("scheme")
-            return uri["path"] if scheme in (None, "file") else f"{scheme}://{uri.get('authority', '')}{uri['path']}"
+        return revived_uri_text(uri)
     if isinstance(uri, str):
-        return unquote(uri.removeprefix("file://"))
+        return uri_to_project(uri)[0] if uri.startswith("file:") else uri
     return None
 
 
@@ -97,6 +110,8 @@ def _tool_input(part: dict, request: dict, seen: dict[str, int]) -> dict:
             command = command.get("original") or command.get("toolEdited") or command.get("userEdited")
         if isinstance(command, str):
             return {"command": command}
+        if isinstance(data.get("command"), str):  # the older terminal shape: {kind: "terminal", command, language}
+            return {"command": data["command"]}
     details = part.get("resultDetails")
     if isinstance(details, dict) and isinstance(details.get("input"), str):
         value = json_object(details["input"])
@@ -134,8 +149,38 @@ def _tool_result(part: dict) -> tuple[str, bool] | None:
     return None
 
 
-def response_blocks(request: dict) -> list[dict]:
-    """Content blocks from the response parts, in order (VS Code's computeMarkdownContent)."""
+def _message(value: object) -> str | None:
+    """``invocationMessage`` / ``pastTenseMessage``: a string or a markdown ``{value}``."""
+    if isinstance(value, dict):
+        value = value.get("value")
+    return value if isinstance(value, str) and value else None
+
+
+def _tool_use(part: dict, request: dict, seen: dict[str, int]) -> dict:
+    """A ``tool_use`` block with the line VS Code showed for it (``display``: the past-tense
+    message once complete, else the invocation message) and ``hidden`` when VS Code hides it."""
+    block = {"type": "tool_use", "id": part.get("toolCallId") or "", "name": part.get("toolId") or "",
+             "input": _tool_input(part, request, seen)}
+    shown = (_message(part.get("pastTenseMessage")) if part.get("isComplete") is not False else None) or _message(part.get("invocationMessage"))
+    if shown:
+        block["display"] = shown
+    if part.get("presentation") == "hidden":
+        block["hidden"] = True
+    return block
+
+
+def _edit_count(edits: object) -> int:
+    """TextEdits in a ``textEditGroup``: a list of batches, each a list of edits."""
+    if not isinstance(edits, list):
+        return 0
+    return sum(len(batch) if isinstance(batch, list) else 1 for batch in edits)
+
+
+def response_blocks(request: dict, tally: Tally | None = None, rid: str = "") -> list[dict]:
+    """Content blocks from the response parts, in order (VS Code's computeMarkdownContent).
+
+    Every part is counted in ``tally``: it becomes (part of) a block, or is skipped with a reason."""
+    tally = tally if tally is not None else Tally()
     blocks: list[dict] = []
     text: list[str] = []
     seen: dict[str, int] = {}
@@ -147,14 +192,21 @@ def response_blocks(request: dict) -> list[dict]:
                 blocks.append({"type": "text", "text": joined})
             text.clear()
 
-    for part in request.get("response") or []:
+    for n, part in enumerate(request.get("response") or []):
+        tally.items += 1
+        key = f"response:{rid}#{n}"
         if not isinstance(part, dict):
+            tally.skip("not-an-object", key)
             continue
         kind = part.get("kind")
-        if kind is None or kind == "markdownContent":
+        if kind is None or kind in ("markdownContent", "markdownVuln"):
             value = part.get("value") if kind is None else (part.get("content") or {}).get("value")
             if isinstance(value, str):
                 text.append(value)
+                if not value:
+                    tally.skip("empty", key)
+            else:
+                tally.skip("unknown-shape", key)
         elif kind == "inlineReference":
             text.append(f"`{_inline_name(part)}`")
         elif kind == "thinking":
@@ -163,16 +215,34 @@ def response_blocks(request: dict) -> list[dict]:
             value = "".join(v for v in value if isinstance(v, str)) if isinstance(value, list) else value
             if isinstance(value, str) and value:
                 blocks.append({"type": "thinking", "thinking": value})
+            else:
+                tally.skip("empty", key)
         elif kind == "toolInvocationSerialized":
             flush()
-            tool_id = part.get("toolCallId") or ""
-            blocks.append({"type": "tool_use", "id": tool_id, "name": part.get("toolId") or "",
-                           "input": _tool_input(part, request, seen)})
+            block = _tool_use(part, request, seen)
+            blocks.append(block)
             result = _tool_result(part)
             if result is not None:
-                blocks.append({"type": "tool_result", "tool_use_id": tool_id, "content": result[0], "is_error": result[1]})
+                blocks.append({"type": "tool_result", "tool_use_id": block["id"], "content": result[0], "is_error": result[1]})
+        elif kind in ("textEditGroup", "notebookEditGroup"):
+            flush()
+            edit = {"type": "file_edit", "path": _uri_text(part.get("uri")), "edits": _edit_count(part.get("edits"))}
+            if part.get("done") is False:
+                edit["done"] = False
+            blocks.append(edit)
+        elif kind == "warning":
+            flush()
+            value = _message(part.get("content"))
+            if value:
+                blocks.append({"type": "warning", "text": value})
+            else:
+                tally.skip("empty", key)
         elif kind == "clearToPreviousToolInvocation":
             text.clear()  # VS Code drops the text since the last tool block
+        elif kind in UI_ONLY:
+            tally.skip("ui-only", key)
+        else:
+            tally.skip(f"unknown-kind:{kind}" if isinstance(kind, str) else "unknown-shape", key)
     flush()
     return blocks
 
@@ -206,13 +276,17 @@ def _assistant_time(request: dict) -> tuple[str | None, bool]:
     return iso(start), True
 
 
-def convert(session: dict, fallback_time: str | None) -> tuple[list[dict], str | None]:
-    """Records for every request, hidden ones as trailing events; and the session's first time."""
+def convert(session: dict, fallback_time: str | None, tally: Tally | None = None) -> tuple[list[dict], str | None]:
+    """Records for every request, hidden ones as trailing events; and the session's first time.
+
+    ``tally`` counts every request and response part (a request always becomes a record)."""
+    tally = tally if tally is not None else Tally()
     records, hidden = [], []
     last = fallback_time
     first = None
     for index, request in enumerate(session.get("requests") or []):
         rid = request.get("requestId") if isinstance(request.get("requestId"), str) else f"#{index}"
+        tally.items += 1
         message = request.get("message") if isinstance(request.get("message"), dict) else {}
         t = iso(request.get("timestamp"))
         inferred = t is None
@@ -229,7 +303,7 @@ def convert(session: dict, fallback_time: str | None) -> tuple[list[dict], str |
         user["raw"] = Raw(value={k: v for k, v in request.items() if k not in ("response", "result")})
         a_time, a_inferred = _assistant_time(request)
         status = status_of(request)
-        assistant: dict = {"kind": "assistant", "t": a_time or t, "content": response_blocks(request)}
+        assistant: dict = {"kind": "assistant", "t": a_time or t, "content": response_blocks(request, tally, rid)}
         if isinstance(request.get("modelId"), str):
             assistant["model"] = request["modelId"]
         assistant["status"] = status
