@@ -227,8 +227,8 @@ class Scan:
             except OSError as exc:
                 self.finding("source-unreadable", "error", str(found[".jsonl"]), f"cannot read: {exc}")
             else:
-                foreign = self._foreign(found[".jsonl"], data)
-                if foreign is not None:
+                handled, foreign = self._foreign(found[".jsonl"], data)
+                if handled:
                     return foreign
                 jsonl = replay_jsonl(data, fallback=json_state)
                 self._log_findings(found[".jsonl"], stem, jsonl)
@@ -260,16 +260,16 @@ class Scan:
         try:
             found = sniff(loads(first)) if first is not None else "vscode-log"
         except ValueError:
-            return None  # a damaged first line: the tolerant replay says what it can
+            return False, None  # a damaged first line: the tolerant replay says what it can
         if found in ("vscode-log", None):
-            return None
+            return False, None
         if found == "copilot":
             from .. import copilot
 
             session = copilot.session_from_log(path, data, self.options, self.report)
-            return (session, session.source_items, 0.0) if session is not None else None
+            return True, ((session, session.source_items, 0.0) if session is not None else None)
         self.finding("unknown-format", "warning", str(path), f"not a VS Code chat session log: it looks like {describe(found)}; skipped")
-        return None
+        return True, None
 
     def _log_findings(self, path: Path, stem: str, jsonl: Replayed) -> None:
         for line, message in jsonl.problems:
