@@ -173,3 +173,60 @@ def test_a_copilot_cli_log_given_to_the_vscode_importer_is_not_an_empty_vscode_s
     other = imported(tmp_path, notes, store="s2")
     assert other.json["sessions"] == [] and [f["code"] for f in other.json["findings"]] == ["unknown-format"]
 
+
+
+def _export_md(journal_path: str | Path) -> str:
+    result = run_cli("export", "--format", "md", journal_path)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def _headings(md: str) -> list[int]:
+    out, fence = [], False
+    for line in md.splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence and line.startswith("#"):
+            out.append(len(line) - len(line.lstrip("#")))
+    return out
+
+
+def test_markdown_export_of_an_imported_vscode_session(tmp_path):
+    user = tmp_path / "User"
+    empty = user / "globalStorage" / "emptyWindowChatSessions"
+    empty.mkdir(parents=True)
+    data = agent_session("s-md")
+    data["requests"][0]["response"].insert(0, {"value": "# Plan\n\n```\n# not a heading\n```\n## Step one\n"})
+    data["requests"].append(request("undone", 1764460900000, rid="r-hidden", isHidden=True, answer="x" * 300))
+    (empty / "s-md.json").write_text(json.dumps(data))
+    write_index(user / "globalStorage" / "state.vscdb", {"s-md": entry("s-md")})
+    result = imported(tmp_path, user)
+    (session,) = result.json["sessions"]
+    assert session["project"] is None
+    md = _export_md(session["path"])
+    assert "_ ·" not in md and "\n_ " not in md, "no empty project in the meta line"
+    levels = _headings(md)
+    assert levels[0] == 1 and levels.count(1) == 1 and all(level >= 2 for level in levels[1:])
+    assert "#### Plan" in md and "##### Step one" in md and "\n# not a heading\n" in md, "message headings sit under the export's own"
+    assert "- `vscode-remote://wsl+Ubuntu/home/ada/app/main.py`" in md, "attachments one per line, whole"
+    assert "Ran `ls -la`" in md and "_(hidden in the editor)_" in md and "edited `vscode-remote://wsl+Ubuntu/home/ada/app/main.py` (3 edits)" in md
+    assert "_Not shown in the editor (user, hidden-request)" in md and "> undone" in md
+    assert "x" * 300 in md, "an orphan's content is whole, not JSON cut at 120 characters"
+
+
+def test_markdown_export_of_an_imported_cursor_session(tmp_path):
+    from tests.importers.cursor_db import modern_user_dir
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    info = modern_user_dir(tmp_path / "cursor", project)
+    info["conn"].close()
+    store = tmp_path / "store"
+    result = run_cli("import", "--from", "cursor", "--source", info["user"], "--store", store, "--json")
+    (session,) = result.json["sessions"]
+    md = _export_md(session["path"])
+    levels = _headings(md)
+    assert levels[:2] == [1, 2], "a reply before the first prompt never hangs under the title"
+    assert "## Turn 1 ·" in md and "## Turn 1.5" not in md
+    assert "_Not shown in the editor (assistant, not-in-headers)" in md and "> an edited-away answer" in md
+    assert '[{"type":"text"' not in md
