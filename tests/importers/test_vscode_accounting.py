@@ -230,3 +230,30 @@ def test_markdown_export_of_an_imported_cursor_session(tmp_path):
     assert "## Turn 1 ·" in md and "## Turn 1.5" not in md
     assert "_Not shown in the editor (assistant, not-in-headers)" in md and "> an edited-away answer" in md
     assert '[{"type":"text"' not in md
+
+
+def test_tool_inputs_come_from_the_models_calls_aligned_in_order(tmp_path):
+    """Agent-mode invocations hold no input of their own: it is in result.metadata.toolCallRounds,
+    under the model's name for the tool (read_file for copilot_readFile) and another call id."""
+    completed = json.loads((VSCODE / "completed_chat.json").read_text())
+    round_call = completed["requests"][0]["result"]["metadata"]["toolCallRounds"][0]["toolCalls"][0]
+    parts = [{"kind": "toolInvocationSerialized", "toolCallId": f"u{n}", "toolId": tool, "isComplete": True}
+             for n, tool in enumerate(["copilot_readFile", "copilot_findTextInFiles", "vscode_internal_helper", "copilot_readFile", "run_in_terminal"])]
+    calls = [{"name": "read_file", "arguments": json.dumps({"filePath": "/a.py"}), "id": "toolu_1__vscode-1"},
+             {"name": "grep_search", "arguments": json.dumps({"query": "def main"}), "id": "toolu_2__vscode-2"},
+             {"name": "read_file", "arguments": json.dumps({"filePath": "/b.py"}), "id": "toolu_3__vscode-3"},
+             {"name": "run_in_terminal", "arguments": "not json", "id": "toolu_4__vscode-4"}]
+    data = {"version": 3, "sessionId": "s-rounds", "creationDate": 1764460800000, "requests": [
+        request("go", 1764460800000, rid="r0", response=parts, result={"metadata": {"toolCallRounds": [{"toolCalls": calls[:2]}, {"toolCalls": calls[2:]}]}}),
+        {**completed["requests"][0], "requestId": "r1"}]}
+    user = tmp_path / "User"
+    folder = workspace(user, "ws-1", None)
+    (folder / "chatSessions" / "s-rounds.json").write_text(json.dumps(data))
+    write_index(folder / "state.vscdb", {"s-rounds": entry("s-rounds")})
+    result = imported(tmp_path, user)
+    (session,) = result.json["sessions"]
+    first, second = [r for r in journal(session["path"]) if r["kind"] == "assistant"]
+    inputs = [b["input"] for b in first["content"] if b["type"] == "tool_use"]
+    assert inputs == [{"filePath": "/a.py"}, {"query": "def main"}, {}, {"filePath": "/b.py"}, {"raw": "not json"}]
+    fetch = [b for b in second["content"] if b["type"] == "tool_use"]
+    assert fetch[0]["hidden"] is True and fetch[0]["input"] == json.loads(round_call["arguments"]), "the real export's call"

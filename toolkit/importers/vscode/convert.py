@@ -100,7 +100,52 @@ def _inline_name(part: dict) -> str:
     return text.replace("\\", "/").rstrip("/").rpartition("/")[2] or text
 
 
-def _tool_input(part: dict, request: dict, seen: dict[str, int]) -> dict:
+#: Built-in tools whose name in ``toolCallRounds`` (the model's) is not their VS Code ``toolId``
+#: with ``copilot_`` and case and ``_`` taken away (``read_file`` = ``copilot_readFile`` needs no entry).
+ROUND_ALIASES = {"semantic_search": "searchcodebase", "file_search": "findfiles", "grep_search": "findtextinfiles",
+                 "list_dir": "listdirectory", "get_changed_files": "getchangedfiles", "insert_edit_into_file": "insertedit",
+                 "replace_string_in_file": "replacestring", "multi_replace_string_in_file": "multireplacestring",
+                 "list_code_usages": "listcodeusages", "get_vscode_api": "getvscodeapi", "edit_notebook_file": "editnotebook"}
+
+
+def _tool_key(name: str) -> str:
+    return name.lower().removeprefix("copilot_").replace("_", "")
+
+
+def _same_tool(round_name: object, tool_id: str) -> bool:
+    if not isinstance(round_name, str):
+        return False
+    return round_name == tool_id or ROUND_ALIASES.get(round_name, _tool_key(round_name)) == _tool_key(tool_id)
+
+
+def _round_call(part: dict, request: dict, cursor: dict) -> dict | None:
+    """The model's call (``result.metadata.toolCallRounds``) behind this invocation.
+
+    Round ids never equal ``toolCallId``, so invocations and round calls are aligned in order:
+    each invocation takes the next round call whose name is its tool's (exactly, or the same
+    tool under VS Code's other name); one with none (an internal sub-call) takes nothing."""
+    if "calls" not in cursor:
+        result = request.get("result") if isinstance(request.get("result"), dict) else {}
+        rounds = (result.get("metadata") or {}).get("toolCallRounds") if isinstance(result.get("metadata"), dict) else None
+        cursor["calls"] = [c for r in rounds if isinstance(r, dict) for c in (r.get("toolCalls") or []) if isinstance(c, dict)] \
+            if isinstance(rounds, list) else []
+        cursor["next"] = 0
+    tool_id = part.get("toolId")
+    if not isinstance(tool_id, str):
+        return None
+    calls = cursor["calls"]
+    for i in range(cursor["next"], len(calls)):
+        if _same_tool(calls[i].get("name"), tool_id):
+            cursor["next"] = i + 1
+            return calls[i]
+    return None
+
+
+def _tool_input(part: dict, request: dict, cursor: dict) -> dict:
+    """The call's input from the field that holds it: ``toolSpecificData`` (``rawInput``, a
+    terminal's ``commandLine`` or older ``command``), ``resultDetails.input``, else the
+    model's own call in ``toolCallRounds``; ``{}`` when none holds it."""
+    matched = _round_call(part, request, cursor)  # always, so the alignment holds for later calls
     data = part.get("toolSpecificData")
     if isinstance(data, dict):
         if isinstance(data.get("rawInput"), dict):
@@ -117,20 +162,13 @@ def _tool_input(part: dict, request: dict, seen: dict[str, int]) -> dict:
         value = json_object(details["input"])
         if value is not None:
             return value
-    tool_id = part.get("toolId")
-    rounds = (((request.get("result") or {}).get("metadata") or {}).get("toolCallRounds")
-              if isinstance(request.get("result"), dict) and isinstance(request["result"].get("metadata"), dict) else None)
-    if isinstance(tool_id, str) and isinstance(rounds, list):
-        k = seen.get(tool_id, 0)
-        seen[tool_id] = k + 1
-        calls = [c for r in rounds if isinstance(r, dict) for c in r.get("toolCalls") or [] if isinstance(c, dict) and c.get("name") == tool_id]
-        if k < len(calls):
-            arguments = calls[k].get("arguments")
-            parsed = json_object(arguments)
-            if parsed is not None:
-                return parsed
-            if isinstance(arguments, str):
-                return {"raw": arguments}
+    if matched is not None:
+        arguments = matched.get("arguments")
+        parsed = json_object(arguments)
+        if parsed is not None:
+            return parsed
+        if isinstance(arguments, str):
+            return {"raw": arguments}
     return {}
 
 
@@ -156,7 +194,7 @@ def _message(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _tool_use(part: dict, request: dict, seen: dict[str, int]) -> dict:
+def _tool_use(part: dict, request: dict, seen: dict) -> dict:
     """A ``tool_use`` block with the line VS Code showed for it (``display``: the past-tense
     message once complete, else the invocation message) and ``hidden`` when VS Code hides it."""
     block = {"type": "tool_use", "id": part.get("toolCallId") or "", "name": part.get("toolId") or "",
@@ -183,7 +221,7 @@ def response_blocks(request: dict, tally: Tally | None = None, rid: str = "") ->
     tally = tally if tally is not None else Tally()
     blocks: list[dict] = []
     text: list[str] = []
-    seen: dict[str, int] = {}
+    seen: dict = {}  # the alignment of invocations with toolCallRounds (see _round_call)
 
     def flush() -> None:
         if text:
