@@ -257,3 +257,20 @@ def test_tool_inputs_come_from_the_models_calls_aligned_in_order(tmp_path):
     assert inputs == [{"filePath": "/a.py"}, {"query": "def main"}, {}, {"filePath": "/b.py"}, {"raw": "not json"}]
     fetch = [b for b in second["content"] if b["type"] == "tool_use"]
     assert fetch[0]["hidden"] is True and fetch[0]["input"] == json.loads(round_call["arguments"]), "the real export's call"
+
+
+def test_a_second_copy_of_a_session_that_is_not_imported_is_named(tmp_path):
+    from tests.importers.vscode_tree import session as make_session
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    user = tmp_path / "User"
+    for ws, texts in (("ws-a", ["one"]), ("ws-b", ["one", "two"])):
+        folder = workspace(user, ws, {"folder": project.as_uri()})
+        (folder / "chatSessions" / "s-dup.json").write_text(json.dumps(make_session("s-dup", texts)))
+        write_index(folder / "state.vscdb", {"s-dup": entry("s-dup")})
+    result = imported(tmp_path, user)
+    (session,) = result.json["sessions"]
+    assert [r["content"] for r in journal(session["path"]) if r["kind"] == "user"] == ["one", "two"]
+    (note,) = [f for f in result.json["findings"] if f["code"] == "source-skipped"]
+    assert "ws-a" in note["path"] and "ws-b" in note["message"] and "vscode-s-dup" in note["message"]

@@ -169,9 +169,21 @@ class Scan:
                     continue
                 rank = (requests, session.status == "live", mtime)
                 if key not in best or rank > best[key][0]:
+                    if key in best:
+                        self._dropped(best[key][1], session)
                     best[key] = (rank, session)
+                else:
+                    self._dropped(session, best[key][1])
         for _rank, session in best.values():
             yield session
+
+    def _dropped(self, copy: Session, kept: Session) -> None:
+        """A second copy of a session (another store, or the legacy key) is not imported: say so."""
+        if copy.source.get("path") == kept.source.get("path") and copy.source.get("key") == kept.source.get("key"):
+            return  # the very same file, listed twice
+        self.finding("source-skipped", "warning", str(copy.source.get("path")),
+                     f"session {copy.id}: another copy, {kept.source.get('path')} ({kept.source.get('key')}), has more requests, "
+                     "is live or is newer, and was imported instead of this one")
 
     def _each_store(self, store: Store, files: dict) -> Iterator[tuple[Session, int, float]]:
         """One store's sessions; a store whose database cannot be read is a finding, and
