@@ -274,3 +274,17 @@ def test_a_second_copy_of_a_session_that_is_not_imported_is_named(tmp_path):
     assert [r["content"] for r in journal(session["path"]) if r["kind"] == "user"] == ["one", "two"]
     (note,) = [f for f in result.json["findings"] if f["code"] == "source-skipped"]
     assert "ws-a" in note["path"] and "ws-b" in note["message"] and "vscode-s-dup" in note["message"]
+
+
+def test_wsl_and_remote_uris_never_become_backslashed_posix_paths():
+    import os
+
+    from toolkit.importers.uris import revived_uri_text, uri_to_project
+
+    wsl_remote = {"$mid": 1, "scheme": "vscode-remote", "authority": "wsl+Ubuntu", "path": "/home/u/p", "fsPath": "\\home\\u\\p"}
+    assert revived_uri_text(wsl_remote) == "vscode-remote://wsl+Ubuntu/home/u/p"
+    assert revived_uri_text({"$mid": 1, "scheme": "file", "path": "/home/u/p", "fsPath": "\\home\\u\\p"}) == "/home/u/p"
+    assert revived_uri_text({"$mid": 1, "scheme": "file", "path": "/c:/Users/x", "fsPath": "c:\\Users\\x"}) == "c:\\Users\\x"
+    assert uri_to_project("vscode-remote://wsl%2Bubuntu/home/u/p") == ("vscode-remote://wsl%2Bubuntu/home/u/p", False)
+    share = uri_to_project("file://wsl.localhost/Ubuntu/home/u/p")[0]
+    assert share == ("/home/u/p" if os.name != "nt" else "\\\\wsl.localhost\\Ubuntu\\home\\u\\p")

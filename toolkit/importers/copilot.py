@@ -24,6 +24,7 @@ from ..findings import Finding
 from ..identify import sniff
 from ..lines import loads
 from .output import Options, Raw, Session, json_object, safe_id
+from .uris import apply_map, is_foreign
 
 __all__ = ["APP", "Options", "detect", "scan", "session_from_log", "source_files"]
 
@@ -312,8 +313,11 @@ def session_from_log(path: Path, data: bytes, options: Options, report: Callable
     project = context.get("cwd") or folder_path or yaml.get("cwd") or yaml.get("git_root")
     title = next((v for v in (vsmeta.get("customTitle"), yaml.get("name"), yaml.get("summary")) if isinstance(v, str) and v), None)
     status, orphan = "live", []
-    if isinstance(project, str) and project.startswith("/") == (os.name != "nt") and not Path(project).is_dir():
-        status, orphan = "orphaned", ["folder-missing"]
+    if isinstance(project, str) and project:
+        if is_foreign(project) or not Path(project).is_absolute():
+            status = "unknown"  # another OS's path (a Windows cwd read on Linux): cannot be judged here
+        elif not Path(project).is_dir():
+            status, orphan = "orphaned", ["folder-missing"]
     source = {"app": APP, "path": where, "key": sid, "version": f"events:{start.get('version', 'none')}"}
     created = start.get("startTime") if isinstance(start.get("startTime"), str) else events[0][1].get("timestamp")
     session = Session(safe_id("copilot", sid), None, created if isinstance(created, str) else None, title, source,
@@ -331,6 +335,4 @@ def session_from_log(path: Path, data: bytes, options: Options, report: Callable
 
 
 def _mapped(project: object, options: Options) -> str | None:
-    from .uris import apply_map
-
     return apply_map(project, options.mapping) if isinstance(project, str) and project else None

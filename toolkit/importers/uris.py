@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import PermissionDeniedError
 from ..lines import loads
 
+_WSL_HOSTS = ("wsl.localhost", "wsl$")
 _DRIVE = re.compile(r"^/?([A-Za-z])(:|%3[Aa])(/.*)?$")
 
 
@@ -18,12 +19,16 @@ def uri_to_project(uri: str) -> tuple[str, bool]:
     """Return ``(project, is_local)`` for a workspace URI, like VS Code's ``URI.fsPath``.
 
     ``file:///c%3A/Users/x`` -> ``c:\\Users\\x``; ``file://host/share/x`` -> ``\\\\host\\share\\x``;
-    POSIX paths as decoded.  Other schemes (remote, dev container, WSL) keep the URI.
+    POSIX paths as decoded; on POSIX a WSL share (``file://wsl.localhost/Ubuntu/home/u``, as
+    Windows names a WSL file) is the POSIX path inside the distribution (``/home/u``).  Other
+    schemes (remote, dev container, ``vscode-remote://wsl+…``) keep the URI.
     """
     parts = urlsplit(uri)
     if parts.scheme != "file":
         return uri, False
     path = unquote(parts.path)
+    if parts.netloc.lower() in _WSL_HOSTS and os.name != "nt":  # \\wsl.localhost\<distro>\home\u seen from inside WSL
+        return "/" + path.lstrip("/").partition("/")[2], True
     if parts.netloc:
         return "\\\\" + parts.netloc + path.replace("/", "\\"), True
     drive = _DRIVE.match(path)

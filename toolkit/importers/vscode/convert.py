@@ -238,7 +238,8 @@ def response_blocks(request: dict, tally: Tally | None = None, rid: str = "") ->
             continue
         kind = part.get("kind")
         if kind is None or kind in ("markdownContent", "markdownVuln"):
-            value = part.get("value") if kind is None else (part.get("content") or {}).get("value")
+            content = part.get("content")
+            value = part.get("value") if kind is None else content.get("value") if isinstance(content, dict) else None
             if isinstance(value, str):
                 text.append(value)
                 if not value:
