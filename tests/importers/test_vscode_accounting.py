@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli
-from tests.importers.vscode_tree import VSCODE, build_tree, entry, lines, request, wrap_export, workspace, write_index
+from tests.importers.vscode_tree import BOM, VSCODE, build_tree, entry, lines, request, wrap_export, workspace, write_index
 from toolkit.lines import loads
 
 #: Response part kinds the tests expect to be counted as ``ui-only`` (SOURCES §3.2, by our rule).
@@ -155,9 +155,18 @@ def test_a_bom_log_is_read_and_reported_and_bad_lines_are_errors(tmp_path):
     torn = by_id["vscode-s-torn"]
     assert torn["skipped"] == {"torn-line": 1}
     assert result.exit_code == 4, "a line a user would miss was skipped"
-    for outcome in result.json["sessions"]:
-        skipped = sum(outcome["skipped"].values())
-        assert outcome["source_items"] >= skipped and outcome["source_items"] > 0, outcome["id"]
+    for outcome in result.json["sessions"]:  # items counted from the source itself, independently
+        records = journal(outcome["path"])
+        source = Path(records[0]["source"]["path"])
+        if source.suffix == ".json":
+            requests = json.loads(source.read_text())["requests"]
+            want = len(requests) + sum(len(r["response"]) for r in requests)
+        else:
+            assistants = [r for r in records if r["kind"] == "assistant" or r.get("role") == "assistant"]
+            non_empty = [line for line in source.read_bytes().split(b"\n") if line.removeprefix(BOM)]
+            want = len(non_empty) + len(assistants) + sum(len(r["raw"]["response"]) for r in assistants)
+        assert outcome["source_items"] == want, outcome["id"]
+        assert outcome["skipped"] == {"s-bad": {"unreadable-line": 1}, "s-torn": {"torn-line": 1}}.get(outcome["id"][7:], {}), outcome["id"]
 
 
 def test_a_copilot_cli_log_given_to_the_vscode_importer_is_not_an_empty_vscode_session(tmp_path):
