@@ -242,9 +242,21 @@ def _assistant(data: dict, t: str, starts: dict, completes: dict, model: str | N
     return record, calls
 
 
+def first_line(data: bytes) -> bytes | None:
+    """The first non-blank line of ``data`` (a leading BOM ignored), without splitting it all."""
+    start = len(BOM) if data.startswith(BOM) else 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        if data[start:end].strip():
+            return data[start:end]
+        start = end + 1
+    return None
+
+
 def is_copilot_log(data: bytes) -> bool:
     """Whether the first record of ``data`` is a Copilot CLI event (SOURCES-AGENTS §5)."""
-    first = next((line for line in data.removeprefix(BOM).split(b"\n") if line.strip()), None)
+    first = first_line(data)
     try:
         return first is not None and sniff(loads(first)) == "copilot"
     except ValueError:

@@ -267,8 +267,9 @@ class Scan:
         anything else that is not a VS Code log is a finding."""
         from ...identify import describe, sniff
         from ...lines import loads
+        from .. import copilot
 
-        first = next((line for line in data.removeprefix(b"\xef\xbb\xbf").split(b"\n") if line.strip()), None)
+        first = copilot.first_line(data)
         try:
             found = sniff(loads(first)) if first is not None else "vscode-log"
         except ValueError:
@@ -276,8 +277,6 @@ class Scan:
         if found in ("vscode-log", None):
             return False, None
         if found == "copilot":
-            from .. import copilot
-
             session = copilot.session_from_log(path, data, self.options, self.report)
             return True, ((session, session.source_items, 0.0) if session is not None else None)
         self.finding("unknown-format", "warning", str(path), f"not a VS Code chat session log: it looks like {describe(found)}; skipped")
