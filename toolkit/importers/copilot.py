@@ -267,7 +267,7 @@ def session_from_log(path: Path, data: bytes, options: Options, report: Callable
     """Convert one ``events.jsonl``; None (and a finding) when it is not a Copilot CLI log."""
     where = str(path)
     if not is_copilot_log(data):
-        report(Finding("unknown-format", "warning", where, 1, None, "not a GitHub Copilot CLI event log (its first record says otherwise); skipped"))
+        report(Finding("unknown-format", "error", where, 1, None, "not a GitHub Copilot CLI event log (its first record says otherwise); skipped"))
         return None
     events, items, skipped = _events(data, where, report)
     starts = {e["data"].get("toolCallId"): e["data"] for _n, e, _r in events if e["type"] == "tool.execution_start" and isinstance(e.get("data"), dict)}

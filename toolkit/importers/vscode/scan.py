@@ -279,7 +279,7 @@ class Scan:
         if found == "copilot":
             session = copilot.session_from_log(path, data, self.options, self.report)
             return True, ((session, session.source_items, 0.0) if session is not None else None)
-        self.finding("unknown-format", "warning", str(path), f"not a VS Code chat session log: it looks like {describe(found)}; skipped")
+        self.finding("unknown-format", "error", str(path), f"not a VS Code chat session log: it looks like {describe(found)}; skipped")
         return True, None
 
     def _log_findings(self, path: Path, stem: str, jsonl: Replayed) -> None:
