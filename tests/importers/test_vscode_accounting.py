@@ -56,10 +56,10 @@ def test_every_fixture_item_is_a_record_or_counted_and_named(tmp_path, name, as_
     assert session["skipped"] == ({"ui-only": len(ui)} if ui else {})
     assert_accounted(session, len(requests) + len(parts) - len(ui) + (1 if as_jsonl else 0))
     named = " ".join(f["message"] for f in result.json["findings"] if f["code"] == "source-skipped")
-    for request in requests:
-        for n, part in enumerate(request["response"]):
+    for asked in requests:
+        for n, part in enumerate(asked["response"]):
             if part.get("kind") in UI_ONLY:
-                assert f"response:{request['requestId']}#{n}" in named, "every skipped item is named by its key"
+                assert f"response:{asked['requestId']}#{n}" in named, "every skipped item is named by its key"
 
 
 def test_exports_take_their_id_from_their_content_never_their_file_name(tmp_path):

@@ -263,66 +263,73 @@ def is_copilot_log(data: bytes) -> bool:
         return False
 
 
-def session_from_log(path: Path, data: bytes, options: Options, report: Callable[[Finding], None]) -> Session | None:
-    """Convert one ``events.jsonl``; None (and a finding) when it is not a Copilot CLI log."""
-    where = str(path)
-    if not is_copilot_log(data):
-        report(Finding("unknown-format", "error", where, 1, None, "not a GitHub Copilot CLI event log (its first record says otherwise); skipped"))
-        return None
-    events, items, skipped = _events(data, where, report)
-    starts = {e["data"].get("toolCallId"): e["data"] for _n, e, _r in events if e["type"] == "tool.execution_start" and isinstance(e.get("data"), dict)}
-    completes = {e["data"].get("toolCallId"): e["data"] for _n, e, _r in events if e["type"] == "tool.execution_complete" and isinstance(e.get("data"), dict)}
-    start = next((e["data"] for _n, e, _r in events if e["type"] == "session.start" and isinstance(e.get("data"), dict)), {})
-    folder = path.parent
-    yaml = _yaml_scalars(folder / "workspace.yaml")
-    vsmeta = _vscode_metadata(folder / "vscode.metadata.json")
-    sid = start.get("sessionId") if isinstance(start.get("sessionId"), str) and start["sessionId"] else None
-    sid = sid or yaml.get("id") or (folder.name if folder.parent.name == "session-state" else None)
-    sid = sid or "h" + hashlib.sha256(events[0][2]).hexdigest()[:32]
-    records, carried_calls, model = [], set(), start.get("selectedModel") if isinstance(start.get("selectedModel"), str) else None
-    ui_only: list[str] = []
-    contexts = []
-    for number, event, raw in events:
+class _Conversation:
+    """The records of one log, built event by event (tool executions joined to their calls)."""
+
+    def __init__(self, events: list[tuple[int, dict, bytes]]) -> None:
+        def by_call(kind: str) -> dict:
+            return {e["data"].get("toolCallId"): e["data"] for _n, e, _r in events if e["type"] == kind and isinstance(e.get("data"), dict)}
+
+        self.starts, self.completes = by_call("tool.execution_start"), by_call("tool.execution_complete")
+        self.start = next((e["data"] for _n, e, _r in events if e["type"] == "session.start" and isinstance(e.get("data"), dict)), {})
+        self.model = self.start.get("selectedModel") if isinstance(self.start.get("selectedModel"), str) else None
+        self.records: list[dict] = []
+        self.carried: set[str] = set()  # tool calls an assistant record holds
+        self.contexts: list[dict] = []  # session.start / session.resume contexts, in order
+        self.ui_only: list[str] = []  # keys of the events that became no record
+        for number, event, raw in events:
+            self.add(number, event, raw)
+
+    def add(self, number: int, event: dict, raw: bytes) -> None:
         kind, body = event["type"], event.get("data") if isinstance(event.get("data"), dict) else {}
-        t = event.get("timestamp") if isinstance(event.get("timestamp"), str) else (records[-1]["t"] if records else start.get("startTime"))
+        previous = self.records[-1]["t"] if self.records else self.start.get("startTime")
+        t = event.get("timestamp") if isinstance(event.get("timestamp"), str) else previous
         key = f"event:{event.get('id')}" if isinstance(event.get("id"), str) else f"line:{number}"
-        if kind in UI_ONLY:
-            ui_only.append(key)
-            continue
-        if kind == "session.start" and body is start:
-            contexts.append(body.get("context") if isinstance(body.get("context"), dict) else {})
-            continue  # the meta record: its fields, and the event whole under its raw
-        if kind in TOOL_EVENTS and body.get("toolCallId") in carried_calls:
-            continue  # joined into the assistant record that requested the call (counted there)
-        if kind == "session.model_change" and isinstance(body.get("newModel"), str):
-            model = body["newModel"]
         if isinstance(body.get("context"), dict):
-            contexts.append(body["context"])
+            self.contexts.append(body["context"])
+        if kind in UI_ONLY:
+            self.ui_only.append(key)
+            return
+        if (kind == "session.start" and body is self.start) or (kind in TOOL_EVENTS and body.get("toolCallId") in self.carried):
+            return  # carried by the meta record / by the assistant record that requested the call
+        if kind == "session.model_change" and isinstance(body.get("newModel"), str):
+            self.model = body["newModel"]
+        record = self._record(kind, body, t)
+        record["sourceKey"] = key
+        record["raw"] = Raw(raw)
+        self.records.append(record)
+
+    def _record(self, kind: str, body: dict, t: str | None) -> dict:
         if kind == "user.message":
             record: dict = {"kind": "user", "t": t, "content": body.get("content") if isinstance(body.get("content"), str) else ""}
             files = _attachments(body)
             if files:
                 record["contextFiles"] = files
-        elif kind == "assistant.message":
-            record, calls = _assistant(body, t, starts, completes, model)
-            carried_calls |= calls
-        elif kind in TOOL_EVENTS:  # a call no assistant step requested (or requested later): its own record
+            return record
+        if kind == "assistant.message":
+            record, calls = _assistant(body, t, self.starts, self.completes, self.model)
+            self.carried |= calls
+            return record
+        if kind in TOOL_EVENTS:  # a call no assistant step requested (or requested later): its own record
             call_id = body.get("toolCallId") if isinstance(body.get("toolCallId"), str) else ""
-            blocks = (_tool_blocks({"toolCallId": call_id, "name": body.get("toolName"), "arguments": body.get("arguments")}, starts, completes)
+            blocks = (_tool_blocks({"toolCallId": call_id, "name": body.get("toolName"), "arguments": body.get("arguments")},
+                                   self.starts, self.completes)
                       if kind == "tool.execution_start" else [_tool_result(call_id, body)])
-            record = {"kind": "assistant", "t": t, "content": blocks, "status": "complete"}
-        else:
-            record = {"kind": "event", "t": t, "type": kind}
-            if kind == "session.error" and isinstance(body.get("message"), str):
-                record["content"] = body["message"]
-            elif kind == "session.compaction_complete" and isinstance(body.get("summaryContent"), str):
-                record["content"] = body["summaryContent"]
-        record["sourceKey"] = key
-        record["raw"] = Raw(raw)
-        records.append(record)
+            return {"kind": "assistant", "t": t, "content": blocks, "status": "complete"}
+        record = {"kind": "event", "t": t, "type": kind}
+        text = body.get("message") if kind == "session.error" else body.get("summaryContent") if kind == "session.compaction_complete" else None
+        if isinstance(text, str):
+            record["content"] = text
+        return record
+
+
+def _place(folder: Path, contexts: list[dict]) -> tuple[object, str | None, str, list[str], dict]:
+    """Project, title, status and orphan reasons of a session folder; and its workspace.yaml."""
+    yaml = _yaml_scalars(folder / "workspace.yaml")
+    vsmeta = _vscode_metadata(folder / "vscode.metadata.json")
     context = next((c for c in contexts if isinstance(c.get("cwd"), str) and c["cwd"]), {})
-    folder_path = (vsmeta.get("workspaceFolder") or {}).get("folderPath") if isinstance(vsmeta.get("workspaceFolder"), dict) else None
-    project = context.get("cwd") or folder_path or yaml.get("cwd") or yaml.get("git_root")
+    workspace = vsmeta.get("workspaceFolder") if isinstance(vsmeta.get("workspaceFolder"), dict) else {}
+    project = context.get("cwd") or workspace.get("folderPath") or yaml.get("cwd") or yaml.get("git_root")
     title = next((v for v in (vsmeta.get("customTitle"), yaml.get("name"), yaml.get("summary")) if isinstance(v, str) and v), None)
     status, orphan = "live", []
     if isinstance(project, str) and project:
@@ -330,19 +337,36 @@ def session_from_log(path: Path, data: bytes, options: Options, report: Callable
             status = "unknown"  # another OS's path (a Windows cwd read on Linux): cannot be judged here
         elif not Path(project).is_dir():
             status, orphan = "orphaned", ["folder-missing"]
+    return project, title, status, orphan, yaml
+
+
+def session_from_log(path: Path, data: bytes, options: Options, report: Callable[[Finding], None]) -> Session | None:
+    """Convert one ``events.jsonl``; None (and a finding) when it is not a Copilot CLI log."""
+    where = str(path)
+    if not is_copilot_log(data):
+        report(Finding("unknown-format", "error", where, 1, None, "not a GitHub Copilot CLI event log (its first record says otherwise); skipped"))
+        return None
+    events, items, skipped = _events(data, where, report)
+    log = _Conversation(events)
+    start, folder = log.start, path.parent
+    project, title, status, orphan, yaml = _place(folder, log.contexts)
+    sid = start.get("sessionId") if isinstance(start.get("sessionId"), str) and start["sessionId"] else None
+    sid = sid or yaml.get("id") or (folder.name if folder.parent.name == "session-state" else None)
+    sid = sid or "h" + hashlib.sha256(events[0][2]).hexdigest()[:32]
     source = {"app": APP, "path": where, "key": sid, "version": f"events:{start.get('version', 'none')}"}
     created = start.get("startTime") if isinstance(start.get("startTime"), str) else events[0][1].get("timestamp")
     session = Session(safe_id("copilot", sid), None, created if isinstance(created, str) else None, title, source,
-                      Raw(events[0][2]), records, status=status, orphan=orphan)
+                      Raw(events[0][2]), log.records, status=status, orphan=orphan)
     session.project = options.project or _mapped(project, options)
     session.source_items = items
     for _number, reason in skipped:
         session.skip(reason)
-    if ui_only:
-        session.skip("ui-only", len(ui_only))
-        shown = ", ".join(ui_only[:10]) + (f" and {len(ui_only) - 10} more" if len(ui_only) > 10 else "")
+    if log.ui_only:
+        count = len(log.ui_only)
+        session.skip("ui-only", count)
+        shown = ", ".join(log.ui_only[:10]) + (f" and {count - 10} more" if count > 10 else "")
         report(Finding("source-skipped", "warning", where, None, None,
-                       f"session {session.id}: {len(ui_only)} turn-marker or ephemeral event{'s' if len(ui_only) > 1 else ''} became no record, ui-only: {shown}"))
+                       f"session {session.id}: {count} turn-marker or ephemeral event{'s' if count > 1 else ''} became no record, ui-only: {shown}"))
     return session
 
 
