@@ -173,10 +173,12 @@ def test_a_copilot_cli_log_given_to_the_vscode_importer_is_not_an_empty_vscode_s
     from tests.importers.test_copilot import copilot_session
 
     log = copilot_session(tmp_path / ".copilot", "5f1c0b9e-0000-4000-8000-000000000001", tmp_path)
-    result = imported(tmp_path, log)
+    log2 = copilot_session(tmp_path / ".copilot", "5f1c0b9e-0000-4000-8000-000000000002", tmp_path)
+    result = imported(tmp_path, log, log2)
     assert result.exit_code == 0, result.stdout[-2000:]
-    (session,) = result.json["sessions"]
-    assert session["id"] == "copilot-5f1c0b9e-0000-4000-8000-000000000001" and session["records"] > 0
+    assert [s["id"] for s in result.json["sessions"]] == ["copilot-5f1c0b9e-0000-4000-8000-000000000001",
+                                                           "copilot-5f1c0b9e-0000-4000-8000-000000000002"], "one id per session, never events.jsonl's"
+    assert all(s["records"] == 7 and s["status"] == "created" for s in result.json["sessions"])
     notes = tmp_path / "other.jsonl"
     notes.write_bytes(lines({"type": "user", "parentUuid": None, "uuid": "u", "sessionId": "s", "timestamp": "t", "isSidechain": False}))
     other = imported(tmp_path, notes, store="s2")
