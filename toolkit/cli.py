@@ -430,7 +430,7 @@ def _migrate_summary(result, code: int) -> str:
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    from_: Annotated[str, typer.Option("--from", metavar="cursor|vscode", help="The editor to recover chats from: cursor or vscode (also Code - Insiders, Code - OSS, VSCodium).", show_default=False)],
+    from_: Annotated[str, typer.Option("--from", metavar="cursor|vscode|copilot", help="The editor to recover chats from: cursor, vscode (also Code - Insiders, Code - OSS, VSCodium) or copilot (GitHub Copilot CLI session logs, ~/.copilot/session-state/<id>/events.jsonl).", show_default=False)],
     source: Annotated[Optional[list[Path]], typer.Option("--source", metavar="PATH", help="The editor's User folder, one workspaceStorage/<id> folder, or one state.vscdb (Cursor) / session .json or .jsonl (VS Code); repeatable; default: every install found on this machine.", show_default=False)] = None,
     project: Annotated[Optional[str], typer.Option("--project", metavar="PATH", help="File every imported session under this project path.", show_default=False)] = None,
     map_: Annotated[Optional[list[str]], typer.Option("--map", metavar="OLD=NEW", help="OLD=NEW: re-home sessions of a moved or renamed project folder (repeatable).", show_default=False)] = None,
@@ -454,6 +454,7 @@ def import_(
       levelsess import --from vscode --orphans-only --map /home/ada/old-name=/home/ada/new-name
       levelsess import --from vscode --project ~/code/app --no-raw -v   # file everything under one project
       levelsess import --from cursor --store ~/other-store -q
+      levelsess import --from copilot --source ~/.copilot/session-state/<id>/events.jsonl
     """
     from .importers import load, run_import
 

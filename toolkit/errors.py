@@ -358,6 +358,7 @@ CODES: dict[str, CodeInfo] = {
     "missing-bubble": CodeInfo("warning", ""),
     "source-torn": CodeInfo("warning", ""),
     "source-diverged": CodeInfo("warning", ""),
+    "source-skipped": CodeInfo("warning", ""),
     # migrate refusals (§6)
     "seq-conflict": CodeInfo("error", "", SeqConflictError),
     "no-downgrade": CodeInfo("error", "", NoDowngradeError),

@@ -1,8 +1,11 @@
 """Render a session for ``show`` and ``export`` ("Copy as Markdown" from the seed).
 
 Markdown: the title, then a heading per turn; user text and assistant text verbatim (code blocks
-stay code blocks); thinking folded into ``<details>``; tool calls summarised in one line each
-with their result's size; compact briefings marked; other events as one italic line.  Logician:
+stay code blocks) except that their own headings are pushed below the export's (``# x`` →
+``#### x``); attached files listed one per line; thinking folded into ``<details>``; tool calls
+summarised in one line each with their result's size (and the line the editor showed); file
+edits in one line; compact briefings marked; messages the editor no longer showed quoted whole
+after a line saying why; other events as one italic line.  Logician:
 the session's name, then every entry's message text in full.
 
 JSON: each record is its journal bytes (nothing is re-serialised); values that must be
@@ -57,6 +60,26 @@ def _fenced(text: str, info: str = "") -> str:
     return f"{fence}{info}\n{text}\n{fence}"
 
 
+_HEADING = re.compile(r"^( {0,3})(#{1,6})(?=[ \t]|$)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _demote(text: str, by: int = 3) -> str:
+    """Push the Markdown headings of a message below the export's own (``#`` title, ``##``
+    turn, ``###`` speaker): ``# x`` becomes ``#### x``; code fences are left alone."""
+    out, fence = [], None
+    for line in text.split("\n"):
+        opened = _FENCE.match(line)
+        if fence is None and opened:
+            fence = opened.group(1)
+        elif fence is not None and opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+            fence = None
+        elif fence is None:
+            line = _HEADING.sub(lambda m: m.group(1) + "#" * min(6, len(m.group(2)) + by), line)
+        out.append(line)
+    return "\n".join(out)
+
+
 def _content_text(content: object) -> list[str]:
     if isinstance(content, str):
         return [content]
@@ -71,12 +94,19 @@ def _block_md(block: dict) -> str | None:
     """One provider content block: text verbatim, thinking folded, a tool call in one line."""
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str):
-        return block["text"]
+        return _demote(block["text"])
     if kind == "thinking":
         thought = _text(block.get("thinking"), 10**9)
         return f"<details><summary>Thinking</summary>\n\n{thought}\n\n</details>" if thought else "_(thinking, signed and hidden)_"
     if kind == "tool_use":
-        return f"> 🔧 **{_text(block.get('name', 'tool'))}** `{_summary(block.get('input'), 100)}`"
+        shown = f" {_summary(block['display'], 100)}" if isinstance(block.get("display"), str) else ""
+        hidden = " _(hidden in the editor)_" if block.get("hidden") is True else ""
+        return f"> 🔧 **{_text(block.get('name', 'tool'))}**{shown} `{_summary(block.get('input'), 100)}`{hidden}"
+    if kind == "file_edit":
+        edits = block.get("edits")
+        return f"> ✏️ edited `{_text(block.get('path'))}`" + (f" ({edits} edit{'s' if edits != 1 else ''})" if isinstance(edits, int) else "")
+    if kind == "warning":
+        return "> ⚠️ " + _text(block.get("text"), 10**9)
     if kind == "tool_result":
         result = block.get("content")
         text = result if isinstance(result, str) else dumps(result).decode() if result is not None else ""
@@ -124,14 +154,17 @@ def _levelcode_md(record: dict, state: dict) -> str | None:
     if kind == "meta":
         title = state["title"] if isinstance(state["title"], str) and state["title"] else None
         title = title or _text(record.get("title")) or _text(record.get("id"))
-        return f"# {title}\n\n_{_text(record.get('project'))} · {_text(record.get('createdAt'))} · {_text(record.get('id'))}_\n\n"
+        line = " · ".join(part for part in (_text(record.get(k)) for k in ("project", "createdAt", "id")) if part)
+        return f"# {title}\n\n" + (f"_{line}_\n\n" if line else "")
     if kind == "user":
         state["turn"] += 1
-        body = "\n\n".join(_content_text(record.get("content")))
-        return f"## Turn {state['turn']} · {when}\n\n### You\n\n{body}\n\n"
+        body = "\n\n".join(_demote(text) for text in _content_text(record.get("content")))
+        return f"## Turn {state['turn']} · {when}\n\n### You\n\n{body}\n\n" + _attachments_md(record.get("contextFiles"))
     if kind == "assistant":
         model = f" ({_text(record['model'])})" if record.get("model") else ""
-        return f"### Assistant{model}\n\n" + "\n\n".join(_blocks_md(record.get("content"))) + "\n\n"
+        lead = "" if state["turn"] or state.get("lead") else "## Before the first prompt\n\n"
+        state["lead"] = True  # that heading once, so a reply never hangs under the title
+        return f"{lead}### Assistant{model}\n\n" + "\n\n".join(_blocks_md(record.get("content"))) + "\n\n"
     if kind == "compact":
         briefing = "\n".join(f"> {line}" for line in _text(record.get("briefing"), 10**9).splitlines())
         covers = _text(record.get("coversThrough", "?"))
@@ -142,9 +175,26 @@ def _levelcode_md(record: dict, state: dict) -> str | None:
     if kind == "title":
         return f"_renamed: {_text(record.get('title'))}_\n\n"
     if kind == "event":
-        detail = f": {_summary(record.get('content'), 120)}" if record.get("type") == "orphan-message" else ""
+        if record.get("type") == "orphan-message":
+            return _orphan_md(record, when)
+        detail = f": {' '.join(record['content'].split())}" if isinstance(record.get("content"), str) and record["content"] else ""
         return f"_{_text(record.get('type', 'event'))} · {when}{detail}_\n\n"
     return None
+
+
+def _attachments_md(files: object) -> str:
+    """A user message's attached files, one per line (each whole, never cut)."""
+    names = [f for f in files if isinstance(f, str)] if isinstance(files, list) else []
+    return "_Attached:_\n\n" + "".join(f"- `{name}`\n" for name in names) + "\n" if names else ""
+
+
+def _orphan_md(record: dict, when: str) -> str:
+    """A message the editor no longer showed, after the conversation: who, why, then its
+    whole content quoted (text verbatim, tool calls one line each)."""
+    who = ", ".join(_text(record.get(k)) for k in ("role", "reason") if record.get(k))
+    parts = _blocks_md(record.get("content"))
+    quoted = "\n>\n".join("\n".join(f"> {line}" if line else ">" for line in part.split("\n")) for part in parts if part)
+    return f"_Not shown in the editor ({who}) · {when}_\n\n" + (f"{quoted}\n\n" if quoted else "")
 
 
 def markdown(path: Path, layout: Layout, title: object = None) -> Iterator[str]:

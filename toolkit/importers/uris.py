@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import PermissionDeniedError
 from ..lines import loads
 
+_WSL_HOSTS = ("wsl.localhost", "wsl$")
 _DRIVE = re.compile(r"^/?([A-Za-z])(:|%3[Aa])(/.*)?$")
 
 
@@ -18,12 +19,16 @@ def uri_to_project(uri: str) -> tuple[str, bool]:
     """Return ``(project, is_local)`` for a workspace URI, like VS Code's ``URI.fsPath``.
 
     ``file:///c%3A/Users/x`` -> ``c:\\Users\\x``; ``file://host/share/x`` -> ``\\\\host\\share\\x``;
-    POSIX paths as decoded.  Other schemes (remote, dev container, WSL) keep the URI.
+    POSIX paths as decoded; on POSIX a WSL share (``file://wsl.localhost/Ubuntu/home/u``, as
+    Windows names a WSL file) is the POSIX path inside the distribution (``/home/u``).  Other
+    schemes (remote, dev container, ``vscode-remote://wsl+…``) keep the URI.
     """
     parts = urlsplit(uri)
     if parts.scheme != "file":
         return uri, False
     path = unquote(parts.path)
+    if parts.netloc.lower() in _WSL_HOSTS and os.name != "nt":  # \\wsl.localhost\<distro>\home\u seen from inside WSL
+        return "/" + path.lstrip("/").partition("/")[2], True
     if parts.netloc:
         return "\\\\" + parts.netloc + path.replace("/", "\\"), True
     drive = _DRIVE.match(path)
@@ -31,6 +36,32 @@ def uri_to_project(uri: str) -> tuple[str, bool]:
         rest = (drive.group(3) or "\\").replace("/", "\\")
         return f"{drive.group(1).lower()}:{rest}", True
     return path, True
+
+
+def revived_uri_text(uri: dict) -> str | None:
+    """A readable path for a revived ``$mid: 1`` URI object: its ``fsPath`` for a local file,
+    the URI itself for any other scheme (remote, WSL, web).
+
+    VS Code on Windows computes ``fsPath`` for every scheme, so a WSL or SSH file
+    (``vscode-remote://wsl+ubuntu/home/u/x``) arrives as ``\\home\\u\\x``: a path on no
+    machine.  Such a file is written as its URI; a ``file:`` one without a drive or host as its
+    POSIX ``path``."""
+    scheme, path = uri.get("scheme"), uri.get("path")
+    if scheme not in (None, "file"):
+        if isinstance(uri.get("external"), str):
+            return uri["external"]
+        if isinstance(path, str):
+            return f"{scheme}://{uri.get('authority') or ''}{path}"
+        return None
+    fs_path = uri.get("fsPath")
+    rootless = isinstance(fs_path, str) and fs_path[:1] == "\\" and fs_path[:2] != "\\\\"  # \\home\\u, not \\\\host
+    if isinstance(fs_path, str) and not rootless:
+        return fs_path
+    if isinstance(path, str):
+        if uri.get("authority"):
+            return uri_to_project(f"file://{uri['authority']}{path}")[0]
+        return uri_to_project("file://" + path)[0] if _DRIVE.match(path) else path
+    return fs_path if isinstance(fs_path, str) else None
 
 
 def is_foreign(project: str) -> bool:

@@ -8,11 +8,29 @@ are kept after the conversation as ``orphan-message`` events, never replayed as 
 
 from __future__ import annotations
 
-from urllib.parse import unquote
+from dataclasses import dataclass, field
 
 from ..output import Raw, iso_from_ms, json_object
+from ..uris import revived_uri_text, uri_to_project
 
 STATUS = {1: "complete", 2: "cancelled", 3: "failed", 0: "pending", 4: "pending"}
+#: Response parts that only drive VS Code's UI while a reply streams (a placeholder before a
+#: tool call, an undo marker, a code block's file link, progress lines): nothing a user reads
+#: later is lost; each is counted as ``ui-only`` and kept under the assistant record's ``raw``.
+UI_ONLY = frozenset({"prepareToolInvocation", "undoStop", "codeblockUri", "progressMessage", "progressTask",
+                     "progressTaskSerialized", "mcpServersStarting"})
+
+
+@dataclass
+class Tally:
+    """The accounting of one session: every source item (request, response part) and the
+    ones that became no record, each with its key and reason (SOURCES §4.2)."""
+
+    items: int = 0
+    skips: list[tuple[str, str]] = field(default_factory=list)  # (reason, item key)
+
+    def skip(self, reason: str, key: str) -> None:
+        self.skips.append((reason, key))
 
 
 def iso(ms: object) -> str | None:
@@ -46,17 +64,12 @@ def title_of(session: dict) -> str | None:
 
 
 def _uri_text(uri: object) -> str | None:
-    """A readable path for a revived ``$mid: 1`` URI object or a URI string."""
+    """A readable path for a revived ``$mid: 1`` URI object or a URI string: a local file's
+    path, any other scheme's URI (never a backslashed ``\\home\\…`` made from a WSL URI)."""
     if isinstance(uri, dict):
-        if isinstance(uri.get("fsPath"), str):
-            return uri["fsPath"]
-        if isinstance(uri.get("external"), str):
-            return uri["external"]
-        if isinstance(uri.get("path"), str):
-            scheme = uri.get("scheme")
-            return uri["path"] if scheme in (None, "file") else f"{scheme}://{uri.get('authority', '')}{uri['path']}"
+        return revived_uri_text(uri)
     if isinstance(uri, str):
-        return unquote(uri.removeprefix("file://"))
+        return uri_to_project(uri)[0] if uri.startswith("file:") else uri
     return None
 
 
@@ -87,7 +100,52 @@ def _inline_name(part: dict) -> str:
     return text.replace("\\", "/").rstrip("/").rpartition("/")[2] or text
 
 
-def _tool_input(part: dict, request: dict, seen: dict[str, int]) -> dict:
+#: Built-in tools whose name in ``toolCallRounds`` (the model's) is not their VS Code ``toolId``
+#: with ``copilot_`` and case and ``_`` taken away (``read_file`` = ``copilot_readFile`` needs no entry).
+ROUND_ALIASES = {"semantic_search": "searchcodebase", "file_search": "findfiles", "grep_search": "findtextinfiles",
+                 "list_dir": "listdirectory", "get_changed_files": "getchangedfiles", "insert_edit_into_file": "insertedit",
+                 "replace_string_in_file": "replacestring", "multi_replace_string_in_file": "multireplacestring",
+                 "list_code_usages": "listcodeusages", "get_vscode_api": "getvscodeapi", "edit_notebook_file": "editnotebook"}
+
+
+def _tool_key(name: str) -> str:
+    return name.lower().removeprefix("copilot_").replace("_", "")
+
+
+def _same_tool(round_name: object, tool_id: str) -> bool:
+    if not isinstance(round_name, str):
+        return False
+    return round_name == tool_id or ROUND_ALIASES.get(round_name, _tool_key(round_name)) == _tool_key(tool_id)
+
+
+def _round_call(part: dict, request: dict, cursor: dict) -> dict | None:
+    """The model's call (``result.metadata.toolCallRounds``) behind this invocation.
+
+    Round ids never equal ``toolCallId``, so invocations and round calls are aligned in order:
+    each invocation takes the next round call whose name is its tool's (exactly, or the same
+    tool under VS Code's other name); one with none (an internal sub-call) takes nothing."""
+    if "calls" not in cursor:
+        result = request.get("result") if isinstance(request.get("result"), dict) else {}
+        rounds = (result.get("metadata") or {}).get("toolCallRounds") if isinstance(result.get("metadata"), dict) else None
+        cursor["calls"] = [c for r in rounds if isinstance(r, dict) for c in (r.get("toolCalls") or []) if isinstance(c, dict)] \
+            if isinstance(rounds, list) else []
+        cursor["next"] = 0
+    tool_id = part.get("toolId")
+    if not isinstance(tool_id, str):
+        return None
+    calls = cursor["calls"]
+    for i in range(cursor["next"], len(calls)):
+        if _same_tool(calls[i].get("name"), tool_id):
+            cursor["next"] = i + 1
+            return calls[i]
+    return None
+
+
+def _tool_input(part: dict, request: dict, cursor: dict) -> dict:
+    """The call's input from the field that holds it: ``toolSpecificData`` (``rawInput``, a
+    terminal's ``commandLine`` or older ``command``), ``resultDetails.input``, else the
+    model's own call in ``toolCallRounds``; ``{}`` when none holds it."""
+    matched = _round_call(part, request, cursor)  # always, so the alignment holds for later calls
     data = part.get("toolSpecificData")
     if isinstance(data, dict):
         if isinstance(data.get("rawInput"), dict):
@@ -97,25 +155,20 @@ def _tool_input(part: dict, request: dict, seen: dict[str, int]) -> dict:
             command = command.get("original") or command.get("toolEdited") or command.get("userEdited")
         if isinstance(command, str):
             return {"command": command}
+        if isinstance(data.get("command"), str):  # the older terminal shape: {kind: "terminal", command, language}
+            return {"command": data["command"]}
     details = part.get("resultDetails")
     if isinstance(details, dict) and isinstance(details.get("input"), str):
         value = json_object(details["input"])
         if value is not None:
             return value
-    tool_id = part.get("toolId")
-    rounds = (((request.get("result") or {}).get("metadata") or {}).get("toolCallRounds")
-              if isinstance(request.get("result"), dict) and isinstance(request["result"].get("metadata"), dict) else None)
-    if isinstance(tool_id, str) and isinstance(rounds, list):
-        k = seen.get(tool_id, 0)
-        seen[tool_id] = k + 1
-        calls = [c for r in rounds if isinstance(r, dict) for c in r.get("toolCalls") or [] if isinstance(c, dict) and c.get("name") == tool_id]
-        if k < len(calls):
-            arguments = calls[k].get("arguments")
-            parsed = json_object(arguments)
-            if parsed is not None:
-                return parsed
-            if isinstance(arguments, str):
-                return {"raw": arguments}
+    if matched is not None:
+        arguments = matched.get("arguments")
+        parsed = json_object(arguments)
+        if parsed is not None:
+            return parsed
+        if isinstance(arguments, str):
+            return {"raw": arguments}
     return {}
 
 
@@ -134,11 +187,41 @@ def _tool_result(part: dict) -> tuple[str, bool] | None:
     return None
 
 
-def response_blocks(request: dict) -> list[dict]:
-    """Content blocks from the response parts, in order (VS Code's computeMarkdownContent)."""
+def _message(value: object) -> str | None:
+    """``invocationMessage`` / ``pastTenseMessage``: a string or a markdown ``{value}``."""
+    if isinstance(value, dict):
+        value = value.get("value")
+    return value if isinstance(value, str) and value else None
+
+
+def _tool_use(part: dict, request: dict, seen: dict) -> dict:
+    """A ``tool_use`` block with the line VS Code showed for it (``display``: the past-tense
+    message once complete, else the invocation message) and ``hidden`` when VS Code hides it."""
+    block = {"type": "tool_use", "id": part.get("toolCallId") or "", "name": part.get("toolId") or "",
+             "input": _tool_input(part, request, seen)}
+    shown = (_message(part.get("pastTenseMessage")) if part.get("isComplete") is not False else None) or _message(part.get("invocationMessage"))
+    if shown:
+        block["display"] = shown
+    if part.get("presentation") == "hidden":
+        block["hidden"] = True
+    return block
+
+
+def _edit_count(edits: object) -> int:
+    """TextEdits in a ``textEditGroup``: a list of batches, each a list of edits."""
+    if not isinstance(edits, list):
+        return 0
+    return sum(len(batch) if isinstance(batch, list) else 1 for batch in edits)
+
+
+def response_blocks(request: dict, tally: Tally | None = None, rid: str = "") -> list[dict]:
+    """Content blocks from the response parts, in order (VS Code's computeMarkdownContent).
+
+    Every part is counted in ``tally``: it becomes (part of) a block, or is skipped with a reason."""
+    tally = tally if tally is not None else Tally()
     blocks: list[dict] = []
     text: list[str] = []
-    seen: dict[str, int] = {}
+    seen: dict = {}  # the alignment of invocations with toolCallRounds (see _round_call)
 
     def flush() -> None:
         if text:
@@ -147,14 +230,22 @@ def response_blocks(request: dict) -> list[dict]:
                 blocks.append({"type": "text", "text": joined})
             text.clear()
 
-    for part in request.get("response") or []:
+    for n, part in enumerate(request.get("response") or []):
+        tally.items += 1
+        key = f"response:{rid}#{n}"
         if not isinstance(part, dict):
+            tally.skip("not-an-object", key)
             continue
         kind = part.get("kind")
-        if kind is None or kind == "markdownContent":
-            value = part.get("value") if kind is None else (part.get("content") or {}).get("value")
+        if kind is None or kind in ("markdownContent", "markdownVuln"):
+            content = part.get("content")
+            value = part.get("value") if kind is None else content.get("value") if isinstance(content, dict) else None
             if isinstance(value, str):
                 text.append(value)
+                if not value:
+                    tally.skip("empty", key)
+            else:
+                tally.skip("unknown-shape", key)
         elif kind == "inlineReference":
             text.append(f"`{_inline_name(part)}`")
         elif kind == "thinking":
@@ -163,16 +254,34 @@ def response_blocks(request: dict) -> list[dict]:
             value = "".join(v for v in value if isinstance(v, str)) if isinstance(value, list) else value
             if isinstance(value, str) and value:
                 blocks.append({"type": "thinking", "thinking": value})
+            else:
+                tally.skip("empty", key)
         elif kind == "toolInvocationSerialized":
             flush()
-            tool_id = part.get("toolCallId") or ""
-            blocks.append({"type": "tool_use", "id": tool_id, "name": part.get("toolId") or "",
-                           "input": _tool_input(part, request, seen)})
+            block = _tool_use(part, request, seen)
+            blocks.append(block)
             result = _tool_result(part)
             if result is not None:
-                blocks.append({"type": "tool_result", "tool_use_id": tool_id, "content": result[0], "is_error": result[1]})
+                blocks.append({"type": "tool_result", "tool_use_id": block["id"], "content": result[0], "is_error": result[1]})
+        elif kind in ("textEditGroup", "notebookEditGroup"):
+            flush()
+            edit = {"type": "file_edit", "path": _uri_text(part.get("uri")), "edits": _edit_count(part.get("edits"))}
+            if part.get("done") is False:
+                edit["done"] = False
+            blocks.append(edit)
+        elif kind == "warning":
+            flush()
+            value = _message(part.get("content"))
+            if value:
+                blocks.append({"type": "warning", "text": value})
+            else:
+                tally.skip("empty", key)
         elif kind == "clearToPreviousToolInvocation":
             text.clear()  # VS Code drops the text since the last tool block
+        elif kind in UI_ONLY:
+            tally.skip("ui-only", key)
+        else:
+            tally.skip(f"unknown-kind:{kind}" if isinstance(kind, str) else "unknown-shape", key)
     flush()
     return blocks
 
@@ -206,13 +315,17 @@ def _assistant_time(request: dict) -> tuple[str | None, bool]:
     return iso(start), True
 
 
-def convert(session: dict, fallback_time: str | None) -> tuple[list[dict], str | None]:
-    """Records for every request, hidden ones as trailing events; and the session's first time."""
+def convert(session: dict, fallback_time: str | None, tally: Tally | None = None) -> tuple[list[dict], str | None]:
+    """Records for every request, hidden ones as trailing events; and the session's first time.
+
+    ``tally`` counts every request and response part (a request always becomes a record)."""
+    tally = tally if tally is not None else Tally()
     records, hidden = [], []
     last = fallback_time
     first = None
     for index, request in enumerate(session.get("requests") or []):
         rid = request.get("requestId") if isinstance(request.get("requestId"), str) else f"#{index}"
+        tally.items += 1
         message = request.get("message") if isinstance(request.get("message"), dict) else {}
         t = iso(request.get("timestamp"))
         inferred = t is None
@@ -229,7 +342,7 @@ def convert(session: dict, fallback_time: str | None) -> tuple[list[dict], str |
         user["raw"] = Raw(value={k: v for k, v in request.items() if k not in ("response", "result")})
         a_time, a_inferred = _assistant_time(request)
         status = status_of(request)
-        assistant: dict = {"kind": "assistant", "t": a_time or t, "content": response_blocks(request)}
+        assistant: dict = {"kind": "assistant", "t": a_time or t, "content": response_blocks(request, tally, rid)}
         if isinstance(request.get("modelId"), str):
             assistant["model"] = request["modelId"]
         assistant["status"] = status

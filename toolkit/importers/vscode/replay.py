@@ -50,6 +50,9 @@ class Replayed:
     editor_unreadable: bool = False
     torn_tail: bool = False
     mutations: int = 0
+    lines: int = 0  # non-empty lines: the log's source items
+    skipped: list[int] = field(default_factory=list)  # numbers of the lines not applied (torn tail included)
+    bom: list[int] = field(default_factory=list)  # numbers of the lines that began with a UTF-8 BOM
 
 
 def _empty_session() -> dict:
@@ -239,7 +242,7 @@ def _reason(exc: BaseException) -> str:
 def replay_jsonl(data: bytes, fallback: dict | None = None) -> Replayed:
     """Rebuild a session from the bytes of a ``.jsonl`` log (see the module docstring)."""
     out = Replayed(state={})
-    state: dict | None = None
+    state: list[dict | None] = [None]  # None until a kind 0 or the first mutation
     lines = data.split(b"\n")
     last = len(lines) - 1  # lines[last] is unterminated (b"" when the file ends with "\n")
 
@@ -249,54 +252,64 @@ def replay_jsonl(data: bytes, fallback: dict | None = None) -> Replayed:
     for number, line in enumerate(lines, start=1):
         if line.startswith(BOM):
             out.editor_unreadable = True
+            out.bom.append(number)
             while line.startswith(BOM):
                 line = line[len(BOM):]
         if not line:
             continue
-        try:
-            entry, note = _parse(line)
-        except ValueError as exc:
-            if number - 1 == last:
-                out.torn_tail = True
-            else:
-                out.problems.append((number, f"not JSON ({_reason(exc)}); line skipped"))
-                out.editor_unreadable = True
-            continue
-        if note:
-            out.problems.append((number, note))
-        if not isinstance(entry, dict):
-            out.problems.append((number, f"a JSON {_nameof(entry)}, not an entry object; line skipped"))
-            out.editor_unreadable = True
-            continue
-        kind = _as_index(entry.get("kind"))
-        if kind not in (0, 1, 2, 3):
-            out.problems.append((number, f"unknown entry kind {entry.get('kind')!r}; line skipped"))
-            out.editor_unreadable = True
-            continue
-        if kind == 0:
-            value = entry.get("v")
-            if not isinstance(value, dict):
-                out.problems.append((number, f"initial entry holds a {_nameof(value)}, not a session object; line skipped"))
-                out.editor_unreadable = True
-                continue
-            state = value  # freshly parsed: nothing is shared with earlier lines
-            out.mutations += 1
-            continue
-        if state is None:
-            state = start()
-            out.editor_unreadable = True  # "Log file is missing an initial entry"
-        try:
-            _APPLY[kind](state, entry)
-        except _Skip as exc:
-            out.problems.append((number, f"kind {kind} at {_show(entry.get('k'))}: {exc}; line skipped"))
-            out.editor_unreadable = True
-            continue
-        out.mutations += 1
-    if state is None:  # empty log, or nothing but bad lines / a torn tail
-        state = start()
+        out.lines += 1
+        applied = out.mutations
+        _entry_line(out, state, number, line, number - 1 == last, start)
+        if out.mutations == applied:
+            out.skipped.append(number)
+    if state[0] is None:  # empty log, or nothing but bad lines / a torn tail
+        state[0] = start()
         out.editor_unreadable = True
-    out.state = state
+    out.state = state[0]
     return out
+
+
+def _entry_line(out: Replayed, state: list, number: int, line: bytes, final: bool, start) -> None:
+    """Apply one non-empty line to ``state[0]``; a line not applied leaves ``out.mutations`` as it was."""
+    try:
+        entry, note = _parse(line)
+    except ValueError as exc:
+        if final:
+            out.torn_tail = True
+        else:
+            out.problems.append((number, f"not JSON ({_reason(exc)}); line skipped"))
+            out.editor_unreadable = True
+        return
+    if note:
+        out.problems.append((number, note))
+    if not isinstance(entry, dict):
+        out.problems.append((number, f"a JSON {_nameof(entry)}, not an entry object; line skipped"))
+        out.editor_unreadable = True
+        return
+    kind = _as_index(entry.get("kind"))
+    if kind not in (0, 1, 2, 3):
+        out.problems.append((number, f"unknown entry kind {entry.get('kind')!r}; line skipped"))
+        out.editor_unreadable = True
+        return
+    if kind == 0:
+        value = entry.get("v")
+        if not isinstance(value, dict):
+            out.problems.append((number, f"initial entry holds a {_nameof(value)}, not a session object; line skipped"))
+            out.editor_unreadable = True
+            return
+        state[0] = value  # freshly parsed: nothing is shared with earlier lines
+        out.mutations += 1
+        return
+    if state[0] is None:
+        state[0] = start()
+        out.editor_unreadable = True  # "Log file is missing an initial entry"
+    try:
+        _APPLY[kind](state[0], entry)
+    except _Skip as exc:
+        out.problems.append((number, f"kind {kind} at {_show(entry.get('k'))}: {exc}; line skipped"))
+        out.editor_unreadable = True
+        return
+    out.mutations += 1
 
 
 def load_json(data: bytes) -> dict:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,11 +23,15 @@ from ...findings import Finding
 from .. import sqlite as db
 from ..output import Options, Raw, Session, safe_id
 from ..uris import apply_map, classify
-from .convert import convert, iso, normalise, title_of
-from .replay import choose, load_json, replay_jsonl, request_count
+from .convert import Tally, convert, iso, normalise, title_of
+from .replay import Replayed, choose, load_json, replay_jsonl, request_count
 from .sources import AGENT_STATE_KEY, INDEX_KEY, LEGACY_KEY, TRANSFER_KEY, Store
 
 APP = "vscode"
+#: Skip reasons a user would miss (the item held content levelsess could not convert): an
+#: error finding (exit 4).  Every other reason (``ui-only``, ``empty``, ``deleted``) is a warning.
+SEVERE = ("not-an-object", "unknown-shape", "unknown-kind")
+SHOWN_KEYS = 10  # item keys named in one finding; the rest are counted
 
 
 @dataclass
@@ -157,14 +162,28 @@ class Scan:
             for session, requests, mtime in self._each_store(store, files):
                 sid = session.source.pop("sessionId", session.id)
                 key = session.source.pop("stem", sid)
+                if store.kind == "file":  # loose files (exports): their names say nothing, their ids do
+                    key, counts[session.id] = session.id, 2
                 if counts.get(key, 1) <= 1:
                     yield session
                     continue
                 rank = (requests, session.status == "live", mtime)
                 if key not in best or rank > best[key][0]:
+                    if key in best:
+                        self._dropped(best[key][1], session)
                     best[key] = (rank, session)
+                else:
+                    self._dropped(session, best[key][1])
         for _rank, session in best.values():
             yield session
+
+    def _dropped(self, copy: Session, kept: Session) -> None:
+        """A second copy of a session (another store, or the legacy key) is not imported: say so."""
+        if copy.source.get("path") == kept.source.get("path") and copy.source.get("key") == kept.source.get("key"):
+            return  # the very same file, listed twice
+        self.finding("source-skipped", "warning", str(copy.source.get("path")),
+                     f"session {copy.id}: another copy, {kept.source.get('path')} ({kept.source.get('key')}), has more requests, "
+                     "is live or is newer, and was imported instead of this one")
 
     def _each_store(self, store: Store, files: dict) -> Iterator[tuple[Session, int, float]]:
         """One store's sessions; a store whose database cannot be read is a finding, and
@@ -216,14 +235,15 @@ class Scan:
                 self.finding("source-unreadable", "error", str(found[".json"]), f"{exc}; skipped")
         if ".jsonl" in found:
             try:
-                jsonl = replay_jsonl(found[".jsonl"].read_bytes(), fallback=json_state)
+                data = found[".jsonl"].read_bytes()
             except OSError as exc:
                 self.finding("source-unreadable", "error", str(found[".jsonl"]), f"cannot read: {exc}")
             else:
-                for line, message in jsonl.problems:
-                    self.finding("source-unreadable", "warning", str(found[".jsonl"]), message, line)
-                if jsonl.torn_tail:
-                    self.finding("source-torn", "warning", str(found[".jsonl"]), "the last line is incomplete (written mid-turn?); ignored")
+                handled, foreign = self._foreign(found[".jsonl"], data)
+                if handled:
+                    return foreign
+                jsonl = replay_jsonl(data, fallback=json_state)
+                self._log_findings(found[".jsonl"], stem, jsonl)
         if json_state is None and jsonl is None:
             return None
         shape, state, note = choose(json_state, jsonl)
@@ -238,7 +258,39 @@ class Scan:
             mtime = path.stat().st_mtime
         except OSError:
             mtime = 0.0
-        return self._session(store, state, stem, str(path), stem, version, index, orphan, mtime, transfers)
+        log = jsonl if shape == "jsonl" else None
+        return self._session(store, state, stem, str(path), stem, version, index, orphan, mtime, transfers, log=log)
+
+    def _foreign(self, path: Path, data: bytes):
+        """A ``.jsonl`` another program wrote is never replayed as an (empty) VS Code session:
+        a GitHub Copilot CLI event log is imported as what it is (``copilot-<sessionId>``),
+        anything else that is not a VS Code log is a finding."""
+        from ...identify import describe, sniff
+        from ...lines import loads
+        from .. import copilot
+
+        first = copilot.first_line(data)
+        try:
+            found = sniff(loads(first)) if first is not None else "vscode-log"
+        except ValueError:
+            return False, None  # a damaged first line: the tolerant replay says what it can
+        if found in ("vscode-log", None):
+            return False, None
+        if found == "copilot":
+            session = copilot.session_from_log(path, data, self.options, self.report)
+            return True, ((session, session.source_items, 0.0) if session is not None else None)
+        self.finding("unknown-format", "error", str(path), f"not a VS Code chat session log: it looks like {describe(found)}; skipped")
+        return True, None
+
+    def _log_findings(self, path: Path, stem: str, jsonl: Replayed) -> None:
+        for line, message in jsonl.problems:
+            self.finding("source-unreadable", "error", str(path), message, line)
+        if jsonl.torn_tail:
+            self.finding("source-torn", "warning", str(path), "the last line is incomplete (written mid-turn?); ignored", jsonl.skipped[-1] if jsonl.skipped else None)
+        if jsonl.bom:
+            where = "the file starts" if jsonl.bom == [1] else f"line{'s' if len(jsonl.bom) > 1 else ''} {', '.join(map(str, jsonl.bom))} start"
+            self.finding("bom", "warning", str(path), f"session {stem}: {where} with a UTF-8 byte-order mark, so VS Code cannot open this "
+                         "session (\"Malformed session data\"); levelsess read it without the mark", jsonl.bom[0])
 
     def _legacy_session(self, store: Store, raw: dict, position: int, index: Index):
         sid = raw.get("sessionId") if isinstance(raw.get("sessionId"), str) else f"legacy-{position}"
@@ -247,9 +299,18 @@ class Scan:
                              index, [], 0.0, {}, legacy=True)
 
     def _session(self, store: Store, state: dict, stem: str, path: str, key: str, version: str, index: Index,
-                 orphan: list[str], mtime: float, transfers: dict, legacy: bool = False):
+                 orphan: list[str], mtime: float, transfers: dict, legacy: bool = False, log: Replayed | None = None):
+        tally = Tally()
+        for n, request in enumerate(state.get("requests") if isinstance(state.get("requests"), list) else []):
+            if not isinstance(request, dict):  # a null hole (a delete) or a stray value: no record
+                tally.items += 1
+                tally.skip("deleted" if request is None else "not-an-object", f"requests[{n}]")
         state = normalise(state)
-        sid = state.get("sessionId") if isinstance(state.get("sessionId"), str) and state["sessionId"] else stem
+        sid = state.get("sessionId") if isinstance(state.get("sessionId"), str) and state["sessionId"] else None
+        if sid is None and not legacy and (store.kind == "file" or "version" not in state):
+            sid = export_id(state)  # "Export Chat" output: no sessionId, and any file name (chat.json)
+            key = sid
+        sid = sid or stem
         requests = state.get("requests") or []
         project, status, reasons = store.project, store.status, list(store.orphan)
         if store.kind == "transferred":  # a leftover of a failed hand-over; its target gives the project
@@ -266,7 +327,7 @@ class Scan:
         status = "orphaned" if reasons else status
         created = iso(state.get("creationDate"))
         fallback = created or (iso(mtime * 1000) if mtime else None)
-        records, first = convert(state, fallback)
+        records, first = convert(state, fallback, tally)
         title = title_of(state) or (entry.get("title") if isinstance(entry, dict) and entry.get("title") else None)
         raw = Raw(value={k: v for k, v in state.items() if k != "requests"})
         source = {"app": APP, "path": path, "key": key, "version": version, "sessionId": sid}
@@ -281,7 +342,37 @@ class Scan:
         session = Session(safe_id("vscode", sid), None, created or first or fallback, title, source, raw, records,
                           status=status, orphan=reasons)
         session.project = self.options.project or apply_map(project, self.options.mapping)
+        self._account(session, tally, log, path)
         return session, len(requests), mtime
+
+    def _account(self, session: Session, tally: Tally, log: Replayed | None, path: str) -> None:
+        """Fill the session's accounting and name every skipped item in a finding, one per reason."""
+        session.source_items = tally.items + (log.lines if log is not None else 0)
+        for number in log.skipped if log is not None else []:  # already named, line by line, by _log_findings
+            session.skip("torn-line" if log.torn_tail and number == log.skipped[-1] else "unreadable-line")
+        by_reason: dict[str, list[str]] = {}
+        for reason, key in tally.skips:
+            session.skip(reason)
+            by_reason.setdefault(reason, []).append(key)
+        for reason, keys in sorted(by_reason.items()):
+            severe = reason.startswith(SEVERE)
+            named = ", ".join(keys[:SHOWN_KEYS]) + (f" and {len(keys) - SHOWN_KEYS} more" if len(keys) > SHOWN_KEYS else "")
+            what = "could not be converted (kept under raw)" if severe else "became no record (kept under raw)"
+            self.finding("source-unreadable" if severe else "source-skipped", "error" if severe else "warning", path,
+                         f"session {session.id}: {len(keys)} item{'s' if len(keys) > 1 else ''} {what}, {reason}: {named}")
+
+
+def export_id(state: dict) -> str:
+    """The id of a session file without ``sessionId`` ("Chat: Export Chat…" output), from its
+    content: its first request's ``requestId`` (stable as the chat grows, so a later export of
+    the same chat extends the same journal), else a hash of its content (an export with no request)."""
+    for request in state.get("requests") or []:
+        if isinstance(request, dict) and isinstance(request.get("requestId"), str) and request["requestId"]:
+            return f"export-{request['requestId']}"
+    from ...encode import dumps
+
+    digest = hashlib.sha256(dumps(state)).hexdigest()
+    return f"export-h{digest[:32]}"
 
 
 def scan_stores(stores: list[Store], options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
