@@ -213,3 +213,47 @@ def test_a_user_bubble_without_time_takes_the_answers_request_time(tmp_path):
     assert records[2]["t"] == "2025-12-15T15:03:20.000Z" and records[2]["tInferred"] is True
     assert records[3]["t"] == "2025-12-15T15:03:20.000Z" and "tInferred" not in records[3]
     assert records[4]["t"] == records[3]["t"] and records[4]["tInferred"] is True, "no answer: the previous record's"
+
+
+# --- deleted chats ----------------------------------------------------------------------------
+
+
+def test_deleted_chats_with_bubbles_left_are_recovered_in_write_order(tmp_path):
+    user = tmp_path / "User"
+    conn = new_db(user / "globalStorage" / "state.vscdb")
+    put(conn, "composerData:c-null", None)  # deleted: the row stays, its value is NULL
+    for bid, bubble in [("zz", {"type": 1, "text": "asked first", "createdAt": "2025-12-15T14:00:00.000Z"}),
+                        ("aa", {"type": 2, "text": "answered second"})]:
+        put(conn, f"bubbleId:c-null:{bid}", bubble)
+    put(conn, "bubbleId:c-gone:b1", {"type": 1, "text": "no composerData row at all", "createdAt": "2025-12-15T15:00:00.000Z"})
+    put(conn, "composerData:c-bad", b"\xff not json")
+    put(conn, "bubbleId:c-bad:b1", {"type": 1, "text": "my composer is unreadable"})
+    for n in range(16):  # deleted with nothing left: normal Cursor state
+        put(conn, f"composerData:empty-{n:02}", None)
+    conn.commit()
+    conn.close()
+    result = imported(tmp_path, user, exit_code=4)  # the unreadable composerData is an error
+    by_id = {s["id"]: s for s in result.json["sessions"]}
+    assert set(by_id) == {"cursor-c-null", "cursor-c-gone", "cursor-c-bad"}
+    records = journal(Path(by_id["cursor-c-null"]["path"]))
+    assert records[0]["source"]["deleted"] is True and records[0]["source"]["orphan"] == ["deleted"]
+    assert [r["content"] if r["kind"] == "user" else r["content"][0]["text"] for r in records[1:]] == ["asked first", "answered second"]
+    assert records[2]["t"] == "2025-12-15T14:00:00.000Z" and records[2]["tInferred"] is True
+    assert all(by_id[s]["orphaned"] for s in by_id)
+    assert journal(Path(by_id["cursor-c-bad"]["path"]))[0]["source"]["orphan"] == ["editor-unreadable"]
+    summary = [f for f in result.json["findings"] if "deleted chat" in f["message"]]
+    assert len(summary) == 1 and summary[0]["severity"] == "warning" and summary[0]["message"].startswith("16 deleted chat(s)")
+    errors = [f for f in result.json["findings"] if f["severity"] == "error"]
+    assert [f["path"].rpartition("#")[2] for f in errors] == ["composerData:c-bad"]
+
+
+def test_deleted_chats_with_nothing_left_exit_zero(tmp_path):
+    user = tmp_path / "User"
+    conn = new_db(user / "globalStorage" / "state.vscdb")
+    for n in range(3):
+        put(conn, f"composerData:empty-{n}", None)
+    put(conn, "composerData:c1", {"conversation": [{"type": 1, "text": "kept"}]})
+    conn.commit()
+    conn.close()
+    result = imported(tmp_path, user)
+    assert [f["message"][:20] for f in result.json["findings"] if f["code"] == "source-skipped"] == ["3 deleted chat(s), n"]

@@ -325,17 +325,84 @@ class Scan:
             self._load_catalog(conn, path)
             if KV not in names:
                 return
+            handled: set[str] = set()  # composers read (ids only: bounded memory)
+            deleted: set[str] = set()  # composerData is NULL: the chat was deleted
+            broken: set[str] = set()  # composerData cannot be read
             for key in db.keys(conn, KV, "composerData:"):
                 cid = key[len("composerData:"):]
-                composer = self.value(conn, KV, key, path)
+                raw = db.raw_value(conn, KV, key)
+                if raw is None:
+                    deleted.add(cid)
+                    continue
+                try:
+                    composer = db.decode(raw)
+                except db.SourceUnreadable as exc:
+                    composer = None
+                    self.finding("source-unreadable", "error", path, key, f"{exc}; its bubbles are recovered without it")
                 if not isinstance(composer, dict):
                     if composer is not None:
-                        self.finding("source-unreadable", "error", path, key, "composerData is not a JSON object; skipped")
+                        self.finding("source-unreadable", "error", path, key, "composerData is not a JSON object; its bubbles are recovered without it")
+                    broken.add(cid)
                     continue
+                handled.add(cid)
                 composer["composerId"] = cid  # the key names it, whatever the value says
+                if not self._in_scope(cid, composer):
+                    continue
                 session = self._safely(path, key, lambda c=composer, k=key: self._composer(conn, c, k, path))
                 if session is not None:
                     yield cid, session
+            left = [cid for cid in _bubble_owners(conn) if cid not in handled and self._in_scope(cid, None)]
+            for cid in left:
+                reason = "editor-unreadable" if cid in broken else "deleted"
+                key = f"composerData:{cid}"
+                session = self._safely(path, key, lambda c=cid, r=reason: self._leftover(conn, c, path, r))
+                if session is not None:
+                    yield cid, session
+            gone = len(deleted - set(left))
+            if gone and self.sources.scope is None:
+                self.finding("source-skipped", "warning", path, "composerData:", f"{gone} deleted chat(s), nothing left to recover "
+                             "(composerData is NULL and no bubble rows remain: normal after deleting chats in Cursor)")
+
+    def _in_scope(self, cid: str, composer: dict | None) -> bool:
+        """With ``--source workspaceStorage/<id>``: only that workspace's composers."""
+        scope = self.sources.scope
+        if scope is None:
+            return True
+        workspace = self.head_workspace.get(cid)
+        if workspace is not None:
+            return workspace.id == scope
+        ident = composer.get("workspaceIdentifier") if isinstance(composer, dict) else None
+        return isinstance(ident, dict) and ident.get("id") == scope
+
+    def _leftover(self, conn: sqlite3.Connection, cid: str, path: Path, reason: str) -> Session | None:
+        """A deleted (or unreadable) composer's bubble rows, recovered in the database's write
+        order as an orphaned session marked ``deleted``."""
+        key = f"composerData:{cid}"
+        tally, line = Tally(), Timeline()
+        clock = Clock(None, self.generations)
+        first_uri = None
+        for bubble_key in keys_by_rowid(conn, f"bubbleId:{cid}:"):
+            tally.items += 1
+            found = self._bubble(conn, path, bubble_key, tally)
+            if found is None:
+                continue
+            bubble, raw = found
+            if first_uri is None and bubble.get("type") == 1 and isinstance(bubble.get("workspaceUris"), list):
+                first_uri = next((u for u in bubble["workspaceUris"] if isinstance(u, str)), None)
+            record = convert_bubble(bubble, bubble_key, clock, None, False, raw=raw)
+            if record is None:
+                self.unknown(path, bubble_key, tally, bubble)
+                continue
+            line.add(record, bubble)
+        if not line.records:
+            return self.account(tally, None, path, key)
+        head = self.heads.get(cid) if isinstance(self.heads.get(cid), dict) else {}
+        settle_times(line.records, line.requests, iso(head.get("createdAt")) or _mtime(path))
+        source = {"app": APP, "path": str(path), "key": key, "version": "rows:none", "deleted": reason == "deleted"}
+        session = Session(safe_id("cursor", cid), None, iso(head.get("createdAt")) or line.records[0]["t"], head.get("name") or None,
+                          source, {"rawHeader": head} if head else None, line.records, status="orphaned", orphan=[reason])
+        session = self.place(session, self.head_workspace.get(cid), first_uri)
+        return self.account(tally, session, path, key)
 
     def _composer(self, conn: sqlite3.Connection, composer: dict, key: str, path: Path) -> Session | None:
         cid = composer["composerId"]
@@ -469,6 +536,16 @@ class Scan:
         session.first_uri = first_uri
         _archive(session, composer)
         return self.account(tally, session, path, key)
+
+
+def _bubble_owners(conn: sqlite3.Connection) -> list[str]:
+    """The composer ids that own ``bubbleId:<cid>:*`` rows (keys only, one pass in key order)."""
+    owners: list[str] = []
+    for key in db.keys(conn, KV, "bubbleId:"):
+        cid = key[len("bubbleId:"):].partition(":")[0]
+        if not owners or owners[-1] != cid:
+            owners.append(cid)
+    return owners
 
 
 def keys_by_rowid(conn: sqlite3.Connection, prefix: str) -> Iterator[str]:

@@ -41,6 +41,7 @@ class Workspace:
 class Sources:
     global_db: Path | None
     workspaces: list[Workspace] = field(default_factory=list)
+    scope: str | None = None  # a workspace id: import only its conversations from the global DB
 
 
 def _workspace(folder: Path, db_path: Path | None = None) -> Workspace:
