@@ -257,3 +257,50 @@ def test_deleted_chats_with_nothing_left_exit_zero(tmp_path):
     conn.close()
     result = imported(tmp_path, user)
     assert [f["message"][:20] for f in result.json["findings"] if f["code"] == "source-skipped"] == ["3 deleted chat(s), n"]
+
+
+# --- a workspace folder whose conversations live in the global database -------------------------
+
+
+def two_workspaces(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A 2.x User folder: workspace A lists c-a, workspace B lists c-b; both bodies are global."""
+    user = tmp_path / "User"
+    folders = []
+    for name in ("a", "b"):
+        project = tmp_path / f"proj-{name}"
+        project.mkdir()
+        folder = user / "workspaceStorage" / f"ws-{name}"
+        folder.mkdir(parents=True)
+        (folder / "workspace.json").write_text(json.dumps({"folder": project.as_uri()}))
+        ws = new_db(folder / "state.vscdb", tables=("ItemTable",))
+        put(ws, "composer.composerData", {"allComposers": [{"type": "head", "composerId": f"c-{name}", "createdAt": 1765808373121}]},
+            table="ItemTable")
+        ws.commit()
+        ws.close()
+        folders.append(folder)
+    conn = new_db(user / "globalStorage" / "state.vscdb")
+    for name in ("a", "b"):
+        put(conn, f"composerData:c-{name}", {"fullConversationHeadersOnly": [{"bubbleId": "u", "type": 1}], "createdAt": 1765808373121})
+        put(conn, f"bubbleId:c-{name}:u", {"type": 1, "text": f"question in {name}", "createdAt": "2025-12-15T14:00:00.000Z"})
+    conn.commit()
+    conn.close()
+    return user, folders[0], folders[1]
+
+
+def test_a_modern_workspace_folder_imports_its_conversations_from_the_sibling_global_db(tmp_path):
+    user, ws_a, _ws_b = two_workspaces(tmp_path)
+    result = imported(tmp_path, ws_a, root=user)
+    (session,) = result.json["sessions"]
+    assert session["id"] == "cursor-c-a" and session["project"] == str(tmp_path / "proj-a")
+    assert journal(Path(session["path"]))[1]["content"] == "question in a"
+
+
+def test_a_workspace_db_of_heads_only_says_where_the_conversations_are(tmp_path):
+    _user, ws_a, _ws_b = two_workspaces(tmp_path)
+    loose = tmp_path / "copy" / "state.vscdb"
+    loose.parent.mkdir()
+    shutil.copyfile(ws_a / "state.vscdb", loose)
+    result = imported(tmp_path, loose)
+    assert result.json["sessions"] == []
+    (hint,) = [f for f in result.json["findings"] if f["code"] == "source-skipped"]
+    assert "global database" in hint["message"] and "--source" in hint["message"] and hint["severity"] == "warning"

@@ -73,6 +73,7 @@ class Scan:
         self.catalog: set[str] | None = None
         self.heads: dict[str, dict] = {}
         self.generations: dict[str, str] = {}
+        self.bodiless: dict[Path, list[str]] = {}  # workspace DB -> composer ids it holds only heads of
 
     def finding(self, code: str, severity: str, path: Path, key: str, message: str) -> None:
         self.report(Finding(code, severity, f"{path}#{key}", None, None, message))
@@ -134,23 +135,49 @@ class Scan:
         A composer found in both is deduplicated: most records wins, ties to the global copy.
         """
         pending: dict[str, Session] = {}
+        yielded: set[str] = set()
         workspaces = [w for w in self.sources.workspaces if w.db is not None]
         global_db = self.sources.global_db
-        if global_db is not None and all(w.db != global_db for w in workspaces):  # its ItemTable can hold tabs too
-            workspaces.append(Workspace("global", global_db, None, None, "live", []))
+        if global_db is not None and self.sources.scope is None and all(w.db != global_db for w in workspaces):
+            workspaces.append(Workspace("global", global_db, None, None, "live", []))  # its ItemTable can hold tabs too
         for workspace in workspaces:
             if workspace.db is not None:
                 for session in self._each_db(workspace.db, self._workspace(workspace)):
                     cid = session.source["key"].partition("#")[2] if session.source["key"].startswith(COMPOSER_KEY) else None
                     if cid is None:
+                        yielded.add(session.id)
                         yield session
                     elif cid not in pending or len(session.records) > len(pending[cid].records):
                         pending[cid] = session
         if self.sources.global_db is not None:
             for cid, session in self._each_db(self.sources.global_db, self._global(self.sources.global_db)):
                 local = pending.pop(cid, None)
-                yield local if local is not None and len(local.records) > len(session.records) else session
-        yield from pending.values()
+                chosen = local if local is not None and len(local.records) > len(session.records) else session
+                yielded.add(chosen.id)
+                yield chosen
+        for session in pending.values():
+            yielded.add(session.id)
+            yield session
+        self._point_at_bodies(yielded)
+
+    def _point_at_bodies(self, yielded: set[str]) -> None:
+        """Chat heads whose messages this import did not find: say where they live."""
+        for path, cids in self.bodiless.items():
+            missing = [cid for cid in cids if safe_id("cursor", cid) not in yielded]
+            if not missing:
+                continue
+            global_db = self.sources.global_db
+            if global_db is not None and global_db != path:
+                self.finding("source-skipped", "warning", path, COMPOSER_KEY, f"{len(missing)} chat(s) listed here have no messages "
+                             f"in {global_db} (deleted, or from another machine): {', '.join(missing)}")
+                continue
+            user = path.parent.parent.parent if path.parent.parent.name == "workspaceStorage" else None
+            if user is not None and (user / "globalStorage" / "state.vscdb").is_file():
+                hint = f"import with --source {path.parent} (it reads the sibling globalStorage) or --source {user}"
+            else:
+                hint = "point --source at the Cursor User folder this workspace came from, or add --source <User>/globalStorage/state.vscdb"
+            self.finding("source-skipped", "warning", path, COMPOSER_KEY, f"{len(missing)} chat(s) listed here keep their messages in "
+                         f"Cursor's global database (<User>/globalStorage/state.vscdb), which this import did not read; {hint}")
 
     def _each_db(self, path: Path, items: Iterator) -> Iterator:
         """Yield from one database's sessions; a database that cannot be read is a finding,
@@ -200,6 +227,7 @@ class Scan:
                         yield self.place(session, workspace)
                 else:  # a head (0.43-2.x): the body is in the global database
                     self.heads.setdefault(cid, composer)
+                    self.bodiless.setdefault(path, []).append(cid)
             for key in CHATDATA_KEYS:
                 if db.has_key(conn, ITEMS, key):
                     chatdata = self.value(conn, ITEMS, key, path)

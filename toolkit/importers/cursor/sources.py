@@ -51,6 +51,21 @@ def _workspace(folder: Path, db_path: Path | None = None) -> Workspace:
     return Workspace(folder.name, path if path.exists() else None, uri, project, status, orphan)
 
 
+def sibling_global(folder: Path) -> Path:
+    """``<User>/globalStorage/state.vscdb`` for a ``<User>/workspaceStorage/<id>`` folder."""
+    return folder.parent.parent / "globalStorage" / "state.vscdb"
+
+
+def _scoped(folder: Path) -> Sources:
+    """One ``workspaceStorage/<id>``: its database, plus that workspace's conversations in the
+    sibling global database (0.43+ keeps only chat heads in the workspace)."""
+    workspace = _workspace(folder)
+    found = sibling_global(folder)
+    if not found.is_file():
+        return Sources(None, [workspace])
+    return Sources(found, [workspace], scope=workspace.id)
+
+
 def resolve(source: Path) -> Sources:
     """Turn ``--source`` into the databases to read."""
     source = Path(source).expanduser()
@@ -59,6 +74,8 @@ def resolve(source: Path) -> Sources:
     if source.is_file():
         if source.parent.name == "globalStorage":
             return Sources(source)
+        if source.name == "state.vscdb" and source.parent.parent.name == "workspaceStorage":
+            return _scoped(source.parent)
         # one loose database (a copy, a .backup): read it both as a workspace and a global DB
         return Sources(source, [_workspace(source.parent, source)])
     if (source / "globalStorage").is_dir() or (source / "workspaceStorage").is_dir():
@@ -69,5 +86,7 @@ def resolve(source: Path) -> Sources:
     if (source / "state.vscdb").exists():
         if source.name == "globalStorage":
             return Sources(source / "state.vscdb")
+        if source.parent.name == "workspaceStorage":
+            return _scoped(source)
         return Sources(None, [_workspace(source)])
     raise NotASourceError(f"{source} (expected a Cursor User folder, a workspaceStorage/<id> folder or a state.vscdb)")
