@@ -304,3 +304,72 @@ def test_a_workspace_db_of_heads_only_says_where_the_conversations_are(tmp_path)
     assert result.json["sessions"] == []
     (hint,) = [f for f in result.json["findings"] if f["code"] == "source-skipped"]
     assert "global database" in hint["message"] and "--source" in hint["message"] and hint["severity"] == "warning"
+
+
+# --- agent transcripts (~/.cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl) -------------
+
+TRANSCRIPT_ID = "0f3c2a9e-5b1d-4c7e-9a2f-1e2d3c4b5a69"
+LINES = [
+    {"role": "user", "message": {"content": [{"type": "text", "text": "<user_query>\nfix the build — ünïcode ✓\n</user_query>"}]}},
+    {"role": "assistant", "message": {"content": [{"type": "text", "text": "Looking."},
+                                                  {"type": "tool_use", "name": "Shell", "input": {"command": "make"}}]}},
+    {"role": "assistant", "message": {"content": [{"type": "tool_use", "name": "ApplyPatch", "input": "*** Begin Patch\n"}]}},
+    {"type": "turn_ended", "status": "completed"},
+    {"role": "user", "message": {"content": [{"type": "text", "text": "<user_query>\nthanks\n</user_query>"}]}},
+]
+
+
+def transcript_tree(home: Path, project: Path, tail: bytes = b"") -> Path:
+    """``home/.cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl``, Cursor's way: LF before
+    each record after the first, so no final LF; ``tail`` is appended as is (a torn write)."""
+    from toolkit.importers.cursor.transcripts import slugify
+
+    folder = home / ".cursor" / "projects" / slugify(str(project)) / "agent-transcripts" / TRANSCRIPT_ID
+    folder.mkdir(parents=True)
+    lines = [json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() for line in LINES]
+    path = folder / f"{TRANSCRIPT_ID}.jsonl"
+    path.write_bytes(b"\n".join(lines) + tail)
+    return path
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3, 4])
+def test_agent_transcripts_import_from_any_level_of_their_tree(tmp_path, level):
+    project = tmp_path / "code" / "my.app"
+    project.mkdir(parents=True)
+    path = transcript_tree(tmp_path / "home", project)
+    source = [path, path.parent, path.parent.parent, path.parent.parent.parent, tmp_path / "home" / ".cursor" / "projects"][level]
+    result = imported(tmp_path, source, root=tmp_path / "home")
+    (session,) = result.json["sessions"]
+    assert session["id"] == f"cursor-agent-{TRANSCRIPT_ID}" and session["project"] == str(project)
+    assert session["source_items"] == 5 and session["skipped"] == {"not-a-message": 1}
+    records = journal(Path(session["path"]))
+    meta, body = records[0], records[1:]
+    assert meta["source"]["version"] == "agent-transcript:jsonl" and meta["source"]["path"] == str(path)
+    assert [r["kind"] for r in body] == ["user", "assistant", "assistant", "user"]
+    assert body[0]["content"] == LINES[0]["message"]["content"][0]["text"], "byte-exact, wrapper and all"
+    assert body[0]["prompt"] == "fix the build — ünïcode ✓"
+    assert body[1]["content"][1] == {"type": "tool_use", "id": "line2-1", "name": "Shell", "input": {"command": "make"}}
+    assert body[2]["content"][0]["input"] == {"raw": "*** Begin Patch\n"}
+    assert all(r["tInferred"] for r in body) and [r["raw"] for r in body] == [LINES[i] for i in (0, 1, 2, 4)]
+    assert not any(f["code"] == "source-torn" for f in result.json["findings"]), "a complete last line without LF is normal"
+
+
+def test_a_torn_last_transcript_line_is_a_finding_and_the_rest_imports(tmp_path):
+    path = transcript_tree(tmp_path / "home", tmp_path / "nowhere" / "gone", tail=b'\n{"role":"assistant","mess')
+    result = imported(tmp_path, path, root=tmp_path / "home")
+    (session,) = result.json["sessions"]
+    assert session["skipped"] == {"not-a-message": 1, "torn": 1} and session["records"] == 4
+    assert session["project"] is None and Path(session["path"]).parent.name == "_unassigned"
+    (torn,) = [f for f in result.json["findings"] if f["code"] == "source-torn"]
+    assert torn["severity"] == "warning" and torn["line"] == 6
+    again = run_cli("import", "--from", "cursor", "--source", path, "--store", tmp_path / "store", "--json")
+    assert [s["status"] for s in again.json["sessions"]] == ["unchanged"]
+
+
+def test_agent_transcripts_are_found_by_default(tmp_path, monkeypatch):
+    home = Path.home()  # the isolated home of the test
+    transcript_tree(home, tmp_path / "proj")
+    result = run_cli("import", "--from", "cursor", "--store", tmp_path / "store", "--json")
+    assert result.exit_code == 0, result.stdout
+    assert result.json["sources"] == [str(home / ".cursor" / "projects")]
+    assert [s["id"] for s in result.json["sessions"]] == [f"cursor-agent-{TRANSCRIPT_ID}"]

@@ -21,8 +21,15 @@ def default_user_dirs() -> list[Path]:
 
 
 def detect() -> list[Path]:
-    """Every Cursor ``User`` folder that exists on this machine."""
-    return [p for p in default_user_dirs() if (p / "globalStorage").is_dir() or (p / "workspaceStorage").is_dir()]
+    """Every Cursor ``User`` folder that exists on this machine, and ``~/.cursor/projects``
+    when it holds agent transcripts."""
+    from .transcripts import default_projects, find
+
+    found = [p for p in default_user_dirs() if (p / "globalStorage").is_dir() or (p / "workspaceStorage").is_dir()]
+    projects = default_projects()
+    if projects.is_dir() and find(projects):
+        found.append(projects)
+    return found
 
 
 @dataclass
@@ -42,6 +49,7 @@ class Sources:
     global_db: Path | None
     workspaces: list[Workspace] = field(default_factory=list)
     scope: str | None = None  # a workspace id: import only its conversations from the global DB
+    transcripts: list[Path] = field(default_factory=list)  # agent transcripts (.jsonl)
 
 
 def _workspace(folder: Path, db_path: Path | None = None) -> Workspace:
@@ -68,9 +76,14 @@ def _scoped(folder: Path) -> Sources:
 
 def resolve(source: Path) -> Sources:
     """Turn ``--source`` into the databases to read."""
+    from .transcripts import find
+
     source = Path(source).expanduser()
     if not source.exists():
         raise PathNotFoundError(str(source))
+    transcripts = find(source)
+    if transcripts is not None:
+        return Sources(None, transcripts=transcripts)
     if source.is_file():
         if source.parent.name == "globalStorage":
             return Sources(source)
@@ -89,4 +102,5 @@ def resolve(source: Path) -> Sources:
         if source.parent.name == "workspaceStorage":
             return _scoped(source)
         return Sources(None, [_workspace(source)])
-    raise NotASourceError(f"{source} (expected a Cursor User folder, a workspaceStorage/<id> folder or a state.vscdb)")
+    raise NotASourceError(f"{source} (expected a Cursor User folder, a workspaceStorage/<id> folder, a state.vscdb, "
+                          "or agent transcripts: ~/.cursor/projects, a project folder, its agent-transcripts/ or one .jsonl)")
