@@ -373,3 +373,27 @@ def test_agent_transcripts_are_found_by_default(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.stdout
     assert result.json["sources"] == [str(home / ".cursor" / "projects")]
     assert [s["id"] for s in result.json["sessions"]] == [f"cursor-agent-{TRANSCRIPT_ID}"]
+
+
+# --- odd values: still every item accounted for ---------------------------------------------
+
+
+@pytest.mark.parametrize("composers", [
+    {"allComposers": [{"composerId": "c1", "conversation": [{"type": 1, "text": "t", "context": {"fileSelections": 3}}, 7, "x"]}]},
+    {"allComposers": [{"composerId": "c1", "createdAt": 1e20, "conversation": [{"type": 2, "codeBlocks": 5}, {"type": 1, "text": "q"}]}]},
+    {"allComposers": [{"composerId": "c1", "conversation": [{"type": 1, "text": "", "context": {"selectedImages": [{"path": 5}]}},
+                                                             {"type": 2, "text": "a", "timingInfo": {"clientRpcSendTime": "soon"}}]}]},
+])
+def test_odd_bubbles_are_counted_never_lost(tmp_path, composers):
+    source = tmp_path / "ws" / "state.vscdb"
+    conn = new_db(source, tables=("ItemTable",))
+    put(conn, "composer.composerData", composers, table="ItemTable")
+    put(conn, "workbench.panel.aichat.view.aichat.chatdata", {"tabs": [{"tabId": "t2", "bubbles": [{"type": "user", "text": "fine"}, 4]}]},
+        table="ItemTable")
+    conn.commit()
+    conn.close()
+    result = imported(tmp_path, source, exit_code=None)
+    total = len(composers["allComposers"][0]["conversation"]) + 2
+    named = " ".join(f["path"] + " " + f["message"] for f in result.json["findings"])
+    counted = sum(s["source_items"] for s in result.json["sessions"])
+    assert counted == total or "no session" in named, named

@@ -140,7 +140,8 @@ def assistant_blocks(bubble: dict) -> list[dict]:
     if text:
         blocks.append({"type": "text", "text": text})
     else:
-        code = [c for c in bubble.get("codeBlocks") or [] if isinstance(c, dict) and isinstance(c.get("content"), str) and c["content"]]
+        listed = bubble.get("codeBlocks")
+        code = [c for c in (listed if isinstance(listed, list) else []) if isinstance(c, dict) and isinstance(c.get("content"), str) and c["content"]]
         if code:
             blocks.append({"type": "text", "text": "\n\n".join(f"```{c.get('languageId') or ''}\n{c['content']}\n```" for c in code)})
     tool = bubble.get("toolFormerData")
