@@ -99,6 +99,7 @@ class Projects:
 
     def __init__(self, user_dirs: list[Path]) -> None:
         self._known: dict[str, set[str]] | None = None
+        self._decoded: dict[str, str | None] = {}
         self.user_dirs = user_dirs
 
     def _candidates(self) -> dict[str, set[str]]:
@@ -117,10 +118,11 @@ class Projects:
         known = self._candidates().get(slug, set())
         if len(known) == 1:
             return next(iter(known))
-        if not known and os.name != "nt":  # decode against this machine's folders
-            found = _walk(slug, Path("/"))
-            if len(found) == 1:
-                return str(found[0])
+        if not known and os.name != "nt":  # decode against this machine's folders (once per slug)
+            if slug not in self._decoded:
+                found = _walk(slug, Path("/"))
+                self._decoded[slug] = str(found[0]) if len(found) == 1 else None
+            return self._decoded[slug]
         return None
 
 
