@@ -397,3 +397,13 @@ def test_odd_bubbles_are_counted_never_lost(tmp_path, composers):
     named = " ".join(f["path"] + " " + f["message"] for f in result.json["findings"])
     counted = sum(s["source_items"] for s in result.json["sessions"])
     assert counted == total or "no session" in named, named
+
+
+def test_a_plain_text_agent_transcript_is_named_not_ignored(tmp_path):
+    path = transcript_tree(tmp_path / "home", tmp_path / "proj")
+    old = path.parent.parent / "1a2b3c4d-0000-4000-8000-000000000000.txt"
+    old.write_text("user:\n<user_query>\nhello\n</user_query>\n\nassistant:\nhi\n")
+    result = imported(tmp_path, path.parent.parent, root=tmp_path / "home")
+    assert [s["id"] for s in result.json["sessions"]] == [f"cursor-agent-{TRANSCRIPT_ID}"]
+    (named,) = [f for f in result.json["findings"] if f["path"] == str(old)]
+    assert named["code"] == "source-skipped" and "plain-text" in named["message"]

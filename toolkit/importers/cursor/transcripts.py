@@ -23,6 +23,7 @@ from ..uris import apply_map, classify, read_workspace_json, subfolders
 
 APP = "cursor"
 FOLDER = "agent-transcripts"
+SUFFIXES = (".jsonl", ".txt")  # .txt: the plain-text transcripts of builds before February 2026
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
 _QUERY = re.compile(r"<user_query>\n?(.*?)\n?</user_query>", re.S)
 
@@ -41,9 +42,9 @@ def _transcripts_in(folder: Path) -> list[Path]:
     """``<id>/<id>.jsonl`` (and a flat ``<id>.jsonl``) under one ``agent-transcripts`` folder."""
     found = []
     for entry in sorted(folder.iterdir()):
-        if entry.is_dir() and (entry / f"{entry.name}.jsonl").is_file():
-            found.append(entry / f"{entry.name}.jsonl")
-        elif entry.is_file() and entry.suffix == ".jsonl":
+        inner = [entry / f"{entry.name}{suffix}" for suffix in SUFFIXES] if entry.is_dir() else []
+        found += [p for p in inner if p.is_file()]
+        if entry.is_file() and entry.suffix in SUFFIXES:
             found.append(entry)
     return found
 
@@ -52,11 +53,11 @@ def find(source: Path) -> list[Path] | None:
     """The transcripts ``--source`` points at (a transcript, its folder, ``agent-transcripts``, a
     project folder, ``~/.cursor/projects`` or ``~/.cursor``); None if it is none of those."""
     if source.is_file():
-        return [source] if source.suffix == ".jsonl" else None
+        return [source] if source.suffix == ".jsonl" or (source.suffix == ".txt" and _slug_of(source)) else None
     if not source.is_dir():
         return None
-    if (source / f"{source.name}.jsonl").is_file() and source.parent.name == FOLDER:
-        return [source / f"{source.name}.jsonl"]
+    if source.parent.name == FOLDER and any((source / f"{source.name}{x}").is_file() for x in SUFFIXES):
+        return [p for p in (source / f"{source.name}{x}" for x in SUFFIXES) if p.is_file()]
     if source.name == FOLDER:
         return _transcripts_in(source)
     if (source / FOLDER).is_dir():
@@ -161,6 +162,10 @@ def _assistant_blocks(blocks: list, line: int) -> list:
 def sessions(paths: list[Path], options: Options, report: Callable[[Finding], None], projects: Projects) -> Iterator[Session]:
     """One session per transcript file, read-only."""
     for path in paths:
+        if path.suffix == ".txt":
+            report(Finding("source-skipped", "warning", str(path), None, None, "a plain-text agent transcript (Cursor builds "
+                           "before February 2026): not imported; levelsess reads the JSONL transcripts only"))
+            continue
         try:
             session = _session(path, options, report, projects)
         except OSError as exc:
