@@ -85,7 +85,7 @@ class Scan:
                 self.finding("source-skipped", "warning", path, key,
                              f"{len(keys)} bubble(s) skipped ({SUMMARISED[reason]}): {', '.join(keys)}")
         if session is None:
-            if tally.items:
+            if tally.items and set(tally.skips) != {"input-box"}:  # a tab with only its input box: said above
                 reasons = ", ".join(f"{len(v)} {k}" for k, v in sorted(tally.skips.items()))
                 self.finding("source-skipped", "warning", path, key, f"no session: none of its {tally.items} bubble(s) "
                              f"became a record ({reasons})")
