@@ -356,6 +356,7 @@ CODES: dict[str, CodeInfo] = {
     # importers (§5): problems in the source, reported with the source key; the rest imports
     "source-unreadable": CodeInfo("error", ""),
     "missing-bubble": CodeInfo("warning", ""),
+    "source-skipped": CodeInfo("warning", ""),
     "source-torn": CodeInfo("warning", ""),
     "source-diverged": CodeInfo("warning", ""),
     "source-skipped": CodeInfo("warning", ""),

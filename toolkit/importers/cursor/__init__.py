@@ -2,12 +2,13 @@
 
 * ``detect()`` finds Cursor ``User`` folders (platformdirs, per OS).
 * ``resolve()`` turns ``--source`` (a ``User`` folder, one ``workspaceStorage/<id>`` folder, or
-  one ``state.vscdb``) into the databases to read.
+  one ``state.vscdb``; or agent transcripts) into the databases and files to read.
 * ``scan()`` yields one :class:`~toolkit.importers.output.Session` per conversation, converted to
   LevelCode v2 records, reading one composer at a time (bounded memory): legacy chat tabs,
   inline ``composer.composerData`` conversations, global ``composerData:<id>`` with an inline
   ``conversation`` or ordered ``fullConversationHeadersOnly`` + ``bubbleId:`` rows.  Eras are
-  told apart by the fields present, never by ``_v``.
+  told apart by the fields present, never by ``_v``; and agent transcripts
+  (``~/.cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl``, :mod:`.transcripts`).
 
 Nothing here writes; ``cursorAuth/*`` is never read.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from ...findings import Finding
 from ..output import Session
+from . import transcripts
 from .scan import APP, Options, Scan
 from .sources import default_user_dirs, detect, resolve
 
@@ -27,8 +29,12 @@ __all__ = ["APP", "Options", "default_user_dirs", "detect", "resolve", "scan", "
 
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
     """Yield every Cursor conversation under ``source`` as a converted :class:`Session`."""
-    scanner = Scan(resolve(source), options, report)
-    for session in scanner.sessions():
+    sources = resolve(source)
+    scanner = Scan(sources, options, report)
+    found = scanner.sessions()
+    if sources.transcripts:
+        found = transcripts.sessions(sources.transcripts, options, report, transcripts.Projects(default_user_dirs()))
+    for session in found:
         if options.orphans_only and not session.orphaned:
             continue
         yield session
@@ -40,6 +46,6 @@ def source_files(source: Path) -> list[Path]:
     files = [w.db for w in sources.workspaces if w.db is not None]
     if sources.global_db is not None:
         files.append(sources.global_db)
-    return files
+    return files + sources.transcripts
 
 

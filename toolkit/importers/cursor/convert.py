@@ -64,16 +64,67 @@ def model_name(*names: object) -> str | None:
     return None
 
 
-def _context_files(bubble: dict) -> list[str]:
+def _selection_lists(bubble: dict, name: str) -> list[dict]:
+    """``name`` from the bubble's ``context`` and (legacy chat tabs) from its top level."""
+    found = []
     context = bubble.get("context")
-    files = []
-    if isinstance(context, dict):
-        for selection in context.get("fileSelections") or []:
-            uri = selection.get("uri") if isinstance(selection, dict) else None
-            path = uri.get("fsPath") or uri.get("path") if isinstance(uri, dict) else None
-            if isinstance(path, str):
+    for holder in (context if isinstance(context, dict) else {}, bubble):
+        listed = holder.get(name)
+        found += [item for item in listed if isinstance(item, dict)] if isinstance(listed, list) else []
+    return found
+
+
+def _fs_path(item: dict) -> str | None:
+    uri = item.get("uri")
+    path = (uri.get("fsPath") or uri.get("path")) if isinstance(uri, dict) else None
+    return path if isinstance(path, str) else None
+
+
+def _context_files(bubble: dict) -> list[str]:
+    """Files the user attached: file selections, then code selections' files (each once)."""
+    files: list[str] = []
+    for name in ("fileSelections", "selections"):
+        for item in _selection_lists(bubble, name):
+            path = _fs_path(item)
+            if path is not None and path not in files:
                 files.append(path)
     return files
+
+
+def attachment_blocks(bubble: dict) -> list[dict]:
+    """What a user bubble carried besides its text: images (path, size), files, folders and code
+    selections (file, range, text), as content blocks."""
+    blocks: list[dict] = []
+    for image in _selection_lists(bubble, "selectedImages"):
+        if isinstance(image.get("path"), str):
+            block: dict = {"type": "image", "path": image["path"]}
+            size = image.get("dimension")
+            if isinstance(size, dict) and isinstance(size.get("width"), int) and isinstance(size.get("height"), int):
+                block["width"], block["height"] = size["width"], size["height"]
+            blocks.append(block)
+    for name, kind in (("fileSelections", "file"), ("folderSelections", "folder")):
+        for item in _selection_lists(bubble, name):
+            path = _fs_path(item)
+            if path is not None:
+                blocks.append({"type": kind, "path": path})
+    for item in _selection_lists(bubble, "selections"):
+        block = {"type": "selection", "path": _fs_path(item)}
+        span = item.get("range")
+        if isinstance(span, dict):
+            block["range"] = {k: span[k] for k in ("selectionStartLineNumber", "selectionStartColumn",
+                                                   "positionLineNumber", "positionColumn") if isinstance(span.get(k), int)}
+        text = item.get("rawText") if isinstance(item.get("rawText"), str) else item.get("text")
+        if isinstance(text, str):
+            block["text"] = text
+        if block["path"] is not None or "text" in block:
+            blocks.append(block)
+    return blocks
+
+
+def request_time(bubble: dict) -> str | None:
+    """When the request behind an assistant bubble was sent (``timingInfo.clientRpcSendTime``)."""
+    timing = bubble.get("timingInfo")
+    return iso_from_ms(timing.get("clientRpcSendTime")) if isinstance(timing, dict) else None
 
 
 def assistant_blocks(bubble: dict) -> list[dict]:
@@ -89,7 +140,8 @@ def assistant_blocks(bubble: dict) -> list[dict]:
     if text:
         blocks.append({"type": "text", "text": text})
     else:
-        code = [c for c in bubble.get("codeBlocks") or [] if isinstance(c, dict) and isinstance(c.get("content"), str) and c["content"]]
+        listed = bubble.get("codeBlocks")
+        code = [c for c in (listed if isinstance(listed, list) else []) if isinstance(c, dict) and isinstance(c.get("content"), str) and c["content"]]
         if code:
             blocks.append({"type": "text", "text": "\n\n".join(f"```{c.get('languageId') or ''}\n{c['content']}\n```" for c in code)})
     tool = bubble.get("toolFormerData")
@@ -141,9 +193,10 @@ def convert_bubble(bubble: dict, source_key: str, clock: Clock, model: str | Non
     t, inferred = clock.time_of(bubble, user)
     if user:
         text = bubble_text(bubble)
-        if not text:
+        content: str | list[dict] = text or attachment_blocks(bubble)
+        if not content:
             return None
-        record: dict = {"kind": "user", "t": t, "content": text}
+        record: dict = {"kind": "user", "t": t, "content": content}
         files = _context_files(bubble)
         if files:
             record["contextFiles"] = files
@@ -166,6 +219,39 @@ def convert_bubble(bubble: dict, source_key: str, clock: Clock, model: str | Non
     record["sourceKey"] = source_key
     record["raw"] = raw if raw is not None else Raw(value=bubble)
     return record
+
+
+def skip_reason(bubble: object, default_type: object = None) -> str:
+    """Why :func:`convert_bubble` made no record of this bubble."""
+    if not isinstance(bubble, dict):
+        return "unreadable"
+    kind = bubble.get("type", default_type)
+    return "empty" if kind in (1, "user", 2, "ai", "assistant") else "unknown-type"
+
+
+def settle_times(records: list[dict], requests: list[str | None], fallback: str | None) -> None:
+    """Give every record a time (SOURCES §2.5, the chain's last steps), in place.
+
+    A user record with no time of its own takes the request time of the assistant bubble that
+    answered it (the next one, before any other user record), else the previous record's
+    (``Clock`` did that already), else the next record's, else ``fallback``; all flagged
+    ``tInferred``.  ``requests[i]`` is record i's request time (assistant bubbles only).
+    """
+    for i, record in enumerate(records):
+        if record.get("kind") != "user" or not record.get("tInferred"):
+            continue
+        for j in range(i + 1, len(records)):
+            if records[j].get("kind") == "user":
+                break
+            if requests[j] is not None:
+                record["t"] = requests[j]
+                break
+    later = fallback
+    for record in reversed(records):  # no earlier time (Clock carries those): the next record's
+        if record.get("t") is None:
+            record["t"], record["tInferred"] = later, True
+        else:
+            later = record["t"]
 
 
 def orphan_event(record: dict) -> dict:

@@ -10,9 +10,9 @@ from ...errors import LevelsessError
 from ...findings import Finding
 from ...lines import loads
 from .. import sqlite as db
-from ..output import Options, Raw, Session, safe_id
+from ..output import Options, Raw, Session, iso_from_ms, safe_id
 from ..uris import apply_map, classify
-from .convert import Clock, model_name, bubble_text, convert_bubble, iso, orphan_event
+from .convert import Clock, bubble_text, convert_bubble, iso, model_name, orphan_event, request_time, settle_times, skip_reason
 from .sources import Sources, Workspace
 
 APP = "cursor"
@@ -23,6 +23,44 @@ GATE_KEY = "composer.composerHeaders.tableGateEnabled"
 GENERATIONS_KEY = "aiService.generations"
 KV = "cursorDiskKV"
 ITEMS = "ItemTable"
+#: Skip reasons normal in Cursor's data: said once per session, in one warning naming the keys.
+#: The others (unreadable, dangling, no-bubble-id, unknown-type) each have a finding of their own.
+SUMMARISED = {"empty": "nothing to show: no text, attachment, tool call, thinking or code",
+              "input-box": "the chat tab's empty input box, not a message"}
+
+
+class Tally:
+    """One conversation's accounting: its source items, and the keys of those that became no record."""
+
+    __slots__ = ("items", "skips")
+
+    def __init__(self) -> None:
+        self.items = 0
+        self.skips: dict[str, list[str]] = {}
+
+    def skip(self, reason: str, key: str) -> None:
+        self.skips.setdefault(reason, []).append(key)
+
+
+class Timeline:
+    """Records being built, with each one's request time (for ``settle_times``)."""
+
+    __slots__ = ("records", "requests")
+
+    def __init__(self) -> None:
+        self.records: list[dict] = []
+        self.requests: list[str | None] = []
+
+    def add(self, record: dict, bubble: dict) -> None:
+        self.records.append(record)
+        self.requests.append(request_time(bubble) if record["kind"] != "user" else None)
+
+
+def _mtime(path: Path) -> str | None:
+    try:
+        return iso_from_ms(path.stat().st_mtime * 1000)
+    except OSError:
+        return None
 
 
 class Scan:
@@ -30,15 +68,42 @@ class Scan:
 
     def __init__(self, sources: Sources, options: Options, report: Callable[[Finding], None]) -> None:
         self.sources, self.options, self.report = sources, options, report
-        self.skipped_bubbles = 0
         self._unreadable: set[Path] = set()
         self.head_workspace: dict[str, Workspace] = {}  # composerId -> workspace holding its head
         self.catalog: set[str] | None = None
         self.heads: dict[str, dict] = {}
         self.generations: dict[str, str] = {}
+        self.bodiless: dict[Path, list[str]] = {}  # workspace DB -> composer ids it holds only heads of
 
     def finding(self, code: str, severity: str, path: Path, key: str, message: str) -> None:
         self.report(Finding(code, severity, f"{path}#{key}", None, None, message))
+
+    def account(self, tally: Tally, session: Session | None, path: Path, key: str) -> Session | None:
+        """Fill the session's accounting from ``tally`` and name what was skipped in findings."""
+        for reason, keys in tally.skips.items():
+            if reason in SUMMARISED:
+                self.finding("source-skipped", "warning", path, key,
+                             f"{len(keys)} bubble(s) skipped ({SUMMARISED[reason]}): {', '.join(keys)}")
+        if session is None:
+            if tally.items and set(tally.skips) != {"input-box"}:  # a tab with only its input box: said above
+                reasons = ", ".join(f"{len(v)} {k}" for k, v in sorted(tally.skips.items()))
+                self.finding("source-skipped", "warning", path, key, f"no session: none of its {tally.items} bubble(s) "
+                             f"became a record ({reasons})")
+            return None
+        session.source_items = tally.items
+        for reason, keys in sorted(tally.skips.items()):
+            session.skip(reason, len(keys))
+        return session
+
+    def unknown(self, path: Path, key: str, tally: Tally, bubble: object, default_type: object = None) -> None:
+        """Count a bubble that became no record; one we cannot interpret is an error finding."""
+        reason = skip_reason(bubble, default_type)
+        tally.skip(reason, key)
+        if reason == "unreadable":
+            self.finding("source-unreadable", "error", path, key, "the bubble is not a JSON object; skipped")
+        elif reason == "unknown-type":
+            kind = bubble.get("type", default_type) if isinstance(bubble, dict) else None
+            self.finding("source-unreadable", "error", path, key, f"a bubble of unknown type {kind!r}; skipped")
 
     def value(self, conn: sqlite3.Connection, table: str, key: str, path: Path) -> object:
         try:
@@ -70,23 +135,49 @@ class Scan:
         A composer found in both is deduplicated: most records wins, ties to the global copy.
         """
         pending: dict[str, Session] = {}
+        yielded: set[str] = set()
         workspaces = [w for w in self.sources.workspaces if w.db is not None]
         global_db = self.sources.global_db
-        if global_db is not None and all(w.db != global_db for w in workspaces):  # its ItemTable can hold tabs too
-            workspaces.append(Workspace("global", global_db, None, None, "live", []))
+        if global_db is not None and self.sources.scope is None and all(w.db != global_db for w in workspaces):
+            workspaces.append(Workspace("global", global_db, None, None, "live", []))  # its ItemTable can hold tabs too
         for workspace in workspaces:
             if workspace.db is not None:
                 for session in self._each_db(workspace.db, self._workspace(workspace)):
                     cid = session.source["key"].partition("#")[2] if session.source["key"].startswith(COMPOSER_KEY) else None
                     if cid is None:
+                        yielded.add(session.id)
                         yield session
                     elif cid not in pending or len(session.records) > len(pending[cid].records):
                         pending[cid] = session
         if self.sources.global_db is not None:
             for cid, session in self._each_db(self.sources.global_db, self._global(self.sources.global_db)):
                 local = pending.pop(cid, None)
-                yield local if local is not None and len(local.records) > len(session.records) else session
-        yield from pending.values()
+                chosen = local if local is not None and len(local.records) > len(session.records) else session
+                yielded.add(chosen.id)
+                yield chosen
+        for session in pending.values():
+            yielded.add(session.id)
+            yield session
+        self._point_at_bodies(yielded)
+
+    def _point_at_bodies(self, yielded: set[str]) -> None:
+        """Chat heads whose messages this import did not find: say where they live."""
+        for path, cids in self.bodiless.items():
+            missing = [cid for cid in cids if safe_id("cursor", cid) not in yielded]
+            if not missing:
+                continue
+            global_db = self.sources.global_db
+            if global_db is not None and global_db != path:
+                self.finding("source-skipped", "warning", path, COMPOSER_KEY, f"{len(missing)} chat(s) listed here have no messages "
+                             f"in {global_db} (deleted, or from another machine): {', '.join(missing)}")
+                continue
+            user = path.parent.parent.parent if path.parent.parent.name == "workspaceStorage" else None
+            if user is not None and (user / "globalStorage" / "state.vscdb").is_file():
+                hint = f"import with --source {path.parent} (it reads the sibling globalStorage) or --source {user}"
+            else:
+                hint = "point --source at the Cursor User folder this workspace came from, or add --source <User>/globalStorage/state.vscdb"
+            self.finding("source-skipped", "warning", path, COMPOSER_KEY, f"{len(missing)} chat(s) listed here keep their messages in "
+                         f"Cursor's global database (<User>/globalStorage/state.vscdb), which this import did not read; {hint}")
 
     def _each_db(self, path: Path, items: Iterator) -> Iterator:
         """Yield from one database's sessions; a database that cannot be read is a finding,
@@ -136,6 +227,7 @@ class Scan:
                         yield self.place(session, workspace)
                 else:  # a head (0.43-2.x): the body is in the global database
                     self.heads.setdefault(cid, composer)
+                    self.bodiless.setdefault(path, []).append(cid)
             for key in CHATDATA_KEYS:
                 if db.has_key(conn, ITEMS, key):
                     chatdata = self.value(conn, ITEMS, key, path)
@@ -152,27 +244,34 @@ class Scan:
         tab_id = tab.get("tabId")
         if not isinstance(tab_id, str):
             return None
+        where = f"{key}#{tab_id}"
         listed = tab.get("bubbles")
-        bubbles = [b for b in listed if isinstance(b, dict)] if isinstance(listed, list) else []
-        if bubbles and bubbles[-1].get("type") == "user" and not bubble_text(bubbles[-1]):
-            bubbles = bubbles[:-1]  # the input box: every tab ends with an empty user bubble
+        bubbles = listed if isinstance(listed, list) else []
+        tally = Tally()
+        tally.items = len(bubbles)
         when = iso(tab.get("lastSendTime"))
         clock = Clock(when, self.generations)
-        records = []
+        line = Timeline()
         for index, bubble in enumerate(bubbles):
-            bubble_id = bubble.get("id") or bubble.get("bubbleId") or str(index)
-            record = convert_bubble(bubble, f"{key}#{tab_id}#{bubble_id}", clock, None, False)
+            bubble_id = (bubble.get("id") or bubble.get("bubbleId") if isinstance(bubble, dict) else None) or str(index)
+            bubble_key = f"{where}#{bubble_id}"
+            if index == len(bubbles) - 1 and isinstance(bubble, dict) and bubble.get("type") == "user" and not bubble_text(bubble):
+                tally.skip("input-box", bubble_key)  # every tab ends with its empty input box
+                continue
+            record = convert_bubble(bubble, bubble_key, clock, None, False) if isinstance(bubble, dict) else None
             if record is None:
-                self.skipped_bubbles += 1
+                self.unknown(path, bubble_key, tally, bubble)
                 continue
             record["t"], record["tInferred"] = when, True  # tabs carry no per-bubble time
-            records.append(record)
-        if not records:
-            return None
+            line.add(record, bubble)
+        if not line.records:
+            return self.account(tally, None, path, where)
+        settle_times(line.records, line.requests, _mtime(path))
         raw = {k: v for k, v in tab.items() if k != "bubbles"}
         version = f"chatdata:{chatdata.get('chatDataVersion', 'none')}"
-        return Session(safe_id("cursor-tab", tab_id), None, when, tab.get("chatTitle") or None,
-                       {"app": APP, "path": str(path), "key": f"{key}#{tab_id}", "version": version}, raw, records)
+        session = Session(safe_id("cursor-tab", tab_id), None, when or line.records[0]["t"], tab.get("chatTitle") or None,
+                          {"app": APP, "path": str(path), "key": where, "version": version}, raw, line.records)
+        return self.account(tally, session, path, where)
 
     def _inline(self, composer: dict, key: str, path: Path, shape: str) -> Session | None:
         cid = composer["composerId"]
@@ -180,23 +279,24 @@ class Scan:
         clock = Clock(created, self.generations)
         model = model_name((composer.get("modelConfig") or {}).get("modelName") if isinstance(composer.get("modelConfig"), dict) else None)
         partial = composer.get("status") == "generating"
-        records = []
+        tally, line = Tally(), Timeline()
         for index, bubble in enumerate(composer["conversation"]):
-            if not isinstance(bubble, dict):
-                continue
-            record = convert_bubble(bubble, f"{key}#{bubble.get('bubbleId') or index}", clock, model, partial)
+            tally.items += 1
+            bubble_key = f"{key}#{(bubble.get('bubbleId') if isinstance(bubble, dict) else None) or index}"
+            record = convert_bubble(bubble, bubble_key, clock, model, partial) if isinstance(bubble, dict) else None
             if record is None:
-                self.skipped_bubbles += 1
+                self.unknown(path, bubble_key, tally, bubble)
                 continue
-            records.append(record)
-        if not records:
-            return None
+            line.add(record, bubble)
+        if not line.records:
+            return self.account(tally, None, path, key)
+        settle_times(line.records, line.requests, created or iso(composer.get("lastUpdatedAt")) or _mtime(path))
         raw = {k: v for k, v in composer.items() if k != "conversation"}
         version = f"{shape}:{composer.get('_v', 'none')}"
-        session = Session(safe_id("cursor", cid), None, created or records[0].get("t"), composer.get("name") or None,
-                          {"app": APP, "path": str(path), "key": key, "version": version}, raw, records)
+        session = Session(safe_id("cursor", cid), None, created or line.records[0]["t"], composer.get("name") or None,
+                          {"app": APP, "path": str(path), "key": key, "version": version}, raw, line.records)
         _archive(session, composer)
-        return session
+        return self.account(tally, session, path, key)
 
     # -- the global database: composerData rows ------------------------------------------
 
@@ -253,17 +353,84 @@ class Scan:
             self._load_catalog(conn, path)
             if KV not in names:
                 return
+            handled: set[str] = set()  # composers read (ids only: bounded memory)
+            deleted: set[str] = set()  # composerData is NULL: the chat was deleted
+            broken: set[str] = set()  # composerData cannot be read
             for key in db.keys(conn, KV, "composerData:"):
                 cid = key[len("composerData:"):]
-                composer = self.value(conn, KV, key, path)
+                raw = db.raw_value(conn, KV, key)
+                if raw is None:
+                    deleted.add(cid)
+                    continue
+                try:
+                    composer = db.decode(raw)
+                except db.SourceUnreadable as exc:
+                    composer = None
+                    self.finding("source-unreadable", "error", path, key, f"{exc}; its bubbles are recovered without it")
                 if not isinstance(composer, dict):
                     if composer is not None:
-                        self.finding("source-unreadable", "error", path, key, "composerData is not a JSON object; skipped")
+                        self.finding("source-unreadable", "error", path, key, "composerData is not a JSON object; its bubbles are recovered without it")
+                    broken.add(cid)
                     continue
+                handled.add(cid)
                 composer["composerId"] = cid  # the key names it, whatever the value says
+                if not self._in_scope(cid, composer):
+                    continue
                 session = self._safely(path, key, lambda c=composer, k=key: self._composer(conn, c, k, path))
                 if session is not None:
                     yield cid, session
+            left = [cid for cid in _bubble_owners(conn) if cid not in handled and self._in_scope(cid, None)]
+            for cid in left:
+                reason = "editor-unreadable" if cid in broken else "deleted"
+                key = f"composerData:{cid}"
+                session = self._safely(path, key, lambda c=cid, r=reason: self._leftover(conn, c, path, r))
+                if session is not None:
+                    yield cid, session
+            gone = len(deleted - set(left))
+            if gone and self.sources.scope is None:
+                self.finding("source-skipped", "warning", path, "composerData:", f"{gone} deleted chat(s), nothing left to recover "
+                             "(composerData is NULL and no bubble rows remain: normal after deleting chats in Cursor)")
+
+    def _in_scope(self, cid: str, composer: dict | None) -> bool:
+        """With ``--source workspaceStorage/<id>``: only that workspace's composers."""
+        scope = self.sources.scope
+        if scope is None:
+            return True
+        workspace = self.head_workspace.get(cid)
+        if workspace is not None:
+            return workspace.id == scope
+        ident = composer.get("workspaceIdentifier") if isinstance(composer, dict) else None
+        return isinstance(ident, dict) and ident.get("id") == scope
+
+    def _leftover(self, conn: sqlite3.Connection, cid: str, path: Path, reason: str) -> Session | None:
+        """A deleted (or unreadable) composer's bubble rows, recovered in the database's write
+        order as an orphaned session marked ``deleted``."""
+        key = f"composerData:{cid}"
+        tally, line = Tally(), Timeline()
+        clock = Clock(None, self.generations)
+        first_uri = None
+        for bubble_key in keys_by_rowid(conn, f"bubbleId:{cid}:"):
+            tally.items += 1
+            found = self._bubble(conn, path, bubble_key, tally)
+            if found is None:
+                continue
+            bubble, raw = found
+            if first_uri is None and bubble.get("type") == 1 and isinstance(bubble.get("workspaceUris"), list):
+                first_uri = next((u for u in bubble["workspaceUris"] if isinstance(u, str)), None)
+            record = convert_bubble(bubble, bubble_key, clock, None, False, raw=raw)
+            if record is None:
+                self.unknown(path, bubble_key, tally, bubble)
+                continue
+            line.add(record, bubble)
+        if not line.records:
+            return self.account(tally, None, path, key)
+        head = self.heads.get(cid) if isinstance(self.heads.get(cid), dict) else {}
+        settle_times(line.records, line.requests, iso(head.get("createdAt")) or _mtime(path))
+        source = {"app": APP, "path": str(path), "key": key, "version": "rows:none", "deleted": reason == "deleted"}
+        session = Session(safe_id("cursor", cid), None, iso(head.get("createdAt")) or line.records[0]["t"], head.get("name") or None,
+                          source, {"rawHeader": head} if head else None, line.records, status="orphaned", orphan=[reason])
+        session = self.place(session, self.head_workspace.get(cid), first_uri)
+        return self.account(tally, session, path, key)
 
     def _composer(self, conn: sqlite3.Connection, composer: dict, key: str, path: Path) -> Session | None:
         cid = composer["composerId"]
@@ -276,8 +443,8 @@ class Scan:
             ordered = sorted((b for b in composer["conversationMap"].values() if isinstance(b, dict)),
                              key=lambda b: str(b.get("createdAt") or ""))
             session = self._inline({**composer, "conversation": ordered}, key, path, "map")
-        else:
-            return None  # an empty composer (no messages): nothing to import
+        else:  # no messages listed: any bubble rows left under it are orphans, else it is empty
+            session = self._split(conn, composer, [], key, path)
         if session is None:
             return None
         if self.catalog is not None and cid not in self.catalog and not _is_subagent(composer):
@@ -308,6 +475,29 @@ class Scan:
                     return uris[0]
         return None
 
+    def _bubble(self, conn: sqlite3.Connection, path: Path, bubble_key: str, tally: Tally) -> tuple[dict, Raw] | None:
+        """One ``bubbleId:`` row, parsed; a NULL, missing or bad row is counted and reported."""
+        raw = db.raw_value(conn, KV, bubble_key)
+        if raw is None:
+            if db.has_key(conn, KV, bubble_key):
+                tally.skip("unreadable", bubble_key)
+                self.finding("source-unreadable", "error", path, bubble_key, "the value is NULL; skipped")
+            else:
+                tally.skip("dangling", bubble_key)
+                self.finding("missing-bubble", "warning", path, bubble_key, "a header names a bubble with no row (written mid-turn?)")
+            return None
+        try:
+            bubble = db.decode(raw)
+        except db.SourceUnreadable as exc:
+            tally.skip("unreadable", bubble_key)
+            self.finding("source-unreadable", "error", path, bubble_key, f"{exc}; skipped")
+            return None
+        if not isinstance(bubble, dict):
+            tally.skip("unreadable", bubble_key)
+            self.finding("source-unreadable", "error", path, bubble_key, "not a JSON object; skipped")
+            return None
+        return bubble, Raw(raw, bubble)
+
     def _split(self, conn: sqlite3.Connection, composer: dict, headers: list, key: str, path: Path) -> Session | None:
         cid = composer["composerId"]
         prefix = f"bubbleId:{cid}:"
@@ -318,13 +508,15 @@ class Scan:
         generating = {b for b in ids if isinstance(b, str)} if isinstance(ids, list) else set()
         busy = composer.get("status") == "generating"
         inline = composer.get("conversationMap") if isinstance(composer.get("conversationMap"), dict) else {}
-        records, referenced, first_uri = [], set(), None
-        for header in headers:
-            if not isinstance(header, dict):
-                continue
-            bid = header.get("bubbleId")
+        tally, line = Tally(), Timeline()
+        referenced: set[str] = set()
+        first_uri = None
+        for index, header in enumerate(headers):
+            tally.items += 1
+            bid = header.get("bubbleId") if isinstance(header, dict) else None
             if not isinstance(bid, str) or not bid:
-                self.finding("missing-bubble", "warning", path, key, "a header without a bubbleId: no record")
+                tally.skip("no-bubble-id", f"{key}#header{index}")
+                self.finding("missing-bubble", "warning", path, key, f"header {index} has no bubbleId: no record")
                 continue
             bubble_key = prefix + bid
             referenced.add(bubble_key)
@@ -332,57 +524,66 @@ class Scan:
             if isinstance(inline.get(bid), dict):
                 bubble = inline[bid]
             else:
-                raw = db.raw_value(conn, KV, bubble_key)
-                if raw is None:
-                    if db.has_key(conn, KV, bubble_key):
-                        self.finding("source-unreadable", "error", path, bubble_key, "the value is NULL; skipped")
-                    else:
-                        self.finding("missing-bubble", "warning", path, bubble_key, "a header names a bubble with no row (written mid-turn?)")
+                found = self._bubble(conn, path, bubble_key, tally)
+                if found is None:
                     continue
-                try:
-                    bubble = db.decode(raw)
-                except db.SourceUnreadable as exc:
-                    self.finding("source-unreadable", "error", path, bubble_key, f"{exc}; skipped")
-                    continue
-                if not isinstance(bubble, dict):
-                    self.finding("source-unreadable", "error", path, bubble_key, "not a JSON object; skipped")
-                    continue
-                raw_row = Raw(raw, bubble)
+                bubble, raw_row = found
             if first_uri is None and bubble.get("type", header.get("type")) == 1 and isinstance(bubble.get("workspaceUris"), list):
                 first_uri = next((u for u in bubble["workspaceUris"] if isinstance(u, str)), None)
             record = convert_bubble(bubble, bubble_key, clock, model, busy or bid in generating, header.get("type"), raw_row)
             if record is None:
-                self.skipped_bubbles += 1
+                self.unknown(path, bubble_key, tally, bubble, header.get("type"))
                 continue
-            records.append(record)
-        orphans = []
-        for bubble_key in db.keys(conn, KV, prefix):
+            line.add(record, bubble)
+        # orphans: in the database's write order, each without a time taking its neighbour's
+        clock = Clock(next((r["t"] for r in reversed(line.records) if r.get("t")), created), self.generations)
+        for bubble_key in keys_by_rowid(conn, prefix):
             if bubble_key in referenced:
                 continue
-            raw = db.raw_value(conn, KV, bubble_key)
-            try:
-                bubble = db.decode(raw)
-            except db.SourceUnreadable as exc:
-                self.finding("source-unreadable", "error", path, bubble_key, f"{exc}; skipped")
+            tally.items += 1
+            found = self._bubble(conn, path, bubble_key, tally)
+            if found is None:
                 continue
-            record = (convert_bubble(bubble, bubble_key, Clock(None, self.generations), model, False, raw=Raw(raw, bubble))
-                      if isinstance(bubble, dict) else None)
-            if record is not None:
-                orphans.append(record)
-        orphans.sort(key=lambda r: (str(r.get("t") or ""), r["sourceKey"]))
-        records += [orphan_event(r) for r in orphans]
-        if not records:
-            return None
+            record = convert_bubble(found[0], bubble_key, clock, model, False, raw=found[1])
+            if record is None:
+                self.unknown(path, bubble_key, tally, found[0])
+                continue
+            line.records.append(orphan_event(record))
+            line.requests.append(None)
+        if not line.records:
+            return self.account(tally, None, path, key)
+        head = self.heads.get(cid) if isinstance(self.heads.get(cid), dict) else {}
+        settle_times(line.records, line.requests, created or iso(composer.get("lastUpdatedAt")) or iso(head.get("createdAt"))
+                     or _mtime(path))
         raw = {k: v for k, v in composer.items() if k != "conversation"}
         if cid in self.heads:
             raw = {**raw, "rawHeader": self.heads[cid]}
         version = f"split:{composer.get('_v', 'none')}"
-        first_t = next((r.get("t") for r in records if r.get("t")), None)
-        session = Session(safe_id("cursor", cid), None, created or first_t, composer.get("name") or None,
-                          {"app": APP, "path": str(path), "key": key, "version": version}, raw, records)
+        session = Session(safe_id("cursor", cid), None, created or line.records[0]["t"], composer.get("name") or None,
+                          {"app": APP, "path": str(path), "key": key, "version": version}, raw, line.records)
         session.first_uri = first_uri
         _archive(session, composer)
-        return session
+        return self.account(tally, session, path, key)
+
+
+def _bubble_owners(conn: sqlite3.Connection) -> list[str]:
+    """The composer ids that own ``bubbleId:<cid>:*`` rows (keys only, one pass in key order)."""
+    owners: list[str] = []
+    for key in db.keys(conn, KV, "bubbleId:"):
+        cid = key[len("bubbleId:"):].partition(":")[0]
+        if not owners or owners[-1] != cid:
+            owners.append(cid)
+    return owners
+
+
+def keys_by_rowid(conn: sqlite3.Connection, prefix: str) -> Iterator[str]:
+    """The keys of ``cursorDiskKV`` starting with ``prefix``, in the order the database wrote them
+    (rowid: a replaced row is re-inserted, so it counts as written last), streaming."""
+    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    cursor = conn.execute(f"select key from {KV} where key >= ? and key < ? order by rowid", (prefix, upper))
+    while rows := cursor.fetchmany(db.FETCH):
+        for (key,) in rows:
+            yield key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else key
 
 
 def _archive(session: Session, composer: dict) -> None:

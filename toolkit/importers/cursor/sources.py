@@ -21,8 +21,15 @@ def default_user_dirs() -> list[Path]:
 
 
 def detect() -> list[Path]:
-    """Every Cursor ``User`` folder that exists on this machine."""
-    return [p for p in default_user_dirs() if (p / "globalStorage").is_dir() or (p / "workspaceStorage").is_dir()]
+    """Every Cursor ``User`` folder that exists on this machine, and ``~/.cursor/projects``
+    when it holds agent transcripts."""
+    from .transcripts import default_projects, find
+
+    found = [p for p in default_user_dirs() if (p / "globalStorage").is_dir() or (p / "workspaceStorage").is_dir()]
+    projects = default_projects()
+    if projects.is_dir() and find(projects):
+        found.append(projects)
+    return found
 
 
 @dataclass
@@ -41,6 +48,8 @@ class Workspace:
 class Sources:
     global_db: Path | None
     workspaces: list[Workspace] = field(default_factory=list)
+    scope: str | None = None  # a workspace id: import only its conversations from the global DB
+    transcripts: list[Path] = field(default_factory=list)  # agent transcripts (.jsonl)
 
 
 def _workspace(folder: Path, db_path: Path | None = None) -> Workspace:
@@ -50,14 +59,36 @@ def _workspace(folder: Path, db_path: Path | None = None) -> Workspace:
     return Workspace(folder.name, path if path.exists() else None, uri, project, status, orphan)
 
 
+def sibling_global(folder: Path) -> Path:
+    """``<User>/globalStorage/state.vscdb`` for a ``<User>/workspaceStorage/<id>`` folder."""
+    return folder.parent.parent / "globalStorage" / "state.vscdb"
+
+
+def _scoped(folder: Path) -> Sources:
+    """One ``workspaceStorage/<id>``: its database, plus that workspace's conversations in the
+    sibling global database (0.43+ keeps only chat heads in the workspace)."""
+    workspace = _workspace(folder)
+    found = sibling_global(folder)
+    if not found.is_file():
+        return Sources(None, [workspace])
+    return Sources(found, [workspace], scope=workspace.id)
+
+
 def resolve(source: Path) -> Sources:
     """Turn ``--source`` into the databases to read."""
+    from .transcripts import find
+
     source = Path(source).expanduser()
     if not source.exists():
         raise PathNotFoundError(str(source))
+    transcripts = find(source)
+    if transcripts is not None:
+        return Sources(None, transcripts=transcripts)
     if source.is_file():
         if source.parent.name == "globalStorage":
             return Sources(source)
+        if source.name == "state.vscdb" and source.parent.parent.name == "workspaceStorage":
+            return _scoped(source.parent)
         # one loose database (a copy, a .backup): read it both as a workspace and a global DB
         return Sources(source, [_workspace(source.parent, source)])
     if (source / "globalStorage").is_dir() or (source / "workspaceStorage").is_dir():
@@ -68,5 +99,8 @@ def resolve(source: Path) -> Sources:
     if (source / "state.vscdb").exists():
         if source.name == "globalStorage":
             return Sources(source / "state.vscdb")
+        if source.parent.name == "workspaceStorage":
+            return _scoped(source)
         return Sources(None, [_workspace(source)])
-    raise NotASourceError(f"{source} (expected a Cursor User folder, a workspaceStorage/<id> folder or a state.vscdb)")
+    raise NotASourceError(f"{source} (expected a Cursor User folder, a workspaceStorage/<id> folder, a state.vscdb, "
+                          "or agent transcripts: ~/.cursor/projects, a project folder, its agent-transcripts/ or one .jsonl)")
