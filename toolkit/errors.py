@@ -359,7 +359,6 @@ CODES: dict[str, CodeInfo] = {
     "source-skipped": CodeInfo("warning", ""),
     "source-torn": CodeInfo("warning", ""),
     "source-diverged": CodeInfo("warning", ""),
-    "source-skipped": CodeInfo("warning", ""),
     # migrate refusals (§6)
     "seq-conflict": CodeInfo("error", "", SeqConflictError),
     "no-downgrade": CodeInfo("error", "", NoDowngradeError),
