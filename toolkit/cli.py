@@ -431,7 +431,7 @@ def _migrate_summary(result, code: int) -> str:
 def import_(
     ctx: typer.Context,
     from_: Annotated[str, typer.Option("--from", metavar="cursor|vscode|copilot", help="The editor to recover chats from: cursor, vscode (also Code - Insiders, Code - OSS, VSCodium) or copilot (GitHub Copilot CLI session logs, ~/.copilot/session-state/<id>/events.jsonl).", show_default=False)],
-    source: Annotated[Optional[list[Path]], typer.Option("--source", metavar="PATH", help="The editor's User folder, one workspaceStorage/<id> folder, or one state.vscdb (Cursor) / session .json or .jsonl (VS Code); repeatable; default: every install found on this machine.", show_default=False)] = None,
+    source: Annotated[Optional[list[Path]], typer.Option("--source", metavar="PATH", help="The editor's User folder, one workspaceStorage/<id> folder, or one state.vscdb (Cursor) / session .json or .jsonl (VS Code); for Cursor agent transcripts also ~/.cursor/projects, a project folder or one transcript; repeatable; default: every install found on this machine.", show_default=False)] = None,
     project: Annotated[Optional[str], typer.Option("--project", metavar="PATH", help="File every imported session under this project path.", show_default=False)] = None,
     map_: Annotated[Optional[list[str]], typer.Option("--map", metavar="OLD=NEW", help="OLD=NEW: re-home sessions of a moved or renamed project folder (repeatable).", show_default=False)] = None,
     orphans_only: Annotated[bool, typer.Option("--orphans-only", help="Import only chats the editor no longer shows (folder missing or renamed, not in its index or catalog, unreadable to the editor).")] = False,

@@ -110,6 +110,11 @@ def _cursor(user: Path) -> Install:
     from .importers import sqlite as db
 
     install = Install("cursor", user)
+    if not (user / "globalStorage").is_dir() and not (user / "workspaceStorage").is_dir():  # ~/.cursor/projects
+        from .importers.cursor.transcripts import find
+
+        install.sessions = len(find(user) or [])  # agent transcripts, one session each
+        return install
     global_db = user / "globalStorage" / "state.vscdb"
     if global_db.exists():
         install.db_bytes = global_db.stat().st_size
