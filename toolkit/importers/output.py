@@ -159,7 +159,8 @@ class Outcome:
         return {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
                 "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned,
                 "source_status": self.source_status, "orphan": list(self.orphan),
-                "source_items": self.source_items, "skipped": dict(self.skipped)}
+                "source_items": self.source_items, "carried": self.source_items - sum(n for _, n in self.skipped),
+                "skipped": dict(self.skipped)}
 
 
 def _outcome(session: Session, path: Path, records: int, new: int, status: str) -> Outcome:
