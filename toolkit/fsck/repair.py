@@ -166,13 +166,13 @@ def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: 
     if scan.blocked:
         if salvage and salvage_would_help(scan):
             fixes = tuple(sorted(scan.codes & (SALVAGEABLE | {"unterminated-tail"})))
-            return [Action("salvage", journal, f"rewrite from byte-exact slices; original to {QUARANTINE}/", fixes, folder, scan)]
+            return [Action("salvage", journal, f"rewrite from byte-exact slices; original to {folder.state_dir / QUARANTINE}/", fixes, folder, scan)]
         return []
     if scan.tail is TailState.UNTERMINATED:
         return [Action("terminate-tail", journal, "append the missing newline", ("unterminated-tail",), folder, scan)]
     if scan.tail is TailState.TORN:
         cut = scan.size - scan.body_end
-        return [Action("trim-tail", journal, f"save {cut} bytes to {RECOVERED}/, truncate to byte {scan.body_end}",
+        return [Action("trim-tail", journal, f"save {cut} bytes to {recovery_dir(folder, RECOVERED)}/, truncate to byte {scan.body_end}",
                        ("torn-tail",), folder, scan)]
     return []
 
