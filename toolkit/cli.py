@@ -272,14 +272,14 @@ def fsck(
     if dry_run:
         if not out.json:
             for step in steps:
-                out.out.print(f"would {step}", markup=False)
+                out.out.print(f"would {step}", markup=False, soft_wrap=True)
             out.say(f"{len(steps)} repair step(s) planned; nothing written (--dry-run)")
         return _render_fsck(out, report.findings, report, report.exit_code, steps)
     with _ctrl_c_deferred() as stopped, _progress(out, "repairing", len(steps)) as advance:
         result = plan.execute(progress=lambda _a: advance(1), should_stop=stopped)
     if out.verbose and not out.json:
         for action in result.done:
-            out.out.print(f"did {action.describe()}", markup=False)
+            out.out.print(f"did {action.describe()}", markup=False, soft_wrap=True)
     if result.interrupted:
         out.fail("interrupted after a completed step", "rerun the same command to finish the repair")
     return _render_fsck(out, list(result.findings), report, result.exit_code, [a.describe() for a in result.done],
