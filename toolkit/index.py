@@ -28,6 +28,7 @@ class Loaded:
     state: str
     value: object = None
     detail: str = ""
+    raw: bytes | None = None  # the bytes judged (ok or corrupt), so a rebuild can keep exactly those
 
 
 def load_cache(path: Path) -> Loaded:
@@ -39,9 +40,9 @@ def load_cache(path: Path) -> Loaded:
     except OSError as exc:
         return Loaded("unreadable", detail=f"{exc.strerror or exc} (cannot read it)")
     try:
-        return Loaded("ok", loads(raw))
+        return Loaded("ok", loads(raw), raw=raw)
     except ValueError as exc:
-        return Loaded("corrupt", detail=f"not valid JSON ({exc})")
+        return Loaded("corrupt", detail=f"not valid JSON ({exc})", raw=raw)
 
 
 def same(a: object, b: object) -> bool:

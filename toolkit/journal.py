@@ -488,6 +488,17 @@ def scan_journal(
     )
 
 
+def foreign_only(scans: list[JournalScan]) -> str | None:
+    """Why nothing here can be touched, when every non-empty journal scanned is of a layout
+    levelsess does not know (one clear error instead of a finding per file); else None."""
+    scans = [scan for scan in scans if scan.size]
+    if not scans or any(scan.identified for scan in scans):
+        return None
+    looks = sorted({scan.foreign or "?" for scan in scans})
+    return (f"none of the {len(scans)} .jsonl file(s) is a journal of a layout levelsess knows "
+            f"(they look like {' / '.join(looks)}); nothing was written")
+
+
 def _unidentified(classifier: _Classifier, handle, tail_state: TailState) -> TailState:
     """A file with bytes but no whole record: keep its findings only if they can be the layout's.
 

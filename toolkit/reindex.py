@@ -10,7 +10,7 @@ from .errors import LevelsessError, NotAJournalError
 from .findings import Finding
 from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for
 from .fsck.repair import rebuild_cache, remove_dead_temps
-from .journal import JournalScan, scan_journal
+from .journal import JournalScan, foreign_only, scan_journal
 from .stores import Folder, discover
 from .verified import trusted_index
 
@@ -53,7 +53,7 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             progress: Callable[[int], None] | None = None) -> ReindexResult:
     """Rebuild (or with ``check_only`` compare) each folder's cache from its journals."""
     written, unchanged, refused, findings, skipped = [], [], [], [], []
-    seen_ours = seen_foreign = 0
+    scanned: list[JournalScan] = []
     for folder in whole_folders(folders):
         if progress:
             progress(1)
@@ -77,14 +77,13 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             except LevelsessError as exc:  # reported; the folder is refused
                 findings.append(Finding("unreadable", "error", str(journal), None, None, str(exc)))
                 readable = False
+        scanned += scans
         future = [s for s in scans if s.version is not None and s.version > 2]
         foreign = [s for s in scans if not s.identified]
-        seen_ours += len(scans) - len(foreign)
         if future or foreign or not readable:
             for scan in future:
                 findings.append(Finding("future-version", "error", str(scan.path), 1, 0,
                                         f"schema v{scan.version} is newer than this levelsess; folder cache left as is"))
-            seen_foreign += len(foreign)
             for scan in foreign:
                 findings.append(Finding("unknown-format", "error", str(scan.path), None, None,
                                         f"looks like {scan.foreign}; levelsess writes no cache beside it"))
@@ -110,10 +109,5 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             unchanged.append(folder.cache)
         else:
             written.append(folder.cache)
-    foreign_only = None
-    if seen_foreign and not seen_ours and not written and not skipped:
-        looks = sorted({f.message.split(";")[0] for f in findings if f.code == "unknown-format"})
-        foreign_only = (f"none of the {seen_foreign} .jsonl file(s) is a journal of a layout levelsess knows "
-                        f"({', '.join(looks)}); nothing was written")
-    return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped),
-                         foreign_only)
+    why = None if written or skipped else foreign_only(scanned)
+    return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped), why)

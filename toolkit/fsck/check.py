@@ -13,7 +13,7 @@ from ..errors import (EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED, OPERATIONAL, 
                       NotAJournalError, UnknownFormatError)
 from ..findings import Finding
 from ..index import build_index, build_meta, index_drift, load_cache, meta_drift
-from ..journal import JournalScan, Layout, scan_journal
+from ..journal import JournalScan, Layout, foreign_only, scan_journal
 from .. import durable
 from ..locks import LockInfo, LockState, inspect_lock, lock_path, process_start
 from ..stores import Folder
@@ -95,13 +95,9 @@ class CheckReport:
 
     def refuse_foreign_only(self, targets: list) -> None:
         """Raise one clear error when the journals found are all of layouts levelsess does not know."""
-        scans = [s.scan for f in self.folders for s in f.sessions if s.scan is not None and s.scan.size]
-        if not scans or any(scan.identified for scan in scans):
-            return
-        looks = sorted({scan.foreign or "?" for scan in scans})
-        where = ", ".join(str(t) for t in targets)
-        raise UnknownFormatError(f"{where}: none of the {len(scans)} .jsonl file(s) is a journal of a layout levelsess knows "
-                                 f"(they look like {' / '.join(looks)}); nothing was written")
+        why = foreign_only([s.scan for f in self.folders for s in f.sessions if s.scan is not None])
+        if why:
+            raise UnknownFormatError(f"{', '.join(str(t) for t in targets)}: {why}")
 
 
 def exit_code_for(findings: Iterable[Finding]) -> int:

@@ -13,11 +13,10 @@ from pathlib import Path
 
 from .. import durable, locks, verified
 from ..errors import (SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, LevelsessError, LockBusyError,
-                      PermissionDeniedError, SalvageRefusedError)
+                      OperationalError, SalvageRefusedError)
 from ..findings import Finding
 from ..index import build_index, build_meta, dump_cache, index_document, index_drift, load_cache, meta_drift
 from ..journal import JournalScan, Layout, TailState, scan_journal
-from ..lines import read_regular
 from ..locks import LockState, inspect_lock
 from ..stores import Folder
 from .check import CheckReport, FolderCheck, exit_code_for, folder_leftovers
@@ -280,7 +279,7 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan], saved: list[Path] | 
     session's name.  index.json is derived from the journals alone, so nothing of it is lost."""
     loaded = load_cache(folder.cache)
     if loaded.state == "unreadable":  # never replaced: it may hold what only it holds (a session's name)
-        raise PermissionDeniedError(f"{loaded.detail}; left as is")
+        raise OperationalError(f"{folder.cache}: {loaded.detail}; left as is")
     if folder.layout is Layout.LEVELCODE:
         version, entries = build_index(scans)
         if loaded.state == "ok" and index_drift(loaded, version, entries) is None:
@@ -292,17 +291,18 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan], saved: list[Path] | 
         if meta_drift(loaded, derived) is None:
             return None
         data = dump_cache(derived)
-    if saved is not None and loaded.state != "missing" and folder.layout is Layout.LOGICIAN:
-        saved.append(_save_replaced(folder))  # index.json is derived from the journals alone; meta.json is not
+    if saved is not None and loaded.raw is not None and folder.layout is Layout.LOGICIAN:
+        saved.append(_save_replaced(folder, loaded.raw))  # index.json is derived from the journals alone; meta.json is not
     durable.atomic_write(folder.cache, data)
     verified.vouch(folder, scans)  # index.json only (meta.json is never stat-skipped)
     return data
 
 
-def _save_replaced(folder: Folder) -> Path:
+def _save_replaced(folder: Folder, data: bytes) -> Path:
+    """Keep the bytes of the cache about to be replaced (the bytes judged, not a second read)."""
     where = recovery_dir(folder, REPLACED) / f"{folder.cache.name}.{durable.utc_stamp()}"
     durable.ensure_dir(where.parent)
-    durable.write_new(where, read_regular(folder.cache))
+    durable.write_new(where, data)
     return where
 
 

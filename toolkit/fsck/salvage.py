@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 
 from .. import durable
-from ..errors import DurabilityError, SalvageRefusedError
+from ..errors import SalvageRefusedError
 from ..journal import BOM, JournalScan, Layout, open_journal, scan_journal
 from ..lines import Batch, Tail, iter_batches, loads, split_line
 

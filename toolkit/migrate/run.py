@@ -23,7 +23,7 @@ from ..errors import OPERATIONAL, DurabilityError, FileChangedError, LevelsessEr
 from ..findings import Finding
 from ..fsck.check import worker_count, run_scans, scan_one, file_size, exit_code_for
 from ..index import build_index, dump_cache, index_document, index_drift, load_cache
-from ..journal import BOM, NEWEST_VERSION, JournalScan, Layout, open_journal, scan_journal
+from ..journal import BOM, NEWEST_VERSION, JournalScan, Layout, foreign_only, open_journal, scan_journal
 from ..lines import Batch, Tail, iter_batches, loads
 from ..locks import LockState, inspect_lock, lock_path, process_start
 from ..stores import Folder, discover
@@ -85,12 +85,7 @@ class MigrationResult:
     @property
     def foreign_only(self) -> str | None:
         """Why nothing here is a LevelCode journal, when every journal found is of another layout."""
-        journals = [f for f in self.files if f.format == "journal" and f.scan is not None and f.scan.size]
-        if not journals or any(f.scan.identified for f in journals):
-            return None
-        looks = sorted({f.scan.foreign or "?" for f in journals})
-        return (f"none of the {len(journals)} .jsonl file(s) is a journal of a layout levelsess knows "
-                f"(they look like {' / '.join(looks)}); nothing was written")
+        return foreign_only([f.scan for f in self.files if f.format == "journal" and f.scan is not None])
 
 
 def _refusal(code: str, path: Path, message: str, line: int | None = None, offset: int | None = None) -> Finding:
