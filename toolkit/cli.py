@@ -385,8 +385,8 @@ def migrate(
     total = sum(len(f.journals) for f in folders)
     with _progress(out, "reading", total) as advance:
         plan = plan_migration(folders, to, progress=advance, jobs=jobs)
-    if plan.result().foreign_only:
-        raise UnknownFormatError(f"{', '.join(map(str, targets))}: {plan.result().foreign_only}")
+    if why := plan.result().foreign_only:
+        raise UnknownFormatError(f"{', '.join(map(str, targets))}: {why}")
     if list_:
         result = plan.result()
         code = 0 if not any(f.status == "refused" for f in result.files) else 4
