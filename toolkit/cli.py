@@ -495,8 +495,9 @@ def _render_import(out: Output, report, target: Path) -> None:
         if len(shown) > 30 and not out.verbose:
             table.caption = f"… and {len(shown) - 30} more; -v lists every session"
         print_table(out.out, table)
-    if report.findings:
-        print_table(out.out, findings_table(report.findings, verbose=out.verbose))
+    shown_findings = [f for f in report.findings if f.severity == "error" or not out.quiet]  # -q: errors only
+    if shown_findings:
+        print_table(out.out, findings_table(shown_findings, verbose=out.verbose))
     counts = {status: sum(s.status == status for s in report.sessions) for status in ("created", "updated", "unchanged", "skipped")}
     orphaned = sum(s.orphaned for s in report.sessions)
     out.say(f"{len(report.sessions)} session(s): {counts['created']} created, {counts['updated']} updated, "
