@@ -51,8 +51,8 @@ def test_a_first_record_matching_no_row_is_unknown(record):
     (b'{"timestamp":"2026","type":"session_meta","payload":{"id', False, False),
 ])
 def test_a_file_without_a_whole_record_is_judged_by_its_bytes(data, levelcode, logician):
-    assert sniff_partial(data, "levelcode") is levelcode
-    assert sniff_partial(data, "logician") is logician
+    assert sniff_partial(data, b"kind") is levelcode
+    assert sniff_partial(data, b"id") is logician
 
 
 def _copy(name: str, tmp_path: Path) -> Path:

@@ -6,7 +6,7 @@ import pytest
 
 from tests.helpers import PROJECT_SLUG, logician_session, make_store
 from toolkit.errors import NotAStoreError, PathNotFoundError
-from toolkit.journal import Layout
+from toolkit.layouts import LEVELCODE, LOGICIAN
 from toolkit.stores import discover, slug
 
 
@@ -23,7 +23,7 @@ def test_store_project_and_journal(tmp_path):
     store = make_store(tmp_path / "store", sessions=2)
     (store / ".levelsess").mkdir()
     [folder] = discover(store)
-    assert folder.layout is Layout.LEVELCODE and len(folder.journals) == 2 and folder.store == store
+    assert folder.layout is LEVELCODE and len(folder.journals) == 2 and folder.store == store
     [project] = discover(store / PROJECT_SLUG)
     assert project.path == folder.path and project.whole
     journal = folder.journals[0]
@@ -39,7 +39,7 @@ def test_logician_workspace(tmp_path):
     ws = tmp_path / "ws"
     session = logician_session(ws)
     [folder] = discover(ws)
-    assert folder.layout is Layout.LOGICIAN and folder.path == session
+    assert folder.layout is LOGICIAN and folder.path == session
     assert folder.store == ws / ".logician" / "sessions"
 
 

@@ -687,12 +687,12 @@ def show(
     """
     from rich.markdown import Markdown
 
-    from .journal import Layout
+    from .layouts import get as get_layout
     from .render import as_json, markdown
 
     out = _output(ctx, json_, quiet, verbose)
     row = _session_row(ctx, session, paths, store)
-    layout = Layout(row.layout)
+    layout = get_layout(row.layout)
     if out.json:
         for chunk in as_json(row.path, layout):
             write_json(chunk)
@@ -732,7 +732,7 @@ def export(
       levelsess export 2026-11 --store ~/other-store -q -v   # -q: no 'wrote' line; -v: every step
     """
     from . import durable
-    from .journal import Layout
+    from .layouts import get as get_layout
     from .render import as_json, markdown
 
     out = _output(ctx, json_, quiet, verbose)
@@ -742,7 +742,7 @@ def export(
     if format_ not in ("md", "jsonl", "json"):
         raise UsageError(f"--format {format_}: choose md, jsonl or json")
     row = _session_row(ctx, session, paths, store)
-    layout = Layout(row.layout)
+    layout = get_layout(row.layout)
     if format_ == "jsonl":
         chunks = iter(lambda handle=open(row.path, "rb"): handle.read(1 << 20), b"")  # noqa: SIM115
     elif format_ == "json":

@@ -74,12 +74,12 @@ _FOREIGN_KEYS = re.compile(rb'"(parentUuid|sessionId|uuid|payload|leafUuid|isSid
 _LEADING_KEY = re.compile(rb'^\s*\{\s*"([^"\\]{1,40})"\s*:')
 
 
-def sniff_partial(data: bytes, layout: str) -> bool:
-    """True when the bytes of a file holding no whole record can be a cut-off record of ``layout``.
+def sniff_partial(data: bytes, own: bytes) -> bool:
+    """True when the bytes of a file holding no whole record can be a cut-off record of a layout
+    whose writers put the key ``own`` first (``kind`` for LevelCode, ``id`` for Logician).
 
     All NUL (a power cut at birth) or whitespace qualifies; otherwise the bytes must open a JSON
-    object whose first key is the one the layout's writers put first (``kind`` for LevelCode,
-    ``id`` for Logician) and name no key of another format.
+    object whose first key is ``own`` and name no key of another format.
     """
     body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
     if not body.strip(b"\0 \t\r\n"):
@@ -87,7 +87,6 @@ def sniff_partial(data: bytes, layout: str) -> bool:
     head = body.lstrip(b"\0 \t\r\n")[:4096]
     if _FOREIGN_KEYS.search(head):
         return False
-    own = b"kind" if layout == LEVELCODE else b"id"  # the key its writers put first
     match = _LEADING_KEY.match(head)
     if match is None:  # cut inside the first key: it must be able to become the layout's own
         compact = re.sub(rb"\s+", b"", head)

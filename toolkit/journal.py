@@ -12,7 +12,7 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
@@ -21,22 +21,16 @@ import orjson
 from .errors import NotAJournalError, PathNotFoundError, PermissionDeniedError, UNCORRECTABLE, UnreadableError
 from .findings import Finding, FindingSink
 from .identify import describe, sniff, sniff_partial
+from .layouts import LEVELCODE, BaseLayout, get as get_layout
+from .layouts.levelcode import KNOWN_KINDS, NEWEST_VERSION, LevelCodeFacts, preview_of  # noqa: F401 (re-exported)
+from .layouts.logician import LogicianFacts  # noqa: F401 (re-exported)
 from .lines import (BeyondLimits, Batch, Overlong, Piece, Tail, holds_record, iter_batches, leading_object, loads,
                     open_regular, split_line)
 
-NEWEST_VERSION = 2
 SOFT_CAP = 20 << 20
 BOM = b"\xef\xbb\xbf"
-KNOWN_KINDS = frozenset({"meta", "user", "assistant", "agent", "event", "title", "compact"})
 _loads = orjson.loads
 _JSONError = orjson.JSONDecodeError
-
-
-class Layout(str, Enum):
-    """Which kind of journal: LevelCode (meta line + kind records) or Logician (id entries)."""
-
-    LEVELCODE = "levelcode"
-    LOGICIAN = "logician"
 
 
 class TailState(str, Enum):
@@ -57,46 +51,19 @@ class _Foreign(Exception):
     """Raised inside the classifier when the first record is not of the expected layout."""
 
 
-@dataclass
-class LevelCodeFacts:
-    """What index.json needs from a LevelCode journal (DESIGN.md §2.3)."""
-
-    meta: dict | None = None
-    version: int | None = None
-    title: object = None
-    title_set: bool = False
-    last_t: object = None
-    turns: int = 0
-    model: object = None
-    preview: str | None = None
-    pinned: bool = False
-    archived: bool = False
-    seq_field: tuple[int, int] | None = None  # (line, offset) of a v1 record that already has "seq"
-
-
-@dataclass
-class LogicianFacts:
-    """What meta.json needs from a Logician journal (DESIGN.md §2.2)."""
-
-    ids: set = field(default_factory=set)
-    first_timestamp: object = None
-    last_timestamp: object = None
-    last_id: str | None = None
-
-
 @dataclass(frozen=True)
 class JournalScan:
     """The result of reading one journal: findings, sizes, tail state and derived facts."""
 
     path: Path
-    layout: Layout
+    layout: BaseLayout
     size: int
     mtime_ns: int
     records: int
     body_end: int  # offset just past the last newline
     tail: TailState
     findings: tuple[Finding, ...]
-    facts: LevelCodeFacts | LogicianFacts
+    facts: object  # the layout's facts (what its caches and listings are derived from)
     foreign: str | None = None  # set when the file is not of ``layout``: what it looks like
 
     @property
@@ -115,7 +82,7 @@ class JournalScan:
 
     @property
     def version(self) -> int | None:
-        return self.facts.version if isinstance(self.facts, LevelCodeFacts) else None
+        return getattr(self.facts, "version", None)
 
     def unchanged(self) -> bool:
         """True when the journal still has the size and mtime it had when it was scanned."""
@@ -126,43 +93,21 @@ class JournalScan:
         return (info.st_size, info.st_mtime_ns) == (self.size, self.mtime_ns)
 
 
-def preview_of(content: object) -> str | None:
-    """Return the index preview of a user record's content (§2.3), or None."""
-    text = None
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                text = block["text"]
-                break
-    if text is None:
-        return None
-    return " ".join(text.split())[:120]
-
-
 class _Classifier:
     """Per-line state machine shared by both layouts (the hot loop lives in :meth:`feed`)."""
 
-    def __init__(self, path: Path, layout: Layout, strict: bool, validator: Callable | None) -> None:
+    def __init__(self, path: Path, layout: BaseLayout, strict: bool, validator: Callable | None) -> None:
         self.sink = FindingSink(str(path), strict)
         self.layout = layout
         self.validator = validator
         self.records = 0
         self.lineno = 0
-        self.expect_seq = 1
-        self.last_seq = 0
-        self.future = False
         self.identified = False
         self.foreign: str | None = None
-        if layout is Layout.LEVELCODE:
-            self.facts: LevelCodeFacts | LogicianFacts = LevelCodeFacts()
-            self._record = self._levelcode
-            self.is_record = lambda obj: isinstance(obj.get("kind"), str)
-        else:
-            self.facts = LogicianFacts()
-            self._record = self._logician
-            self.is_record = lambda obj: isinstance(obj.get("id"), str)
+        self.rules = layout.rules(self)
+        self.facts = self.rules.facts
+        self._record = self.rules.record
+        self.is_record = layout.is_record
         self.record = self._first
 
     # -- identification (DESIGN.md §1, principle 7) -------------------------------------------
@@ -170,22 +115,15 @@ class _Classifier:
     def _first(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
         """Identify the file from its first record, then read it as its layout (or stop)."""
         found = sniff(obj)
-        if self._ours(obj, found):
+        if self.layout.identify(obj, found):
             self.identified = True
             self.record = self._record
             self._record(obj, offset, line, quiet)
             return
         self.foreign = describe(found)
-        self.sink.add("unknown-format", f"looks like {self.foreign}, not {describe(self.layout.value)}: "
+        self.sink.add("unknown-format", f"looks like {self.foreign}, not {self.layout.describes}: "
                       "levelsess leaves it alone", self.lineno, offset, line)
         raise _Foreign
-
-    def _ours(self, obj: object, found: str | None) -> bool:
-        if self.layout is Layout.LEVELCODE:
-            return found == "levelcode"
-        # a Logician entry's other fields are opaque, so only a foreign format's keys rule it out
-        return found == "logician" or (type(obj) is dict and isinstance(obj.get("id"), str) and found is None
-                                      and not any(k in obj for k in ("uuid", "parentUuid", "payload")))
 
     # -- lines ------------------------------------------------------------------------------
 
@@ -254,106 +192,6 @@ class _Classifier:
             self.sink.add("nul-padding", f"{item.length} NUL bytes", self.lineno, offset)
         else:
             self.sink.add("invalid-json", f"line of {item.length} bytes is too long to parse", self.lineno, offset)
-
-    # -- records ----------------------------------------------------------------------------
-
-    def _levelcode(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
-        sink, facts = self.sink, self.facts
-        if type(obj) is not dict or not isinstance(kind := obj.get("kind"), str):
-            sink.add("invalid-record", "JSON but not a record object with a string \"kind\"", self.lineno, offset, line)
-            return
-        self.records += 1
-        if self.records == 1:
-            if kind != "meta":
-                sink.add("missing-meta", f"first record is {kind!r}, not meta", self.lineno, offset, line)
-            else:
-                self._meta(obj, offset, line)
-            return
-        if kind == "meta":
-            if facts.meta is None:  # misplaced, not repeated: missing-meta already says so
-                self._meta(obj, offset, line)
-            else:
-                sink.add("duplicate-meta", "a second meta record", self.lineno, offset, line)
-            return
-        if self.future:
-            return
-        if facts.version == 2:
-            seq = obj.get("seq")
-            if seq == self.expect_seq and type(seq) is int:  # the common case, inline
-                self.last_seq, self.expect_seq = seq, seq + 1
-            else:
-                self._seq(seq, offset, line)
-        elif "seq" in obj and facts.seq_field is None:  # v1: the name v2 gives a meaning
-            facts.seq_field = (self.lineno, offset)
-        if self.validator is not None:
-            self.validator(obj, kind, facts.version, sink, self.lineno, offset, line)
-        t = obj.get("t")
-        if t is not None:
-            facts.last_t = t
-        if kind == "user":
-            facts.turns += 1
-            if facts.turns == 1:
-                facts.preview = preview_of(obj.get("content"))
-        elif kind == "assistant":
-            if obj.get("model"):
-                facts.model = obj["model"]
-        elif kind == "title":
-            facts.title, facts.title_set = obj.get("title"), True
-        elif kind == "event":
-            kind_of = obj.get("type")
-            if kind_of in ("pin", "unpin"):
-                facts.pinned = kind_of == "pin"
-            elif kind_of in ("archive", "unarchive"):
-                facts.archived = kind_of == "archive"
-        elif kind not in KNOWN_KINDS:
-            sink.add("unknown-kind", f"unknown record kind {kind!r}", self.lineno, offset, line)
-
-    def _meta(self, obj: dict, offset: int, line: bytes) -> None:
-        facts = self.facts
-        facts.meta = obj
-        version = obj.get("v", 1)
-        if type(version) is not int or version < 1:
-            self.sink.add("invalid-version", f"meta has an invalid version {version!r}", self.lineno, offset, line)
-            version = 1
-        facts.version = version
-        if version > NEWEST_VERSION:
-            self.future = True
-            self.sink.add("future-version", f"schema v{version}; this levelsess knows up to v{NEWEST_VERSION}", self.lineno, offset, line)
-        elif self.validator is not None:
-            self.validator(obj, "meta", version, self.sink, self.lineno, offset, line)
-
-    def _seq(self, seq: object, offset: int, line: bytes) -> None:
-        if type(seq) is not int:
-            self.sink.add("seq-gap", f"no seq; expected {self.expect_seq}", self.lineno, offset, line)
-            self.expect_seq += 1
-            return
-        if seq != self.expect_seq:
-            if seq == self.last_seq:
-                self.sink.add("seq-duplicate", f"seq {seq} repeats the previous record's", self.lineno, offset, line)
-            else:
-                self.sink.add("seq-gap", f"seq {seq}; expected {self.expect_seq}", self.lineno, offset, line)
-        self.last_seq = seq
-        self.expect_seq = max(self.expect_seq, seq + 1)
-
-    def _logician(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
-        sink, facts = self.sink, self.facts
-        if type(obj) is not dict or not isinstance(entry_id := obj.get("id"), str):
-            sink.add("invalid-record", "JSON but not an entry object with a string \"id\"", self.lineno, offset, line)
-            return
-        self.records += 1
-        ids = facts.ids
-        if entry_id in ids:
-            sink.add("duplicate-id", f"entry id {entry_id!r} appears again", self.lineno, offset, line)
-        parent = obj.get("parentId")
-        if parent is not None and (not isinstance(parent, str) or parent not in ids):
-            sink.add("dangling-parent", f"parentId {parent!r} names no earlier entry", self.lineno, offset, line)
-        if self.validator is not None:
-            self.validator(obj, "entry", None, sink, self.lineno, offset, line)
-        ids.add(entry_id)
-        facts.last_id = entry_id
-        facts.last_timestamp = obj.get("timestamp")
-        if self.records == 1:
-            facts.first_timestamp = facts.last_timestamp
 
     # -- the tail ---------------------------------------------------------------------------
 
@@ -433,13 +271,14 @@ def open_journal(path: Path):
 
 def scan_journal(
     path: Path,
-    layout: Layout = Layout.LEVELCODE,
+    layout: BaseLayout | str = LEVELCODE,
     *,
     strict: bool = False,
     validator: Callable | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> JournalScan:
     """Read ``path`` once and classify every line; never writes."""
+    layout = get_layout(layout)
     classifier = _Classifier(path, layout, strict, validator)
     with open_journal(path) as handle:
         info = os.fstat(handle.fileno())
@@ -471,9 +310,7 @@ def scan_journal(
             raise UnreadableError(f"{path}: {exc.strerror or exc}") from exc
         if info.st_size and not classifier.identified and classifier.foreign is None:
             tail_state = _unidentified(classifier, handle, tail_state)
-    if (layout is Layout.LEVELCODE and info.st_size and tail_state is TailState.NONE
-            and classifier.records == 0 and classifier.facts.meta is None):
-        classifier.sink.add("missing-meta", "no meta record: the journal holds only blank lines", None, 0)
+    classifier.rules.finish(info.st_size, tail_state)
     return JournalScan(
         path=path,
         layout=layout,
@@ -507,25 +344,25 @@ def _unidentified(classifier: _Classifier, handle, tail_state: TailState) -> Tai
     write.  Anything else (text, another tool's cut-off record) is one ``unknown-format``.
     """
     handle.seek(0)
-    if sniff_partial(handle.read(4096), classifier.layout.value):
+    if sniff_partial(handle.read(4096), classifier.layout.first_key):
         return tail_state
     sink = classifier.sink
     sink.items.clear()
     sink.counts.clear()
     classifier.foreign = "a file that is not JSONL"
     sink.add("unknown-format", "not JSONL: holds no whole JSON record, and its bytes do not open a record of "
-             f"{describe(classifier.layout.value)}; levelsess leaves it alone", None, 0)
+             f"{classifier.layout.describes}; levelsess leaves it alone", None, 0)
     return TailState.HELD
 
 
-def iter_records(path: Path, layout: Layout = Layout.LEVELCODE) -> Iterator[tuple[int, int, dict]]:
+def iter_records(path: Path, layout: BaseLayout | str = LEVELCODE) -> Iterator[tuple[int, int, dict]]:
     """Yield ``(line, offset, record)`` for each record; raise a CorruptionError on damage.
 
     A torn tail ends the iteration quietly (it is not an acknowledged record); a whole record
     that only lacks its newline is yielded; a final line holding records among other bytes
     (spliced, CR-separated) raises, like the same damage on a terminated line.
     """
-    probe = _Classifier(path, layout, False, None)
+    probe = _Classifier(path, get_layout(layout), False, None)
     with open_journal(path) as handle:
         for item in iter_batches(handle):
             if type(item) is Tail:

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .encode import dumps
-from .journal import BOM, Layout, iter_records
+from .journal import BOM, iter_records
+from .layouts import BaseLayout as Layout, get as get_layout
 from .lines import open_regular
 
 
@@ -202,11 +203,18 @@ def markdown(path: Path, layout: Layout, title: object = None) -> Iterator[str]:
 
     ``title`` is the session's current title (the last ``title`` record's, from the listing;
     for Logician the ``name`` in meta.json)."""
-    if layout is Layout.LOGICIAN:
-        yield _logician_heading(title, path)
-        for record in records_of(path, layout):
-            yield _logician_md(record)
-        return
+    yield from get_layout(layout).markdown(path, title)
+
+
+def logician_markdown(path: Path, layout: Layout, title: object) -> Iterator[str]:
+    """A Logician session: its name, then every entry's message text in full."""
+    yield _logician_heading(title, path)
+    for record in records_of(path, layout):
+        yield _logician_md(record)
+
+
+def levelcode_markdown(path: Path, layout: Layout, title: object) -> Iterator[str]:
+    """A LevelCode session: its title, then a heading per turn."""
     state = {"title": title, "turn": 0}
     for record in records_of(path, layout):
         chunk = _levelcode_md(record, state)
@@ -221,10 +229,7 @@ def as_json(path: Path, layout: Layout) -> Iterator[bytes]:
     Every record stays on one line, exactly as the journal holds it, so no value changes and
     no depth of nesting that fsck accepts can fail."""
     records = (raw for _record, raw in record_bytes(path, layout))
-    if layout is Layout.LOGICIAN:
-        yield b'{\n  "entries": '
-    else:
-        yield b'{\n  "meta": ' + next(records, b"null") + b',\n  "records": '
+    yield get_layout(layout).json_open(records)
     empty = True
     for raw in records:
         yield (b"[\n    " if empty else b",\n    ") + raw

@@ -18,8 +18,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from .errors import LevelsessError, NotAJournalError, UsageError
-from .index import build_index, load_cache, utc_iso
-from .journal import Layout, TailState, open_journal, scan_journal
+from .journal import TailState, open_journal, scan_journal
 from .lines import Batch, iter_batches, loads
 from .locks import LockState, inspect_lock, lock_path
 from .stores import Folder, discover_all
@@ -63,8 +62,7 @@ def _scan_row(folder: Folder, journal: Path) -> SessionRow | None:
     except NotAJournalError:
         return None  # a folder or FIFO named like a journal is no session
     except LevelsessError as exc:
-        sid = folder.path.name if folder.layout is Layout.LOGICIAN else journal.stem
-        return SessionRow(sid, journal, folder.layout.value, None, None, None, None, None, None, 0, "unreadable", str(exc))
+        return SessionRow(folder.layout.session_id(folder, journal), journal, folder.layout.value, None, None, None, None, None, None, 0, "unreadable", str(exc))
     errors = [f for f in scan.findings if f.severity == "error"]
     state, reason = "clean", ""
     if not scan.identified:
@@ -77,17 +75,7 @@ def _scan_row(folder: Folder, journal: Path) -> SessionRow | None:
     locked, why = _lock_state(journal)
     if locked:
         state, reason = locked, why
-    if folder.layout is Layout.LOGICIAN:
-        facts = scan.facts
-        meta = load_cache(folder.cache)
-        value = meta.value if meta.state == "ok" and isinstance(meta.value, dict) else {}
-        return SessionRow(folder.path.name, journal, "logician", value.get("workspace"), value.get("name"),
-                          value.get("createdAt") or facts.first_timestamp, facts.last_timestamp or utc_iso(scan.mtime_ns / 1e9),
-                          scan.records, None, scan.size, state, reason)
-    entry = build_index([scan], version=2)[1][0]
-    project = (scan.facts.meta or {}).get("project")
-    return SessionRow(entry["id"], journal, "levelcode", project, entry["title"], entry["createdAt"], entry["updatedAt"],
-                      entry["turns"], entry["model"], scan.size, state, reason)
+    return folder.layout.row(folder, journal, scan, state, reason)
 
 
 def _index_rows(folder: Folder) -> list[SessionRow] | None:
@@ -112,7 +100,7 @@ def _index_rows(folder: Folder) -> list[SessionRow] | None:
             locked, why = _lock_state(journal)
             if locked:
                 state, reason = locked, why
-        rows.append(SessionRow(entry["id"], journal, "levelcode", None, entry.get("title"), entry.get("createdAt"),
+        rows.append(SessionRow(entry["id"], journal, folder.layout.name, None, entry.get("title"), entry.get("createdAt"),
                                entry.get("updatedAt"), entry.get("turns"), entry.get("model"), size, state, reason, True))
     return rows
 

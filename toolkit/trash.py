@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import LevelsessError, OperationalError, PermissionDeniedError
+from .layouts import get as get_layout
 from .locks import LockState, inspect_lock, lock_path
 from .reindex import reindex
 from .sessions import SessionRow
@@ -42,10 +43,9 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
         if info is not None and info.state is not LockState.STALE:
             out.append(Trashed(row.id, (journal,), "refused", f"{info.reason}; close the editor, or wait for the writer"))
             continue
-        if row.layout == "logician" and _is_logician_session(journal.parent):
-            paths: tuple[Path, ...] = (journal.parent,)
-        else:
-            paths = (journal,) + ((lock_path(journal),) if info is not None else ())
+        paths: tuple[Path, ...] = get_layout(row.layout).trash_paths(journal)
+        if paths == (journal,) and info is not None:
+            paths += (lock_path(journal),)
         if dry_run:
             out.append(Trashed(row.id, paths, "would-trash"))
             continue
@@ -54,7 +54,7 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
         except LevelsessError as exc:
             failure = exc
             break
-        if row.layout == "levelcode":
+        if get_layout(row.layout).cache_lists_journals:
             folders.add(journal.parent)  # gone or trashed, the index may still list it
         if paths[0] in moved:
             out.append(Trashed(row.id, moved, "trashed"))
@@ -95,8 +95,3 @@ def _move_to_trash(paths: tuple[Path, ...]) -> tuple[Path, ...]:
         moved.append(path)
     return tuple(moved)
 
-
-def _is_logician_session(folder: Path) -> bool:
-    """Only ``<workspace>/.logician/sessions/sessions/<id>/`` is a whole session to trash;
-    any other ``messages.jsonl`` is trashed alone (never the folder around it)."""
-    return folder.parent.name == "sessions" and folder.parent.parent.name == "sessions" and folder.parent.parent.parent.name == ".logician"

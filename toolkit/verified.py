@@ -26,7 +26,7 @@ from pathlib import Path
 from . import __version__, durable
 from .errors import LevelsessError
 from .index import Loaded, build_index, index_drift
-from .journal import JournalScan, Layout
+from .journal import JournalScan
 from .lines import dumps, loads, open_regular, read_regular
 from .locks import process_start
 from .stores import Folder
@@ -82,7 +82,7 @@ def trusted_index(folder: Folder) -> object | None:
     None means "read the journals": no fingerprint, or the index or any journal differs from
     what it recorded.  Reads the fingerprint, one stat per file and the index itself; writes nothing.
     """
-    if folder.layout is not Layout.LEVELCODE or not folder.whole:
+    if not folder.layout.vouchable or not folder.whole:
         return None
     recorded = _load_fingerprint(folder)
     if not isinstance(recorded, dict) or recorded.get("format") != FORMAT or recorded.get("levelsess") != __version__:
@@ -115,7 +115,7 @@ def vouch(folder: Folder, scans: list[JournalScan]) -> bool:
     disk now.  A failure to write it is not the command's failure: the index is already right,
     and without a fingerprint the next run simply reads the journals.
     """
-    if folder.layout is not Layout.LEVELCODE or not folder.whole:
+    if not folder.layout.vouchable or not folder.whole:
         return False
     journals = _journal_stamps(folder)
     if journals is None or not _as_scanned(journals, scans):

@@ -12,8 +12,9 @@ from pathlib import Path
 from ..errors import (EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED, OPERATIONAL, SKIPPED, LevelsessError,
                       NotAJournalError, UnknownFormatError)
 from ..findings import Finding
-from ..index import build_index, build_meta, index_drift, load_cache, meta_drift
-from ..journal import JournalScan, Layout, foreign_only, scan_journal
+from ..index import load_cache
+from ..journal import JournalScan, foreign_only, scan_journal
+from ..layouts import BaseLayout as Layout
 from .. import durable
 from ..locks import LockInfo, LockState, inspect_lock, lock_path, process_start
 from ..stores import Folder
@@ -281,20 +282,4 @@ def check_cache(check: FolderCheck) -> list[Finding]:
     where = str(folder.cache)
     if loaded.state == "unreadable":  # never replaced: only bytes that were read and do not parse are corrupt
         return [Finding("unreadable", "error", where, None, None, f"{loaded.detail}; left as is")]
-    if folder.layout is Layout.LEVELCODE:
-        if loaded.state == "missing":
-            # named by its folder: a finding names only paths that exist
-            return [Finding("missing-index", "warning", str(folder.path), None, None, "index.json is missing")] if scans else []
-        if loaded.state == "corrupt":
-            return [Finding("corrupt-index", "warning", where, None, None, f"index.json is {loaded.detail}")]
-        version, entries = build_index(scans)
-        drift = index_drift(loaded, version, entries)
-        return [Finding("stale-index", "warning", where, None, None, drift)] if drift else []
-    scan = scans[0] if scans else None
-    derived = build_meta(folder.path, scan, loaded.value if loaded.state == "ok" else None)
-    drift = meta_drift(loaded, derived)
-    if drift is None:
-        return []
-    code, reason = drift
-    severity = "error" if code == "meta-ahead" else "warning"
-    return [Finding(code, severity, str(folder.path) if code == "missing-meta-json" else where, None, None, reason)]
+    return folder.layout.cache_findings(folder, scans, loaded)

@@ -15,8 +15,8 @@ from .. import durable, locks, verified
 from ..errors import (SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, LevelsessError, LockBusyError,
                       OperationalError, SalvageRefusedError)
 from ..findings import Finding
-from ..index import build_index, build_meta, dump_cache, index_document, index_drift, load_cache, meta_drift
-from ..journal import JournalScan, Layout, TailState, scan_journal
+from ..index import load_cache
+from ..journal import JournalScan, TailState, scan_journal
 from ..locks import LockState, inspect_lock
 from ..stores import Folder
 from .check import CheckReport, FolderCheck, exit_code_for, folder_leftovers
@@ -155,7 +155,7 @@ def _cache_rebuildable(check: FolderCheck, journal_actions: list[Action]) -> boo
     if not check.cache_checked:
         return False
     salvaged = {a.path for a in journal_actions if a.kind == "salvage"}
-    return check.folder.layout is Layout.LEVELCODE or not any(
+    return check.folder.layout.cache_is_derived or not any(
         s.scan and s.scan.blocked and s.journal not in salvaged for s in check.sessions)
 
 
@@ -280,18 +280,10 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan], saved: list[Path] | 
     loaded = load_cache(folder.cache)
     if loaded.state == "unreadable":  # never replaced: it may hold what only it holds (a session's name)
         raise OperationalError(f"{folder.cache}: {loaded.detail}; left as is")
-    if folder.layout is Layout.LEVELCODE:
-        version, entries = build_index(scans)
-        if loaded.state == "ok" and index_drift(loaded, version, entries) is None:
-            verified.vouch(folder, scans)  # compared in full: a later stat may trust these bytes
-            return None
-        data = dump_cache(index_document(version, entries))
-    else:
-        derived = build_meta(folder.path, scans[0] if scans else None, loaded.value if loaded.state == "ok" else None)
-        if meta_drift(loaded, derived) is None:
-            return None
-        data = dump_cache(derived)
-    if saved is not None and loaded.raw is not None and folder.layout is Layout.LOGICIAN:
+    data = folder.layout.derive_cache(folder, scans, loaded)
+    if data is None:
+        return None
+    if saved is not None and loaded.raw is not None and not folder.layout.cache_is_derived:
         saved.append(_save_replaced(folder, loaded.raw))  # index.json is derived from the journals alone; meta.json is not
     durable.atomic_write(folder.cache, data)
     verified.vouch(folder, scans)  # index.json only (meta.json is never stat-skipped)
@@ -320,7 +312,7 @@ def _rebuild_cache(action: Action, touched: set[Path]) -> tuple[bool, Path | Non
              for j in folder.journals]
     if any(s.version is not None and s.version > 2 or not s.identified for s in scans):
         return False, None
-    if folder.layout is Layout.LOGICIAN and any(s.blocked for s in scans):
+    if not folder.layout.cache_is_derived and any(s.blocked for s in scans):
         return False, None
     saved: list[Path] = []
     rebuild_cache(folder, scans, saved)

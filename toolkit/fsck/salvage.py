@@ -17,15 +17,11 @@ import orjson
 
 from .. import durable
 from ..errors import SalvageRefusedError
-from ..journal import BOM, JournalScan, Layout, open_journal, scan_journal
+from ..journal import BOM, JournalScan, open_journal, scan_journal
+from ..layouts import BaseLayout as Layout
 from ..lines import Batch, Tail, iter_batches, loads, split_line
 
 LINE_DAMAGE = {"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "unterminated-tail"}
-
-
-def _is_record(layout: Layout):
-    key = "kind" if layout is Layout.LEVELCODE else "id"
-    return lambda obj: isinstance(obj.get(key), str)
 
 
 def _pieces(line: bytes, offset: int, is_record) -> Iterator[tuple[str, int, bytes]]:
@@ -48,7 +44,7 @@ def _pieces(line: bytes, offset: int, is_record) -> Iterator[tuple[str, int, byt
 
 
 def _iter_salvage(path: Path, layout: Layout) -> Iterator[tuple[str, int, bytes]]:
-    is_record = _is_record(layout)
+    is_record = layout.is_record
     first = True
     with open_journal(path) as handle:
         for item in iter_batches(handle):

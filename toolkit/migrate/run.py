@@ -23,7 +23,8 @@ from ..errors import OPERATIONAL, DurabilityError, FileChangedError, LevelsessEr
 from ..findings import Finding
 from ..fsck.check import worker_count, run_scans, scan_one, file_size, exit_code_for
 from ..index import build_index, dump_cache, index_document, index_drift, load_cache
-from ..journal import BOM, NEWEST_VERSION, JournalScan, Layout, foreign_only, open_journal, scan_journal
+from ..journal import BOM, NEWEST_VERSION, JournalScan, foreign_only, open_journal, scan_journal
+from ..layouts import LEVELCODE
 from ..lines import Batch, Tail, iter_batches, loads
 from ..locks import LockState, inspect_lock, lock_path, process_start
 from ..stores import Folder, discover
@@ -102,7 +103,7 @@ def _judge_journal(journal: Path, folder: Folder, to: int,
     if journal.is_symlink():
         return state, [_refusal("symlink", journal, "not migrated: a symlinked journal is never written through; migrate the file it points to")]
     if scanned is None:
-        scanned = scan_one((journal, Layout.LEVELCODE, False))
+        scanned = scan_one((journal, LEVELCODE, False))
     if isinstance(scanned, LevelsessError):
         return state, [_refusal("unreadable", journal, f"not migrated: {scanned}")]
     scan = scanned
@@ -224,12 +225,12 @@ def plan_migration(folders: list[Folder], to: int | None = None,
     """
     target = check_target(to)
     files, findings, tidy, logician = [], [], [], []
-    work = [(j, Layout.LEVELCODE, False) for f in folders if f.layout is Layout.LEVELCODE
+    work = [(j, LEVELCODE, False) for f in folders if f.layout is LEVELCODE
             for j in f.journals if not j.is_symlink()]
     workers = worker_count(jobs, sum(file_size(w[0]) for w in work), len(work))
     scanned = dict(zip((w[0] for w in work), run_scans(work, workers, progress)))
     for folder in folders:
-        if folder.layout is Layout.LOGICIAN:
+        if folder.layout is not LEVELCODE:  # the schema migrations are LevelCode's
             logician.append(folder.path)
             continue
         journals = []
@@ -416,7 +417,7 @@ class _Run:
         scans = []
         for journal in folder.journals:
             scan = known.get(journal)
-            scans.append(scan if scan is not None and scan.unchanged() else scan_journal(journal, Layout.LEVELCODE))
+            scans.append(scan if scan is not None and scan.unchanged() else scan_journal(journal, LEVELCODE))
         if any(s.version is not None and s.version > NEWEST_VERSION for s in scans):
             state.status, state.note = "skipped", "left as is: a journal in this folder is of a newer schema"
             return

@@ -1,0 +1,23 @@
+"""The layouts levelsess knows, in the order discovery tries them (the plug-in registry).
+
+Each layout is one module implementing :class:`~toolkit.layouts.base.Layout`.  A new layout is
+a new module here plus its tests; fsck, repair, the reader and the CLI ask the layout.
+"""
+
+from __future__ import annotations
+
+from .base import BaseLayout, Folder, Layout
+from .levelcode import LEVELCODE
+from .logician import LOGICIAN
+
+#: Discovery order: the first layout that claims a PATH gets it (LevelCode, the broadest, last).
+ALL: tuple[BaseLayout, ...] = (LOGICIAN, LEVELCODE)
+_BY_NAME = {layout.name: layout for layout in ALL}
+
+
+def get(name: str | BaseLayout) -> BaseLayout:
+    """The layout called ``name`` (a layout passes through): KeyError for an unknown one."""
+    return name if isinstance(name, BaseLayout) else _BY_NAME[name]
+
+
+__all__ = ["ALL", "LEVELCODE", "LOGICIAN", "BaseLayout", "Folder", "Layout", "get"]

@@ -1,0 +1,151 @@
+"""What every layout provides (the plug-in protocol), and the layout-free pieces they share.
+
+A layout is one on-disk shape of chat journals (LevelCode, Logician, …).  Everything that
+differs between them lives behind :class:`Layout`; the reader, fsck, repair, salvage, reindex,
+ls, show and export ask the layout and never branch on which one it is.  Line splitting, the
+tail classifier, durable writes and the finding sink stay layout-free.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from ..errors import NotAStoreError, PermissionDeniedError
+
+if TYPE_CHECKING:  # only for annotations: these modules import the layouts themselves
+    from ..findings import Finding
+    from ..index import Loaded
+    from ..journal import JournalScan
+    from ..sessions import SessionRow
+
+STATE_DIR = ".levelsess"
+
+
+@dataclass(frozen=True)
+class Folder:
+    """A unit of checking: a project folder, a session folder; the journals found in it.
+
+    ``journals`` are the journals to check; ``whole`` says whether the folder's cache is in
+    scope (not when one journal was named); ``problem`` says why it could not be listed.
+    """
+
+    path: Path
+    layout: Layout
+    store: Path
+    journals: tuple[Path, ...]
+    whole: bool = True
+    problem: str | None = None  # why the folder could not be listed (its journals are unknown)
+
+    @property
+    def cache(self) -> Path | None:
+        """The folder's cache file, or None for a layout without one."""
+        name = self.layout.cache_name
+        return self.path / name if name else None
+
+    @property
+    def state_dir(self) -> Path:
+        return self.layout.state_dir(self)
+
+
+class Rules(Protocol):
+    """Per-journal record rules: fed every parsed record, in order; they hold the facts."""
+
+    facts: object
+
+    def record(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
+        """Judge one parsed record (``quiet``: a whole record recovered from a damaged line)."""
+
+    def finish(self, size: int, tail_state: object) -> None:
+        """Add findings that need the whole file (after its last record)."""
+
+
+class Layout(Protocol):
+    """One journal layout.  Instances are singletons in :mod:`toolkit.layouts` (``is`` compares)."""
+
+    name: str          # "levelcode": the value in --json output and listings
+    key: str           # the field every record has as a string: "kind", "id", "type"
+    first_key: bytes   # the key its writers put first (a cut-off first record is judged by it)
+    cache_name: str | None  # "index.json", "meta.json", or None
+
+    # identification and records
+    def identify(self, obj: object, found: str | None) -> bool: ...
+    def is_record(self, obj: dict) -> bool: ...
+    def rules(self, reader) -> Rules: ...
+
+    # discovery
+    def claim_file(self, path: Path) -> Folder | None: ...
+    def claim_dir(self, path: Path) -> list[Folder] | None: ...
+    def session_id(self, folder: Folder, journal: Path) -> str: ...
+
+    # caches
+    def cache_findings(self, folder: Folder, scans: list[JournalScan], loaded: Loaded) -> list[Finding]: ...
+    def derive_cache(self, folder: Folder, scans: list[JournalScan], loaded: Loaded) -> bytes | None: ...
+
+    # live writers, listings, rendering
+    def lock_path(self, journal: Path) -> Path | None: ...
+    def row(self, folder: Folder, journal: Path, scan: JournalScan, state: str, reason: str) -> SessionRow: ...
+    def markdown(self, path: Path, title: object) -> Iterator[str]: ...
+    def json_open(self, records: Iterator[bytes]) -> bytes: ...
+
+
+class BaseLayout:
+    """Defaults shared by the layouts: pickled by name, so a worker's scan keeps ``is``."""
+
+    name = ""
+    key = ""
+    first_key = b""
+    cache_name: str | None = None
+    cache_is_derived = True  # False: the cache holds what no journal holds (save it before replacing)
+    vouchable = False        # True: a verified cache may stand in for reading the journals (ls)
+
+    def __reduce__(self):
+        from . import get
+
+        return get, (self.name,)
+
+    def __repr__(self) -> str:
+        return f"<layout {self.name}>"
+
+    @property
+    def value(self) -> str:
+        return self.name
+
+    @property
+    def describes(self) -> str:
+        from ..identify import describe
+
+        return describe(self.name)
+
+    def is_record(self, obj: dict) -> bool:
+        return isinstance(obj.get(self.key), str)
+
+    def state_dir(self, folder: Folder) -> Path:
+        """Where levelsess keeps what it saves for this folder (recovered bytes, quarantine)."""
+        return folder.store / STATE_DIR
+
+    def lock_path(self, journal: Path) -> Path | None:
+        from ..locks import lock_path
+
+        return lock_path(journal)
+
+    def session_id(self, folder: Folder, journal: Path) -> str:
+        return journal.stem
+
+
+def entries(folder: Path) -> list[os.DirEntry]:
+    """The entries of ``folder``, by name; typed errors for an unreadable or non-folder."""
+    try:
+        with os.scandir(folder) as it:
+            return sorted(it, key=lambda e: e.name)
+    except PermissionError as exc:
+        raise PermissionDeniedError(f"cannot list {folder}") from exc
+    except NotADirectoryError as exc:
+        raise NotAStoreError(str(folder)) from exc
+
+
+def journals_in(folder: Path) -> tuple[Path, ...]:
+    return tuple(Path(e.path) for e in entries(folder) if e.name.endswith(".jsonl") and not e.name.startswith("."))
