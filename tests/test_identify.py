@@ -68,7 +68,7 @@ COMMANDS = [["fsck"], ["fsck", "--repair"], ["fsck", "--salvage", "--yes"], ["fs
             ["migrate"], ["ls", "--verify"]]
 
 
-@pytest.mark.parametrize("tree, path", [("claude-code", "projects"), ("codex", "archived_sessions")])
+@pytest.mark.parametrize("tree, path", [("codex", "archived_sessions")])  # Claude Code is a layout now
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
 def test_a_foreign_store_is_one_clear_error_and_nothing_is_written(tmp_path, tree, path, command):
     root = _copy(tree, tmp_path)

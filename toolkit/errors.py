@@ -227,9 +227,23 @@ class NulPaddingError(CorruptionError):
 
 
 class DanglingParentError(CorruptionError):
-    """an entry's parentId names no earlier entry"""
+    """a record's parent (Logician parentId, Claude Code parentUuid) names no record of the journal"""
 
     code = "dangling-parent"
+    hint = "Claude Code: `levelsess fsck --relink --yes` relinks it to the nearest earlier message; Logician: fix the id by hand"
+
+
+class DuplicateUuidError(CorruptionError):
+    """a uuid appears twice in one Claude Code transcript"""
+
+    code = "duplicate-uuid"
+
+
+class BrokenChainError(CorruptionError):
+    """resume cannot reach every message of the conversation: the parentUuid chain breaks"""
+
+    code = "broken-chain"
+    hint = "`levelsess fsck --relink --yes` makes the chain whole again (in a new journal; the original is quarantined)"
 
 
 class DuplicateIdError(CorruptionError):
@@ -325,6 +339,8 @@ CODES: dict[str, CodeInfo] = {
     "nul-padding": CodeInfo("error", "", NulPaddingError),
     "dangling-parent": CodeInfo("error", "", DanglingParentError),
     "duplicate-id": CodeInfo("error", "", DuplicateIdError),
+    "duplicate-uuid": CodeInfo("error", "", DuplicateUuidError),
+    "broken-chain": CodeInfo("error", "", BrokenChainError),
     "schema-violation": CodeInfo("error", "", SchemaViolationError),
     # journal warnings
     "empty-journal": CodeInfo("warning", ""),
@@ -333,6 +349,9 @@ CODES: dict[str, CodeInfo] = {
     "crlf": CodeInfo("warning", ""),
     "blank-line": CodeInfo("warning", ""),
     "unknown-kind": CodeInfo("warning", ""),
+    "parent-elsewhere": CodeInfo("warning", ""),
+    "dangling-tool-use": CodeInfo("warning", ""),
+    "nul-in-content": CodeInfo("warning", ""),
     "symlink": CodeInfo("warning", ""),
     "not-a-journal": CodeInfo("warning", "", NotAJournalError),
     # caches: warnings that a repair rebuilds
@@ -346,6 +365,7 @@ CODES: dict[str, CodeInfo] = {
     # locks (§2.5)
     "stale-lock": CodeInfo("warning", "remove the lock"),
     "locked": CodeInfo("warning", ""),
+    "in-use": CodeInfo("warning", ""),
     "lock-no-heartbeat": CodeInfo("warning", ""),
     # operational
     "unreadable": CodeInfo("error", "", PermissionDeniedError),

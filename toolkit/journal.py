@@ -20,7 +20,7 @@ import orjson
 
 from .errors import NotAJournalError, PathNotFoundError, PermissionDeniedError, UNCORRECTABLE, UnreadableError
 from .findings import Finding, FindingSink
-from .identify import describe, sniff, sniff_partial
+from .identify import describe, sniff
 from .layouts import LEVELCODE, BaseLayout, get as get_layout
 from .layouts.levelcode import KNOWN_KINDS, NEWEST_VERSION, LevelCodeFacts, preview_of  # noqa: F401 (re-exported)
 from .layouts.logician import LogicianFacts  # noqa: F401 (re-exported)
@@ -344,7 +344,7 @@ def _unidentified(classifier: _Classifier, handle, tail_state: TailState) -> Tai
     write.  Anything else (text, another tool's cut-off record) is one ``unknown-format``.
     """
     handle.seek(0)
-    if sniff_partial(handle.read(4096), classifier.layout.first_key):
+    if classifier.layout.partial_ok(handle.read(4096)):
         return tail_state
     sink = classifier.sink
     sink.items.clear()

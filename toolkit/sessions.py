@@ -49,7 +49,10 @@ class SessionRow:
                 "bytes": self.bytes, "state": self.state, "reason": self.reason}
 
 
-def _lock_state(journal: Path) -> tuple[str | None, str]:
+def _lock_state(journal: Path, layout=None) -> tuple[str | None, str]:
+    if layout is not None and layout.lock_path(journal) is None:  # no lock files: an open descriptor
+        who = layout.writer(journal)
+        return ("in-use", who) if who else (None, "")
     info = inspect_lock(lock_path(journal))
     if info is None or info.state is LockState.STALE:
         return None, ""
@@ -72,7 +75,7 @@ def _scan_row(folder: Folder, journal: Path) -> SessionRow | None:
         state, reason = "corrupt", f"{first.code} at line {first.line}"
     elif scan.tail is TailState.TORN:
         state, reason = "torn", "incomplete final record"
-    locked, why = _lock_state(journal)
+    locked, why = _lock_state(journal, folder.layout)
     if locked:
         state, reason = locked, why
     return folder.layout.row(folder, journal, scan, state, reason)

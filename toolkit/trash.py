@@ -39,9 +39,14 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
         if row.state == "unknown-format":  # identify before you touch: not ours to move
             out.append(Trashed(row.id, (journal,), "refused", f"not a journal levelsess knows ({row.reason}); left alone"))
             continue
-        info = inspect_lock(lock_path(journal))
+        layout = get_layout(row.layout)
+        info = inspect_lock(lock_path(journal)) if layout.lock_path(journal) is not None else None
         if info is not None and info.state is not LockState.STALE:
             out.append(Trashed(row.id, (journal,), "refused", f"{info.reason}; close the editor, or wait for the writer"))
+            continue
+        who = layout.writer(journal)
+        if who is not None:
+            out.append(Trashed(row.id, (journal,), "refused", f"{who}; close it first"))
             continue
         paths: tuple[Path, ...] = get_layout(row.layout).trash_paths(journal)
         if paths == (journal,) and info is not None:

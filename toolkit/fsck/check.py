@@ -51,7 +51,7 @@ class FolderCheck:
     @property
     def cache_checked(self) -> bool:
         """True when the folder's cache can be judged: every journal read, identified, not future."""
-        return (self.folder.whole and self.folder.problem is None and all(s.scan is not None for s in self.sessions)
+        return (self.folder.whole and self.folder.problem is None and self.folder.cache is not None and all(s.scan is not None for s in self.sessions)
                 and not any(s.scan.version is not None and s.scan.version > 2 or not s.scan.identified
                             for s in self.sessions if s.scan))
 
@@ -155,6 +155,17 @@ def _lock_findings(journal: Path, info: LockInfo | None, force: bool) -> tuple[l
     return findings, True
 
 
+def _writer_findings(layout, journal: Path, force: bool) -> tuple[list[Finding], bool]:
+    """A journal a live process is writing (no lock file to read): skipped like ``locked``."""
+    who = layout.writer(journal)
+    if who is None:
+        return [], False
+    if force:
+        return [Finding("in-use", "warning", str(journal), None, None, f"{who}; checked anyway (--force)")], False
+    return [Finding("in-use", "warning", str(journal), None, None,
+                    f"skipped: {who} (close it, or use --force to check it anyway)")], True
+
+
 def worker_count(requested: int, total_bytes: int, count: int) -> int:
     if requested > 0:
         return min(requested, max(count, 1))
@@ -204,8 +215,11 @@ def check_folders(
     plan: list[tuple[Folder, Path, LockInfo | None, list[Finding], bool]] = []
     for folder in folders:
         for journal in folder.journals:
-            info = inspect_lock(lock_path(journal))
-            lock_findings, skip = _lock_findings(journal, info, force)
+            if folder.layout.lock_path(journal) is None:  # no lock protocol: is a process writing it now?
+                info, (lock_findings, skip) = None, _writer_findings(folder.layout, journal, force)
+            else:
+                info = inspect_lock(lock_path(journal))
+                lock_findings, skip = _lock_findings(journal, info, force)
             if journal.is_symlink():
                 lock_findings.append(Finding("symlink", "warning", str(journal), None, None,
                                              "journal is a symlink: checked, but never written through"))

@@ -225,7 +225,7 @@ def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> tuple
     scan = action.scan
     assert scan is not None
     saved = None
-    with locks.holding(action.path, force=force):
+    with folder.layout.holding(action.path, force=force):
         if action.kind == "terminate-tail":
             durable.append_newline(action.path, scan.size)
         elif action.kind == "trim-tail":

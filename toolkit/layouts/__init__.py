@@ -7,11 +7,12 @@ a new module here plus its tests; fsck, repair, the reader and the CLI ask the l
 from __future__ import annotations
 
 from .base import BaseLayout, Folder, Layout
+from .claude_code import CLAUDE_CODE
 from .levelcode import LEVELCODE
 from .logician import LOGICIAN
 
 #: Discovery order: the first layout that claims a PATH gets it (LevelCode, the broadest, last).
-ALL: tuple[BaseLayout, ...] = (LOGICIAN, LEVELCODE)
+ALL: tuple[BaseLayout, ...] = (LOGICIAN, CLAUDE_CODE, LEVELCODE)
 _BY_NAME = {layout.name: layout for layout in ALL}
 
 
@@ -20,4 +21,4 @@ def get(name: str | BaseLayout) -> BaseLayout:
     return name if isinstance(name, BaseLayout) else _BY_NAME[name]
 
 
-__all__ = ["ALL", "LEVELCODE", "LOGICIAN", "BaseLayout", "Folder", "Layout", "get"]
+__all__ = ["ALL", "CLAUDE_CODE", "LEVELCODE", "LOGICIAN", "BaseLayout", "Folder", "Layout", "get"]

@@ -128,9 +128,26 @@ class BaseLayout:
         return folder.store / STATE_DIR
 
     def lock_path(self, journal: Path) -> Path | None:
+        """The lock file its writers take, or None for a layout whose writers take none."""
         from ..locks import lock_path
 
         return lock_path(journal)
+
+    def writer(self, journal: Path) -> str | None:
+        """For a layout without lock files: who is writing ``journal`` now, or None."""
+        return None
+
+    def holding(self, journal: Path, *, force: bool = False):
+        """Own ``journal`` for one repair step (the lock protocol of DESIGN.md §2.5)."""
+        from ..locks import holding
+
+        return holding(journal, force=force)
+
+    def partial_ok(self, data: bytes) -> bool:
+        """True when the bytes of a file holding no whole record can be a cut-off record of it."""
+        from ..identify import sniff_partial
+
+        return sniff_partial(data, self.first_key)
 
     def session_id(self, folder: Folder, journal: Path) -> str:
         return journal.stem

@@ -1,0 +1,460 @@
+"""The Claude Code layout: ``<root>/projects/<slug>/<sessionId>.jsonl`` transcripts of ``type``
+records linked by ``parentUuid``, with subagents in ``<sessionId>/subagents/agent-*.jsonl``
+(SOURCES-AGENTS.md §1, DESIGN.md §2.6).
+
+Claude Code's tree is not levelsess's: it has no cache, no lock file, and nothing levelsess
+saves (recovered bytes, quarantine) goes inside it; those live in levelsess's own data folder.
+A live writer shows as an open file descriptor (:mod:`toolkit.live`), not as a lock.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .base import BaseLayout, Folder, entries
+from ..errors import NotAStoreError, PermissionDeniedError
+
+CHAIN = frozenset({"user", "assistant", "system", "progress", "attachment"})
+#: User text that Claude Code injected, not typed: never a title, never a turn.
+_INJECTED = re.compile(r"^\s*(<[a-z][a-z-]*>|Caveat:|This session is being continued from a previous conversation)")
+_LEADING = re.compile(rb'^\s*\{\s*"(parentUuid|type)"\s*:')
+SUBAGENTS = "subagents"
+
+
+def default_roots() -> list[Path]:
+    """Every Claude Code root this machine may have: $CLAUDE_CONFIG_DIR, ~/.claude, and on WSL
+    each Windows user's ``%USERPROFILE%\\.claude`` seen under /mnt/c/Users."""
+    roots = []
+    if os.environ.get("CLAUDE_CONFIG_DIR"):
+        roots.append(Path(os.environ["CLAUDE_CONFIG_DIR"]).expanduser())
+    roots.append(Path.home() / ".claude")
+    if os.environ.get("USERPROFILE"):
+        roots.append(Path(os.environ["USERPROFILE"]) / ".claude")
+    users = Path("/mnt/c/Users")
+    if os.environ.get("WSL_DISTRO_NAME") and users.is_dir():
+        try:
+            roots += sorted(p / ".claude" for p in users.iterdir() if (p / ".claude" / "projects").is_dir())
+        except OSError:
+            pass
+    return list(dict.fromkeys(roots))
+
+
+@dataclass
+class ClaudeFacts:
+    """What listings, show and import need from a Claude Code transcript."""
+
+    session_id: str | None = None
+    cwd: str | None = None
+    version: str | None = None  # Claude Code's version string (not a schema version: never compared)
+    first_timestamp: object = None
+    last_timestamp: object = None
+    custom_title: str | None = None
+    ai_title: str | None = None
+    summaries: list = field(default_factory=list)  # (leafUuid, summary)
+    first_prompt: str | None = None
+    turns: int = 0
+    model: str | None = None
+    chain: int = 0       # chain records of the main conversation
+    reachable: int = 0   # of them, on the path resume follows
+    sidechain: bool = False  # every chain record is a sidechain's (a subagent transcript)
+    shown: bytearray = field(default_factory=bytearray)  # per chain record: 1 when resume shows it
+
+    @property
+    def title(self) -> str | None:
+        """custom-title > ai-title > a summary of this conversation > the first typed prompt."""
+        return self.custom_title or self.ai_title or next((s for _leaf, s in self.summaries), None) or self.first_prompt
+
+
+def prompt_text(content: object) -> str | None:
+    """The text a person typed in a user record's content, or None (tool results, injected text)."""
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        parts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+            return None
+        text = "\n".join(p for p in parts if isinstance(p, str))
+        if not text and any(isinstance(b, dict) and b.get("type") == "image" for b in content):
+            return "[image]"
+    else:
+        return None
+    if not text.strip() or _INJECTED.match(text):
+        return None
+    return text
+
+
+class ClaudeRules:
+    """Line-level record rules plus the conversation graph, judged when the file ends."""
+
+    def __init__(self, reader) -> None:
+        self.c = reader
+        self.facts = ClaudeFacts()
+        self.index: dict[str, int] = {}       # uuid -> chain record number
+        self.parents: list = []               # chain record number -> parentUuid (str | None | other)
+        self.logical: dict[int, str] = {}     # compact boundaries: number -> logicalParentUuid
+        self.where = array("q")               # line, offset per chain record
+        self.side = bytearray()               # 1 where isSidechain
+        self.result = bytearray()             # 1 where a user record carries tool results
+        self.results: set[str] = set()        # tool_use ids answered anywhere in the file
+        self.last_message: object = None
+        self.last_uses: dict[str, tuple[int, int]] = {}
+        self.summaries: list = []
+
+    def record(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
+        c = self.c
+        if type(obj) is not dict or not isinstance(kind := obj.get("type"), str):
+            c.sink.add("invalid-record", "JSON but not a record object with a string \"type\"", c.lineno, offset, line)
+            return
+        c.records += 1
+        if b"\\u0000" in line:
+            c.sink.add("nul-in-content", "a value holds a \\u0000 character: Claude Code's next request may be cut "
+                       "there, and resume brings it back", c.lineno, offset, line)
+        facts = self.facts
+        stamp = obj.get("timestamp")
+        if stamp is not None:
+            if facts.first_timestamp is None:
+                facts.first_timestamp = stamp
+            facts.last_timestamp = stamp
+        if facts.session_id is None and isinstance(obj.get("sessionId"), str):
+            facts.session_id = obj["sessionId"]
+        uuid = obj.get("uuid")
+        if kind in CHAIN and isinstance(uuid, str):
+            self._chain(obj, kind, uuid, offset, line)
+        elif kind == "custom-title" and isinstance(obj.get("customTitle"), str):
+            facts.custom_title = obj["customTitle"]
+        elif kind == "ai-title" and isinstance(obj.get("aiTitle"), str):
+            facts.ai_title = obj["aiTitle"]
+        elif kind == "summary" and isinstance(obj.get("summary"), str) and len(self.summaries) < 64:
+            self.summaries.append((obj.get("leafUuid"), obj["summary"]))
+        if c.validator is not None:
+            c.validator(obj, "claude-code", None, c.sink, c.lineno, offset, line)
+
+    def _chain(self, obj: dict, kind: str, uuid: str, offset: int, line: bytes) -> None:
+        c, facts = self.c, self.facts
+        number = len(self.parents)
+        if uuid in self.index:
+            first = self.index[uuid]
+            c.sink.add("duplicate-uuid", f"uuid {uuid} appears again (first at line {self.where[2 * first]}); "
+                       "resume maps it to this later record", c.lineno, offset, line)
+        self.index[uuid] = number
+        self.parents.append(obj.get("parentUuid"))
+        self.where.append(c.lineno)
+        self.where.append(offset)
+        side = obj.get("isSidechain") is True
+        self.side.append(side)
+        self.result.append(kind == "user" and "toolUseResult" in obj)
+        if obj.get("subtype") == "compact_boundary" and isinstance(obj.get("logicalParentUuid"), str):
+            self.logical[number] = obj["logicalParentUuid"]
+        if facts.cwd is None and isinstance(obj.get("cwd"), str):
+            facts.cwd = obj["cwd"]
+        if isinstance(obj.get("version"), str):
+            facts.version = obj["version"]
+        if side:
+            return
+        message = obj.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if kind == "user":
+            if isinstance(content, list):
+                for block in content:
+                    if isinstance(block, dict) and block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                        self.results.add(block["tool_use_id"])
+            if not obj.get("isMeta") and not obj.get("isCompactSummary") and (text := prompt_text(content)) is not None:
+                facts.turns += 1
+                if facts.first_prompt is None:
+                    facts.first_prompt = " ".join(text.split())[:120]
+        elif kind == "assistant" and isinstance(message, dict):
+            model = message.get("model")
+            if isinstance(model, str) and model != "<synthetic>":
+                facts.model = model
+            key = message.get("id") or uuid
+            if key != self.last_message:
+                self.last_message, self.last_uses = key, {}
+            if isinstance(content, list):
+                for block in content:
+                    if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                        self.last_uses[block["id"]] = (c.lineno, offset)
+
+    # -- the graph, once the whole file is read ---------------------------------------------
+
+    def finish(self, size: int, tail_state: object) -> None:
+        parents, index, sink = self.parents, self.index, self.c.sink
+        # a summary titles the conversation ending at its leafUuid, usually in another file
+        self.facts.summaries = [(leaf, text) for leaf, text in self.summaries if leaf in index]
+        if not parents:
+            return
+        sidechain = all(self.side)
+        self.facts.sidechain = sidechain
+        for number, parent in enumerate(parents):
+            if parent is None or (isinstance(parent, str) and parent in index):
+                continue
+            line, offset = self.where[2 * number], self.where[2 * number + 1]
+            if number == 0 or sidechain:
+                sink.add("parent-elsewhere", f"parentUuid {parent!r} is not in this file: "
+                         + ("it starts mid-conversation" if number == 0 else "a subagent's link to its session"), line, offset)
+            else:
+                sink.add("dangling-parent", f"parentUuid {parent!r} names no record of this file", line, offset)
+        if not sidechain:
+            self._resume_path()
+        unanswered = [(where, use) for use, where in self.last_uses.items() if use not in self.results]
+        if unanswered:
+            (line, offset), use = min(unanswered)
+            sink.add("dangling-tool-use", f"the last assistant message calls a tool ({use}) that has no tool_result: "
+                     "Claude Code may refuse to resume it", line, offset)
+
+    def _resume_path(self) -> None:
+        """Walk from the leaf resume picks (the last main-chain record) to its root; report a break."""
+        parents, index, side = self.parents, self.index, self.side
+        main = len(side) - sum(side)
+        leaf = max(i for i in range(len(side)) if not side[i])
+        seen: set[int] = set()
+        current, broken = leaf, None
+        while True:
+            if current in seen:
+                broken = (current, "a parentUuid cycle")
+                break
+            seen.add(current)
+            parent = parents[current]
+            if parent is None:
+                logical = self.logical.get(current)
+                if logical is not None and logical in index:  # kept for display past a compaction
+                    current = index[logical]
+                    continue
+                break
+            if isinstance(parent, str) and parent in index:
+                current = index[parent]
+                continue
+            if current != 0:
+                broken = (current, f"parentUuid {parent!r} names no record of this file")
+            break
+        reachable = sum(1 for i in seen if not side[i])
+        self.facts.chain, self.facts.reachable = main, reachable
+        shown = bytearray(len(side))
+        for i in seen:
+            shown[i] = 1
+        for i, parent in enumerate(parents):  # results of parallel calls: siblings resume collects
+            if self.result[i] and not shown[i] and isinstance(parent, str) and parent in index and index[parent] in seen:
+                shown[i] = 1
+        self.facts.shown = shown
+        if broken is not None:
+            number, why = broken
+            line, offset = self.where[2 * number], self.where[2 * number + 1]
+            self.c.sink.add("broken-chain", f"resume shows {reachable:,} of {main:,} messages: the chain breaks at line "
+                            f"{line} ({why}); the {main - reachable:,} before it are off the resumed path", line, offset)
+
+
+def sniff_head(path: Path) -> str | None:
+    """What the first record of ``path`` looks like (identify.sniff), reading at most 1 MiB; None
+    for an empty, unreadable or unrecognised file."""
+    from ..identify import sniff
+    from ..lines import loads, open_regular
+
+    try:
+        with open_regular(path) as handle:  # never blocks on a FIFO named like a transcript
+            head = handle.read(1 << 20)
+    except OSError:
+        return None
+    line = head.lstrip(b"\0 \t\r\n").split(b"\n", 1)[0]
+    try:
+        return sniff(loads(line))
+    except ValueError:
+        return "claude-code" if _LEADING.match(line) and b'"kind"' not in line[:200] else None
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # a symlink loop: not a folder to walk (fsck reports the file itself)
+        return False
+
+
+def _session_journals(project: Path) -> tuple[Path, ...]:
+    """Main transcripts, each followed by its subagents; subagents whose transcript is gone last."""
+    listed = entries(project)
+    mains = [Path(e.path) for e in listed if e.name.endswith(".jsonl") and not e.name.startswith(".")]
+    out: list[Path] = []
+    for main in mains:
+        out.append(main)
+        out += _subagents(project / main.stem)
+    known = {m.stem for m in mains}
+    for entry in listed:
+        if _is_dir(entry) and entry.name not in known:
+            out += _subagents(Path(entry.path))
+    return tuple(out)
+
+
+def _subagents(session: Path) -> list[Path]:
+    folder = session / SUBAGENTS
+    try:
+        return sorted(p for p in folder.iterdir() if p.name.startswith("agent-") and p.suffix == ".jsonl")
+    except OSError:
+        return []
+
+
+def is_subagent(journal: Path) -> bool:
+    return journal.parent.name == SUBAGENTS and journal.name.startswith("agent-")
+
+
+class ClaudeCode(BaseLayout):
+    name = "claude-code"
+    key = "type"
+    first_key = b"parentUuid"
+    cache_name = None
+    cache_lists_journals = False
+
+    def identify(self, obj: object, found: str | None) -> bool:
+        if found == self.name:
+            return True
+        # a metadata type newer than the recognition table: a "type" and a sessionId, no other format's keys
+        return (found is None and type(obj) is dict and isinstance(obj.get("type"), str)
+                and isinstance(obj.get("sessionId"), str) and not any(k in obj for k in ("kind", "payload", "id", "role")))
+
+    def partial_ok(self, data: bytes) -> bool:
+        """A file holding no whole record is still a transcript when its bytes open one."""
+        body = data.lstrip(b"\0 \t\r\n")
+        if not body:
+            return True
+        compact = re.sub(rb"\s+", b"", body[:64])
+        return bool(_LEADING.match(body)) or any(p.startswith(compact) for p in (b'{"parentUuid":', b'{"type":'))
+
+    def rules(self, reader) -> ClaudeRules:
+        return ClaudeRules(reader)
+
+    # -- discovery ------------------------------------------------------------------------
+
+    def _project_votes(self, folder: Path, sample: int = 3) -> tuple[int, int]:
+        """(Claude Code transcripts, journals of another layout) among the first few in ``folder``."""
+        ours = theirs = 0
+        try:
+            journals = [p for p in _session_journals(folder) if not is_subagent(p)] or list(_session_journals(folder))
+        except (PermissionDeniedError, NotAStoreError):
+            return 0, 0
+        for journal in journals[:sample]:
+            found = sniff_head(journal)
+            if found == self.name:
+                ours += 1
+            elif found is not None:
+                theirs += 1
+        return ours, theirs
+
+    def _is_project(self, folder: Path) -> bool:
+        ours, theirs = self._project_votes(folder)
+        return ours > 0 and theirs == 0
+
+    def _is_projects(self, root: Path) -> bool:
+        ours = theirs = 0
+        for entry in entries(root)[:200]:
+            if _is_dir(entry) and not entry.name.startswith("."):
+                a, b = self._project_votes(Path(entry.path), sample=1)
+                ours, theirs = ours + a, theirs + b
+                if ours >= 3:
+                    break
+        return ours > 0 and theirs == 0
+
+    def project(self, folder: Path, store: Path) -> Folder:
+        try:
+            return Folder(folder, self, store, _session_journals(folder))
+        except PermissionDeniedError as exc:
+            return Folder(folder, self, store, (), problem=str(exc))
+
+    def projects(self, root: Path) -> list[Folder]:
+        return [self.project(Path(e.path), root) for e in entries(root)
+                if _is_dir(e) and not e.name.startswith(".")]
+
+    def claim_dir(self, path: Path) -> list[Folder] | None:
+        if (path / "projects").is_dir() and (path.name == ".claude" or self._is_projects(path / "projects")):
+            return self.projects(path / "projects")
+        if self._is_project(path):
+            return [self.project(path, path.parent)]
+        if path.name == SUBAGENTS or (path / SUBAGENTS).is_dir():  # one session's folder
+            session = path.parent if path.name == SUBAGENTS else path
+            found = tuple(_subagents(session))
+            if found and sniff_head(found[0]) == self.name:
+                return [Folder(session.parent, self, session.parent.parent, found, whole=False)]
+        if self._is_projects(path):
+            return self.projects(path)
+        return None
+
+    def claim_file(self, path: Path) -> Folder | None:
+        if not (is_subagent(path) or sniff_head(path) == self.name):
+            return None
+        if not is_subagent(path) and self._project_votes(path.parent)[1]:
+            return None  # a stray among another layout's journals: that layout reports it as foreign
+        project = path.parent.parent.parent if is_subagent(path) else path.parent
+        return Folder(project, self, project.parent, (path,), whole=False)
+
+    def state_dir(self, folder: Folder) -> Path:
+        """levelsess's own data folder, never Claude Code's tree (it would list a `.levelsess` project)."""
+        import hashlib
+
+        import platformdirs
+
+        store = os.path.abspath(folder.store)
+        tag = hashlib.sha256(store.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        return Path(platformdirs.user_data_dir("levelsess", appauthor=False)) / "claude-code" / f"{Path(store).parent.name or 'root'}-{tag}"
+
+    # -- live writers: no lock file, an open descriptor -------------------------------------
+
+    def lock_path(self, journal: Path) -> Path | None:
+        return None
+
+    def writer(self, journal: Path) -> str | None:
+        """Who is writing ``journal`` now (a process holding it open for writing, or a compaction
+        rewrite in progress), or None."""
+        from ..live import writers_of
+
+        rewrite = next(iter(journal.parent.glob(f"{journal.name}.compact.tmp.*")), None) if journal.parent.is_dir() else None
+        if rewrite is not None:
+            return f"Claude Code is rewriting it ({rewrite.name} exists)"
+        return writers_of(journal)
+
+    @contextmanager
+    def holding(self, journal: Path, *, force: bool = False) -> Iterator[None]:
+        """No lock to take: make sure, just before writing, that nobody has it open for writing."""
+        from ..errors import LockBusyError
+
+        who = None if force else self.writer(journal)
+        if who is not None:
+            raise LockBusyError(f"{journal}: {who}")
+        yield
+
+    # -- caches: none -----------------------------------------------------------------------
+
+    def cache_findings(self, folder, scans, loaded) -> list:
+        return []
+
+    def derive_cache(self, folder, scans, loaded) -> bytes | None:
+        return None
+
+    # -- listings and rendering -------------------------------------------------------------
+
+    def row(self, folder, journal, scan, state, reason):
+        from ..index import utc_iso
+        from ..sessions import SessionRow
+
+        facts = scan.facts
+        if facts.sidechain or is_subagent(journal):
+            return None  # a subagent's transcript is shown with its session
+        return SessionRow(journal.stem, journal, self.name, facts.cwd, facts.title, facts.first_timestamp,
+                          facts.last_timestamp or utc_iso(scan.mtime_ns / 1e9), facts.turns, facts.model, scan.size,
+                          state, reason)
+
+    def markdown(self, path: Path, title: object) -> Iterator[str]:
+        from ..render_claude import markdown
+
+        return markdown(path, self, title)
+
+    def json_open(self, records: Iterator[bytes]) -> bytes:
+        return b'{\n  "records": '
+
+    def trash_paths(self, journal: Path) -> tuple[Path, ...]:
+        session = journal.parent / journal.stem
+        return (journal, session) if not is_subagent(journal) and (session / SUBAGENTS).is_dir() else (journal,)
+
+
+CLAUDE_CODE = ClaudeCode()
