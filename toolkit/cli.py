@@ -230,7 +230,8 @@ def fsck(
     strict: Annotated[bool, typer.Option("--strict", help="Validate every record against schemas/ and count warnings as errors.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Also check and repair sessions whose lock is held by a live or uncheckable owner.")] = False,
     salvage: Annotated[bool, typer.Option("--salvage", help="Rebuild journals damaged mid-file from byte-exact slices (needs --yes); the original goes to .levelsess/quarantine/.")] = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Confirm --salvage (or set LEVELSESS_SALVAGE=YES).")] = False,
+    relink: Annotated[bool, typer.Option("--relink", help="Claude Code: make a broken parentUuid chain whole again in a new journal (each dangling parentUuid value spliced to the nearest earlier message; needs --yes); the original goes to quarantine.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm --salvage or --relink (or set LEVELSESS_SALVAGE=YES).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Worker processes for reading journals (0 = automatic).", min=0)] = 0,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -248,6 +249,8 @@ def fsck(
       levelsess fsck ~/.levelcode/sessions/-Users-ada-code-app --repair
       levelsess fsck ./.logician --json           # a Logician workspace, for scripts
       levelsess fsck broken.jsonl --salvage --yes
+      levelsess fsck ~/.claude/projects                    # Claude Code transcripts: lines, tails and the parentUuid chain
+      levelsess fsck ~/.claude/projects/-Users-ada-app --relink --yes   # resume shows the whole session again
       levelsess fsck --repair --dry-run -v                 # preview every repair step
       levelsess fsck --strict --force --jobs 4 -q --store ~/other-store
     """
@@ -255,8 +258,10 @@ def fsck(
     salvage_ok = yes or os.environ.get("LEVELSESS_SALVAGE") == "YES"
     if salvage and not (salvage_ok or dry_run):
         raise UsageError("--salvage rewrites journals: confirm with --yes (or LEVELSESS_SALVAGE=YES), or add --dry-run to preview")
-    if yes and not salvage:
-        raise UsageError("--yes only confirms --salvage; add --salvage or drop --yes")
+    if relink and not (salvage_ok or dry_run):
+        raise UsageError("--relink rewrites journals: confirm with --yes, or add --dry-run to preview")
+    if yes and not (salvage or relink):
+        raise UsageError("--yes only confirms --salvage or --relink; add one of them or drop --yes")
     targets = _targets(ctx, paths, store)
     folders = discover_all(targets)
     out.base = common_base(targets)
@@ -265,9 +270,9 @@ def fsck(
         report = check_folders(folders, strict=strict, force=force, jobs=jobs, progress=advance)
     report.refuse_foreign_only(targets)
     out.targets = targets
-    if not (repair or salvage or dry_run):
+    if not (repair or salvage or relink or dry_run):
         return _render_fsck(out, report.findings, report, report.exit_code)
-    plan = plan_repair(report, salvage=salvage, force=force)
+    plan = plan_repair(report, salvage=salvage, relink=relink, force=force)
     steps = [a.describe() for a in plan.actions]
     if dry_run:
         if not out.json:
@@ -283,7 +288,7 @@ def fsck(
     if result.interrupted:
         out.fail("interrupted after a completed step", "rerun the same command to finish the repair")
     return _render_fsck(out, list(result.findings), report, result.exit_code, [a.describe() for a in result.done],
-                        ran="salvage" if salvage else "repair")
+                        ran="relink" if relink else "salvage" if salvage else "repair")
 
 
 def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str] | None = None, ran: str = "check") -> int:
@@ -505,6 +510,10 @@ def _render_import(out: Output, report, target: Path) -> None:
             f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
 
 
+STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects"}
+APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code"}
+
+
 @app.command()
 def doctor(
     ctx: typer.Context,
@@ -516,9 +525,9 @@ def doctor(
     verbose: VerboseOpt = False,
     store: StoreOpt = None,
 ) -> int:
-    """Find every store, Logician workspace, Cursor and VS Code install on this machine; show their health and the next commands to run.
+    """Find every store, Logician workspace, Claude Code, Cursor and VS Code install on this machine; show their health and the next commands to run.
 
-    Looks at the LevelCode store ($LEVELSESS_HOME, ~/.levelcode/sessions or --store), Logician workspaces under PATH, and every Cursor and VS Code (Insiders, OSS, VSCodium) install found per OS. For VS Code it lists the workspaces holding chats VS Code no longer shows (folder renamed or moved, missing from the index). Read-only: it writes nothing.
+    Looks at the LevelCode store ($LEVELSESS_HOME, ~/.levelcode/sessions or --store), Logician workspaces under PATH, every Claude Code root ($CLAUDE_CONFIG_DIR, ~/.claude, a Windows home seen from WSL: its transcripts' health and how many its next start-up's cleanup will delete, per cleanupPeriodDays in settings.json), and every Cursor and VS Code (Insiders, OSS, VSCodium) install found per OS. For VS Code it lists the workspaces holding chats VS Code no longer shows (folder renamed or moved, missing from the index). Read-only: it writes nothing.
 
     [bold]Examples[/bold]:
       levelsess doctor
@@ -550,18 +559,20 @@ def doctor(
     for column in ("what", "where", "sessions", "size", "errors", "warnings", "locks (stale)"):
         add_column(table, column)
     for health in result.stores:
-        table.add_row("LevelCode store" if health.kind == "levelcode" else "Logician workspace", str(health.path), str(health.sessions),
+        table.add_row(STORE_KINDS.get(health.kind, health.kind), str(health.path), str(health.sessions),
                       _mb(health.bytes), Text(str(health.errors), style="bold red" if health.errors else ""),
                       str(health.warnings), f"{health.locks} ({health.stale_locks})" if health.locks else "0")
     for install in result.installs:
         orphans = sum(w.orphaned_sessions for w in install.orphaned)
         note = f"{orphans} orphaned" if install.app == "vscode" and orphans else ""
-        table.add_row("Cursor" if install.app == "cursor" else "VS Code", str(install.user), str(install.sessions),
+        if install.app == "claude-code":
+            note = f"cleanup after {install.cleanup_days} d: {install.due} due" if install.due else f"cleanup after {install.cleanup_days} d"
+        table.add_row(APP_NAMES.get(install.app, install.app), str(install.user), str(install.sessions),
                       _mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
     if table.row_count:
         print_table(out.out, table)
     else:
-        out.say("found no store, Logician workspace, Cursor or VS Code install")
+        out.say("found no store, Logician workspace, Claude Code, Cursor or VS Code install")
     for install in result.installs:
         if install.app == "vscode" and install.orphaned:
             orphans = Table(title=f"VS Code chats it no longer shows ({install.user})", title_justify="left")

@@ -44,14 +44,21 @@ class Install:
     db_bytes: int = 0
     sessions: int = 0
     workspaces: list = field(default_factory=list)  # vscode: WorkspaceSurvey
+    cleanup_days: int | None = None  # claude-code: cleanupPeriodDays (default 30: a hard delete at start-up)
+    cleanup_source: str = ""         # where that figure comes from
+    due: int = 0                     # claude-code: sessions the next start-up will delete
 
     @property
     def orphaned(self) -> list:
         return [w for w in self.workspaces if w.orphaned_sessions]
 
     def to_json(self) -> dict:
-        return {"app": self.app, "user": str(self.user), "db_bytes": self.db_bytes, "sessions": self.sessions,
-                "orphaned_workspaces": [w.to_json() for w in self.orphaned]}
+        document = {"app": self.app, "user": str(self.user), "db_bytes": self.db_bytes, "sessions": self.sessions,
+                    "orphaned_workspaces": [w.to_json() for w in self.orphaned]}
+        if self.app == "claude-code":
+            document["retention"] = {"cleanupPeriodDays": self.cleanup_days, "from": self.cleanup_source,
+                                     "due_at_next_start": self.due}
+        return document
 
 
 @dataclass
@@ -136,6 +143,53 @@ def _vscode(user: Path) -> Install:
     return install
 
 
+CLAUDE_DEFAULT_CLEANUP_DAYS = 30
+
+
+def claude_retention(root: Path) -> tuple[int, str]:
+    """``cleanupPeriodDays`` from ``<root>/settings.json`` (default 30), and where it came from."""
+    from .lines import loads, read_regular
+
+    settings = root / "settings.json"
+    try:
+        value = loads(read_regular(settings))
+    except FileNotFoundError:
+        return CLAUDE_DEFAULT_CLEANUP_DAYS, "the default (no settings.json)"
+    except (OSError, ValueError) as exc:
+        return CLAUDE_DEFAULT_CLEANUP_DAYS, f"the default ({settings} cannot be read: {exc})"
+    days = value.get("cleanupPeriodDays") if isinstance(value, dict) else None
+    if type(days) is int and days > 0:
+        return days, str(settings)
+    return CLAUDE_DEFAULT_CLEANUP_DAYS, f"the default ({settings} does not set it)"
+
+
+def _claude(root: Path) -> Install:
+    """A Claude Code install: its transcripts and how many the next start-up's cleanup deletes."""
+    import time
+
+    from .layouts.claude_code import is_subagent
+
+    install = Install("claude-code", root)
+    install.cleanup_days, install.cleanup_source = claude_retention(root)
+    cutoff = time.time() - install.cleanup_days * 86400
+    for folder in discover_all([root / "projects"]):
+        for journal in folder.journals:
+            if is_subagent(journal):
+                continue
+            install.sessions += 1
+            try:
+                install.due += journal.stat().st_mtime < cutoff
+            except OSError:
+                pass
+    return install
+
+
+def claude_roots() -> list[Path]:
+    from .layouts.claude_code import default_roots
+
+    return [root for root in default_roots() if (root / "projects").is_dir()]
+
+
 def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagnosis:
     """Look everywhere levelsess knows about; write nothing."""
     from .importers import cursor, vscode
@@ -149,7 +203,10 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
             stores.append(_health("levelcode", path))
     for workspace in find_logician(roots or [Path.cwd()]):
         stores.append(_health("logician", workspace))
-    installs = [_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
+    claude = claude_roots()
+    for root in claude:
+        stores.append(_health("claude-code", root / "projects"))
+    installs = [_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()] + [_claude(r) for r in claude]
     return Diagnosis(stores, installs, _next_steps(stores, installs))
 
 
@@ -158,6 +215,10 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
     for health in stores:
         steps += health.advice
     for install in installs:
+        if install.app == "claude-code" and install.due:
+            steps.append(f"{install.due} Claude Code session(s) in {install.user} are older than cleanupPeriodDays "
+                         f"({install.cleanup_days}): its next start deletes them, with no trash. Keep a copy first: "
+                         f"{_copy_command(install.user / 'projects')}")
         if install.app == "cursor" and install.sessions:
             steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s)")
         if install.app == "vscode" and install.orphaned:
@@ -169,6 +230,15 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
                 steps.append(f"levelsess import --from vscode --source {_quote(install.user)} --orphans-only "
                              f"--map {_quote(moved.project)}=NEW_PATH        # if that folder moved")
     return steps
+
+
+def _copy_command(projects: Path) -> str:
+    """A command for this OS that copies a Claude Code ``projects`` folder somewhere safe."""
+    import sys
+
+    if sys.platform == "win32":
+        return f'robocopy "{projects}" "%USERPROFILE%\\claude-projects-copy" /E'
+    return f"cp -a {_quote(projects)} ~/claude-projects-copy-$(date +%F)"
 
 
 def _quote(path: object) -> str:

@@ -119,6 +119,10 @@ class SalvageRefusedError(LevelsessError):
     hint = "the journal was left exactly as it was; it needs a person (see `levelsess fsck -v`)"
 
 
+class RelinkRefusedError(SalvageRefusedError):
+    """relink refused: {detail}"""
+
+
 class Interrupted(LevelsessError):
     """interrupted: {detail}"""
 
@@ -371,6 +375,7 @@ CODES: dict[str, CodeInfo] = {
     "unreadable": CodeInfo("error", "", PermissionDeniedError),
     "repair-failed": CodeInfo("error", "", DurabilityError),
     "salvage-refused": CodeInfo("error", "", SalvageRefusedError),
+    "relink-refused": CodeInfo("error", "", RelinkRefusedError),
     "leftover-temp": CodeInfo("warning", "remove the temporary file"),
     "changed-during-repair": CodeInfo("warning", "", FileChangedError),
     # importers (§5): problems in the source, reported with the source key; the rest imports
@@ -387,7 +392,9 @@ CODES: dict[str, CodeInfo] = {
 #: Codes that mean the tool could not do its job (exit bit 8), not that the data is bad.
 OPERATIONAL = frozenset({"unreadable", "repair-failed"})
 #: Codes that say what a repair could not do for a file; like OPERATIONAL, never "needs a person" data.
-REFUSALS = frozenset({"salvage-refused"})
+REFUSALS = frozenset({"salvage-refused", "relink-refused"})
+#: Graph damage that `fsck --relink` mends (Claude Code): a dangling parentUuid, and the break it makes.
+RELINKABLE = frozenset({"dangling-parent", "broken-chain"})
 #: Codes of sessions that were not checked because a writer holds them: the run is not clean (exit 4).
 SKIPPED = frozenset({"locked", "in-use"})
 #: Codes whose only fix is a person (or --salvage): a file carrying one is never modified.

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import SKIPPED, UNCORRECTABLE
 from ..findings import Finding
 from .check import CheckReport
-from .repair import plan_repair, salvage_would_help
+from .repair import plan_repair, relink_would_help, salvage_would_help
 
 #: Uncorrectable codes with advice of their own (not "needs a person").
 _OTHER_ADVICE = frozenset({"unknown-format", "future-version"})
@@ -29,9 +29,14 @@ def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path]
     if ran == "check" and _repair_would_act(report, open_):
         steps.append(f"run `levelsess fsck --repair {where}` to fix what is safe to fix (nothing complete is removed)")
     salvageable = _salvageable(report, open_)
-    if salvageable and ran != "salvage":
+    if salvageable and ran not in ("salvage", "relink"):
         steps.append(f"{salvageable} journal(s) are damaged mid-file: `levelsess fsck --salvage --yes {where}` rewrites them "
                      "from their whole records (originals kept in .levelsess/quarantine/)")
+    relinkable = _relinkable(report, open_)
+    if relinkable and ran != "relink":
+        steps.append(f"{relinkable} Claude Code session(s) have a broken parentUuid chain: `levelsess fsck --relink --yes {where}` "
+                     "relinks each dangling parent to the nearest earlier message, so resume shows the whole session "
+                     "(originals kept in quarantine)")
     people = _need_a_person(report, open_)
     if people:
         codes = sorted(set().union(*people.values()))
@@ -66,11 +71,19 @@ def _salvageable(report: CheckReport, open_: list[Finding]) -> int:
                and not s.is_symlink and s.scan.blocked and salvage_would_help(s.scan))
 
 
+def _relinkable(report: CheckReport, open_: list[Finding]) -> int:
+    paths = {f.path for f in open_ if f.code in ("dangling-parent", "broken-chain")}
+    refused = {f.path for f in open_ if f.code == "relink-refused"}
+    return sum(1 for folder in report.folders for s in folder.sessions
+               if s.scan is not None and str(s.journal) in paths - refused and not s.is_symlink and relink_would_help(s.scan))
+
+
 def _need_a_person(report: CheckReport, open_: list[Finding]) -> dict[str, set[str]]:
     """The journals that still need a person (neither repair nor salvage can help), with their codes."""
     refused = {f.path for f in open_ if f.code == "salvage-refused"}
+    refused |= {f.path for f in open_ if f.code == "relink-refused"}
     helped = {str(s.journal) for f in report.folders for s in f.sessions
-              if s.scan is not None and not s.is_symlink and salvage_would_help(s.scan)} - refused
+              if s.scan is not None and not s.is_symlink and (salvage_would_help(s.scan) or relink_would_help(s.scan))} - refused
     people: dict[str, set[str]] = {}
     for finding in open_:
         if finding.code in UNCORRECTABLE and finding.code not in _OTHER_ADVICE and finding.path not in helped:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import durable, locks, verified
-from ..errors import (SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, LevelsessError, LockBusyError,
-                      OperationalError, SalvageRefusedError)
+from ..errors import (RELINKABLE, SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, LevelsessError,
+                      LockBusyError, OperationalError, RelinkRefusedError, SalvageRefusedError)
 from ..findings import Finding
 from ..index import load_cache
 from ..journal import JournalScan, TailState, scan_journal
@@ -25,7 +25,7 @@ from .salvage import salvage_journal
 #: Record-level problems salvage carries over unchanged (they are reported again, not fixed);
 #: anything else uncorrectable (a future version) means salvage keeps its hands off.
 SALVAGE_KEEPS = frozenset({"schema-violation", "seq-gap", "seq-duplicate", "missing-meta", "duplicate-meta",
-                           "dangling-parent", "duplicate-id"})
+                           "dangling-parent", "duplicate-id", "duplicate-uuid", "broken-chain"})
 RECOVERED = "recovered"
 QUARANTINE = "quarantine"
 REPLACED = "replaced"
@@ -92,6 +92,9 @@ class RepairPlan:
                 break
             try:
                 fixed, where = _apply(action, touched, self.force)
+            except RelinkRefusedError as exc:
+                notes.append(Finding("relink-refused", "error", str(action.path), None, None, exc.detail))
+                continue
             except SalvageRefusedError as exc:  # the journal is as it was; say why, in words
                 notes.append(Finding("salvage-refused", "error", str(action.path), None, None, exc.detail))
                 continue
@@ -120,7 +123,7 @@ class RepairPlan:
         return RepairResult(findings, tuple(done), interrupted, fatal)
 
 
-def plan_repair(report: CheckReport, *, salvage: bool = False, force: bool = False) -> RepairPlan:
+def plan_repair(report: CheckReport, *, salvage: bool = False, relink: bool = False, force: bool = False) -> RepairPlan:
     """Return the actions that would repair what ``report`` found; writes nothing."""
     actions: list[Action] = []
     refusals: list[Finding] = []
@@ -130,11 +133,13 @@ def plan_repair(report: CheckReport, *, salvage: bool = False, force: bool = Fal
         for session in check.sessions:
             if session.skipped or session.scan is None:
                 continue
-            if salvage and (why := salvage_refusal(session.journal, session.scan)):
+            if salvage and (why := salvage_refusal(session.journal, session.scan)) and not (relink and relink_would_help(session.scan)):
                 refusals.append(Finding("salvage-refused", "error", str(session.journal), None, None, why))
+            if relink and (why := relink_refusal(session.journal, session.scan, salvage)):
+                refusals.append(Finding("relink-refused", "error", str(session.journal), None, None, why))
             if session.lock is not None and session.lock.state is LockState.STALE:
                 actions.append(Action("remove-lock", session.lock.path, session.lock.reason, ("stale-lock",), folder))
-            journal_actions.extend(_journal_actions(session.journal, session.scan, folder, salvage))
+            journal_actions.extend(_journal_actions(session.journal, session.scan, folder, salvage, relink))
         for info in check.orphan_locks:
             if info.state is LockState.STALE:
                 actions.append(Action("remove-lock", info.path, info.reason, ("stale-lock",), folder))
@@ -159,14 +164,18 @@ def _cache_rebuildable(check: FolderCheck, journal_actions: list[Action]) -> boo
         s.scan and s.scan.blocked and s.journal not in salvaged for s in check.sessions)
 
 
-def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: bool) -> list[Action]:
+def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: bool, relink: bool = False) -> list[Action]:
     if journal.is_symlink():
         return []  # never written through
     if scan.blocked:
+        actions = []
         if salvage and salvage_would_help(scan):
             fixes = tuple(sorted(scan.codes & (SALVAGEABLE | {"unterminated-tail"})))
-            return [Action("salvage", journal, f"rewrite from byte-exact slices; original to {folder.state_dir / QUARANTINE}/", fixes, folder, scan)]
-        return []
+            actions.append(Action("salvage", journal, f"rewrite from byte-exact slices; original to {folder.state_dir / QUARANTINE}/", fixes, folder, scan))
+        if relink and (relink_would_help(scan) or (actions and scan.codes & {"dangling-parent"})):
+            actions.append(Action("relink", journal, _relink_detail(journal, scan, folder, bool(actions)),
+                                  tuple(sorted(scan.codes & (RELINKABLE | {"unterminated-tail", "torn-tail"}))), folder, scan))
+        return actions
     if scan.tail is TailState.UNTERMINATED:
         return [Action("terminate-tail", journal, "append the missing newline", ("unterminated-tail",), folder, scan)]
     if scan.tail is TailState.TORN:
@@ -174,6 +183,43 @@ def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: 
         return [Action("trim-tail", journal, f"save {cut} bytes to {recovery_dir(folder, RECOVERED)}/, truncate to byte {scan.body_end}",
                        ("torn-tail",), folder, scan)]
     return []
+
+
+def relink_would_help(scan: JournalScan) -> bool:
+    """True when ``fsck --relink`` would mend this journal: a layout that relinks, a dangling
+    parent, and nothing else blocking it but the broken chain that parent makes."""
+    blocking = scan.codes & UNCORRECTABLE
+    return (scan.identified and getattr(scan.layout, "relinks", False) and "dangling-parent" in scan.codes
+            and blocking <= RELINKABLE)
+
+
+def relink_refusal(journal: Path, scan: JournalScan, salvage: bool) -> str | None:
+    """Why ``--relink`` leaves a journal with a broken chain or a dangling parent as it is."""
+    if not scan.codes & RELINKABLE or not scan.identified or relink_would_help(scan):
+        return None
+    if journal.is_symlink():
+        return f"a symlinked journal is never written through; relink the file it points to, {journal.resolve()}"
+    if salvage and salvage_would_help(scan):
+        return None  # salvaged first, then relinked in the same run
+    if "dangling-parent" not in scan.codes:
+        return "the chain breaks at a parentUuid cycle, which relink does not mend; it needs a person"
+    beyond = sorted(scan.codes & UNCORRECTABLE - RELINKABLE)
+    if beyond and salvage_would_help(scan):
+        return f"it also has {', '.join(beyond)}: add --salvage (salvage runs first, then relink)"
+    return f"it also has {', '.join(beyond)}, which relink does not mend; it is left exactly as it is"
+
+
+def _relink_detail(journal: Path, scan: JournalScan, folder: Folder, after_salvage: bool) -> str:
+    where = f"original to {folder.state_dir / QUARANTINE}/"
+    if after_salvage:
+        return f"after salvage, relink each dangling parentUuid to the nearest earlier message; {where}"
+    try:
+        splices = scan.layout.plan_relinks(journal)
+    except LevelsessError as exc:
+        return f"relink: {exc}"
+    lines = ", ".join(f"line {s.line} -> line {s.target_line}" for s in splices[:20])
+    more = f" and {len(splices) - 20} more" if len(splices) > 20 else ""
+    return f"relink {len(splices)} dangling parentUuid(s) to the nearest earlier message ({lines}{more}); {where}"
 
 
 def salvage_would_help(scan: JournalScan) -> bool:
@@ -234,6 +280,12 @@ def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> tuple
             saved = durable.truncate_saving(action.path, scan.body_end, scan.size, where)
         elif action.kind == "salvage":
             saved = salvage_journal(scan, folder.state_dir / QUARANTINE, folder.path.name)
+        elif action.kind == "relink":
+            if action.path in touched.get(folder.path, set()) or not scan.unchanged():  # salvaged a moment ago
+                scan = scan_journal(action.path, folder.layout)
+            if not relink_would_help(scan):
+                raise RelinkRefusedError(relink_refusal(action.path, scan, False) or f"{action.path}: nothing to relink")
+            saved = folder.layout.relink_journal(scan, folder.state_dir / QUARANTINE, folder.path.name)
         _verify_tail(action.path)
     touched.setdefault(folder.path, set()).add(action.path)
     return {(code, str(action.path)) for code in action.fixes}, saved
