@@ -101,32 +101,35 @@ class ClaudeRules:
         self.where = array("q")               # line, offset per chain record
         self.side = bytearray()               # 1 where isSidechain
         self.result = bytearray()             # 1 where a user record carries tool results
-        self.results: set[str] = set()        # tool_use ids answered anywhere in the file
-        self.last_message: object = None
-        self.last_uses: dict[str, tuple[int, int]] = {}
+        self.last_assistant: int | None = None  # chain number of the last main-chain assistant line
         self.summaries: list = []
+        self.first_stamp = self.last_stamp = None
+        self.session_id: str | None = None
+        self.turns = 0
+        self.first_prompt: str | None = None
 
     def record(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
         c = self.c
-        if type(obj) is not dict or not isinstance(kind := obj.get("type"), str):
+        if type(obj) is not dict or type(kind := obj.get("type")) is not str:
             c.sink.add("invalid-record", "JSON but not a record object with a string \"type\"", c.lineno, offset, line)
             return
         c.records += 1
-        if b"\\u0000" in line:
+        if kind == "user" and b"\\u0000" in line:  # tool output and pasted text arrive in user records
             c.sink.add("nul-in-content", "a value holds a \\u0000 character: Claude Code's next request may be cut "
                        "there, and resume brings it back", c.lineno, offset, line)
-        facts = self.facts
         stamp = obj.get("timestamp")
         if stamp is not None:
-            if facts.first_timestamp is None:
-                facts.first_timestamp = stamp
-            facts.last_timestamp = stamp
-        if facts.session_id is None and isinstance(obj.get("sessionId"), str):
-            facts.session_id = obj["sessionId"]
+            if self.first_stamp is None:
+                self.first_stamp = stamp
+            self.last_stamp = stamp
         uuid = obj.get("uuid")
-        if kind in CHAIN and isinstance(uuid, str):
-            self._chain(obj, kind, uuid, offset, line)
-        elif kind == "custom-title" and isinstance(obj.get("customTitle"), str):
+        if type(uuid) is str and kind in CHAIN:
+            self._chain(obj, kind, uuid, offset, line, c)
+            return
+        if self.session_id is None and isinstance(obj.get("sessionId"), str):
+            self.session_id = obj["sessionId"]
+        facts = self.facts
+        if kind == "custom-title" and isinstance(obj.get("customTitle"), str):
             facts.custom_title = obj["customTitle"]
         elif kind == "ai-title" and isinstance(obj.get("aiTitle"), str):
             facts.ai_title = obj["aiTitle"]
@@ -135,55 +138,63 @@ class ClaudeRules:
         if c.validator is not None:
             c.validator(obj, "claude-code", None, c.sink, c.lineno, offset, line)
 
-    def _chain(self, obj: dict, kind: str, uuid: str, offset: int, line: bytes) -> None:
-        c, facts = self.c, self.facts
+    def _chain(self, obj: dict, kind: str, uuid: str, offset: int, line: bytes, c) -> None:
+        """The hot path: a few lookups per record; what needs more is re-read at the end."""
+        index = self.index
         number = len(self.parents)
-        if uuid in self.index:
-            first = self.index[uuid]
+        if uuid in index:
+            first = index[uuid]
             c.sink.add("duplicate-uuid", f"uuid {uuid} appears again (first at line {self.where[2 * first]}); "
                        "resume maps it to this later record", c.lineno, offset, line)
-        self.index[uuid] = number
+        index[uuid] = number
         self.parents.append(obj.get("parentUuid"))
-        self.where.append(c.lineno)
-        self.where.append(offset)
+        where = self.where
+        where.append(c.lineno)
+        where.append(offset)
         side = obj.get("isSidechain") is True
         self.side.append(side)
-        self.result.append(kind == "user" and "toolUseResult" in obj)
-        if obj.get("subtype") == "compact_boundary" and isinstance(obj.get("logicalParentUuid"), str):
-            self.logical[number] = obj["logicalParentUuid"]
-        if facts.cwd is None and isinstance(obj.get("cwd"), str):
-            facts.cwd = obj["cwd"]
-        if isinstance(obj.get("version"), str):
-            facts.version = obj["version"]
+        if self.session_id is None:
+            self._first_chain(obj)
+        if c.validator is not None:
+            c.validator(obj, "claude-code", None, c.sink, c.lineno, offset, line)
+        if kind == "user":
+            result = "toolUseResult" in obj
+            self.result.append(result)
+            if not (result or side or obj.get("isMeta") or obj.get("isCompactSummary")):
+                self._prompt(obj)
+            return
+        self.result.append(False)
         if side:
             return
+        if kind == "assistant":
+            self.last_assistant = number
+        elif kind == "system" and obj.get("subtype") == "compact_boundary" and isinstance(obj.get("logicalParentUuid"), str):
+            self.logical[number] = obj["logicalParentUuid"]
+
+    def _prompt(self, obj: dict) -> None:
         message = obj.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if kind == "user":
-            if isinstance(content, list):
-                for block in content:
-                    if isinstance(block, dict) and block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                        self.results.add(block["tool_use_id"])
-            if not obj.get("isMeta") and not obj.get("isCompactSummary") and (text := prompt_text(content)) is not None:
-                facts.turns += 1
-                if facts.first_prompt is None:
-                    facts.first_prompt = " ".join(text.split())[:120]
-        elif kind == "assistant" and isinstance(message, dict):
-            model = message.get("model")
-            if isinstance(model, str) and model != "<synthetic>":
-                facts.model = model
-            key = message.get("id") or uuid
-            if key != self.last_message:
-                self.last_message, self.last_uses = key, {}
-            if isinstance(content, list):
-                for block in content:
-                    if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
-                        self.last_uses[block["id"]] = (c.lineno, offset)
+        text = prompt_text(message.get("content") if type(message) is dict else None)
+        if text is not None:
+            self.turns += 1
+            if self.first_prompt is None:
+                self.first_prompt = " ".join(text.split())[:120]
+
+    def _first_chain(self, obj: dict) -> None:
+        """The session's own facts, from its first chain record that carries them."""
+        if isinstance(obj.get("sessionId"), str):
+            self.session_id = obj["sessionId"]
+        if isinstance(obj.get("cwd"), str):
+            self.facts.cwd = obj["cwd"]
+        if isinstance(obj.get("version"), str):
+            self.facts.version = obj["version"]
 
     # -- the graph, once the whole file is read ---------------------------------------------
 
     def finish(self, size: int, tail_state: object) -> None:
         parents, index, sink = self.parents, self.index, self.c.sink
+        facts = self.facts
+        facts.first_timestamp, facts.last_timestamp = self.first_stamp, self.last_stamp
+        facts.session_id, facts.turns, facts.first_prompt = self.session_id, self.turns, self.first_prompt
         # a summary titles the conversation ending at its leafUuid, usually in another file
         self.facts.summaries = [(leaf, text) for leaf, text in self.summaries if leaf in index]
         if not parents:
@@ -201,11 +212,76 @@ class ClaudeRules:
                 sink.add("dangling-parent", f"parentUuid {parent!r} names no record of this file", line, offset)
         if not sidechain:
             self._resume_path()
-        unanswered = [(where, use) for use, where in self.last_uses.items() if use not in self.results]
+        if self.last_assistant is not None:
+            self._last_message()
+
+    def _read(self, number: int) -> dict | None:
+        """Re-read one chain record from the file (the end of a scan needs a few, never many)."""
+        from ..lines import loads, open_regular
+
+        offset = self.where[2 * number + 1]
+        try:
+            with open_regular(Path(self.c.sink.path)) as handle:
+                handle.seek(offset)
+                obj = loads(handle.readline())
+        except (OSError, ValueError):
+            return None
+        return obj if type(obj) is dict else None
+
+    def _last_message(self) -> None:
+        """The model of the last assistant message, and ``dangling-tool-use``: a tool it calls that
+        nothing answers.  One content block per line: walk back over the message's lines (same
+        ``message.id``; results of parallel calls sit between them) and re-read only those."""
+        last = self._read(self.last_assistant)
+        message = last.get("message") if last else None
+        if type(message) is not dict:
+            return
+        model = message.get("model")
+        if isinstance(model, str) and model != "<synthetic>":
+            self.facts.model = model
+        key = message.get("id")
+        uuid_of = {number: uuid for uuid, number in self.index.items()}
+        answered = {parent for number, parent in enumerate(self.parents) if self.result[number] and isinstance(parent, str)}
+        unanswered, number, record = [], self.last_assistant, last
+        for _ in range(64):
+            if record is not None and record.get("type") == "assistant":
+                body = record.get("message")
+                if type(body) is not dict or body.get("id") != key:
+                    break
+                content = body.get("content")
+                calls = [b.get("id") for b in content if type(b) is dict and b.get("type") == "tool_use"] if type(content) is list else []
+                if calls and uuid_of.get(number) not in answered and not self._answered_elsewhere(calls):
+                    unanswered.append((number, calls[0]))
+                if key is None:
+                    break
+            elif not self.result[number]:
+                break  # neither a part of the message nor a result between its parts
+            number -= 1
+            while number >= 0 and self.side[number]:
+                number -= 1
+            if number < 0:
+                break
+            record = self._read(number)
         if unanswered:
-            (line, offset), use = min(unanswered)
-            sink.add("dangling-tool-use", f"the last assistant message calls a tool ({use}) that has no tool_result: "
-                     "Claude Code may refuse to resume it", line, offset)
+            number, use = min(unanswered)
+            self.c.sink.add("dangling-tool-use", f"the last assistant message calls a tool ({use}) that has no tool_result: "
+                            "Claude Code may refuse to resume it", self.where[2 * number], self.where[2 * number + 1])
+
+    def _answered_elsewhere(self, calls: list) -> bool:
+        """A result parented elsewhere (1.0.x, SDK files) still answers its call: look for its id."""
+        needles = [f'"tool_use_id":"{call}"'.encode() for call in calls if isinstance(call, str)]
+        if not needles:
+            return False
+        from ..lines import open_regular
+
+        start = self.where[2 * self.last_assistant + 1]
+        try:
+            with open_regular(Path(self.c.sink.path)) as handle:
+                handle.seek(max(0, start - (1 << 20)))  # results sit near their call (at most a few lines away)
+                window = handle.read(2 << 20)
+        except OSError:
+            return False
+        return all(needle in window for needle in needles)
 
     def _resume_path(self) -> None:
         """Walk from the leaf resume picks (the last main-chain record) to its root; report a break."""
