@@ -111,7 +111,10 @@ def _index_rows(folder: Folder) -> list[SessionRow] | None:
 def list_sessions(paths: list[Path], *, verify: bool = False) -> list[SessionRow]:
     """Every session under ``paths``, newest first."""
     rows = []
-    for folder in discover_all(paths):
+    folders = discover_all(paths)
+    for layout in dict.fromkeys(f.layout for f in folders):
+        layout.begin()
+    for folder in folders:
         fast = None if verify else _index_rows(folder)
         if fast is not None:
             project = None

@@ -44,7 +44,7 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
         if info is not None and info.state is not LockState.STALE:
             out.append(Trashed(row.id, (journal,), "refused", f"{info.reason}; close the editor, or wait for the writer"))
             continue
-        who = layout.writer(journal)
+        who = layout.writer(journal, fresh=True)
         if who is not None:
             out.append(Trashed(row.id, (journal,), "refused", f"{who}; close it first"))
             continue

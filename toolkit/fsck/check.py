@@ -213,6 +213,8 @@ def check_folders(
 ) -> CheckReport:
     """Check every journal, lock and cache in ``folders``; read-only."""
     plan: list[tuple[Folder, Path, LockInfo | None, list[Finding], bool]] = []
+    for layout in dict.fromkeys(f.layout for f in folders):
+        layout.begin()
     for folder in folders:
         for journal in folder.journals:
             if folder.layout.lock_path(journal) is None:  # no lock protocol: is a process writing it now?

@@ -133,9 +133,12 @@ class BaseLayout:
 
         return lock_path(journal)
 
-    def writer(self, journal: Path) -> str | None:
+    def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
         """For a layout without lock files: who is writing ``journal`` now, or None."""
         return None
+
+    def begin(self) -> None:
+        """A command is about to look at this layout's journals (refresh what it caches)."""
 
     def holding(self, journal: Path, *, force: bool = False):
         """Own ``journal`` for one repair step (the lock protocol of DESIGN.md §2.5)."""

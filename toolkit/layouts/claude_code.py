@@ -486,7 +486,12 @@ class ClaudeCode(BaseLayout):
     def lock_path(self, journal: Path) -> Path | None:
         return None
 
-    def writer(self, journal: Path) -> str | None:
+    def begin(self) -> None:
+        from ..live import snapshot
+
+        snapshot(fresh=True)  # who has what open, now: not a second ago
+
+    def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
         """Who is writing ``journal`` now (a process holding it open for writing, or a compaction
         rewrite in progress), or None."""
         from ..live import writers_of
@@ -494,14 +499,14 @@ class ClaudeCode(BaseLayout):
         rewrite = next(iter(journal.parent.glob(f"{journal.name}.compact.tmp.*")), None) if journal.parent.is_dir() else None
         if rewrite is not None:
             return f"Claude Code is rewriting it ({rewrite.name} exists)"
-        return writers_of(journal)
+        return writers_of(journal, fresh=fresh)
 
     @contextmanager
     def holding(self, journal: Path, *, force: bool = False) -> Iterator[None]:
         """No lock to take: make sure, just before writing, that nobody has it open for writing."""
         from ..errors import LockBusyError
 
-        who = None if force else self.writer(journal)
+        who = None if force else self.writer(journal, fresh=True)
         if who is not None:
             raise LockBusyError(f"{journal}: {who}")
         yield

@@ -1,0 +1,64 @@
+"""`doctor` finds every Claude Code install and says what its next start-up's cleanup deletes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from tests.helpers import run_cli, snapshot
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "claude-code" / "projects"
+
+
+def _install(root: Path, days_old: dict[str, int] | None = None) -> list[Path]:
+    shutil.copytree(FIXTURES, root / "projects")
+    mains = sorted(p for p in (root / "projects").glob("*/*.jsonl"))
+    now = time.time()
+    for i, path in enumerate(mains):
+        age = (days_old or {}).get(path.stem, 45 if i % 2 else 1)
+        os.utime(path, (now - age * 86400, now - age * 86400))
+    return mains
+
+
+def _empty(root: Path) -> Path:
+    folder = root / "no-workspaces-here"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def test_doctor_counts_what_the_default_cleanup_deletes(isolated_home):
+    mains = _install(isolated_home / ".claude")
+    before = snapshot(isolated_home / ".claude")
+    result = run_cli("doctor", "--json", _empty(isolated_home))
+    assert snapshot(isolated_home / ".claude") == before, "doctor is read-only"
+    claude = [i for i in result.json["installs"] if i["app"] == "claude-code"]
+    assert len(claude) == 1 and claude[0]["sessions"] == len(mains)
+    retention = claude[0]["retention"]
+    assert retention["cleanupPeriodDays"] == 30 and "default" in retention["from"]
+    assert retention["due_at_next_start"] == len(mains) // 2
+    store = [s for s in result.json["stores"] if s["kind"] == "claude-code"]
+    assert store and store[0]["errors"] == 0
+    assert any("cleanupPeriodDays (30)" in step and "cp -a" in step for step in result.json["next"])
+
+
+def test_doctor_reads_cleanup_period_days_and_claude_config_dir(isolated_home, monkeypatch, tmp_path):
+    root = tmp_path / "elsewhere" / "claude-config"
+    _install(root)
+    (root / "settings.json").write_text('{"cleanupPeriodDays": 99999}')
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
+    result = run_cli("doctor", "--json", _empty(tmp_path))
+    claude = [i for i in result.json["installs"] if i["app"] == "claude-code"]
+    assert [i["user"] for i in claude] == [str(root)]
+    assert claude[0]["retention"]["cleanupPeriodDays"] == 99999 and claude[0]["retention"]["due_at_next_start"] == 0
+    assert not any("cleanupPeriodDays" in step for step in result.json["next"])
+    human = run_cli("doctor", _empty(tmp_path))
+    assert "Claude Code" in human.stdout and "cleanup after 99999 d" in human.stdout
+
+
+def test_a_corrupt_settings_file_falls_back_to_the_default_and_says_so(isolated_home):
+    _install(isolated_home / ".claude")
+    (isolated_home / ".claude" / "settings.json").write_text("{not json")
+    claude = [i for i in run_cli("doctor", "--json", _empty(isolated_home)).json["installs"] if i["app"] == "claude-code"]
+    assert claude[0]["retention"]["cleanupPeriodDays"] == 30 and "cannot be read" in claude[0]["retention"]["from"]
