@@ -343,11 +343,14 @@ def reindex(
     code = result.exit_code
     if out.json:
         out.emit_json({"version": 1, "written": [str(p) for p in result.written], "unchanged": [str(p) for p in result.unchanged],
-                       "refused": [str(p) for p in result.refused], "findings": [f.to_json() for f in result.findings], "exit": code})
+                       "refused": [str(p) for p in result.refused], "no_cache": [str(p) for p in result.no_cache],
+                       "findings": [f.to_json() for f in result.findings], "exit": code})
         return code
     if result.findings:
         print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
     verb = "differ" if check else "written"
+    if result.no_cache:
+        out.say(f"{len(result.no_cache)} folder(s) of a layout that keeps no cache (Claude Code): nothing to rebuild there")
     out.say(f"{len(result.written)} cache(s) {verb}, {len(result.unchanged)} unchanged, {len(result.refused)} refused  [exit {code}]")
     return code
 
@@ -415,7 +418,8 @@ def migrate(
     if result.findings:
         print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
     if plan.logician:
-        out.say(f"{len(plan.logician)} Logician session(s): one format version so far, nothing to migrate")
+        out.say(f"{len(plan.logician)} folder(s) of another layout (Logician sessions, Claude Code projects): "
+                "levelsess migrates LevelCode journals only, nothing to do there")
     out.say(_migrate_summary(result, code))
     if result.interrupted:
         out.fail("interrupted after a completed file", "rerun the same command to finish the migration")

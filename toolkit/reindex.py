@@ -30,6 +30,7 @@ class ReindexResult:
     check_only: bool
     skipped: tuple[Path, ...] = ()
     foreign_only: str | None = None  # set when every journal found is of a layout levelsess does not know
+    no_cache: tuple[Path, ...] = ()  # folders of a layout that keeps no cache (Claude Code): nothing to rebuild
 
     @property
     def exit_code(self) -> int:
@@ -52,11 +53,14 @@ def whole_folders(folders: list[Folder]) -> list[Folder]:
 def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = False,
             progress: Callable[[int], None] | None = None) -> ReindexResult:
     """Rebuild (or with ``check_only`` compare) each folder's cache from its journals."""
-    written, unchanged, refused, findings, skipped = [], [], [], [], []
+    written, unchanged, refused, findings, skipped, no_cache = [], [], [], [], [], []
     scanned: list[JournalScan] = []
     for folder in whole_folders(folders):
         if progress:
             progress(1)
+        if folder.cache is None:  # Claude Code keeps none, and levelsess writes none in its tree
+            no_cache.append(folder.path)
+            continue
         # only an index whose exact bytes levelsess wrote or verified may skip the journals;
         # --check always compares in full
         if not (full or check_only) and trusted_index(folder) is not None:
@@ -109,5 +113,6 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             unchanged.append(folder.cache)
         else:
             written.append(folder.cache)
-    why = None if written or skipped else foreign_only(scanned)
-    return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped), why)
+    why = None if written or skipped or no_cache else foreign_only(scanned)
+    return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped), why,
+                         tuple(no_cache))
