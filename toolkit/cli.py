@@ -419,7 +419,7 @@ def migrate(
         print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
     if plan.logician:
         out.say(f"{len(plan.logician)} folder(s) of another layout (Logician sessions, Claude Code projects): "
-                "levelsess migrates LevelCode journals only, nothing to do there")
+                "levelsess migrates LevelCode journals only, nothing to migrate there")
     out.say(_migrate_summary(result, code))
     if result.interrupted:
         out.fail("interrupted after a completed file", "rerun the same command to finish the migration")
