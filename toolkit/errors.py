@@ -79,7 +79,7 @@ class NotAJournalError(OperationalError):
 class UnknownFormatError(OperationalError):
     """{detail}"""
 
-    hint = "levelsess reads LevelCode and Logician journals; it wrote nothing to these files"
+    hint = "levelsess reads LevelCode, Logician and Claude Code journals; it wrote nothing to these files"
 
 
 class UnreadableError(OperationalError):
@@ -273,7 +273,7 @@ class UnknownFormatFileError(CorruptionError):
     """the file is not a journal of a layout levelsess knows"""
 
     code = "unknown-format"
-    hint = "levelsess reads LevelCode and Logician journals; it leaves this file alone"
+    hint = "levelsess reads LevelCode, Logician and Claude Code journals; it leaves this file alone"
 
 
 class TooDeepError(CorruptionError):
@@ -343,7 +343,7 @@ CODES: dict[str, CodeInfo] = {
     "nul-padding": CodeInfo("error", "", NulPaddingError),
     "dangling-parent": CodeInfo("error", "", DanglingParentError),
     "duplicate-id": CodeInfo("error", "", DuplicateIdError),
-    "duplicate-uuid": CodeInfo("error", "", DuplicateUuidError),
+    "duplicate-uuid": CodeInfo("warning", "", DuplicateUuidError),
     "broken-chain": CodeInfo("error", "", BrokenChainError),
     "schema-violation": CodeInfo("error", "", SchemaViolationError),
     # journal warnings

@@ -196,7 +196,17 @@ def _record_end(text: str, pos: int, is_record: Callable[[object], bool]) -> int
     if found is None or found is _BEYOND:
         return None
     obj, stop = found
-    return stop if is_record(obj) else None
+    return stop if is_record(obj) and not _continues(text, stop) else None
+
+
+def _continues(text: str, stop: int) -> bool:
+    """True when the object ending at ``stop`` is followed by ``,`` ``]`` or ``}``: a value nested in
+    a larger one (a content block, a record copied into another), never a record of its own.  No
+    writer follows a record with those; what follows a record is a newline or the next record."""
+    end = len(text)
+    while stop < end and text[stop] in JSON_SPACE:
+        stop += 1
+    return stop < end and text[stop] in ",]}"
 
 
 _BEYOND = object()  # a '{' whose object cannot be parsed for depth or number length
@@ -227,7 +237,7 @@ def holds_record(data: bytes, is_record: Callable[[object], bool]) -> bool:
     start = text.find("{")
     while start >= 0:
         found = _object_at(text, start)
-        if found is _BEYOND or (found is not None and is_record(found[0])):
+        if found is _BEYOND or (found is not None and is_record(found[0]) and not _continues(text, found[1])):
             return True
         start = text.find("{", start + 1)
     return False

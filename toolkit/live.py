@@ -45,7 +45,7 @@ def _proc_snapshot() -> dict[tuple[int, int], tuple[int, str]]:
             except (OSError, IndexError, ValueError):
                 continue
             if (st.st_mode & 0o170000) == 0o100000:
-                found.setdefault((st.st_dev, st.st_ino), (pid, _name(pid)))
+                found.setdefault((st.st_dev, st.st_ino), (pid, _name(pid), f"{fd_dir}/{fd}"))
     return found
 
 
@@ -77,7 +77,7 @@ def _psutil_snapshot() -> dict[tuple[int, int], tuple[int, str]]:
                 st = os.stat(item.path)
             except OSError:
                 continue
-            found.setdefault((st.st_dev, st.st_ino), (proc.info["pid"], proc.info["name"] or "?"))
+            found.setdefault((st.st_dev, st.st_ino), (proc.info["pid"], proc.info["name"] or "?", None))
     return found
 
 
@@ -99,5 +99,12 @@ def writers_of(path: Path, *, fresh: bool = False) -> str | None:
     holder = snapshot(fresh).get((st.st_dev, st.st_ino))
     if holder is None:
         return None
-    pid, name = holder
+    pid, name, link = holder
+    if link is not None:  # still that file? (the snapshot may be a moment old, and inodes are reused)
+        try:
+            now = os.stat(link)
+        except OSError:
+            return None
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return None
     return f"held open for writing by {name} (pid {pid})"

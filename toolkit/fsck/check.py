@@ -160,8 +160,8 @@ def _writer_findings(layout, journal: Path, force: bool) -> tuple[list[Finding],
     who = layout.writer(journal)
     if who is None:
         return [], False
-    if force:
-        return [Finding("in-use", "warning", str(journal), None, None, f"{who}; checked anyway (--force)")], False
+    if force:  # as for a lock: --force checks and repairs it, and the run is judged on what it found
+        return [], False
     return [Finding("in-use", "warning", str(journal), None, None,
                     f"skipped: {who} (close it, or use --force to check it anyway)")], True
 

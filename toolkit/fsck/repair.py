@@ -284,6 +284,9 @@ def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> tuple
             if action.path in touched.get(folder.path, set()) or not scan.unchanged():  # salvaged a moment ago
                 scan = scan_journal(action.path, folder.layout)
             if not relink_would_help(scan):
+                if scan.codes & SALVAGEABLE:
+                    raise RelinkRefusedError("its line damage is still there (salvage did not rewrite it: see salvage-refused), "
+                                             "so its chain was not relinked either; it is left as it is")
                 raise RelinkRefusedError(relink_refusal(action.path, scan, False) or f"{action.path}: nothing to relink")
             saved = folder.layout.relink_journal(scan, folder.state_dir / QUARANTINE, folder.path.name)
         _verify_tail(action.path)

@@ -24,7 +24,7 @@ from ..lines import Batch, Tail, iter_batches, loads, split_line
 LINE_DAMAGE = {"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "unterminated-tail"}
 
 
-def _pieces(line: bytes, offset: int, is_record) -> Iterator[tuple[str, int, bytes]]:
+def _pieces(line: bytes, offset: int, is_record, key: str) -> Iterator[tuple[str, int, bytes]]:
     """Yield ('keep'|'reject', original offset, bytes) for one line's content."""
     if not line.strip():
         return
@@ -32,7 +32,7 @@ def _pieces(line: bytes, offset: int, is_record) -> Iterator[tuple[str, int, byt
         obj = loads(line)
     except ValueError:
         obj = None
-    if type(obj) is dict and is_record(obj):
+    if type(obj) is dict and isinstance(obj.get(key), str):  # a whole line: a record as the reader counts one
         yield "keep", offset, line
         return
     if obj is not None:  # JSON, but not a record
@@ -58,10 +58,10 @@ def _iter_salvage(path: Path, layout: Layout) -> Iterator[tuple[str, int, bytes]
                     first = False
                     if line.endswith(b"\r"):
                         line = line[:-1]
-                    yield from _pieces(line, start, is_record)
+                    yield from _pieces(line, start, is_record, layout.key)
             elif type(item) is Tail:
                 if item.data:
-                    yield from _pieces(item.data, item.offset, is_record)
+                    yield from _pieces(item.data, item.offset, is_record, layout.key)
             else:  # an overlong line: too big to hold, so it is left in the quarantined original
                 yield "reject", -1, b""
 

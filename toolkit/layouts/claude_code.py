@@ -21,6 +21,10 @@ from .base import BaseLayout, Folder, entries
 from ..errors import NotAStoreError, PermissionDeniedError
 
 CHAIN = frozenset({"user", "assistant", "system", "progress", "attachment"})
+#: Record types seen at the top level of a transcript (SOURCES-AGENTS §1.5); content blocks
+#: (text, thinking, tool_use, tool_result, image) are never among them.
+TOP_LEVEL_TYPES = CHAIN | {"summary", "file-history-snapshot", "queue-operation", "permission-mode", "last-prompt",
+                           "ai-title", "custom-title", "agent-name", "pr-link", "mode"}
 #: User text that Claude Code injected, not typed: never a title, never a turn.
 _INJECTED = re.compile(r"^\s*(<[a-z][a-z-]*>|Caveat:|This session is being continued from a previous conversation)")
 _LEADING = re.compile(rb'^\s*\{\s*"(parentUuid|type)"\s*:')
@@ -51,7 +55,7 @@ class ClaudeFacts:
 
     session_id: str | None = None
     cwd: str | None = None
-    version: str | None = None  # Claude Code's version string (not a schema version: never compared)
+    app_version: str | None = None  # Claude Code's own version string ("2.1.38"): not a schema version
     first_timestamp: object = None
     last_timestamp: object = None
     custom_title: str | None = None
@@ -114,7 +118,7 @@ class ClaudeRules:
             c.sink.add("invalid-record", "JSON but not a record object with a string \"type\"", c.lineno, offset, line)
             return
         c.records += 1
-        if kind == "user" and b"\\u0000" in line:  # tool output and pasted text arrive in user records
+        if kind == "user" and b"\\u0000" in line and _holds_nul_escape(line):  # tool output, pasted text
             c.sink.add("nul-in-content", "a value holds a \\u0000 character: Claude Code's next request may be cut "
                        "there, and resume brings it back", c.lineno, offset, line)
         stamp = obj.get("timestamp")
@@ -135,8 +139,8 @@ class ClaudeRules:
             facts.ai_title = obj["aiTitle"]
         elif kind == "summary" and isinstance(obj.get("summary"), str) and len(self.summaries) < 64:
             self.summaries.append((obj.get("leafUuid"), obj["summary"]))
-        if c.validator is not None:
-            c.validator(obj, "claude-code", None, c.sink, c.lineno, offset, line)
+        # no schema: Claude Code's record shapes are its own and change every release (--strict
+        # still turns warnings into errors)
 
     def _chain(self, obj: dict, kind: str, uuid: str, offset: int, line: bytes, c) -> None:
         """The hot path: a few lookups per record; what needs more is re-read at the end."""
@@ -155,8 +159,6 @@ class ClaudeRules:
         self.side.append(side)
         if self.session_id is None:
             self._first_chain(obj)
-        if c.validator is not None:
-            c.validator(obj, "claude-code", None, c.sink, c.lineno, offset, line)
         if kind == "user":
             result = "toolUseResult" in obj
             self.result.append(result)
@@ -186,7 +188,7 @@ class ClaudeRules:
         if isinstance(obj.get("cwd"), str):
             self.facts.cwd = obj["cwd"]
         if isinstance(obj.get("version"), str):
-            self.facts.version = obj["version"]
+            self.facts.app_version = obj["version"]
 
     # -- the graph, once the whole file is read ---------------------------------------------
 
@@ -324,6 +326,19 @@ class ClaudeRules:
                             f"{line} ({why}); the {main - reachable:,} before it are off the resumed path", line, offset)
 
 
+def _holds_nul_escape(line: bytes) -> bool:
+    """True when ``line`` holds the JSON escape for U+0000 (not an escaped backslash before "u0000")."""
+    at = line.find(b"\\u0000")
+    while at >= 0:
+        slashes = 0
+        while at - slashes - 1 >= 0 and line[at - slashes - 1] == 92:
+            slashes += 1
+        if slashes % 2 == 0:
+            return True
+        at = line.find(b"\\u0000", at + 1)
+    return False
+
+
 def sniff_head(path: Path) -> str | None:
     """What the first record of ``path`` looks like (identify.sniff), reading at most 1 MiB; None
     for an empty, unreadable or unrecognised file."""
@@ -337,9 +352,16 @@ def sniff_head(path: Path) -> str | None:
         return None
     line = head.lstrip(b"\0 \t\r\n").split(b"\n", 1)[0]
     try:
-        return sniff(loads(line))
+        obj = loads(line)
     except ValueError:
-        return "claude-code" if _LEADING.match(line) and b'"kind"' not in line[:200] else None
+        if _LEADING.match(line) and b'"kind"' not in line[:200]:
+            return "claude-code"
+        compact = re.sub(rb"\s+", b"", line[:64])  # a first record cut inside its first key
+        if compact.startswith((b'{"p', b'{"t')) and any(k.startswith(compact) for k in (b'{"parentUuid":', b'{"type":')):
+            return "claude-code"
+        return None
+    found = sniff(obj)
+    return "claude-code" if found is None and CLAUDE_CODE.identify(obj, None) else found
 
 
 def _is_dir(entry: os.DirEntry) -> bool:
@@ -393,9 +415,18 @@ class ClaudeCode(BaseLayout):
     def identify(self, obj: object, found: str | None) -> bool:
         if found == self.name:
             return True
-        # a metadata type newer than the recognition table: a "type" and a sessionId, no other format's keys
+        # a record type newer than the recognition table, in a folder discovery found to be Claude
+        # Code's: a string "type" and no key of another format
         return (found is None and type(obj) is dict and isinstance(obj.get("type"), str)
-                and isinstance(obj.get("sessionId"), str) and not any(k in obj for k in ("kind", "payload", "id", "role")))
+                and not any(k in obj for k in ("kind", "payload", "id", "role", "data")))
+
+    def is_record(self, obj: dict) -> bool:
+        """A top-level record, as the splitter must tell one from a value nested inside a record
+        (a content block ``{"type":"text",…}``, a tool result): a string ``type`` and a key only
+        top-level records carry."""
+        kind = obj.get("type")
+        return isinstance(kind, str) and ("parentUuid" in obj or "sessionId" in obj or "leafUuid" in obj
+                                          or kind in TOP_LEVEL_TYPES)
 
     def partial_ok(self, data: bytes) -> bool:
         """A file holding no whole record is still a transcript when its bytes open one."""
@@ -411,18 +442,24 @@ class ClaudeCode(BaseLayout):
     # -- discovery ------------------------------------------------------------------------
 
     def _project_votes(self, folder: Path, sample: int = 3) -> tuple[int, int]:
-        """(Claude Code transcripts, journals of another layout) among the first few in ``folder``."""
+        """(Claude Code transcripts, journals of another layout) among the first few in ``folder``
+        that can tell (an empty or ``{`` file casts no vote; at most 20 are opened)."""
         ours = theirs = 0
         try:
-            journals = [p for p in _session_journals(folder) if not is_subagent(p)] or list(_session_journals(folder))
+            journals = [p for p in _session_journals(folder) if not is_subagent(p)] + \
+                [p for p in _session_journals(folder) if is_subagent(p)]
         except (PermissionDeniedError, NotAStoreError):
             return 0, 0
-        for journal in journals[:sample]:
+        for journal in journals[:20]:
             found = sniff_head(journal)
             if found == self.name:
                 ours += 1
             elif found is not None:
                 theirs += 1
+            if ours + theirs >= sample:
+                break
+        if ours + theirs == 0 and folder.parent.name == "projects" and journals:
+            ours = 1  # nothing here can tell, and it sits where Claude Code keeps projects
         return ours, theirs
 
     def _is_project(self, folder: Path) -> bool:
@@ -438,6 +475,20 @@ class ClaudeCode(BaseLayout):
                 if ours >= 3:
                     break
         return ours > 0 and theirs == 0
+
+    def _in_projects(self, path: Path) -> bool:
+        """A file with too few bytes to tell (``{``, ``{"``, NULs) inside ``.claude/projects/<slug>/``."""
+        if path.parent.parent.name != "projects":
+            return False
+        from ..lines import open_regular
+
+        try:
+            with open_regular(path) as handle:  # never blocks on a FIFO
+                head = handle.read(64)
+        except OSError:
+            return False
+        compact = re.sub(rb"[\s\0]+", b"", head)
+        return b'{"parentUuid":'.startswith(compact) or b'{"type":'.startswith(compact)
 
     def project(self, folder: Path, store: Path) -> Folder:
         try:
@@ -464,7 +515,7 @@ class ClaudeCode(BaseLayout):
         return None
 
     def claim_file(self, path: Path) -> Folder | None:
-        if not (is_subagent(path) or sniff_head(path) == self.name):
+        if not (is_subagent(path) or sniff_head(path) == self.name or self._in_projects(path)):
             return None
         if not is_subagent(path) and self._project_votes(path.parent)[1]:
             return None  # a stray among another layout's journals: that layout reports it as foreign
@@ -526,8 +577,8 @@ class ClaudeCode(BaseLayout):
         from ..sessions import SessionRow
 
         facts = scan.facts
-        if facts.sidechain or is_subagent(journal):
-            return None  # a subagent's transcript is shown with its session
+        if (facts.sidechain or is_subagent(journal)) and folder.whole:
+            return None  # a subagent's transcript is shown with its session (unless it is named itself)
         return SessionRow(journal.stem, journal, self.name, facts.cwd, facts.title, facts.first_timestamp,
                           facts.last_timestamp or utc_iso(scan.mtime_ns / 1e9), facts.turns, facts.model, scan.size,
                           state, reason)
