@@ -168,6 +168,15 @@ def test_a_process_holding_a_session_open_for_append_makes_it_in_use(tmp_path):
         assert saved_tails() == [torn[len(journal.read_bytes()):]]
 
 
+def test_a_rewriter_holding_the_session_read_write_makes_it_in_use(tmp_path):
+    """performRemoveByUuid opens the transcript r+ (SOURCES-AGENTS §1.11)."""
+    root, journal, data, torn = _torn_copy(tmp_path)
+    with holder(journal, "r+b") as proc:
+        repair = run_sub("fsck", "--repair", "--json", root)
+    assert repair.exit_code == 4 and journal.read_bytes() == torn
+    assert [f"pid {proc.pid}" in f["message"] for f in repair.json["findings"] if f["code"] == "in-use"] == [True]
+
+
 def test_a_reader_does_not_make_a_session_in_use(tmp_path):
     root, journal, data, torn = _torn_copy(tmp_path)
     with holder(journal, "rb"):

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli, snapshot
-from tests.layouts.claude import (GRAPH_CODES, data_dir, entries_of, expected_graph, fixture_bytes, fixture_files,
+from tests.layouts.claude import (data_dir, entries_of, expected_graph, fixture_bytes, fixture_files,
                                   fresh_uuid, graph_findings, is_chain, is_record, join, lines_of, nested_typed_end, offsets,
                                   one_session, parse, resume_figures, saved_tails, set_parent)
 
@@ -155,6 +155,15 @@ def joined(lines):
     return Case(join(damaged), _c(("spliced-records", m + 1, at)),
                 [(m + 1, at, parse(lines[m])), (m + 1, at + len(lines[m]), parse(lines[m + 1]))],
                 fix="salvage", result=join(lines))
+
+
+def joined_and_torn(lines):
+    """Racing writers spliced two records mid-file, then a crash tore the last append."""
+    case = joined(lines[:-1])
+    last = lines[-1]
+    k = _pick(last, 1, _envelope(last))
+    return Case(case.data + last[:k], case.line_findings + _c(("torn-tail", len(lines) - 1, len(case.data))), case.extra,
+                fix="salvage", result=join(lines[:-1]), cut=last[:k])
 
 
 def _cut_then_whole(lines, where):
@@ -322,6 +331,7 @@ SHAPES = {
     "nul line mid-file": (nul_line_mid_file, None),
     "nul run before a record": (nul_run_before_a_record, None),
     "}{ join": (joined, None),
+    "}{ join + torn tail": (joined_and_torn, None),
     "cut in the envelope + whole record": (cut_in_envelope_then_whole, None),
     "cut after a block + whole record": (cut_after_a_block_then_whole, BUG_NESTED_SALVAGE),
     "text line mid-file": (text_line, None),
@@ -501,4 +511,4 @@ def test_repair_never_touches_a_torn_tail_in_a_file_with_graph_damage_but_salvag
     result = run_cli("fsck", "--salvage", "--yes", "--json", journal)
     assert journal.read_bytes() == case.data
     refused = [f for f in result.json["findings"] if f["code"] == "salvage-refused"]
-    assert refused and "broken-chain" in refused[0]["message"] or "dangling-parent" in refused[0]["message"]
+    assert refused and ("broken-chain" in refused[0]["message"] or "dangling-parent" in refused[0]["message"])
