@@ -1,0 +1,613 @@
+"""The Claude Code layout on real (anonymised) trees: discovery, clean checks, what is never a
+journal, live writers, listings and exports, and hostile inputs.
+
+Every tree is a copy of ``shared/fixtures/claude-code`` in ``tmp_path`` (never the original);
+levelsess's own data folder is the autouse fixture's temporary home, outside that tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_cli, snapshot
+from tests.layouts.claude import (PROJECTS, copy_tree, data_dir, expected_graph, expected_title, fixture_bytes,
+                                  fixture_files, graph_findings, holder, join, lines_of, main_files, need_fixtures,
+                                  one_session, run_sub, saved_tails, subagent_files)
+
+_BORN_BUG = ("BUG: a transcript whose only bytes are its first record cut inside the first key ('{\"t', "
+             "'{\"parentUu') is claimed by Claude Code only through the .claude root; named as a file or its project "
+             "folder, sniff_head/_LEADING needs the whole '{\"parentUuid\":' or '{\"type\":', discovery falls through "
+             "to LevelCode and the run is 'unknown-format', exit 8 (claude_code.py sniff_head, claim_file/_project_votes)")
+FILES = fixture_files()
+MAINS = main_files()
+SMALL_MAIN = Path("-loru-rnwdo-kwobudct-tkoccuw/d6e0bada-1959-4eec-a9d2-0bfade768d8f.jsonl")
+SUBAGENT = Path("Z--03-NDV-Dftcor-Nmmoat/a572bd87-2e28-4d70-9b73-cd08231cacb6/subagents/agent-a5aeeeb76a8225a77.jsonl")
+
+
+def _errors(result) -> list[dict]:
+    return [f for f in result.json["findings"] if f["severity"] == "error"]
+
+
+# --- 1. every fixture is clean, whatever PATH names it ---------------------------------------
+
+
+def _targets():
+    need = [("root", None), ("projects", Path("."))]
+    need += [(f"project {p.parts[0][:24]}", Path(p.parts[0])) for p in sorted({Path(f.parts[0]) for f in FILES})]
+    need += [(f"file {f.name[:14]}", f) for f in FILES]
+    need += [("session folder", SUBAGENT.parent.parent), ("subagents folder", SUBAGENT.parent)]
+    return [pytest.param(rel, id=name) for name, rel in need]
+
+
+@pytest.mark.parametrize("rel", _targets())
+def test_every_fixture_checks_clean_whatever_path_names_it(tmp_path, rel):
+    root = copy_tree(tmp_path)
+    target = root if rel is None else root / "projects" / rel
+    result = run_cli("fsck", "--json", target)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert not _errors(result), _errors(result)
+    named = {Path(f["path"]).resolve() for f in result.json["findings"]}
+    assert named <= {p.resolve() for p in (root / "projects").rglob("*.jsonl")}
+    if target.is_file():
+        assert result.json["files"] == 1
+    else:
+        assert result.json["files"] == sum(1 for _ in target.rglob("*.jsonl"))
+    # the only warning the real tree earns: one session was killed mid-tool (33593808)
+    for f in result.json["findings"]:
+        rel_path = Path(f["path"]).relative_to(root / "projects")
+        assert (f["code"], f["line"], f["offset"]) in expected_graph(fixture_bytes(rel_path)).findings, f
+
+
+@pytest.mark.parametrize("rel", [pytest.param(None, id="root"), pytest.param(Path("."), id="projects"),
+                                 pytest.param(SMALL_MAIN, id="file"), pytest.param(SUBAGENT, id="subagent")])
+def test_repair_of_a_clean_tree_changes_no_byte_and_creates_no_file(tmp_path, rel):
+    root = copy_tree(tmp_path)
+    target = root if rel is None else root / "projects" / rel
+    tree = snapshot(tmp_path)
+    for command in (["fsck", "--repair"], ["fsck", "--salvage", "--yes"], ["fsck"]):  # --strict: see its own test
+        result = run_cli(*command, "--json", target)
+        assert result.exit_code in (0, 4) and not any(f["repaired"] for f in result.json["findings"]), (command, result.stdout)
+        assert snapshot(tmp_path) == tree, f"{command}: the tree is as it was, to the mtime"
+    assert not data_dir().exists() or not any(data_dir().rglob("*")), "nothing saved: there was nothing to cut"
+
+
+def test_the_real_tree_is_counted_whole(tmp_path):
+    root = copy_tree(tmp_path)
+    result = run_cli("fsck", "--json", root)
+    assert result.json["files"] == len(FILES)
+    assert result.json["bytes"] == sum((PROJECTS / f).stat().st_size for f in FILES)
+    records = sum(1 for f in FILES for line in lines_of(fixture_bytes(f)) if line)
+    assert result.json["records"] == records
+
+
+# --- 6. files that are never journals ----------------------------------------------------------
+
+
+NOT_JOURNALS = {
+    "projects/{slug}/sessions-index.json": json.dumps({"version": 1, "originalPath": "/x", "entries": [
+        {"sessionId": "d6e0bada-1959-4eec-a9d2-0bfade768d8f", "fullPath": "/x", "messageCount": 3}]}),
+    "projects/{slug}/{sid}/subagents/agent-x.meta.json": '{"agentType":"Explore","description":"look around"}',
+    "projects/{slug}/{sid}/tool-results/toolu_1.txt": "a large tool output\n" * 50,
+    "projects/{slug}/{sid}/tool-results/b7x2k9q1z.txt": "",
+    "file-history/{sid}/0123456789abcdef@v1": "old file contents {\"type\":\"x\"",
+    "file-history/{sid}/0123456789abcdef@v2": "",
+    "history.jsonl": '{"display":"fix it","pastedContents":{},"timestamp":1770000000000,"project":"/x","sessionId":"s"}\n'
+                     '{"display":"torn',
+    "todos/{sid}-agent-{sid}.json": "[]",
+    "debug/{sid}.txt": "debug log\n",
+    "plans/brave-blue-fox.md": "# plan\n",
+}
+
+
+def _add_never_journals(root: Path) -> list[Path]:
+    slug, sid = SMALL_MAIN.parts[0], SMALL_MAIN.stem
+    made = []
+    for pattern, text in NOT_JOURNALS.items():
+        path = root / pattern.format(slug=slug, sid=sid)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        made.append(path)
+    return made
+
+
+@pytest.mark.parametrize("where", ["root", "projects", "project", "session folder"])
+def test_caches_history_and_spilled_output_are_never_journals_and_never_flagged(tmp_path, where):
+    root = copy_tree(tmp_path)
+    made = _add_never_journals(root)
+    slug, sid = SMALL_MAIN.parts[0], SMALL_MAIN.stem
+    target = {"root": root, "projects": root / "projects", "project": root / "projects" / slug,
+              "session folder": root / "projects" / slug / sid}[where]
+    target.mkdir(parents=True, exist_ok=True)
+    before = snapshot(tmp_path)
+    for command in (["fsck"], ["fsck", "--repair"], ["fsck", "--salvage", "--yes"]):
+        result = run_cli(*command, "--json", target)
+        assert "Traceback" not in result.stderr
+        named = {Path(f["path"]).name for f in result.json.get("findings", [])}
+        assert not named & {p.name for p in made}, result.stdout
+        assert result.exit_code == 0 or where == "session folder", result.stdout + result.stderr
+    assert snapshot(tmp_path) == before
+    listed = run_cli("ls", "--json", root)
+    assert {Path(s["path"]).name for s in listed.json["sessions"]} <= {p.name for p in MAINS}
+
+
+# --- 5. live writers -------------------------------------------------------------------------------
+
+
+def _torn_copy(tmp_path: Path, rel: Path = SMALL_MAIN) -> tuple[Path, Path, bytes, bytes]:
+    data = fixture_bytes(rel)
+    last = lines_of(data)[-1]
+    torn = data[: len(data) - len(last) - 1] + last[:40]  # inside the envelope: a torn tail by any rule
+    root, journal = one_session(tmp_path, rel, torn)
+    return root, journal, data, torn
+
+
+def test_a_process_holding_a_session_open_for_append_makes_it_in_use(tmp_path):
+    root, journal, data, torn = _torn_copy(tmp_path)
+    with holder(journal) as proc:
+        check = run_sub("fsck", "--json", root)
+        assert check.exit_code == 4, check.stdout + check.stderr
+        in_use = [f for f in check.json["findings"] if f["code"] == "in-use"]
+        assert len(in_use) == 1 and Path(in_use[0]["path"]) == journal
+        assert f"pid {proc.pid}" in in_use[0]["message"]
+        assert in_use[0]["severity"] == "warning"
+        assert not any(f["code"] == "torn-tail" for f in check.json["findings"]), "skipped, not read"
+        before = snapshot(tmp_path)
+        repair = run_sub("fsck", "--repair", "--json", root)
+        assert repair.exit_code == 4, repair.stdout
+        assert snapshot(tmp_path) == before and journal.read_bytes() == torn, "a live writer's file is never cut"
+        assert saved_tails() == []
+        forced = run_sub("fsck", "--repair", "--force", "--json", root)
+        assert forced.exit_code & 1, forced.stdout
+        assert journal.read_bytes() == data[: len(data) - len(lines_of(data)[-1]) - 1]
+        assert saved_tails() == [torn[len(journal.read_bytes()):]]
+
+
+def test_a_rewriter_holding_the_session_read_write_makes_it_in_use(tmp_path):
+    """performRemoveByUuid opens the transcript r+ (SOURCES-AGENTS §1.11)."""
+    root, journal, data, torn = _torn_copy(tmp_path)
+    with holder(journal, "r+b") as proc:
+        repair = run_sub("fsck", "--repair", "--json", root)
+    assert repair.exit_code == 4 and journal.read_bytes() == torn
+    assert [f"pid {proc.pid}" in f["message"] for f in repair.json["findings"] if f["code"] == "in-use"] == [True]
+
+
+def test_a_reader_does_not_make_a_session_in_use(tmp_path):
+    root, journal, data, torn = _torn_copy(tmp_path)
+    with holder(journal, "rb"):
+        repair = run_sub("fsck", "--repair", "--json", root)
+    assert repair.exit_code == 1, repair.stdout
+    assert not any(f["code"] == "in-use" for f in repair.json["findings"])
+
+
+def test_a_live_subagent_transcript_is_in_use_and_its_session_is_still_checked(tmp_path):
+    root = copy_tree(tmp_path)
+    agent = root / "projects" / SUBAGENT
+    with holder(agent):
+        check = run_sub("fsck", "--json", root)
+    in_use = [Path(f["path"]) for f in check.json["findings"] if f["code"] == "in-use"]
+    assert in_use == [agent] and check.exit_code == 4
+    assert check.json["files"] == len(FILES) - 1
+
+
+def test_a_compaction_temp_file_beside_a_session_makes_it_in_use(tmp_path):
+    root, journal, data, torn = _torn_copy(tmp_path)
+    temp = journal.with_name(journal.name + ".compact.tmp.1f2e3d")
+    temp.write_bytes(torn[:100])
+    before = snapshot(tmp_path)
+    check = run_cli("fsck", "--json", root)
+    assert check.exit_code == 4
+    assert [(f["code"], Path(f["path"])) for f in check.json["findings"]] == [("in-use", journal)]
+    assert temp.name in check.json["findings"][0]["message"]
+    assert run_cli("fsck", "--repair", root).exit_code == 4
+    assert snapshot(tmp_path) == before, "neither the journal nor Claude Code's temp file is touched"
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a forced repair of an in-use journal exits 5, not 1: the 'in-use … checked "
+                                       "anyway (--force)' finding still counts as a skipped session (check.py "
+                                       "_writer_findings + exit_code_for)")
+def test_a_forced_repair_of_an_in_use_journal_exits_as_repaired(tmp_path):
+    root, journal, data, torn = _torn_copy(tmp_path)
+    with holder(journal):
+        forced = run_sub("fsck", "--repair", "--force", "--json", root)
+        again = run_sub("fsck", "--force", "--json", root)
+    assert journal.read_bytes().endswith(b"\n")
+    assert (forced.exit_code, again.exit_code) == (1, 0), (forced.stdout, again.stdout)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: the check made just before a repair writes (ClaudeCode.holding -> "
+                                       "writers_of) reuses a /proc snapshot up to 1 s old (live.py FRESH_FOR, "
+                                       "snapshot(fresh=False)), so a writer that opened the file after the check is "
+                                       "not seen and its file is truncated")
+def test_a_writer_that_opens_the_session_between_check_and_repair_stops_the_repair(tmp_path):
+    from toolkit.fsck import check_folders, plan_repair
+    from toolkit.stores import discover_all
+
+    root, journal, data, torn = _torn_copy(tmp_path)
+    code = f"import sys,time; sys.stdin.readline(); f=open({str(journal)!r},'ab'); print('ok',flush=True); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        report = check_folders(discover_all([root]))  # nobody has it open yet
+        assert "torn-tail" in {f.code for f in report.findings}
+        proc.stdin.write(b"go\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == b"ok"  # now Claude Code (say) has it open to append
+        plan_repair(report).execute()
+        assert journal.read_bytes() == torn, "the repair saw the writer just before writing and left the file"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# --- 7. ls, show, export ---------------------------------------------------------------------------
+
+
+def test_ls_lists_every_main_session_with_its_title(tmp_path):
+    root = copy_tree(tmp_path)
+    for target in (root, root / "projects"):
+        result = run_cli("ls", "--json", target)
+        assert result.exit_code == 0, result.stderr
+        rows = {Path(r["path"]).relative_to(root / "projects"): r for r in result.json["sessions"]}
+        assert set(rows) == set(MAINS), "one row per main transcript; subagents go with their session"
+        for rel, row in rows.items():
+            assert row["id"] == rel.stem and row["layout"] == "claude-code" and row["state"] == "clean"
+            assert row["title"] == expected_title(fixture_bytes(rel)), rel
+            assert row["bytes"] == (PROJECTS / rel).stat().st_size
+
+
+@pytest.mark.parametrize("rel", MAINS, ids=[m.stem[:8] for m in MAINS])
+def test_show_and_export_every_main_session(tmp_path, rel):
+    root = copy_tree(tmp_path)
+    data = fixture_bytes(rel)
+    before = snapshot(tmp_path)
+    shown = run_cli("show", rel.stem, "--in", root)
+    assert shown.exit_code == 0 and "Traceback" not in shown.stderr, shown.stderr
+    title = expected_title(data) or rel.stem
+    markdown = run_cli("export", rel.stem, "--in", root, "--format", "md")
+    assert markdown.exit_code == 0, markdown.stderr
+    assert markdown.stdout.startswith(f"# {title}")
+    exact = run_cli("export", rel.stem, "--in", root, "--format", "jsonl", "-o", tmp_path / "out.jsonl")
+    assert exact.exit_code == 0 and (tmp_path / "out.jsonl").read_bytes() == data
+    (tmp_path / "out.jsonl").unlink()
+    whole = run_cli("export", rel.stem[:8], "--in", root / "projects", "--format", "json")
+    assert whole.exit_code == 0, whole.stderr
+    records = whole.json["records"]
+    assert records == [json.loads(line) for line in lines_of(data)], "every record, in order, as written"
+    assert snapshot(tmp_path) == before
+
+
+def test_show_by_path_of_a_main_session(tmp_path):
+    root = copy_tree(tmp_path)
+    result = run_cli("show", root / "projects" / SMALL_MAIN)
+    assert result.exit_code == 0 and result.stdout.startswith(f"# {expected_title(fixture_bytes(SMALL_MAIN))}")
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: show/export of a subagent transcript by its path raises IndexError "
+                                       "(sessions.find_session: list_sessions([path])[0] is empty because "
+                                       "ClaudeCode.row returns None for a subagent)")
+@pytest.mark.parametrize("command", [["show"], ["export", "--format", "md"], ["export", "--format", "jsonl"]], ids=" ".join)
+def test_show_and_export_a_subagent_transcript_by_path(tmp_path, command):
+    root = copy_tree(tmp_path)
+    agent = root / "projects" / SUBAGENT
+    result = run_cli(command[0], agent, *command[1:])  # raises AssertionError on a traceback
+    assert result.exit_code in (0, 4, 8, 16), result.stderr
+
+
+def _with_titles(tmp_path: Path, extra: list[dict]) -> tuple[Path, bytes]:
+    data = fixture_bytes(SMALL_MAIN)
+    data += b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in extra)
+    root, _ = one_session(tmp_path, SMALL_MAIN, data)
+    return root, data
+
+
+SID = SMALL_MAIN.stem
+LEAF = json.loads(lines_of(fixture_bytes(SMALL_MAIN))[-1])["uuid"] if FILES else "x"
+
+
+@pytest.mark.parametrize("extra, title", [
+    ([], "sizvp vyqsblp rb nhuoroydsr"),  # the first typed prompt
+    ([{"type": "summary", "summary": "elsewhere", "leafUuid": "0" * 36}], "sizvp vyqsblp rb nhuoroydsr"),
+    ([{"type": "summary", "summary": "Refunds", "leafUuid": LEAF}], "Refunds"),
+    ([{"type": "summary", "summary": "Refunds", "leafUuid": LEAF}, {"type": "ai-title", "aiTitle": "AI one", "sessionId": SID},
+      {"type": "ai-title", "aiTitle": "AI two", "sessionId": SID}], "AI two"),
+    ([{"type": "custom-title", "customTitle": "Mine", "sessionId": SID}, {"type": "ai-title", "aiTitle": "AI", "sessionId": SID},
+      {"type": "custom-title", "customTitle": "Mine, renamed", "sessionId": SID}], "Mine, renamed"),
+], ids=["prompt", "summary-elsewhere", "summary", "ai-title", "custom-title"])
+def test_titles_follow_the_precedence(tmp_path, extra, title):
+    root, data = _with_titles(tmp_path, extra)
+    assert expected_title(data) == title
+    row = run_cli("ls", "--json", root).json["sessions"][0]
+    assert row["title"] == title
+    assert run_cli("export", SID, "--in", root).stdout.startswith(f"# {title}\n")
+
+
+def test_injected_user_text_is_never_the_title(tmp_path):
+    lines = lines_of(fixture_bytes(SMALL_MAIN))
+    first = next(i for i, line in enumerate(lines) if b'"type":"user"' in line)
+    record = json.loads(lines[first])
+    injected = [dict(record, uuid=f"00000000-0000-4000-8000-00000000000{n}", message={"role": "user", "content": text})
+                for n, text in enumerate(["<command-name>/clear</command-name>", "Caveat: the messages below",
+                                          "This session is being continued from a previous conversation that ran out"])]
+    injected.append(dict(record, uuid="00000000-0000-4000-8000-000000000009", isMeta=True,
+                         message={"role": "user", "content": "meta text"}))
+    data = join(lines[:first] + [json.dumps(r, separators=(",", ":"), ensure_ascii=False).encode() for r in injected]
+                + lines[first:])
+    root, _ = one_session(tmp_path, SMALL_MAIN, data)
+    assert run_cli("ls", "--json", root).json["sessions"][0]["title"] == "sizvp vyqsblp rb nhuoroydsr"
+
+
+# --- 8. hostile inputs ---------------------------------------------------------------------------
+
+
+def test_a_fifo_named_like_a_session_is_not_read_and_not_a_traceback(tmp_path):
+    root, journal = one_session(tmp_path, SMALL_MAIN)
+    fifo = journal.with_name("11111111-2222-4333-8444-555555555555.jsonl")
+    os.mkfifo(fifo)
+    agent_fifo = journal.parent / journal.stem / "subagents" / "agent-a0000000000000000.jsonl"
+    agent_fifo.parent.mkdir(parents=True)
+    os.mkfifo(agent_fifo)
+    first = run_sub("fsck", "--json", root, timeout=30)  # a process of its own first: a FIFO that blocks fails here
+    assert first.exit_code == 0 and "Traceback" not in first.stderr, first.stderr
+    for target in (root, journal.parent):
+        result = run_cli("fsck", "--json", target)
+        codes = {(f["code"], Path(f["path"]).name) for f in result.json["findings"]}
+        assert ("not-a-journal", fifo.name) in codes and ("not-a-journal", agent_fifo.name) in codes, codes
+        assert result.exit_code == 0, result.stdout
+    for command in (["fsck", "--json", fifo], ["fsck", "--repair", "--json", fifo], ["show", fifo], ["export", fifo]):
+        result = run_cli(*command)
+        assert result.exit_code in (8, 16), (command, result.exit_code)
+    listed = run_cli("ls", "--json", root)
+    assert listed.exit_code == 0 and len(listed.json["sessions"]) == 1
+
+
+def test_a_symlink_loop_named_like_a_session_is_an_operational_error(tmp_path):
+    root, journal = one_session(tmp_path, SMALL_MAIN)
+    loop = journal.with_name("22222222-2222-4333-8444-555555555555.jsonl")
+    loop.symlink_to(loop.name)
+    (root / "projects" / "looped").symlink_to("looped")  # a project folder that is a loop
+    before = snapshot(tmp_path)
+    for command in (["fsck"], ["fsck", "--repair"], ["fsck", "--salvage", "--yes"]):
+        result = run_cli(*command, "--json", root)
+        assert result.exit_code & 8, result.stdout
+        mine = {f["code"] for f in result.json["findings"] if Path(f["path"]) == loop}
+        assert "unreadable" in mine and "symlink" in mine, result.stdout
+        assert not any(Path(f["path"]) == journal for f in result.json["findings"])
+    assert snapshot(tmp_path) == before
+    assert run_cli("ls", root).exit_code in (0, 8)
+    assert run_cli("fsck", loop).exit_code == 8
+
+
+def test_a_hash_in_the_path_is_just_a_character(tmp_path):
+    data = fixture_bytes(SMALL_MAIN)
+    last = lines_of(data)[-1]
+    body = data[: len(data) - len(last) - 1]
+    root = tmp_path / "we#ird" / ".claude"
+    journal = root / "projects" / "-x#1-y" / SMALL_MAIN.name
+    journal.parent.mkdir(parents=True)
+    journal.write_bytes(body + last[:30])
+    check = run_cli("fsck", "--json", root)
+    assert [(f["code"], Path(f["path"])) for f in check.json["findings"]] == [("torn-tail", journal)]
+    repair = run_cli("fsck", "--repair", "--json", journal)
+    assert repair.exit_code == 1 and journal.read_bytes() == body
+    assert run_cli("ls", "--json", root).json["sessions"][0]["path"] == str(journal)
+    assert run_cli("show", SMALL_MAIN.stem, "--in", root).exit_code == 0
+    assert run_cli("export", str(journal), "--format", "jsonl").stdout.encode() == body
+
+
+@pytest.fixture
+def unprivileged():
+    from tests import test_unreadable
+
+    if test_unreadable.SETPRIV is None and os.geteuid() == 0:
+        pytest.skip("needs setpriv to drop root's DAC override")
+    return test_unreadable.run_unprivileged
+
+
+def test_an_unreadable_session_is_an_operational_error_and_never_touched(tmp_path, unprivileged):
+    root = copy_tree(tmp_path)
+    journal = root / "projects" / SMALL_MAIN
+    with open(journal, "ab") as handle:
+        handle.write(b'{"parentUuid":"x","isSide')
+    original = journal.read_bytes()
+    journal.chmod(0o000)
+    try:
+        for command in (["fsck"], ["fsck", "--repair"], ["fsck", "--salvage", "--yes"]):
+            result = unprivileged(*command, "--json", root)
+            assert result.exit_code & 8, (command, result.stdout)
+            mine = [f for f in result.json["findings"] if Path(f["path"]) == journal]
+            assert [f["code"] for f in mine] == ["unreadable"], mine
+            assert not any(f["code"] in ("torn-tail", "invalid-json") for f in mine)
+        listed = unprivileged("ls", "--json", root)
+        assert any(s["state"] == "unreadable" for s in listed.json["sessions"])
+    finally:
+        journal.chmod(0o644)
+    assert journal.read_bytes() == original
+
+
+def test_an_unreadable_project_folder_is_reported_and_the_rest_is_checked(tmp_path, unprivileged):
+    root = copy_tree(tmp_path)
+    project = root / "projects" / SMALL_MAIN.parts[0]
+    project.chmod(0o000)
+    try:
+        result = unprivileged("fsck", "--json", root)
+    finally:
+        project.chmod(0o755)
+    assert result.exit_code & 8, result.stdout
+    assert any(f["code"] == "unreadable" and Path(f["path"]) == project for f in result.json["findings"])
+    assert result.json["files"] == len(FILES) - 2
+
+
+def test_a_zero_byte_session_is_an_empty_journal_warning(tmp_path):
+    root = copy_tree(tmp_path)
+    empty = root / "projects" / SMALL_MAIN.parts[0] / "ffffffff-0000-4000-8000-000000000000.jsonl"
+    empty.write_bytes(b"")
+    result = run_cli("fsck", "--json", root)
+    assert result.exit_code == 0
+    assert [(f["code"], Path(f["path"])) for f in result.json["findings"] if Path(f["path"]) == empty] == [("empty-journal", empty)]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a project whose first session file (by name) is zero bytes is not "
+                                       "recognised from a projects/ folder: _project_votes(sample=1) counts the empty "
+                                       "file as no vote, so discovery falls through to LevelCode (exit 8, 'none of the "
+                                       "2 .jsonl file(s) is a journal of a layout levelsess knows (they look like a "
+                                       "Claude Code session)')")
+def test_a_zero_byte_session_first_in_its_project_does_not_hide_the_project(tmp_path):
+    need_fixtures()
+    projects = tmp_path / "projects"  # a projects folder copied out of its .claude root
+    slug = SMALL_MAIN.parts[0]
+    (projects / slug).mkdir(parents=True)
+    for rel in (f for f in MAINS if f.parts[0] == slug):
+        (projects / rel).write_bytes(fixture_bytes(rel))
+    (projects / slug / "00000000-0000-4000-8000-000000000000.jsonl").write_bytes(b"")
+    result = run_cli("fsck", "--json", projects)
+    assert result.exit_code == 0, result.stdout
+    listed = run_cli("ls", "--json", projects)
+    assert {s["state"] for s in listed.json["sessions"]} == {"clean"}, listed.stdout
+
+
+def test_subagent_files_only_warn_about_their_link_to_the_session(tmp_path):
+    for rel in subagent_files():
+        lines = lines_of(fixture_bytes(rel))
+        root, journal = one_session(tmp_path / rel.stem, rel, join(lines[1:]))  # starts mid-conversation
+        result = run_cli("fsck", "--json", journal)
+        assert result.exit_code == 0, result.stdout
+        assert graph_findings(result.json["findings"]) == expected_graph(journal.read_bytes()).findings
+        assert {f["code"] for f in result.json["findings"]} <= {"parent-elsewhere"}
+
+
+@pytest.mark.parametrize("first", [
+    {"type": "content-replacement", "replacements": [], "sessionId": SID},
+    pytest.param({"type": "content-replacement", "replacements": []}, marks=pytest.mark.xfail(
+        strict=True, reason="BUG: a transcript whose first line is a metadata type newer than levelsess's table and "
+                            "carries no sessionId (as summary and file-history-snapshot do not) is 'unknown-format' "
+                            "although records 2-3 are plain Claude Code: identification reads record 1 only "
+                            "(journal._Classifier._first, ClaudeCode.identify), SOURCES-AGENTS §5 reads 1-3")),
+], ids=["with a sessionId", "without one"])
+def test_an_unknown_first_record_type_does_not_disown_the_file(tmp_path, first):
+    data = json.dumps(first, separators=(",", ":")).encode() + b"\n" + fixture_bytes(SMALL_MAIN)
+    root, journal = one_session(tmp_path, SMALL_MAIN, data)
+    result = run_cli("fsck", "--json", root)
+    assert result.exit_code == 0, result.stdout
+    assert not any(f["severity"] == "error" for f in result.json["findings"])
+    assert run_cli("ls", "--json", root).json["sessions"][0]["state"] == "clean"
+
+
+@pytest.mark.parametrize("born", [b'{"t', b'{"parentUu', b"{"], ids=["{\"t", "{\"parentUu", "{"])
+@pytest.mark.parametrize("path", [
+    "root",
+    pytest.param("project", marks=pytest.mark.xfail(strict=True, reason=_BORN_BUG)),
+    pytest.param("file", marks=pytest.mark.xfail(strict=True, reason=_BORN_BUG)),
+])
+def test_a_session_killed_inside_its_first_key_is_a_torn_tail_whatever_path_names_it(tmp_path, path, born):
+    root, journal = one_session(tmp_path, SMALL_MAIN, born)
+    target = {"root": root, "project": journal.parent, "file": journal}[path]
+    check = run_cli("fsck", "--json", target)
+    assert [(f["code"], f["line"], f["offset"]) for f in check.json.get("findings", [])] == [("torn-tail", 1, 0)], check.stdout
+    repair = run_cli("fsck", "--repair", "--json", target)
+    assert repair.exit_code == 1 and journal.read_bytes() == b""
+    assert saved_tails() == [born]
+
+
+def test_a_tool_result_anywhere_in_the_file_answers_the_last_call(tmp_path):
+    """The rule: a tool_use of the last assistant message with no tool_result *anywhere in the file*."""
+    lines = lines_of(fixture_bytes(SMALL_MAIN))
+    last = json.loads(lines[-1])
+    call = {"parentUuid": last["uuid"], "isSidechain": False, "type": "assistant", "uuid": "aaaaaaaa-0000-4000-8000-000000000001",
+            "message": {"id": "msg_01Last", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01X", "name": "Task",
+                                                                            "input": {}}]}, "sessionId": SID}
+    answer = {"parentUuid": call["uuid"], "isSidechain": False, "type": "user", "uuid": "aaaaaaaa-0000-4000-8000-000000000002",
+              "message": {"role": "user", "content": [{"tool_use_id": "toolu_01X", "type": "tool_result", "content": "done"}]},
+              "sessionId": SID}
+    for records, flagged in (([call], True), ([call, answer], False)):
+        data = join(lines + [json.dumps(r, separators=(",", ":")).encode() for r in records])
+        root, journal = one_session(tmp_path / str(len(records)), SMALL_MAIN, data)
+        codes = [f["code"] for f in run_cli("fsck", "--json", journal).json["findings"]]
+        assert ("dangling-tool-use" in codes) is flagged, codes
+
+
+@pytest.mark.xfail(strict=True, reason="BUG (minor): tool results are collected only from non-sidechain records "
+                                       "(ClaudeRules._chain returns early for isSidechain), so a result written in a "
+                                       "sidechain record does not answer the call; the rule says 'anywhere in the file'")
+def test_a_tool_result_in_a_sidechain_record_still_answers_the_call(tmp_path):
+    lines = lines_of(fixture_bytes(SMALL_MAIN))
+    last = json.loads(lines[-1])
+    call = {"parentUuid": last["uuid"], "isSidechain": False, "type": "assistant", "uuid": "aaaaaaaa-0000-4000-8000-000000000001",
+            "message": {"id": "msg_01Last", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01X", "name": "Task",
+                                                                            "input": {}}]}, "sessionId": SID}
+    answer = {"parentUuid": call["uuid"], "isSidechain": True, "type": "user", "uuid": "aaaaaaaa-0000-4000-8000-000000000002",
+              "message": {"role": "user", "content": [{"tool_use_id": "toolu_01X", "type": "tool_result", "content": "done"}]},
+              "sessionId": SID}
+    data = join(lines + [json.dumps(r, separators=(",", ":")).encode() for r in (call, answer)])
+    root, journal = one_session(tmp_path, SMALL_MAIN, data)
+    assert "dangling-tool-use" not in [f["code"] for f in run_cli("fsck", "--json", journal).json["findings"]]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a Claude Code project folder whose sessions hold no sniffable record (zero "
+                                       "bytes, or a first record cut at '{') is taken for a LevelCode project: "
+                                       "`fsck --repair` writes index.json into it and a .levelsess/ folder (verified/, "
+                                       "recovered/) into ~/.claude/projects (ClaudeCode._project_votes finds no vote, "
+                                       "LEVELCODE.claim_dir takes the folder; DESIGN principle 7, SOURCES §5: decide "
+                                       "by path or report unknown)")
+@pytest.mark.parametrize("content", [b"", b"{"], ids=["zero bytes", "cut at {"])
+@pytest.mark.parametrize("target", ["project", "projects"])
+def test_a_project_of_unsniffable_sessions_gets_nothing_written_into_it(tmp_path, content, target):
+    root = tmp_path / ".claude"
+    journal = root / "projects" / SMALL_MAIN.parts[0] / SMALL_MAIN.name
+    journal.parent.mkdir(parents=True)
+    journal.write_bytes(content)
+    run_cli("fsck", "--repair", "--json", journal.parent if target == "project" else journal.parent.parent)
+    made = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p != journal and p.is_file())
+    assert made == [], made
+
+
+# --- other commands on a Claude Code tree: no cache, no traceback, nothing written ----------------------
+
+
+def test_a_dry_run_repair_writes_nothing_anywhere(tmp_path):
+    root, journal, data, torn = _torn_copy(tmp_path)
+    before = snapshot(tmp_path)
+    result = run_cli("fsck", "--repair", "--dry-run", "--json", root)
+    assert result.exit_code == 4 and snapshot(tmp_path) == before
+    assert not data_dir().exists()
+
+
+_REINDEX_BUG = ("BUG: reindex on a Claude Code tree raises instead of saying there is no cache: reindex.py:101 "
+                "folder.cache.name on None (Claude Code has no cache); --check: load_cache(None) in check_cache; "
+                "on one session file: JournalScan.version is Claude Code's version *string* ('2.1.38') and "
+                "reindex.py:81 compares it with 2 (TypeError)")
+
+
+@pytest.mark.xfail(strict=True, reason=_REINDEX_BUG)
+@pytest.mark.parametrize("command", [["reindex"], ["reindex", "--check"]], ids=" ".join)
+@pytest.mark.parametrize("rel", [pytest.param(None, id="root"), pytest.param(SMALL_MAIN, id="file")])
+def test_reindex_of_a_claude_code_tree_writes_nothing_and_raises_nothing(tmp_path, command, rel):
+    root = copy_tree(tmp_path)
+    before = snapshot(tmp_path)
+    result = run_cli(*command, root if rel is None else root / "projects" / rel)  # raises AssertionError on a traceback
+    assert result.exit_code == 0, result.stderr
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: fsck --strict validates every Claude Code record against the LevelCode "
+                                       "v1 record schema ('kind' is a required property): ClaudeRules.record calls "
+                                       "c.validator(obj, 'claude-code', None, …) and schema.validate_record maps any "
+                                       "unknown kind to ('event-record', 1)")
+def test_strict_does_not_judge_claude_code_records_by_the_levelcode_schema(tmp_path):
+    root = copy_tree(tmp_path)
+    result = run_cli("fsck", "--strict", "--json", root)
+    assert not any(f["code"] == "schema-violation" for f in result.json["findings"]), result.stdout[:2000]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG (cosmetic): migrate calls every non-LevelCode folder a 'Logician "
+                                       "session' (migrate/run.py plan: logician.append for any other layout; cli.py:413)")
+def test_migrate_on_a_claude_code_tree_names_it_for_what_it_is(tmp_path):
+    root = copy_tree(tmp_path)
+    before = snapshot(tmp_path)
+    result = run_cli("migrate", root)
+    assert result.exit_code == 0 and snapshot(tmp_path) == before
+    assert "Logician" not in result.stdout + result.stderr, result.stdout
