@@ -418,8 +418,8 @@ def migrate(
     if result.findings:
         print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
     if plan.logician:
-        out.say(f"{len(plan.logician)} folder(s) of another layout (Logician sessions, Claude Code projects): "
-                "levelsess migrates LevelCode journals only, nothing to migrate there")
+        kinds = " and ".join({"logician": "Logician sessions", "claude-code": "Claude Code projects"}.get(n, n) for n in plan.others)
+        out.say(f"{len(plan.logician)} folder(s) of {kinds}: one format version so far, nothing to migrate")
     out.say(_migrate_summary(result, code))
     if result.interrupted:
         out.fail("interrupted after a completed file", "rerun the same command to finish the migration")

@@ -20,10 +20,6 @@ from tests.layouts.claude import (PROJECTS, copy_tree, data_dir, expected_graph,
                                   fixture_files, graph_findings, holder, join, lines_of, main_files, need_fixtures,
                                   one_session, run_sub, saved_tails, subagent_files)
 
-_BORN_BUG = ("BUG: a transcript whose only bytes are its first record cut inside the first key ('{\"t', "
-             "'{\"parentUu') is claimed by Claude Code only through the .claude root; named as a file or its project "
-             "folder, sniff_head/_LEADING needs the whole '{\"parentUuid\":' or '{\"type\":', discovery falls through "
-             "to LevelCode and the run is 'unknown-format', exit 8 (claude_code.py sniff_head, claim_file/_project_votes)")
 FILES = fixture_files()
 MAINS = main_files()
 SMALL_MAIN = Path("-loru-rnwdo-kwobudct-tkoccuw/d6e0bada-1959-4eec-a9d2-0bfade768d8f.jsonl")
@@ -208,9 +204,6 @@ def test_a_compaction_temp_file_beside_a_session_makes_it_in_use(tmp_path):
     assert snapshot(tmp_path) == before, "neither the journal nor Claude Code's temp file is touched"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a forced repair of an in-use journal exits 5, not 1: the 'in-use … checked "
-                                       "anyway (--force)' finding still counts as a skipped session (check.py "
-                                       "_writer_findings + exit_code_for)")
 def test_a_forced_repair_of_an_in_use_journal_exits_as_repaired(tmp_path):
     root, journal, data, torn = _torn_copy(tmp_path)
     with holder(journal):
@@ -220,10 +213,6 @@ def test_a_forced_repair_of_an_in_use_journal_exits_as_repaired(tmp_path):
     assert (forced.exit_code, again.exit_code) == (1, 0), (forced.stdout, again.stdout)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the check made just before a repair writes (ClaudeCode.holding -> "
-                                       "writers_of) reuses a /proc snapshot up to 1 s old (live.py FRESH_FOR, "
-                                       "snapshot(fresh=False)), so a writer that opened the file after the check is "
-                                       "not seen and its file is truncated")
 def test_a_writer_that_opens_the_session_between_check_and_repair_stops_the_repair(tmp_path):
     from toolkit.fsck import check_folders, plan_repair
     from toolkit.stores import discover_all
@@ -287,9 +276,6 @@ def test_show_by_path_of_a_main_session(tmp_path):
     assert result.exit_code == 0 and result.stdout.startswith(f"# {expected_title(fixture_bytes(SMALL_MAIN))}")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: show/export of a subagent transcript by its path raises IndexError "
-                                       "(sessions.find_session: list_sessions([path])[0] is empty because "
-                                       "ClaudeCode.row returns None for a subagent)")
 @pytest.mark.parametrize("command", [["show"], ["export", "--format", "md"], ["export", "--format", "jsonl"]], ids=" ".join)
 def test_show_and_export_a_subagent_transcript_by_path(tmp_path, command):
     root = copy_tree(tmp_path)
@@ -451,11 +437,6 @@ def test_a_zero_byte_session_is_an_empty_journal_warning(tmp_path):
     assert [(f["code"], Path(f["path"])) for f in result.json["findings"] if Path(f["path"]) == empty] == [("empty-journal", empty)]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a project whose first session file (by name) is zero bytes is not "
-                                       "recognised from a projects/ folder: _project_votes(sample=1) counts the empty "
-                                       "file as no vote, so discovery falls through to LevelCode (exit 8, 'none of the "
-                                       "2 .jsonl file(s) is a journal of a layout levelsess knows (they look like a "
-                                       "Claude Code session)')")
 def test_a_zero_byte_session_first_in_its_project_does_not_hide_the_project(tmp_path):
     need_fixtures()
     projects = tmp_path / "projects"  # a projects folder copied out of its .claude root
@@ -482,11 +463,7 @@ def test_subagent_files_only_warn_about_their_link_to_the_session(tmp_path):
 
 @pytest.mark.parametrize("first", [
     {"type": "content-replacement", "replacements": [], "sessionId": SID},
-    pytest.param({"type": "content-replacement", "replacements": []}, marks=pytest.mark.xfail(
-        strict=True, reason="BUG: a transcript whose first line is a metadata type newer than levelsess's table and "
-                            "carries no sessionId (as summary and file-history-snapshot do not) is 'unknown-format' "
-                            "although records 2-3 are plain Claude Code: identification reads record 1 only "
-                            "(journal._Classifier._first, ClaudeCode.identify), SOURCES-AGENTS §5 reads 1-3")),
+    {"type": "content-replacement", "replacements": []},
 ], ids=["with a sessionId", "without one"])
 def test_an_unknown_first_record_type_does_not_disown_the_file(tmp_path, first):
     data = json.dumps(first, separators=(",", ":")).encode() + b"\n" + fixture_bytes(SMALL_MAIN)
@@ -500,8 +477,8 @@ def test_an_unknown_first_record_type_does_not_disown_the_file(tmp_path, first):
 @pytest.mark.parametrize("born", [b'{"t', b'{"parentUu', b"{"], ids=["{\"t", "{\"parentUu", "{"])
 @pytest.mark.parametrize("path", [
     "root",
-    pytest.param("project", marks=pytest.mark.xfail(strict=True, reason=_BORN_BUG)),
-    pytest.param("file", marks=pytest.mark.xfail(strict=True, reason=_BORN_BUG)),
+    "project",
+    "file",
 ])
 def test_a_session_killed_inside_its_first_key_is_a_torn_tail_whatever_path_names_it(tmp_path, path, born):
     root, journal = one_session(tmp_path, SMALL_MAIN, born)
@@ -530,9 +507,6 @@ def test_a_tool_result_anywhere_in_the_file_answers_the_last_call(tmp_path):
         assert ("dangling-tool-use" in codes) is flagged, codes
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (minor): tool results are collected only from non-sidechain records "
-                                       "(ClaudeRules._chain returns early for isSidechain), so a result written in a "
-                                       "sidechain record does not answer the call; the rule says 'anywhere in the file'")
 def test_a_tool_result_in_a_sidechain_record_still_answers_the_call(tmp_path):
     lines = lines_of(fixture_bytes(SMALL_MAIN))
     last = json.loads(lines[-1])
@@ -547,12 +521,6 @@ def test_a_tool_result_in_a_sidechain_record_still_answers_the_call(tmp_path):
     assert "dangling-tool-use" not in [f["code"] for f in run_cli("fsck", "--json", journal).json["findings"]]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a Claude Code project folder whose sessions hold no sniffable record (zero "
-                                       "bytes, or a first record cut at '{') is taken for a LevelCode project: "
-                                       "`fsck --repair` writes index.json into it and a .levelsess/ folder (verified/, "
-                                       "recovered/) into ~/.claude/projects (ClaudeCode._project_votes finds no vote, "
-                                       "LEVELCODE.claim_dir takes the folder; DESIGN principle 7, SOURCES §5: decide "
-                                       "by path or report unknown)")
 @pytest.mark.parametrize("content", [b"", b"{"], ids=["zero bytes", "cut at {"])
 @pytest.mark.parametrize("target", ["project", "projects"])
 def test_a_project_of_unsniffable_sessions_gets_nothing_written_into_it(tmp_path, content, target):
@@ -576,13 +544,7 @@ def test_a_dry_run_repair_writes_nothing_anywhere(tmp_path):
     assert not data_dir().exists()
 
 
-_REINDEX_BUG = ("BUG: reindex on a Claude Code tree raises instead of saying there is no cache: reindex.py:101 "
-                "folder.cache.name on None (Claude Code has no cache); --check: load_cache(None) in check_cache; "
-                "on one session file: JournalScan.version is Claude Code's version *string* ('2.1.38') and "
-                "reindex.py:81 compares it with 2 (TypeError)")
 
-
-@pytest.mark.xfail(strict=True, reason=_REINDEX_BUG)
 @pytest.mark.parametrize("command", [["reindex"], ["reindex", "--check"]], ids=" ".join)
 @pytest.mark.parametrize("rel", [pytest.param(None, id="root"), pytest.param(SMALL_MAIN, id="file")])
 def test_reindex_of_a_claude_code_tree_writes_nothing_and_raises_nothing(tmp_path, command, rel):
@@ -593,18 +555,12 @@ def test_reindex_of_a_claude_code_tree_writes_nothing_and_raises_nothing(tmp_pat
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: fsck --strict validates every Claude Code record against the LevelCode "
-                                       "v1 record schema ('kind' is a required property): ClaudeRules.record calls "
-                                       "c.validator(obj, 'claude-code', None, …) and schema.validate_record maps any "
-                                       "unknown kind to ('event-record', 1)")
 def test_strict_does_not_judge_claude_code_records_by_the_levelcode_schema(tmp_path):
     root = copy_tree(tmp_path)
     result = run_cli("fsck", "--strict", "--json", root)
     assert not any(f["code"] == "schema-violation" for f in result.json["findings"]), result.stdout[:2000]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (cosmetic): migrate calls every non-LevelCode folder a 'Logician "
-                                       "session' (migrate/run.py plan: logician.append for any other layout; cli.py:413)")
 def test_migrate_on_a_claude_code_tree_names_it_for_what_it_is(tmp_path):
     root = copy_tree(tmp_path)
     before = snapshot(tmp_path)

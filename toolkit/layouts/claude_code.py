@@ -106,6 +106,8 @@ class ClaudeRules:
         self.side = bytearray()               # 1 where isSidechain
         self.result = bytearray()             # 1 where a user record carries tool results
         self.last_assistant: int | None = None  # chain number of the last main-chain assistant line
+        self.assistants = array("i")          # chain numbers of main-chain assistant lines
+        self.results: set[str] = set()        # tool_use ids a tool_result answers, anywhere in the file
         self.summaries: list = []
         self.first_stamp = self.last_stamp = None
         self.session_id: str | None = None
@@ -162,6 +164,8 @@ class ClaudeRules:
         if kind == "user":
             result = "toolUseResult" in obj
             self.result.append(result)
+            if b'"tool_result"' in line:
+                self._results(obj)
             if not (result or side or obj.get("isMeta") or obj.get("isCompactSummary")):
                 self._prompt(obj)
             return
@@ -170,8 +174,17 @@ class ClaudeRules:
             return
         if kind == "assistant":
             self.last_assistant = number
+            self.assistants.append(number)
         elif kind == "system" and obj.get("subtype") == "compact_boundary" and isinstance(obj.get("logicalParentUuid"), str):
             self.logical[number] = obj["logicalParentUuid"]
+
+    def _results(self, obj: dict) -> None:
+        message = obj.get("message")
+        content = message.get("content") if type(message) is dict else None
+        if type(content) is list:
+            for block in content:
+                if type(block) is dict and block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                    self.results.add(block["tool_use_id"])
 
     def _prompt(self, obj: dict) -> None:
         message = obj.get("message")
@@ -231,59 +244,37 @@ class ClaudeRules:
         return obj if type(obj) is dict else None
 
     def _last_message(self) -> None:
-        """The model of the last assistant message, and ``dangling-tool-use``: a tool it calls that
-        nothing answers.  One content block per line: walk back over the message's lines (same
-        ``message.id``; results of parallel calls sit between them) and re-read only those."""
+        """The model of the last assistant message, and ``dangling-tool-use``: a tool it calls that no
+        tool_result in the file answers.  The message's parts are the run of main-chain assistant
+        lines sharing its ``message.id`` (one content block per line), re-read from the file."""
         last = self._read(self.last_assistant)
         message = last.get("message") if last else None
-        if type(message) is not dict:
-            return
-        model = message.get("model")
-        if isinstance(model, str) and model != "<synthetic>":
-            self.facts.model = model
-        key = message.get("id")
-        uuid_of = {number: uuid for uuid, number in self.index.items()}
-        answered = {parent for number, parent in enumerate(self.parents) if self.result[number] and isinstance(parent, str)}
-        unanswered, number, record = [], self.last_assistant, last
-        for _ in range(64):
-            if record is not None and record.get("type") == "assistant":
-                body = record.get("message")
-                if type(body) is not dict or body.get("id") != key:
-                    break
-                content = body.get("content")
-                calls = [b.get("id") for b in content if type(b) is dict and b.get("type") == "tool_use"] if type(content) is list else []
-                if calls and uuid_of.get(number) not in answered and not self._answered_elsewhere(calls):
-                    unanswered.append((number, calls[0]))
-                if key is None:
-                    break
-            elif not self.result[number]:
-                break  # neither a part of the message nor a result between its parts
-            number -= 1
-            while number >= 0 and self.side[number]:
-                number -= 1
-            if number < 0:
+        if type(message) is dict:
+            model = message.get("model")
+            if isinstance(model, str) and model != "<synthetic>":
+                self.facts.model = model
+
+        def key(record: dict | None) -> object:
+            body = record.get("message") if record else None
+            return (body.get("id") if type(body) is dict else None) or (record or {}).get("uuid")
+
+        wanted, parts = key(last), []
+        for number in reversed(self.assistants[-64:]):
+            record = last if number == self.last_assistant else self._read(number)
+            if record is None or key(record) != wanted:
                 break
-            record = self._read(number)
-        if unanswered:
-            number, use = min(unanswered)
+            parts.append((number, record))
+        open_uses: dict[object, int] = {}  # a call written twice (a replayed line) counts at its later copy
+        for number, record in reversed(parts):
+            body = record.get("message")
+            content = body.get("content") if type(body) is dict else None
+            for block in content if type(content) is list else []:
+                if type(block) is dict and block.get("type") == "tool_use" and block.get("id") not in self.results:
+                    open_uses[block.get("id")] = number
+        if open_uses:
+            use, number = min(open_uses.items(), key=lambda item: item[1])
             self.c.sink.add("dangling-tool-use", f"the last assistant message calls a tool ({use}) that has no tool_result: "
                             "Claude Code may refuse to resume it", self.where[2 * number], self.where[2 * number + 1])
-
-    def _answered_elsewhere(self, calls: list) -> bool:
-        """A result parented elsewhere (1.0.x, SDK files) still answers its call: look for its id."""
-        needles = [f'"tool_use_id":"{call}"'.encode() for call in calls if isinstance(call, str)]
-        if not needles:
-            return False
-        from ..lines import open_regular
-
-        start = self.where[2 * self.last_assistant + 1]
-        try:
-            with open_regular(Path(self.c.sink.path)) as handle:
-                handle.seek(max(0, start - (1 << 20)))  # results sit near their call (at most a few lines away)
-                window = handle.read(2 << 20)
-        except OSError:
-            return False
-        return all(needle in window for needle in needles)
 
     def _resume_path(self) -> None:
         """Walk from the leaf resume picks (the last main-chain record) to its root; report a break."""

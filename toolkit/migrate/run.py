@@ -201,7 +201,8 @@ class MigrationPlan:
     files: list[FileState]
     findings: list[Finding]
     tidy: list[Path]
-    logician: list[Path]
+    logician: list[Path]  # folders of the layouts without schema versions (Logician, Claude Code)
+    others: tuple[str, ...] = ()  # the names of those layouts
 
     def result(self) -> MigrationResult:
         """The plan as a dry-run result."""
@@ -225,6 +226,7 @@ def plan_migration(folders: list[Folder], to: int | None = None,
     """
     target = check_target(to)
     files, findings, tidy, logician = [], [], [], []
+    others: tuple[str, ...] = ()
     work = [(j, LEVELCODE, False) for f in folders if f.layout is LEVELCODE
             for j in f.journals if not j.is_symlink()]
     workers = worker_count(jobs, sum(file_size(w[0]) for w in work), len(work))
@@ -232,6 +234,7 @@ def plan_migration(folders: list[Folder], to: int | None = None,
     for folder in folders:
         if folder.layout is not LEVELCODE:  # the schema migrations are LevelCode's
             logician.append(folder.path)
+            others = (*others, folder.layout.name) if folder.layout.name not in others else others
             continue
         journals = []
         for journal in folder.journals:
@@ -245,7 +248,7 @@ def plan_migration(folders: list[Folder], to: int | None = None,
             files.append(index)
         if any(f.status in ("migrate", "rebuild") for f in journals + [index] if f is not None):
             tidy += _leftovers(folder)
-    return MigrationPlan(target, files, findings, tidy, logician)
+    return MigrationPlan(target, files, findings, tidy, logician, others)
 
 
 # --- running ------------------------------------------------------------------------------
