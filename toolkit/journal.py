@@ -109,6 +109,8 @@ class _Classifier:
         self._record = self.rules.record
         self.is_record = layout.is_record
         self.record = self._first
+        self.nul_run: list | None = None  # [first line, offset, last line, findings before, counts before, any NUL]
+        self.terminated = 0  # terminated lines read before the tail
 
     # -- identification (DESIGN.md §1, principle 7) -------------------------------------------
 
@@ -147,6 +149,7 @@ class _Classifier:
                 else:
                     self.record(obj, offset, line)  # not cached: the first record swaps it
             else:
+                self._filler(offset, False)
                 self.sink.add("blank-line", "empty line", self.lineno, offset)
 
     def damaged(self, line: bytes, offset: int) -> None:
@@ -162,8 +165,11 @@ class _Classifier:
             self.record(obj, offset, line)
             return
         if not line.strip():
+            self._filler(offset, False)
             self.sink.add("blank-line", "whitespace-only line", self.lineno, offset, line)
             return
+        if not line.strip(b"\0 \t\r"):
+            self._filler(offset, True)
         self.pieces(line, offset, split_line(line, self.is_record))
 
     def pieces(self, line: bytes, offset: int, pieces: list[Piece]) -> bool:
@@ -186,9 +192,37 @@ class _Classifier:
                 self.record(loads(line[piece.start : piece.end]), offset + piece.start, line[piece.start : piece.end], quiet=True)
         return "record" in kinds
 
+    def _filler(self, offset: int, nul: bool) -> None:
+        """Note a line of NUL bytes or white space: a run of them that ends the file is a torn tail."""
+        run = self.nul_run
+        if run is None or run[2] != self.lineno - 1:
+            self.nul_run = run = [self.lineno, offset, self.lineno, len(self.sink.items), dict(self.sink.counts), False]
+        run[2] = self.lineno
+        run[5] = run[5] or nul
+
+    def filler_tail(self, size: int, tail_state: TailState) -> tuple[TailState, int] | None:
+        """When the file ends in lines of NUL bytes (and white space), then at most a torn record,
+        those bytes hold no record: they are one torn tail (an interrupted append on NTFS or ext4
+        leaves such runs; SOURCES-AGENTS §1.12).  Returns (TORN, its first byte) or None."""
+        run = self.nul_run
+        if run is None or run[2] != self.terminated or not run[5]:
+            return None
+        if tail_state not in (TailState.NONE, TailState.TORN):
+            return None
+        first, offset, _last, items, counts, _nul = run
+        sink = self.sink
+        record = any(f.code == "torn-tail" and f.message.startswith("incomplete") for f in sink.items[items:])
+        del sink.items[items:]
+        sink.counts.clear()
+        sink.counts.update(counts)
+        sink.add("torn-tail", f"{size - offset} bytes of NUL and white space after the last record"
+                 + (", then an incomplete record" if record else ""), first, offset)
+        return TailState.TORN, offset
+
     def overlong(self, item: Overlong, offset: int) -> None:
         self.lineno += 1
         if item.all_nul:
+            self._filler(offset, True)
             self.sink.add("nul-padding", f"{item.length} NUL bytes", self.lineno, offset)
         else:
             self.sink.add("invalid-json", f"line of {item.length} bytes is too long to parse", self.lineno, offset)
@@ -301,6 +335,7 @@ def scan_journal(
                     offset = body_end = offset + item.length + 1
                 else:
                     body_end = item.offset
+                    classifier.terminated = classifier.lineno
                     tail_state = classifier.tail(item)
         except _Foreign:  # one finding per foreign file; the rest of it is not read
             tail_state = TailState.HELD
@@ -310,6 +345,10 @@ def scan_journal(
             raise UnreadableError(f"{path}: {exc.strerror or exc}") from exc
         if info.st_size and not classifier.identified and classifier.foreign is None:
             tail_state = _unidentified(classifier, handle, tail_state)
+        if classifier.nul_run is not None and classifier.foreign is None:
+            filler = classifier.filler_tail(info.st_size, tail_state)
+            if filler is not None:
+                tail_state, body_end = filler
     classifier.rules.finish(info.st_size, tail_state)
     return JournalScan(
         path=path,
