@@ -532,15 +532,30 @@ class ClaudeCode(BaseLayout):
         from ..live import snapshot
 
         snapshot(fresh=True)  # who has what open, now: not a second ago
+        self._rewrites: dict[Path, set[str]] = {}  # per folder: journals with a compaction rewrite beside them
+
+    def _rewriting(self, journal: Path, fresh: bool) -> str | None:
+        """The ``<journal>.compact.tmp.*`` beside ``journal``, if any (one listing per folder)."""
+        cache = getattr(self, "_rewrites", None)
+        if cache is None or fresh:
+            cache = self._rewrites = {}
+        folder = journal.parent
+        if folder not in cache:
+            try:
+                cache[folder] = {n for n in os.listdir(folder) if ".jsonl.compact.tmp." in n}
+            except OSError:
+                cache[folder] = set()
+        prefix = f"{journal.name}.compact.tmp."
+        return next((n for n in cache[folder] if n.startswith(prefix)), None)
 
     def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
         """Who is writing ``journal`` now (a process holding it open for writing, or a compaction
         rewrite in progress), or None."""
         from ..live import writers_of
 
-        rewrite = next(iter(journal.parent.glob(f"{journal.name}.compact.tmp.*")), None) if journal.parent.is_dir() else None
+        rewrite = self._rewriting(journal, fresh)
         if rewrite is not None:
-            return f"Claude Code is rewriting it ({rewrite.name} exists)"
+            return f"Claude Code is rewriting it ({rewrite} exists)"
         return writers_of(journal, fresh=fresh)
 
     @contextmanager
