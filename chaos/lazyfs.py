@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 import orjson
+import psutil
 
 from toolkit import durable
 from toolkit.errors import OperationalError
@@ -53,7 +54,7 @@ def build_command() -> str:
     """The command that builds LazyFS on this machine (the repository sits beside ``shared/``)."""
     script = Path(__file__).resolve().parents[2] / "shared" / "tools" / "build-lazyfs.sh"
     where = str(script) if script.exists() else "shared/tools/build-lazyfs.sh"
-    return f"bash {where} (as root, or with g++ cmake libfuse3-dev fuse3 libspdlog-dev libtoml11-dev installed)"
+    return f"bash {where}"
 
 
 def _default_build() -> Path:
@@ -78,8 +79,7 @@ def find_binary(explicit: str | os.PathLike | None = None) -> Path:
         return Path(found).absolute()
     built = _default_build()
     also = f" (a build is at {built}: pass --lazyfs {built})" if built.is_file() else ""
-    raise OperationalError(f"LazyFS not found (give --lazyfs PATH, set ${ENV}, or put lazyfs on PATH){also}; "
-                           f"build it with: {build_command()}", hint="")
+    raise OperationalError(f"LazyFS not found (--lazyfs PATH, ${ENV} or PATH){also}; build it with: {build_command()}", hint="")
 
 
 # --- /proc/mounts and the state files -----------------------------------------------------
@@ -154,15 +154,33 @@ def _stop_process(pid: int | None, started: float | None, timeout: float = 10.0)
 
 
 def _kill_strays(box: Path) -> None:
-    """SIGKILL writers orphaned by a killed harness: processes whose working folder is in ``box``."""
-    import psutil
-
+    """SIGKILL writers orphaned by a killed harness (their LEVELSESS_CHAOS_DIR or working folder
+    is in ``box``) and wait for them: once the mount is gone they write to the disk beneath it."""
     inside = os.path.abspath(box) + os.sep
+    strays = []
     for proc in psutil.process_iter(["pid", "cwd"]):
-        cwd = proc.info.get("cwd")
-        if cwd and (cwd + os.sep).startswith(inside) and proc.pid != os.getpid():
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
+        if proc.pid == os.getpid():
+            continue
+        try:
+            where = [proc.info.get("cwd") or "", proc.environ().get("LEVELSESS_CHAOS_DIR", "")]
+        except psutil.Error:
+            continue
+        if any((path + os.sep).startswith(inside) for path in where if path):
+            strays.append(proc)
+    for proc in strays:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    until = time.monotonic() + 10
+    while strays and time.monotonic() < until:  # a zombie is dead (a container's init may never reap it)
+        strays = [p for p in strays if p.is_running() and _status(p) != psutil.STATUS_ZOMBIE]
+        time.sleep(0.01)
+
+
+def _status(proc) -> str:
+    try:
+        return proc.status()
+    except psutil.Error:  # gone
+        return psutil.STATUS_ZOMBIE
 
 
 def clean_stale() -> list[str]:
@@ -187,6 +205,7 @@ def clean_stale() -> list[str]:
         unmount(mount)
         _stop_process(state.get("lazyfs_pid"), state.get("lazyfs_started"))
         if not mounted_at(mount):
+            _kill_strays(box)  # again: one may have started writing beneath the mount meanwhile
             if not state.get("keep"):
                 shutil.rmtree(box, ignore_errors=True)
             durable.remove(entry)
@@ -256,8 +275,8 @@ class Mount:
 
     def start(self) -> None:
         if not os.path.exists("/dev/fuse"):
-            raise OperationalError(f"FUSE cannot mount here: /dev/fuse is missing (load the fuse module, or give the "
-                                   f"container --device /dev/fuse); LazyFS is built with: {build_command()}", hint="")
+            raise OperationalError("FUSE cannot mount LazyFS: /dev/fuse is missing (modprobe fuse; a container needs "
+                                   "--device /dev/fuse)", hint="")
         config = self.ctl / "lazyfs.toml"
         durable.write_new(config, self.config_text())
         os.mkfifo(self.fifo, 0o600)
@@ -301,8 +320,7 @@ class Mount:
                 break
             time.sleep(0.01)
         if not mounted_at(self.mount) or self.proc.poll() is not None:
-            raise OperationalError(f"FUSE cannot mount LazyFS at {self.mount}: {self._why_not()}; "
-                                   f"LazyFS is built with: {build_command()}", hint="")
+            raise OperationalError(f"FUSE cannot mount LazyFS: {self._why_not()} (LazyFS builds with: {build_command()})", hint="")
         while time.monotonic() < until:  # the fault thread opens its FIFO once FUSE is up
             try:
                 self._fault_fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)

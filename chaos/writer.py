@@ -83,6 +83,10 @@ class Writer:
         self.last_id: str | None = None
         self.created = now_iso()
         self.last_beat = 0.0
+        self.parent = os.getppid()  # a writer whose harness died (SIGKILL) stops instead of appending forever
+
+    def orphaned(self) -> bool:
+        return os.getppid() != self.parent
 
     # -- the ACK protocol -------------------------------------------------------------------
 
@@ -94,6 +98,8 @@ class Writer:
 
     def lock(self) -> None:
         while True:
+            if self.orphaned():
+                raise SystemExit("chaos writer: the harness that started it is gone")
             try:
                 if locks.try_acquire(self.journal):
                     self.last_beat = time.monotonic()
@@ -209,7 +215,7 @@ class Writer:
             line = self.meta_line()
             self.ack(durable.append_line(self.journal, line), line)
         written = 0
-        while self.max_records is None or written < self.max_records:
+        while (self.max_records is None or written < self.max_records) and not self.orphaned():
             if per_record_lock:
                 self.lock()
                 self.recover(full=False)
