@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import random
 import re
@@ -60,16 +59,13 @@ import psutil
 
 from toolkit import durable
 from toolkit.errors import LevelsessError, UsageError
-from toolkit.fsck import check_folders, plan_repair
-from toolkit.locks import LockState, inspect_lock
-from toolkit.reindex import reindex
 
 from . import lazyfs as lazyfs_mount
-from .scope import LANDINGS, changed_since, count_landings, discover_chaos, file_sizes, journals, snapshot
+from .scope import LANDINGS, changed_since, count_landings, file_sizes, journals, snapshot
+from .verify import CycleCheck
 from .writer import MAX_RECORD, UNSAFE
 
 BUDGET = 96 << 20  # start a fresh chaos folder once the journals pass this size
-TAIL_CODES = {"torn-tail", "unterminated-tail"}
 ACK_TIMEOUT = 10.0  # seconds a writer may take from its start to its first ACK (see Harness.await_first_ack)
 MAX_LINE = 8192  # longest stdout line read whole; a longer one is a protocol error
 EXAMPLES = 3  # protocol-error lines quoted per writer
@@ -367,141 +363,6 @@ def watch_writes(proc: subprocess.Popen, root: Path, started: float, interval: f
 # --- checking -----------------------------------------------------------------------------
 
 
-def _record_ok(data: bytes, end: int, digest: str) -> bool:
-    if end < 1 or end > len(data) or data[end - 1] != 10:
-        return False
-    start = data.rfind(b"\n", 0, end - 1) + 1
-    return hashlib.sha256(data[start : end - 1]).hexdigest() == digest
-
-
-class _Cycle:
-    """Verification of one cycle; appends to the shared report."""
-
-    def __init__(self, harness: Harness, number: int) -> None:
-        self.h, self.number, self.report = harness, number, harness.report
-        self.folder = harness.folder
-        self.bad_files: set[str] = set()
-        self.missing: set[tuple[int, str]] = set()
-        self.found: list[dict] = []
-
-    def violation(self, kind: str, path: str | None, detail: str) -> None:
-        self.found.append({"cycle": self.number, "kind": kind, "path": path, "detail": detail})
-
-    def check_acks(self, stage: str) -> dict[str, bytes]:
-        contents = {}
-        for relpath, acks in self.h.acks.items():
-            try:
-                data = (self.folder / relpath).read_bytes()
-            except OSError:
-                data = b""
-            contents[relpath] = data
-            missing = {(end, digest) for end, digest in acks if not _record_ok(data, end, digest)} - self.missing
-            if missing:
-                self.bad_files.add(relpath)
-                self.missing |= missing
-                self.report.lost += len(missing)
-                first = min(missing)[0]
-                if stage == "after-kill":
-                    when = "the kill and LazyFS's power cut" if self.h.mount is not None else "the kill"
-                    self.violation("lost", relpath, f"{len(missing)} ACKed record(s) missing or changed after {when}, first ending at {first}")
-                else:
-                    self.violation("repair-removed-acked", relpath, f"{len(missing)} more ACKed record(s) gone after fsck --repair, first ending at {first}")
-        return contents
-
-    def check_locks(self) -> None:
-        for lock in self.folder.rglob("*.jsonl.lock"):
-            info = inspect_lock(lock)
-            if info is not None and info.state is not LockState.STALE:
-                self.violation("lock-not-stale", str(lock.relative_to(self.folder)), f"a killed writer's lock was judged {info.state.value}: {info.reason}")
-
-    def check_indexes(self) -> None:
-        for index in self.folder.rglob("index.json"):
-            try:
-                document = orjson.loads(index.read_bytes())
-            except (OSError, orjson.JSONDecodeError) as exc:
-                self.violation("cache-torn", str(index.relative_to(self.folder)), f"index.json is not whole JSON: {exc}")
-                continue
-            sessions = document.get("sessions", []) if isinstance(document, dict) else document
-            for entry in sessions if isinstance(sessions, list) else []:
-                journal = index.parent / f"{entry.get('id')}.jsonl"
-                size = journal.stat().st_size if journal.exists() else 0
-                if isinstance(entry.get("bytes"), int) and entry["bytes"] > size:
-                    self.violation("index-ahead", str(index.relative_to(self.folder)),
-                                   f"index lists {entry['bytes']} bytes for {journal.name}, which holds {size}")
-
-    def power_loss(self, rng: random.Random) -> None:
-        """Cut each journal back to a random offset at or past its last ACKed end; maybe zero-fill."""
-        for journal in journals(self.folder):
-            relpath = str(journal.relative_to(self.folder))
-            acked = max((end for end, _ in self.h.acks.get(relpath, [])), default=0)
-            size = journal.stat().st_size
-            if size <= acked:
-                continue
-            cut = rng.randint(acked, size)
-            with open(journal, "r+b") as handle:
-                handle.truncate(cut)
-                if cut > acked and rng.random() < 0.5:
-                    handle.seek(acked)
-                    handle.write(b"\0" * (cut - acked))
-
-    def fsck_and_repair(self) -> None:
-        folders, refused = discover_chaos(self.folder)
-        report = check_folders(folders, force=False)
-        self.check_scope(report, refused)
-        for finding in report.findings:
-            relpath = os.path.relpath(finding.path, self.folder)
-            if finding.code == "meta-ahead":
-                self.violation("meta-ahead", relpath, finding.message)
-            elif finding.code == "locked":
-                self.violation("lock-not-stale", relpath, finding.message)
-            elif finding.code == "unknown-format":
-                continue  # not a journal levelsess knows: ``unchecked`` if a writer ACKed it
-            elif finding.severity == "error" and finding.code not in TAIL_CODES and relpath not in self.bad_files:
-                if self.h.config.shared_file and self.h.config.no_lock:  # real damage: writers without the lock
-                    self.violation("corruption", relpath, f"{finding.code} at line {finding.line}: {finding.message}")
-                else:
-                    self.report.false_corruption += 1
-                    self.violation("false-corruption", relpath, f"{finding.code} at line {finding.line}: {finding.message}")
-        sizes = {j: j.stat().st_size for j in journals(self.folder)}
-        if self.found:
-            self.h.keep_reproducer(self)
-        result = plan_repair(report, force=False).execute()
-        if result.exit_code & 8:
-            self.violation("repair-failed", None, "; ".join(f.message for f in result.findings if f.code == "repair-failed"))
-        for journal, before in sizes.items():
-            self.report.trimmed_bytes += max(0, before - journal.stat().st_size) if journal.exists() else before
-        drift = reindex(discover_chaos(self.folder)[0], check_only=True)
-        for finding in drift.findings:
-            if finding.code not in ("future-version", "unknown-format"):
-                self.violation("cache-drift", os.path.relpath(finding.path, self.folder), f"after fsck --repair: {finding.message}")
-
-    def check_scope(self, report, refused: dict[Path, str]) -> None:
-        """Every ACKed file that exists must have been checked as a journal of a known layout."""
-        checked, foreign, skipped = set(), {}, set()
-        for folder in report.folders:
-            for session in folder.sessions:
-                relpath = os.path.relpath(session.journal, self.folder)
-                if session.skipped:
-                    skipped.add(relpath)  # a live lock: reported as lock-not-stale
-                elif session.scan is not None and not session.scan.identified:
-                    foreign[relpath] = session.scan.foreign or "another format"
-                elif session.scan is not None:
-                    checked.add(relpath)
-        refused_rel = {os.path.relpath(path, self.folder): why for path, why in refused.items()}
-        for relpath in sorted(self.h.acks):
-            if relpath in checked or relpath in skipped or not os.path.lexists(self.folder / relpath):
-                continue  # checked, or reported already (a missing file's ACKs are lost)
-            if relpath in foreign:
-                why = f"fsck calls it unknown-format (it looks like {foreign[relpath]})"
-            elif str(Path(relpath).parent) in refused_rel:
-                why = f"its folder is not a store: {refused_rel[str(Path(relpath).parent)]}"
-            else:
-                why = "no layout keeps a journal there"
-            self.violation("unchecked", relpath, f"{len(self.h.acks[relpath])} ACKed record(s) in a file the harness cannot check: {why}; "
-                           "a writer's journals must be LevelCode or Logician journals where those layouts keep them "
-                           "(see `levelsess chaos run --help`, --writer-cmd)")
-
-
 class Harness:
     def __init__(self, config: Config, on_cycle: Callable[[Report], None] | None = None) -> None:
         self.config = config
@@ -525,7 +386,7 @@ class Harness:
         self.folder.mkdir(parents=True)
         self.acks = {}
 
-    def keep_reproducer(self, cycle: _Cycle) -> None:
+    def keep_reproducer(self, cycle: CycleCheck) -> None:
         if self.config.out is None:
             return
         target = Path(self.config.out) / f"cycle-{cycle.number:05d}"
@@ -552,17 +413,20 @@ class Harness:
             for relpath, end, digest in proc.acks:
                 self.acks.setdefault(relpath, []).append((end, digest))
                 report.acked += 1
-        check = _Cycle(self, number)
+        check = CycleCheck(self, number)
         silent = not any(proc.acks for proc in procs)  # a writer may wait behind another's lock all its life
         for proc in procs:
             self.check_writer(check, proc, killed_at[proc.index] - proc.started, silent)
         self.settled = self.settled or not silent or any(v["kind"] == "no-ack" for v in check.found)
         written = changed_since(self.folder, before)
         count_landings(written, report.landings["kill"])
-        if self.mount is not None:
-            self.power_cut(written)
         self.count_torn()
-        check.check_acks("after-kill")
+        if self.mount is not None:  # first what a kill alone leaves (the page cache intact), then the power cut
+            check.check_acks("after-kill", only={os.path.relpath(path, self.folder) for path in written})
+            self.power_cut(written)
+            check.check_acks("after-power-cut")
+        else:
+            check.check_acks("after-kill")
         check.check_locks()
         check.check_indexes()
         if config.mode == "power-loss" and self.mount is None:
@@ -646,7 +510,7 @@ class Harness:
                 return
             time.sleep(0.01)
 
-    def check_writer(self, check: _Cycle, proc: _Proc, alive: float, silent: bool) -> None:
+    def check_writer(self, check: CycleCheck, proc: _Proc, alive: float, silent: bool) -> None:
         """The writer-side violations: ``writer-exited``, ``no-ack`` and ``protocol``.
 
         ``no-ack`` needs the whole cycle ``silent`` (no writer ACKed): a writer given the same
