@@ -38,7 +38,7 @@ import orjson
 import psutil
 
 from toolkit import durable
-from toolkit.errors import OperationalError
+from toolkit.errors import LevelsessError, OperationalError
 from toolkit.locks import process_start
 
 ENV = "LEVELSESS_LAZYFS"
@@ -183,6 +183,19 @@ def _status(proc) -> str:
         return psutil.STATUS_ZOMBIE
 
 
+def _clean_box(box: Path, mount: Path, state: dict) -> bool:
+    """Stop the writers and the LazyFS of a dead run, unmount, remove the box; True if it was mounted."""
+    _kill_strays(box)
+    was_mounted = mounted_at(mount)
+    unmount(mount)
+    _stop_process(state.get("lazyfs_pid"), state.get("lazyfs_started"))
+    if not mounted_at(mount):
+        _kill_strays(box)  # again: one may have started writing beneath the mount meanwhile
+        if not state.get("keep"):
+            shutil.rmtree(box, ignore_errors=True)
+    return was_mounted
+
+
 def clean_stale() -> list[str]:
     """Unmount and remove what a killed ``chaos run`` left (its owner is gone); return the mounts."""
     folder = state_dir()
@@ -198,17 +211,14 @@ def clean_stale() -> list[str]:
             continue  # a state file being written right now, or not ours: leave it
         if not isinstance(state, dict) or _alive(state.get("owner_pid"), state.get("owner_started")):
             continue
-        box, mount = Path(state["box"]), Path(state["mount"])
-        _kill_strays(box)
-        if mounted_at(mount):
-            cleaned.append(str(mount))
-        unmount(mount)
-        _stop_process(state.get("lazyfs_pid"), state.get("lazyfs_started"))
-        if not mounted_at(mount):
-            _kill_strays(box)  # again: one may have started writing beneath the mount meanwhile
-            if not state.get("keep"):
-                shutil.rmtree(box, ignore_errors=True)
-            durable.remove(entry)
+        box, mount = Path(str(state.get("box", ""))), Path(str(state.get("mount", "")))
+        if not (box.is_absolute() and box.name.startswith(BOX_PREFIX) and mount == box / "mnt"):
+            continue  # only ever a box this harness makes: never kill or remove anything else
+        with contextlib.suppress(LevelsessError):
+            if _clean_box(box, mount, state):
+                cleaned.append(str(mount))
+            if not mounted_at(mount):
+                durable.remove(entry)
     return cleaned
 
 

@@ -941,7 +941,7 @@ def chaos_run(
     [bold]Examples[/bold]:
       levelsess chaos run --cycles 20                          # the CI smoke
       levelsess chaos run --duration 3600 --writers 4 --mode power-loss --fs lazyfs --json   # nightly
-      levelsess chaos run --mode power-loss --fs lazyfs --unsafe no-fsync --cycles 10   # a missing fsync, caught
+      levelsess chaos run --mode power-loss --fs lazyfs --lazyfs ~/.cache/levelsess/lazyfs/bin/lazyfs --unsafe no-fsync --cycles 10   # caught
       levelsess chaos run --unsafe rewrite-in-place --out ./repro   # watch it get caught
       levelsess chaos run --writer-cmd './my-writer --fast' --cycles 200
       levelsess chaos run --target migrate --cycles 10
