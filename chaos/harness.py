@@ -488,7 +488,10 @@ class Harness:
 
     def count_torn(self) -> None:
         for journal in journals(self.folder):
-            data = journal.read_bytes()
+            try:
+                data = journal.read_bytes()
+            except OSError:
+                continue
             relpath = str(journal.relative_to(self.folder))
             acked = max((end for end, _ in self.acks.get(relpath, [])), default=0)
             if data.rfind(b"\n") + 1 < len(data) and len(data) > acked:
@@ -535,7 +538,7 @@ class Harness:
                             f"(relpath inside the chaos folder, sha256 as 64 lowercase hex digits), e.g. {examples}")
 
     def folder_bytes(self) -> int:
-        return sum(j.stat().st_size for j in journals(self.folder)) if self.folder.exists() else 0
+        return sum(file_sizes(self.folder).values()) if self.folder.exists() else 0
 
     def run(self) -> Report:
         config = self.config

@@ -11,6 +11,7 @@ at a time, so no place is left out because a root mixes stores; what it still ca
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import orjson
@@ -30,8 +31,18 @@ def _walk(folder: Path):
 
 
 def journals(folder: Path) -> list[Path]:
-    """Every ``*.jsonl`` file under ``folder`` (hidden ones too), outside ``.levelsess``."""
-    return [root / name for root, files in _walk(folder) for name in files if name.endswith(".jsonl")]
+    """Every regular ``*.jsonl`` file under ``folder`` (hidden ones too), outside ``.levelsess``.
+
+    Not a symlink (the harness never writes through one, nor reads what it points to; fsck
+    still checks it), nor a FIFO or device a writer may have made (reading one could block)."""
+    return [root / name for root, files in _walk(folder) for name in files if name.endswith(".jsonl") and _regular(root / name)]
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def discover_chaos(folder: Path) -> tuple[list[Folder], dict[Path, str]]:
@@ -71,9 +82,11 @@ def file_sizes(folder: Path) -> dict[Path, int]:
     for root, files in _walk(folder):
         for name in files:
             try:
-                sizes[root / name] = os.lstat(root / name).st_size
+                info = os.lstat(root / name)
             except OSError:
                 continue
+            if stat.S_ISREG(info.st_mode):
+                sizes[root / name] = info.st_size
     return sizes
 
 

@@ -15,7 +15,7 @@ from toolkit.fsck import check_folders, plan_repair
 from toolkit.locks import LockState, inspect_lock
 from toolkit.reindex import reindex
 
-from .scope import discover_chaos, journals
+from .scope import discover_chaos, file_sizes, journals
 
 if TYPE_CHECKING:
     from .harness import Harness
@@ -82,8 +82,10 @@ class CycleCheck:
                 continue
             sessions = document.get("sessions", []) if isinstance(document, dict) else document
             for entry in sessions if isinstance(sessions, list) else []:
-                journal = index.parent / f"{entry.get('id')}.jsonl"
-                size = journal.stat().st_size if journal.exists() else 0
+                journal = index.parent / f"{entry.get('id') if isinstance(entry, dict) else None}.jsonl"
+                if not journal.exists():  # an id that names no file here (not the file's name): nothing to compare
+                    continue
+                size = journal.stat().st_size
                 if isinstance(entry.get("bytes"), int) and entry["bytes"] > size:
                     self.violation("index-ahead", str(index.relative_to(self.folder)),
                                    f"index lists {entry['bytes']} bytes for {journal.name}, which holds {size}")
@@ -115,20 +117,25 @@ class CycleCheck:
                 self.violation("lock-not-stale", relpath, finding.message)
             elif finding.code == "unknown-format":
                 continue  # not a journal levelsess knows: ``unchecked`` if a writer ACKed it
+            elif finding.code == "unreadable":  # an operational problem (a dangling link, EIO), never corruption
+                self.violation("unreadable", relpath, finding.message)
             elif finding.severity == "error" and finding.code not in TAIL_CODES and relpath not in self.bad_files:
                 if self.h.config.shared_file and self.h.config.no_lock:  # real damage: writers without the lock
                     self.violation("corruption", relpath, f"{finding.code} at line {finding.line}: {finding.message}")
                 else:
                     self.report.false_corruption += 1
                     self.violation("false-corruption", relpath, f"{finding.code} at line {finding.line}: {finding.message}")
-        sizes = {j: j.stat().st_size for j in journals(self.folder)}
+        before = file_sizes(self.folder)
+        sizes = {journal: before[journal] for journal in journals(self.folder) if journal in before}
         if self.found:
             self.h.keep_reproducer(self)
         result = plan_repair(report, force=False).execute()
-        if result.exit_code & 8:
-            self.violation("repair-failed", None, "; ".join(f.message for f in result.findings if f.code == "repair-failed"))
+        failed = [f for f in result.findings if f.code == "repair-failed"]
+        if failed:
+            self.violation("repair-failed", os.path.relpath(failed[0].path, self.folder), "; ".join(f.message for f in failed))
+        after = file_sizes(self.folder)
         for journal, before in sizes.items():
-            self.report.trimmed_bytes += max(0, before - journal.stat().st_size) if journal.exists() else before
+            self.report.trimmed_bytes += max(0, before - after.get(journal, 0))
         drift = reindex(discover_chaos(self.folder)[0], check_only=True)
         for finding in drift.findings:
             if finding.code not in ("future-version", "unknown-format"):

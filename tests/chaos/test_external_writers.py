@@ -98,3 +98,14 @@ def test_the_writer_cmd_help_says_where_a_writer_may_put_its_files():
     text = " ".join(result.stdout.replace("│", " ").split())
     for words in ("LevelCode store root", "store/", ".logician/sessions/sessions/", "'unchecked' violation"):
         assert words in text, words
+
+
+def test_a_journal_at_the_chaos_root_acked_as_dot_slash_is_checked(tmp_path):
+    """``./x.jsonl`` and ``x.jsonl`` name the same file; the root itself may hold journals."""
+    script = tmp_path / "acker.py"
+    script.write_text(_ACKER.format(relpath="./2026-12-01T00-00-00-unch.jsonl", lines=[META, USER]))
+    work = tmp_path / "work"
+    report = run(Config(cycles=1, writers=1, seed=1, writer_cmd=f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}",
+                        work=work, min_run=0.4, max_run=0.5))
+    assert report.ok and report.acked == 2, report.violations
+    assert (work / "run-0001" / "index.json").exists(), "the root was repaired as a store folder (its index rebuilt)"
