@@ -129,6 +129,13 @@ def test_writers_that_fsync_lose_nothing_on_a_real_power_cut(lazyfs, box_base, w
     assert not _strays(box_base)
 
 
+def test_an_external_writer_at_the_root_that_never_fsyncs_is_caught(lazyfs):
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(TWO_WRITE))} root --no-fsync"
+    report = run(Config(cycles=2, writers=2, seed=2, mode="power-loss", fs="lazyfs", lazyfs=lazyfs, writer_cmd=command, max_run=0.4))
+    assert report.lost > 0 and "lost" in {v["kind"] for v in report.violations}
+    assert all(v["path"].startswith("-chaos-ext") for v in report.violations if v["kind"] == "lost")
+
+
 def test_a_writer_that_never_fsyncs_is_caught_as_lost_with_a_reproducer(lazyfs, tmp_path):
     out = tmp_path / "repro"
     result = run_cli("chaos", "run", "--mode", "power-loss", "--fs", "lazyfs", "--lazyfs", lazyfs, "--unsafe", "no-fsync",

@@ -2,7 +2,7 @@
 two ``write()`` calls (then fsync, then ACK), so a kill between them leaves a whole record
 without its newline, which a repair must keep.  It takes no lock and writes no cache.
 
-usage: two_write_writer.py PLACE [--layout levelcode|logician] [--stall-after N] [--gap SECONDS]
+usage: two_write_writer.py PLACE [--layout levelcode|logician] [--stall-after N] [--gap SECONDS] [--no-fsync]
 
 PLACE says where under $LEVELSESS_CHAOS_DIR the journal goes:
   root        <dir>/-chaos-extN/<id>.jsonl                  (the chaos folder as a store root)
@@ -12,6 +12,7 @@ PLACE says where under $LEVELSESS_CHAOS_DIR the journal goes:
   root-ws     <dir>/.logician/sessions/sessions/extN/messages.jsonl  (the chaos folder as a workspace)
 --stall-after N writes N whole records, then the next record's JSON without its newline, and
 waits to be killed (the kill lands between a record and its newline every time).
+--no-fsync makes it unsafe: it ACKs after the two writes without syncing.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ def main() -> int:
     parser.add_argument("--stall-after", type=int)
     parser.add_argument("--gap", type=float, default=0.004, help="longest pause between a record and its newline")
     parser.add_argument("--largest", type=int, default=200_000)
+    parser.add_argument("--no-fsync", action="store_true", help="the bug: ACK without fsync")
     args = parser.parse_args()
     root = Path(os.environ["LEVELSESS_CHAOS_DIR"])
     n = os.environ.get("LEVELSESS_CHAOS_WRITER", "0")
@@ -114,7 +116,8 @@ def main() -> int:
         if args.gap:
             time.sleep(rng.uniform(0, args.gap))
         os.write(fd, b"\n")  # write 2: its newline
-        os.fsync(fd)
+        if not args.no_fsync:
+            os.fsync(fd)
         end = os.lseek(fd, 0, os.SEEK_CUR)
         sys.stdout.write(f"ACK {relpath} {end} {hashlib.sha256(line).hexdigest()}\n")
         sys.stdout.flush()
