@@ -1,10 +1,12 @@
 """The kill -9 harness (DESIGN.md §7): start writers, SIGKILL them at seeded random moments,
 then prove that no acknowledged record was lost.
 
-Each cycle starts ``writers`` writer processes on a chaos folder (a LevelCode store under
-``store/`` and a Logician workspace under ``ws/``), reads their ``ACK`` lines, kills each one
-with SIGKILL (psutil, whole process tree) at its own random moment, and then checks, before
-and after ``fsck --repair``:
+Each cycle starts ``writers`` writer processes on a chaos folder (the reference writers keep
+a LevelCode store under ``store/`` and a Logician workspace under ``ws/``; an external writer
+may use any place a layout keeps journals, the chaos folder itself included: see
+:mod:`chaos.scope`), reads their ``ACK`` lines, kills each one with SIGKILL (psutil, whole
+process tree) at its own random moment, and then checks, before and after ``fsck --repair`` of
+every journal under the chaos folder:
 
 * every ACKed record is present, byte-identical, ending at its ACKed offset (``lost``);
 * bytes before the last ACKed end never change, and a repair removes only what lies past it
@@ -14,13 +16,20 @@ and after ``fsck --repair``:
 * index.json never lists more bytes than its journal holds, meta.json never counts more
   entries than are durable (``meta-ahead``), and after the repair every cache equals a rebuild;
 * every lock left by a killed writer is judged stale;
+* every ACKed file was checked: one no discovery finds, or of a format levelsess does not
+  know, is ``unchecked`` (never a silent pass);
 * the writers kept the protocol: none exited on its own before its kill (``writer-exited``),
   every stdout line was an ACK line (``protocol``), and a cycle in which no writer ACKed while
   running ``ack_timeout`` seconds is a ``no-ack`` (until the first ACK of a run, a writer's
   kill waits for it, so a slow start-up is never mistaken for silence).
 
 ``power-loss`` mode additionally cuts each journal back to a random offset at or past its last
-ACKed end, and may zero-fill the cut region, before checking.  Journals carry over from cycle
+ACKed end, and may zero-fill the cut region, before checking; that simulation never goes below
+an ACK, so it cannot catch a writer that ACKs before fsync.  ``power-loss`` with ``fs="lazyfs"``
+runs the writers on a LazyFS mount (:mod:`chaos.lazyfs`) and, after the kills, drops every
+unsynced byte (a real power cut) before checking: that catches it.  Every cycle also counts
+where the kill (and the cut) left each journal it wrote: mid-record (``torn``), after a whole
+record but before its newline (``unterminated``), or ``between`` records.  Journals carry over from cycle
 to cycle (writers resume them, as an editor does after a crash) until the folder passes a size
 budget or a cycle finds a violation; then a fresh folder is used.  The library never prints:
 :func:`run` returns a :class:`Report` and calls ``on_cycle`` after every cycle.
@@ -30,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import random
 import re
@@ -51,15 +59,13 @@ import psutil
 
 from toolkit import durable
 from toolkit.errors import LevelsessError, UsageError
-from toolkit.fsck import check_folders, plan_repair
-from toolkit.locks import LockState, inspect_lock
-from toolkit.reindex import reindex
-from toolkit.stores import discover_all
 
+from . import lazyfs as lazyfs_mount
+from .scope import LANDINGS, changed_since, count_landings, file_sizes, journals, snapshot
+from .verify import CycleCheck
 from .writer import MAX_RECORD, UNSAFE
 
 BUDGET = 96 << 20  # start a fresh chaos folder once the journals pass this size
-TAIL_CODES = {"torn-tail", "unterminated-tail"}
 ACK_TIMEOUT = 10.0  # seconds a writer may take from its start to its first ACK (see Harness.await_first_ack)
 MAX_LINE = 8192  # longest stdout line read whole; a longer one is a protocol error
 EXAMPLES = 3  # protocol-error lines quoted per writer
@@ -74,6 +80,8 @@ class Config:
     writers: int = 2
     seed: int = 0
     mode: str = "kill"  # kill | power-loss
+    fs: str = "disk"  # disk | lazyfs (power-loss only: a real power cut on a LazyFS mount)
+    lazyfs: str | None = None  # the LazyFS program (else $LEVELSESS_LAZYFS, else PATH)
     layout: str = "both"  # levelcode | logician | both
     unsafe: str | None = None
     shared_file: bool = False
@@ -93,6 +101,10 @@ class Config:
         cycles = self.cycles if cycles is None else cycles
         parts = ["levelsess", "chaos", "run", "--seed", str(self.seed), "--writers", str(self.writers), "--mode", self.mode,
                  "--layout", self.layout, "--largest", str(self.largest)]
+        if self.fs != "disk":
+            parts += ["--fs", self.fs]
+        if self.lazyfs:
+            parts += ["--lazyfs", shlex.quote(str(self.lazyfs))]
         if cycles is not None:
             parts += ["--cycles", str(cycles)]
         elif self.duration is not None:
@@ -122,6 +134,11 @@ class Report:
     false_corruption: int = 0
     torn_records: int = 0
     mid_run_kills: int = 0  # --target: kills that left the store part-way done
+    fs: str = "disk"
+    landings: dict[str, dict[str, int]] = field(default_factory=dict)  # per cycle kind: torn / unterminated / between
+    discarded_bytes: int = 0  # --fs lazyfs: bytes the power cuts dropped (sizes through the mount, before minus after)
+    dropped_cycles: int = 0  # --fs lazyfs: cycles whose power cut dropped at least one byte
+    cache_full: int = 0  # --fs lazyfs: cycles that filled LazyFS's cache (it then writes through: unsynced bytes survive)
     violations: list[dict] = field(default_factory=list)
     elapsed: float = 0.0
 
@@ -137,6 +154,11 @@ class Report:
         document = asdict(self)
         if not self.mode.startswith("target:"):
             document.pop("mid_run_kills")
+        else:
+            document.pop("landings")
+        if self.fs != "lazyfs":
+            for key in ("discarded_bytes", "dropped_cycles", "cache_full"):
+                document.pop(key)
         document["cycles_per_minute"] = round(self.cycles_per_minute, 1)
         document["elapsed"] = round(self.elapsed, 2)
         return document
@@ -182,7 +204,7 @@ def _parse_ack(line: bytes) -> tuple[str, int, str] | None:
         return None
     if os.path.isabs(relpath) or ".." in Path(relpath).parts:
         return None  # relpath is from the chaos folder and stays inside it
-    return relpath, int(parts[2]), parts[3].decode()
+    return os.path.normpath(relpath), int(parts[2]), parts[3].decode()  # ./store/x and store//x name store/x
 
 
 def _read_acks(stream, proc: _Proc) -> None:
@@ -341,123 +363,17 @@ def watch_writes(proc: subprocess.Popen, root: Path, started: float, interval: f
 # --- checking -----------------------------------------------------------------------------
 
 
-def _record_ok(data: bytes, end: int, digest: str) -> bool:
-    if end < 1 or end > len(data) or data[end - 1] != 10:
-        return False
-    start = data.rfind(b"\n", 0, end - 1) + 1
-    return hashlib.sha256(data[start : end - 1]).hexdigest() == digest
-
-
-def _journals(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*.jsonl") if ".levelsess" not in p.parts)
-
-
-class _Cycle:
-    """Verification of one cycle; appends to the shared report."""
-
-    def __init__(self, harness: Harness, number: int) -> None:
-        self.h, self.number, self.report = harness, number, harness.report
-        self.folder = harness.folder
-        self.bad_files: set[str] = set()
-        self.missing: set[tuple[int, str]] = set()
-        self.found: list[dict] = []
-
-    def violation(self, kind: str, path: str | None, detail: str) -> None:
-        self.found.append({"cycle": self.number, "kind": kind, "path": path, "detail": detail})
-
-    def check_acks(self, stage: str) -> dict[str, bytes]:
-        contents = {}
-        for relpath, acks in self.h.acks.items():
-            try:
-                data = (self.folder / relpath).read_bytes()
-            except OSError:
-                data = b""
-            contents[relpath] = data
-            missing = {(end, digest) for end, digest in acks if not _record_ok(data, end, digest)} - self.missing
-            if missing:
-                self.bad_files.add(relpath)
-                self.missing |= missing
-                self.report.lost += len(missing)
-                first = min(missing)[0]
-                if stage == "after-kill":
-                    self.violation("lost", relpath, f"{len(missing)} ACKed record(s) missing or changed after the kill, first ending at {first}")
-                else:
-                    self.violation("repair-removed-acked", relpath, f"{len(missing)} more ACKed record(s) gone after fsck --repair, first ending at {first}")
-        return contents
-
-    def check_locks(self) -> None:
-        for lock in self.folder.rglob("*.jsonl.lock"):
-            info = inspect_lock(lock)
-            if info is not None and info.state is not LockState.STALE:
-                self.violation("lock-not-stale", str(lock.relative_to(self.folder)), f"a killed writer's lock was judged {info.state.value}: {info.reason}")
-
-    def check_indexes(self) -> None:
-        for index in self.folder.rglob("index.json"):
-            try:
-                document = orjson.loads(index.read_bytes())
-            except (OSError, orjson.JSONDecodeError) as exc:
-                self.violation("cache-torn", str(index.relative_to(self.folder)), f"index.json is not whole JSON: {exc}")
-                continue
-            sessions = document.get("sessions", []) if isinstance(document, dict) else document
-            for entry in sessions if isinstance(sessions, list) else []:
-                journal = index.parent / f"{entry.get('id')}.jsonl"
-                size = journal.stat().st_size if journal.exists() else 0
-                if isinstance(entry.get("bytes"), int) and entry["bytes"] > size:
-                    self.violation("index-ahead", str(index.relative_to(self.folder)),
-                                   f"index lists {entry['bytes']} bytes for {journal.name}, which holds {size}")
-
-    def power_loss(self, rng: random.Random) -> None:
-        """Cut each journal back to a random offset at or past its last ACKed end; maybe zero-fill."""
-        for journal in _journals(self.folder):
-            relpath = str(journal.relative_to(self.folder))
-            acked = max((end for end, _ in self.h.acks.get(relpath, [])), default=0)
-            size = journal.stat().st_size
-            if size <= acked:
-                continue
-            cut = rng.randint(acked, size)
-            with open(journal, "r+b") as handle:
-                handle.truncate(cut)
-                if cut > acked and rng.random() < 0.5:
-                    handle.seek(acked)
-                    handle.write(b"\0" * (cut - acked))
-
-    def fsck_and_repair(self) -> None:
-        folders = discover_all([p for p in (self.folder / "store", self.folder / "ws") if p.exists()])
-        report = check_folders(folders, force=False)
-        for finding in report.findings:
-            relpath = os.path.relpath(finding.path, self.folder)
-            if finding.code == "meta-ahead":
-                self.violation("meta-ahead", relpath, finding.message)
-            elif finding.code == "locked":
-                self.violation("lock-not-stale", relpath, finding.message)
-            elif finding.severity == "error" and finding.code not in TAIL_CODES and relpath not in self.bad_files:
-                if self.h.config.shared_file and self.h.config.no_lock:  # real damage: writers without the lock
-                    self.violation("corruption", relpath, f"{finding.code} at line {finding.line}: {finding.message}")
-                else:
-                    self.report.false_corruption += 1
-                    self.violation("false-corruption", relpath, f"{finding.code} at line {finding.line}: {finding.message}")
-        sizes = {j: j.stat().st_size for j in _journals(self.folder)}
-        if self.found:
-            self.h.keep_reproducer(self)
-        result = plan_repair(report, force=False).execute()
-        if result.exit_code & 8:
-            self.violation("repair-failed", None, "; ".join(f.message for f in result.findings if f.code == "repair-failed"))
-        for journal, before in sizes.items():
-            self.report.trimmed_bytes += max(0, before - journal.stat().st_size) if journal.exists() else before
-        drift = reindex(discover_all([p for p in (self.folder / "store", self.folder / "ws") if p.exists()]), check_only=True)
-        for finding in drift.findings:
-            if finding.code not in ("future-version",):
-                self.violation("cache-drift", os.path.relpath(finding.path, self.folder), f"after fsck --repair: {finding.message}")
-
-
 class Harness:
     def __init__(self, config: Config, on_cycle: Callable[[Report], None] | None = None) -> None:
         self.config = config
-        self.report = Report(seed=config.seed, mode=config.mode)
+        self.report = Report(seed=config.seed, mode=config.mode, fs=config.fs)
+        kinds = ["kill"] + (["lazyfs" if config.fs == "lazyfs" else "power-loss"] if config.mode == "power-loss" else [])
+        self.report.landings = {kind: dict.fromkeys(LANDINGS, 0) for kind in kinds}
         self.on_cycle = on_cycle or (lambda report: None)
-        self.root = Path(config.work) if config.work else Path(tempfile.mkdtemp(prefix="levelsess-chaos-"))
+        self.root: Path | None = None  # made by run(): a temporary folder, --work, or the LazyFS mount
+        self.mount: lazyfs_mount.Mount | None = None
         self.generation = 0
-        self.folder = self.root
+        self.folder = Path()
         self.acks: dict[str, list[tuple[int, str]]] = {}
         self.procs: list[_Proc] = []
         self.settled = False  # a writer ACKed in this run, or a silent cycle was reported: kill at the seeded moments
@@ -470,7 +386,7 @@ class Harness:
         self.folder.mkdir(parents=True)
         self.acks = {}
 
-    def keep_reproducer(self, cycle: _Cycle) -> None:
+    def keep_reproducer(self, cycle: CycleCheck) -> None:
         if self.config.out is None:
             return
         target = Path(self.config.out) / f"cycle-{cycle.number:05d}"
@@ -489,6 +405,48 @@ class Harness:
         which = config.replay if config.replay is not None else number
         seed = f"{config.seed}-{which}"
         rng = random.Random(f"{seed}-harness")  # this cycle's kill moments and power cuts
+        if self.mount is not None:
+            self.mount.clear_cache()  # every byte is synced by now: this only empties LazyFS's cache for the writers
+        before = snapshot(self.folder)
+        procs, killed_at = self.run_writers(seed, rng)
+        for proc in procs:
+            for relpath, end, digest in proc.acks:
+                self.acks.setdefault(relpath, []).append((end, digest))
+                report.acked += 1
+        check = CycleCheck(self, number)
+        silent = not any(proc.acks for proc in procs)  # a writer may wait behind another's lock all its life
+        for proc in procs:
+            self.check_writer(check, proc, killed_at[proc.index] - proc.started, silent)
+        self.settled = self.settled or not silent or any(v["kind"] == "no-ack" for v in check.found)
+        written = changed_since(self.folder, before)
+        count_landings(written, report.landings["kill"])
+        self.count_torn()
+        if self.mount is not None:  # first what a kill alone leaves (the page cache intact), then the power cut
+            check.check_acks("after-kill", only={os.path.relpath(path, self.folder) for path in written})
+            self.power_cut(written)
+            check.check_acks("after-power-cut")
+        else:
+            check.check_acks("after-kill")
+        check.check_locks()
+        check.check_indexes()
+        if config.mode == "power-loss" and self.mount is None:
+            check.power_loss(rng)
+            count_landings(written, report.landings["power-loss"])
+        try:
+            check.fsck_and_repair()
+        except LevelsessError as exc:  # a typed error from levelsess itself is a finding, not the end of the run
+            check.violation("check-failed", None, f"fsck --repair raised {type(exc).__name__}: {exc}")
+            self.keep_reproducer(check)
+        check.check_acks("after-repair")
+        report.cycles += 1
+        if check.found:
+            report.violations.extend(check.found)
+            self.keep_reproducer(check)
+            self.fresh_folder()  # a damaged folder would fail every later cycle too
+
+    def run_writers(self, seed: str, rng: random.Random) -> tuple[list[_Proc], dict[int, float]]:
+        """Start the cycle's writers, SIGKILL each at its seeded moment, reap them all."""
+        config = self.config
         procs: list[_Proc] = []
         self.procs = procs  # filled one by one, so run() kills what started if a later start fails
         for i in range(config.writers):
@@ -504,43 +462,40 @@ class Harness:
                 self.await_first_ack(procs[i], procs)
                 killed_at[i] = time.monotonic()
                 if kill_tree(procs[i].popen.pid):
-                    report.kills += 1
+                    self.report.kills += 1
         finally:
-            for proc in procs:
-                kill_tree(proc.popen.pid)
-                proc.close()
-            self.procs = []
-        for proc in procs:
-            for relpath, end, digest in proc.acks:
-                self.acks.setdefault(relpath, []).append((end, digest))
-                report.acked += 1
-        check = _Cycle(self, number)
-        silent = not any(proc.acks for proc in procs)  # a writer may wait behind another's lock all its life
-        for proc in procs:
-            self.check_writer(check, proc, killed_at[proc.index] - proc.started, silent)
-        self.settled = self.settled or not silent or any(v["kind"] == "no-ack" for v in check.found)
-        for journal in _journals(self.folder):
-            data = journal.read_bytes()
+            self.stop_writers()
+        return procs, killed_at
+
+    def stop_writers(self) -> None:
+        for proc in self.procs:
+            kill_tree(proc.popen.pid)
+            proc.close()
+        self.procs = []
+
+    def power_cut(self, written: list[Path]) -> None:
+        """LazyFS: drop every unsynced byte, and count what went (sizes through the mount)."""
+        usage = self.mount.cache_usage()
+        if usage is not None and usage >= 99.9:
+            self.report.cache_full += 1
+        before = file_sizes(self.folder)
+        self.mount.clear_cache()
+        after = file_sizes(self.folder)
+        dropped = sum(max(0, size - after.get(path, 0)) for path, size in before.items())
+        self.report.discarded_bytes += dropped
+        self.report.dropped_cycles += dropped > 0
+        count_landings(written, self.report.landings["lazyfs"])
+
+    def count_torn(self) -> None:
+        for journal in journals(self.folder):
+            try:
+                data = journal.read_bytes()
+            except OSError:
+                continue
             relpath = str(journal.relative_to(self.folder))
             acked = max((end for end, _ in self.acks.get(relpath, [])), default=0)
             if data.rfind(b"\n") + 1 < len(data) and len(data) > acked:
-                report.torn_records += 1
-        check.check_acks("after-kill")
-        check.check_locks()
-        check.check_indexes()
-        if config.mode == "power-loss":
-            check.power_loss(rng)
-        try:
-            check.fsck_and_repair()
-        except LevelsessError as exc:  # a typed error from levelsess itself is a finding, not the end of the run
-            check.violation("check-failed", None, f"fsck --repair raised {type(exc).__name__}: {exc}")
-            self.keep_reproducer(check)
-        check.check_acks("after-repair")
-        report.cycles += 1
-        if check.found:
-            report.violations.extend(check.found)
-            self.keep_reproducer(check)
-            self.fresh_folder()  # a damaged folder would fail every later cycle too
+                self.report.torn_records += 1
 
     def await_first_ack(self, proc: _Proc, procs: list[_Proc]) -> None:
         """Until some writer has ACKed in this run, give ``proc`` until ``ack_timeout`` after
@@ -558,7 +513,7 @@ class Harness:
                 return
             time.sleep(0.01)
 
-    def check_writer(self, check: _Cycle, proc: _Proc, alive: float, silent: bool) -> None:
+    def check_writer(self, check: CycleCheck, proc: _Proc, alive: float, silent: bool) -> None:
         """The writer-side violations: ``writer-exited``, ``no-ack`` and ``protocol``.
 
         ``no-ack`` needs the whole cycle ``silent`` (no writer ACKed): a writer given the same
@@ -583,7 +538,7 @@ class Harness:
                             f"(relpath inside the chaos folder, sha256 as 64 lowercase hex digits), e.g. {examples}")
 
     def folder_bytes(self) -> int:
-        return sum(j.stat().st_size for j in _journals(self.folder)) if self.folder.exists() else 0
+        return sum(file_sizes(self.folder).values()) if self.folder.exists() else 0
 
     def run(self) -> Report:
         config = self.config
@@ -591,23 +546,36 @@ class Harness:
         started = time.monotonic()
         number = 0
         try:
-            while True:
-                if cycles is not None and number >= cycles:
-                    break
-                if config.duration is not None and time.monotonic() - started >= config.duration:
-                    break
-                self.cycle(number)
-                number += 1
-                self.report.elapsed = time.monotonic() - started
-                self.on_cycle(self.report)
+            with contextlib.ExitStack() as stack:
+                self.own_root(stack)
+                stack.callback(self.stop_writers)  # before the unmount (or removal) of the root
+                while True:
+                    if cycles is not None and number >= cycles:
+                        break
+                    if config.duration is not None and time.monotonic() - started >= config.duration:
+                        break
+                    self.cycle(number)
+                    number += 1
+                    self.report.elapsed = time.monotonic() - started
+                    self.on_cycle(self.report)
         finally:
-            for proc in self.procs:
-                kill_tree(proc.popen.pid)
-                proc.close()
             self.report.elapsed = time.monotonic() - started
-            if not config.keep and not config.work:
-                shutil.rmtree(self.root, ignore_errors=True)
         return self.report
+
+    def own_root(self, stack: contextlib.ExitStack) -> None:
+        """Make the folder the chaos folders live in, and undo it on the way out: a temporary
+        folder (removed unless --keep), ``work``, or a LazyFS mount (unmounted, whatever happens)."""
+        config = self.config
+        lazyfs_mount.clean_stale()  # mounts a killed run left behind
+        if config.fs == "lazyfs":
+            binary = lazyfs_mount.find_binary(config.lazyfs)
+            stack.enter_context(lazyfs_mount.terminate_as_interrupt())
+            self.mount = stack.enter_context(lazyfs_mount.Mount(binary, lazyfs_mount.make_box(config.work), keep=config.keep))
+            self.root = self.mount.mount
+            return
+        self.root = Path(config.work) if config.work else Path(tempfile.mkdtemp(prefix="levelsess-chaos-"))
+        if not config.keep and not config.work:
+            stack.callback(shutil.rmtree, self.root, ignore_errors=True)
 
 
 def validate(config: Config) -> None:
@@ -615,6 +583,12 @@ def validate(config: Config) -> None:
         external_argv(config.writer_cmd)  # parsable, and its program exists and is executable
     if config.mode not in ("kill", "power-loss"):
         raise UsageError(f"--mode {config.mode}: choose kill or power-loss")
+    if config.fs not in ("disk", "lazyfs"):
+        raise UsageError(f"--fs {config.fs}: choose disk or lazyfs")
+    if config.fs == "lazyfs" and config.mode != "power-loss":
+        raise UsageError(f"--fs lazyfs cuts the power after each kill: use it with --mode power-loss, not --mode {config.mode}")
+    if config.lazyfs is not None and config.fs != "lazyfs":
+        raise UsageError("--lazyfs names the LazyFS program for --fs lazyfs; add --fs lazyfs --mode power-loss, or drop --lazyfs")
     if config.writers < 1:
         raise UsageError("--writers must be at least 1")
     if config.unsafe and config.unsafe not in UNSAFE:

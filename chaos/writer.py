@@ -11,6 +11,9 @@ The unsafe writers each break one rule, so the harness can be seen to catch them
 * ``ack-before-write`` - ACKs a record, then writes it (a debounced write).
 * ``rewrite-in-place`` - rewrites the whole journal for every record (truncate + write).
 * ``meta-before-append`` - (Logician) advances meta.json before the append is durable.
+* ``no-fsync`` - appends with one ``write()`` and ACKs, never fsyncs (the bytes sit in the page
+  cache).  Only a real power cut (``--mode power-loss --fs lazyfs``) catches it: a kill -9
+  leaves the page cache intact, and the simulated cut never goes below the last ACK.
 
 Run as ``python -m chaos.writer`` (what the harness does: it imports no CLI machinery, so it
 starts fast) or ``levelsess chaos writer``.
@@ -33,7 +36,8 @@ import orjson
 from toolkit import durable, locks
 from toolkit.errors import LevelsessError
 
-UNSAFE = {"ack-before-write": "levelcode", "rewrite-in-place": "levelcode", "meta-before-append": "logician"}
+UNSAFE = {"ack-before-write": "levelcode", "rewrite-in-place": "levelcode", "meta-before-append": "logician",
+          "no-fsync": "levelcode"}
 MIN_RECORD, MAX_RECORD = 100, 4 << 20
 HEARTBEAT = 2.0
 STATE_DIR = ".levelsess"
@@ -79,6 +83,10 @@ class Writer:
         self.last_id: str | None = None
         self.created = now_iso()
         self.last_beat = 0.0
+        self.parent = os.getppid()  # a writer whose harness died (SIGKILL) stops instead of appending forever
+
+    def orphaned(self) -> bool:
+        return os.getppid() != self.parent
 
     # -- the ACK protocol -------------------------------------------------------------------
 
@@ -90,6 +98,8 @@ class Writer:
 
     def lock(self) -> None:
         while True:
+            if self.orphaned():
+                raise SystemExit("chaos writer: the harness that started it is gone")
             try:
                 if locks.try_acquire(self.journal):
                     self.last_beat = time.monotonic()
@@ -165,6 +175,8 @@ class Writer:
                 handle.flush()
                 os.fsync(handle.fileno())
             return self.journal.stat().st_size
+        if self.unsafe == "no-fsync":
+            return _append_unsynced(self.journal, line)
         return durable.append_line(self.journal, line)
 
     # -- caches, only after the append is durable -----------------------------------------
@@ -195,14 +207,15 @@ class Writer:
             self.recover(full=not per_record_lock)
             if self.layout == "levelcode" and self._empty():  # new, or its torn meta line was trimmed
                 line = self.meta_line()
-                self.ack(durable.append_line(self.journal, line), line)
+                end = _append_unsynced(self.journal, line) if self.unsafe == "no-fsync" else durable.append_line(self.journal, line)
+                self.ack(end, line)
             if per_record_lock:
                 self.unlock()
         elif self.layout == "levelcode" and durable.create_exclusive(self.journal, b""):
             line = self.meta_line()
             self.ack(durable.append_line(self.journal, line), line)
         written = 0
-        while self.max_records is None or written < self.max_records:
+        while (self.max_records is None or written < self.max_records) and not self.orphaned():
             if per_record_lock:
                 self.lock()
                 self.recover(full=False)
@@ -229,6 +242,18 @@ class Writer:
             written += 1
         if self.use_lock and not per_record_lock:
             self.unlock()
+
+
+def _append_unsynced(path: Path, line: bytes) -> int:
+    """The ``no-fsync`` bug: one O_APPEND ``write()`` of the record and its newline, no fsync."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        data = memoryview(line + b"\n")
+        while data:
+            data = data[os.write(fd, data):]
+        return os.lseek(fd, 0, os.SEEK_CUR)
+    finally:
+        os.close(fd)
 
 
 def _last_line(handle, size: int) -> tuple[int, bytes | None]:

@@ -932,12 +932,14 @@ def chaos_run(
     duration: Annotated[Optional[float], typer.Option("--duration", metavar="SECONDS", help="Stop starting cycles after this many seconds (the nightly run: --duration 3600).", min=0, show_default=False)] = None,
     writers: Annotated[int, typer.Option("--writers", metavar="N", help="Writer processes per cycle, each killed at its own random moment.", min=1)] = 2,
     seed: Annotated[Optional[int], typer.Option("--seed", metavar="N", help="Seed for record sizes and kill moments (default: random, printed in the report).", show_default=False)] = None,
-    mode: Annotated[str, typer.Option("--mode", metavar="kill|power-loss", help="kill: SIGKILL only. power-loss: also cut each file back to a random offset at or past its last ACK, maybe zero-filled.")] = "kill",
+    mode: Annotated[str, typer.Option("--mode", metavar="kill|power-loss", help="kill: SIGKILL only. power-loss: also cut the power after the kills; on the default --fs disk that is simulated (each file cut back to a random offset at or past its last ACK, maybe zero-filled), which cannot catch a writer that ACKs before fsync: use --fs lazyfs for that.")] = "kill",
+    fs: Annotated[str, typer.Option("--fs", metavar="disk|lazyfs", help="lazyfs (with --mode power-loss): run the writers on a LazyFS mount and drop every unsynced byte after the kills, a real power cut that catches a missing fsync. Needs FUSE and LazyFS (--lazyfs).")] = "disk",
+    lazyfs: Annotated[Optional[str], typer.Option("--lazyfs", metavar="PATH", help="The LazyFS program for --fs lazyfs (default: $LEVELSESS_LAZYFS, else lazyfs on PATH); build it with shared/tools/build-lazyfs.sh.", show_default=False)] = None,
     layout: Annotated[str, typer.Option("--layout", metavar="levelcode|logician|both", help="Reference writers: levelcode, logician, or both (alternating).")] = "both",
-    unsafe: Annotated[Optional[str], typer.Option("--unsafe", metavar="NAME", help="Run a deliberately unsafe writer the harness must catch: ack-before-write, rewrite-in-place, meta-before-append.", show_default=False)] = None,
+    unsafe: Annotated[Optional[str], typer.Option("--unsafe", metavar="NAME", help="Run a deliberately unsafe writer the harness must catch: ack-before-write, rewrite-in-place, meta-before-append, no-fsync (ACKs after write(), never fsyncs: only --mode power-loss --fs lazyfs catches it).", show_default=False)] = None,
     shared_file: Annotated[bool, typer.Option("--shared-file", help="Put every writer on one journal (taking the lock per record).")] = False,
     no_lock: Annotated[bool, typer.Option("--no-lock", help="Writers skip the lock protocol (with --shared-file: shows what the lock buys).")] = False,
-    writer_cmd: Annotated[Optional[str], typer.Option("--writer-cmd", metavar="COMMAND", help="Run this command as the writer instead; it gets LEVELSESS_CHAOS_DIR and LEVELSESS_CHAOS_SEED and prints 'ACK <relpath> <end-offset> <sha256>' per durable record, and nothing else, until it is killed: exiting early, any other stdout line, or no ACK at all is a violation.", show_default=False)] = None,
+    writer_cmd: Annotated[Optional[str], typer.Option("--writer-cmd", metavar="COMMAND", help="Run this command as the writer instead; it gets LEVELSESS_CHAOS_DIR and LEVELSESS_CHAOS_SEED and prints 'ACK <relpath> <end-offset> <sha256>' per durable record (relpath from LEVELSESS_CHAOS_DIR), and nothing else, until it is killed: exiting early, any other stdout line, or no ACK at all is a violation. Its journals may go anywhere under LEVELSESS_CHAOS_DIR where a layout keeps them: LEVELSESS_CHAOS_DIR is a LevelCode store root (<slug>/<id>.jsonl), and so is its store/ folder; Logician sessions go under a workspace's .logician/sessions/sessions/<id>/messages.jsonl (the workspace may be LEVELSESS_CHAOS_DIR itself or its ws/). Every journal there is checked, repaired and compared with a fresh index; an ACK for a file the harness cannot check (another place, another format) is an 'unchecked' violation. Durable means fsync or fdatasync of the file (or O_SYNC / O_DSYNC writes): --fs lazyfs does not see sync() or syncfs().", show_default=False)] = None,
     largest: Annotated[int, typer.Option("--largest", metavar="BYTES", help="Largest record in bytes (sizes are log-uniform from ~100 B).", min=200)] = 4 << 20,
     target: Annotated[Optional[str], typer.Option("--target", metavar="fsck|reindex|migrate|import", help="Kill levelsess's own writing command instead: fsck, reindex, migrate or import (from a generated Cursor database); each rerun must converge to the uninterrupted result.", show_default=False)] = None,
     out: Annotated[Optional[Path], typer.Option("--out", metavar="FOLDER", help="Keep a reproducer (seed, cycle, files, ACKs) here for every cycle with a violation.", show_default=False)] = None,
@@ -949,11 +951,12 @@ def chaos_run(
 ) -> int:
     """Start writers, SIGKILL them at random moments, repair, and prove no ACKed record was lost.
 
-    After each cycle: every ACKed record is present, byte-identical, at its offset; a repair removed only the unacknowledged tail; no corruption error on a file whose only damage is a torn tail; caches match the journals; killed writers' locks are stale. Exit 0 only when nothing was lost and there was no violation (else 4).
+    After each cycle: every ACKed record is present, byte-identical, at its offset; a repair removed only the unacknowledged tail; no corruption error on a file whose only damage is a torn tail; caches match the journals; killed writers' locks are stale; every ACKed file was checked. The report counts, per cycle kind, where the kills (and power cuts) left each journal written: mid-record (torn), after a record but before its newline (unterminated), or between records. Exit 0 only when nothing was lost and there was no violation (else 4); 8 when the run could not be made (e.g. --fs lazyfs without LazyFS or FUSE).
 
     [bold]Examples[/bold]:
       levelsess chaos run --cycles 20                          # the CI smoke
-      levelsess chaos run --duration 3600 --writers 4 --mode power-loss --json   # nightly
+      levelsess chaos run --duration 3600 --writers 4 --mode power-loss --fs lazyfs --json   # nightly
+      levelsess chaos run --mode power-loss --fs lazyfs --lazyfs ~/.cache/levelsess/lazyfs/bin/lazyfs --unsafe no-fsync --cycles 10   # caught
       levelsess chaos run --unsafe rewrite-in-place --out ./repro   # watch it get caught
       levelsess chaos run --writer-cmd './my-writer --fast' --cycles 200
       levelsess chaos run --target migrate --cycles 10
@@ -968,9 +971,11 @@ def chaos_run(
         raise UsageError(f"--target {target}: choose one of {', '.join(TARGETS)}")
     if layout not in ("levelcode", "logician", "both"):
         raise UsageError(f"--layout {layout}: choose levelcode, logician or both")
+    if target is not None and (fs != "disk" or lazyfs is not None):
+        raise UsageError(f"--target {target} kills levelsess's own commands on disk; drop --fs / --lazyfs")
     config = Config(cycles=cycles, duration=duration, writers=writers, seed=seed if seed is not None else int.from_bytes(os.urandom(4), "big"),
-                    mode=mode, layout=layout, unsafe=unsafe, shared_file=shared_file, no_lock=no_lock, writer_cmd=writer_cmd,
-                    largest=largest, out=out, keep=keep, replay=replay)
+                    mode=mode, fs=fs, lazyfs=lazyfs, layout=layout, unsafe=unsafe, shared_file=shared_file, no_lock=no_lock,
+                    writer_cmd=writer_cmd, largest=largest, out=out, keep=keep, replay=replay)
     with _live_chaos(out_) as on_cycle:
         report = run_target(config, target, on_cycle) if target else run_chaos(config, on_cycle)
     code = 0 if report.ok else 4
@@ -1003,14 +1008,21 @@ def _live_chaos(out: Output):
 def _chaos_table(document: dict):
     from rich.table import Table
 
-    table = Table(title=f"chaos {document['mode']} (seed {document['seed']})", title_justify="left", show_header=False)
+    on = " on lazyfs" if document.get("fs") == "lazyfs" else ""
+    table = Table(title=f"chaos {document['mode']}{on} (seed {document['seed']})", title_justify="left", show_header=False)
     table.add_column("what")
     table.add_column("count", justify="right")
     rows = (("cycles", "cycles"), ("kills", "kills"), ("ACKed records", "acked"), ("lost", "lost"),
             ("records torn mid-write", "torn_records"), ("bytes trimmed by repair", "trimmed_bytes"),
+            ("bytes LazyFS discarded (power cuts)", "discarded_bytes"), ("cycles that discarded bytes", "dropped_cycles"),
+            ("cycles that filled LazyFS's cache", "cache_full"),
             ("false corruption", "false_corruption"), ("cycles per minute", "cycles_per_minute"))
     for label, key in rows:
-        table.add_row(label, f"{document[key]:,}" if isinstance(document[key], int) else str(document[key]))
+        if key in document:
+            table.add_row(label, f"{document[key]:,}" if isinstance(document[key], int) else str(document[key]))
+    for kind, counts in document.get("landings", {}).items():
+        table.add_row(f"{kind}: torn / unterminated / between records",
+                      " / ".join(f"{counts.get(where, 0):,}" for where in ("torn", "unterminated", "between")))
     if str(document["mode"]).startswith("target:"):
         table.add_row("kills mid-run", str(document.get("mid_run_kills", 0)))
     table.add_row("violations", str(len(document["violations"])), style="bold red" if document["violations"] else "green")

@@ -57,7 +57,7 @@ def test_reference_writers_lose_nothing(tmp_path, mode):
 def test_shared_file_with_the_lock_loses_nothing(tmp_path):
     report = run(Config(cycles=5, writers=3, seed=5, shared_file=True, largest=SMALL, max_run=0.4))
     assert report.ok, report.violations[:3]
-    assert report.acked > 20
+    assert report.acked > 5  # lock contention on a loaded machine: how many varies (it was > 20, which flaked on 2 cores)
 
 
 @pytest.mark.parametrize("unsafe", ["ack-before-write", "rewrite-in-place", "meta-before-append"])
@@ -283,3 +283,15 @@ def test_a_relative_writer_cmd_runs_from_where_it_was_given(tmp_path, monkeypatc
     report = run(Config(cycles=2, writers=1, seed=3, writer_cmd="./my-writer --layout logician", max_run=0.3))
     assert report.ok, report.violations[:3]
     assert report.acked > 0
+
+
+def test_the_report_counts_where_each_kill_landed():
+    result = run_cli("chaos", "run", "--cycles", "3", "--writers", "2", "--seed", "4", "--largest", str(SMALL), "--mode", "power-loss", "--json")
+    assert result.exit_code == 0, result.stdout[-2000:]
+    landings = result.json["landings"]
+    assert set(landings) == {"kill", "power-loss"}
+    assert all(set(counts) == {"torn", "unterminated", "between"} for counts in landings.values())
+    assert sum(landings["kill"].values()) >= 1 and sum(landings["power-loss"].values()) == sum(landings["kill"].values())
+    assert "discarded_bytes" not in result.json, "a LazyFS figure only"
+    table = run_cli("chaos", "run", "--cycles", "1", "--writers", "1", "--seed", "4", "--largest", str(SMALL))
+    assert "kill: torn / unterminated / between records" in table.stdout
