@@ -120,9 +120,6 @@ class ClaudeRules:
             c.sink.add("invalid-record", "JSON but not a record object with a string \"type\"", c.lineno, offset, line)
             return
         c.records += 1
-        if kind == "user" and b"\\u0000" in line and _holds_nul_escape(line):  # tool output, pasted text
-            c.sink.add("nul-in-content", "a value holds a \\u0000 character: Claude Code's next request may be cut "
-                       "there, and resume brings it back", c.lineno, offset, line)
         stamp = obj.get("timestamp")
         if stamp is not None:
             if self.first_stamp is None:
@@ -164,8 +161,7 @@ class ClaudeRules:
         if kind == "user":
             result = "toolUseResult" in obj
             self.result.append(result)
-            if b'"tool_result"' in line:
-                self._results(obj)
+            self._content(obj, offset, line)
             if not (result or side or obj.get("isMeta") or obj.get("isCompactSummary")):
                 self._prompt(obj)
             return
@@ -178,13 +174,34 @@ class ClaudeRules:
         elif kind == "system" and obj.get("subtype") == "compact_boundary" and isinstance(obj.get("logicalParentUuid"), str):
             self.logical[number] = obj["logicalParentUuid"]
 
-    def _results(self, obj: dict) -> None:
+    def _content(self, obj: dict, offset: int, line: bytes) -> None:
+        """A user record's content: the tool calls it answers, and a U+0000 in what goes to the model
+        (tool output, pasted text: the next request is cut there, and resume brings it back).
+        Searched in the parsed strings, one character, never in the raw bytes."""
         message = obj.get("message")
         content = message.get("content") if type(message) is dict else None
-        if type(content) is list:
+        nul = False
+        if type(content) is str:
+            nul = "\0" in content
+        elif type(content) is list:
             for block in content:
-                if type(block) is dict and block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                    self.results.add(block["tool_use_id"])
+                if type(block) is not dict:
+                    continue
+                kind = block.get("type")
+                if kind == "tool_result":
+                    if isinstance(block.get("tool_use_id"), str):
+                        self.results.add(block["tool_use_id"])
+                    inner = block.get("content")
+                    if type(inner) is str:
+                        nul = nul or "\0" in inner
+                    elif type(inner) is list:
+                        nul = nul or any(type(b) is dict and type(b.get("text")) is str and "\0" in b["text"] for b in inner)
+                elif kind == "text" and type(block.get("text")) is str:
+                    nul = nul or "\0" in block["text"]
+        if nul:
+            c = self.c
+            c.sink.add("nul-in-content", "a value holds a \\u0000 character: Claude Code's next request may be cut "
+                       "there, and resume brings it back", c.lineno, offset, line)
 
     def _prompt(self, obj: dict) -> None:
         message = obj.get("message")
@@ -315,19 +332,6 @@ class ClaudeRules:
             line, offset = self.where[2 * number], self.where[2 * number + 1]
             self.c.sink.add("broken-chain", f"resume shows {reachable:,} of {main:,} messages: the chain breaks at line "
                             f"{line} ({why}); the {main - reachable:,} before it are off the resumed path", line, offset)
-
-
-def _holds_nul_escape(line: bytes) -> bool:
-    """True when ``line`` holds the JSON escape for U+0000 (not an escaped backslash before "u0000")."""
-    at = line.find(b"\\u0000")
-    while at >= 0:
-        slashes = 0
-        while at - slashes - 1 >= 0 and line[at - slashes - 1] == 92:
-            slashes += 1
-        if slashes % 2 == 0:
-            return True
-        at = line.find(b"\\u0000", at + 1)
-    return False
 
 
 def sniff_head(path: Path) -> str | None:
