@@ -12,6 +12,8 @@ then measures in one run:
   check j1  check_folders(discover_all([projects]), jobs=1) in this process
   cli j1    `levelsess fsck --json PROJECTS --jobs 1` as a subprocess (wall time), and its
             peak RSS from one extra run under the probe (tests/bench/probe.py)
+  cli j2    the same with --jobs 2 (peak RSS also summed over the worker processes)
+  cli       the default fsck (automatic jobs: every core for a tree this size)
 
 and prints each figure next to the bare parse as a ratio (DESIGN.md §8: fsck ≥ 0.8× the bare
 parse on this tree, peak memory < 100 MiB).  MB is 10**6 bytes.
@@ -80,17 +82,22 @@ def main(argv: list[str] | None = None) -> int:
             measure("check j1", "check_folders(jobs=1), in process", args.repeat, lambda: in_process(projects, 1)),
             measure_cli("cli j1", "levelsess fsck --json --jobs 1 (subprocess)", args.repeat, cli_command(),
                         ["fsck", "--json", "--jobs", "1", str(projects)], False),
+            measure_cli("cli j2", "levelsess fsck --json --jobs 2 (subprocess)", args.repeat, cli_command(),
+                        ["fsck", "--json", "--jobs", "2", str(projects)], True),
+            measure_cli("cli", "levelsess fsck --json (the default: automatic jobs)", args.repeat, cli_command(),
+                        ["fsck", "--json", str(projects)], True),
         ]
         base = results[0].best
         doc = {"bytes": size, "files": len(files), "results": [
             {"name": r.name, "what": r.what, "seconds": round(r.best, 3), "mb_per_s": round(size / MB / r.best, 1),
-             "vs_bare": round(base / r.best, 2), "rss_mib": r.rss_mib} for r in results]}
+             "vs_bare": round(base / r.best, 2), "rss_mib": r.rss_mib, "tree_rss_mib": r.tree_rss_mib} for r in results]}
         if args.json:
             print(json.dumps(doc, indent=2))
         else:
             print(f"Claude Code-shaped tree: {len(files)} files, {size / MB:,.0f} MB")
             for r in doc["results"]:
                 rss = f"  peak RSS {r['rss_mib']} MiB" if r["rss_mib"] is not None else ""
+                rss += f" (all processes {r['tree_rss_mib']} MiB)" if r.get("tree_rss_mib") else ""
                 print(f"  {r['name']:<9} {r['seconds']:>7.2f} s  {r['mb_per_s']:>7.1f} MB/s  {r['vs_bare']:.2f}x bare{rss}   ({r['what']})")
     finally:
         if temp is not None:
