@@ -16,15 +16,30 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.text import Text
 from typer.core import TyperGroup
 
 from . import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, LevelsessError, PathNotFoundError, UnknownFormatError, UsageError
-from .fsck import check_folders, plan_repair
-from .report import (Output, add_column, common_base, findings_table, fsck_json, print_table, printable, relative, summary_line,
-                     tolerant_streams, write_json)
-from .stores import default_store, discover_all
+
+
+def _lazy(module: str, name: str):
+    """``from module import name``, done at the first call: ``--version`` and ``--help`` load no
+    library module, and each command loads only what it uses (start-up, DESIGN.md §8)."""
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(module, __package__), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+Text = _lazy("rich.text", "Text")
+check_folders, plan_repair = _lazy(".fsck.check", "check_folders"), _lazy(".fsck.repair", "plan_repair")
+Output, add_column, common_base, findings_table, fsck_json, print_table, printable, relative, summary_line, \
+    tolerant_streams, write_json = (_lazy(".report", name) for name in (
+        "Output", "add_column", "common_base", "findings_table", "fsck_json", "print_table", "printable", "relative",
+        "summary_line", "tolerant_streams", "write_json"))
+from .streams import tolerant_streams  # noqa: E402 (light: called before every command)
+default_store, discover_all = _lazy(".stores", "default_store"), _lazy(".stores", "discover_all")
 
 
 def _click_modules() -> list:

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .findings import Finding
+from .streams import tolerant_streams  # noqa: F401 - re-exported
 from .encode import dumps
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow"}
@@ -44,18 +45,6 @@ class Output:
         self.err.print(Text("error: ", style="bold red") + Text(message))
         if hint:
             self.err.print(Text("hint: ", style="cyan") + Text(hint))
-
-
-def tolerant_streams() -> None:
-    """Make stdout and stderr print what their encoding cannot hold as escapes instead of
-    raising UnicodeEncodeError (a Windows redirect, ``PYTHONIOENCODING=cp1252``, ``LANG=C``)."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            try:
-                reconfigure(errors="backslashreplace")
-            except (ValueError, OSError):  # a closed or detached stream: nothing to print there anyway
-                pass
 
 
 def _is_utf8(stream) -> bool:
