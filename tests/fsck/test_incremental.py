@@ -280,3 +280,36 @@ def test_incremental_refuses_repairs(tmp_path, flag):
     assert result.exit_code == 16
     assert "--incremental" in result.stderr and flag[0] in result.stderr
     assert not incremental.cache_dir().exists()
+
+
+def test_a_journal_named_twice_is_checked_as_a_full_check_does(tmp_path):
+    root = make_store(tmp_path / "store", sessions=2)
+    journal = sorted(root.rglob("*.jsonl"))[0]
+    time.sleep(SETTLE)
+    _fsck("--incremental", root, journal.parent, journal)
+    inc, code = _fsck("--incremental", root, journal.parent, journal)
+    full, full_code = _fsck(root, journal.parent, journal)
+    assert inc.pop("from_cache") == 3
+    assert (inc, code) == (full, full_code)
+
+
+def test_worker_processes_give_the_same_answer(store):
+    root, journal = store
+    _fsck("--incremental", "--jobs", "2", root)
+    with open(journal, "ab") as handle:
+        handle.write(b'{"kind": "user", "cut off\n')
+    inc, code = _fsck("--incremental", "--jobs", "2", root)
+    full, full_code = _fsck("--jobs", "2", root)
+    assert inc.pop("from_cache") == _count(root) - 1
+    assert (inc, code) == (full, full_code)
+
+
+def test_unwritable_cache_leaves_the_verdict_alone(tmp_path, isolated_home):
+    root = make_store(tmp_path / "store", sessions=2)
+    where = incremental.cache_dir()
+    where.parent.mkdir(parents=True)
+    where.write_bytes(b"a file where the cache folder should be")
+    assert_same_as_full(root, from_cache=0)
+    result = run_cli("fsck", "--incremental", root)
+    assert "could not be written" in result.stderr and "Traceback" not in result.stderr
+    assert where.read_bytes() == b"a file where the cache folder should be"

@@ -11,12 +11,19 @@ findings, counts, tail state and layout facts), keyed by the layout, ``--strict`
 levelsess version.  An entry is used only when every one of those matches; anything else (an
 append, a truncation, an in-place rewrite even with its mtime put back, a replaced file) is read
 again in full.  ctime is the stamp a writer cannot set back, so it is what catches a rewrite
-outside the hashed tail.
+outside the hashed tail (not on Windows, where st_ctime is the creation time: there only the
+hashed tail catches it).
 
 Racy entries (git's "racily clean" index entries): a journal changed within :data:`RACY_NS` of
 the moment it was read may be changed again within the same timestamp tick, leaving every stamp
 as it was.  Such an entry is kept, but never trusted: the next run reads the journal in full
 again (and then, the file being older, trusts what it finds).
+
+Every journal whose scan succeeded is cached, damaged ones too: the entry reproduces the very
+findings a full read gives, and a change to the file makes it read again.  A journal that could
+not be read, or whose facts would not come back equal from JSON, is simply not cached.  A
+Logician entry holds every entry id of its journal (meta.json's check needs them), so its size
+follows the journal's record count.
 
 A missing, unreadable or corrupt cache file only means "read everything"; a cache that cannot be
 written leaves the check's verdict as it is (the report says so).
@@ -224,7 +231,7 @@ class IncrementalCache:
 
     def record(self, journal: Path, scan: JournalScan | None) -> None:
         """Remember a fresh scan, if the journal held still while it was read; forget it otherwise."""
-        where, key, stamp, read_ns = self.before.pop(journal)
+        where, key, stamp, read_ns = self.before[journal]  # kept: PATHs may name a journal twice
         entries = self.files[where]
         entry = None
         if scan is not None and stamp is not None:
