@@ -248,6 +248,7 @@ def fsck(
     relink: Annotated[bool, typer.Option("--relink", help="Claude Code: make a broken parentUuid chain whole again in a new journal (each dangling parentUuid value spliced to the nearest earlier message; needs --yes); the original goes to quarantine.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm --salvage or --relink (or set LEVELSESS_SALVAGE=YES).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Worker processes for reading journals (0 = automatic).", min=0)] = 0,
+    incremental: Annotated[bool, typer.Option("--incremental", help="Skip journals unchanged since the last --incremental check (same inode, size, mtime, ctime and last 4 KiB); remembers its verdicts in levelsess's user cache folder, never in a store.")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -268,6 +269,7 @@ def fsck(
       levelsess fsck ~/.claude/projects/-Users-ada-app --relink --yes   # resume shows the whole session again
       levelsess fsck --repair --dry-run -v                 # preview every repair step
       levelsess fsck --strict --force --jobs 4 -q --store ~/other-store
+      levelsess fsck --incremental -q                      # editor start-up / nightly: re-read only what changed
     """
     out = _output(ctx, json_, quiet, verbose)
     salvage_ok = yes or os.environ.get("LEVELSESS_SALVAGE") == "YES"
@@ -277,12 +279,14 @@ def fsck(
         raise UsageError("--relink rewrites journals: confirm with --yes, or add --dry-run to preview")
     if yes and not (salvage or relink):
         raise UsageError("--yes only confirms --salvage or --relink; add one of them or drop --yes")
+    if incremental and (writes := [n for n, on in (("--repair", repair), ("--salvage", salvage), ("--relink", relink), ("--dry-run", dry_run)) if on]):
+        raise UsageError(f"--incremental only checks: drop {writes[0]} (a repair reads every journal in full), or drop --incremental")
     targets = _targets(ctx, paths, store)
     folders = discover_all(targets)
     out.base = common_base(targets)
     total = sum(len(f.journals) for f in folders)
     with _progress(out, "checking", total) as advance:
-        report = check_folders(folders, strict=strict, force=force, jobs=jobs, progress=advance)
+        report = check_folders(folders, strict=strict, force=force, jobs=jobs, progress=advance, incremental=incremental)
     report.refuse_foreign_only(targets)
     out.targets = targets
     if not (repair or salvage or relink or dry_run):
@@ -310,7 +314,10 @@ def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str]
     from .fsck.advice import next_steps
 
     if out.json:
-        out.emit_json(fsck_json(findings, report.files, report.records, report.bytes, exit_code, steps))
+        doc = fsck_json(findings, report.files, report.records, report.bytes, exit_code, steps)
+        if report.from_cache is not None:  # --incremental
+            doc["from_cache"] = report.from_cache
+        out.emit_json(doc)
         return exit_code
     shown = [f for f in findings if f.severity == "error" or not out.quiet]
     if shown:
@@ -319,6 +326,11 @@ def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str]
         out.out.print(summary_line(findings, report.files, report.records, report.bytes, exit_code), soft_wrap=True)
         if report.not_checked:
             out.say(f"{report.not_checked} session(s) not checked: locked by a live or uncheckable writer", style="yellow")
+        if report.from_cache is not None:
+            out.say(f"{report.files - report.from_cache} journal(s) read, {report.from_cache} unchanged since the last "
+                    "--incremental check (verdict from the cache)")
+        if report.cache_error:
+            out.say(report.cache_error, style="yellow")
         for step in next_steps(report, list(findings), out.targets, ran):
             out.say(f"next: {step}", style="cyan")
     return exit_code

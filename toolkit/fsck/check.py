@@ -63,6 +63,8 @@ class CheckReport:
     folders: tuple[FolderCheck, ...]
     strict: bool = False
     extra: tuple[Finding, ...] = field(default=())
+    from_cache: int | None = None  # --incremental: journals whose verdict came from the cache
+    cache_error: str | None = None  # --incremental: why the cache could not be written
 
     @property
     def findings(self) -> list[Finding]:
@@ -241,8 +243,14 @@ def check_folders(
     force: bool = False,
     jobs: int = 0,
     progress: Callable[[int], None] | None = None,
+    incremental: bool = False,
 ) -> CheckReport:
-    """Check every journal, lock and cache in ``folders``; read-only."""
+    """Check every journal, lock and cache in ``folders``; read-only.
+
+    ``incremental`` reuses the verdict on journals unchanged since an earlier incremental
+    check and records this run's (:mod:`.incremental`: a cache outside every store, the only
+    thing it writes); without it nothing is read or written but the folders themselves.
+    """
     plan: list[tuple[Folder, Path, LockInfo | None, list[Finding], bool]] = []
     for layout in dict.fromkeys(f.layout for f in folders):
         layout.begin()
@@ -257,9 +265,20 @@ def check_folders(
                 lock_findings.append(Finding("symlink", "warning", str(journal), None, None,
                                              "journal is a symlink: checked, but never written through"))
             plan.append((folder, journal, info, lock_findings, skip))
-    work = [(journal, folder.layout, strict) for folder, journal, _, _, skip in plan if not skip]
+    memo = None
+    if incremental:
+        from .incremental import IncrementalCache
+
+        memo = IncrementalCache(strict)
+    cached = {journal: memo.lookup(folder.path, journal, folder.layout.name)
+              for folder, journal, _, _, skip in plan if memo is not None and not skip}
+    if progress and cached:
+        progress(sum(1 for scan in cached.values() if scan is not None))
+    work = [(journal, folder.layout, strict) for folder, journal, _, _, skip in plan if not skip and cached.get(journal) is None]
     total = sum(file_size(path) for path, _, _ in work)
-    scans = iter(run_scans(work, worker_count(jobs, total, len(work)), progress))
+    fresh = iter(run_scans(work, worker_count(jobs, total, len(work)), progress))
+    scans = iter([cached.get(journal) or _fresh(memo, journal, next(fresh))
+                  for _folder, journal, _, _, skip in plan if not skip])
     by_folder: dict[Path, list[SessionCheck]] = {f.path: [] for f in folders}
     for folder, journal, info, lock_findings, skip in plan:
         if skip:
@@ -282,7 +301,20 @@ def check_folders(
             sessions = tuple(replace(s, findings=_escalate(s.findings)) for s in sessions)
             extra = _escalate(extra)
         checks.append(FolderCheck(folder, sessions, extra, partial.orphan_locks, partial.leftover_temps))
-    return CheckReport(tuple(checks), strict)
+    if memo is None:
+        return CheckReport(tuple(checks), strict)
+    for folder in folders:
+        if folder.whole and folder.problem is None:
+            memo.forget_missing(folder.path, folder.journals)
+    memo.save()
+    return CheckReport(tuple(checks), strict, from_cache=memo.hits, cache_error=memo.error)
+
+
+def _fresh(cache, journal: Path, result: JournalScan | LevelsessError) -> JournalScan | LevelsessError:
+    """A journal just read: with --incremental, remember (or forget) its scan."""
+    if cache is not None:
+        cache.record(journal, result if isinstance(result, JournalScan) else None)
+    return result
 
 
 def _escalate(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:

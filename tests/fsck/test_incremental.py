@@ -1,0 +1,315 @@
+"""fsck --incremental: an unchanged journal comes from the cache, any change is caught as a full check catches it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.helpers import encode, logician_session, make_store, run_cli, session_records, snapshot, truncate_at, write_journal
+from toolkit.fsck import incremental
+
+CLAUDE_FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "claude-code" / "projects"
+SETTLE = 0.1  # seconds: longer than the racy window the tests use, so a journal is trusted next run
+
+
+@pytest.fixture(autouse=True)
+def short_racy_window(monkeypatch):
+    """The real window (2 s) would make every test wait; the rule is the same at 50 ms."""
+    monkeypatch.setattr(incremental, "RACY_NS", 50_000_000)
+
+
+def _levelcode(tmp_path: Path) -> tuple[Path, Path]:
+    root = make_store(tmp_path / "store", sessions=2)
+    journal = sorted(root.rglob("*.jsonl"))[0]
+    write_journal(journal, session_records(journal.stem, turns=40))  # > 8 KiB: a line outside the hashed tail
+    return root, journal
+
+
+def _logician(tmp_path: Path) -> tuple[Path, Path]:
+    entries = [{"id": f"e{n}", "parentId": f"e{n - 1}" if n else None, "timestamp": "2026-11-30T12:00:00Z",
+                "text": f"entry {n} " * 8} for n in range(120)]
+    folder = logician_session(tmp_path, "s1", entries)
+    logician_session(tmp_path, "s2")
+    return tmp_path / ".logician", folder / "messages.jsonl"
+
+
+def _claude(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / ".claude" / "projects"
+    shutil.copytree(CLAUDE_FIXTURES, root)
+    journal = max(root.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
+    return root, journal
+
+
+KINDS = {"levelcode": _levelcode, "logician": _logician, "claude": _claude}
+
+
+@pytest.fixture(params=sorted(KINDS))
+def store(request, tmp_path) -> tuple[Path, Path]:
+    """(the PATH to check, a journal of it larger than 8 KiB), settled past the racy window."""
+    root, journal = KINDS[request.param](tmp_path)
+    assert journal.stat().st_size > 2 * incremental.TAIL_BYTES
+    time.sleep(SETTLE)
+    return root, journal
+
+
+def _fsck(*args) -> tuple[dict, int]:
+    result = run_cli("fsck", "--json", *args)
+    assert not result.stderr.strip() or "Traceback" not in result.stderr
+    return result.json, result.exit_code
+
+
+def assert_same_as_full(root: Path, *, from_cache: int | None = None) -> dict:
+    """Run --incremental, then a full check; the two must agree on everything."""
+    inc, inc_exit = _fsck("--incremental", root)
+    full, full_exit = _fsck(root)
+    hits = inc.pop("from_cache")
+    assert "from_cache" not in full
+    assert (inc, inc_exit) == (full, full_exit)
+    if from_cache is not None:
+        assert hits == from_cache
+    return full
+
+
+def _count(root: Path) -> int:
+    return len(list(root.rglob("*.jsonl")))
+
+
+def _settle_and_prime(root: Path) -> int:
+    """Run --incremental twice; return how many journals the second served from the cache."""
+    _fsck("--incremental", root)
+    doc, _ = _fsck("--incremental", root)
+    return doc["from_cache"]
+
+
+def _line_starts(data: bytes) -> list[int]:
+    return [0] + [i + 1 for i, byte in enumerate(data) if byte == 10 and i + 1 < len(data)]
+
+
+def test_unchanged_store_is_reported_from_the_cache(store):
+    root, _ = store
+    first, _ = _fsck("--incremental", root)
+    assert first["from_cache"] == 0
+    assert_same_as_full(root, from_cache=_count(root))
+
+
+def test_human_output_says_how_many_came_from_the_cache(store):
+    root, _ = store
+    _fsck("--incremental", root)
+    result = run_cli("fsck", "--incremental", root)
+    assert f"0 journal(s) read, {_count(root)} unchanged" in result.stderr
+
+
+def test_append_is_caught(store):
+    root, journal = store
+    assert _settle_and_prime(root) == _count(root)
+    last = journal.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    with open(journal, "ab") as handle:
+        handle.write(last + b"\n")  # a repeated record: seq-duplicate, duplicate-id, or a second copy
+    assert_same_as_full(root, from_cache=_count(root) - 1)
+
+
+def test_valid_append_is_caught(store, tmp_path):
+    root, journal = store
+    _settle_and_prime(root)
+    before = assert_same_as_full(root)
+    data = journal.read_bytes()
+    with open(journal, "ab") as handle:
+        handle.write(data[_line_starts(data)[1]:])  # the body again: the records counted grow
+    after = assert_same_as_full(root, from_cache=_count(root) - 1)
+    assert after["records"] > before["records"]
+
+
+def test_truncation_is_caught(store):
+    root, journal = store
+    _settle_and_prime(root)
+    truncate_at(journal, journal.stat().st_size - 7)
+    doc = assert_same_as_full(root, from_cache=_count(root) - 1)
+    assert "torn-tail" in {f["code"] for f in doc["findings"]}
+
+
+@pytest.mark.parametrize("where", ["in the hashed tail", "before the hashed tail"])
+def test_in_place_rewrite_with_mtime_put_back_is_caught(store, where):
+    root, journal = store
+    _settle_and_prime(root)
+    info = journal.stat()
+    data = bytearray(journal.read_bytes())
+    starts = _line_starts(bytes(data))
+    offset = starts[-1] if where == "in the hashed tail" else starts[1]
+    assert (offset >= info.st_size - incremental.TAIL_BYTES) == (where == "in the hashed tail")
+    data[offset] = ord("#")
+    with open(journal, "r+b") as handle:  # same inode, same size
+        handle.write(data)
+    os.utime(journal, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert journal.stat().st_size == info.st_size and journal.stat().st_mtime_ns == info.st_mtime_ns
+    doc = assert_same_as_full(root, from_cache=_count(root) - 1)
+    assert {"invalid-json", "torn-tail"} & {f["code"] for f in doc["findings"]}
+
+
+def test_replaced_file_is_caught(store):
+    root, journal = store
+    _settle_and_prime(root)
+    info = journal.stat()
+    data = bytearray(journal.read_bytes())
+    data[_line_starts(bytes(data))[1]] = ord("#")
+    twin = journal.with_name(".twin")
+    twin.write_bytes(data)
+    os.utime(twin, ns=(info.st_atime_ns, info.st_mtime_ns))
+    os.replace(twin, journal)
+    assert journal.stat().st_ino != info.st_ino
+    doc = assert_same_as_full(root, from_cache=_count(root) - 1)
+    assert "invalid-json" in {f["code"] for f in doc["findings"]}
+
+
+def test_damaged_line_in_the_appended_part_is_caught(store):
+    root, journal = store
+    _settle_and_prime(root)
+    size = journal.stat().st_size
+    last = journal.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    with open(journal, "ab") as handle:
+        handle.write(b'{"kind": "user", "cut off\n' + last + b"\n")
+    doc = assert_same_as_full(root, from_cache=_count(root) - 1)
+    damaged = [f for f in doc["findings"] if f["code"] == "invalid-json"]
+    assert damaged and damaged[0]["offset"] == size
+
+
+def test_damaged_journal_is_reported_from_the_cache_exactly(store):
+    root, journal = store
+    data = bytearray(journal.read_bytes())
+    data[_line_starts(bytes(data))[1]] = ord("#")
+    journal.write_bytes(data)
+    time.sleep(SETTLE)
+    assert _settle_and_prime(root) == _count(root)
+    doc = assert_same_as_full(root, from_cache=_count(root))
+    assert doc["exit"] & 4
+
+
+def test_plain_fsck_writes_nothing_anywhere(store, isolated_home):
+    root, _ = store
+    home, tree = snapshot(isolated_home), snapshot(root)
+    run_cli("fsck", root)
+    run_cli("fsck", "--json", "--strict", root)
+    assert snapshot(isolated_home) == home and snapshot(root) == tree
+    assert not incremental.cache_dir().exists()
+
+
+def test_incremental_writes_only_its_cache_outside_the_store(store, isolated_home):
+    root, _ = store
+    tree = snapshot(root)
+    _fsck("--incremental", root)
+    assert snapshot(root) == tree
+    cache = incremental.cache_dir()
+    assert cache.is_dir() and str(cache).startswith(str(isolated_home))
+    stamp = snapshot(cache)
+    _fsck("--incremental", root)  # an unchanged store: the cache is not even rewritten
+    run_cli("fsck", root)
+    assert snapshot(cache) == stamp
+
+
+@pytest.mark.parametrize("garbage", [b"", b"\x00\x00\x00", b'{"format": 1, "levelsess"', b"[1, 2]",
+                                     b'{"format": 1, "levelsess": "0.1.0", "journals": {"x": 1}}'])
+def test_corrupt_cache_is_ignored_and_rewritten(store, garbage):
+    root, _ = store
+    _settle_and_prime(root)
+    files = sorted(incremental.cache_dir().iterdir())
+    assert files
+    for path in files:
+        path.write_bytes(garbage)
+    assert_same_as_full(root, from_cache=0)
+    for path in files:
+        assert isinstance(orjson.loads(path.read_bytes()), dict)
+    assert_same_as_full(root, from_cache=_count(root))
+
+
+def test_corrupt_cache_entries_are_ignored(store):
+    root, _ = store
+    _settle_and_prime(root)
+    for path in incremental.cache_dir().iterdir():
+        doc = orjson.loads(path.read_bytes())
+        for entry in doc["journals"].values():
+            entry["findings"] = "nonsense"
+            entry["facts"] = {"class": "os:system", "fields": {}, "tags": {}}
+        path.write_bytes(orjson.dumps(doc))
+    assert_same_as_full(root, from_cache=0)
+
+
+def test_strict_and_plain_verdicts_are_cached_apart(store):
+    root, _ = store
+    _settle_and_prime(root)
+    inc, code = _fsck("--incremental", "--strict", root)
+    full, full_code = _fsck("--strict", root)
+    assert inc.pop("from_cache") == 0
+    assert (inc, code) == (full, full_code)
+
+
+def test_just_written_journal_is_not_trusted(monkeypatch, tmp_path):
+    monkeypatch.setattr(incremental, "RACY_NS", 10 * 1_000_000_000)
+    root = make_store(tmp_path / "store", sessions=2)
+    _fsck("--incremental", root)
+    assert_same_as_full(root, from_cache=0)
+
+
+def test_removed_journal_leaves_the_cache(tmp_path):
+    root = make_store(tmp_path / "store", sessions=3)
+    time.sleep(SETTLE)
+    _settle_and_prime(root)
+    victim = sorted(root.rglob("*.jsonl"))[0]
+    victim.unlink()
+    assert_same_as_full(root, from_cache=2)
+    (cache,) = incremental.cache_dir().iterdir()
+    assert str(victim) not in orjson.loads(cache.read_bytes())["journals"]
+
+
+def test_new_journal_is_read(tmp_path):
+    root = make_store(tmp_path / "store", sessions=2)
+    time.sleep(SETTLE)
+    _settle_and_prime(root)
+    project = next(root.iterdir())
+    write_journal(project / "2026-11-30T10-00-00-ffff.jsonl", encode(session_records("2026-11-30T10-00-00-ffff")))
+    assert_same_as_full(root, from_cache=2)
+
+
+@pytest.mark.parametrize("flag", [["--repair"], ["--dry-run"], ["--salvage", "--yes"], ["--relink", "--yes"]])
+def test_incremental_refuses_repairs(tmp_path, flag):
+    root = make_store(tmp_path / "store", sessions=1)
+    result = run_cli("fsck", "--incremental", *flag, root)
+    assert result.exit_code == 16
+    assert "--incremental" in result.stderr and flag[0] in result.stderr
+    assert not incremental.cache_dir().exists()
+
+
+def test_a_journal_named_twice_is_checked_as_a_full_check_does(tmp_path):
+    root = make_store(tmp_path / "store", sessions=2)
+    journal = sorted(root.rglob("*.jsonl"))[0]
+    time.sleep(SETTLE)
+    _fsck("--incremental", root, journal.parent, journal)
+    inc, code = _fsck("--incremental", root, journal.parent, journal)
+    full, full_code = _fsck(root, journal.parent, journal)
+    assert inc.pop("from_cache") == 3
+    assert (inc, code) == (full, full_code)
+
+
+def test_worker_processes_give_the_same_answer(store):
+    root, journal = store
+    _fsck("--incremental", "--jobs", "2", root)
+    with open(journal, "ab") as handle:
+        handle.write(b'{"kind": "user", "cut off\n')
+    inc, code = _fsck("--incremental", "--jobs", "2", root)
+    full, full_code = _fsck("--jobs", "2", root)
+    assert inc.pop("from_cache") == _count(root) - 1
+    assert (inc, code) == (full, full_code)
+
+
+def test_unwritable_cache_leaves_the_verdict_alone(tmp_path, isolated_home):
+    root = make_store(tmp_path / "store", sessions=2)
+    where = incremental.cache_dir()
+    where.parent.mkdir(parents=True)
+    where.write_bytes(b"a file where the cache folder should be")
+    assert_same_as_full(root, from_cache=0)
+    result = run_cli("fsck", "--incremental", root)
+    assert "could not be written" in result.stderr and "Traceback" not in result.stderr
+    assert where.read_bytes() == b"a file where the cache folder should be"

@@ -1,0 +1,280 @@
+"""Remember what ``fsck --incremental`` verified, so an unchanged journal is not read again.
+
+The cache lives outside every store, under ``platformdirs.user_cache_dir("levelsess")``:
+one small JSON file per folder (``fsck-incremental/<sha256 of the folder's absolute path>.json``),
+written through :func:`toolkit.durable.atomic_write`, and only when something in it changed.
+A plain ``fsck`` never imports this module: it reads and writes nothing here.
+
+Each entry holds the journal's (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns), a sha256 of
+its last (up to) 4 KiB, and the whole :class:`~toolkit.journal.JournalScan` of those bytes (its
+findings, counts, tail state and layout facts), keyed by the layout, ``--strict`` and the
+levelsess version.  An entry is used only when every one of those matches; anything else (an
+append, a truncation, an in-place rewrite even with its mtime put back, a replaced file) is read
+again in full.  ctime is the stamp a writer cannot set back, so it is what catches a rewrite
+outside the hashed tail (not on Windows, where st_ctime is the creation time: there only the
+hashed tail catches it).
+
+Racy entries (git's "racily clean" index entries): a journal changed within :data:`RACY_NS` of
+the moment it was read may be changed again within the same timestamp tick, leaving every stamp
+as it was.  Such an entry is kept, but never trusted: the next run reads the journal in full
+again (and then, the file being older, trusts what it finds).
+
+Every journal whose scan succeeded is cached, damaged ones too: the entry reproduces the very
+findings a full read gives, and a change to the file makes it read again.  A journal that could
+not be read, or whose facts would not come back equal from JSON, is simply not cached.  A
+Logician entry holds every entry id of its journal (meta.json's check needs them), so its size
+follows the journal's record count.
+
+A missing, unreadable or corrupt cache file only means "read everything"; a cache that cannot be
+written leaves the check's verdict as it is (the report says so).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import functools
+import hashlib
+import importlib
+import os
+import stat
+import time
+from pathlib import Path
+
+import orjson
+
+from .. import __version__, durable
+from ..errors import LevelsessError
+from ..findings import Finding
+from ..journal import JournalScan, TailState
+from ..layouts import get as get_layout
+from ..lines import read_regular
+
+FORMAT = 1
+SUBDIR = "fsck-incremental"
+TAIL_BYTES = 4096
+#: A journal whose ctime is this close to the moment it was read is re-read next time (FAT and
+#: some network filesystems keep 1-2 s timestamps; Linux's coarse clock ticks every few ms).
+RACY_NS = 2_000_000_000
+
+
+def cache_dir() -> Path:
+    """Return the folder that holds the incremental-check cache (outside every store)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("levelsess", appauthor=False)) / SUBDIR
+
+
+def cache_file(folder: Path, where: Path | None = None) -> Path:
+    """Return the cache file of ``folder`` (in ``where``, by default :func:`cache_dir`)."""
+    key = hashlib.sha256(os.path.abspath(folder).encode("utf-8", "surrogateescape")).hexdigest()[:40]
+    return (where or cache_dir()) / f"{key}.json"
+
+
+def _stamp(info: os.stat_result) -> list[int]:
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def _probe(path: Path, entry: dict | None = None) -> tuple[list[int] | None, str | None]:
+    """Return the stamp of ``path`` and, when it matches ``entry``'s (or there is no entry), the
+    sha256 of its last TAIL_BYTES, both from one open file: the hash is of the file stat'ed."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return None, None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, None
+        stamp = _stamp(info)
+        if entry is not None and entry.get("stamp") != stamp:
+            return stamp, None
+        start = max(info.st_size - TAIL_BYTES, 0)
+        data = os.pread(fd, info.st_size - start, start)
+        return stamp, hashlib.sha256(data).hexdigest() if len(data) == info.st_size - start else None
+    except OSError:
+        return None, None
+    finally:
+        os.close(fd)
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+
+
+# -- facts: layout dataclasses to JSON and back ------------------------------------------------
+
+def _encode_value(value: object) -> tuple[str | None, object]:
+    if isinstance(value, (set, frozenset)):
+        return "set", sorted(value, key=repr)
+    if isinstance(value, bytearray):
+        return "bytearray", base64.b64encode(value).decode()
+    if isinstance(value, tuple):
+        return "tuple", list(value)
+    if isinstance(value, list) and value and all(isinstance(v, tuple) for v in value):
+        return "tuples", [list(v) for v in value]
+    return None, value
+
+
+_DECODE = {"set": set, "bytearray": lambda v: bytearray(base64.b64decode(v)), "tuple": tuple,
+           "tuples": lambda v: [tuple(x) for x in v]}
+
+
+def encode_facts(facts: object) -> dict | None:
+    """Return ``facts`` as JSON-ready data, or None when it would not come back equal."""
+    if facts is None:
+        return {"class": None}
+    cls = type(facts)
+    if not dataclasses.is_dataclass(facts) or not cls.__module__.startswith("toolkit.layouts."):
+        return None
+    fields, tags = {}, {}
+    for f in dataclasses.fields(facts):
+        tag, fields[f.name] = _encode_value(getattr(facts, f.name))
+        if tag:
+            tags[f.name] = tag
+    doc = {"class": f"{cls.__module__}:{cls.__qualname__}", "fields": fields, "tags": tags}
+    try:
+        if decode_facts(orjson.loads(orjson.dumps(doc))) != facts:
+            return None
+    except (TypeError, ValueError, KeyError, AttributeError, orjson.JSONEncodeError):
+        return None
+    return doc
+
+
+@functools.lru_cache(maxsize=None)
+def _facts_class(name: str) -> type:
+    module, _, qualname = name.partition(":")
+    if not module.startswith("toolkit.layouts."):
+        raise ValueError(f"facts class {name!r} is not a layout's")
+    cls = getattr(importlib.import_module(module), qualname)
+    if not dataclasses.is_dataclass(cls):
+        raise ValueError(f"{name!r} is not a facts class")
+    return cls
+
+
+def decode_facts(doc: dict) -> object:
+    if doc["class"] is None:
+        return None
+    cls = _facts_class(doc["class"])
+    fields = dict(doc["fields"])
+    for key, tag in doc["tags"].items():
+        fields[key] = _DECODE[tag](fields[key])
+    return cls(**fields)
+
+
+# -- entries -----------------------------------------------------------------------------------
+
+def _encode_scan(scan: JournalScan, stamp: list[int], tail: str, read_ns: int, strict: bool) -> dict | None:
+    where = str(scan.path)
+    if any(f.path != where for f in scan.findings):
+        return None
+    facts = encode_facts(scan.facts)
+    if facts is None:
+        return None
+    return {"layout": scan.layout.name, "strict": strict, "stamp": stamp, "tail_sha256": tail, "read_ns": read_ns,
+            "records": scan.records, "body_end": scan.body_end, "tail": scan.tail.value, "foreign": scan.foreign,
+            "findings": [[f.code, f.severity, f.line, f.offset, f.message, f.excerpt] for f in scan.findings],
+            "facts": facts}
+
+
+def _decode_scan(entry: dict, journal: Path) -> JournalScan:
+    where = str(journal)
+    _dev, _ino, size, mtime_ns, _ctime = entry["stamp"]
+    return JournalScan(
+        path=journal, layout=get_layout(entry["layout"]), size=size, mtime_ns=mtime_ns,
+        records=entry["records"], body_end=entry["body_end"], tail=TailState(entry["tail"]),
+        findings=tuple(Finding(code, severity, where, line, offset, message, excerpt)
+                       for code, severity, line, offset, message, excerpt in entry["findings"]),
+        facts=decode_facts(entry["facts"]), foreign=entry["foreign"])
+
+
+class IncrementalCache:
+    """The cache of one check run: look journals up before scanning, record scans after."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.root = cache_dir()
+        self.where: dict[Path, Path] = {}      # folder -> its cache file
+        self.files: dict[Path, dict] = {}      # cache file -> {journal key: entry}
+        self.dirty: set[Path] = set()
+        self.before: dict[Path, tuple] = {}  # journal -> (cache file, its key, stamp before the scan, when)
+        self.hits = 0
+        self.error: str | None = None
+
+    def _entries(self, folder: Path) -> tuple[Path, dict]:
+        where = self.where.get(folder)
+        if where is None:
+            where = self.where[folder] = cache_file(folder, self.root)
+        if where not in self.files:
+            self.files[where] = _load(where)
+        return where, self.files[where]
+
+    def lookup(self, folder: Path, journal: Path, layout_name: str) -> JournalScan | None:
+        """Return the cached scan of ``journal`` if nothing about it changed since; else None
+        (and remember its stamp, taken before the scan, for :meth:`record`)."""
+        where, entries = self._entries(folder)
+        key = os.path.abspath(journal)
+        read_ns = time.time_ns()
+        entry = entries.get(key)
+        stamp, tail = _probe(journal, entry if isinstance(entry, dict) else {})
+        self.before[journal] = (where, key, stamp, read_ns)
+        if entry is None or tail is None:
+            return None
+        try:
+            if (entry["layout"] != layout_name or entry["strict"] != self.strict
+                    or stamp[4] >= entry["read_ns"] - RACY_NS or tail != entry["tail_sha256"]):
+                return None
+            scan = _decode_scan(entry, journal)
+        except (KeyError, TypeError, ValueError, AttributeError, ImportError):
+            return None
+        self.hits += 1
+        return scan
+
+    def record(self, journal: Path, scan: JournalScan | None) -> None:
+        """Remember a fresh scan, if the journal held still while it was read; forget it otherwise."""
+        where, key, stamp, read_ns = self.before[journal]  # kept: PATHs may name a journal twice
+        entries = self.files[where]
+        entry = None
+        if scan is not None and stamp is not None:
+            after, tail = _probe(journal)
+            if after == stamp and tail and (stamp[2], stamp[3]) == (scan.size, scan.mtime_ns):
+                entry = _encode_scan(scan, stamp, tail, read_ns, self.strict)
+        if entry is None and key not in entries:
+            return
+        if entry is None:
+            del entries[key]
+        else:
+            entries[key] = entry
+        self.dirty.add(where)
+
+    def forget_missing(self, folder: Path, journals: list[Path]) -> None:
+        """Drop entries of journals a whole folder no longer holds."""
+        where, entries = self._entries(folder)
+        present = {os.path.abspath(j) for j in journals}
+        for key in [k for k in entries if k not in present]:
+            del entries[key]
+            self.dirty.add(where)
+
+    def save(self) -> None:
+        """Write every changed cache file atomically; a failure is noted, never raised."""
+        if not self.dirty:
+            return
+        try:
+            durable.ensure_dir(self.root)
+            for where in sorted(self.dirty):
+                doc = {"format": FORMAT, "levelsess": __version__, "journals": self.files[where]}
+                durable.atomic_write(where, orjson.dumps(doc))
+        except (LevelsessError, OSError) as exc:
+            self.error = f"the incremental-check cache could not be written: {exc}"
+        self.dirty.clear()
+
+
+def _load(where: Path) -> dict:
+    """Return a cache file's entries; a missing, unreadable, corrupt or stale one is empty."""
+    try:
+        doc = orjson.loads(read_regular(where))
+    except (OSError, LevelsessError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("levelsess") != __version__:
+        return {}
+    journals = doc.get("journals")
+    return journals if isinstance(journals, dict) else {}
