@@ -342,7 +342,9 @@ def sniff_head(path: Path) -> str | None:
 
     try:
         with open_regular(path) as handle:  # never blocks on a FIFO named like a transcript
-            head = handle.read(1 << 20)
+            head = handle.read(1 << 16)
+            if b"\n" not in head:  # a long first record: read on, up to 1 MiB, to parse it whole
+                head += handle.read((1 << 20) - len(head))
     except OSError:
         return None
     line = head.lstrip(b"\0 \t\r\n").split(b"\n", 1)[0]
@@ -471,7 +473,7 @@ class ClaudeCode(BaseLayout):
             if _is_dir(entry) and not entry.name.startswith("."):
                 a, b = self._project_votes(Path(entry.path), sample=1)
                 ours, theirs = ours + a, theirs + b
-                if ours >= 3:
+                if ours >= 3 or theirs:  # enough to tell, or another layout's: not a Claude Code projects folder
                     break
         return ours > 0 and theirs == 0
 
