@@ -531,7 +531,8 @@ class ClaudeCode(BaseLayout):
 
         store = os.path.abspath(folder.store)
         tag = hashlib.sha256(store.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-        return Path(platformdirs.user_data_dir("levelsess", appauthor=False)) / "claude-code" / f"{Path(store).parent.name or 'root'}-{tag}"
+        name = Path(store).parent.name.lstrip(".") or "root"  # ~/.claude/projects -> claude-<hash>
+        return Path(platformdirs.user_data_dir("levelsess", appauthor=False)) / "claude-code" / f"{name}-{tag}"
 
     # -- live writers: no lock file, an open descriptor -------------------------------------
 
