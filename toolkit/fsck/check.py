@@ -157,6 +157,14 @@ def _lock_findings(journal: Path, info: LockInfo | None, force: bool) -> tuple[l
     return findings, True
 
 
+def _lock_names(folder: Path) -> set[str] | None:
+    """The names of the lock files in ``folder`` (None when it cannot be listed: ask per journal)."""
+    try:
+        return {name for name in os.listdir(folder) if name.endswith(".lock")}
+    except OSError:
+        return None
+
+
 def _writer_findings(layout, journal: Path, force: bool) -> tuple[list[Finding], bool]:
     """A journal a live process is writing (no lock file to read): skipped like ``locked``."""
     who = layout.writer(journal)
@@ -254,12 +262,15 @@ def check_folders(
     plan: list[tuple[Folder, Path, LockInfo | None, list[Finding], bool]] = []
     for layout in dict.fromkeys(f.layout for f in folders):
         layout.begin()
+    listed: dict[Path, set[str] | None] = {}  # per folder, once: which locks exist (no failed open per journal)
     for folder in folders:
         for journal in folder.journals:
-            if folder.layout.lock_path(journal) is None:  # no lock protocol: is a process writing it now?
+            lock = folder.layout.lock_path(journal)
+            if lock is None:  # no lock protocol: is a process writing it now?
                 info, (lock_findings, skip) = None, _writer_findings(folder.layout, journal, force)
             else:
-                info = inspect_lock(lock_path(journal))
+                names = listed[lock.parent] if lock.parent in listed else listed.setdefault(lock.parent, _lock_names(lock.parent))
+                info = None if names is not None and lock.name not in names else inspect_lock(lock)
                 lock_findings, skip = _lock_findings(journal, info, force)
             if journal.is_symlink():
                 lock_findings.append(Finding("symlink", "warning", str(journal), None, None,
