@@ -64,3 +64,14 @@ def test_a_store_whose_only_project_folder_is_empty_is_still_a_store(tmp_path):
 
     (tmp_path / "store" / "-home-ada-new-project").mkdir(parents=True)
     assert discover(tmp_path / "store") == []
+
+
+def test_a_store_and_one_of_its_journals_are_checked_once(tmp_path):
+    from tests.helpers import make_store, run_cli
+
+    store = make_store(tmp_path / "store", sessions=2)
+    journal = next(store.rglob("*.jsonl"))
+    alone = run_cli("fsck", "--json", store).json
+    for paths in ((store, journal), (journal, store)):
+        both = run_cli("fsck", "--json", *paths).json
+        assert (both["files"], both["records"], both["bytes"]) == (alone["files"], alone["records"], alone["bytes"])

@@ -56,10 +56,13 @@ def discover_all(paths: list[Path]) -> list[Folder]:
     seen: dict[tuple[Path, bool], Folder] = {}
     for path in paths:  # absolute (links kept): every path a finding names works from any folder
         for folder in discover(Path(os.path.abspath(path))):
-            key = (folder.path.resolve(), folder.whole)
-            if key in seen and folder.whole:
-                continue
-            if key in seen:
+            where = folder.path.resolve()
+            if (where, True) in seen:
+                continue  # the whole folder is already in: its journals with it
+            key = (where, folder.whole)
+            if folder.whole:
+                seen.pop((where, False), None)  # a journal named before its folder: the folder covers it
+            elif key in seen:
                 old = seen[key]
                 folder = Folder(old.path, old.layout, old.store, tuple(dict.fromkeys(old.journals + folder.journals)), False)
             seen[key] = folder

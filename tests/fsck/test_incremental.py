@@ -289,7 +289,7 @@ def test_a_journal_named_twice_is_checked_as_a_full_check_does(tmp_path):
     _fsck("--incremental", root, journal.parent, journal)
     inc, code = _fsck("--incremental", root, journal.parent, journal)
     full, full_code = _fsck(root, journal.parent, journal)
-    assert inc.pop("from_cache") == 3
+    assert inc.pop("from_cache") == 2  # each journal once, however often it is named
     assert (inc, code) == (full, full_code)
 
 
