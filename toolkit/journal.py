@@ -47,6 +47,18 @@ class TailState(str, Enum):
     HELD = "held"
 
 
+@dataclass
+class _FillerRun:
+    """Consecutive lines of NUL bytes or white space, and the sink as it was before them."""
+
+    first: int      # its first line
+    offset: int     # its first byte
+    last: int       # its last line so far
+    findings: int   # how many findings the sink held before it
+    counts: dict    # the sink's counts before it
+    nul: bool = False  # any NUL in it (white space alone stays blank-line warnings)
+
+
 class _Foreign(Exception):
     """Raised inside the classifier when the first record is not of the expected layout."""
 
@@ -109,7 +121,7 @@ class _Classifier:
         self._record = self.rules.record
         self.is_record = layout.is_record
         self.record = self._first
-        self.nul_run: list | None = None  # [first line, offset, last line, findings before, counts before, any NUL]
+        self.nul_run: _FillerRun | None = None  # the latest run of NUL / white-space lines
         self.terminated = 0  # terminated lines read before the tail
 
     # -- identification (DESIGN.md §1, principle 7) -------------------------------------------
@@ -195,29 +207,28 @@ class _Classifier:
     def _filler(self, offset: int, nul: bool) -> None:
         """Note a line of NUL bytes or white space: a run of them that ends the file is a torn tail."""
         run = self.nul_run
-        if run is None or run[2] != self.lineno - 1:
-            self.nul_run = run = [self.lineno, offset, self.lineno, len(self.sink.items), dict(self.sink.counts), False]
-        run[2] = self.lineno
-        run[5] = run[5] or nul
+        if run is None or run.last != self.lineno - 1:
+            self.nul_run = run = _FillerRun(self.lineno, offset, self.lineno, len(self.sink.items), dict(self.sink.counts))
+        run.last = self.lineno
+        run.nul = run.nul or nul
 
     def filler_tail(self, size: int, tail_state: TailState) -> tuple[TailState, int] | None:
         """When the file ends in lines of NUL bytes (and white space), then at most a torn record,
         those bytes hold no record: they are one torn tail (an interrupted append on NTFS or ext4
         leaves such runs; SOURCES-AGENTS §1.12).  Returns (TORN, its first byte) or None."""
         run = self.nul_run
-        if run is None or run[2] != self.terminated or not run[5]:
+        if run is None or run.last != self.terminated or not run.nul:
             return None
         if tail_state not in (TailState.NONE, TailState.TORN):
             return None
-        first, offset, _last, items, counts, _nul = run
         sink = self.sink
-        record = any(f.code == "torn-tail" and f.message.startswith("incomplete") for f in sink.items[items:])
-        del sink.items[items:]
+        record = any(f.code == "torn-tail" and f.message.startswith("incomplete") for f in sink.items[run.findings:])
+        del sink.items[run.findings:]  # the run's nul-padding / blank-line findings: they are the tail now
         sink.counts.clear()
-        sink.counts.update(counts)
-        sink.add("torn-tail", f"{size - offset} bytes of NUL and white space after the last record"
-                 + (", then an incomplete record" if record else ""), first, offset)
-        return TailState.TORN, offset
+        sink.counts.update(run.counts)
+        sink.add("torn-tail", f"{size - run.offset} bytes of NUL and white space after the last record"
+                 + (", then an incomplete record" if record else ""), run.first, run.offset)
+        return TailState.TORN, run.offset
 
     def overlong(self, item: Overlong, offset: int) -> None:
         self.lineno += 1

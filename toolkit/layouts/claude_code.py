@@ -247,15 +247,13 @@ class ClaudeRules:
         if self.last_assistant is not None:
             self._last_message()
 
-    def _read(self, number: int) -> dict | None:
+    def _read(self, handle, number: int) -> dict | None:
         """Re-read one chain record from the file (the end of a scan needs a few, never many)."""
-        from ..lines import loads, open_regular
+        from ..lines import loads
 
-        offset = self.where[2 * number + 1]
         try:
-            with open_regular(Path(self.c.sink.path)) as handle:
-                handle.seek(offset)
-                obj = loads(handle.readline())
+            handle.seek(self.where[2 * number + 1])
+            obj = loads(handle.readline())
         except (OSError, ValueError):
             return None
         return obj if type(obj) is dict else None
@@ -264,7 +262,16 @@ class ClaudeRules:
         """The model of the last assistant message, and ``dangling-tool-use``: a tool it calls that no
         tool_result in the file answers.  The message's parts are the run of main-chain assistant
         lines sharing its ``message.id`` (one content block per line), re-read from the file."""
-        last = self._read(self.last_assistant)
+        from ..lines import open_regular
+
+        try:
+            with open_regular(Path(self.c.sink.path)) as handle:
+                self._judge_last_message(handle)
+        except OSError:  # gone or unreadable since it was read: the line checks already said what they could
+            pass
+
+    def _judge_last_message(self, handle) -> None:
+        last = self._read(handle, self.last_assistant)
         message = last.get("message") if last else None
         if type(message) is dict:
             model = message.get("model")
@@ -277,7 +284,7 @@ class ClaudeRules:
 
         wanted, parts = key(last), []
         for number in reversed(self.assistants[-64:]):
-            record = last if number == self.last_assistant else self._read(number)
+            record = last if number == self.last_assistant else self._read(handle, number)
             if record is None or key(record) != wanted:
                 break
             parts.append((number, record))
@@ -447,8 +454,8 @@ class ClaudeCode(BaseLayout):
         that can tell (an empty or ``{`` file casts no vote; at most 20 are opened)."""
         ours = theirs = 0
         try:
-            journals = [p for p in _session_journals(folder) if not is_subagent(p)] + \
-                [p for p in _session_journals(folder) if is_subagent(p)]
+            listed = _session_journals(folder)
+            journals = [p for p in listed if not is_subagent(p)] + [p for p in listed if is_subagent(p)]
         except (PermissionDeniedError, NotAStoreError):
             return 0, 0
         for journal in journals[:20]:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import RelinkRefusedError
 from .claude_code import CHAIN, CLAUDE_CODE
 
 @dataclass(frozen=True)
@@ -53,8 +54,6 @@ def plan_relinks(path: Path) -> list[Splice]:
                 old = dumps(parent)
                 match = _PARENT_KEY.search(raw)
                 if match is None or raw[match.end(): match.end() + len(old)] != old:
-                    from ..errors import RelinkRefusedError
-
                     raise RelinkRefusedError(f"{path} line {line}: its parentUuid is not spelled as levelsess expects; left as is")
                 splices.append(Splice(line, offset + match.end(), old, dumps(previous[0]), previous[1]))
             if not side:
@@ -70,14 +69,13 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
     free of dangling parents and broken chains, and hold every record, before it replaces the
     original.  Returns the quarantine folder."""
     from .. import durable
-    from ..errors import RelinkRefusedError as SalvageRefusedError
     from ..journal import TailState, scan_journal
     from ..lines import open_regular
 
     path = scan.path
     splices = plan_relinks(path)
     if not splices:
-        raise SalvageRefusedError(f"{path}: no dangling parent to relink (a cycle, or a subagent transcript, needs a person)")
+        raise RelinkRefusedError(f"{path}: no dangling parent to relink (a cycle, or a subagent transcript, needs a person)")
     stamp = quarantine_root / durable.utc_stamp()
     quarantine = stamp / label
     durable.ensure_dir(quarantine)
@@ -87,7 +85,7 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
         after = scan_journal(candidate, CLAUDE_CODE)
         left = sorted(after.codes & {"dangling-parent", "broken-chain", "invalid-json", "spliced-records", "torn-tail"})
         if left or after.records != scan.records:
-            raise SalvageRefusedError(f"{path}: the relinked journal would still have {', '.join(left) or 'a different record count'}; "
+            raise RelinkRefusedError(f"{path}: the relinked journal would still have {', '.join(left) or 'a different record count'}; "
                                       "the journal was left as it was")
 
     try:
@@ -102,7 +100,7 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
             if scan.tail is TailState.UNTERMINATED:
                 out.write(b"\n")
             durable.preserve(path, quarantine / path.name)
-    except SalvageRefusedError:
+    except RelinkRefusedError:
         durable.remove(stamp, tree=True)
         raise
     from ..encode import dumps
