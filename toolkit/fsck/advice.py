@@ -30,8 +30,8 @@ def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path]
         steps.append(f"run `levelsess fsck --repair {where}` to fix what is safe to fix (nothing complete is removed)")
     salvageable = _salvageable(report, open_)
     if salvageable and ran not in ("salvage", "relink"):
-        steps.append(f"{salvageable} journal(s) are damaged mid-file: `levelsess fsck --salvage --yes {where}` rewrites them "
-                     "from their whole records (originals kept in .levelsess/quarantine/)")
+        steps.append(f"{len(salvageable)} journal(s) are damaged mid-file: `levelsess fsck --salvage --yes {where}` rewrites them "
+                     f"from their whole records (originals kept in {_quarantine(salvageable)})")
     relinkable = _relinkable(report, open_)
     if relinkable and ran != "relink":
         steps.append(f"{relinkable} Claude Code session(s) have a broken parentUuid chain: `levelsess fsck --relink --yes {where}` "
@@ -63,12 +63,22 @@ def _symlink_steps(report: CheckReport, open_: list[Finding]) -> list[str]:
     return steps
 
 
-def _salvageable(report: CheckReport, open_: list[Finding]) -> int:
+def _salvageable(report: CheckReport, open_: list[Finding]) -> list:
+    """The folders of the journals salvage would rewrite, one entry per journal."""
     paths = {f.path for f in open_}
     refused = {f.path for f in open_ if f.code == "salvage-refused"}  # suggesting it again would loop
-    return sum(1 for folder in report.folders for s in folder.sessions
-               if s.scan is not None and str(s.journal) in paths and str(s.journal) not in refused
-               and not s.is_symlink and s.scan.blocked and salvage_would_help(s.scan))
+    return [folder.folder for folder in report.folders for s in folder.sessions
+            if s.scan is not None and str(s.journal) in paths and str(s.journal) not in refused
+            and not s.is_symlink and s.scan.blocked and salvage_would_help(s.scan)]
+
+
+def _quarantine(folders: list) -> str:
+    """Where salvage keeps the originals: ``.levelsess/quarantine/`` in a store, or levelsess's own
+    data folder for a tree that is not levelsess's (Claude Code)."""
+    places = {folder.state_dir for folder in folders}
+    if all(place.name == ".levelsess" for place in places):
+        return ".levelsess/quarantine/"
+    return f"{next(iter(places)) / 'quarantine'}/" if len(places) == 1 else "levelsess's data folder"
 
 
 def _relinkable(report: CheckReport, open_: list[Finding]) -> int:
