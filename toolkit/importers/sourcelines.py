@@ -1,0 +1,146 @@
+"""Read another tool's JSONL journal as an importer must: every whole record, streamed in
+bounded memory, and every byte that is not one counted and reported with its line and offset.
+
+The source is opened read-only and never written.  Damage is read the way ``fsck`` reads it
+(DESIGN §2.4), with the same splitter: whole records spliced into one line are lifted out
+byte-exact, NUL runs and cut-off records are skipped and counted by reason.  What is skipped
+is a finding:
+
+- ``source-torn`` (warning): a final line that is not a whole record yet (a session being
+  written, or one cut by a crash) — a later import picks it up once it is whole — and NUL
+  runs (an interrupted append on a delayed-allocation file system: nothing was there to keep);
+- ``source-unreadable`` (error): bytes mid-file that hold no whole record, a JSON value that is
+  not a record of the format, a line over the size limit.  Those were lost at the source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..findings import Finding
+from ..lines import Batch, Overlong, Tail, iter_batches, loads, open_regular, split_line
+
+BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLine:
+    """One whole source record: where it starts, its exact bytes and its parsed value."""
+
+    line: int
+    offset: int
+    data: bytes
+    value: dict
+    lifted: bool = False  # cut out of a damaged line (spliced records)
+
+
+@dataclass
+class SourceReader:
+    """Iterate the whole records of ``path``; afterwards ``lines``, ``records`` and ``skipped``
+    say what was read: non-empty lines, whole records, and source items that became no record
+    (by reason: ``torn-tail``, ``nul-run``, ``cut-record``, ``not-a-record``, ``overlong``)."""
+
+    path: Path
+    is_record: Callable[[object], bool]
+    report: Callable[[Finding], None]
+    what: str = "record"
+    lines: int = 0
+    records: int = 0
+    size: int = 0
+    end: int = 0  # just past the last byte read as whole lines (where a later import resumes)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def _skip(self, reason: str, count: int = 1) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + count
+
+    def _finding(self, code: str, line: int, offset: int, message: str) -> None:
+        self.report(Finding(code, "error" if code == "source-unreadable" else "warning", str(self.path), line, offset, message))
+
+    def __iter__(self) -> Iterator[SourceLine]:
+        with open_regular(self.path) as handle:
+            number = 0
+            offset = 0
+            for item in iter_batches(handle):
+                if type(item) is Batch:
+                    offset = item.offset
+                    for line in item.lines:
+                        number += 1
+                        start = offset
+                        offset += len(line) + 1
+                        if number == 1 and line.startswith(BOM):
+                            line, start = line[3:], start + 3
+                        yield from self._line(number, start, line, final=False)
+                    self.end = offset
+                elif type(item) is Overlong:
+                    number += 1
+                    self.lines += 1
+                    self._skip("overlong")
+                    self._finding("source-unreadable", number, offset, f"a line of {item.length:,} bytes, over the "
+                                  "64 MiB levelsess holds in memory; not imported")
+                    offset += item.length + 1
+                    self.end = offset
+                else:
+                    self.size = item.offset + (len(item.data) if item.data is not None else item.overlong.length)
+                    if item.data is None:
+                        self.lines += 1
+                        self._skip("overlong")
+                        self._finding("source-unreadable", number + 1, item.offset, "a last line over 64 MiB; not imported")
+                    elif item.data.strip(b" \t\r\n"):
+                        yield from self._line(number + 1, item.offset, item.data, final=True)
+
+    def _line(self, number: int, offset: int, line: bytes, *, final: bool) -> Iterator[SourceLine]:
+        body = line.strip(b" \t\r")
+        if not body:
+            return
+        self.lines += 1
+        if not body.strip(b"\0"):
+            self._skip("torn-tail" if final else "nul-run")
+            self._finding("source-torn", number, offset, f"{len(line):,} NUL bytes (an append interrupted by a crash); "
+                          "nothing there to import")
+            return
+        try:
+            value = loads(line)
+        except ValueError:
+            value = None
+        else:
+            if type(value) is dict and self.is_record(value):
+                self.records += 1
+                yield SourceLine(number, offset, line.rstrip(b" \t\r"), value)
+                return
+            if not final:
+                self._skip("not-a-record")
+                self._finding("source-unreadable", number, offset, f"JSON, but not a {self.what}; line not imported")
+                return
+        yield from self._pieces(number, offset, line, final=final)
+
+    def _pieces(self, number: int, offset: int, line: bytes, *, final: bool) -> Iterator[SourceLine]:
+        kept, cut, nul = 0, 0, 0
+        pieces = split_line(line, self.is_record)
+        for piece in pieces:
+            data = line[piece.start:piece.end]
+            if piece.kind == "record":
+                kept += 1
+                self.records += 1
+                yield SourceLine(number, offset + piece.start, data, loads(data), lifted=True)
+            elif piece.kind == "nul":
+                nul += len(data)
+            else:
+                cut += len(data)
+        if final and pieces and pieces[-1].kind != "record":
+            self._skip("torn-tail")
+            self._finding("source-torn", number, offset, f"the last line ends in {cut + nul:,} bytes that are not a whole "
+                          f"{self.what} yet (a session being written, or cut by a crash); "
+                          + (f"{kept} whole record(s) before them imported; " if kept else "")
+                          + "an import after it is finished picks it up")
+            return
+        if cut:
+            self._skip("cut-record")
+            self._finding("source-unreadable", number, offset, f"{cut:,} bytes of a cut-off {self.what}"
+                          + (f" spliced with {kept} whole one(s), which were imported" if kept else "")
+                          + "; those bytes hold no whole record and were not imported")
+        elif nul:
+            self._skip("nul-run")
+            self._finding("source-torn", number, offset, f"{nul:,} NUL bytes before {kept} whole record(s) on one line "
+                          "(an interrupted append); the records were imported")
