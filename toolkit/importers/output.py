@@ -80,6 +80,8 @@ def json_object(text: object) -> dict | None:
 
 def encode(record: dict) -> bytes:
     """One journal line; ``raw`` (a :class:`Raw`) is spliced in as the source's own bytes."""
+    if any(k[:1] == "_" for k in record):  # instructions to the writer (see ALIAS, COVERS_PREVIOUS), never written
+        record = {k: v for k, v in record.items() if k[:1] != "_"}
     raw = record.get("raw")
     if not isinstance(raw, Raw):
         return _dumps(record)
@@ -92,6 +94,13 @@ def safe_id(prefix: str, source_id: str) -> str:
     if _SAFE_ID.fullmatch(source_id) and not source_id.startswith("."):
         return f"{prefix}-{source_id}"
     return f"{prefix}-h{hashlib.sha256(source_id.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"
+
+
+#: On a record: another ``sourceKey`` under which the journal may already hold it (a record first
+#: imported off the conversation's chain, later on it, or the reverse): then it is not added again.
+ALIAS = "_alias"
+#: On a ``compact`` record: its ``coversThrough`` is the seq of the record written just before it.
+COVERS_PREVIOUS = "_coversPrevious"
 
 
 @dataclass
@@ -121,6 +130,8 @@ class Session:
     # finding that names its key): source_items == items that became records + sum(skipped)
     source_items: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    source_lines: int | None = None  # non-empty lines read, for a line-based source (JSONL)
+    merged: int = 0  # source items carried inside another item's record (one API message's parts)
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` source items of this session that became no record, for ``reason``."""
@@ -154,18 +165,24 @@ class Outcome:
     orphan: tuple[str, ...] = ()  # why: folder-missing, not-indexed, index-corrupt, editor-unreadable
     source_items: int = 0  # items the source holds for this session (bubbles, requests, parts, lines)
     skipped: tuple[tuple[str, int], ...] = ()  # (reason, count) of source items that became no record
+    source_lines: int | None = None
+    merged: int = 0
 
     def to_json(self) -> dict:
-        return {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
-                "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned,
-                "source_status": self.source_status, "orphan": list(self.orphan),
-                "source_items": self.source_items, "carried": self.source_items - sum(n for _, n in self.skipped),
-                "skipped": dict(self.skipped)}
+        out = {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
+               "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned,
+               "source_status": self.source_status, "orphan": list(self.orphan),
+               "source_items": self.source_items, "carried": self.source_items - sum(n for _, n in self.skipped),
+               "skipped": dict(self.skipped)}
+        if self.source_lines is not None:
+            out["source_lines"] = self.source_lines
+            out["merged"] = self.merged
+        return out
 
 
 def _outcome(session: Session, path: Path, records: int, new: int, status: str) -> Outcome:
     return Outcome(session.id, session.project, path, records, new, status, session.orphaned, session.status, tuple(session.orphan),
-                   session.source_items, tuple(sorted(session.skipped.items())))
+                   session.source_items, tuple(sorted(session.skipped.items())), session.source_lines, session.merged)
 
 
 def journal_path(store: Path, session: Session) -> Path:
@@ -173,8 +190,19 @@ def journal_path(store: Path, session: Session) -> Path:
     return store / folder / f"{session.id}.jsonl"
 
 
-def _strip_raw(record: dict, no_raw: bool) -> dict:
-    return {k: v for k, v in record.items() if k != "raw"} if no_raw else record
+class _Stripped:
+    """A session's records without ``raw`` (--no-raw), as re-iterable as the records themselves
+    (a list, or a reader that converts them from the source on each pass)."""
+
+    def __init__(self, records) -> None:
+        self.records = records
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self):
+        for record in self.records:
+            yield {k: v for k, v in record.items() if k != "raw"}
 
 
 def write_session(store: Path, session: Session, *, dry_run: bool = False, no_raw: bool = False) -> tuple[Outcome, list[Finding]]:
@@ -186,7 +214,7 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
     is never written through, and a live writer's session is left for the next import.
     """
     path = journal_path(store, session)
-    records = [_strip_raw(r, no_raw) for r in session.records]
+    records = session.records if not no_raw else _Stripped(session.records)
     if path.is_symlink():
         return _outcome(session, path, 0, 0, "skipped"), [Finding("symlink", "warning", str(path), None, None,
                                                                    "not updated: a symlinked journal is never written through")]
@@ -223,11 +251,19 @@ def _plan(session: Session, path: Path, records: list[dict]) -> tuple[Outcome, l
 
 
 def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> Outcome:
+    count = 0
     with durable.atomic_writer(path, sync_dir=False, exclusive=True) as out:  # run_import fsyncs each folder once
         out.write(encode(session.meta(no_raw)) + b"\n")
-        for n, record in enumerate(records, start=1):
-            out.write(encode({**record, "seq": n}) + b"\n")
-    return _outcome(session, path, len(records), len(records), "created")
+        for count, record in enumerate(records, start=1):
+            out.write(encode(_numbered(record, count)) + b"\n")
+    return _outcome(session, path, count, count, "created")
+
+
+def _numbered(record: dict, seq: int) -> dict:
+    record = {**record, "seq": seq}
+    if record.get(COVERS_PREVIOUS):
+        record["coversThrough"] = seq - 1
+    return record
 
 
 def _extend(store: Path, session: Session, path: Path, records: list[dict]) -> tuple[Outcome, list[Finding]]:
@@ -244,22 +280,24 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict]) -> t
     appended = extra + new
     if not appended:
         return _outcome(session, path, len(known), 0, "unchanged"), findings
-    durable.append_lines(path, [encode({**r, "seq": n}) for n, r in enumerate(appended, start=last_seq + 1)])
+    durable.append_lines(path, [encode(_numbered(r, n)) for n, r in enumerate(appended, start=last_seq + 1)])
     return _outcome(session, path, len(known) + len(new), len(new), "updated"), findings
 
 
 def _additions(session: Session, records: list[dict], known: dict, title: object) -> tuple[list[dict], list[dict]]:
     """The records a journal lacks (or whose partial copy they complete), and a title change."""
     new = []
+    when = session.created_at
     for record in records:
         key = record.get("sourceKey")
+        when = record.get("t") or when
         if key not in known:
-            new.append(record)
+            if record.get(ALIAS) not in known:
+                new.append(record)
         elif known[key] is not None and not record.get("partial"):  # finished since: supersede it
             new.append({**record, "replaces": known[key]})
     extra = []
     if session.title is not None and session.title != title:
-        when = next((r.get("t") for r in reversed(records) if r.get("t")), session.created_at)
         extra.append({"kind": "title", "t": when, "title": session.title})
     return new, extra
 
@@ -307,7 +345,7 @@ def _existing(path: Path) -> tuple[dict, int, object]:
             last_seq = record["seq"]
         if kind == "title":
             title = record.get("title")
-        elif record.get("sourceKey") is not None:
+        if record.get("sourceKey") is not None:
             partial = record.get("partial") is True and isinstance(record.get("seq"), int)
             known[record["sourceKey"]] = record["seq"] if partial else None
     with open(path, "rb") as handle:
