@@ -56,6 +56,7 @@ APP = "claude-code"
 KEEP_IN_MEMORY = 16 << 20
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _INTERRUPT = "[Request interrupted by user"
+_FINAL = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn"})  # nothing of the response follows
 _TITLES = {"custom-title": ("customTitle", 3), "ai-title": ("aiTitle", 2), "summary": ("summary", 1)}
 #: Metadata fields worth carrying on the event (the whole line stays under raw).
 _META_FIELDS = {"queue-operation": ("operation", "content"), "last-prompt": ("lastPrompt", "leafUuid"),
@@ -141,7 +142,7 @@ class _Item:
             if isinstance(message.get("id"), str):
                 self.msg = (message["id"], value.get("requestId"))
             self.uses = tuple(b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use")
-            self.stop = message.get("stop_reason") is not None
+            self.stop = message.get("stop_reason") in _FINAL
         elif self.kind == "user":
             self.results = tuple(b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result")
             result = value.get("toolUseResult")
@@ -251,8 +252,10 @@ class _Plan:
         self.partial = self._partial(items)
 
     def _partial(self, items: list[_Item]) -> list[_Item] | None:
-        """The unit of a response still being written: the last assistant message of the file whose
-        last part has no stop_reason and after which nothing but its own tool results was written."""
+        """The unit of a response that may still be being written: the last assistant message of the
+        file, after which nothing but its own tool results was written, unless its last part says
+        the turn ended.  (``stop_reason`` is null on most parts, and ``tool_use`` on parts that
+        more parts follow when calls run in parallel, so only a final reason proves it whole.)"""
         unit = next((u for u in reversed(self.units) if u[0].kind == "assistant"), None)
         if unit is None or unit[-1].stop:
             return None

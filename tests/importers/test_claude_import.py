@@ -1,0 +1,314 @@
+"""`levelsess import --from claude`: every real fixture imports, the conversation is the one an
+independent reader sees, every source line is carried or counted, re-imports append only what
+is new, damaged sources keep every whole record, and the source is never written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from tests.helpers import run_cli, snapshot
+from tests.importers.claude_reader import conversation, journal, journal_conversation, raw_lines, source_records
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "claude-code"
+if not FIXTURES.is_dir():  # the real fixtures live in shared/, beside the checkout
+    pytest.skip(f"{FIXTURES} is not here (the repository is not checked out beside shared/)", allow_module_level=True)
+
+TRANSCRIPTS = sorted(p.relative_to(FIXTURES / "projects") for p in (FIXTURES / "projects").rglob("*.jsonl"))
+BIG = Path("Z--03-NDV-Dftcor-Nmmoat/a572bd87-2e28-4d70-9b73-cd08231cacb6.jsonl")  # 2.1.128: compactions, 3 subagents
+OLD = Path("-Ftuwt-cruqtcuw-Domu-Kuwtoans-byc-kwo/2728bf45-2222-4b9c-818e-dde0cdded47a.jsonl")  # 1.0.17, inline sidechains
+
+
+def copy_tree(tmp_path: Path) -> Path:
+    root = tmp_path / ".claude"
+    shutil.copytree(FIXTURES, root)
+    return root
+
+
+def journal_id(rel: Path) -> str:
+    if "subagents" in rel.parts:
+        return f"claude-{rel.parent.parent.name}-agent-{rel.stem[len('agent-'):]}"
+    return f"claude-{rel.stem}"
+
+
+def imported(store: Path) -> dict[str, tuple[Path, list[dict]]]:
+    out = {}
+    for path in store.rglob("*.jsonl"):
+        records = journal(path)
+        out[records[0]["id"]] = (path, records)
+    return out
+
+
+def do_import(root: Path, store: Path, *extra: str):
+    result = run_cli("import", "--from", "claude", "--source", str(root), "--store", str(store), "--json", *extra)
+    return result, result.json
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("claude-import")
+    root = copy_tree(tmp)
+    before = snapshot(root)
+    store = tmp / "store"
+    result, report = do_import(root, store)
+    return root, store, result, report, before
+
+
+def test_every_fixture_imports_and_the_store_passes_fsck_strict(whole):
+    root, store, result, report, before = whole
+    assert result.exit_code == 0, result.stdout
+    assert {s["status"] for s in report["sessions"]} == {"created"}
+    ids = set(imported(store))
+    assert {journal_id(rel) for rel in TRANSCRIPTS} <= ids
+    check = run_cli("fsck", "--strict", "--json", str(store))
+    assert check.exit_code == 0, check.stdout
+    assert snapshot(root) == before, "the source tree was changed"
+
+
+@pytest.mark.parametrize("rel", TRANSCRIPTS, ids=str)
+def test_the_conversation_is_the_one_an_independent_reader_sees(whole, rel):
+    _root, store, _result, _report, _before = whole
+    records = [value for _line, value in source_records((FIXTURES / "projects" / rel).read_bytes())]
+    expected = conversation(records, whole_sidechain="subagents" in rel.parts)
+    _path, got = imported(store)[journal_id(rel)]
+    assert journal_conversation(got) == expected
+    messages = [r.get("messageId") for r in got if r["kind"] == "assistant" and r.get("messageId")]
+    ids = Counter((v["message"]["id"], v.get("requestId")) for v in records
+                  if v.get("type") == "assistant" and isinstance((v.get("message") or {}).get("id"), str))
+    assert len(messages) <= len(ids)  # a split message is one record, never doubled
+
+
+def test_a_split_message_counts_its_usage_once(whole):
+    _root, store, _result, _report, _before = whole
+    records = [v for _l, v in source_records((FIXTURES / "projects" / BIG).read_bytes())]
+    last_usage = {}
+    for v in records:
+        if v.get("type") == "assistant" and isinstance((v.get("message") or {}).get("id"), str):
+            last_usage[(v["message"]["id"], v.get("requestId"))] = v["message"].get("usage")
+    _path, got = imported(store)[journal_id(BIG)]
+    merged = [r for r in got if r["kind"] == "assistant" and r.get("parts", 1) > 1]
+    assert merged, "the fixture has responses over several lines"
+    for record in merged:
+        parts = record["raw"]
+        assert len(parts) == record["parts"] and len({p["message"]["id"] for p in parts}) == 1
+        assert record["usage"] == parts[-1]["message"]["usage"] == last_usage[(parts[0]["message"]["id"], parts[0].get("requestId"))]
+
+
+@pytest.mark.parametrize("rel", TRANSCRIPTS, ids=str)
+def test_every_source_line_is_in_exactly_one_journal_record(whole, rel):
+    """raw carries each source line once, in the parent's journal or in one sidechain's."""
+    _root, store, _result, _report, _before = whole
+    data = (FIXTURES / "projects" / rel).read_bytes()
+    source = Counter(line for line, _v in source_records(data))
+    carried: Counter = Counter()
+    for jid, (_path, records) in imported(store).items():
+        if jid == journal_id(rel) or ("subagents" not in rel.parts and jid.startswith(journal_id(rel) + "-side-")):
+            carried.update(raw_lines(records[1:]))
+    assert carried == source
+
+
+def test_accounting_adds_up_for_every_session(whole):
+    _root, _store, _result, report, _before = whole
+    for session in report["sessions"]:
+        assert session["source_items"] == session["carried"] + sum(session["skipped"].values()), session
+        assert session["records"] >= session["carried"] - session["merged"], session
+        assert session["source_lines"] is not None
+
+
+def test_subagents_are_sessions_linked_from_their_parent(whole):
+    _root, store, _result, _report, _before = whole
+    sessions = imported(store)
+    parent_id = journal_id(BIG)
+    links = [r for r in sessions[parent_id][1] if r["kind"] == "event" and r["type"] == "subagent"]
+    agents = [rel for rel in TRANSCRIPTS if "subagents" in rel.parts and rel.parent.parent.name == BIG.stem]
+    assert sorted(link["session"] for link in links) == sorted(journal_id(rel) for rel in agents)
+    for rel in agents:
+        path, records = sessions[journal_id(rel)]
+        assert records[0]["source"]["parent"] == parent_id
+        assert path.parent == sessions[parent_id][0].parent, "a subagent lives in its parent's project folder"
+    old = sessions[journal_id(OLD)][1]
+    inline = [r for r in old if r["kind"] == "event" and r["type"] == "subagent"]
+    assert len(inline) == 2 and all(sessions[r["session"]][1][0]["source"]["parent"] == journal_id(OLD) for r in inline)
+
+
+def test_titles_and_meta_source(whole):
+    _root, store, _result, _report, _before = whole
+    path, records = imported(store)[journal_id(BIG)]
+    meta = records[0]
+    assert meta["source"]["app"] == "claude-code" and meta["source"]["key"] == BIG.stem
+    assert meta["source"]["version"] and meta["source"]["path"].endswith(BIG.name)
+    source = [v for _l, v in source_records((FIXTURES / "projects" / BIG).read_bytes())]
+    cwd = next(v["cwd"] for v in source if isinstance(v.get("cwd"), str))
+    assert meta["project"] == cwd
+    ai = [v["aiTitle"] for v in source if v.get("type") == "ai-title"]
+    titles = [r["title"] for r in records if r["kind"] == "title"]
+    assert titles and titles[-1] == ai[-1] == meta["title"]
+    assert len(titles) == len(dict.fromkeys(ai)) or len(titles) < len(ai), "an unchanged rewrite is no new title"
+
+
+def test_no_raw_leaves_raw_out_and_still_passes_strict(tmp_path):
+    root = copy_tree(tmp_path)
+    store = tmp_path / "store"
+    result, _report = do_import(root, store, "--no-raw")
+    assert result.exit_code == 0
+    for path in store.rglob("*.jsonl"):
+        assert b'"raw"' not in path.read_bytes()
+    assert run_cli("fsck", "--strict", str(store)).exit_code == 0
+
+
+# -- incremental -----------------------------------------------------------------------------
+
+
+def _chain_tail(path: Path) -> dict:
+    return [v for _l, v in source_records(path.read_bytes()) if v.get("type") in ("user", "assistant") and v.get("isSidechain") is not True][-1]
+
+
+def _new_turn(after: dict, n: int) -> bytes:
+    base = {k: after[k] for k in ("sessionId", "cwd", "version") if k in after}
+    prompt = {"parentUuid": after["uuid"], "isSidechain": False, "type": "user", "message": {"role": "user", "content": f"next question {n} ✓"},
+              "uuid": f"00000000-0000-4000-8000-{n:012d}", "timestamp": "2026-12-01T10:00:00.000Z", **base}
+    reply = {"parentUuid": prompt["uuid"], "isSidechain": False, "type": "assistant",
+             "message": {"id": f"msg_new{n}", "type": "message", "role": "assistant", "model": "claude-x",
+                         "content": [{"type": "text", "text": f"answer {n}"}], "stop_reason": "end_turn", "usage": {"output_tokens": 3}},
+             "requestId": f"req_new{n}", "uuid": f"00000000-0000-4000-9000-{n:012d}", "timestamp": "2026-12-01T10:00:01.000Z", **base}
+    return b"".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for r in (prompt, reply))
+
+
+def test_reimport_is_a_noop_appends_only_new_lines_and_keeps_deleted_sessions(tmp_path):
+    root = copy_tree(tmp_path)
+    store = tmp_path / "store"
+    assert do_import(root, store)[0].exit_code == 0
+    first = snapshot(store)
+    result, report = do_import(root, store)
+    assert result.exit_code == 0 and {s["status"] for s in report["sessions"]} == {"unchanged"}
+    assert snapshot(store) == first, "a re-import with nothing new changed the store"
+
+    source = root / "projects" / BIG
+    before = imported(store)[journal_id(BIG)][0].read_bytes()
+    with open(source, "ab") as handle:
+        handle.write(_new_turn(_chain_tail(source), 1))
+    result, report = do_import(root, store)
+    updated = [s for s in report["sessions"] if s["status"] == "updated"]
+    assert [s["id"] for s in updated] == [journal_id(BIG)] and updated[0]["new_records"] == 2
+    path, records = imported(store)[journal_id(BIG)]
+    assert path.read_bytes().startswith(before), "a journal is only ever appended to"
+    assert journal_conversation(records)[-2:] == [("user", "next question 1 ✓"), ("assistant", [{"type": "text", "text": "answer 1"}])]
+    assert journal_conversation(records) == conversation([v for _l, v in source_records(source.read_bytes())])
+
+    source.unlink()
+    shutil.rmtree(source.parent / source.stem)
+    kept = path.read_bytes()
+    result, _report = do_import(root, store)
+    assert result.exit_code == 0 and path.read_bytes() == kept, "a session deleted at the source stays in the store"
+    assert run_cli("fsck", "--strict", str(store)).exit_code == 0
+
+
+def test_a_response_imported_while_being_written_is_superseded_once_whole(tmp_path):
+    """Cut the source inside a response written over several lines (a live session), import,
+    let it finish, import again: the finished response supersedes the partial one."""
+    root = tmp_path / ".claude"
+    target = root / "projects" / BIG
+    target.parent.mkdir(parents=True)
+    full = (FIXTURES / "projects" / BIG).read_bytes()
+    lines = full.split(b"\n")[:-1]
+    values = [json.loads(line) for line in lines]
+    keys = [((v.get("message") or {}).get("id"), v.get("requestId")) if v.get("type") == "assistant" else None for v in values]
+    cut = next(i for i in range(1, len(values)) if keys[i] and keys[i - 1] == keys[i] and values[i].get("isSidechain") is not True
+               and any(keys[j] == keys[i] for j in range(i + 1, len(values))) and i > 50)
+    target.write_bytes(b"".join(line + b"\n" for line in lines[:cut]))
+    store = tmp_path / "store"
+    assert do_import(root, store)[0].exit_code == 0
+    path, records = imported(store)[journal_id(BIG)]
+    partial = [r for r in records if r.get("partial")]
+    assert len(partial) == 1 and partial[0]["kind"] == "assistant"
+    target.write_bytes(full)
+    assert do_import(root, store)[0].exit_code == 0
+    path, records = imported(store)[journal_id(BIG)]
+    raw = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert any(r.get("replaces") == partial[0]["seq"] for r in raw)
+    assert journal_conversation(records) == conversation(values)
+    assert run_cli("fsck", "--strict", str(store)).exit_code == 0
+
+
+# -- damaged sources -------------------------------------------------------------------------
+
+
+def _damaged(tmp_path: Path, damage) -> tuple[Path, Path, list[bytes], list[bytes]]:
+    root = tmp_path / ".claude"
+    target = root / "projects" / BIG
+    target.parent.mkdir(parents=True)
+    lines = (FIXTURES / "projects" / BIG).read_bytes().split(b"\n")[:-1]
+    data, whole = damage(lines)
+    target.write_bytes(data)
+    return root, target, lines, whole
+
+
+def test_a_damaged_source_keeps_every_whole_record_and_reports_the_rest(tmp_path):
+    def damage(lines):
+        # line 11 spliced into a cut-off copy of line 10; a NUL run after line 20; a torn tail
+        spliced = lines[9][: len(lines[9]) // 2] + lines[10]
+        body = lines[:9] + [spliced] + lines[11:20] + [b"\0" * 400] + lines[20:-1]
+        data = b"".join(line + b"\n" for line in body) + lines[-1][:37]
+        whole = lines[:9] + lines[10:-1]
+        return data, whole
+
+    root, target, _lines, whole = _damaged(tmp_path, damage)
+    before = snapshot(root)
+    store = tmp_path / "store"
+    result, report = do_import(root, store)
+    assert result.exit_code == 4, "bytes of a cut-off record were lost at the source: the run says so"
+    _path, records = imported(store)[journal_id(BIG)]
+    assert Counter(raw_lines(records[1:])) == Counter(whole)
+    by_code = {}
+    for finding in report["findings"]:
+        by_code.setdefault(finding["code"], []).append(finding)
+    data = target.read_bytes()
+    spliced = by_code["source-unreadable"][0]
+    assert spliced["path"] == str(target) and spliced["line"] == 10
+    assert data[spliced["offset"]:].startswith(_lines[9][:20])
+    torn = [f for f in by_code["source-torn"] if f["offset"] == len(data) - 37 and f["line"] == data.count(b"\n") + 1]
+    nul = [f for f in by_code["source-torn"] if data[f["offset"]:f["offset"] + 1] == b"\0"]
+    assert torn and nul and nul[0]["line"] == 20
+    session = next(s for s in report["sessions"] if s["id"] == journal_id(BIG))
+    assert session["skipped"] == {"cut-record": 1, "nul-run": 1, "torn-tail": 1}
+    assert session["source_items"] == session["carried"] + 3
+    assert snapshot(root) == before
+    assert run_cli("fsck", "--strict", str(store)).exit_code == 0
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(min_value=1, max_value=10**9))
+def test_any_cut_of_a_live_transcript_imports_every_whole_line(tmp_path_factory, cut):
+    tmp = tmp_path_factory.mktemp("cut")
+    rel = OLD  # 1.0.17: inline sidechains, splits, a 2.8 MB file
+    full = (FIXTURES / "projects" / rel).read_bytes()
+    cut = cut % len(full)
+    root = tmp / ".claude"
+    target = root / "projects" / rel
+    target.parent.mkdir(parents=True)
+    target.write_bytes(full[:cut])
+    store = tmp / "store"
+    result, report = do_import(root, store)
+    assert result.exit_code == 0, report["findings"]
+    whole = [line for line in full[:cut].split(b"\n")[:-1] if line.strip()]
+    tail = full[:cut].split(b"\n")[-1]
+    found = imported(store)
+    records = found[journal_id(rel)][1] if journal_id(rel) in found else []
+    carried = Counter(raw_lines(records[1:]))
+    for other, (_p, more) in found.items():
+        if other.startswith(journal_id(rel) + "-side-"):
+            carried.update(raw_lines(more[1:]))
+    expected = Counter(whole)
+    if tail.strip():
+        try:
+            json.loads(tail)
+            expected[tail] += 1  # a last line that is whole but not yet terminated
+        except ValueError:
+            pass
+    assert carried == expected
+    assert run_cli("fsck", "--strict", str(store)).exit_code == 0
