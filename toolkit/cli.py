@@ -600,7 +600,8 @@ def doctor(
         orphans = sum(w.orphaned_sessions for w in install.orphaned)
         note = f"{orphans} orphaned" if install.app == "vscode" and orphans else ""
         if install.app == "claude-code":
-            note = f"cleanup after {install.cleanup_days} d: {install.due} due" if install.due else f"cleanup after {install.cleanup_days} d"
+            note = (f"cleanup after {install.cleanup_days} d: {install.due} due, {install.kept} of them in the store" if install.due
+                    else f"cleanup after {install.cleanup_days} d")
         table.add_row(APP_NAMES.get(install.app, install.app), str(install.user), str(install.sessions),
                       _mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
     if table.row_count:

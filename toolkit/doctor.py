@@ -47,6 +47,8 @@ class Install:
     cleanup_days: int | None = None  # claude-code: cleanupPeriodDays (default 30: a hard delete at start-up)
     cleanup_source: str = ""         # where that figure comes from
     due: int = 0                     # claude-code: sessions the next start-up will delete
+    kept: int = 0                    # claude-code: of those, how many the store already holds
+    schedule: tuple[str, str] | None = None  # claude-code: (scheduler, command) that imports it nightly
 
     @property
     def orphaned(self) -> list:
@@ -57,7 +59,9 @@ class Install:
                     "orphaned_workspaces": [w.to_json() for w in self.orphaned]}
         if self.app == "claude-code":
             document["retention"] = {"cleanupPeriodDays": self.cleanup_days, "from": self.cleanup_source,
-                                     "due_at_next_start": self.due}
+                                     "due_at_next_start": self.due, "due_already_in_store": self.kept}
+            if self.schedule:
+                document["nightly"] = {"scheduler": self.schedule[0], "command": self.schedule[1]}
         return document
 
 
@@ -163,8 +167,9 @@ def claude_retention(root: Path) -> tuple[int, str]:
     return CLAUDE_DEFAULT_CLEANUP_DAYS, f"the default ({settings} does not set it)"
 
 
-def _claude(root: Path) -> Install:
-    """A Claude Code install: its transcripts and how many the next start-up's cleanup deletes."""
+def _claude(root: Path, store: Path) -> Install:
+    """A Claude Code install: its transcripts, how many the next start-up's cleanup deletes, how
+    many of those the store already keeps, and the nightly import that keeps the rest."""
     import time
 
     from .layouts.claude_code import is_subagent
@@ -172,16 +177,77 @@ def _claude(root: Path) -> Install:
     install = Install("claude-code", root)
     install.cleanup_days, install.cleanup_source = claude_retention(root)
     cutoff = time.time() - install.cleanup_days * 86400
+    kept = imported_ids(store, "claude-")
     for folder in discover_all([root / "projects"]):
         for journal in folder.journals:
             if is_subagent(journal):
                 continue
             install.sessions += 1
             try:
-                install.due += journal.stat().st_mtime < cutoff
+                due = journal.stat().st_mtime < cutoff
             except OSError:
-                pass
+                continue
+            install.due += due
+            install.kept += due and f"claude-{journal.stem}" in kept
+    install.schedule = nightly_command(["import", "--from", "claude", "--source", str(root), "--store", str(store), "-q"])
     return install
+
+
+def imported_ids(store: Path, prefix: str) -> set[str]:
+    """The ids of the journals named ``<prefix>…`` in the store's project folders (one listing each)."""
+    ids: set[str] = set()
+    try:
+        folders = [e for e in os.scandir(store) if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
+    except OSError:
+        return ids
+    for folder in folders:
+        try:
+            ids.update(e.name[:-6] for e in os.scandir(folder.path) if e.name.startswith(prefix) and e.name.endswith(".jsonl"))
+        except OSError:
+            continue
+    return ids
+
+
+def nightly_command(args: list[str], platform: str | None = None) -> tuple[str, str]:
+    """(scheduler, command) that runs ``levelsess ARGS`` every night at 03:17 on this OS: a
+    Task Scheduler entry on Windows, a launchd agent on macOS, a crontab line elsewhere (a
+    systemd user timer where there is no crontab).  Absolute paths: a scheduler has no PATH."""
+    import shutil
+    import sys
+
+    platform = platform or sys.platform
+    beside = Path(sys.executable).with_name("levelsess.exe" if platform == "win32" else "levelsess")
+    exe = str(beside) if beside.is_file() else shutil.which("levelsess") or str(Path(sys.argv[0]).resolve())
+    if platform == "win32":
+        line = subprocess_list([exe, *args])
+        return "Task Scheduler", f'schtasks /Create /SC DAILY /ST 03:17 /TN "levelsess import" /TR "{line}"'
+    command = " ".join(_quote(a) for a in [exe, *args])
+    if platform == "darwin":
+        items = "".join(f"<string>{_xml(a)}</string>" for a in [exe, *args])
+        plist = "~/Library/LaunchAgents/dev.levelsess.import.plist"
+        return "launchd", (f"cat > {plist} <<'EOF'\n"
+                           '<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0"><dict>'
+                           "<key>Label</key><string>dev.levelsess.import</string>"
+                           f"<key>ProgramArguments</key><array>{items}</array>"
+                           "<key>StartCalendarInterval</key><dict><key>Hour</key><integer>3</integer>"
+                           "<key>Minute</key><integer>17</integer></dict></dict></plist>\nEOF\n"
+                           f"launchctl load {plist}")
+    if shutil.which("crontab") is None and Path("/run/systemd/system").is_dir():
+        unit = "~/.config/systemd/user/levelsess-import"
+        return "systemd timer", (f"mkdir -p ~/.config/systemd/user && printf '[Service]\\nExecStart=%s\\n' {_quote(command)} > {unit}.service && "
+                                 f"printf '[Timer]\\nOnCalendar=*-*-* 03:17\\nPersistent=true\\n[Install]\\nWantedBy=timers.target\\n' > {unit}.timer && "
+                                 "systemctl --user enable --now levelsess-import.timer")
+    return "cron", f"( crontab -l 2>/dev/null; echo {_quote('17 3 * * * ' + command)} ) | crontab -"
+
+
+def subprocess_list(args: list[str]) -> str:
+    import subprocess
+
+    return subprocess.list2cmdline(args).replace('"', '\\"')
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def claude_roots() -> list[Path]:
@@ -206,7 +272,8 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     claude = claude_roots()
     for root in claude:
         stores.append(_health("claude-code", root / "projects"))
-    installs = [_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()] + [_claude(r) for r in claude]
+    target = default_store(store)
+    installs = [_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()] + [_claude(r, target) for r in claude]
     return Diagnosis(stores, installs, _next_steps(stores, installs))
 
 
@@ -215,10 +282,18 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
     for health in stores:
         steps += health.advice
     for install in installs:
-        if install.app == "claude-code" and install.due:
-            steps.append(f"{install.due} Claude Code session(s) in {install.user} are older than cleanupPeriodDays "
-                         f"({install.cleanup_days}): its next start deletes them, with no trash. Keep a copy first: "
-                         f"{_copy_command(install.user / 'projects')}")
+        if install.app == "claude-code":
+            command = f"levelsess import --from claude --source {_quote(install.user)}"
+            if install.due > install.kept:
+                steps.append(f"{install.due} Claude Code session(s) in {install.user} are older than cleanupPeriodDays "
+                             f"({install.cleanup_days}): its next start deletes them, with no trash; the store holds "
+                             f"{install.kept} of them. Import them now: {command}   (or keep a raw copy: "
+                             f"{_copy_command(install.user / 'projects')})")
+            elif install.sessions:
+                steps.append(f"{install.sessions} Claude Code session(s) in {install.user}; Claude Code deletes each "
+                             f"{install.cleanup_days} days after its last write. Keep them: {command}")
+            if install.schedule and install.sessions:
+                steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
         if install.app == "cursor" and install.sessions:
             steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s)")
         if install.app == "vscode" and install.orphaned:

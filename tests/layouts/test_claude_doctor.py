@@ -67,3 +67,44 @@ def test_a_corrupt_settings_file_falls_back_to_the_default_and_says_so(isolated_
     (isolated_home / ".claude" / "settings.json").write_text("{not json")
     claude = [i for i in run_cli("doctor", "--json", _empty(isolated_home)).json["installs"] if i["app"] == "claude-code"]
     assert claude[0]["retention"]["cleanupPeriodDays"] == 30 and "cannot be read" in claude[0]["retention"]["from"]
+
+
+def test_doctor_says_how_many_due_sessions_the_store_keeps_and_its_advice_works(isolated_home, tmp_path):
+    """Follow the "next" line: the import it names keeps every due session, and doctor then says so."""
+    import shlex
+
+    mains = _install(isolated_home / ".claude")
+    store = tmp_path / "store"
+    result = run_cli("doctor", "--json", "--store", str(store), _empty(tmp_path))
+    claude = next(i for i in result.json["installs"] if i["app"] == "claude-code")
+    assert claude["retention"]["due_at_next_start"] == len(mains) // 2 and claude["retention"]["due_already_in_store"] == 0
+    step = next(s for s in result.json["next"] if "Import them now:" in s)
+    command = shlex.split(step.split("Import them now: ", 1)[1].split("   (", 1)[0])
+    assert command[:4] == ["levelsess", "import", "--from", "claude"]
+    assert run_cli(*command[1:], "--store", str(store)).exit_code == 0
+    after = run_cli("doctor", "--json", "--store", str(store), _empty(tmp_path))
+    claude = next(i for i in after.json["installs"] if i["app"] == "claude-code")
+    assert claude["retention"]["due_already_in_store"] == claude["retention"]["due_at_next_start"] == len(mains) // 2
+    assert not any("Import them now" in s for s in after.json["next"])
+    nightly = claude["nightly"]
+    assert nightly["scheduler"] in ("cron", "systemd timer") and any(nightly["command"] in s for s in after.json["next"])
+
+
+def test_the_nightly_line_runs_the_import_with_absolute_paths():
+    import shlex
+    import subprocess
+
+    from toolkit.doctor import nightly_command
+
+    args = ["import", "--from", "claude", "--source", "/home/a b/.claude", "--store", "/home/a b/store", "-q"]
+    kind, command = nightly_command(args, "linux")
+    if kind == "cron":  # what the line adds to the crontab, with `crontab -` swapped for `cat`
+        line = subprocess.run(["bash", "-c", command.replace("| crontab -", "| cat")], capture_output=True, text=True).stdout
+        fields = line.strip().split(" ", 5)
+        assert fields[:5] == ["17", "3", "*", "*", "*"]
+        parts = shlex.split(fields[5])
+        assert Path(parts[0]).is_absolute() and parts[1:] == args
+    kind, command = nightly_command(args, "darwin")
+    assert kind == "launchd" and "<string>/home/a b/.claude</string>" in command and "launchctl load" in command
+    kind, command = nightly_command(args, "win32")
+    assert kind == "Task Scheduler" and command.startswith("schtasks /Create /SC DAILY") and '\\"/home/a b/.claude\\"' in command
