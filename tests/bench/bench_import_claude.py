@@ -1,0 +1,104 @@
+#!/usr/bin/env python
+"""`import --from claude` of a Claude Code-shaped tree (issue 13) - a standalone script, not a pytest test.
+
+    python tests/bench/bench_import_claude.py [--size-mb 1000] [--out DIR] [--repeat 1] [--json]
+
+Builds (or reuses, with --out) a ``projects/`` tree of about SIZE MB from the real anonymised
+Claude Code fixtures, as tests/bench/bench_claude.py does (whole transcripts with their
+subagents, each under a new project folder and session id), warms the page cache, then
+measures in one run:
+
+  bare       read each file whole, split on b"\\n", orjson.loads every line (the ceiling)
+  import     `levelsess import --from claude --source TREE --store EMPTY --json` as a subprocess
+             under tests/bench/probe.py's PROBE: wall time (start-up included) and peak RSS
+  re-import  the same command on that store: nothing new, nothing written
+
+and prints each next to the bare parse as a ratio, with MB/s (MB is 10**6 bytes).  Target
+(issue 13): bounded memory, < 200 MiB peak, whatever the tree's size.  It also checks the
+result: every session created, then every one unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_claude import build  # noqa: E402
+from bench_fsck import MB, MIB, bare, journals, warm  # noqa: E402
+from probe import PROBE  # noqa: E402
+
+
+def run_import(tree: Path, store: Path) -> tuple[float, float, dict]:
+    """(wall seconds, peak RSS MiB, the --json report) of one import under the probe."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "rss"
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", PROBE, str(report), "import", "--from", "claude", "--source", str(tree),
+                               "--store", str(store), "--json"], capture_output=True)
+        wall = time.perf_counter() - started
+        if proc.returncode not in (0, 4):
+            raise SystemExit(f"import failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace')[-2000:]}")
+        return wall, int(report.read_text()) / MIB, json.loads(proc.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mb", type=int, default=1000)
+    parser.add_argument("--out", type=Path, help="build the tree here and keep it (reused when it exists)")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    temp = Path(tempfile.mkdtemp(prefix="levelsess-bench-import-claude-"))
+    root = args.out or temp
+    tree = root / "projects"
+    try:
+        if not tree.is_dir():
+            build(tree, args.size_mb)
+        files = journals(tree)
+        size = warm(files)
+        base = min(_timed(lambda: bare(files)) for _ in range(max(1, args.repeat)))
+        best = None
+        for n in range(max(1, args.repeat)):
+            store = temp / f"store-{n}"
+            wall, rss, report = run_import(tree, store)
+            assert {s["status"] for s in report["sessions"]} == {"created"}, "a first import creates every session"
+            if best is None or wall < best[0]:
+                best = (wall, rss, report, store)
+        wall, rss, report, store = best
+        again, again_rss, second = run_import(tree, store)
+        assert {s["status"] for s in second["sessions"]} == {"unchanged"}, "a re-import finds nothing new"
+        written = sum(p.stat().st_size for p in store.rglob("*.jsonl"))
+        doc = {"bytes": size, "files": len(files), "sessions": len(report["sessions"]), "written_bytes": written, "results": [
+            {"name": "bare", "seconds": round(base, 3), "mb_per_s": round(size / MB / base, 1), "vs_bare": 1.0, "rss_mib": None},
+            {"name": "import", "seconds": round(wall, 3), "mb_per_s": round(size / MB / wall, 1), "vs_bare": round(base / wall, 2),
+             "rss_mib": round(rss, 1)},
+            {"name": "re-import", "seconds": round(again, 3), "mb_per_s": round(size / MB / again, 1),
+             "vs_bare": round(base / again, 2), "rss_mib": round(again_rss, 1)}]}
+        if args.json:
+            print(json.dumps(doc, indent=2))
+        else:
+            print(f"Claude Code-shaped tree: {len(files)} files, {size / MB:,.0f} MB -> {doc['sessions']} sessions, "
+                  f"{written / MB:,.0f} MB of journals")
+            for r in doc["results"]:
+                rss = f"  peak RSS {r['rss_mib']} MiB" if r["rss_mib"] is not None else ""
+                print(f"  {r['name']:<9} {r['seconds']:>7.2f} s  {r['mb_per_s']:>7.1f} MB/s  {r['vs_bare']:.2f}x bare{rss}")
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return 0
+
+
+def _timed(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
