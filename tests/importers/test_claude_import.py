@@ -312,3 +312,150 @@ def test_any_cut_of_a_live_transcript_imports_every_whole_line(tmp_path_factory,
             pass
     assert carried == expected
     assert run_cli("fsck", "--strict", str(store)).exit_code == 0
+
+
+# -- branches, big files, odd shapes, bad sources ------------------------------------------------
+
+
+def test_a_rewind_makes_a_branch_and_nothing_is_written_twice(tmp_path):
+    """A prompt whose parent is an early record (a /rewind): the chain now goes through it, the
+    abandoned turns are off the chain; a re-import adds the prompt alone, no copy of the old turns."""
+    root = tmp_path / ".claude"
+    rel = Path("-loru-rnwdo-kwobudct-tkoccuw") / next(p.name for p in (FIXTURES / "projects" / "-loru-rnwdo-kwobudct-tkoccuw").glob("*.jsonl"))
+    target = root / "projects" / rel
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(FIXTURES / "projects" / rel, target)
+    store = tmp_path / "store"
+    assert do_import(root, store)[0].exit_code == 0
+    values = [v for _l, v in source_records(target.read_bytes())]
+    early = next(v for v in values if v.get("type") == "user" and isinstance(v.get("uuid"), str))
+    with open(target, "ab") as handle:
+        handle.write(_new_turn(early, 7).split(b"\n")[0] + b"\n")
+    result, report = do_import(root, store)
+    session = next(s for s in report["sessions"] if s["id"] == journal_id(rel))
+    assert session["status"] == "updated" and session["new_records"] == 1
+    _path, records = imported(store)[journal_id(rel)]
+    keys = Counter(r.get("sourceKey", "").removesuffix(":off") for r in records[1:])
+    assert max(keys.values()) == 1, "a record that left the chain was written again"
+    fresh = tmp_path / "fresh"
+    _result, _report = do_import(root, fresh)
+    _p, again = imported(fresh)[journal_id(rel)]
+    off = [r for r in again if r.get("type") == "off-chain"]
+    assert off and {r["offChain"] for r in off} <= {"other-branch", "cut-off", "beside-the-chain"}
+    assert journal_conversation(again) == conversation(values + [json.loads(_new_turn(early, 7).split(b"\n")[0])])
+
+
+def test_a_large_transcript_is_read_twice_from_disk_with_the_same_result(tmp_path, monkeypatch):
+    """Above the in-memory limit a transcript's lines are re-read by offset: same journals."""
+    from toolkit.importers import claude
+
+    root = copy_tree(tmp_path)
+    small = tmp_path / "small"
+    do_import(root, small)
+    monkeypatch.setattr(claude, "KEEP_IN_MEMORY", 0)
+    large = tmp_path / "large"
+    result, _report = do_import(root, large)
+    assert result.exit_code == 0
+    for path in small.rglob("*.jsonl"):
+        other = large / path.relative_to(small)
+        assert other.read_bytes() == path.read_bytes().replace(str(small).encode(), str(large).encode())
+
+
+def test_a_transcript_rewritten_between_its_two_passes_is_refused_not_mixed(tmp_path, monkeypatch):
+    from toolkit.importers import claude
+
+    root = tmp_path / ".claude"
+    target = root / "projects" / BIG
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(FIXTURES / "projects" / BIG, target)
+    monkeypatch.setattr(claude, "KEEP_IN_MEMORY", 0)
+    real = claude._build
+
+    def rewrite_then_build(transcript, *args, **kwargs):
+        session = real(transcript, *args, **kwargs)
+        if transcript.path == target:
+            lines = target.read_bytes().split(b"\n")
+            target.write_bytes(b"\n".join(lines[:5] + lines[6:]))  # Claude Code's tombstone removal
+        return session
+
+    monkeypatch.setattr(claude, "_build", rewrite_then_build)
+    store = tmp_path / "store"
+    result, report = do_import(root, store)
+    assert result.exit_code == 4
+    assert any(f["code"] == "source-unreadable" and "changed while it was being imported" in f["message"] for f in report["findings"])
+    assert not (store / "Z--03-NDV-Dftcor-Nmmoat" / f"{journal_id(BIG)}.jsonl").exists()
+    assert not list(store.rglob("*.tmp*")), "no temp file left behind"
+
+
+def test_dry_run_writes_nothing(tmp_path):
+    root = copy_tree(tmp_path)
+    store = tmp_path / "store"
+    result, report = do_import(root, store, "--dry-run")
+    assert result.exit_code == 0 and report["dry_run"] and not store.exists()
+    assert {s["status"] for s in report["sessions"]} == {"created"}
+
+
+def test_a_source_that_is_not_claude_code_is_a_typed_error(tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("hello")
+    result = run_cli("import", "--from", "claude", "--source", str(tmp_path / "notes"), "--store", str(tmp_path / "store"))
+    assert result.exit_code == 8 and "Claude Code" in result.stderr + result.stdout
+    assert not (tmp_path / "store").exists()
+
+
+_TYPES = st.sampled_from(["user", "assistant", "system", "progress", "attachment", "summary", "ai-title", "custom-title",
+                          "queue-operation", "file-history-snapshot", "brand-new-type"])
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8), st.lists(st.text(max_size=4), max_size=2),
+                    st.dictionaries(st.sampled_from(["type", "text", "id"]), st.text(max_size=4), max_size=2))
+
+
+@st.composite
+def _transcripts(draw):
+    uuids = [f"00000000-0000-4000-8000-{n:012d}" for n in range(12)]
+    records = []
+    for n in range(draw(st.integers(min_value=1, max_value=12))):
+        kind = draw(_TYPES)
+        record = {"type": kind, "sessionId": "s"}
+        if kind in ("user", "assistant", "system", "progress", "attachment"):
+            record = {"parentUuid": draw(st.one_of(st.none(), st.sampled_from(uuids))), "isSidechain": draw(st.booleans()),
+                      **record, "uuid": uuids[n], "timestamp": f"2026-01-01T00:00:{n:02d}.000Z"}
+            content = draw(st.one_of(st.text(max_size=10), st.lists(st.fixed_dictionaries(
+                {"type": st.sampled_from(["text", "thinking", "tool_use", "tool_result", "image", "odd"])},
+                optional={"text": st.text(max_size=5), "id": st.sampled_from(["t1", "t2"]), "tool_use_id": st.sampled_from(["t1", "t2"])}),
+                max_size=3), _VALUES))
+            message = draw(st.one_of(_VALUES, st.fixed_dictionaries({"content": st.just(content)}, optional={
+                "id": st.sampled_from(["msg_a", "msg_b"]), "stop_reason": st.sampled_from([None, "tool_use", "end_turn"]),
+                "usage": st.just({"output_tokens": n}), "model": st.text(max_size=3)})))
+            record["message"] = message
+            for key in draw(st.lists(st.sampled_from(["isMeta", "isCompactSummary", "toolUseResult", "isApiErrorMessage",
+                                                      "logicalParentUuid", "subtype", "requestId"]), max_size=3)):
+                record[key] = draw(_VALUES) if key not in ("logicalParentUuid",) else draw(st.sampled_from(uuids))
+        else:
+            for key in ("aiTitle", "customTitle", "summary", "leafUuid", "operation", "content"):
+                if draw(st.booleans()):
+                    record[key] = draw(_VALUES)
+        records.append(record)
+    return records
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=_transcripts())
+def test_any_record_shapes_import_without_loss_and_pass_strict(tmp_path_factory, records):
+    """Whatever the records hold (odd types, missing or wrong-typed fields, cycles, dangling
+    parents), the import succeeds, passes fsck --strict, and carries every line once."""
+    tmp = tmp_path_factory.mktemp("shapes")
+    root = tmp / ".claude"
+    target = root / "projects" / "-p" / "00000000-0000-4000-8000-00000000abcd.jsonl"
+    target.parent.mkdir(parents=True)
+    data = b"".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for r in records)
+    target.write_bytes(data)
+    store = tmp / "store"
+    result, report = do_import(root, store)
+    assert result.exit_code == 0, report["findings"]
+    carried: Counter = Counter()
+    for _jid, (_path, journal_records) in imported(store).items():
+        carried.update(raw_lines(journal_records[1:]))
+    assert carried == Counter(line for line, _v in source_records(data))
+    assert run_cli("fsck", "--strict", str(store)).exit_code == 0
+    again, second = do_import(root, store)
+    assert {s["status"] for s in second["sessions"]} == {"unchanged"}

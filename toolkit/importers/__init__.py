@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 from .. import durable
-from ..errors import UsageError
+from ..errors import FileChangedError, UsageError
 from ..findings import Finding
 from ..fsck.check import exit_code_for
 from ..fsck.repair import remove_dead_temps
@@ -59,7 +59,11 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     try:
         for source in sources:
             for session in importer.scan(source, options, report.findings.append):
-                outcome, found = write_session(store, session, dry_run=dry_run, no_raw=no_raw)
+                try:
+                    outcome, found = write_session(store, session, dry_run=dry_run, no_raw=no_raw)
+                except FileChangedError as exc:  # a source rewritten between its two passes: nothing was written
+                    report.findings.append(Finding("source-unreadable", "error", str(session.source.get("path")), None, None, str(exc)))
+                    continue
                 report.sessions.append(outcome)
                 report.findings += found
                 if outcome.status in ("created", "updated"):

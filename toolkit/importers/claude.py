@@ -40,11 +40,11 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import NotASourceError, PathNotFoundError
+from ..errors import FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..layouts.claude_code import CHAIN, CLAUDE_CODE, SUBAGENTS, _INJECTED, default_roots, is_subagent, prompt_text
 from ..lines import loads, open_regular
-from .output import ALIAS, COVERS_PREVIOUS, Options, Raw, Session, safe_id
+from .output import ALIAS, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, safe_id
 from .sourcelines import SourceLine, SourceReader
 from .uris import apply_map, is_foreign
 
@@ -193,7 +193,14 @@ class _Transcript:
             self._handle = open_regular(self.path)
         self._handle.seek(item.offset)
         data = self._handle.read(item.size)
-        return loads(data), data
+        try:
+            value = loads(data)
+        except ValueError:
+            value = None
+        if type(value) is not dict or value.get("type") != item.kind or (item.uuid is not None and value.get("uuid") != item.uuid):
+            raise FileChangedError(f"{self.path} changed while it was being imported (Claude Code rewrote it?): line "
+                                   f"{item.line} is no longer the record it was; import again")
+        return value, data
 
     def close(self) -> None:
         if self._handle is not None:
@@ -422,6 +429,7 @@ class _Records:
         record[ALIAS] = head.key + ":off"
         if len(unit) > 1:
             record["parts"] = len(unit)
+            record[PART_KEYS] = [it.key for it in unit[1:]]
             record["raw"] = Raw(b"[" + b",".join(data for _, data in pairs) + b"]")
         else:
             record["raw"] = Raw(pairs[0][1])

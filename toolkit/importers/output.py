@@ -99,6 +99,9 @@ def safe_id(prefix: str, source_id: str) -> str:
 #: On a record: another ``sourceKey`` under which the journal may already hold it (a record first
 #: imported off the conversation's chain, later on it, or the reverse): then it is not added again.
 ALIAS = "_alias"
+#: On a record that carries several source items (one API response's parts): the keys of all
+#: but the first (which is its ``sourceKey``); the journal then holds each of them.
+PART_KEYS = "partKeys"
 #: On a ``compact`` record: its ``coversThrough`` is the seq of the record written just before it.
 COVERS_PREVIOUS = "_coversPrevious"
 
@@ -348,6 +351,9 @@ def _existing(path: Path) -> tuple[dict, int, object]:
         if record.get("sourceKey") is not None:
             partial = record.get("partial") is True and isinstance(record.get("seq"), int)
             known[record["sourceKey"]] = record["seq"] if partial else None
+            parts = record.get(PART_KEYS)
+            for key in parts if isinstance(parts, list) else ():
+                known.setdefault(key, None)  # the other source items this record carries
     with open(path, "rb") as handle:
         size = handle.seek(0, 2)
         if size:
