@@ -394,6 +394,18 @@ class _Records:
         return self.count
 
     def __iter__(self) -> Iterator[dict]:
+        return self.select(None)
+
+    def select(self, known: dict | None) -> Iterator[dict]:
+        """The records, converted; with ``known`` (a journal's source keys, a partial record's mapped
+        to its seq), only those that may be new to it: the rest are skipped before conversion."""
+        def maybe_new(key: str, alias: str) -> bool:
+            if known is None:
+                return True
+            if key in known:
+                return known[key] is not None  # a partial record: its whole version may supersede it
+            return alias not in known
+
         plan = self.plan
         after: dict[int, list[dict]] = {}
         loose = []
@@ -402,12 +414,17 @@ class _Records:
         self.shown_title = None
         try:
             for unit in plan.units:
-                yield self._unit(unit)
+                if maybe_new(unit[0].key, unit[0].key + ":off"):
+                    yield self._unit(unit)
                 for it in unit:
                     yield from after.get(it.n, ())
             yield from loose
             for item in plan.rest:
-                yield self._rest(item)
+                key = item.key + ":off" if item.uuid is not None else item.key
+                if maybe_new(key, item.key if item.uuid is not None else key):
+                    yield self._rest(item)
+                elif item.uuid is None and item.kind in _TITLES:
+                    self._rest(item)  # not new, but the titles after it are judged against it
         finally:
             self.t.close()
 

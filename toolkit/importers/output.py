@@ -204,7 +204,15 @@ class _Stripped:
         return len(self.records)
 
     def __iter__(self):
-        for record in self.records:
+        return self._strip(iter(self.records))
+
+    def select(self, known: dict):
+        select = getattr(self.records, "select", None)
+        return self._strip(select(known) if select is not None else iter(self.records))
+
+    @staticmethod
+    def _strip(records):
+        for record in records:
             yield {k: v for k, v in record.items() if k != "raw"}
 
 
@@ -291,7 +299,8 @@ def _additions(session: Session, records: list[dict], known: dict, title: object
     """The records a journal lacks (or whose partial copy they complete), and a title change."""
     new = []
     when = session.created_at
-    for record in records:
+    select = getattr(records, "select", None)  # a lazy source converts only what may be new
+    for record in select(known) if select is not None else records:
         key = record.get("sourceKey")
         when = record.get("t") or when
         if key not in known:
