@@ -459,3 +459,23 @@ def test_any_record_shapes_import_without_loss_and_pass_strict(tmp_path_factory,
     assert run_cli("fsck", "--strict", str(store)).exit_code == 0
     again, second = do_import(root, store)
     assert {s["status"] for s in second["sessions"]} == {"unchanged"}
+
+
+def test_a_transcript_with_no_whole_record_makes_no_journal_until_it_has_one(tmp_path):
+    root = tmp_path / ".claude"
+    folder = root / "projects" / "-p"
+    folder.mkdir(parents=True)
+    empty, brace, nul = (folder / f"00000000-0000-4000-8000-00000000000{n}.jsonl" for n in (1, 2, 3))
+    empty.write_bytes(b"")
+    brace.write_bytes(b'{"parentUuid":null,"isSid')
+    nul.write_bytes(b"\0" * 300)
+    store = tmp_path / "store"
+    result, report = do_import(root, store)
+    assert result.exit_code == 0 and report["sessions"] == [] and not list(store.rglob("*.jsonl"))
+    assert sum(f["code"] == "source-skipped" for f in report["findings"]) == 3
+    whole = {"parentUuid": None, "isSidechain": False, "type": "user", "message": {"role": "user", "content": "hi"},
+             "uuid": "00000000-0000-4000-8000-0000000000aa", "timestamp": "2026-12-01T00:00:00.000Z", "sessionId": brace.stem, "cwd": "/p"}
+    brace.write_bytes(json.dumps(whole).encode() + b"\n")
+    result, report = do_import(root, store)
+    assert [s["status"] for s in report["sessions"]] == ["created"]
+    assert journal_conversation(imported(store)[f"claude-{brace.stem}"][1]) == [("user", "hi")]

@@ -650,5 +650,9 @@ def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> I
                            f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
             continue
         for session in sessions:
+            if not len(session.records):
+                report(Finding("source-skipped", "warning", session.source["path"], None, None,
+                               "holds no whole record (yet): no journal made; an import after it has one picks it up"))
+                continue
             if not (options.orphans_only and not session.orphaned):
                 yield session
