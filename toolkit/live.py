@@ -14,13 +14,18 @@ import time
 from pathlib import Path
 
 _WRITE_MODES = os.O_WRONLY | os.O_RDWR
-_SNAPSHOT: tuple[float, dict[tuple[int, int], tuple[int, str]]] | None = None
+#: path -> (pid, process name, its /proc fd link or None, inode or None)
+_SNAPSHOT: tuple[float, dict[str, tuple[int, str, str | None, int | None]]] | None = None
 FRESH_FOR = 1.0  # seconds a snapshot stays good
 
 
-def _proc_snapshot() -> dict[tuple[int, int], tuple[int, str]]:
-    """(st_dev, st_ino) of every regular file some other process has open for writing -> (pid, name)."""
-    found: dict[tuple[int, int], tuple[int, str]] = {}
+def _proc_snapshot() -> dict[str, tuple[int, str, str | None, int | None]]:
+    """The path of every file some other process has open for writing -> (pid, name, link, inode).
+
+    Only /proc is read: the fd link's target is a path string (readlink), the inode comes from
+    fdinfo, so no other process's file is ever stat'ed.  A stat would go to that file's own file
+    system, and a hung FUSE or NFS mount anywhere on the machine would hang the check with it."""
+    found: dict[str, tuple[int, str, str | None, int | None]] = {}
     me = os.getpid()
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
@@ -34,18 +39,28 @@ def _proc_snapshot() -> dict[tuple[int, int], tuple[int, str]]:
             fds = os.listdir(fd_dir)
         except OSError:  # gone, or not ours to look at
             continue
+        name = None
         for fd in fds:
             try:
                 with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as handle:
-                    info = handle.read(256)
+                    info = handle.read(512)
                 flags = int(info.split(b"flags:", 1)[1].split()[0], 8)
                 if not flags & _WRITE_MODES:
                     continue
-                st = os.stat(f"{fd_dir}/{fd}")
+                target = os.readlink(f"{fd_dir}/{fd}")
             except (OSError, IndexError, ValueError):
                 continue
-            if (st.st_mode & 0o170000) == 0o100000:
-                found.setdefault((st.st_dev, st.st_ino), (pid, _name(pid), f"{fd_dir}/{fd}"))
+            if not target.startswith("/") or target.endswith(" (deleted)"):
+                continue  # a pipe, socket or anonymous inode; a deleted file
+            ino = None
+            if b"\nino:" in info:
+                try:
+                    ino = int(info.split(b"\nino:", 1)[1].split()[0])
+                except (IndexError, ValueError):
+                    ino = None
+            if name is None:
+                name = _name(pid)
+            found.setdefault(target, (pid, name, f"{fd_dir}/{fd}", ino))
     return found
 
 
@@ -57,10 +72,10 @@ def _name(pid: int) -> str:
         return "?"
 
 
-def _psutil_snapshot() -> dict[tuple[int, int], tuple[int, str]]:
+def _psutil_snapshot() -> dict[str, tuple[int, str, str | None, int | None]]:
     import psutil
 
-    found: dict[tuple[int, int], tuple[int, str]] = {}
+    found: dict[str, tuple[int, str, str | None, int | None]] = {}
     me = os.getpid()
     for proc in psutil.process_iter(["pid", "name"]):
         if proc.info["pid"] == me:
@@ -73,15 +88,11 @@ def _psutil_snapshot() -> dict[tuple[int, int], tuple[int, str]]:
             mode = getattr(item, "mode", None)
             if mode == "r":
                 continue
-            try:
-                st = os.stat(item.path)
-            except OSError:
-                continue
-            found.setdefault((st.st_dev, st.st_ino), (proc.info["pid"], proc.info["name"] or "?", None))
+            found.setdefault(os.path.normcase(item.path), (proc.info["pid"], proc.info["name"] or "?", None, None))
     return found
 
 
-def snapshot(fresh: bool = False) -> dict[tuple[int, int], tuple[int, str]]:
+def snapshot(fresh: bool = False) -> dict[str, tuple[int, str, str | None, int | None]]:
     global _SNAPSHOT
     now = time.monotonic()
     if fresh or _SNAPSHOT is None or now - _SNAPSHOT[0] > FRESH_FOR:
@@ -94,17 +105,20 @@ def writers_of(path: Path, *, fresh: bool = False) -> str | None:
     """"held open for writing by <name> (pid N)" when another process has ``path`` open to write."""
     try:
         st = os.stat(path)
+        real = os.path.realpath(path)
     except OSError:
         return None
-    holder = snapshot(fresh).get((st.st_dev, st.st_ino))
+    table = snapshot(fresh)
+    holder = table.get(real) or table.get(os.path.normcase(real))
     if holder is None:
         return None
-    pid, name, link = holder
-    if link is not None:  # still that file? (the snapshot may be a moment old, and inodes are reused)
+    pid, name, link, ino = holder
+    if ino is not None and ino != st.st_ino:
+        return None  # another file now has that name (replaced since the process opened it)
+    if link is not None:  # still open there? (the snapshot may be a moment old)
         try:
-            now = os.stat(link)
+            if os.readlink(link) != real:
+                return None
         except OSError:
-            return None
-        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
             return None
     return f"held open for writing by {name} (pid {pid})"

@@ -43,6 +43,7 @@ from pathlib import Path
 from ..errors import FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..layouts.claude_code import CHAIN, CLAUDE_CODE, SUBAGENTS, _INJECTED, default_roots, is_subagent, prompt_text
+from ..index import utc_iso
 from ..lines import loads, open_regular
 from .output import ALIAS, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, safe_id
 from .sourcelines import SourceLine, SourceReader
@@ -176,9 +177,11 @@ class _Transcript:
                 self.cwd = value.get("cwd") if isinstance(value.get("cwd"), str) else None
                 self.version = value.get("version") if isinstance(value.get("version"), str) else None
                 self.session_id = value.get("sessionId") if isinstance(value.get("sessionId"), str) else None
-            if self.session_id is None and isinstance(value.get("sessionId"), str) and not item.uuid:
-                self._meta_session = value["sessionId"]
             self.items.append(item)
+        try:
+            self.mtime: str | None = utc_iso(path.stat().st_mtime)
+        except OSError:
+            self.mtime = None
         self.keep = self.reader.size <= KEEP_IN_MEMORY
         if not self.keep:
             for item in self.items:
@@ -520,10 +523,9 @@ def _first_prompt(transcript: _Transcript, plan: _Plan) -> str | None:
 
 
 def _session_id(path: Path, transcript: _Transcript) -> str:
-    stem = path.stem
-    if _UUID.fullmatch(stem):
-        return stem
-    return transcript.session_id or getattr(transcript, "_meta_session", None) or stem
+    """The file's stem: Claude Code names a transcript after its sessionId.  A renamed copy keeps
+    its own name, so two files never share a journal (their records may say the same sessionId)."""
+    return path.stem
 
 
 def _place(project: str | None) -> tuple[str, list[str]]:
@@ -549,9 +551,11 @@ def _build(transcript: _Transcript, items: list[_Item], sid: str, session_key: s
     plan = _Plan(items, whole_sidechain=whole_sidechain)
     rank, line_title = _title_rank(transcript, plan)
     title = line_title or title or _first_prompt(transcript, plan)
-    created = next((it.stamp for it in items if it.stamp), None)
+    created = next((it.stamp for it in items if it.stamp), None) or transcript.mtime  # summary-only files have no time
     status, orphan = _place(project)
     source = {"app": APP, "path": str(transcript.path), "key": session_key, "version": transcript.version, **extra_source}
+    if transcript.session_id and transcript.session_id != session_key.split("/", 1)[0]:
+        source["sessionId"] = transcript.session_id  # a renamed file, or a 1.0.x copy re-stamped on resume
     session = Session(sid, options.project or (apply_map(project, options.mapping) if project else None), created, title,
                       source, None, status=status, orphan=orphan)
     session.records = _Records(transcript, plan, title_rank=rank, links=list(links), created=created)
