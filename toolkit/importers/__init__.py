@@ -21,7 +21,8 @@ from ..fsck.check import exit_code_for
 from ..fsck.repair import remove_dead_temps
 from .output import Outcome, write_session
 
-IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot"}
+IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
+             "codex": "toolkit.importers.codex"}
 
 
 def load(name: str) -> ModuleType:
