@@ -40,8 +40,8 @@ from pathlib import Path
 
 from ..errors import NotASourceError, PathNotFoundError
 from ..findings import Finding
-from ..identify import sniff
-from ..layouts.codex import ARCHIVED, CODEX, SESSIONS, default_roots, home_of, is_rollout_name, thread_id
+from ..identify import describe, sniff
+from ..layouts.codex import ARCHIVED, CODEX, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
 from ..layouts.codex_seen import decide, sketch, summary_texts, user_item_text
 from ..lines import loads
 from .output import Options, Raw, Session, json_object, safe_id
@@ -278,6 +278,11 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
                          names: dict[str, str] | None = None) -> Session | None:
     """Convert one rollout; None (and a finding) when it is not one or holds no session."""
     where = str(path)
+    first, _partial = first_record(path)
+    if first is not None and sniff(first) != "codex":  # another tool's file: one finding, not one per line
+        report(Finding("unknown-format", "error", where, 1, None,
+                       f"{describe(sniff(first))}, not a Codex CLI rollout (its first record says so); skipped"))
+        return None
     reader = SourceReader(path, CODEX.is_record, report, what="rollout record")
     lines = list(reader)
     if not lines:
@@ -285,7 +290,7 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
         return None
     if sniff(lines[0].value) != "codex":
         report(Finding("unknown-format", "error", where, lines[0].line, lines[0].offset,
-                       "not a Codex CLI rollout (its first record says otherwise); skipped"))
+                       "not a Codex CLI rollout (its first whole record says otherwise); skipped"))
         return None
     metas = [line for line in lines if line.value["type"] == "session_meta"]
     meta = metas[0].value["payload"] if metas else {}

@@ -206,6 +206,8 @@ def _rollout_folders(top: Path, depth: int) -> Iterator[Path]:
     """``top`` and the date folders under it, ``depth`` levels down (``sessions/YYYY/MM/DD``), by
     name.  Only all-digit names are date folders: a LevelCode store named ``sessions`` costs
     one listing, not a walk."""
+    if not _is_dir(top):  # a home with sessions/ but no archived_sessions/ yet, say
+        return
     yield top
     if depth == 0:
         return
