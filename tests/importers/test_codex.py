@@ -105,6 +105,28 @@ def test_meta_names_the_source_and_keeps_the_session_meta_line_raw(tmp_path):
     assert all(raw in source for raw in raws), "each record keeps its source line, byte for byte"
 
 
+def test_a_thread_name_from_session_index_is_the_title_and_a_rename_appends_a_title_record(tmp_path):
+    home = codex_home(tmp_path)
+    sid = Path(SMALL).stem[-36:]
+    (home / "session_index.jsonl").write_bytes(b'{"id":"%s","thread_name":"first name","updated_at":"t1"}\n' % sid.encode())
+    _import(home, tmp_path / "store")
+    journal = _journals(tmp_path / "store")[_id(SMALL)]
+    assert _records(journal)[0]["title"] == "first name"
+    with open(home / "session_index.jsonl", "ab") as handle:
+        handle.write(b'{"id":"%s","thread_name":"renamed","updated_at":"t2"}\n' % sid.encode())
+    _import(home, tmp_path / "store")
+    assert [r["title"] for r in _records(journal) if r["kind"] == "title"] == ["renamed"], "the last entry for an id wins"
+
+
+def test_a_record_with_a_key_a_newer_writer_adds_still_imports(tmp_path):
+    home = codex_home(tmp_path)
+    line = b'{"timestamp":"2026-04-02T00:00:00.000Z","type":"event_msg","payload":{"type":"user_message","message":"new shape"},"world":1}'
+    with open(home / SMALL, "ab") as handle:
+        handle.write(line + b"\n")
+    result = _import(home / SMALL, tmp_path / "store")
+    assert result.exit_code == 0 and ("prompt", "new shape") in _view(_journals(tmp_path / "store")[_id(SMALL)])
+
+
 def test_each_tool_call_is_answered_by_its_result(tmp_path):
     home = codex_home(tmp_path)
     _import(home / BIG, tmp_path / "store")

@@ -41,7 +41,7 @@ from pathlib import Path
 from ..errors import NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..identify import describe, sniff
-from ..layouts.codex import ARCHIVED, CODEX, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
+from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
 from ..layouts.codex_seen import decide, sketch, summary_texts, user_item_text
 from ..lines import loads
 from .output import Options, Raw, Session, json_object, safe_id
@@ -274,6 +274,13 @@ def _place(cwd: object) -> tuple[str, list[str]]:
     return ("live", []) if Path(cwd).is_dir() else ("orphaned", ["folder-missing"])
 
 
+def _whole_record(obj: object) -> bool:
+    """A rollout record as an importer takes one: the envelope, perhaps with a key a newer writer
+    adds (a line is never dropped for it).  The splitter of damaged lines looks for the same
+    shape; no value nested in a payload carries ``timestamp``, ``type`` and an object ``payload``."""
+    return type(obj) is dict and "timestamp" in obj and isinstance(obj.get("type"), str) and isinstance(obj.get("payload"), dict)
+
+
 def session_from_rollout(path: Path, options: Options, report: Callable[[Finding], None],
                          names: dict[str, str] | None = None) -> Session | None:
     """Convert one rollout; None (and a finding) when it is not one or holds no session."""
@@ -283,7 +290,7 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
         report(Finding("unknown-format", "error", where, 1, None,
                        f"{describe(sniff(first))}, not a Codex CLI rollout (its first record says so); skipped"))
         return None
-    reader = SourceReader(path, CODEX.is_record, report, what="rollout record")
+    reader = SourceReader(path, _whole_record, report, what="rollout record")
     lines = list(reader)
     if not lines:
         report(Finding("source-skipped", "warning", where, None, None, "holds no whole rollout record; nothing to import"))

@@ -199,7 +199,7 @@ def decide(sketches: list[Sketch]) -> list[Decision]:
     prompts_typed = any(s.kind in ("prompt", "user_item") for s in sketches)
     # prompts: user_message first, then item_completed UserMessage; the user `message` mirrors either
     items_to_prompts = _pair(sketches, {"user_item"}, {"prompt"}, _same)
-    users = _pair(sketches, {"user"}, {"prompt", "user_item"}, _same) if prompts_typed else {}
+    users = _pair(sketches, {"user", "injected"}, {"prompt", "user_item"}, _same) if prompts_typed else {}
     agents = _pair(sketches, {"agent"}, {"assistant"}, _same)
     thoughts = _pair(sketches, {"agent_reasoning"}, {"reasoning"}, _in_summary)
     group: dict[int, int] = {}
@@ -217,7 +217,6 @@ def decide(sketches: list[Sketch]) -> list[Decision]:
 
 
 def _role(i: int, item: Sketch, prompts_typed: bool, calls: set, mirrors: tuple) -> tuple[str | None, str | None]:
-    items_to_prompts, users, agents, thoughts = mirrors
     kind = item.kind
     if any(i in pairs for pairs in mirrors):
         return None, "mirror"
