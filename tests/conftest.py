@@ -19,6 +19,6 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("COLUMNS", "200")
     for name in list(os.environ):
-        if name.startswith("LEVELSESS_") or name in ("CLAUDE_CONFIG_DIR", "USERPROFILE", "WSL_DISTRO_NAME"):
+        if name.startswith("LEVELSESS_") or name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "USERPROFILE", "WSL_DISTRO_NAME"):
             monkeypatch.delenv(name)
     return home

@@ -68,16 +68,24 @@ COMMANDS = [["fsck"], ["fsck", "--repair"], ["fsck", "--salvage", "--yes"], ["fs
             ["migrate"], ["ls", "--verify"]]
 
 
-@pytest.mark.parametrize("tree, path", [("codex", "archived_sessions")])  # Claude Code is a layout now
+def _cursor_transcripts(tmp_path: Path) -> Path:
+    """A folder of Cursor agent transcripts: a format levelsess reads no layout of (Claude Code and
+    Codex CLI are layouts now)."""
+    folder = tmp_path / "agent-transcripts"
+    for n in range(2):
+        write_journal(folder / f"t{n}.jsonl", encode([FIRST_RECORDS["cursor-agent"]] * 3))
+    return folder
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
-def test_a_foreign_store_is_one_clear_error_and_nothing_is_written(tmp_path, tree, path, command):
-    root = _copy(tree, tmp_path)
+def test_a_foreign_store_is_one_clear_error_and_nothing_is_written(tmp_path, command):
+    folder = _cursor_transcripts(tmp_path)
     before = snapshot(tmp_path)
-    result = run_cli(*command, root / path)
+    result = run_cli(*command, folder)
     assert snapshot(tmp_path) == before, "not a byte, not a cache, not a quarantine folder"
     if command[0] == "ls":
         assert result.exit_code == 0
-        assert all(r["state"] == "unknown-format" for r in run_cli("ls", "--json", "--verify", root / path).json["sessions"])
+        assert all(r["state"] == "unknown-format" for r in run_cli("ls", "--json", "--verify", folder).json["sessions"])
         return
     assert result.exit_code == 8, result.stderr
     assert "none of the" in result.stderr and "levelsess knows" in result.stderr

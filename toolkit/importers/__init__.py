@@ -22,7 +22,7 @@ from ..fsck.repair import remove_dead_temps
 from .output import Outcome, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
-             "claude": "toolkit.importers.claude"}
+             "claude": "toolkit.importers.claude", "codex": "toolkit.importers.codex"}
 
 
 def load(name: str) -> ModuleType:

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from .base import BaseLayout, Folder, Layout
 from .claude_code import CLAUDE_CODE
+from .codex import CODEX
 from .levelcode import LEVELCODE
 from .logician import LOGICIAN
 
 #: Discovery order: the first layout that claims a PATH gets it (LevelCode, the broadest, last).
-ALL: tuple[BaseLayout, ...] = (LOGICIAN, CLAUDE_CODE, LEVELCODE)
+#: Codex claims only folders whose ``rollout-*.jsonl`` files open with a Codex record (or a
+#: ``.codex`` home), so it cannot take what the others claim; it goes before LevelCode, which
+#: would otherwise take a folder of rollouts and call every file foreign.
+ALL: tuple[BaseLayout, ...] = (LOGICIAN, CLAUDE_CODE, CODEX, LEVELCODE)
 _BY_NAME = {layout.name: layout for layout in ALL}
 
 
@@ -21,4 +25,4 @@ def get(name: str | BaseLayout) -> BaseLayout:
     return name if isinstance(name, BaseLayout) else _BY_NAME[name]
 
 
-__all__ = ["ALL", "CLAUDE_CODE", "LEVELCODE", "LOGICIAN", "BaseLayout", "Folder", "Layout", "get"]
+__all__ = ["ALL", "CLAUDE_CODE", "CODEX", "LEVELCODE", "LOGICIAN", "BaseLayout", "Folder", "Layout", "get"]

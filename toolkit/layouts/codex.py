@@ -1,0 +1,415 @@
+"""The Codex CLI layout: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local time>-<id>.jsonl`` and
+``archived_sessions/rollout-*.jsonl``, append-only rollouts of ``{timestamp, [ordinal,] type,
+payload}`` records whose first is ``session_meta`` (SOURCES-AGENTS.md §2, DESIGN.md §2.6).
+
+Codex's tree is not levelsess's: no cache, no lock file, and nothing levelsess saves (recovered
+bytes, quarantine) goes inside it; those live in levelsess's own data folder.  A live writer
+shows as an open file descriptor (:mod:`toolkit.live`), not as a lock.  Only rollouts are
+journals: ``history.jsonl``, ``session_index.jsonl``, ``state_*.sqlite`` and ``logs_*`` are
+never read as such.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import BaseLayout, Folder, entries
+from ..errors import NotAStoreError, PermissionDeniedError
+
+SESSIONS = "sessions"
+ARCHIVED = "archived_sessions"
+TYPES = frozenset({"session_meta", "event_msg", "response_item", "turn_context", "compacted"})
+_UUID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
+_ENVELOPE = ({"timestamp", "type", "payload"}, {"timestamp", "ordinal", "type", "payload"})
+_OPENING = b'{"timestamp":'
+_FOREIGN_KEYS = re.compile(rb'"(parentUuid|uuid|sessionId|kind|role|leafUuid)"\s*:')
+
+
+def default_roots() -> list[Path]:
+    """Every Codex home this machine may have: $CODEX_HOME, ~/.codex, and ``%USERPROFILE%\\.codex``."""
+    roots = []
+    if os.environ.get("CODEX_HOME"):
+        roots.append(Path(os.environ["CODEX_HOME"]).expanduser())
+    roots.append(Path.home() / ".codex")
+    if os.environ.get("USERPROFILE"):
+        roots.append(Path(os.environ["USERPROFILE"]) / ".codex")
+    return list(dict.fromkeys(roots))
+
+
+def is_rollout_name(name: str) -> bool:
+    return name.startswith("rollout-") and name.endswith(".jsonl")
+
+
+def thread_id(path: Path) -> str | None:
+    """The thread id a rollout's file name ends with, or None."""
+    match = _UUID.search(path.name)
+    return match.group(1) if match else None
+
+
+@dataclass
+class CodexFacts:
+    """What listings, show and import need from a rollout."""
+
+    session_id: str | None = None
+    created_at: str | None = None     # session_meta.payload.timestamp
+    cwd: str | None = None
+    cli_version: str | None = None    # Codex's own version string: not a schema version
+    originator: str | None = None
+    source: str | None = None         # cli | vscode | exec | subagent | …
+    forked_from_id: str | None = None
+    first_timestamp: object = None
+    last_timestamp: object = None
+    first_prompt: str | None = None        # the first prompt typed in this thread
+    inherited_prompt: str | None = None    # a fork's: the parent's replayed one
+    turns: int = 0
+    model: str | None = None
+
+    @property
+    def title(self) -> str | None:
+        return self.first_prompt or self.inherited_prompt
+
+
+def _source(value: object) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and value:
+        return next(iter(value))  # {"subagent": {...}} -> "subagent"
+    return None
+
+
+class CodexRules:
+    """Line-level record rules: ``session_meta`` first, ``ordinal`` increasing; and the facts."""
+
+    def __init__(self, reader) -> None:
+        self.c = reader
+        self.facts = CodexFacts()
+        self.ordinal: int | None = None
+        self.ordinal_at = 0
+        self.metas = 0
+        self.replaying = False   # inside a fork's replay of its parent (SOURCES-AGENTS §2.9)
+        self.replayed_turn = False
+
+    def record(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
+        c = self.c
+        if type(obj) is not dict or type(kind := obj.get("type")) is not str or type(obj.get("payload")) is not dict:
+            c.sink.add("invalid-record", "JSON but not a rollout record (a string \"type\" and an object \"payload\")",
+                       c.lineno, offset, line)
+            return
+        c.records += 1
+        facts, payload = self.facts, obj["payload"]
+        if c.records == 1 and kind != "session_meta":
+            c.sink.add("missing-meta", f"the first record is {kind!r}, not session_meta: Codex finds no thread id in it "
+                       "and lists no session for the file", c.lineno, offset, line)
+        self._ordinal(obj.get("ordinal"), offset, line)
+        stamp = obj.get("timestamp")
+        if stamp is not None:
+            if facts.first_timestamp is None:
+                facts.first_timestamp = stamp
+            facts.last_timestamp = stamp
+        if kind == "session_meta":
+            self._meta(payload)
+        elif kind == "event_msg":
+            self._event(payload)
+        elif kind == "turn_context" and isinstance(payload.get("model"), str):
+            facts.model = payload["model"]
+
+    def _ordinal(self, ordinal: object, offset: int, line: bytes) -> None:
+        """Newer writers number records; a reused or lower ordinal blocks resume (#35746, #45150)."""
+        if type(ordinal) is not int:
+            return
+        c = self.c
+        if self.ordinal is not None:
+            if ordinal == self.ordinal:
+                c.sink.add("seq-duplicate", f"ordinal {ordinal} repeats the one at line {self.ordinal_at}: Codex "
+                           "cannot resume the thread", c.lineno, offset, line)
+            elif ordinal < self.ordinal:
+                c.sink.add("seq-gap", f"ordinal {ordinal} goes back (line {self.ordinal_at} has {self.ordinal}): Codex "
+                           "cannot resume the thread", c.lineno, offset, line)
+        self.ordinal, self.ordinal_at = ordinal, c.lineno
+
+    def _meta(self, payload: dict) -> None:
+        facts = self.facts
+        self.metas += 1
+        if self.metas > 1:  # a fork carries its parent's session_meta next: the replay starts
+            if facts.forked_from_id is not None and self.metas == 2:
+                self.replaying = True
+            return
+        text = {key: value if isinstance(value, str) else None for key, value in payload.items()
+                if key in ("id", "timestamp", "cwd", "cli_version", "originator", "forked_from_id")}
+        facts.session_id, facts.created_at, facts.cwd = text.get("id"), text.get("timestamp"), text.get("cwd")
+        facts.cli_version, facts.originator = text.get("cli_version"), text.get("originator")
+        facts.forked_from_id = text.get("forked_from_id")
+        facts.source = _source(payload.get("source"))
+
+    def _event(self, payload: dict) -> None:
+        kind = payload.get("type")
+        if self.replaying:
+            if kind == "task_started" and self.replayed_turn:
+                self.replaying = False
+            elif kind in ("user_message", "agent_message"):
+                self.replayed_turn = True
+        if kind != "user_message" or not isinstance(payload.get("message"), str):
+            return
+        text = " ".join(payload["message"].split())[:120] or None
+        facts = self.facts
+        if self.replaying:
+            facts.inherited_prompt = facts.inherited_prompt or text
+            return
+        facts.turns += 1
+        facts.first_prompt = facts.first_prompt or text
+
+    def finish(self, size: int, tail_state: object) -> None:
+        pass
+
+
+def first_record(path: Path) -> tuple[object, bool]:
+    """The first record of ``path`` parsed (reading at most 1 MiB: a session_meta line is big)
+    and whether its bytes could be one cut off; (None, False) for an unreadable file."""
+    from ..lines import loads, open_regular
+
+    try:
+        with open_regular(path) as handle:  # never blocks on a FIFO named like a rollout
+            head = handle.read(1 << 16)
+            if b"\n" not in head:
+                head += handle.read((1 << 20) - len(head))
+    except OSError:
+        return None, False
+    body = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+    line = body.lstrip(b"\0 \t\r\n").split(b"\n", 1)[0]
+    try:
+        return loads(line), False
+    except ValueError:
+        return None, CODEX.partial_ok(line)
+
+
+def sniff_file(path: Path) -> str | None:
+    """What the first record of ``path`` looks like (identify.sniff); None when it cannot tell."""
+    from ..identify import sniff
+
+    record, _partial = first_record(path)
+    return sniff(record) if record is not None else None
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def _rollout_folders(top: Path, depth: int) -> Iterator[Path]:
+    """``top`` and the date folders under it, ``depth`` levels down (``sessions/YYYY/MM/DD``), by
+    name.  Only all-digit names are date folders: a LevelCode store named ``sessions`` costs
+    one listing, not a walk."""
+    if not _is_dir(top):  # a home with sessions/ but no archived_sessions/ yet, say
+        return
+    yield top
+    if depth == 0:
+        return
+    try:
+        listed = entries(top)
+    except (PermissionDeniedError, NotAStoreError):
+        return
+    for entry in listed:
+        if entry.name.isdigit() and _is_dir(Path(entry.path)):
+            yield from _rollout_folders(Path(entry.path), depth - 1)
+
+
+def _rollouts(folder: Path) -> tuple[Path, ...]:
+    return tuple(Path(e.path) for e in entries(folder) if is_rollout_name(e.name))
+
+
+def home_of(folder: Path) -> Path:
+    """The Codex home a folder of rollouts belongs to (what its saved bytes are filed under)."""
+    for parent in (folder, *folder.parents):
+        if parent.name in (SESSIONS, ARCHIVED):
+            return parent.parent
+    return folder
+
+
+class Codex(BaseLayout):
+    name = "codex"
+    key = "type"
+    first_key = b"timestamp"
+    cache_name = None
+    cache_lists_journals = False
+
+    def identify(self, obj: object, found: str | None) -> bool:
+        return found == self.name
+
+    def is_record(self, obj: dict) -> bool:
+        """A rollout record exactly: the envelope's keys and no others, a string type, an object
+        payload (what the splitter tells from a value nested inside a payload)."""
+        return (set(obj) in _ENVELOPE and isinstance(obj.get("type"), str) and isinstance(obj.get("payload"), dict))
+
+    def partial_ok(self, data: bytes) -> bool:
+        """A file holding no whole record is still a rollout when its bytes open one."""
+        body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+        body = body.lstrip(b"\0 \t\r\n")
+        if not body:
+            return True
+        if _FOREIGN_KEYS.search(body[:4096]):
+            return False
+        compact = re.sub(rb"\s+", b"", body[:64])
+        return compact.startswith(_OPENING) or _OPENING.startswith(compact)
+
+    def rules(self, reader) -> CodexRules:
+        return CodexRules(reader)
+
+    # -- discovery ------------------------------------------------------------------------
+
+    def _votes(self, folders: list[Path], sample: int = 3) -> tuple[int, int]:
+        """(Codex rollouts, files of another format) among the first few rollouts in ``folders``."""
+        ours = theirs = 0
+        for folder in folders:
+            try:
+                rollouts = _rollouts(folder)
+            except (PermissionDeniedError, NotAStoreError):
+                continue
+            for rollout in rollouts[:20]:
+                found = sniff_file(rollout)
+                ours += found == self.name
+                theirs += found is not None and found != self.name
+                if ours + theirs >= sample:
+                    return ours, theirs
+        return ours, theirs
+
+    def _folders(self, tops: list[tuple[Path, int]], home: Path) -> list[Folder]:
+        found = []
+        for top, depth in tops:
+            for folder in _rollout_folders(top, depth):
+                try:
+                    journals = _rollouts(folder)
+                except PermissionDeniedError as exc:
+                    found.append(Folder(folder, self, home, (), problem=str(exc)))
+                    continue
+                except NotAStoreError:
+                    continue
+                if journals:
+                    found.append(Folder(folder, self, home, journals))
+        return found
+
+    def _claims(self, tops: list[tuple[Path, int]], named: bool) -> bool:
+        folders = [f for top, depth in tops for f in _rollout_folders(top, depth)]
+        ours, theirs = self._votes(folders)
+        return theirs == 0 and (ours > 0 or named)
+
+    def claim_dir(self, path: Path) -> list[Folder] | None:
+        home = home_of(path)
+        if _is_dir(path / SESSIONS) or _is_dir(path / ARCHIVED):  # a Codex home
+            tops = [(path / SESSIONS, 3), (path / ARCHIVED, 0)]
+            if self._claims(tops, path.name == ".codex"):
+                return self._folders(tops, path)
+            return None
+        if path.name in (SESSIONS, ARCHIVED) or home != path:  # sessions/, archived_sessions/, YYYY/, …, a date folder
+            tops = [(path, 0 if path.name == ARCHIVED else 3)]
+            if self._claims(tops, home.name == ".codex"):
+                return self._folders(tops, home)
+            return None
+        tops = [(path, 0)]  # any folder holding rollouts (a copy, an older generation's flat folder)
+        ours, theirs = self._votes([path])
+        return self._folders(tops, path) if ours and not theirs else None
+
+    def claim_file(self, path: Path) -> Folder | None:
+        record, partial = first_record(path)
+        from ..identify import sniff
+
+        found = sniff(record) if record is not None else None
+        if found != self.name and not (found is None and is_rollout_name(path.name) and (partial or record is None)):
+            return None
+        if not is_rollout_name(path.name) and self._among_others(path):
+            return None  # a stray among another layout's journals: that layout reports it as foreign
+        if found is None and not (home_of(path.parent) != path.parent or self._votes([path.parent])[0]):
+            return None  # a rollout-named file that cannot tell, outside any Codex tree: not ours to judge
+        return Folder(path.parent, self, home_of(path.parent), (path,), whole=False)
+
+    def _among_others(self, path: Path) -> bool:
+        """True when a journal beside ``path`` opens with a record of another format."""
+        from ..identify import sniff
+
+        try:
+            beside = [e for e in entries(path.parent) if e.name.endswith(".jsonl") and e.name != path.name][:20]
+        except (PermissionDeniedError, NotAStoreError):
+            return False
+        for entry in beside[:3]:
+            record, _partial = first_record(Path(entry.path))
+            if record is not None and sniff(record) not in (None, self.name):
+                return True
+        return False
+
+    def session_id(self, folder: Folder, journal: Path) -> str:
+        return thread_id(journal) or journal.stem
+
+    def state_dir(self, folder: Folder) -> Path:
+        """levelsess's own data folder, never Codex's tree."""
+        import hashlib
+
+        import platformdirs
+
+        store = os.path.abspath(folder.store)
+        tag = hashlib.sha256(store.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        name = Path(store).name.lstrip(".") or "root"  # ~/.codex -> codex-<hash>
+        return Path(platformdirs.user_data_dir("levelsess", appauthor=False)) / "codex" / f"{name}-{tag}"
+
+    # -- live writers: no lock file, an open descriptor -------------------------------------
+
+    def lock_path(self, journal: Path) -> Path | None:
+        return None
+
+    def begin(self) -> None:
+        from ..live import snapshot
+
+        snapshot(fresh=True)
+
+    def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
+        from ..live import writers_of
+
+        return writers_of(journal, fresh=fresh)
+
+    @contextmanager
+    def holding(self, journal: Path, *, force: bool = False) -> Iterator[None]:
+        """No lock to take: make sure, just before writing, that nobody has it open for writing."""
+        from ..errors import LockBusyError
+
+        who = None if force else self.writer(journal, fresh=True)
+        if who is not None:
+            raise LockBusyError(f"{journal}: {who}")
+        yield
+
+    # -- caches: none -----------------------------------------------------------------------
+
+    def cache_findings(self, folder, scans, loaded) -> list:
+        return []
+
+    def derive_cache(self, folder, scans, loaded) -> bytes | None:
+        return None
+
+    # -- listings and rendering -------------------------------------------------------------
+
+    def row(self, folder, journal, scan, state, reason):
+        from ..index import utc_iso
+        from ..sessions import SessionRow
+
+        facts = scan.facts
+        return SessionRow(facts.session_id or self.session_id(folder, journal), journal, self.name, facts.cwd, facts.title,
+                          facts.created_at or facts.first_timestamp, facts.last_timestamp or utc_iso(scan.mtime_ns / 1e9),
+                          facts.turns, facts.model, scan.size, state, reason)
+
+    def markdown(self, path: Path, title: object) -> Iterator[str]:
+        from ..render_codex import markdown
+
+        return markdown(path, self, title)
+
+    def json_open(self, records: Iterator[bytes]) -> bytes:
+        return b'{\n  "records": '
+
+    def trash_paths(self, journal: Path) -> tuple[Path, ...]:
+        return (journal,)
+
+
+CODEX = Codex()

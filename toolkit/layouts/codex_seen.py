@@ -1,0 +1,236 @@
+"""The conversation a user saw in a Codex CLI rollout (SOURCES-AGENTS.md §2.8, §2.9).
+
+A rollout writes most things twice: the UI's ``event_msg`` stream and the model's
+``response_item`` history.  :func:`decide` picks one stream per kind and lets the other only
+fill gaps, so each prompt, answer, reasoning step and tool call is shown (and imported) once:
+
+==============  ===========================================  ==================================
+kind            primary                                      used only when the primary is absent
+==============  ===========================================  ==================================
+typed prompt    ``event_msg user_message``                   ``item_completed`` UserMessage;
+                                                             in a rollout with neither, user
+                                                             ``message``s not opening with an
+                                                             injected tag
+assistant text  assistant ``message`` (with ``phase``)       ``agent_message``
+reasoning       ``reasoning``                                ``agent_reasoning``
+tools           ``function_call`` / ``custom_tool_call`` /   ``*_end`` events with a call_id no
+                ``web_search_call`` and their outputs        call of the file has
+==============  ===========================================  ==================================
+
+Two items are mirrors when their texts are equal and they are at most three records apart
+(§2.8 "Mirror test"); pairs are matched one to one, nearest first.  A primary's *group* is the
+earliest record of its pair: an importer keys the record by it, so a copy imported before its
+mirror was written is not imported again once the mirror appears.
+
+A fork (§2.9: ``forked_from_id`` on the first ``session_meta``) begins with a replay of its
+parent: from the parent's ``session_meta`` (the second one) to the ``task_started`` that opens
+the child's own work.  Items there are *inherited*.
+
+Memory stays small: :func:`sketch` reduces each record to a few digests, and :func:`decide`
+works on those, so a renderer can stream the file twice instead of holding it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+MIRROR_WINDOW = 3
+#: Text Codex injects as a user-role message (AGENTS.md, environment, aborted-turn markers,
+#: shell commands the user ran): never a typed prompt.
+INJECTED = re.compile(r"^\s*(<[A-Za-z_][\w-]*[\s>/]|# AGENTS\.md instructions)")
+CALLS = frozenset({"function_call", "custom_tool_call", "web_search_call", "local_shell_call"})
+OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
+ENDS = frozenset({"exec_command_end", "mcp_tool_call_end", "patch_apply_end", "web_search_end", "view_image_tool_call"})
+UI_ONLY = frozenset({"task_started", "task_complete", "token_count", "context_compacted", "exec_command_begin",
+                     "mcp_tool_call_begin", "patch_apply_begin", "web_search_begin", "item_started", "item_completed",
+                     "agent_message_delta", "agent_reasoning_delta", "agent_reasoning_section_break",
+                     "agent_reasoning_raw_content", "background_event", "stream_error", "plan_update", "warning"})
+
+
+@dataclass(frozen=True, slots=True)
+class Sketch:
+    """What :func:`decide` needs from one record: its kind and the digest of its text."""
+
+    kind: str              # "prompt", "user", "assistant", "agent", "reasoning", "agent_reasoning", "call", …
+    text: bytes = b""      # digest of the text a mirror must match ("" when it has none)
+    alt: frozenset = frozenset()  # reasoning: digests of its summary parts
+    call: str | None = None
+    ident: str | None = None  # session_meta: its id; the first one: forked_from_id in ``parent``
+    parent: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What becomes of one record: ``role`` (a record to write) or ``skip`` (why not)."""
+
+    role: str | None       # prompt | assistant | reasoning | tool_use | tool_result | compact | interrupt | error | other | meta
+    skip: str | None       # mirror | context | ui-only | meta-copy
+    group: int             # the record that keys it (the earliest of its mirror pair)
+    inherited: bool = False
+
+
+def _digest(text: object) -> bytes:
+    if not isinstance(text, str):
+        return b""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).digest()
+
+
+def message_text(content: object, kinds: tuple[str, ...]) -> str | None:
+    """The text parts of a ``message``'s content, joined (None when it has no text part)."""
+    if not isinstance(content, list):
+        return content if isinstance(content, str) else None
+    parts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") in kinds and isinstance(b.get("text"), str)]
+    return "\n".join(parts) if parts else None
+
+
+def user_item_text(item: object) -> str | None:
+    """The text of an ``item_completed`` UserMessage item (paginated rollouts), or None."""
+    if not isinstance(item, dict) or item.get("type") != "UserMessage":
+        return None
+    for key in ("text", "message"):
+        if isinstance(item.get(key), str):
+            return item[key]
+    return message_text(item.get("content"), ("text", "input_text"))
+
+
+def summary_texts(payload: dict) -> list[str]:
+    summary = payload.get("summary")
+    return [s["text"] for s in summary if isinstance(s, dict) and isinstance(s.get("text"), str)] if isinstance(summary, list) else []
+
+
+def sketch(record: object) -> Sketch:
+    """Reduce one rollout record (``{timestamp, type, payload}``) to what :func:`decide` needs."""
+    if type(record) is not dict:
+        return Sketch("other")
+    top, payload = record.get("type"), record.get("payload")
+    if type(payload) is not dict:
+        payload = {}
+    kind = payload.get("type")
+    if top == "session_meta":
+        ident = payload.get("id") if isinstance(payload.get("id"), str) else None
+        parent = payload.get("forked_from_id") if isinstance(payload.get("forked_from_id"), str) else None
+        return Sketch("session_meta", ident=ident, parent=parent)
+    if top == "turn_context":
+        return Sketch("context")
+    if top == "compacted":
+        return Sketch("compact")
+    if top == "event_msg":
+        if kind == "user_message":
+            return Sketch("prompt", _digest(payload.get("message")))
+        if kind == "item_completed" and (text := user_item_text(payload.get("item"))) is not None:
+            return Sketch("user_item", _digest(text))
+        if kind == "agent_message":
+            return Sketch("agent", _digest(payload.get("message")))
+        if kind == "agent_reasoning":
+            return Sketch("agent_reasoning", _digest(payload.get("text")))
+        if kind in ENDS:
+            return Sketch("end", call=payload.get("call_id") if isinstance(payload.get("call_id"), str) else None)
+        if kind == "turn_aborted":
+            return Sketch("interrupt")
+        if kind == "error":
+            return Sketch("error")
+        if kind == "task_started":
+            return Sketch("task_started")
+        return Sketch("ui-only")
+    if top == "response_item":
+        if kind == "message":
+            role = payload.get("role")
+            if role == "user":
+                text = message_text(payload.get("content"), ("input_text",))
+                return Sketch("injected" if text is not None and INJECTED.match(text) else "user", _digest(text))
+            if role == "assistant":
+                return Sketch("assistant", _digest(message_text(payload.get("content"), ("output_text",))))
+            return Sketch("context")  # developer and system messages: never shown
+        if kind == "reasoning":
+            texts = summary_texts(payload)
+            return Sketch("reasoning", _digest("\n".join(texts)) if texts else b"", frozenset(map(_digest, texts)))
+        if kind in CALLS:
+            return Sketch("call", call=payload.get("call_id") if isinstance(payload.get("call_id"), str) else None)
+        if kind in OUTPUTS:
+            return Sketch("output", call=payload.get("call_id") if isinstance(payload.get("call_id"), str) else None)
+    return Sketch("other")  # a type newer than this reader: kept as an event, never dropped
+
+
+def _pair(sketches: list[Sketch], secondary: set[str], primary: set[str], match) -> dict[int, int]:
+    """Secondary index -> the nearest unpaired primary within the window whose text matches."""
+    taken: set[int] = set()
+    pairs: dict[int, int] = {}
+    for i, item in enumerate(sketches):
+        if item.kind not in secondary or not item.text:
+            continue
+        near = sorted(range(max(0, i - MIRROR_WINDOW), min(len(sketches), i + MIRROR_WINDOW + 1)), key=lambda j: (abs(j - i), j))
+        for j in near:
+            other = sketches[j]
+            if j != i and j not in taken and other.kind in primary and match(item, other):
+                taken.add(j)
+                pairs[i] = j
+                break
+    return pairs
+
+
+def _same(a: Sketch, b: Sketch) -> bool:
+    return a.text == b.text
+
+
+def _in_summary(a: Sketch, b: Sketch) -> bool:
+    return a.text == b.text or a.text in b.alt
+
+
+def _replay(sketches: list[Sketch]) -> range:
+    """The records a fork replays from its parent (an empty range for a rollout that is no fork)."""
+    if not sketches or sketches[0].kind != "session_meta" or sketches[0].parent is None:
+        return range(0)
+    start = next((i for i in range(1, len(sketches)) if sketches[i].kind == "session_meta"), None)
+    if start is None:
+        return range(0)
+    seen_turn = False
+    for i in range(start + 1, len(sketches)):
+        kind = sketches[i].kind
+        if kind == "task_started" and seen_turn:
+            return range(start, i)
+        seen_turn = seen_turn or kind in ("prompt", "user_item", "agent", "assistant")
+    return range(start, len(sketches))
+
+
+def decide(sketches: list[Sketch]) -> list[Decision]:
+    """One decision per record, in file order (see the module docstring for the rules)."""
+    prompts_typed = any(s.kind in ("prompt", "user_item") for s in sketches)
+    # prompts: user_message first, then item_completed UserMessage; the user `message` mirrors either
+    items_to_prompts = _pair(sketches, {"user_item"}, {"prompt"}, _same)
+    users = _pair(sketches, {"user", "injected"}, {"prompt", "user_item"}, _same) if prompts_typed else {}
+    agents = _pair(sketches, {"agent"}, {"assistant"}, _same)
+    thoughts = _pair(sketches, {"agent_reasoning"}, {"reasoning"}, _in_summary)
+    group: dict[int, int] = {}
+    for mirror, primary in (*items_to_prompts.items(), *users.items(), *agents.items(), *thoughts.items()):
+        group[primary] = min(group.get(primary, primary), mirror)
+    calls = {s.call for s in sketches if s.kind == "call" and s.call is not None}
+    replay = _replay(sketches)
+    out = []
+    for i, item in enumerate(sketches):
+        role, skip = _role(i, item, prompts_typed, calls, (items_to_prompts, users, agents, thoughts))
+        if i == 0 and item.kind == "session_meta":
+            role, skip = "meta", None
+        out.append(Decision(role, skip, group.get(i, i), i in replay))
+    return out
+
+
+def _role(i: int, item: Sketch, prompts_typed: bool, calls: set, mirrors: tuple) -> tuple[str | None, str | None]:
+    kind = item.kind
+    if any(i in pairs for pairs in mirrors):
+        return None, "mirror"
+    simple = {"prompt": "prompt", "user_item": "prompt", "assistant": "assistant", "agent": "assistant",
+              "reasoning": "reasoning", "agent_reasoning": "reasoning", "call": "tool_use", "output": "tool_result",
+              "compact": "compact", "interrupt": "interrupt", "error": "error", "other": "other"}
+    if kind in simple:
+        return simple[kind], None
+    if kind == "user":
+        return (None, "context") if prompts_typed else ("prompt", None)
+    if kind == "injected" or kind == "context":
+        return None, "context"
+    if kind == "end":
+        return (None, "mirror") if item.call in calls else ("other", None)
+    if kind == "session_meta":
+        return None, "meta-copy"
+    return None, "ui-only"  # task_started and the UI's own bookkeeping
