@@ -141,11 +141,13 @@ class _Item:
         self.agent = None
         if self.kind == "assistant":
             if isinstance(message.get("id"), str):
-                self.msg = (message["id"], value.get("requestId"))
-            self.uses = tuple(b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use")
+                request = value.get("requestId")
+                self.msg = (message["id"], request if isinstance(request, str) else None)
+            self.uses = tuple(b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str))
             self.stop = message.get("stop_reason") in _FINAL
         elif self.kind == "user":
-            self.results = tuple(b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result")
+            self.results = tuple(b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else "" for b in content
+                                 if isinstance(b, dict) and b.get("type") == "tool_result")
             result = value.get("toolUseResult")
             if isinstance(result, dict) and isinstance(result.get("agentId"), str):
                 self.agent = result["agentId"]
