@@ -256,7 +256,7 @@ def fsck(
 ) -> int:
     """Check journals, locks and caches; with --repair, fix exactly what is safe to fix.
 
-    A check is read-only: it writes nothing at all. A repair cuts only bytes after the last newline that are proven to hold no record (saved under <store>/.levelsess/recovered/<folder>/ first; for Claude Code, in levelsess's own data folder, never in its tree); a file with damage earlier in it, or whose last line holds a whole record among other bytes, is left untouched for a person (or for --salvage, or --relink for a broken Claude Code chain). Layouts: LevelCode, Logician and Claude Code, told apart by the files' own records; a file of any other shape (a Codex rollout, text) is reported as unknown-format and never written, nor is any cache beside it.
+    A check is read-only: it writes nothing at all. A repair cuts only bytes after the last newline that are proven to hold no record (saved under <store>/.levelsess/recovered/<folder>/ first; for Claude Code, in levelsess's own data folder, never in its tree); a file with damage earlier in it, or whose last line holds a whole record among other bytes, is left untouched for a person (or for --salvage, or --relink for a broken Claude Code chain). Layouts: LevelCode, Logician, Claude Code and Codex CLI rollouts, told apart by the files' own records; a file of any other shape (a Cursor agent transcript, text) is reported as unknown-format and never written, nor is any cache beside it.
 
     Exit codes (bit flags): 0 clean, 1 corrected, 4 left uncorrected, 8 operational error, 16 usage error, 32 interrupted.
 
@@ -266,6 +266,7 @@ def fsck(
       levelsess fsck ./.logician --json           # a Logician workspace, for scripts
       levelsess fsck broken.jsonl --salvage --yes
       levelsess fsck ~/.claude/projects                    # Claude Code transcripts: lines, tails and the parentUuid chain
+      levelsess fsck ~/.codex                              # Codex CLI rollouts (sessions/ and archived_sessions/)
       levelsess fsck ~/.claude/projects/-Users-ada-app --relink --yes   # resume shows the whole session again
       levelsess fsck --repair --dry-run -v                 # preview every repair step
       levelsess fsck --strict --force --jobs 4 -q --store ~/other-store
@@ -377,7 +378,7 @@ def reindex(
         print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
     verb = "differ" if check else "written"
     if result.no_cache:
-        out.say(f"{len(result.no_cache)} folder(s) of a layout that keeps no cache (Claude Code): nothing to rebuild there")
+        out.say(f"{len(result.no_cache)} folder(s) of a layout that keeps no cache (Claude Code, Codex CLI): nothing to rebuild there")
     out.say(f"{len(result.written)} cache(s) {verb}, {len(result.unchanged)} unchanged, {len(result.refused)} refused  [exit {code}]")
     return code
 
@@ -445,7 +446,7 @@ def migrate(
     if result.findings:
         print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
     if plan.logician:
-        kinds = " and ".join({"logician": "Logician sessions", "claude-code": "Claude Code projects"}.get(n, n) for n in plan.others)
+        kinds = " and ".join({"logician": "Logician sessions", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts"}.get(n, n) for n in plan.others)
         out.say(f"{len(plan.logician)} folder(s) of {kinds}: one format version so far, nothing to migrate")
     out.say(_migrate_summary(result, code))
     if result.interrupted:
@@ -544,8 +545,8 @@ def _render_import(out: Output, report, target: Path) -> None:
             f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
 
 
-STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects"}
-APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code"}
+STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts"}
+APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI"}
 
 
 @app.command()
@@ -602,6 +603,8 @@ def doctor(
         if install.app == "claude-code":
             note = (f"cleanup after {install.cleanup_days} d: {install.due} due, {install.kept} of them in the store" if install.due
                     else f"cleanup after {install.cleanup_days} d")
+        if install.app == "codex":
+            note = f"{install.kept} in the store"
         table.add_row(APP_NAMES.get(install.app, install.app), str(install.user), str(install.sessions),
                       _mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
     if table.row_count:

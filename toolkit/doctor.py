@@ -60,8 +60,10 @@ class Install:
         if self.app == "claude-code":
             document["retention"] = {"cleanupPeriodDays": self.cleanup_days, "from": self.cleanup_source,
                                      "due_at_next_start": self.due, "due_already_in_store": self.kept}
-            if self.schedule:
-                document["nightly"] = {"scheduler": self.schedule[0], "command": self.schedule[1]}
+        if self.app == "codex":
+            document["in_store"] = self.kept
+        if self.schedule:
+            document["nightly"] = {"scheduler": self.schedule[0], "command": self.schedule[1]}
         return document
 
 
@@ -193,6 +195,20 @@ def _claude(root: Path, store: Path) -> Install:
     return install
 
 
+def _codex(home: Path, store: Path) -> Install:
+    """A Codex CLI home: its rollouts (live and archived), how many the store keeps, the nightly import."""
+    from .layouts.codex import thread_id
+
+    install = Install("codex", home)
+    kept = imported_ids(store, "codex-")
+    for folder in discover_all([home]):
+        for journal in folder.journals:
+            install.sessions += 1
+            install.kept += f"codex-{thread_id(journal)}" in kept
+    install.schedule = nightly_command(["import", "--from", "codex", "--source", str(home), "--store", str(store), "-q"])
+    return install
+
+
 def imported_ids(store: Path, prefix: str) -> set[str]:
     """The ids of the journals named ``<prefix>…`` in the store's project folders (one listing each)."""
     ids: set[str] = set()
@@ -272,8 +288,14 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     claude = claude_roots()
     for root in claude:
         stores.append(_health("claude-code", root / "projects"))
+    from .importers import codex as codex_importer
+
+    codex = codex_importer.detect()
+    for home in codex:
+        stores.append(_health("codex", home))
     target = default_store(store)
-    installs = [_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()] + [_claude(r, target) for r in claude]
+    installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()] + [_claude(r, target) for r in claude]
+                + [_codex(h, target) for h in codex])
     return Diagnosis(stores, installs, _next_steps(stores, installs))
 
 
@@ -293,6 +315,11 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
                 steps.append(f"{install.sessions} Claude Code session(s) in {install.user}; Claude Code deletes each "
                              f"{install.cleanup_days} days after its last write. Keep them: {command}")
             if install.schedule and install.sessions:
+                steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
+        if install.app == "codex" and install.sessions:
+            steps.append(f"levelsess import --from codex --source {_quote(install.user)}        # {install.sessions} rollout(s), "
+                         f"{install.kept} already in the store")
+            if install.schedule:
                 steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
         if install.app == "cursor" and install.sessions:
             steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s)")

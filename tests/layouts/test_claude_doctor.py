@@ -108,3 +108,21 @@ def test_the_nightly_line_runs_the_import_with_absolute_paths():
     assert kind == "launchd" and "<string>/home/a b/.claude</string>" in command and "launchctl load" in command
     kind, command = nightly_command(args, "win32")
     assert kind == "Task Scheduler" and command.startswith("schtasks /Create /SC DAILY") and '\\"/home/a b/.claude\\"' in command
+
+
+def test_doctor_lists_a_codex_home_and_the_import_it_names_keeps_it(isolated_home, tmp_path):
+    import shlex
+
+    codex = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "codex"
+    home = isolated_home / ".codex"
+    shutil.copytree(codex, home)
+    before = snapshot(home)
+    store = tmp_path / "store"
+    result = run_cli("doctor", "--json", "--store", str(store), _empty(tmp_path))
+    install = next(i for i in result.json["installs"] if i["app"] == "codex")
+    assert install["sessions"] == 3 and install["in_store"] == 0 and install["nightly"]["command"]
+    step = next(s for s in result.json["next"] if s.startswith("levelsess import --from codex"))
+    assert run_cli(*shlex.split(step.split("  #")[0])[1:], "--store", str(store)).exit_code == 0
+    after = run_cli("doctor", "--json", "--store", str(store), _empty(tmp_path))
+    assert next(i for i in after.json["installs"] if i["app"] == "codex")["in_store"] == 3
+    assert snapshot(home) == before
