@@ -261,6 +261,7 @@ class _Plan:
         self.index = index
         self.rest = [it for it in items if it.n not in on]
         self.merged = len(shown) - len(self.units)
+        self._memo: dict[int, bool] = {}
         self.partial = self._partial(items)
 
     def _partial(self, items: list[_Item]) -> list[_Item] | None:
@@ -289,17 +290,34 @@ class _Plan:
             return "sidechain"
         if item.kind not in ("user", "assistant"):
             return "beside-the-chain"
+        return "other-branch" if self._rooted(item) else "cut-off"
+
+    def _rooted(self, item: _Item) -> bool:
+        """Whether walking up from ``item`` reaches the chain or a root (``parentUuid: null``: a tree
+        of its own, a 1.0.x compaction root) rather than a parent that names nothing, or a cycle.
+        Memoised along the walk, so every record is walked once (a long branch stays linear)."""
+        memo = self._memo
+        walked: list[int] = []
         seen: set[int] = set()
         current: _Item | None = item
-        while current is not None and current.n not in seen:
+        answer = False
+        while current is not None:
+            if current.n in memo:
+                answer = memo[current.n]
+                break
+            if current.n in self.on or current.parent is None:
+                answer = True
+                walked.append(current.n)
+                break
+            if current.n in seen:  # a cycle: never reaches a root
+                break
             seen.add(current.n)
-            if current.n in self.on:
-                return "other-branch"
+            walked.append(current.n)
             parent = current.parent
-            if parent is None:
-                return "other-branch"  # a tree of its own (a 1.0.x compaction root, a fork's start)
             current = self.index.get(parent) if isinstance(parent, str) else None
-        return "cut-off"  # its ancestry breaks (a parentUuid naming nothing) before reaching the chain
+        for n in walked:
+            memo[n] = answer
+        return answer
 
 
 def _text(content: object) -> str:
@@ -575,14 +593,21 @@ def _sidechains(items: list[_Item]) -> dict[str, list[_Item]]:
     if not side or len(side) == sum(1 for it in items if it.uuid is not None):
         return {}
     roots: dict[str, list[_Item]] = {}
+    root_of: dict[str, str] = {}  # memoised: every record is walked once
     for it in items:
         if it.uuid is None or not it.side:
             continue
-        seen, current = set(), it
-        while isinstance(current.parent, str) and current.parent in side and current.uuid not in seen:
+        walked, seen, current = [], set(), it
+        while current.uuid not in root_of and isinstance(current.parent, str) and current.parent in side \
+                and current.uuid not in seen:
             seen.add(current.uuid)
+            walked.append(current.uuid)
             current = side[current.parent]
-        roots.setdefault(current.uuid, []).append(it)
+        root = root_of.get(current.uuid, current.uuid)
+        for uuid in walked:
+            root_of[uuid] = root
+        root_of.setdefault(current.uuid, root)
+        roots.setdefault(root, []).append(it)
     return roots
 
 
