@@ -479,3 +479,12 @@ def test_a_transcript_with_no_whole_record_makes_no_journal_until_it_has_one(tmp
     result, report = do_import(root, store)
     assert [s["status"] for s in report["sessions"]] == ["created"]
     assert journal_conversation(imported(store)[f"claude-{brace.stem}"][1]) == [("user", "hi")]
+
+
+def test_ls_counts_typed_prompts_as_turns_not_tool_results(whole):
+    _root, store, _result, _report, _before = whole
+    listing = run_cli("ls", "--json", str(store))
+    row = next(s for s in listing.json["sessions"] if s["id"] == journal_id(BIG))
+    _path, records = imported(store)[journal_id(BIG)]
+    typed = [r for r in records if r["kind"] == "user" and not r.get("toolResult") and not r.get("injected")]
+    assert row["turns"] == len(typed) and len(typed) < sum(r["kind"] == "user" for r in records)

@@ -91,9 +91,12 @@ class LevelCodeRules:
         if t is not None:
             facts.last_t = t
         if kind == "user":
-            facts.turns += 1
-            if facts.turns == 1:
-                facts.preview = preview_of(obj.get("content"))
+            # a turn is a prompt someone typed: not a tool result, text the tool injected, or a
+            # fork's copy of its parent's turn (importers mark those)
+            if not (obj.get("toolResult") or obj.get("injected") or obj.get("inherited")):
+                facts.turns += 1
+                if facts.turns == 1:
+                    facts.preview = preview_of(obj.get("content"))
         elif kind == "assistant":
             if obj.get("model"):
                 facts.model = obj["model"]
