@@ -18,7 +18,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from . import __version__
+from . import __version__, _typer_fast
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, LevelsessError, PathNotFoundError, UnknownFormatError, UsageError
 
 
@@ -76,6 +76,8 @@ def _plain_help_types() -> None:
 
 
 _plain_help_types()
+_typer_fast.install()  # typer's pydantic adapters only for values it alone can judge (start-up, DESIGN.md §8)
+_typer_fast.install_light_help()  # --help without loading markdown-it and pygments
 
 
 class LevelsessGroup(TyperGroup):
