@@ -130,7 +130,25 @@ def test_fsck_of_a_store_loads_no_pydantic(tmp_path):
     assert not {m for m in _loaded(result) if m.split(".")[0] == "pydantic"}
 
 
+# main() builds only the invoked command; app() (what tests/helpers.run_cli calls) builds them all.
+# "full" also imports rich.markdown and rich.traceback first, so --help goes typer's usual way.
 MAIN = "import sys; sys.argv = ['levelsess', *sys.argv[1:]]; from toolkit.cli import main; main()"
+FULL = ("import sys, rich.markdown, rich.traceback; sys.argv = ['levelsess', *sys.argv[1:]]\n"
+        "from toolkit.cli import app; app(prog_name='levelsess')")
+CASES = [["fsck", "--help"], ["chaos", "run", "--help"], ["ls", "-h"], ["--help"], [], ["chaos"], ["--version"],
+         ["fsck", "--jobs", "x", "STORE"], ["fsck", "--jobs", "-1"], ["fsck", "--frobnicate"], ["fsk"], ["ls", "--limit", "x"],
+         ["--json", "fsck", "STORE"], ["-q", "--store", "STORE", "fsck"], ["--store=STORE", "reindex", "--check"],
+         ["--store", "fsck", "ls", "STORE"], ["-qv", "fsck", "STORE"], ["--frob", "fsck"], ["fsck", "--jobs", " 2", "STORE"],
+         ["show"], ["export", "nope", "--format", "xml"], ["chaos", "run", "--cycles", "0"]]
+
+
+@pytest.mark.parametrize("args", CASES, ids=lambda a: " ".join(a) or "(none)")
+def test_building_only_the_invoked_command_changes_nothing(tmp_path, args):
+    store = str(make_store(tmp_path / "store"))
+    args = [a.replace("STORE", store) for a in args]
+    lazy, full = _run(MAIN, *args), _run(FULL, *args)
+    assert (lazy.returncode, lazy.stdout, lazy.stderr) == (full.returncode, full.stdout, full.stderr)
+    assert "Traceback" not in lazy.stderr
 
 
 def test_usage_errors_keep_typers_message_and_exit_16():
@@ -151,3 +169,26 @@ def test_help_rendered_without_markdown_and_pygments_is_the_same(args):
     assert light.returncode == usual.returncode
     assert (light.stdout, light.stderr) == (usual.stdout, usual.stderr)
 
+
+def test_invoked_command_is_found_only_when_certain():
+    def named(name):
+        return next(i for i in [*cli.app.registered_commands, *cli.app.registered_groups]
+                    if getattr(i, "name", None) == name or getattr(getattr(i, "callback", None), "__name__", None) == name)
+
+    for args, expected in ((["fsck"], "fsck"), (["--json", "-q", "fsck", "x"], "fsck"), (["--store", "fsck", "ls"], "ls"),
+                           (["--store=fsck", "ls", "--help"], "ls"), (["-v", "--quiet", "chaos", "run"], "chaos")):
+        assert cli._invoked_command(args) is named(expected), args
+    for args in ([], ["--help", "fsck"], ["--version", "fsck"], ["-qv", "fsck"], ["nope"], ["--", "fsck"], ["--store"]):
+        assert cli._invoked_command(args) is None, args
+
+
+def test_group_option_lists_match_main_options():
+    import typer.main
+
+    group = typer.main.get_command(cli.app)
+    flags, values = set(), set()
+    for param in group.params:
+        if param.name in ("version", "help"):
+            continue
+        (flags if param.is_flag else values).update(param.opts + param.secondary_opts)
+    assert (flags, values) == (set(cli._GROUP_FLAGS), set(cli._GROUP_VALUES))
