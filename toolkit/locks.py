@@ -18,7 +18,6 @@ from enum import Enum
 from pathlib import Path
 
 import orjson
-import psutil
 
 from . import durable
 from .errors import LockBusyError
@@ -63,6 +62,8 @@ def this_host() -> str:
 
 def process_start(pid: int) -> float | None:
     """Return the create time of ``pid``, or None if it is not a live process."""
+    import psutil  # here, not at the top: most runs meet no lock and never need it (start-up, DESIGN.md §8)
+
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:  # killed but not yet reaped: dead
@@ -127,6 +128,8 @@ def remove_if_unchanged(info: LockInfo) -> bool:
 
 
 def lock_content(pid: int | None = None) -> bytes:
+    import psutil
+
     pid = os.getpid() if pid is None else pid
     started = psutil.Process(pid).create_time()
     return orjson.dumps({"pid": pid, "host": this_host(), "startedAt": started, "acquiredAt": time.time()})
