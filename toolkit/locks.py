@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -57,6 +56,8 @@ def lock_path(journal: Path) -> Path:
 
 
 def this_host() -> str:
+    import socket  # here: only a lock's owner needs it
+
     return socket.gethostname()
 
 
