@@ -139,7 +139,8 @@ CASES = [["fsck", "--help"], ["chaos", "run", "--help"], ["ls", "-h"], ["--help"
          ["fsck", "--jobs", "x", "STORE"], ["fsck", "--jobs", "-1"], ["fsck", "--frobnicate"], ["fsk"], ["ls", "--limit", "x"],
          ["--json", "fsck", "STORE"], ["-q", "--store", "STORE", "fsck"], ["--store=STORE", "reindex", "--check"],
          ["--store", "fsck", "ls", "STORE"], ["-qv", "fsck", "STORE"], ["--frob", "fsck"], ["fsck", "--jobs", " 2", "STORE"],
-         ["show"], ["export", "nope", "--format", "xml"], ["chaos", "run", "--cycles", "0"]]
+         ["show"], ["export", "nope", "--format", "xml"], ["chaos", "run", "--cycles", "0"],
+         ["--version", "--help"], ["--version", "fsck", "--frob"], ["--version", "--frob"], ["--json", "--version"]]
 
 
 @pytest.mark.parametrize("args", CASES, ids=lambda a: " ".join(a) or "(none)")

@@ -1114,9 +1114,14 @@ def _only(invoked):
         app.registered_commands, app.registered_groups = commands, groups
 
 
+_NO_COMMAND = object()
+
+
 def main() -> None:
     """Console entry point."""
-    invoked = _invoked_command(sys.argv[1:])
+    argv = sys.argv[1:]
+    # --version first: its eager callback prints and exits before any other option or command is looked at
+    invoked = _NO_COMMAND if argv[:1] == ["--version"] else _invoked_command(argv)
     with _only(invoked) if invoked is not None else contextlib.nullcontext():
         app()
 
