@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +17,6 @@ from enum import Enum
 from pathlib import Path
 
 import orjson
-import psutil
 
 from . import durable
 from .errors import LockBusyError
@@ -58,11 +56,15 @@ def lock_path(journal: Path) -> Path:
 
 
 def this_host() -> str:
+    import socket  # here: only a lock's owner needs it
+
     return socket.gethostname()
 
 
 def process_start(pid: int) -> float | None:
     """Return the create time of ``pid``, or None if it is not a live process."""
+    import psutil  # here, not at the top: most runs meet no lock and never need it (start-up, DESIGN.md §8)
+
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:  # killed but not yet reaped: dead
@@ -127,6 +129,8 @@ def remove_if_unchanged(info: LockInfo) -> bool:
 
 
 def lock_content(pid: int | None = None) -> bytes:
+    import psutil
+
     pid = os.getpid() if pid is None else pid
     started = psutil.Process(pid).create_time()
     return orjson.dumps({"pid": pid, "host": this_host(), "startedAt": started, "acquiredAt": time.time()})

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -17,6 +16,8 @@ def slug(project: str) -> str:
     """Return the folder name for a project path (DESIGN.md §2.1)."""
     out = "".join(c if c.isascii() and c.isalnum() else "-" for c in project)
     if len(out) > 200 or not project.isascii():
+        import hashlib  # here: loading OpenSSL is a start-up cost most runs never need
+
         out = out[:180] + "-" + hashlib.sha256(project.encode("utf-8")).hexdigest()[:8]
     return out
 

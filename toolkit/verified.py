@@ -19,7 +19,6 @@ or unreadable fingerprint only means "scan".  Only write commands call :func:`vo
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -39,6 +38,8 @@ def fingerprint_path(folder: Folder) -> Path:
     """Return where the fingerprint of ``folder``'s index lives (one small file per folder)."""
     name = folder.path.name
     if len(name) > 200:  # stay under NAME_MAX with the suffix and durable's temp-name prefix
+        import hashlib  # here, not at the top: a plain fsck never needs it (start-up, DESIGN.md §8)
+
         name = name[:180] + "-" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
     return folder.state_dir / VERIFIED / f"{name}.json"
 
@@ -65,6 +66,8 @@ def _read_index(folder: Folder) -> tuple[bytes, list[int]] | None:
 
 
 def _document(folder: Folder, data: bytes, index_stamp: list[int], journals: list[list]) -> dict:
+    import hashlib
+
     return {"format": FORMAT, "levelsess": __version__, "folder": folder.path.name,
             "index": [hashlib.sha256(data).hexdigest(), *index_stamp], "journals": journals}
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -193,6 +191,9 @@ def run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callab
             if progress:
                 progress(1)
         return results
+    from concurrent.futures import ProcessPoolExecutor  # here, not at the top: a serial check never loads multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
+
     results: list = [None] * len(work)
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context()) as pool:
