@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -154,6 +155,59 @@ class BaseLayout:
 
     def session_id(self, folder: Folder, journal: Path) -> str:
         return journal.stem
+
+
+class ForeignLayout(BaseLayout):
+    """Defaults of a layout whose tree belongs to another tool (Claude Code, Codex CLI): no lock
+    file, no cache, a live writer seen as an open descriptor (:mod:`toolkit.live`), and what
+    levelsess saves kept in its own data folder, ``<data dir>/levelsess/<data_name>/<tree>-<hash>``."""
+
+    cache_name = None
+    data_name = ""  # the folder under levelsess's data folder
+
+    def tree_name(self, store: Path) -> str:
+        """The readable part of a tree's folder name there (``~/.claude/projects`` -> ``claude``)."""
+        return store.name.lstrip(".") or "root"
+
+    def state_dir(self, folder: Folder) -> Path:
+        """levelsess's own data folder, never the other tool's tree (it would list the folder)."""
+        import hashlib
+
+        import platformdirs
+
+        store = os.path.abspath(folder.store)
+        tag = hashlib.sha256(store.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        return Path(platformdirs.user_data_dir("levelsess", appauthor=False)) / self.data_name / f"{self.tree_name(Path(store))}-{tag}"
+
+    def lock_path(self, journal: Path) -> Path | None:
+        return None
+
+    def begin(self) -> None:
+        from ..live import snapshot
+
+        snapshot(fresh=True)  # who has what open, now: not a second ago
+
+    def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
+        """Who is writing ``journal`` now (a process holding it open for writing), or None."""
+        from ..live import writers_of
+
+        return writers_of(journal, fresh=fresh)
+
+    @contextmanager
+    def holding(self, journal: Path, *, force: bool = False) -> Iterator[None]:
+        """No lock to take: make sure, just before writing, that nobody has it open for writing."""
+        from ..errors import LockBusyError
+
+        who = None if force else self.writer(journal, fresh=True)
+        if who is not None:
+            raise LockBusyError(f"{journal}: {who}")
+        yield
+
+    def cache_findings(self, folder, scans, loaded) -> list:
+        return []
+
+    def derive_cache(self, folder, scans, loaded) -> bytes | None:
+        return None
 
 
 def entries(folder: Path) -> list[os.DirEntry]:

@@ -13,11 +13,10 @@ import os
 import re
 from array import array
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .base import BaseLayout, Folder, entries
+from .base import Folder, ForeignLayout, entries
 from ..errors import NotAStoreError, PermissionDeniedError
 
 CHAIN = frozenset({"user", "assistant", "system", "progress", "attachment"})
@@ -402,11 +401,10 @@ def is_subagent(journal: Path) -> bool:
     return journal.parent.name == SUBAGENTS and journal.name.startswith("agent-")
 
 
-class ClaudeCode(BaseLayout):
+class ClaudeCode(ForeignLayout):
     name = "claude-code"
     key = "type"
     first_key = b"parentUuid"
-    cache_name = None
     cache_lists_journals = False
     relinks = True  # fsck --relink mends a dangling parentUuid
 
@@ -530,26 +528,15 @@ class ClaudeCode(BaseLayout):
         project = path.parent.parent.parent if is_subagent(path) else path.parent
         return Folder(project, self, project.parent, (path,), whole=False)
 
-    def state_dir(self, folder: Folder) -> Path:
-        """levelsess's own data folder, never Claude Code's tree (it would list a `.levelsess` project)."""
-        import hashlib
+    data_name = "claude-code"
 
-        import platformdirs
-
-        store = os.path.abspath(folder.store)
-        tag = hashlib.sha256(store.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-        name = Path(store).parent.name.lstrip(".") or "root"  # ~/.claude/projects -> claude-<hash>
-        return Path(platformdirs.user_data_dir("levelsess", appauthor=False)) / "claude-code" / f"{name}-{tag}"
+    def tree_name(self, store: Path) -> str:
+        return store.parent.name.lstrip(".") or "root"  # ~/.claude/projects -> claude-<hash>
 
     # -- live writers: no lock file, an open descriptor -------------------------------------
 
-    def lock_path(self, journal: Path) -> Path | None:
-        return None
-
     def begin(self) -> None:
-        from ..live import snapshot
-
-        snapshot(fresh=True)  # who has what open, now: not a second ago
+        super().begin()
         self._rewrites: dict[Path, set[str]] = {}  # per folder: journals with a compaction rewrite beside them
 
     def _rewriting(self, journal: Path, fresh: bool) -> str | None:
@@ -569,30 +556,10 @@ class ClaudeCode(BaseLayout):
     def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
         """Who is writing ``journal`` now (a process holding it open for writing, or a compaction
         rewrite in progress), or None."""
-        from ..live import writers_of
-
         rewrite = self._rewriting(journal, fresh)
         if rewrite is not None:
             return f"Claude Code is rewriting it ({rewrite} exists)"
-        return writers_of(journal, fresh=fresh)
-
-    @contextmanager
-    def holding(self, journal: Path, *, force: bool = False) -> Iterator[None]:
-        """No lock to take: make sure, just before writing, that nobody has it open for writing."""
-        from ..errors import LockBusyError
-
-        who = None if force else self.writer(journal, fresh=True)
-        if who is not None:
-            raise LockBusyError(f"{journal}: {who}")
-        yield
-
-    # -- caches: none -----------------------------------------------------------------------
-
-    def cache_findings(self, folder, scans, loaded) -> list:
-        return []
-
-    def derive_cache(self, folder, scans, loaded) -> bytes | None:
-        return None
+        return super().writer(journal, fresh=fresh)
 
     # -- listings and rendering -------------------------------------------------------------
 

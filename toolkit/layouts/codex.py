@@ -14,11 +14,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import BaseLayout, Folder, entries
+from .base import Folder, ForeignLayout, entries
 from ..errors import NotAStoreError, PermissionDeniedError
 
 SESSIONS = "sessions"
@@ -232,11 +231,10 @@ def home_of(folder: Path) -> Path:
     return folder
 
 
-class Codex(BaseLayout):
+class Codex(ForeignLayout):
     name = "codex"
     key = "type"
     first_key = b"timestamp"
-    cache_name = None
     cache_lists_journals = False
 
     def identify(self, obj: object, found: str | None) -> bool:
@@ -345,49 +343,7 @@ class Codex(BaseLayout):
     def session_id(self, folder: Folder, journal: Path) -> str:
         return thread_id(journal) or journal.stem
 
-    def state_dir(self, folder: Folder) -> Path:
-        """levelsess's own data folder, never Codex's tree."""
-        import hashlib
-
-        import platformdirs
-
-        store = os.path.abspath(folder.store)
-        tag = hashlib.sha256(store.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-        name = Path(store).name.lstrip(".") or "root"  # ~/.codex -> codex-<hash>
-        return Path(platformdirs.user_data_dir("levelsess", appauthor=False)) / "codex" / f"{name}-{tag}"
-
-    # -- live writers: no lock file, an open descriptor -------------------------------------
-
-    def lock_path(self, journal: Path) -> Path | None:
-        return None
-
-    def begin(self) -> None:
-        from ..live import snapshot
-
-        snapshot(fresh=True)
-
-    def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
-        from ..live import writers_of
-
-        return writers_of(journal, fresh=fresh)
-
-    @contextmanager
-    def holding(self, journal: Path, *, force: bool = False) -> Iterator[None]:
-        """No lock to take: make sure, just before writing, that nobody has it open for writing."""
-        from ..errors import LockBusyError
-
-        who = None if force else self.writer(journal, fresh=True)
-        if who is not None:
-            raise LockBusyError(f"{journal}: {who}")
-        yield
-
-    # -- caches: none -----------------------------------------------------------------------
-
-    def cache_findings(self, folder, scans, loaded) -> list:
-        return []
-
-    def derive_cache(self, folder, scans, loaded) -> bytes | None:
-        return None
+    data_name = "codex"  # ~/.codex -> codex-<hash>
 
     # -- listings and rendering -------------------------------------------------------------
 
