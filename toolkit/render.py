@@ -114,6 +114,11 @@ def _block_md(block: dict) -> str | None:
         lines = text.count("\n") + 1 if text else 0
         mark = "error" if block.get("is_error") else "result"
         return f"> ↳ {mark}: {_summary(text.splitlines()[0] if text else '', 100)}" + (f" _({lines} lines)_" if lines > 1 else "")
+    if kind == "image":
+        source = block.get("source") if isinstance(block.get("source"), dict) else {}
+        data = source.get("data")
+        size = f", {len(data) * 3 // 4:,} bytes" if isinstance(data, str) else ""
+        return f"_[image: {_text(source.get('media_type') or source.get('type') or 'image')}{size}]_"
     if kind in ("tool_call", "function_call"):
         return f"> 🔧 **{_text(block.get('name', 'tool'))}**"
     return None
@@ -158,8 +163,17 @@ def _levelcode_md(record: dict, state: dict) -> str | None:
         line = " · ".join(part for part in (_text(record.get(k)) for k in ("project", "createdAt", "id")) if part)
         return f"# {title}\n\n" + (f"_{line}_\n\n" if line else "")
     if kind == "user":
+        if record.get("toolResult") is True:  # an imported tool result: part of the reply, not a turn
+            parts = _blocks_md(record.get("content"))
+            return "\n\n".join(parts) + "\n\n" if parts else None
+        if record.get("injected") is True:  # text the tool put in (a command, a reminder), not typed
+            parts = _blocks_md(record.get("content"))
+            return f"_(added by the tool · {when})_\n\n" + "\n\n".join(_demote(p) for p in parts) + "\n\n" if parts else None
         state["turn"] += 1
-        body = "\n\n".join(_demote(text) for text in _content_text(record.get("content")))
+        content = record.get("content")
+        parts = [_demote(text) for text in _content_text(content)] if isinstance(content, str) else \
+            [part for part in _blocks_md(content)]
+        body = "\n\n".join(parts)
         return f"## Turn {state['turn']} · {when}\n\n### You\n\n{body}\n\n" + _attachments_md(record.get("contextFiles"))
     if kind == "assistant":
         model = f" ({_text(record['model'])})" if record.get("model") else ""
@@ -178,9 +192,25 @@ def _levelcode_md(record: dict, state: dict) -> str | None:
     if kind == "event":
         if record.get("type") == "orphan-message":
             return _orphan_md(record, when)
+        if record.get("type") in _BOOKKEEPING:
+            state["quiet"] = state.get("quiet", 0) + 1
+            return None
+        if record.get("type") == "off-chain":
+            message = record.get("message") if isinstance(record.get("message"), dict) else {}
+            text = _summary(" ".join(_content_text(message.get("content"))), 100)
+            return (f"_off the resumed chain ({_text(record.get('offChain'))}, source line {_text(record.get('line'))}) · "
+                    f"{_text(record.get('claudeType'))}{': ' + text if text else ''}_\n\n")
+        if record.get("type") == "subagent":
+            return f"_subagent: session `{_text(record.get('session'))}` · {when}_\n\n"
         detail = f": {' '.join(record['content'].split())}" if isinstance(record.get("content"), str) and record["content"] else ""
         return f"_{_text(record.get('type', 'event'))} · {when}{detail}_\n\n"
     return None
+
+
+#: Imported bookkeeping events (Claude Code's progress, attachment and metadata lines): counted
+#: at the end of a rendering, not shown one by one; export --format jsonl keeps every one.
+_BOOKKEEPING = frozenset({"progress", "attachment", "file-history-snapshot", "permission-mode", "last-prompt",
+                          "queue-operation", "agent-name", "pr-link", "ai-title", "custom-title", "summary", "mode"})
 
 
 def _attachments_md(files: object) -> str:
@@ -220,6 +250,9 @@ def levelcode_markdown(path: Path, layout: Layout, title: object) -> Iterator[st
         chunk = _levelcode_md(record, state)
         if chunk is not None:
             yield chunk
+    if state.get("quiet"):
+        yield (f"_{state['quiet']:,} bookkeeping event(s) of the source (progress, attachments, snapshots…) are not shown; "
+               "`levelsess export --format jsonl` keeps every one._\n\n")
 
 
 def as_json(path: Path, layout: Layout) -> Iterator[bytes]:

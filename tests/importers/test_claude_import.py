@@ -488,3 +488,26 @@ def test_ls_counts_typed_prompts_as_turns_not_tool_results(whole):
     _path, records = imported(store)[journal_id(BIG)]
     typed = [r for r in records if r["kind"] == "user" and not r.get("toolResult") and not r.get("injected")]
     assert row["turns"] == len(typed) and len(typed) < sum(r["kind"] == "user" for r in records)
+
+
+def test_show_of_an_imported_session_renders_tool_results_images_and_no_empty_turns(tmp_path):
+    root = tmp_path / ".claude"
+    target = root / "projects" / "-p" / "00000000-0000-4000-8000-0000000000cd.jsonl"
+    target.parent.mkdir(parents=True)
+    base = {"isSidechain": False, "sessionId": target.stem, "cwd": "/p", "timestamp": "2026-12-01T00:00:00.000Z"}
+    records = [
+        {"parentUuid": None, **base, "type": "user", "uuid": "u1", "message": {"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}},
+        {"parentUuid": "u1", **base, "type": "assistant", "uuid": "a1", "requestId": "r1", "message": {
+            "id": "m1", "role": "assistant", "model": "claude-x", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]}},
+        {"parentUuid": "a1", **base, "type": "user", "uuid": "u2", "toolUseResult": {}, "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "file body"}]}},
+    ]
+    target.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    store = tmp_path / "store"
+    assert do_import(root, store)[0].exit_code == 0
+    shown = run_cli("show", f"claude-{target.stem}", "--store", str(store))
+    assert shown.exit_code == 0
+    text = shown.stdout
+    assert "[image: image/png" in text, "an image-only prompt is shown, never an empty turn"
+    assert text.count("## Turn") == 1 and "↳ result: file body" in text
