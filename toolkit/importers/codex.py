@@ -12,9 +12,10 @@ then goes one way, decided by :func:`toolkit.layouts.codex_seen.decide` (one str
 - reasoning -> ``assistant`` with one ``thinking`` block: ``thinking`` (the summary parts joined
   by a blank line, often empty), ``summary`` (the parts as written) and ``encrypted_content``;
 - a tool call -> ``assistant`` with a ``tool_use`` block (``id`` = call_id, ``input`` = the
-  parsed ``arguments`` object, else the string as written); its output -> its own ``assistant``
-  record with a ``tool_result`` block (``exit_code`` added from ``exec_command_end``).  Results
-  are not ``user`` records (Anthropic's shape) because a store counts ``user`` records as turns;
+  parsed ``arguments`` object, else the string as written); its output -> a ``user`` record
+  marked ``"toolResult": true`` holding a ``tool_result`` block (``exit_code`` added from
+  ``exec_command_end``), the API's shape and the one ``import --from claude`` writes (a store
+  counts only typed prompts as turns);
 - ``compacted`` -> ``compact`` (``briefing`` = its message, or a note when it kept only an
   encrypted history; ``coversThrough`` 0: the seq it covers is not known before writing);
   ``turn_aborted`` -> ``event`` ``interrupt``; ``error`` -> ``event`` ``error``; a record of a
@@ -246,8 +247,8 @@ def _record(role: str, envelope: dict, t: str, model: str | None, exits: dict) -
         content = [_thinking(payload)]
     elif role == "tool_use":
         content = [_tool_use(payload)]
-    else:
-        content = [_tool_result(payload, exits)]
+    else:  # a tool's output: a tool_result block in a user record, as the API has it (as import --from claude does)
+        return {"kind": "user", "t": t, "content": [_tool_result(payload, exits)], "toolResult": True}
     record = {"kind": "assistant", "t": t, "content": content}
     if isinstance(phase, str):
         record["phase"] = phase
