@@ -320,6 +320,7 @@ def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str]
         doc = fsck_json(findings, report.files, report.records, report.bytes, exit_code, steps)
         if report.from_cache is not None:  # --incremental
             doc["from_cache"] = report.from_cache
+            doc["resumed"] = report.resumed or 0
         out.emit_json(doc)
         return exit_code
     shown = [f for f in findings if f.severity == "error" or not out.quiet]
@@ -330,7 +331,8 @@ def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str]
         if report.not_checked:
             out.say(f"{report.not_checked} session(s) not checked: locked by a live or uncheckable writer", style="yellow")
         if report.from_cache is not None:
-            out.say(f"{report.files - report.from_cache} journal(s) read, {report.from_cache} unchanged since the last "
+            grown = f" ({report.resumed} of them only grew: read from where the last check stopped)" if report.resumed else ""
+            out.say(f"{report.files - report.from_cache} journal(s) read{grown}, {report.from_cache} unchanged since the last "
                     "--incremental check (verdict from the cache)")
         if report.cache_error:
             out.say(report.cache_error, style="yellow")

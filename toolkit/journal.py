@@ -12,7 +12,7 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
@@ -77,6 +77,9 @@ class JournalScan:
     findings: tuple[Finding, ...]
     facts: object  # the layout's facts (what its caches and listings are derived from)
     foreign: str | None = None  # set when the file is not of ``layout``: what it looks like
+    # with checkpoint=True: (the reader's state after the last terminated line, that line's end),
+    # from which a later scan of the same file grown since can go on (fsck --incremental)
+    resume_state: tuple[bytes, int] | None = field(default=None, compare=False, repr=False)
 
     @property
     def identified(self) -> bool:
@@ -321,21 +324,33 @@ def scan_journal(
     strict: bool = False,
     validator: Callable | None = None,
     progress: Callable[[int], None] | None = None,
+    resume: tuple[bytes, int] | None = None,
+    checkpoint: bool = False,
 ) -> JournalScan:
-    """Read ``path`` once and classify every line; never writes."""
+    """Read ``path`` once and classify every line; never writes.
+
+    ``resume``: a ``resume_state`` of an earlier scan of this very file, whose bytes up to its
+    offset are known to be unchanged: reading goes on from there with the reader's state as it
+    was, and the result is the one a full read gives.  ``checkpoint``: return such a state."""
     layout = get_layout(layout)
-    classifier = _Classifier(path, layout, strict, validator)
+    classifier, start = (_restore(resume, path, layout, strict, validator) if resume is not None else
+                         (_Classifier(path, layout, strict, validator), 0))
+    state = None
     with open_journal(path) as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise PermissionDeniedError(f"{path} is not a regular file")
         if info.st_size == 0:
             classifier.sink.add("empty-journal", "0-byte journal", None, 0)
-        elif info.st_size > SOFT_CAP:
+        elif info.st_size > SOFT_CAP and "oversize" not in classifier.sink.counts:
             classifier.sink.add("oversize", f"{info.st_size} bytes, over the {SOFT_CAP >> 20} MiB soft cap", None, None)
-        tail_state, body_end, offset = TailState.NONE, 0, 0
+            if start:  # grown past the cap since: where a full read reports it, first
+                classifier.sink.items.insert(0, classifier.sink.items.pop())
+        tail_state, body_end, offset = TailState.NONE, start, start
+        if start:
+            handle.seek(start)
         try:
-            for item in iter_batches(handle):
+            for item in iter_batches(handle, start=start):
                 if type(item) is Batch:
                     classifier.feed(item)
                     offset = body_end = item.offset + sum(map(len, item.lines)) + len(item.lines)
@@ -346,6 +361,8 @@ def scan_journal(
                     offset = body_end = offset + item.length + 1
                 else:
                     body_end = item.offset
+                    if checkpoint and classifier.identified and classifier.foreign is None:
+                        state = (_checkpoint(classifier), body_end)
                     classifier.terminated = classifier.lineno
                     tail_state = classifier.tail(item)
         except _Foreign:  # one finding per foreign file; the rest of it is not read
@@ -372,7 +389,32 @@ def scan_journal(
         findings=classifier.sink.finish(),
         facts=classifier.facts,
         foreign=classifier.foreign,
+        resume_state=state if classifier.foreign is None else None,
     )
+
+
+def _checkpoint(classifier: _Classifier) -> bytes:
+    """The reader's whole state (sink, counts, the layout's rules and facts), as bytes."""
+    import pickle
+
+    validator, classifier.validator = classifier.validator, None  # the caller's: given again on resume
+    try:
+        return pickle.dumps(classifier, protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        classifier.validator = validator
+
+
+def _restore(resume: tuple[bytes, int], path: Path, layout: BaseLayout, strict: bool, validator) -> tuple[_Classifier, int]:
+    """A reader as a checkpoint left it (for ``path`` and ``layout`` only), and where to go on."""
+    import pickle
+
+    state, start = resume
+    classifier = pickle.loads(state)
+    if (type(classifier) is not _Classifier or classifier.sink.path != str(path) or classifier.layout is not layout
+            or classifier.sink.strict != strict):
+        raise ValueError("a checkpoint of another journal")
+    classifier.validator = validator
+    return classifier, start
 
 
 def foreign_only(scans: list[JournalScan]) -> str | None:

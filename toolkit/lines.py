@@ -109,12 +109,14 @@ class Tail:
     overlong: Overlong | None = None
 
 
-def iter_batches(handle: BinaryIO, chunk: int = CHUNK, cap: int = LINE_CAP) -> Iterator[Batch | Overlong | Tail]:
+def iter_batches(handle: BinaryIO, chunk: int = CHUNK, cap: int = LINE_CAP, start: int = 0) -> Iterator[Batch | Overlong | Tail]:
     """Yield batches of terminated lines, any overlong line, and finally the Tail.
 
-    Memory stays below about ``chunk + cap`` bytes whatever the file size.
+    ``start``: the offset ``handle`` is at (a read resumed mid-file, at a line start); every
+    offset yielded is the file's.  Memory stays below about ``chunk + cap`` bytes whatever the
+    file size.
     """
-    offset = 0  # offset of the first byte of ``pending``
+    offset = start  # offset of the first byte of ``pending``
     pending = b""
     over: list = []  # [length, all_nul] while inside an overlong line
     while True:

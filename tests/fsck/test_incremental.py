@@ -70,11 +70,17 @@ def assert_same_as_full(root: Path, *, from_cache: int | None = None) -> dict:
     inc, inc_exit = _fsck("--incremental", root)
     full, full_exit = _fsck(root)
     hits = inc.pop("from_cache")
-    assert "from_cache" not in full
+    inc.pop("resumed")
+    assert "from_cache" not in full and "resumed" not in full
     assert (inc, inc_exit) == (full, full_exit)
     if from_cache is not None:
         assert hits == from_cache
     return full
+
+
+def _cache_files() -> list[Path]:
+    """The folders' cache files (not the sidecars holding reader states)."""
+    return sorted(p for p in incremental.cache_dir().iterdir() if not p.name.endswith(".states.json"))
 
 
 def _count(root: Path) -> int:
@@ -217,7 +223,7 @@ def test_incremental_writes_only_its_cache_outside_the_store(store, isolated_hom
 def test_corrupt_cache_is_ignored_and_rewritten(store, garbage):
     root, _ = store
     _settle_and_prime(root)
-    files = sorted(incremental.cache_dir().iterdir())
+    files = sorted(_cache_files())
     assert files
     for path in files:
         path.write_bytes(garbage)
@@ -230,7 +236,7 @@ def test_corrupt_cache_is_ignored_and_rewritten(store, garbage):
 def test_corrupt_cache_entries_are_ignored(store):
     root, _ = store
     _settle_and_prime(root)
-    for path in incremental.cache_dir().iterdir():
+    for path in _cache_files():
         doc = orjson.loads(path.read_bytes())
         for entry in doc["journals"].values():
             entry["findings"] = "nonsense"
@@ -245,6 +251,7 @@ def test_strict_and_plain_verdicts_are_cached_apart(store):
     inc, code = _fsck("--incremental", "--strict", root)
     full, full_code = _fsck("--strict", root)
     assert inc.pop("from_cache") == 0
+    inc.pop("resumed")
     assert (inc, code) == (full, full_code)
 
 
@@ -262,8 +269,10 @@ def test_removed_journal_leaves_the_cache(tmp_path):
     victim = sorted(root.rglob("*.jsonl"))[0]
     victim.unlink()
     assert_same_as_full(root, from_cache=2)
-    (cache,) = incremental.cache_dir().iterdir()
+    (cache,) = _cache_files()
     assert str(victim) not in orjson.loads(cache.read_bytes())["journals"]
+    states = cache.with_name(cache.stem + ".states.json")
+    assert not states.exists() or str(victim) not in orjson.loads(states.read_bytes())["journals"]
 
 
 def test_new_journal_is_read(tmp_path):
@@ -292,6 +301,7 @@ def test_a_journal_named_twice_is_checked_as_a_full_check_does(tmp_path):
     inc, code = _fsck("--incremental", root, journal.parent, journal)
     full, full_code = _fsck(root, journal.parent, journal)
     assert inc.pop("from_cache") == 2  # each journal once, however often it is named
+    inc.pop("resumed")
     assert (inc, code) == (full, full_code)
 
 
@@ -303,6 +313,7 @@ def test_worker_processes_give_the_same_answer(store):
     inc, code = _fsck("--incremental", "--jobs", "2", root)
     full, full_code = _fsck("--jobs", "2", root)
     assert inc.pop("from_cache") == _count(root) - 1
+    inc.pop("resumed")
     assert (inc, code) == (full, full_code)
 
 
@@ -315,3 +326,152 @@ def test_unwritable_cache_leaves_the_verdict_alone(tmp_path, isolated_home):
     result = run_cli("fsck", "--incremental", root)
     assert "could not be written" in result.stderr and "Traceback" not in result.stderr
     assert where.read_bytes() == b"a file where the cache folder should be"
+
+
+# -- a journal that only grew is read from where the last check stopped -----------------------
+
+
+def _inc(root: Path) -> dict:
+    doc, _ = _fsck("--incremental", root)
+    return doc
+
+
+APPENDS = {
+    "valid": lambda data: data[_line_starts(data)[1]:],  # the body again
+    "damaged": lambda data: b'{"kind": "user", "cut off\n' + data[_line_starts(data)[-1]:],
+    "nul-run": lambda data: b"\0" * 300 + b"\n" + data[_line_starts(data)[-1]:],
+    "torn-tail": lambda data: data[_line_starts(data)[-1]:][:25],
+    "blank-and-crlf": lambda data: b"\n" + data[_line_starts(data)[-1]:].rstrip(b"\n") + b"\r\n",
+}
+
+
+@pytest.mark.parametrize("append", sorted(APPENDS))
+def test_a_grown_journal_is_read_from_where_the_last_check_stopped(store, append):
+    root, journal = store
+    _settle_and_prime(root)
+    data = journal.read_bytes()
+    with open(journal, "ab") as handle:
+        handle.write(APPENDS[append](data))
+    inc, inc_exit = _fsck("--incremental", root)
+    full, full_exit = _fsck(root)
+    assert inc.pop("from_cache") == _count(root) - 1 and inc.pop("resumed") == 1
+    assert (inc, inc_exit) == (full, full_exit)
+
+
+def test_a_torn_tail_finished_later_is_judged_as_a_full_check_does(store):
+    root, journal = store
+    data = journal.read_bytes()
+    last = data[_line_starts(data)[-1]:]
+    with open(journal, "ab") as handle:
+        handle.write(last[:30])  # a writer killed mid-append...
+    time.sleep(SETTLE)
+    _settle_and_prime(root)
+    with open(journal, "ab") as handle:
+        handle.write(last[30:])  # ...that another append completed
+    inc, inc_exit = _fsck("--incremental", root)
+    full, full_exit = _fsck(root)
+    assert inc.pop("resumed") == 1 and inc.pop("from_cache") == _count(root) - 1
+    assert (inc, inc_exit) == (full, full_exit)
+
+
+def test_a_change_at_the_end_of_the_verified_prefix_means_a_full_read(store):
+    root, journal = store
+    _settle_and_prime(root)
+    data = bytearray(journal.read_bytes())
+    at = len(data) - 10  # inside the last line: what the prefix hash covers
+    data[at] = ord("#") if data[at] != ord("#") else ord("%")
+    journal.write_bytes(bytes(data) + bytes(data[_line_starts(bytes(data))[1]:]))
+    inc, inc_exit = _fsck("--incremental", root)
+    full, full_exit = _fsck(root)
+    assert inc.pop("resumed") == 0 and inc.pop("from_cache") == _count(root) - 1
+    assert (inc, inc_exit) == (full, full_exit)
+
+
+def test_a_grown_journal_twice_in_a_row(store):
+    """Each resumed read leaves a checkpoint of its own: growth after growth stays cheap and right."""
+    root, journal = store
+    _settle_and_prime(root)
+    data = journal.read_bytes()
+    for _ in range(3):
+        with open(journal, "ab") as handle:
+            handle.write(data[_line_starts(data)[-1]:])
+        time.sleep(SETTLE)  # an append within the racy window of the read is never trusted next time
+        inc, inc_exit = _fsck("--incremental", root)
+        full, full_exit = _fsck(root)
+        assert inc.pop("resumed") == 1 and inc.pop("from_cache") == _count(root) - 1
+        assert (inc, inc_exit) == (full, full_exit)
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_PIECES = st.sampled_from(["record", "record", "record", "dup-seq", "cut", "nul", "blank", "crlf", "not-a-record"])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(_PIECES, min_size=1, max_size=12), split=st.integers(min_value=0, max_value=12),
+       tail=st.integers(min_value=0, max_value=40))
+def test_any_growth_is_judged_as_a_full_check_judges_it(tmp_path_factory, monkeypatch, pieces, split, tail):
+    """Whatever lines a LevelCode journal holds before and after it grew (records, repeats, damage,
+    NULs, blank and CRLF lines, a torn tail that the growth completes or not), --incremental after
+    the growth says exactly what a full check says."""
+    monkeypatch.setattr(incremental, "RACY_NS", 50_000_000)
+    root = tmp_path_factory.mktemp("grow") / "store"
+    journal = root / "-p" / "2026-11-30T09-00-00-a1b2.jsonl"
+    journal.parent.mkdir(parents=True)
+    lines = [orjson.dumps({"kind": "meta", "v": 2, "id": journal.stem, "project": "/p", "createdAt": "2026-11-30T09:00:00Z"})]
+    seq = 0
+    for piece in pieces:
+        if piece in ("record", "dup-seq"):
+            seq += piece == "record"
+            lines.append(orjson.dumps({"kind": "user", "t": "2026-11-30T09:00:01Z", "content": "x" * 40, "seq": max(seq, 1)}))
+        elif piece == "cut":
+            lines.append(b'{"kind":"assistant","t":"2026')
+        elif piece == "nul":
+            lines.append(b"\0" * 64)
+        elif piece == "blank":
+            lines.append(b"")
+        elif piece == "crlf":
+            seq += 1
+            lines.append(orjson.dumps({"kind": "user", "t": "2026-11-30T09:00:01Z", "content": "y", "seq": seq}) + b"\r")
+        else:
+            lines.append(b'{"no":"kind"}')
+    data = b"".join(line + b"\n" for line in lines)
+    cut = len(b"".join(line + b"\n" for line in lines[: 1 + min(split, len(pieces))])) + tail
+    cut = min(cut, len(data))
+    journal.write_bytes(data[:cut])
+    time.sleep(SETTLE)
+    _fsck("--incremental", root)
+    with open(journal, "ab") as handle:
+        handle.write(data[cut:] + b'{"kind":"user","t":"2026-11-30T09:00:02Z","content":"z","seq":99}\n')
+    time.sleep(SETTLE)
+    inc, inc_exit = _fsck("--incremental", root)
+    full, full_exit = _fsck(root)
+    inc.pop("from_cache")
+    resumed = inc.pop("resumed")
+    assert (inc, inc_exit) == (full, full_exit)
+    if cut > len(lines[0]):  # the meta record was whole at the first check: it left a checkpoint
+        assert resumed == 1
+
+
+@pytest.mark.parametrize("garbage", [b"{not json", "state"])
+def test_a_corrupt_reader_state_means_a_full_read(store, garbage):
+    import base64
+
+    root, journal = store
+    _settle_and_prime(root)
+    for cache in _cache_files():
+        states = cache.with_name(cache.stem + ".states.json")
+        if garbage == "state":  # valid JSON, a state that does not unpickle to a reader
+            doc = orjson.loads(states.read_bytes())
+            doc["journals"] = {k: base64.b64encode(b"\x80\x04garbage").decode() for k in doc["journals"]}
+            states.write_bytes(orjson.dumps(doc))
+        else:
+            states.write_bytes(garbage)
+    with open(journal, "ab") as handle:
+        handle.write(journal.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1] + b"\n")
+    time.sleep(SETTLE)
+    inc, inc_exit = _fsck("--incremental", root)
+    full, full_exit = _fsck(root)
+    inc.pop("from_cache")
+    inc.pop("resumed")
+    assert (inc, inc_exit) == (full, full_exit)

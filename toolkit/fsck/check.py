@@ -62,6 +62,7 @@ class CheckReport:
     strict: bool = False
     extra: tuple[Finding, ...] = field(default=())
     from_cache: int | None = None  # --incremental: journals whose verdict came from the cache
+    resumed: int | None = None  # --incremental: journals that had only grown, read from where the last check stopped
     cache_error: str | None = None  # --incremental: why the cache could not be written
 
     @property
@@ -115,15 +116,25 @@ def exit_code_for(findings: Iterable[Finding]) -> int:
     return code
 
 
-def scan_one(args: tuple[Path, Layout, bool]) -> JournalScan | LevelsessError:
-    path, layout, strict = args
+def scan_one(args: tuple) -> JournalScan | LevelsessError:
+    """Scan one journal: ``(path, layout, strict)``, or with --incremental ``(path, layout, strict,
+    resume, checkpoint)`` (go on from an earlier scan's state; return this one's)."""
+    path, layout, strict = args[:3]
+    resume, checkpoint = args[3:5] if len(args) > 3 else (None, False)
     validator = None
     if strict:
         from ..schema import validate_record
 
         validator = validate_record
     try:
-        return scan_journal(path, layout, strict=strict, validator=validator)
+        if resume is not None:
+            try:
+                return scan_journal(path, layout, strict=strict, validator=validator, resume=resume, checkpoint=checkpoint)
+            except LevelsessError:
+                raise
+            except Exception:  # noqa: BLE001 - a state this version cannot use (unpickling fails many ways): read it all
+                pass
+        return scan_journal(path, layout, strict=strict, validator=validator, checkpoint=checkpoint)
     except LevelsessError as exc:
         return exc
 
@@ -286,10 +297,14 @@ def check_folders(
               for folder, journal, _, _, skip in plan if memo is not None and not skip}
     if progress and cached:
         progress(sum(1 for scan in cached.values() if scan is not None))
-    work = [(journal, folder.layout, strict) for folder, journal, _, _, skip in plan if not skip and cached.get(journal) is None]
-    total = sum(file_size(path) for path, _, _ in work)
-    fresh = iter(run_scans(work, worker_count(jobs, total, len(work)), progress))
-    scans = iter([cached.get(journal) or _fresh(memo, journal, next(fresh))
+    if memo is None:
+        work = [(journal, folder.layout, strict) for folder, journal, _, _, skip in plan if not skip]
+    else:  # a journal that only grew goes on from where the last check stopped
+        work = [(journal, folder.layout, strict, memo.resume_point(folder.path, journal, folder.layout.name), True)
+                for folder, journal, _, _, skip in plan if not skip and cached.get(journal) is None]
+    total = sum(file_size(item[0]) for item in work)
+    fresh = iter(zip(work, run_scans(work, worker_count(jobs, total, len(work)), progress)))
+    scans = iter([cached.get(journal) or _fresh(memo, *next(fresh))
                   for _folder, journal, _, _, skip in plan if not skip])
     by_folder: dict[Path, list[SessionCheck]] = {f.path: [] for f in folders}
     for folder, journal, info, lock_findings, skip in plan:
@@ -319,13 +334,13 @@ def check_folders(
         if folder.whole and folder.problem is None:
             memo.forget_missing(folder.path, folder.journals)
     memo.save()
-    return CheckReport(tuple(checks), strict, from_cache=memo.hits, cache_error=memo.error)
+    return CheckReport(tuple(checks), strict, from_cache=memo.hits, cache_error=memo.error, resumed=memo.resumed)
 
 
-def _fresh(cache, journal: Path, result: JournalScan | LevelsessError) -> JournalScan | LevelsessError:
+def _fresh(cache, item: tuple, result: JournalScan | LevelsessError) -> JournalScan | LevelsessError:
     """A journal just read: with --incremental, remember (or forget) its scan."""
     if cache is not None:
-        cache.record(journal, result if isinstance(result, JournalScan) else None)
+        cache.record(item[0], result if isinstance(result, JournalScan) else None, resumed=item[3] is not None)
     return result
 
 

@@ -53,6 +53,10 @@ from ..lines import read_regular
 FORMAT = 1
 SUBDIR = "fsck-incremental"
 TAIL_BYTES = 4096
+#: A reader's state is kept for a journal that may grow only when it is small: at most this many
+#: bytes, or 1/RESUME_SHARE of the journal (a Claude Code transcript's state holds every uuid).
+RESUME_MIN = 64 << 10
+RESUME_SHARE = 16
 #: A journal whose ctime is this close to the moment it was read is re-read next time (FAT and
 #: some network filesystems keep 1-2 s timestamps; Linux's coarse clock ticks every few ms).
 RACY_NS = 2_000_000_000
@@ -163,17 +167,38 @@ def decode_facts(doc: dict) -> object:
 
 # -- entries -----------------------------------------------------------------------------------
 
-def _encode_scan(scan: JournalScan, stamp: list[int], tail: str, read_ns: int, strict: bool) -> dict | None:
+def _encode_scan(scan: JournalScan, stamp: list[int], tail: str, read_ns: int, strict: bool,
+                 prefix: str | None = None) -> dict | None:
     where = str(scan.path)
     if any(f.path != where for f in scan.findings):
         return None
     facts = encode_facts(scan.facts)
     if facts is None:
         return None
-    return {"layout": scan.layout.name, "strict": strict, "stamp": stamp, "tail_sha256": tail, "read_ns": read_ns,
-            "records": scan.records, "body_end": scan.body_end, "tail": scan.tail.value, "foreign": scan.foreign,
-            "findings": [[f.code, f.severity, f.line, f.offset, f.message, f.excerpt] for f in scan.findings],
-            "facts": facts}
+    entry = {"layout": scan.layout.name, "strict": strict, "stamp": stamp, "tail_sha256": tail, "read_ns": read_ns,
+             "records": scan.records, "body_end": scan.body_end, "tail": scan.tail.value, "foreign": scan.foreign,
+             "findings": [[f.code, f.severity, f.line, f.offset, f.message, f.excerpt] for f in scan.findings],
+             "facts": facts}
+    state = scan.resume_state
+    if state is not None and prefix is not None and len(state[0]) <= max(RESUME_MIN, scan.size // RESUME_SHARE):
+        entry["resume"] = {"at": state[1], "prefix_sha256": prefix}  # the state itself: in the sidecar file
+    return entry
+
+
+def _prefix_hash(path: Path, end: int) -> str | None:
+    """sha256 of the (up to) TAIL_BYTES before ``end``: the end of the verified prefix."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return None
+    try:
+        start = max(end - TAIL_BYTES, 0)
+        data = os.pread(fd, end - start, start)
+        return hashlib.sha256(data).hexdigest() if len(data) == end - start else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _decode_scan(entry: dict, journal: Path) -> JournalScan:
@@ -195,9 +220,11 @@ class IncrementalCache:
         self.root = cache_dir()
         self.where: dict[Path, Path] = {}      # folder -> its cache file
         self.files: dict[Path, dict] = {}      # cache file -> {journal key: entry}
+        self.states: dict[Path, dict] = {}     # cache file -> {journal key: base64 reader state}, read when needed
         self.dirty: set[Path] = set()
         self.before: dict[Path, tuple] = {}  # journal -> (cache file, its key, stamp before the scan, when)
         self.hits = 0
+        self.resumed = 0  # journals that had only grown: read from where the last check stopped
         self.error: str | None = None
 
     def _entries(self, folder: Path) -> tuple[Path, dict]:
@@ -229,15 +256,48 @@ class IncrementalCache:
         self.hits += 1
         return scan
 
-    def record(self, journal: Path, scan: JournalScan | None) -> None:
+    def resume_point(self, folder: Path, journal: Path, layout_name: str) -> tuple[bytes, int] | None:
+        """For a journal that only grew since it was verified (same file, larger, the bytes at the
+        end of the verified prefix unchanged): the reader's state there, and where to go on.
+        Anything else (rewritten, truncated, replaced, racy, another layout or mode) is None: a
+        full read."""
+        where, entries = self._entries(folder)
+        entry = entries.get(os.path.abspath(journal))
+        stamp = self.before.get(journal, (None, None, None, None))[2]
+        try:
+            resume = entry["resume"]
+            old = entry["stamp"]
+            if (stamp is None or entry["layout"] != layout_name or entry["strict"] != self.strict
+                    or stamp[:2] != old[:2] or stamp[2] <= old[2] or old[4] >= entry["read_ns"] - RACY_NS):
+                return None
+            at = resume["at"]
+            if not (isinstance(at, int) and 0 < at <= old[2]) or _prefix_hash(journal, at) != resume["prefix_sha256"]:
+                return None
+            state = self._states(where).get(os.path.abspath(journal))
+            return (base64.b64decode(state), at) if isinstance(state, str) else None
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def _states(self, where: Path) -> dict:
+        if where not in self.states:
+            self.states[where] = _load(_sidecar(where))
+        return self.states[where]
+
+    def record(self, journal: Path, scan: JournalScan | None, resumed: bool = False) -> None:
         """Remember a fresh scan, if the journal held still while it was read; forget it otherwise."""
         where, key, stamp, read_ns = self.before[journal]  # kept: PATHs may name a journal twice
         entries = self.files[where]
         entry = None
+        self.resumed += resumed and scan is not None
         if scan is not None and stamp is not None:
             after, tail = _probe(journal)
             if after == stamp and tail and (stamp[2], stamp[3]) == (scan.size, scan.mtime_ns):
-                entry = _encode_scan(scan, stamp, tail, read_ns, self.strict)
+                prefix = _prefix_hash(journal, scan.resume_state[1]) if scan.resume_state else None
+                entry = _encode_scan(scan, stamp, tail, read_ns, self.strict, prefix)
+        if entry is not None and "resume" in entry:
+            self._states(where)[key] = base64.b64encode(scan.resume_state[0]).decode()
+        elif key in self._states(where):
+            del self.states[where][key]
         if entry is None and key not in entries:
             return
         if entry is None:
@@ -252,6 +312,7 @@ class IncrementalCache:
         present = {os.path.abspath(j) for j in journals}
         for key in [k for k in entries if k not in present]:
             del entries[key]
+            self._states(where).pop(key, None)
             self.dirty.add(where)
 
     def save(self) -> None:
@@ -261,11 +322,21 @@ class IncrementalCache:
         try:
             durable.ensure_dir(self.root)
             for where in sorted(self.dirty):
+                if where in self.states:  # written first: an entry never points at a state not yet saved
+                    states = {k: v for k, v in self.states[where].items() if k in self.files[where]}
+                    durable.atomic_write(_sidecar(where), orjson.dumps({"format": FORMAT, "levelsess": __version__,
+                                                                        "journals": states}))
                 doc = {"format": FORMAT, "levelsess": __version__, "journals": self.files[where]}
                 durable.atomic_write(where, orjson.dumps(doc))
         except (LevelsessError, OSError) as exc:
             self.error = f"the incremental-check cache could not be written: {exc}"
         self.dirty.clear()
+
+
+def _sidecar(where: Path) -> Path:
+    """The file beside a folder's cache that holds its journals' reader states (read only when a
+    journal grew, so an unchanged store's check never loads them)."""
+    return where.with_name(where.stem + ".states.json")
 
 
 def _load(where: Path) -> dict:
