@@ -14,6 +14,15 @@ again in full.  ctime is the stamp a writer cannot set back, so it is what catch
 outside the hashed tail (not on Windows, where st_ctime is the creation time: there only the
 hashed tail catches it).
 
+A journal that only grew (same device and inode, larger, the same sha256 of the 4 KiB before
+the end of the prefix verified) is read from there: the reader's state at the end of its last
+terminated line (:attr:`~toolkit.journal.JournalScan.resume_state`, a pickle of the classifier:
+sink, counts, the layout's rules and facts) is kept in ``<key>.states.json`` beside the folder's
+cache, read only when some journal grew.  The states are levelsess's own, in the user's own cache
+folder (whoever can write there can write the user's shell start-up files too); one that does
+not load is simply a full read.  A state is kept only while small (RESUME_MIN, or 1/RESUME_SHARE
+of its journal).
+
 Racy entries (git's "racily clean" index entries): a journal changed within :data:`RACY_NS` of
 the moment it was read may be changed again within the same timestamp tick, leaving every stamp
 as it was.  Such an entry is kept, but never trusted: the next run reads the journal in full
