@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_store
+from tests.helpers import make_store, run_cli
 from toolkit import _typer_fast, cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -193,3 +193,35 @@ def test_group_option_lists_match_main_options():
             continue
         (flags if param.is_flag else values).update(param.opts + param.secondary_opts)
     assert (flags, values) == (set(cli._GROUP_FLAGS), set(cli._GROUP_VALUES))
+
+
+def test_a_check_that_finds_nothing_loads_no_rich_and_no_repair_code(tmp_path):
+    """A clean store's check prints one line: neither rich nor the repair side is needed for it."""
+    store = make_store(tmp_path / "store")
+    assert run_cli("reindex", "-q", str(store)).exit_code == 0
+    result = _run(LOADED, "fsck", "--jobs", "1", str(store))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("0 error(s), 0 warning(s)  [exit 0]")
+    loaded = _loaded(result)
+    assert not {m for m in loaded if m.split(".")[0] == "rich"} and "toolkit.fsck.repair" not in loaded
+
+
+def test_messages_print_brackets_as_written_and_never_as_markup(tmp_path):
+    """A path or an "[exit N]" in a message is text: once, rich ate "[exit 0]" and a "[/x]" in a
+    path raised MarkupError (a traceback for a user whose folder has brackets in its name)."""
+    store = tmp_path / "odd [/x] [bold]name"
+    make_store(store)
+    result = run_cli("reindex", str(store))
+    assert result.exit_code == 0 and "Traceback" not in result.stderr
+    assert "[exit 0]" in result.stderr
+    missing = run_cli("fsck", str(tmp_path / "gone [/y]"))
+    assert missing.exit_code == 8 and "gone [/y]" in missing.stderr
+
+
+def test_a_next_line_naming_a_bracketed_path_is_printed_whole(tmp_path):
+    from tests.helpers import torn_store
+
+    store, _journal = torn_store(tmp_path / "odd [/x] store")
+    result = run_cli("fsck", str(store))
+    assert result.exit_code == 4 and "Traceback" not in result.stderr
+    assert "next: run `levelsess fsck --repair" in result.stderr and "odd [/x] store" in result.stderr

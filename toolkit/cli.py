@@ -327,7 +327,7 @@ def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str]
     if shown:
         print_table(out.out, findings_table(shown, verbose=out.verbose, base=out.base))
     if not out.quiet:
-        out.out.print(summary_line(findings, report.files, report.records, report.bytes, exit_code), soft_wrap=True)
+        out.line(summary_line(findings, report.files, report.records, report.bytes, exit_code))
         if report.not_checked:
             out.say(f"{report.not_checked} session(s) not checked: locked by a live or uncheckable writer", style="yellow")
         if report.from_cache is not None:
@@ -625,7 +625,8 @@ def doctor(
                 orphans.add_row(workspace.id, workspace.project or "(no folder)", why, str(workspace.orphaned_sessions))
             print_table(out.out, orphans)
     if result.next:
-        out.out.print("\n[bold]next[/bold]")
+        out.out.print()
+        out.line([("next", "bold")])
         for step in result.next:
             out.out.print(f"  {step}", markup=False, highlight=False)
     return 0
@@ -947,10 +948,11 @@ def demo(
                     out.say(f"  did {relative(action.describe(), str(paths[0].parent))}")
             runs.append({"step": title, "exit": code, "findings": [f.to_json() for f in findings]})
             if not out.json:
-                out.out.print(f"\n[bold]levelsess fsck{' --repair' if repair else ''}[/bold]  ({title})")
+                out.out.print()
+                out.line([(f"levelsess fsck{' --repair' if repair else ''}", "bold"), (f"  ({title})", None)])
                 if findings:
                     print_table(out.out, findings_table(findings, base=str(paths[0].parent)))
-                out.out.print(summary_line(findings, report.files, report.records, report.bytes, code), soft_wrap=True)
+                out.line(summary_line(findings, report.files, report.records, report.bytes, code))
         if out.json:
             out.emit_json({"version": 1, "store": [str(p) for p in paths], "runs": runs, "exit": runs[-1]["exit"]})
         elif keep:
@@ -1023,8 +1025,8 @@ def chaos_run(
         return code
     out_.out.print(_chaos_table(document))
     for violation in report.violations[:20 if not out_.verbose else None]:
-        out_.out.print(f"[bold red]violation[/bold red] cycle {violation['cycle']}: {violation['kind']} "
-                       f"{violation['path'] or ''} - {violation['detail']}", markup=True, highlight=False)
+        out_.line([("violation", "bold red"), (f" cycle {violation['cycle']}: {violation['kind']} "
+                                                f"{violation['path'] or ''} - {violation['detail']}", None)])
     if report.violations and out:
         out_.say(f"reproducers in {out} (each has repro.json with the seed and the replay command)")
     out_.say(("nothing lost, no violation" if report.ok else f"{report.lost} ACKed record(s) lost, {len(report.violations)} violation(s)") + f"  [exit {code}]",

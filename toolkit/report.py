@@ -9,13 +9,17 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from .findings import Finding
 from .streams import tolerant_streams  # noqa: F401 - re-exported
 from .encode import dumps
+
+if TYPE_CHECKING:  # rich is imported where a table or a coloured line is drawn: a check whose
+    # output is a line or a JSON document never loads it (a fifth of a command's start-up)
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow"}
 
@@ -29,22 +33,67 @@ class Output:
     verbose: bool = False
     base: str | None = None
     targets: list = field(default_factory=list)  # the PATHs as given, for the commands a "next:" line names
-    out: Console = field(default_factory=lambda: Console(file=sys.stdout, highlight=False, soft_wrap=False))
-    err: Console = field(default_factory=lambda: Console(file=sys.stderr, highlight=False, stderr=True))
+    _out: Console | None = field(default=None, repr=False)
+    _err: Console | None = field(default=None, repr=False)
+
+    @property
+    def out(self) -> Console:
+        """The rich console on stdout (made when first needed: a table, a coloured line).  No
+        markup and no emoji codes: text levelsess prints (a path, a title, a message) is printed
+        as written; styles are given as styles."""
+        if self._out is None:
+            from rich.console import Console
+
+            self._out = Console(file=sys.stdout, highlight=False, soft_wrap=False, markup=False, emoji=False)
+        return self._out
+
+    @property
+    def err(self) -> Console:
+        if self._err is None:
+            from rich.console import Console
+
+            self._err = Console(file=sys.stderr, highlight=False, stderr=True, markup=False, emoji=False)
+        return self._err
 
     def emit_json(self, document: dict) -> None:
         write_json(dumps(document, indent=True) + b"\n")  # lone surrogates become \u escapes
 
     def say(self, message: str, style: str | None = None) -> None:
-        """A message for a person: stderr, never in --json mode or --quiet."""
+        """A message for a person: stderr, never in --json mode or --quiet.  Plain text: a ``[...]``
+        in it (``[exit 0]``, a path) is printed as written, never read as rich markup."""
         if not self.json and not self.quiet:
-            self.err.print(message, style=style, soft_wrap=True)
+            self.line([(message, style)], stderr=True)
 
     def fail(self, message: str, hint: str = "") -> None:
         """One red line (plus a hint) on stderr, in every mode."""
-        self.err.print(Text("error: ", style="bold red") + Text(message))
+        self.line([("error: ", "bold red"), (message, None)], stderr=True)
         if hint:
-            self.err.print(Text("hint: ", style="cyan") + Text(hint))
+            self.line([("hint: ", "cyan"), (hint, None)], stderr=True)
+
+    def line(self, parts: list[tuple[str, str | None]], *, stderr: bool = False) -> None:
+        """One line of text made of (text, style) parts, never wrapped: styled on a terminal;
+        elsewhere (a pipe, a file, a test) the text as is, without loading rich."""
+        stream = sys.stderr if stderr else sys.stdout
+        if _plain_stream(stream):
+            stream.write("".join(printable(text) for text, _style in parts) + "\n")
+            stream.flush()
+            return
+        from rich.text import Text
+
+        text = Text()
+        for part, style in parts:
+            text.append(printable(part), style=style or "")
+        (self.err if stderr else self.out).print(text, soft_wrap=True)
+
+
+def _plain_stream(stream) -> bool:
+    """True when rich would print no colour to ``stream`` (not a terminal, no FORCE_COLOR)."""
+    if any(os.environ.get(name) for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")):
+        return False
+    try:
+        return not stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return True
 
 
 def _is_utf8(stream) -> bool:
@@ -137,6 +186,8 @@ def findings_table(findings: list[Finding], title: str | None = None, verbose: b
         add_column(table, "repaired")
     if any_saved:
         add_column(table, "saved to")
+    from rich.text import Text
+
     for f in findings:
         what = f.message + (f"\n  {f.excerpt!r}" if verbose and f.excerpt else "")
         row = [Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.code, _where(f, base), what]
@@ -149,6 +200,8 @@ def findings_table(findings: list[Finding], title: str | None = None, verbose: b
 
 
 def name_table(**options) -> Table:
+    from rich.table import Table
+
     return Table(show_lines=False, expand=False, title_justify="left", **options)
 
 
@@ -167,6 +220,8 @@ def add_column(table: Table, name: str, **options) -> None:
 def print_table(console: Console, table: Table) -> None:
     """Print ``table`` if its path and id columns fit the terminal whole; else one block per row,
     each path or id on a line of its own that is never wrapped (copyable at any width)."""
+    from rich.text import Text
+
     if _needed_width(table) <= console.width or not any(c.header in NAME_COLUMNS for c in table.columns):
         console.print(table)
         return
@@ -196,6 +251,8 @@ def _needed_width(table: Table) -> int:
 
 
 def _plain(cell: object) -> Text:
+    from rich.text import Text
+
     return cell.copy() if isinstance(cell, Text) else Text(str(cell))
 
 
@@ -208,16 +265,17 @@ def common_base(paths: list) -> str | None:
         return None
 
 
-def summary_line(findings: list[Finding], files: int, records: int, size: int, exit_code: int) -> Text:
+def summary_line(findings: list[Finding], files: int, records: int, size: int, exit_code: int) -> list[tuple[str, str | None]]:
+    """fsck's last line, as (text, style) parts for :meth:`Output.line`."""
     counts = Counter(f.severity for f in findings if not f.repaired)
     repaired = sum(1 for f in findings if f.repaired)
-    text = Text(f"{files} journal(s), {records} records, {size:,} bytes: ")
-    text.append(f"{counts['error']} error(s)", style="bold red" if counts["error"] else "green")
-    text.append(f", {counts['warning']} warning(s)", style="yellow" if counts["warning"] else "")
+    parts = [(f"{files} journal(s), {records} records, {size:,} bytes: ", None),
+             (f"{counts['error']} error(s)", "bold red" if counts["error"] else "green"),
+             (f", {counts['warning']} warning(s)", "yellow" if counts["warning"] else None)]
     if repaired:
-        text.append(f", {repaired} repaired", style="green")
-    text.append(f"  [exit {exit_code}]")
-    return text
+        parts.append((f", {repaired} repaired", "green"))
+    parts.append((f"  [exit {exit_code}]", None))
+    return parts
 
 
 def fsck_json(findings: list[Finding], files: int, records: int, size: int, exit_code: int, plan: list[str] | None = None) -> dict:
@@ -241,6 +299,9 @@ STATUS_STYLE = {"migrated": "green", "rebuilt": "green", "migrate": "cyan", "reb
 
 def migrate_table(result, base: str | None = None, steps: list | None = None, everything: bool = False) -> Table:
     """Files of a migration: what each was, is or would be (up-to-date ones only when ``everything``)."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=f"migrate to v{result.to}" + (" (dry run)" if result.dry_run and steps is None else ""), title_justify="left")
     for column in ("file", "format", "from", "to", "status", "note"):
         add_column(table, column)

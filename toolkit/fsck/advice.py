@@ -13,7 +13,6 @@ from pathlib import Path
 from ..errors import SKIPPED, UNCORRECTABLE
 from ..findings import Finding
 from .check import CheckReport
-from .repair import plan_repair, relink_would_help, salvage_would_help
 
 #: Uncorrectable codes with advice of their own (not "needs a person").
 _OTHER_ADVICE = frozenset({"unknown-format", "future-version"})
@@ -26,6 +25,8 @@ def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path]
     where = " ".join(shlex.quote(str(t)) for t in targets)
     open_ = [f for f in findings if not f.repaired]
     steps = _symlink_steps(report, open_)  # first: repairing a link's target makes the folder's cache stale
+    if not open_:  # nothing left to advise on (and the repair side stays unloaded)
+        return steps
     if ran == "check" and _repair_would_act(report, open_):
         steps.append(f"run `levelsess fsck --repair {where}` to fix what is safe to fix (nothing complete is removed)")
     salvageable = _salvageable(report, open_)
@@ -47,6 +48,8 @@ def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path]
 
 
 def _repair_would_act(report: CheckReport, open_: list[Finding]) -> bool:
+    from .repair import plan_repair
+
     wanted = {(f.code, f.path) for f in open_}
     return any((code, str(action.path)) in wanted for action in plan_repair(report).actions for code in action.fixes)
 
@@ -64,6 +67,8 @@ def _symlink_steps(report: CheckReport, open_: list[Finding]) -> list[str]:
 
 
 def _salvageable(report: CheckReport, open_: list[Finding]) -> list:
+    from .repair import salvage_would_help
+
     """The folders of the journals salvage would rewrite, one entry per journal."""
     paths = {f.path for f in open_}
     refused = {f.path for f in open_ if f.code == "salvage-refused"}  # suggesting it again would loop
@@ -82,6 +87,8 @@ def _quarantine(folders: list) -> str:
 
 
 def _relinkable(report: CheckReport, open_: list[Finding]) -> int:
+    from .repair import relink_would_help
+
     paths = {f.path for f in open_ if f.code in ("dangling-parent", "broken-chain")}
     refused = {f.path for f in open_ if f.code == "relink-refused"}
     return sum(1 for folder in report.folders for s in folder.sessions
@@ -89,6 +96,8 @@ def _relinkable(report: CheckReport, open_: list[Finding]) -> int:
 
 
 def _need_a_person(report: CheckReport, open_: list[Finding]) -> dict[str, set[str]]:
+    from .repair import relink_would_help, salvage_would_help
+
     """The journals that still need a person (neither repair nor salvage can help), with their codes."""
     refused = {f.path for f in open_ if f.code == "salvage-refused"}
     refused |= {f.path for f in open_ if f.code == "relink-refused"}

@@ -14,7 +14,7 @@ from ..index import load_cache
 from ..journal import JournalScan, foreign_only, scan_journal
 from ..layouts import BaseLayout as Layout
 from .. import durable
-from ..locks import LockInfo, LockState, inspect_lock, lock_path, process_start
+from ..locks import LockInfo, LockState, inspect_lock, process_start
 from ..stores import Folder
 
 #: Below this many bytes in total, worker processes cost more than they save.
