@@ -331,6 +331,19 @@ def bare(files: list[Path]) -> int:
     return records
 
 
+def bare_parallel(files: list[Path], jobs: int = 2) -> int:
+    """The bare parse in ``jobs`` forked processes, the files dealt out by size: what this
+    machine's cores give a trivially parallel reader (the ceiling for fsck --jobs)."""
+    import multiprocessing
+
+    sizes = sorted(files, key=lambda p: p.stat().st_size, reverse=True)
+    shares: list[list[Path]] = [[] for _ in range(jobs)]
+    for n, path in enumerate(sizes):
+        shares[n % jobs].append(path)
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        return sum(pool.map(bare, shares))
+
+
 def in_process(root: Path, jobs: int, strict: bool = False) -> int:
     from toolkit.fsck import check_folders
     from toolkit.stores import discover_all
@@ -487,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
         say("measuring check_folders (in process) ...")
         results.append(measure("check j1", "check_folders(discover_all([root]), jobs=1)", args.repeat, lambda: in_process(root, 1)))
         results.append(measure("check j2", "check_folders(discover_all([root]), jobs=2)", args.repeat, lambda: in_process(root, 2)))
+        results.append(measure("bare j2", "the bare parse in 2 forked processes (the cores' own ceiling)", args.repeat,
+                               lambda: bare_parallel(files, 2)))
         cli = cli_command()
         if not args.no_cli:
             say(f"measuring the CLI ({' '.join(cli)}) ...")
@@ -543,6 +558,9 @@ def _verdicts(by_name: dict[str, Result]) -> dict:
     if "check j2" in by_name:
         speedup = by_name["check j1"].best / by_name["check j2"].best
         out["jobs=2 speed-up over jobs=1"] = {"value": round(speedup, 2), "ok": speedup >= 1.5}
+        if "bare j2" in by_name:
+            ceiling = by_name["bare"].best / by_name["bare j2"].best
+            out["bare parse's own 2-process speed-up (this machine's ceiling)"] = {"value": round(ceiling, 2), "ok": True}
     if "strict j1" in by_name:
         out["--strict >= 50 MB/s"] = {"value": by_name["strict j1"].mb_per_s, "ok": by_name["strict j1"].mb_per_s >= 50}
     peaks = [r.rss_mib for r in by_name.values() if r.rss_mib is not None and r.name != "cli start"]
