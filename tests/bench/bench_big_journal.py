@@ -31,7 +31,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_fsck import MB, MIB  # noqa: E402
-from probe import PROBE  # noqa: E402
+from probe import PROBE, timed as _timed  # noqa: E402
 
 
 def build(path: Path, size_mb: int, seed: int = 7) -> int:
@@ -103,12 +103,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     return 0
-
-
-def _timed(fn) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 
 
 if __name__ == "__main__":

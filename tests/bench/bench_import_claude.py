@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_claude import build  # noqa: E402
 from bench_fsck import MB, MIB, bare, journals, warm  # noqa: E402
-from probe import PROBE  # noqa: E402
+from probe import PROBE, timed as _timed  # noqa: E402
 
 
 def run_import(tree: Path, store: Path) -> tuple[float, float, dict]:
@@ -92,12 +92,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     return 0
-
-
-def _timed(fn) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 
 
 if __name__ == "__main__":

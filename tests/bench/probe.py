@@ -28,3 +28,12 @@ sys.argv = ["levelsess", *sys.argv[2:]]
 from toolkit.cli import main
 main()
 """
+
+
+def timed(fn) -> float:
+    """Seconds one call of ``fn`` takes (wall clock)."""
+    import time
+
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
