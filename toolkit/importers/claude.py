@@ -542,7 +542,7 @@ def _first_prompt(transcript: _Transcript, plan: _Plan) -> str | None:
 # -- sessions -------------------------------------------------------------------------------------
 
 
-def _session_id(path: Path, transcript: _Transcript) -> str:
+def _session_id(path: Path) -> str:
     """The file's stem: Claude Code names a transcript after its sessionId.  A renamed copy keeps
     its own name, so two files never share a journal (their records may say the same sessionId)."""
     return path.stem
@@ -617,7 +617,7 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
     subagent_sessions: list[tuple[Path, _Transcript, str]] = []
     if main is not None:
         transcript = _Transcript(main, report)
-        parent_sid = _session_id(main, transcript)
+        parent_sid = _session_id(main)
         project = transcript.cwd
     else:  # the session's own transcript is gone: its folder is named after it
         parent_sid = agents[0].parent.parent.name

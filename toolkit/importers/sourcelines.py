@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..findings import Finding
-from ..lines import Batch, Overlong, Tail, iter_batches, loads, open_regular, split_line
+from ..lines import Batch, Overlong, iter_batches, loads, open_regular, split_line
 
 BOM = b"\xef\xbb\xbf"
 
