@@ -511,3 +511,12 @@ def test_show_of_an_imported_session_renders_tool_results_images_and_no_empty_tu
     text = shown.stdout
     assert "[image: image/png" in text, "an image-only prompt is shown, never an empty turn"
     assert text.count("## Turn") == 1 and "↳ result: file body" in text
+
+
+def test_naming_one_transcript_imports_its_subagents_with_it(tmp_path):
+    root = copy_tree(tmp_path)
+    store = tmp_path / "store"
+    result, report = do_import(root / "projects" / BIG, store)
+    assert result.exit_code == 0
+    agents = [rel for rel in TRANSCRIPTS if "subagents" in rel.parts and rel.parent.parent.name == BIG.stem]
+    assert sorted(s["id"] for s in report["sessions"]) == sorted([journal_id(BIG)] + [journal_id(rel) for rel in agents])

@@ -37,12 +37,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
-from ..layouts.claude_code import CHAIN, CLAUDE_CODE, SUBAGENTS, _INJECTED, default_roots, is_subagent, prompt_text
+from ..layouts.claude_code import CHAIN, CLAUDE_CODE, SUBAGENTS, _INJECTED, _subagents, default_roots, is_subagent, prompt_text
 from ..index import utc_iso
 from ..lines import loads, open_regular
 from .output import ALIAS, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, safe_id
@@ -81,7 +82,10 @@ def _groups(source: Path, report: Callable[[Finding], None]) -> list[tuple[Path 
     if not source.exists():
         raise PathNotFoundError(str(source))
     if source.is_file():
-        folders = [CLAUDE_CODE.claim_file(source)]
+        folder = CLAUDE_CODE.claim_file(source)
+        if folder is not None and not is_subagent(source):  # a session named: its subagents come with it
+            folder = replace(folder, journals=(source, *_subagents(source.parent / source.stem)))
+        folders = [folder]
     else:
         folders = CLAUDE_CODE.claim_dir(source)
     if not folders or folders == [None]:
