@@ -520,3 +520,19 @@ def test_naming_one_transcript_imports_its_subagents_with_it(tmp_path):
     assert result.exit_code == 0
     agents = [rel for rel in TRANSCRIPTS if "subagents" in rel.parts and rel.parent.parent.name == BIG.stem]
     assert sorted(s["id"] for s in report["sessions"]) == sorted([journal_id(BIG)] + [journal_id(rel) for rel in agents])
+
+
+def test_naming_one_subagent_files_it_beside_its_session(tmp_path):
+    root = copy_tree(tmp_path)
+    agent = next(rel for rel in TRANSCRIPTS if "subagents" in rel.parts and rel.parent.parent.name == BIG.stem)
+    store = tmp_path / "store"
+    result, report = do_import(root / "projects" / agent, store)
+    assert result.exit_code == 0 and [s["id"] for s in report["sessions"]] == [journal_id(agent)]
+    path, records = imported(store)[journal_id(agent)]
+    assert records[0]["source"]["parent"] == journal_id(BIG) and "parentMissing" not in records[0]["source"]
+    session_cwd = next(v["cwd"] for _l, v in source_records((FIXTURES / "projects" / BIG).read_bytes()) if isinstance(v.get("cwd"), str))
+    assert records[0]["project"] == session_cwd
+    (root / "projects" / BIG).unlink()  # the session's own transcript deleted at the source
+    again = tmp_path / "again"
+    _result, _report = do_import(root / "projects" / agent, again)
+    assert imported(again)[journal_id(agent)][1][0]["source"]["parentMissing"] is True

@@ -591,6 +591,18 @@ def _build(transcript: _Transcript, items: list[_Item], sid: str, session_key: s
     return session
 
 
+def _first_cwd(path: Path) -> str | None:
+    """The first ``cwd`` of a transcript's chain records (its project), reading no further."""
+    try:
+        for src in SourceReader(path, CLAUDE_CODE.is_record, lambda _f: None):
+            value = src.value
+            if value.get("type") in CHAIN and isinstance(value.get("cwd"), str):
+                return value["cwd"]
+    except OSError:
+        return None
+    return None
+
+
 def _sidechains(items: list[_Item]) -> dict[str, list[_Item]]:
     """1.0.x inline subagents of a main transcript: its ``isSidechain`` chain records, by root."""
     side = {it.uuid: it for it in items if it.uuid is not None and it.side}
@@ -623,8 +635,10 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
         transcript = _Transcript(main, report)
         parent_sid = _session_id(main)
         project = transcript.cwd
-    else:  # the session's own transcript is gone: its folder is named after it
+    else:  # only subagents: the session's transcript is gone, or was not named; its folder is named after it
         parent_sid = agents[0].parent.parent.name
+        parent_file = agents[0].parent.parent.parent / f"{parent_sid}.jsonl"
+        project = _first_cwd(parent_file) if parent_file.is_file() else None  # file it beside its session
     parent_id = safe_id("claude", parent_sid)
     for agent in agents:
         sub = _Transcript(agent, report)
@@ -664,7 +678,7 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
                          lines=len({it.line for it in group}))
     for agent, sub, agent_id in subagent_sessions:
         extra = {"parent": parent_id, "agentId": agent_id, **_agent_meta(agent)}
-        if main is None:
+        if main is None and not (agent.parent.parent.parent / f"{parent_sid}.jsonl").is_file():
             extra["parentMissing"] = True  # the session's transcript is gone (deleted at the source before it was imported)
         yield _build(sub, sub.items, safe_id("claude", f"{parent_sid}-agent-{agent_id}"), f"{parent_sid}/{SUBAGENTS}/{agent.stem}",
                      project, options, whole_sidechain=True, extra_source=extra, title=extra.get("description"),
