@@ -169,7 +169,7 @@ def claude_retention(root: Path) -> tuple[int, str]:
     return CLAUDE_DEFAULT_CLEANUP_DAYS, f"the default ({settings} does not set it)"
 
 
-def _claude(root: Path, store: Path) -> Install:
+def _claude(root: Path, store: Path, kept: set[str]) -> Install:
     """A Claude Code install: its transcripts, how many the next start-up's cleanup deletes, how
     many of those the store already keeps, and the nightly import that keeps the rest."""
     import time
@@ -179,7 +179,6 @@ def _claude(root: Path, store: Path) -> Install:
     install = Install("claude-code", root)
     install.cleanup_days, install.cleanup_source = claude_retention(root)
     cutoff = time.time() - install.cleanup_days * 86400
-    kept = imported_ids(store, "claude-")
     for folder in discover_all([root / "projects"]):
         for journal in folder.journals:
             if is_subagent(journal):
@@ -195,12 +194,11 @@ def _claude(root: Path, store: Path) -> Install:
     return install
 
 
-def _codex(home: Path, store: Path) -> Install:
+def _codex(home: Path, store: Path, kept: set[str]) -> Install:
     """A Codex CLI home: its rollouts (live and archived), how many the store keeps, the nightly import."""
     from .layouts.codex import thread_id
 
     install = Install("codex", home)
-    kept = imported_ids(store, "codex-")
     for folder in discover_all([home]):
         for journal in folder.journals:
             install.sessions += 1
@@ -209,8 +207,9 @@ def _codex(home: Path, store: Path) -> Install:
     return install
 
 
-def imported_ids(store: Path, prefix: str) -> set[str]:
-    """The ids of the journals named ``<prefix>…`` in the store's project folders (one listing each)."""
+def imported_ids(store: Path) -> set[str]:
+    """The ids of the journals in the store's project folders (one listing each), for every
+    install's "already in the store" count."""
     ids: set[str] = set()
     try:
         folders = [e for e in os.scandir(store) if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
@@ -218,7 +217,7 @@ def imported_ids(store: Path, prefix: str) -> set[str]:
         return ids
     for folder in folders:
         try:
-            ids.update(e.name[:-6] for e in os.scandir(folder.path) if e.name.startswith(prefix) and e.name.endswith(".jsonl"))
+            ids.update(e.name[:-6] for e in os.scandir(folder.path) if e.name.endswith(".jsonl"))
         except OSError:
             continue
     return ids
@@ -235,7 +234,7 @@ def nightly_command(args: list[str], platform: str | None = None) -> tuple[str, 
     beside = Path(sys.executable).with_name("levelsess.exe" if platform == "win32" else "levelsess")
     exe = str(beside) if beside.is_file() else shutil.which("levelsess") or str(Path(sys.argv[0]).resolve())
     if platform == "win32":
-        line = subprocess_list([exe, *args])
+        line = _windows_command_line([exe, *args])
         return "Task Scheduler", f'schtasks /Create /SC DAILY /ST 03:17 /TN "levelsess import" /TR "{line}"'
     command = " ".join(_quote(a) for a in [exe, *args])
     if platform == "darwin":
@@ -256,7 +255,8 @@ def nightly_command(args: list[str], platform: str | None = None) -> tuple[str, 
     return "cron", f"( crontab -l 2>/dev/null; echo {_quote('17 3 * * * ' + command)} ) | crontab -"
 
 
-def subprocess_list(args: list[str]) -> str:
+def _windows_command_line(args: list[str]) -> str:
+    """``args`` as one Windows command line, its quotes escaped for schtasks /TR."""
     import subprocess
 
     return subprocess.list2cmdline(args).replace('"', '\\"')
@@ -294,8 +294,9 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     for home in codex:
         stores.append(_health("codex", home))
     target = default_store(store)
-    installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()] + [_claude(r, target) for r in claude]
-                + [_codex(h, target) for h in codex])
+    stored = imported_ids(target) if claude or codex else set()
+    installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
+                + [_claude(r, target, stored) for r in claude] + [_codex(h, target, stored) for h in codex])
     return Diagnosis(stores, installs, _next_steps(stores, installs))
 
 

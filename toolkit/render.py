@@ -115,13 +115,18 @@ def _block_md(block: dict) -> str | None:
         mark = "error" if block.get("is_error") else "result"
         return f"> ↳ {mark}: {_summary(text.splitlines()[0] if text else '', 100)}" + (f" _({lines} lines)_" if lines > 1 else "")
     if kind == "image":
-        source = block.get("source") if isinstance(block.get("source"), dict) else {}
-        data = source.get("data")
-        size = f", {len(data) * 3 // 4:,} bytes" if isinstance(data, str) else ""
-        return f"_[image: {_text(source.get('media_type') or source.get('type') or 'image')}{size}]_"
+        return image_md(block)
     if kind in ("tool_call", "function_call"):
         return f"> 🔧 **{_text(block.get('name', 'tool'))}**"
     return None
+
+
+def image_md(block: dict) -> str:
+    """An image block in one line: its media type and size, never its data."""
+    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    data = source.get("data")
+    size = f", {len(data) * 3 // 4:,} bytes" if isinstance(data, str) else ""
+    return f"_[image: {_text(source.get('media_type') or source.get('type') or 'image')}{size}]_"
 
 
 def _blocks_md(content: object) -> list[str]:
@@ -163,16 +168,13 @@ def _levelcode_md(record: dict, state: dict) -> str | None:
         line = " · ".join(part for part in (_text(record.get(k)) for k in ("project", "createdAt", "id")) if part)
         return f"# {title}\n\n" + (f"_{line}_\n\n" if line else "")
     if kind == "user":
+        content = record.get("content")
+        parts = [_demote(content)] if isinstance(content, str) else _blocks_md(content)  # images and results too
         if record.get("toolResult") is True:  # an imported tool result: part of the reply, not a turn
-            parts = _blocks_md(record.get("content"))
             return "\n\n".join(parts) + "\n\n" if parts else None
         if record.get("injected") is True:  # text the tool put in (a command, a reminder), not typed
-            parts = _blocks_md(record.get("content"))
-            return f"_(added by the tool · {when})_\n\n" + "\n\n".join(_demote(p) for p in parts) + "\n\n" if parts else None
+            return f"_(added by the tool · {when})_\n\n" + "\n\n".join(parts) + "\n\n" if parts else None
         state["turn"] += 1
-        content = record.get("content")
-        parts = [_demote(text) for text in _content_text(content)] if isinstance(content, str) else \
-            [part for part in _blocks_md(content)]
         body = "\n\n".join(parts)
         return f"## Turn {state['turn']} · {when}\n\n### You\n\n{body}\n\n" + _attachments_md(record.get("contextFiles"))
     if kind == "assistant":

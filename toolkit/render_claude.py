@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .journal import iter_records, scan_journal
 from .layouts.claude_code import CHAIN, is_subagent, _subagents
-from .render import _demote, _fenced, _summary, _text, dumps
+from .render import _demote, _fenced, _summary, _text, dumps, image_md
 
 
 def _block(block: dict) -> str | None:
@@ -38,10 +38,7 @@ def _block(block: dict) -> str | None:
         mark = "Tool error" if block.get("is_error") else "Tool result"
         return f"<details><summary>↳ {mark} ({len(text):,} characters)</summary>\n\n{_fenced(text)}\n\n</details>"
     if kind == "image":
-        source = block.get("source") if isinstance(block.get("source"), dict) else {}
-        data = source.get("data")
-        size = f", {len(data) * 3 // 4:,} bytes" if isinstance(data, str) else ""
-        return f"_[image: {_text(source.get('media_type') or source.get('type') or 'image')}{size}]_"
+        return image_md(block)
     return f"_[{_text(kind or 'block')} block]_"
 
 

@@ -101,10 +101,7 @@ def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> I
             names[home] = thread_names(home / "session_index.jsonl")
         try:
             session = session_from_rollout(path, options, report, names[home])
-        except PermissionError as exc:
-            report(Finding("unreadable", "error", str(path), None, None, f"cannot read: {exc.strerror or exc}"))
-            continue
-        except OSError as exc:
+        except OSError as exc:  # a permission error among them
             report(Finding("unreadable", "error", str(path), None, None, f"cannot read: {exc.strerror or exc}"))
             continue
         except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
