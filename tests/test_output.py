@@ -453,3 +453,23 @@ def test_at_any_width_every_path_and_id_is_printed_whole_on_one_line(tmp_path, c
         wanted = {long_id} if command[0] == "ls" else {p[len(base) + 1:] if base else p for p in paths}
         for name in wanted:
             assert any(name in line for line in lines), f"{name!r} is broken in:\n{stdout}"
+
+
+def test_a_cache_finding_names_the_repair_and_following_it_ends_clean(tmp_path):
+    """A missing index.json is a finding on its folder, the rebuild an action on the file: the
+    check's "next:" line must still name the repair, and following it must end clean."""
+    import shlex
+
+    from tests.helpers import make_store
+
+    store = make_store(tmp_path / "store")
+    for index in store.rglob("index.json"):
+        index.unlink()
+    check = run_cli("fsck", str(store))
+    assert check.exit_code == 0 and "missing-index" in check.stdout
+    step = next(line for line in check.stderr.splitlines() if line.startswith("next: run `"))
+    command = shlex.split(step.split("`")[1])
+    assert command[:3] == ["levelsess", "fsck", "--repair"]
+    assert run_cli(*command[1:]).exit_code == 1
+    again = run_cli("fsck", str(store))
+    assert again.exit_code == 0 and "next:" not in again.stderr and "0 warning(s)" in again.stdout

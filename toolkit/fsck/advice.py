@@ -51,7 +51,14 @@ def _repair_would_act(report: CheckReport, open_: list[Finding]) -> bool:
     from .repair import plan_repair
 
     wanted = {(f.code, f.path) for f in open_}
-    return any((code, str(action.path)) in wanted for action in plan_repair(report).actions for code in action.fixes)
+    return any((code, place) in wanted for action in plan_repair(report).actions for code in action.fixes
+               for place in _places(action))
+
+
+def _places(action) -> tuple[str, ...]:
+    """Where the findings an action fixes are reported: its file, and for a cache its folder
+    (a missing or stale index.json is a finding on the project folder, the rebuild on the file)."""
+    return (str(action.path),) + ((str(action.folder.path),) if action.folder is not None else ())
 
 
 def _symlink_steps(report: CheckReport, open_: list[Finding]) -> list[str]:
