@@ -250,7 +250,7 @@ def fsck(
     relink: Annotated[bool, typer.Option("--relink", help="Claude Code: make a broken parentUuid chain whole again in a new journal (each dangling parentUuid value spliced to the nearest earlier message; needs --yes); the original goes to quarantine.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm --salvage or --relink (or set LEVELSESS_SALVAGE=YES).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Worker processes for reading journals (0 = automatic).", min=0)] = 0,
-    incremental: Annotated[bool, typer.Option("--incremental", help="Skip journals unchanged since the last --incremental check (same inode, size, mtime, ctime and last 4 KiB); remembers its verdicts in levelsess's user cache folder, never in a store.")] = False,
+    incremental: Annotated[bool, typer.Option("--incremental", help="Skip journals unchanged since the last --incremental check (same inode, size, mtime, ctime and last 4 KiB), and read a journal that only grew from where that check stopped; remembers its verdicts in levelsess's user cache folder, never in a store.")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -566,7 +566,7 @@ def doctor(
 ) -> int:
     """Find every store, Logician workspace, Claude Code, Cursor and VS Code install on this machine; show their health and the next commands to run.
 
-    Looks at the LevelCode store ($LEVELSESS_HOME, ~/.levelcode/sessions or --store), Logician workspaces under PATH, every Claude Code root ($CLAUDE_CONFIG_DIR, ~/.claude, a Windows home seen from WSL: its transcripts' health and how many its next start-up's cleanup will delete, per cleanupPeriodDays in settings.json), and every Cursor and VS Code (Insiders, OSS, VSCodium) install found per OS. For VS Code it lists the workspaces holding chats VS Code no longer shows (folder renamed or moved, missing from the index). Read-only: it writes nothing.
+    Looks at the LevelCode store ($LEVELSESS_HOME, ~/.levelcode/sessions or --store), Logician workspaces under PATH, every Claude Code root ($CLAUDE_CONFIG_DIR, ~/.claude, a Windows home seen from WSL: its transcripts' health, how many its next start-up's cleanup will delete, per cleanupPeriodDays in settings.json, and how many of those the store already keeps), every Codex CLI home ($CODEX_HOME, ~/.codex), with for each the import that keeps its sessions and the line that runs it every night (cron, a systemd timer, launchd or Task Scheduler, for this OS), and every Cursor and VS Code (Insiders, OSS, VSCodium) install found per OS. For VS Code it lists the workspaces holding chats VS Code no longer shows (folder renamed or moved, missing from the index). Read-only: it writes nothing.
 
     [bold]Examples[/bold]:
       levelsess doctor
