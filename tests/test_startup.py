@@ -1,8 +1,8 @@
 """Start-up fast paths (DESIGN.md §8, issue 16) change nothing a user sees.
 
 toolkit._typer_fast converts simple option values without typer's pydantic adapters and lets
---help render without markdown-it and pygments; toolkit.cli.main builds only the invoked
-command.  Each is checked here against typer's own path; no timing is asserted (see
+typer's rich --help (the fallback of toolkit._help, tested in tests/test_help.py) render without
+markdown-it and pygments; toolkit.cli.main builds only the invoked command.  Each is checked here against typer's own path; no timing is asserted (see
 tests/bench/bench_startup.py for the figures).
 """
 
@@ -117,10 +117,10 @@ def test_version_and_help_load_no_library_module(args):
     result = _run(LOADED, *args)
     assert result.returncode == 0, result.stderr
     loaded = _loaded(result)
-    assert {m for m in loaded if m.startswith("toolkit")} <= {"toolkit", "toolkit.cli", "toolkit._typer_fast", "toolkit.errors",
-                                                             "toolkit.streams"}
-    assert not {m for m in loaded if m.split(".")[0] in ("pydantic", "pygments", "markdown_it", "psutil", "orjson")}
-    assert "rich.markdown" not in loaded and "rich.traceback" not in loaded
+    assert {m for m in loaded if m.startswith("toolkit")} <= {"toolkit", "toolkit.cli", "toolkit._typer_fast", "toolkit._help",
+                                                             "toolkit.errors", "toolkit.streams"}
+    assert not {m for m in loaded if m.split(".")[0] in ("pydantic", "pygments", "markdown_it", "psutil", "orjson", "rich")}
+    assert ("Usage: levelsess" if "--help" in args else "levelsess 0.") in result.stdout
 
 
 def test_fsck_of_a_store_loads_no_pydantic(tmp_path):
@@ -160,13 +160,19 @@ def test_usage_errors_keep_typers_message_and_exit_16():
     assert result.returncode == 16 and "Input should be greater than or equal to 0" in result.stderr
 
 
-USUAL_HELP = ("import sys, rich.markdown, rich.traceback; sys.argv = ['levelsess', *sys.argv[1:]]\n"
-              "from toolkit.cli import main; main()")
+# typer's rich help is the fallback when toolkit._help cannot draw a command (tests/test_help.py)
+RICH_HELP = ("import sys; sys.argv = ['levelsess', *sys.argv[1:]]\n"
+             "import toolkit._help as plain\n"
+             "def cannot(*args, **kwargs): raise AttributeError('typer changed')\n"
+             "plain.render = cannot\n")
+LIGHT_HELP = RICH_HELP + "from toolkit.cli import main; main()"
+USUAL_HELP = RICH_HELP + "import rich.markdown, rich.traceback\nfrom toolkit.cli import main; main()"
 
 
 @pytest.mark.parametrize("args", [["fsck", "--help"], ["--help"], ["chaos", "run", "--help"], ["chaos"]])
-def test_help_rendered_without_markdown_and_pygments_is_the_same(args):
-    light, usual = _run(MAIN, *args), _run(USUAL_HELP, *args)  # usual: rich_utils finds the real modules loaded
+def test_rich_help_rendered_without_markdown_and_pygments_is_the_same(args):
+    light, usual = _run(LIGHT_HELP, *args), _run(USUAL_HELP, *args)  # usual: rich_utils finds the real modules loaded
+    assert "╭─ Options" in light.stdout + light.stderr
     assert light.returncode == usual.returncode
     assert (light.stdout, light.stderr) == (usual.stdout, usual.stderr)
 

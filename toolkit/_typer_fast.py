@@ -10,7 +10,8 @@ spelling such as ``--jobs " 4"`` or ``5_0``, a value out of range, a bool given 
 other type or parameter setting - goes to typer's own adapter, built only then, so its value
 and its error message (exit 16) are typer's own.
 
-``--help`` renders through ``typer.rich_utils``, which imports ``rich.markdown`` (markdown-it)
+``--help`` is drawn by ``toolkit._help`` without rich; when that module cannot draw a command it
+falls back to ``typer.rich_utils``, which imports ``rich.markdown`` (markdown-it)
 and ``rich.traceback`` (pygments) at its top for two names it uses only in the "markdown"
 markup mode and for a crash's traceback; ``install_light_help()`` imports it with those two
 names standing in for the real classes, each loading its module at first use (~40 ms less).

@@ -18,7 +18,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from . import __version__, _typer_fast
+from . import __version__, _help, _typer_fast
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, LevelsessError, PathNotFoundError, UnknownFormatError, UsageError
 
 
@@ -77,7 +77,8 @@ def _plain_help_types() -> None:
 
 _plain_help_types()
 _typer_fast.install()  # typer's pydantic adapters only for values it alone can judge (start-up, DESIGN.md §8)
-_typer_fast.install_light_help()  # --help without loading markdown-it and pygments
+_typer_fast.install_light_help()  # typer's rich --help (the fallback) without loading markdown-it and pygments
+_help.install()  # --help drawn without rich
 
 
 class LevelsessGroup(TyperGroup):
@@ -95,7 +96,10 @@ class LevelsessGroup(TyperGroup):
             with _ctrl_c_in_this_process_only():
                 code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except _USAGE_ERRORS as exc:
-            exc.show()
+            if type(exc).__name__ == "NoArgsIsHelpError":  # `levelsess` alone: its help, on stdout as --help prints it
+                typer.echo(exc.format_message())
+            else:
+                exc.show()
             sys.exit(EXIT_USAGE)
         except _CLICK_ERRORS as exc:
             exc.show()
