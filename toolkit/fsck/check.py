@@ -19,6 +19,7 @@ from ..stores import Folder
 
 #: Below this many bytes in total, worker processes cost more than they save.
 PARALLEL_THRESHOLD = 32 << 20
+MAX_BATCHES = 4096  # toolkit.forked.MAX_BATCHES (not imported: a serial check never loads it)
 
 
 @dataclass(frozen=True)
@@ -202,13 +203,33 @@ def run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callab
             if progress:
                 progress(1)
         return results
+    results: list = [None] * len(work)
+    batches = _batches(work, jobs)
+    from .. import forked
+
+    if forked.available():
+        def done(number, scans):
+            for index, result in zip(batches[number], scans):
+                results[index] = result
+            if progress:
+                progress(len(scans))
+
+        try:
+            forked.map_batches(_scan_batch, [[work[i] for i in b] for b in batches], jobs, done)
+        except (OSError, forked.WorkerLost):  # no pipes or processes left, a worker killed: the rest read here
+            pass
+        for index, result in enumerate(results):
+            if result is None:
+                results[index] = scan_one(work[index])
+                if progress:
+                    progress(1)
+        return results
     from concurrent.futures import ProcessPoolExecutor  # here, not at the top: a serial check never loads multiprocessing
     from concurrent.futures.process import BrokenProcessPool
 
-    results: list = [None] * len(work)
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context()) as pool:
-            for batch, scans in zip(batches := _batches(work, jobs), pool.map(_scan_batch, [[work[i] for i in b] for b in batches])):
+            for batch, scans in zip(batches, pool.map(_scan_batch, [[work[i] for i in b] for b in batches])):
                 for index, result in zip(batch, scans):
                     results[index] = result
                 if progress:
@@ -230,7 +251,7 @@ def _batches(work: list, jobs: int) -> list[list[int]]:
     one task per file costs more in messages than small files take to read."""
     sizes = [file_size(item[0]) for item in work]
     order = sorted(range(len(work)), key=sizes.__getitem__, reverse=True)
-    target = max(sum(sizes) // (jobs * 16), 1)
+    target = max(sum(sizes) // min(jobs * 16, MAX_BATCHES - 1), 1)
     batches: list[list[int]] = []
     current: list[int] = []
     held = 0

@@ -1,0 +1,115 @@
+"""toolkit.forked: real forked workers give exactly the serial answer, and never leave one behind.
+
+Every case runs real processes: a worker that raises, one that is SIGKILLed mid-run, a parent
+interrupted while it waits, results larger than a pipe holds.  After each, the test process
+must have no child left (a zombie or a runaway worker would be a leak on every --jobs check).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import psutil
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import make_store, run_cli
+from toolkit import forked
+from toolkit.fsck import check
+
+pytestmark = pytest.mark.skipif(not forked.available(), reason="no os.fork on this platform")
+
+
+def no_children_left():
+    assert psutil.Process().children(recursive=True) == []
+
+
+def square_all(batch):
+    return [n * n for n in batch]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.integers(-10**6, 10**6), max_size=20), max_size=40), st.integers(1, 4))
+def test_results_are_the_serial_ones_in_order(batches, jobs):
+    seen = []
+    assert forked.map_batches(square_all, batches, jobs, lambda n, r: seen.append(n)) == [square_all(b) for b in batches]
+    assert sorted(seen) == list(range(len(batches)))
+    no_children_left()
+
+
+def test_results_larger_than_a_pipe_holds():
+    batches = [[n] for n in range(12)]
+    results = forked.map_batches(lambda b: ["x" * 300_000 + str(b[0])], batches, 2)
+    assert [r[0][-2:].lstrip("x") for r in results] == [str(n) for n in range(12)]
+    no_children_left()
+
+
+class Refused(Exception):
+    pass
+
+
+def refuse_three(batch):
+    if 3 in batch:
+        raise Refused("batch with 3")
+    return batch
+
+
+def test_an_exception_in_a_worker_is_raised_in_the_parent():
+    with pytest.raises(Refused, match="batch with 3"):
+        forked.map_batches(refuse_three, [[n] for n in range(8)], 2)
+    no_children_left()
+
+
+def test_a_killed_worker_is_reported_and_reaped():
+    parent = os.getpid()
+
+    def die_on_five(batch):
+        if 5 in batch and os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return batch
+
+    with pytest.raises(forked.WorkerLost):
+        forked.map_batches(die_on_five, [[n] for n in range(10)], 2)
+    no_children_left()
+
+
+def test_an_interrupted_parent_stops_its_workers():
+    def slow(batch):
+        import time
+
+        time.sleep(0.05)
+        return batch
+
+    def interrupt(number, results):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        forked.map_batches(slow, [[n] for n in range(40)], 2, interrupt)
+    no_children_left()
+
+
+def test_too_many_batches_is_refused_before_any_fork():
+    with pytest.raises(ValueError):
+        forked.map_batches(square_all, [[1]] * (forked.MAX_BATCHES + 1), 2)
+    no_children_left()
+
+
+def test_jobs_2_check_equals_jobs_1_and_a_killed_worker_changes_nothing(tmp_path, monkeypatch):
+    """fsck --jobs 2 gives the --jobs 1 report; when a worker dies, the parent reads what it lost."""
+    store = make_store(tmp_path / "store", sessions=12)
+    one, two = run_cli("fsck", "--json", "--jobs", "1", str(store)), run_cli("fsck", "--json", "--jobs", "2", str(store))
+    assert one.exit_code == two.exit_code and one.stdout == two.stdout
+
+    parent, real = os.getpid(), check.scan_one
+
+    def scan_or_die(item):
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(item)
+
+    monkeypatch.setattr(check, "scan_one", scan_or_die)
+    lost = run_cli("fsck", "--json", "--jobs", "2", str(store))
+    assert (lost.exit_code, lost.stdout) == (one.exit_code, one.stdout)
+    no_children_left()
