@@ -475,3 +475,109 @@ def test_a_corrupt_reader_state_means_a_full_read(store, garbage):
     inc.pop("from_cache")
     inc.pop("resumed")
     assert (inc, inc_exit) == (full, full_exit)
+
+
+# -- the folder's index.json / meta.json verdict, kept beside its journals' -------------------
+
+def _cache_file_of(root: Path) -> Path:
+    caches = sorted(root.rglob("index.json")) or sorted(root.rglob("meta.json"))
+    assert caches, "the store has no cache file to judge"
+    return caches[0]
+
+
+@pytest.fixture(params=["levelcode", "logician"])
+def indexed(request, tmp_path) -> tuple[Path, Path]:
+    """A store with its index.json (LevelCode) or meta.json (Logician), settled past the racy window."""
+    root, _journal = KINDS[request.param](tmp_path)
+    assert run_cli("reindex", "-q", root).exit_code == 0
+    time.sleep(SETTLE)
+    return root, _cache_file_of(root)
+
+
+def _judged(monkeypatch) -> list:
+    """Record each folder the check judges its cache file for (instead of reusing the verdict)."""
+    from toolkit.fsck import check
+
+    judged, real = [], check.check_cache
+    monkeypatch.setattr(check, "check_cache", lambda partial: judged.append(partial.folder.path) or real(partial))
+    return judged
+
+
+def test_an_unchanged_cache_file_is_not_read_again(indexed, monkeypatch):
+    root, _cache = indexed
+    _settle_and_prime(root)
+    judged = _judged(monkeypatch)
+    doc, code = _fsck("--incremental", root)
+    assert code == 0 and doc["findings"] == [] and judged == []
+    assert_same_as_full(root)
+
+
+def _edit_in_place(cache: Path) -> None:
+    """Change one byte of the cache file, same size, mtime put back (ctime moves)."""
+    info = cache.stat()
+    data = bytearray(cache.read_bytes())
+    at = data.index(b'"', len(data) // 2) + 1
+    data[at] = ord("Z") if data[at] != ord("Z") else ord("Y")
+    cache.write_bytes(bytes(data))
+    os.utime(cache, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+CHANGES = {
+    "edited in place": _edit_in_place,
+    "deleted": lambda cache: cache.unlink(),
+    "replaced by an older copy": lambda cache: (shutil.copy2(cache, cache.with_name("x.tmp")),
+                                                cache.with_name("x.tmp").replace(cache)),
+    "emptied": lambda cache: cache.write_bytes(b""),
+    "made corrupt": lambda cache: cache.write_bytes(b"{not json"),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_changed_cache_file_is_judged_again_as_a_full_check_does(indexed, monkeypatch, change):
+    root, cache = indexed
+    _settle_and_prime(root)
+    CHANGES[change](cache)
+    time.sleep(SETTLE)
+    judged = _judged(monkeypatch)
+    assert_same_as_full(root)
+    assert judged, "the cache file was not judged again"
+    judged.clear()
+    assert_same_as_full(root)  # and the new verdict is the full check's next time too
+
+
+def test_a_changed_journal_means_its_folders_cache_file_is_judged_again(indexed, monkeypatch):
+    root, cache = indexed
+    _settle_and_prime(root)
+    journal = sorted(cache.parent.rglob("*.jsonl"))[-1]
+    with open(journal, "ab") as handle:
+        handle.write(encode({"kind": "title", "t": "2026-11-30T10:00:00Z", "title": "renamed", "seq": 10_000})
+                     if cache.name == "index.json" else
+                     encode({"id": "late", "parentId": None, "timestamp": "2026-11-30T13:00:00Z", "text": "late"}))
+    judged = _judged(monkeypatch)
+    full = assert_same_as_full(root)
+    assert judged and full["findings"], "a grown journal makes the cache file stale, as a full check says"
+
+
+def test_a_new_or_removed_journal_means_the_cache_file_is_judged_again(indexed, monkeypatch):
+    root, cache = indexed
+    _settle_and_prime(root)
+    journals = sorted(cache.parent.rglob("*.jsonl"))
+    extra = journals[0].with_name("copy-" + journals[0].name)
+    shutil.copy(journals[0], extra)
+    judged = _judged(monkeypatch)
+    assert_same_as_full(root)
+    assert judged
+    extra.unlink()
+    judged.clear()
+    assert_same_as_full(root)
+    assert judged
+
+
+def test_a_just_written_cache_file_is_judged_again_next_time(indexed, monkeypatch):
+    """Racy: a cache file changed within the window of the check that judged it is not trusted."""
+    root, cache = indexed
+    monkeypatch.setattr(incremental, "RACY_NS", 10 ** 12)
+    _settle_and_prime(root)
+    judged = _judged(monkeypatch)
+    assert_same_as_full(root)
+    assert judged

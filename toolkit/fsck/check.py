@@ -167,10 +167,18 @@ def _lock_findings(journal: Path, info: LockInfo | None, force: bool) -> tuple[l
     return findings, True
 
 
-def _lock_names(folder: Path) -> set[str] | None:
-    """The names of the lock files in ``folder`` (None when it cannot be listed: ask per journal)."""
+def _lock_names(folder: str) -> tuple[set[str], set[str]] | None:
+    """The names of the lock files in ``folder`` and of its symlinks, from one listing (None when
+    it cannot be listed: ask per journal)."""
     try:
-        return {name for name in os.listdir(folder) if name.endswith(".lock")}
+        with os.scandir(folder) as listing:
+            locks, links = set(), set()
+            for entry in listing:
+                if entry.name.endswith(".lock"):
+                    locks.add(entry.name)
+                if entry.is_symlink():
+                    links.add(entry.name)
+            return locks, links
     except OSError:
         return None
 
@@ -295,17 +303,18 @@ def check_folders(
     plan: list[tuple[Folder, Path, LockInfo | None, list[Finding], bool]] = []
     for layout in dict.fromkeys(f.layout for f in folders):
         layout.begin()
-    listed: dict[Path, set[str] | None] = {}  # per folder, once: which locks exist (no failed open per journal)
+    listed: dict[str, tuple[set[str], set[str]] | None] = {}  # per folder, once: its locks and symlinks
     for folder in folders:
         for journal in folder.journals:
-            lock = folder.layout.lock_path(journal)
-            if lock is None:  # no lock protocol: is a process writing it now?
+            where, name = os.path.split(journal)
+            names = listed[where] if where in listed else listed.setdefault(where, _lock_names(where))
+            lock_name = folder.layout.lock_name(name)
+            if lock_name is None:  # no lock protocol: is a process writing it now?
                 info, (lock_findings, skip) = None, _writer_findings(folder.layout, journal, force)
-            else:
-                names = listed[lock.parent] if lock.parent in listed else listed.setdefault(lock.parent, _lock_names(lock.parent))
-                info = None if names is not None and lock.name not in names else inspect_lock(lock)
+            else:  # a lock file beside the journal, read only when the folder has one of that name
+                info = None if names is not None and lock_name not in names[0] else inspect_lock(journal.with_name(lock_name))
                 lock_findings, skip = _lock_findings(journal, info, force)
-            if journal.is_symlink():
+            if (name in names[1]) if names is not None else journal.is_symlink():
                 lock_findings.append(Finding("symlink", "warning", str(journal), None, None,
                                              "journal is a symlink: checked, but never written through"))
             plan.append((folder, journal, info, lock_findings, skip))
@@ -341,7 +350,7 @@ def check_folders(
     for folder in folders:
         sessions = tuple(by_folder[folder.path])
         partial = FolderCheck(folder, sessions, (), *folder_leftovers(folder))
-        cache = tuple(check_cache(partial)) if partial.cache_checked else ()
+        cache = _judged_cache(partial, memo) if partial.cache_checked else ()
         extra = cache + tuple(_leftover_findings(partial))
         if folder.problem is not None:
             extra = (Finding("unreadable", "error", str(folder.path), None, None, folder.problem),) + extra
@@ -356,6 +365,22 @@ def check_folders(
             memo.forget_missing(folder.path, folder.journals)
     memo.save()
     return CheckReport(tuple(checks), strict, from_cache=memo.hits, cache_error=memo.error, resumed=memo.resumed)
+
+
+def _judged_cache(partial: FolderCheck, memo) -> tuple[Finding, ...]:
+    """check_cache, or with --incremental its last verdict when neither the journals nor the
+    cache file changed since (the cache file's stamp and bytes are taken before it is read)."""
+    if memo is None:
+        return tuple(check_cache(partial))
+    folder = partial.folder
+    journals = [s.journal for s in partial.sessions]
+    found = memo.cache_verdict(folder.path, folder.layout.name, folder.cache, journals)
+    if found is not None:
+        return found
+    probe = memo.probe_cache_file(folder.cache)
+    found = tuple(check_cache(partial))
+    memo.remember_verdict(folder.path, folder.layout.name, folder.cache, journals, found, probe)
+    return found
 
 
 def _fresh(cache, item: tuple, result: JournalScan | LevelsessError) -> JournalScan | LevelsessError:

@@ -23,6 +23,13 @@ folder (whoever can write there can write the user's shell start-up files too); 
 not load is simply a full read.  A state is kept only while small (RESUME_MIN, or 1/RESUME_SHARE
 of its journal).
 
+A folder's cache file (index.json, meta.json) is judged against its journals' facts.  That
+verdict is kept too, with the file's stamp and the sha256 of all its bytes (taken before it was
+read) and a hash of the journals it was judged on with their stamps; it is used again only when
+every one of those journals came from the cache in this run and the cache file has the same
+stamp and bytes.  A missing cache file is remembered as missing; one that cannot be read, is
+too big or just changed is judged again every time.
+
 Racy entries (git's "racily clean" index entries): a journal changed within :data:`RACY_NS` of
 the moment it was read may be changed again within the same timestamp tick, leaving every stamp
 as it was.  Such an entry is kept, but never trusted: the next run reads the journal in full
@@ -69,6 +76,8 @@ RESUME_SHARE = 16
 #: A journal whose ctime is this close to the moment it was read is re-read next time (FAT and
 #: some network filesystems keep 1-2 s timestamps; Linux's coarse clock ticks every few ms).
 RACY_NS = 2_000_000_000
+#: index.json / meta.json bigger than this are judged again on every run, never remembered.
+WHOLE_PROBE_MAX = 64 << 20
 
 
 def cache_dir() -> Path:
@@ -230,6 +239,8 @@ class IncrementalCache:
         self.where: dict[Path, Path] = {}      # folder -> its cache file
         self.files: dict[Path, dict] = {}      # cache file -> {journal key: entry}
         self.states: dict[Path, dict] = {}     # cache file -> {journal key: base64 reader state}, read when needed
+        self.verdicts: dict[Path, dict] = {}   # cache file -> the folder's index.json / meta.json verdict
+        self.hit: set[Path] = set()            # journals this run took from the cache
         self.dirty: set[Path] = set()
         self.before: dict[Path, tuple] = {}  # journal -> (cache file, its key, stamp before the scan, when)
         self.hits = 0
@@ -241,7 +252,7 @@ class IncrementalCache:
         if where is None:
             where = self.where[folder] = cache_file(folder, self.root)
         if where not in self.files:
-            self.files[where] = _load(where)
+            self.files[where], self.verdicts[where] = _load(where)
         return where, self.files[where]
 
     def lookup(self, folder: Path, journal: Path, layout_name: str) -> JournalScan | None:
@@ -263,7 +274,58 @@ class IncrementalCache:
         except (KeyError, TypeError, ValueError, AttributeError, ImportError):
             return None
         self.hits += 1
+        self.hit.add(journal)
         return scan
+
+    # -- the folder's index.json / meta.json verdict ------------------------------------------
+
+    def _journals_key(self, journals: list[Path]) -> str | None:
+        """A hash of the journals a cache verdict was judged on, each with its stamp; None when
+        one was not looked up this run."""
+        digest = hashlib.sha256()
+        for journal in journals:
+            before = self.before.get(journal)
+            if before is None or before[2] is None:
+                return None
+            digest.update(orjson.dumps([before[1], before[2]]))
+        return digest.hexdigest()
+
+    def cache_verdict(self, folder: Path, layout_name: str, cache: Path, journals: list[Path]) -> tuple[Finding, ...] | None:
+        """The last run's findings on ``folder``'s cache file, when nothing they were judged on
+        changed: every journal came from the cache this run, they are the same journals, and the
+        cache file has the same stamp and bytes.  Else None: judge it again."""
+        where, _entries = self._entries(folder)
+        verdict = self.verdicts.get(where)
+        if not verdict or not all(j in self.hit for j in journals):
+            return None
+        try:
+            probe = _whole_probe(cache)
+            if (probe is None or verdict["layout"] != layout_name or verdict["strict"] != self.strict
+                    or verdict["cache"] != str(cache) or verdict["journals"] != self._journals_key(journals)
+                    or verdict["probe"] != probe):
+                return None
+            return tuple(Finding(*fields) for fields in verdict["findings"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    @staticmethod
+    def probe_cache_file(cache: Path) -> list | None:
+        """Stamp and sha256 of a folder's cache file, taken before it is judged (see remember_verdict)."""
+        return _whole_probe(cache)
+
+    def remember_verdict(self, folder: Path, layout_name: str, cache: Path, journals: list[Path],
+                         findings: tuple[Finding, ...], probe: list | None) -> None:
+        """Keep the findings on ``folder``'s cache file, judged on ``journals`` and on the cache
+        file as ``probe`` found it before it was read, if it held still and is not racy."""
+        where, _entries = self._entries(folder)
+        key = self._journals_key(journals)
+        keep = (key is not None and probe is not None and _whole_probe(cache) == probe
+                and (probe == ["missing"] or probe[0][4] < time.time_ns() - RACY_NS))
+        verdict = ({"layout": layout_name, "strict": self.strict, "cache": str(cache), "journals": key,
+                    "probe": probe, "findings": [list(dataclasses.astuple(f)) for f in findings]} if keep else None)
+        if verdict != self.verdicts.get(where):
+            self.verdicts[where] = verdict
+            self.dirty.add(where)
 
     def resume_point(self, folder: Path, journal: Path, layout_name: str) -> tuple[bytes, int] | None:
         """For a journal that only grew since it was verified (same file, larger, the bytes at the
@@ -289,7 +351,7 @@ class IncrementalCache:
 
     def _states(self, where: Path) -> dict:
         if where not in self.states:
-            self.states[where] = _load(_sidecar(where))
+            self.states[where] = _load(_sidecar(where))[0]
         return self.states[where]
 
     def record(self, journal: Path, scan: JournalScan | None, resumed: bool = False) -> None:
@@ -336,6 +398,8 @@ class IncrementalCache:
                     durable.atomic_write(_sidecar(where), orjson.dumps({"format": FORMAT, "levelsess": __version__,
                                                                         "journals": states}))
                 doc = {"format": FORMAT, "levelsess": __version__, "journals": self.files[where]}
+                if self.verdicts.get(where):
+                    doc["verdict"] = self.verdicts[where]
                 durable.atomic_write(where, orjson.dumps(doc))
         except (LevelsessError, OSError) as exc:
             self.error = f"the incremental-check cache could not be written: {exc}"
@@ -348,13 +412,36 @@ def _sidecar(where: Path) -> Path:
     return where.with_name(where.stem + ".states.json")
 
 
-def _load(where: Path) -> dict:
-    """Return a cache file's entries; a missing, unreadable, corrupt or stale one is empty."""
+def _load(where: Path) -> tuple[dict, dict | None]:
+    """Return a cache file's entries and its folder verdict; a missing, unreadable, corrupt or
+    stale file has neither."""
     try:
         doc = orjson.loads(read_regular(where))
     except (OSError, LevelsessError, ValueError):
-        return {}
+        return {}, None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("levelsess") != __version__:
-        return {}
-    journals = doc.get("journals")
-    return journals if isinstance(journals, dict) else {}
+        return {}, None
+    journals, verdict = doc.get("journals"), doc.get("verdict")
+    return (journals if isinstance(journals, dict) else {}), (verdict if isinstance(verdict, dict) else None)
+
+
+def _whole_probe(path: Path) -> list | None:
+    """[stamp, sha256 of every byte] of a small file, from one open file; ["missing"] when there
+    is none (a folder without index.json is judged on that too); None when it cannot vouch for it
+    (unreadable, not a regular file, too big, short read)."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return ["missing"]
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > WHOLE_PROBE_MAX:
+            return None
+        data = os.pread(fd, info.st_size, 0)
+        return [_stamp(info), hashlib.sha256(data).hexdigest()] if len(data) == info.st_size else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

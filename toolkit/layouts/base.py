@@ -88,6 +88,7 @@ class Layout(Protocol):
 
     # live writers, listings, rendering
     def lock_path(self, journal: Path) -> Path | None: ...
+    def lock_name(self, journal_name: str) -> str | None: ...
     def row(self, folder: Folder, journal: Path, scan: JournalScan, state: str, reason: str) -> SessionRow: ...
     def markdown(self, path: Path, title: object) -> Iterator[str]: ...
     def json_open(self, records: Iterator[bytes]) -> bytes: ...
@@ -130,9 +131,12 @@ class BaseLayout:
 
     def lock_path(self, journal: Path) -> Path | None:
         """The lock file its writers take, or None for a layout whose writers take none."""
-        from ..locks import lock_path
+        name = self.lock_name(journal.name)
+        return None if name is None else journal.with_name(name)
 
-        return lock_path(journal)
+    def lock_name(self, journal_name: str) -> str | None:
+        """The name of that lock file, beside the journal (``toolkit.locks.lock_path``), or None."""
+        return journal_name + ".lock"
 
     def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
         """For a layout without lock files: who is writing ``journal`` now, or None."""
@@ -180,6 +184,9 @@ class ForeignLayout(BaseLayout):
         return Path(platformdirs.user_data_dir("levelsess", appauthor=False)) / self.data_name / f"{self.tree_name(Path(store))}-{tag}"
 
     def lock_path(self, journal: Path) -> Path | None:
+        return None
+
+    def lock_name(self, journal_name: str) -> str | None:
         return None
 
     def begin(self) -> None:

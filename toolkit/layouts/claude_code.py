@@ -450,21 +450,30 @@ class ClaudeCode(ForeignLayout):
     def _project_votes(self, folder: Path, sample: int = 3) -> tuple[int, int]:
         """(Claude Code transcripts, journals of another layout) among the first few in ``folder``
         that can tell (an empty or ``{`` file casts no vote; at most 20 are opened)."""
-        ours = theirs = 0
+        ours = theirs = opened = 0
         try:
-            listed = _session_journals(folder)
-            journals = [p for p in listed if not is_subagent(p)] + [p for p in listed if is_subagent(p)]
+            listed = entries(folder)
         except (PermissionDeniedError, NotAStoreError):
             return 0, 0
-        for journal in journals[:20]:
-            found = sniff_head(journal)
-            if found == self.name:
-                ours += 1
-            elif found is not None:
-                theirs += 1
-            if ours + theirs >= sample:
-                break
-        if ours + theirs == 0 and folder.parent.name == "projects" and journals:
+        mains = [Path(e.path) for e in [e for e in listed if e.name.endswith(".jsonl") and not e.name.startswith(".")][:20]]
+
+        def subagents() -> list[Path]:  # listed only when the main transcripts cannot tell (one folder per session)
+            try:
+                return [p for p in _session_journals(folder) if is_subagent(p)]
+            except (PermissionDeniedError, NotAStoreError):
+                return []
+
+        for batch in (mains, None):
+            for journal in subagents() if batch is None else batch:
+                if opened == 20 or ours + theirs >= sample:
+                    break
+                opened += 1
+                found = sniff_head(journal)
+                if found == self.name:
+                    ours += 1
+                elif found is not None:
+                    theirs += 1
+        if ours + theirs == 0 and folder.parent.name == "projects" and opened:
             ours = 1  # nothing here can tell, and it sits where Claude Code keeps projects
         return ours, theirs
 
