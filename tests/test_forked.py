@@ -22,8 +22,19 @@ from toolkit.fsck import check
 pytestmark = pytest.mark.skipif(not forked.available(), reason="no os.fork on this platform")
 
 
+@pytest.fixture(autouse=True)
+def children_before():
+    """The processes this test process had before the test (another test's may still be ending)."""
+    global BEFORE
+    BEFORE = {p.pid for p in psutil.Process().children(recursive=True)}
+
+
 def no_children_left():
-    assert psutil.Process().children(recursive=True) == []
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in BEFORE]
+    assert left == [], left
+
+
+BEFORE: set[int] = set()
 
 
 def square_all(batch):

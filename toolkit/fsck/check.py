@@ -216,6 +216,9 @@ def run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callab
     from .. import forked
 
     if forked.available():
+        if any(item[2] for item in work):  # --strict: its schemas loaded once, here, not in each worker
+            from ..schema import validate_record  # noqa: F401
+
         def done(number, scans):
             for index, result in zip(batches[number], scans):
                 results[index] = result
