@@ -178,7 +178,8 @@ class Canvas:
             return
         inner, dim = self.width - 4, "dim"
         cap = name_cap if name_cap is not None else max(16, min(inner * 2 // 5, 40))
-        names_width = min(max(len(names.text) for names, _ in rows), cap)
+        fitting = [len(names.text) for names, _ in rows if len(names.text) <= cap]  # a wider one gets a line of its own
+        names_width = max(fitting) if fitting else cap
         column = names_width + 2
         rule = "─" * max(inner - len(title) - 1, 1)
         self.add(Styled(f"╭─ {title} {rule}╮", [(0, 2, dim), (len(title) + 4, len(title) + 5 + len(rule), dim)]))
