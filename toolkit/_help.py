@@ -354,22 +354,16 @@ def render(command, ctx, width: int | None = None, color: bool | None = None) ->
 
 def install() -> bool:
     """Draw typer's --help here; a command this module cannot draw goes typer's own way."""
-    try:
-        from typer.core import TyperCommand, TyperGroup
-    except ImportError:
-        return False
-    for cls in (TyperCommand, TyperGroup):
-        original = cls.__dict__.get("format_help")
-        if original is None or getattr(original, "_levelsess_plain", False):
-            continue
+    from ._typer_fast import wrap_format_help
 
-        def format_help(self, ctx, formatter, _original=original):
+    def make(original):
+        def format_help(self, ctx, formatter):
             try:
                 text = render(self, ctx)
             except Exception:  # noqa: BLE001 - typer changed under us: its own rich help, never none
-                return _original(self, ctx, formatter)
+                return original(self, ctx, formatter)
             formatter.write(text + "\n")
 
-        format_help._levelsess_plain = True
-        cls.format_help = format_help
-    return True
+        return format_help
+
+    return wrap_format_help(make, "_levelsess_plain")

@@ -181,21 +181,30 @@ def import_rich_utils() -> None:
                 del sys.modules[module]
 
 
-def install_light_help() -> bool:
-    """Make TyperCommand and TyperGroup import rich_utils the light way before rendering --help."""
+def wrap_format_help(make, marker: str) -> bool:
+    """Replace TyperCommand's and TyperGroup's ``format_help`` by ``make(original)``, once (a
+    replacement carries ``marker``); False when typer has no such classes."""
     try:
         from typer.core import TyperCommand, TyperGroup
     except ImportError:
         return False
     for cls in (TyperCommand, TyperGroup):
         original = cls.__dict__.get("format_help")
-        if original is None or getattr(original, "_levelsess_fast", False):
+        if original is None or getattr(original, marker, False):
             continue
-
-        def format_help(self, ctx, formatter, _original=original):
-            import_rich_utils()
-            return _original(self, ctx, formatter)
-
-        format_help._levelsess_fast = True
-        cls.format_help = format_help
+        replacement = make(original)
+        setattr(replacement, marker, True)
+        cls.format_help = replacement
     return True
+
+
+def install_light_help() -> bool:
+    """Make TyperCommand and TyperGroup import rich_utils the light way before rendering --help."""
+    def make(original):
+        def format_help(self, ctx, formatter):
+            import_rich_utils()
+            return original(self, ctx, formatter)
+
+        return format_help
+
+    return wrap_format_help(make, "_levelsess_fast")
