@@ -124,3 +124,19 @@ def test_jobs_2_check_equals_jobs_1_and_a_killed_worker_changes_nothing(tmp_path
     lost = run_cli("fsck", "--json", "--jobs", "2", str(store))
     assert (lost.exit_code, lost.stdout) == (one.exit_code, one.stdout)
     no_children_left()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 10**9), max_size=300), st.integers(1, 64))
+def test_batches_hold_every_journal_once_largest_first_and_fit_the_queue(sizes, jobs):
+    work = [(f"j{n}", None, False) for n in range(len(sizes))]
+    real = check.file_size
+    check.file_size = lambda path: sizes[int(path[1:])]
+    try:
+        batches = check._batches(work, jobs)
+    finally:
+        check.file_size = real
+    flat = [index for batch in batches for index in batch]
+    assert sorted(flat) == list(range(len(sizes)))
+    assert [sizes[i] for i in flat] == sorted(sizes, reverse=True)
+    assert len(batches) <= check.MAX_BATCHES // 2 + 1 and all(batches)

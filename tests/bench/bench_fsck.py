@@ -562,13 +562,16 @@ def _verdicts(by_name: dict[str, Result]) -> dict:
     out: dict[str, dict] = {}
     if "check j1" in by_name:
         ratio = by_name["check j1"].vs_bare
-        out["one core >= 50% of bare"] = {"value": ratio, "ok": ratio >= 0.5}
+        out["one core >= 0.9x bare (issue 16)"] = {"value": ratio, "ok": ratio >= 0.9}
     if "check j2" in by_name:
         speedup = by_name["check j1"].best / by_name["check j2"].best
-        out["jobs=2 speed-up over jobs=1"] = {"value": round(speedup, 2), "ok": speedup >= 1.5}
+        out["jobs=2 speed-up over jobs=1 >= 1.7x (issue 16)"] = {"value": round(speedup, 2), "ok": speedup >= 1.7}
         if "bare j2" in by_name:
             ceiling = by_name["bare"].best / by_name["bare j2"].best
-            out["bare parse's own 2-process speed-up (this machine's ceiling)"] = {"value": round(ceiling, 2), "ok": True}
+            out["bare parse's own 2-process speed-up (this machine's ceiling)"] = {"value": round(ceiling, 2), "ok": None}
+    if "cli j1" in by_name and "cli j2" in by_name:  # start-up and the report are in both: they do not split
+        out["the same through the CLI (start-up included; not a target)"] = {
+            "value": round(by_name["cli j1"].best / by_name["cli j2"].best, 2), "ok": None}
     if "strict j1" in by_name:
         out["--strict >= 50 MB/s"] = {"value": by_name["strict j1"].mb_per_s, "ok": by_name["strict j1"].mb_per_s >= 50}
     peaks = [r.rss_mib for r in by_name.values() if r.rss_mib is not None and r.name != "cli start"]
@@ -602,7 +605,8 @@ def _print_table(doc: dict, results: list[Result], startup: Result | None) -> No
     print("included.  MB/s and x bare use the best time; worst shows the spread.")
     print()
     for name, verdict in doc["verdicts"].items():
-        print(f"  [{'ok' if verdict['ok'] else 'BELOW TARGET'}] {name}: {verdict['value']}")
+        mark = "info" if verdict["ok"] is None else "ok" if verdict["ok"] else "BELOW TARGET"
+        print(f"  [{mark}] {name}: {verdict['value']}")
 
 
 if __name__ == "__main__":

@@ -258,11 +258,15 @@ def _pool_context():
 
 
 def _batches(work: list, jobs: int) -> list[list[int]]:
-    """Indexes of ``work`` in batches of similar size, largest files first, about 16 per worker:
-    one task per file costs more in messages than small files take to read."""
+    """Indexes of ``work`` in batches, largest files first, each batch an eighth of what is left
+    per worker (guided scheduling): big batches while there is much to do, small ones at the end
+    so that no worker waits long for the other's last one; one task per file would cost more in
+    messages than small files take to read.  At most MAX_BATCHES // 2 + 1 batches."""
     sizes = [file_size(item[0]) for item in work]
     order = sorted(range(len(work)), key=sizes.__getitem__, reverse=True)
-    target = max(sum(sizes) // min(jobs * 16, MAX_BATCHES - 1), 1)
+    remaining = sum(sizes)
+    floor = max(remaining // (MAX_BATCHES // 2), 1)
+    target = max(remaining // (jobs * 8), floor)
     batches: list[list[int]] = []
     current: list[int] = []
     held = 0
@@ -271,7 +275,9 @@ def _batches(work: list, jobs: int) -> list[list[int]]:
         held += sizes[index]
         if held >= target:
             batches.append(current)
+            remaining -= held
             current, held = [], 0
+            target = max(remaining // (jobs * 8), floor)
     if current:
         batches.append(current)
     return batches
