@@ -464,6 +464,8 @@ class ClaudeCode(ForeignLayout):
                 return []
 
         for batch in (mains, None):
+            if opened == 20 or ours + theirs >= sample:
+                break
             for journal in subagents() if batch is None else batch:
                 if opened == 20 or ours + theirs >= sample:
                     break
