@@ -251,3 +251,24 @@ def test_any_command_is_drawn_whole_at_any_width(made, width):
         flat = squeeze(text)
         for piece in expected_pieces(c, x):
             assert piece in flat, (width, piece)
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii", "cp1252"])
+def test_a_terminal_without_box_characters_gets_ascii_boxes(encoding):
+    """Where stdout cannot encode the rounded box, it is drawn in ASCII, not as \\u2502 escapes."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": encoding, "COLUMNS": "80"}
+    code = "import sys; sys.argv = ['levelsess', 'fsck', '--help']; from toolkit.cli import main; main()"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, cwd=ROOT)
+    text = result.stdout.decode(encoding)
+    assert result.returncode == 0 and "\\u25" not in text  # U+2500-257F: the box drawing characters
+    boxed = [line for line in text.split("\n") if line[:1] in ("+", "|")]
+    assert boxed and {len(line) for line in boxed} == {80}
+    assert "| --incremental" in text and text.count("+- Options -") == 1
+
+
+def test_ascii_boxes_say_the_same_as_rounded_ones():
+    group, ctx = root()
+    for sub_ctx, command in commands(group, ctx):
+        rounded = _help.render(command, sub_ctx, width=80, color=False)
+        plain = _help.render(command, sub_ctx, width=80, color=False, box=_help.ASCII_BOX)
+        assert plain == rounded.translate(str.maketrans(_help.BOX, _help.ASCII_BOX))

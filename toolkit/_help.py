@@ -36,6 +36,7 @@ _TAG = re.compile(r"\[(/?)(bold|dim|italic|underline|)\]")
 _OPTION_WORD = re.compile(r"(?<![\w-])(--[\w-]+|-\w)(?![\w-])")
 _COMMENT = re.compile(r"\s{2,}# ")
 MIN_WIDTH, MAX_TERMINAL_WIDTH = 40, 100
+BOX, ASCII_BOX = "╭─╮│╰╯", "+-+|++"  # corners, rule, side: typer's rounded box, or plain ASCII
 
 
 class Styled:
@@ -158,8 +159,8 @@ def _highlight(line: Styled) -> Styled:
 class Canvas:
     """Lines of output at one width, with or without colour."""
 
-    def __init__(self, width: int, color: bool):
-        self.width, self.color, self.lines = max(width, MIN_WIDTH), color, []
+    def __init__(self, width: int, color: bool, box: str = BOX):
+        self.width, self.color, self.lines, self.box = max(width, MIN_WIDTH), color, [], box
 
     def add(self, line: Styled | str = "") -> None:
         self.lines.append((line if isinstance(line, Styled) else Styled(line)).render(self.color))
@@ -181,8 +182,9 @@ class Canvas:
         fitting = [len(names.text) for names, _ in rows if len(names.text) <= cap]  # a wider one gets a line of its own
         names_width = max(fitting) if fitting else cap
         column = names_width + 2
-        rule = "─" * max(inner - len(title) - 1, 1)
-        self.add(Styled(f"╭─ {title} {rule}╮", [(0, 2, dim), (len(title) + 4, len(title) + 5 + len(rule), dim)]))
+        tl, h, tr, v, bl, br = self.box
+        rule = h * max(inner - len(title) - 1, 1)
+        self.add(Styled(f"{tl}{h} {title} {rule}{tr}", [(0, 2, dim), (len(title) + 4, len(title) + 5 + len(rule), dim)]))
         for names, help_ in rows:
             helps, at = [], 0
             for part in help_.text.split("\n"):
@@ -198,8 +200,19 @@ class Canvas:
             for line in lines:
                 line = line.slice(0, len(line.text.rstrip(" ")))
                 gap = inner - len(line.text)
-                self.add(Styled("│ ", [(0, 1, dim)]) + line + Styled(" " * gap + " │", [(gap + 1, gap + 2, dim)]))
-        self.add(Styled("╰" + "─" * (inner + 2) + "╯", [(0, inner + 4, dim)]))
+                self.add(Styled(v + " ", [(0, 1, dim)]) + line + Styled(" " * gap + " " + v, [(gap + 1, gap + 2, dim)]))
+        self.add(Styled(bl + h * (inner + 2) + br, [(0, inner + 4, dim)]))
+
+
+def box_for(stream=None) -> str:
+    """The rounded box where the output's encoding has its characters; ASCII where it has not
+    (a latin-1 or ASCII terminal would otherwise get escapes where the lines should be)."""
+    encoding = getattr(stream or sys.stdout, "encoding", None) or "ascii"
+    try:
+        BOX.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return ASCII_BOX
+    return BOX
 
 
 def width_and_color(stream=None) -> tuple[int, bool]:
@@ -293,12 +306,12 @@ def _param_rows(params, ctx) -> list[tuple[Styled, Styled]]:
     return rows
 
 
-def render(command, ctx, width: int | None = None, color: bool | None = None) -> str:
+def render(command, ctx, width: int | None = None, color: bool | None = None, box: str | None = None) -> str:
     """The whole --help text of ``command`` (a typer command or group) in ``ctx``."""
     from typer.core import TyperArgument, TyperGroup, TyperOption
 
     found_width, found_color = width_and_color()
-    canvas = Canvas(width or found_width, found_color if color is None else color)
+    canvas = Canvas(width or found_width, found_color if color is None else color, box or box_for())
     canvas.add()
     usage = Styled.markup(" ".join(["Usage:", ctx.command_path, *command.collect_usage_pieces(ctx)]))
     usage.spans = [(0, 6, "yellow"), (7, len(usage.text), "bold")]
