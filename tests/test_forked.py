@@ -140,3 +140,19 @@ def test_batches_hold_every_journal_once_largest_first_and_fit_the_queue(sizes, 
     assert sorted(flat) == list(range(len(sizes)))
     assert [sizes[i] for i in flat] == sorted(sizes, reverse=True)
     assert len(batches) <= check.MAX_BATCHES // 2 + 1 and all(batches)
+
+
+def test_a_parent_with_over_a_thousand_open_files_still_collects():
+    """select() cannot watch a descriptor past 1023; the pipes of a busy process can be there."""
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1300:
+        pytest.skip(f"RLIMIT_NOFILE is {soft}")
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert forked.map_batches(square_all, [[n] for n in range(6)], 2) == [[n * n] for n in range(6)]
+    finally:
+        for fd in held:
+            os.close(fd)
+    no_children_left()

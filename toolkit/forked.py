@@ -8,7 +8,7 @@ result goes through two queues, and the pool's own start-up is paid on every che
   the next one by reading 4 bytes (a pipe read that small is atomic, so no two workers get the
   same batch, and a worker that is fast on its share simply takes more);
 - each worker sends back each batch's results on a pipe of its own, pickled, as soon as they
-  are ready, so the parent (asleep in ``select``) counts progress per batch;
+  are ready, so the parent (asleep in ``selectors``' epoll or kqueue) counts progress per batch;
 - the parent does no work in between and uses no CPU: both cores read journals.
 
 A worker ends with ``os._exit``: it never runs the parent's ``atexit`` handlers or flushes its
@@ -23,7 +23,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
-import select
+import selectors
 import signal
 import struct
 import sys
@@ -137,12 +137,23 @@ def _send(fd: int, number: int, blob: bytes) -> None:
 def _collect(children: dict[int, int], results: list, done) -> None:
     buffers = {fd: bytearray() for fd in children}
     open_fds = set(children)
+    waiting = selectors.DefaultSelector()  # epoll / kqueue / poll: no FD_SETSIZE limit, unlike select()
+    for fd in children:
+        waiting.register(fd, selectors.EVENT_READ)
+    try:
+        _drain(waiting, open_fds, buffers, results, done)
+    finally:
+        waiting.close()
+
+
+def _drain(waiting, open_fds: set[int], buffers: dict[int, bytearray], results: list, done) -> None:
     while open_fds:
-        ready, _, _ = select.select(list(open_fds), [], [])
-        for fd in ready:
+        for key, _events in waiting.select():
+            fd = key.fd
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 open_fds.discard(fd)
+                waiting.unregister(fd)
                 if buffers[fd]:
                     raise WorkerLost("a worker process ended in the middle of sending results")
                 continue
