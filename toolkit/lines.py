@@ -116,8 +116,9 @@ def iter_batches(handle: BinaryIO, chunk: int = CHUNK, cap: int = LINE_CAP, star
     offset yielded is the file's.  Memory stays below about ``chunk + cap`` bytes whatever the
     file size.
     """
-    offset = start  # offset of the first byte of ``pending``
-    pending = b""
+    offset = start  # offset of the first byte of the unterminated line held in ``pending``
+    pending: list[bytes] = []  # that line's bytes so far, in the pieces read: joined once, when it ends
+    held = 0  # their length
     over: list = []  # [length, all_nul] while inside an overlong line
     while True:
         block = handle.read(chunk)
@@ -134,19 +135,25 @@ def iter_batches(handle: BinaryIO, chunk: int = CHUNK, cap: int = LINE_CAP, star
             offset += over[0] + 1
             over = []
             block = block[cut + 1 :]
-        data = pending + block if pending else block
-        lines = data.split(b"\n")
-        pending = lines.pop()
-        if lines:
+        lines = block.split(b"\n")
+        if len(lines) > 1:
+            if pending:  # only the line that ran on is copied again, never the whole block
+                pending.append(lines[0])
+                lines[0] = b"".join(pending)
+            rest = lines.pop()
             yield Batch(offset, lines)
-            offset += len(data) - len(pending)
-        if len(pending) > cap:
-            over = [len(pending), not pending.strip(b"\0")]
-            pending = b""
+            offset += held + len(block) - len(rest)
+            pending, held = ([rest] if rest else []), len(rest)
+        elif block:
+            pending.append(block)
+            held += len(block)
+        if held > cap:
+            over = [held, not any(piece.strip(b"\0") for piece in pending)]
+            pending, held = [], 0
     if over:
         yield Tail(offset, None, Overlong(over[0], over[1], False))
     else:
-        yield Tail(offset, pending)
+        yield Tail(offset, b"".join(pending))
 
 
 # --- splitting a damaged line ------------------------------------------------------------
