@@ -440,6 +440,20 @@ def measure(name: str, what: str, repeat: int, fn) -> Result:
     return result
 
 
+def interleaved(repeat: int, runs: list[tuple[str, str, object]]) -> list[Result]:
+    """Time each ``(name, what, fn)`` ``repeat`` times, round by round (a, b, c, a, b, c, ...), so
+    that a machine getting slower or faster during the run moves every figure alike and the ratios
+    stay fair; ``fn`` returns its own wall time, or None to be timed here."""
+    results = [Result(name, what) for name, what, _ in runs]
+    for _ in range(repeat):
+        for result, (_name, _what, fn) in zip(results, runs):
+            gc.collect()
+            started = time.perf_counter()
+            took = fn()
+            result.seconds.append(took if isinstance(took, float) else time.perf_counter() - started)
+    return results
+
+
 def measure_cli(name: str, what: str, repeat: int, cli: list[str], cli_args: list[str], tree: bool) -> Result:
     """Time the real console script; then one run under PROBE (and, for --jobs > 1, psutil) for memory."""
     result = Result(name, what)
@@ -503,19 +517,24 @@ def main(argv: list[str] | None = None) -> int:
         say(f"page cache warmed: every journal was read once before timing, so the runs measure CPU, not disk")
         records = bare(files)
         results: list[Result] = []
-        say("measuring bare read + orjson parse ...")
-        results.append(measure("bare", "read whole file, split b'\\n', orjson.loads each line", args.repeat, lambda: bare(files)))
-        say("measuring check_folders (in process) ...")
-        results.append(measure("check j1", "check_folders(discover_all([root]), jobs=1)", args.repeat, lambda: in_process(root, 1)))
-        results.append(measure("check j2", "check_folders(discover_all([root]), jobs=2)", args.repeat, lambda: in_process(root, 2)))
-        results.append(measure("bare j2", "the bare parse in 2 forked processes (the cores' own ceiling)", args.repeat,
-                               lambda: bare_parallel(files, 2)))
+        say("measuring the bare parse and check_folders (in process), round by round ...")
+        results += interleaved(args.repeat, [
+            ("bare", "read whole file, split b'\\n', orjson.loads each line", lambda: bare(files)),
+            ("check j1", "check_folders(discover_all([root]), jobs=1)", lambda: in_process(root, 1)),
+            ("check j2", "check_folders(discover_all([root]), jobs=2)", lambda: in_process(root, 2)),
+            ("bare j2", "the bare parse in 2 forked processes (the cores' own ceiling)", lambda: bare_parallel(files, 2))])
         cli = cli_command()
         if not args.no_cli:
             say(f"measuring the CLI ({' '.join(cli)}) ...")
             startup = measure_cli("cli start", "levelsess --version (interpreter + import cost)", args.repeat, cli, ["--version"], False)
-            results.append(measure_cli("cli j1", "levelsess fsck --json ROOT --jobs 1", args.repeat, cli, ["fsck", "--json", str(root), "--jobs", "1"], False))
-            results.append(measure_cli("cli j2", "levelsess fsck --json ROOT --jobs 2", args.repeat, cli, ["fsck", "--json", str(root), "--jobs", "2"], True))
+            cli_args = {"cli j1": ["fsck", "--json", str(root), "--jobs", "1"], "cli j2": ["fsck", "--json", str(root), "--jobs", "2"]}
+            timed_cli = interleaved(args.repeat, [(name, "levelsess " + " ".join(a).replace(str(root), "ROOT"),
+                                                   lambda a=a: float(run_cli([*cli, *a])[0])) for name, a in cli_args.items()])
+            for result in timed_cli:  # memory: one more, untimed run each
+                rss, tree_rss = probe_rss(cli_args[result.name], result.name == "cli j2")
+                result.rss_mib, result.tree_rss_mib = round(rss, 1), (round(tree_rss, 1) if tree_rss else None)
+                result.exit = 0
+            results += timed_cli
         if not args.no_strict:
             say("measuring --strict ...")
             results.append(measure("strict j1", "check_folders(..., strict=True, jobs=1)", args.repeat, lambda: in_process(root, 1, strict=True)))
