@@ -65,16 +65,19 @@ def map_batches(fn: Callable[[Any], list], batches: Sequence[Any], jobs: int,
         for _ in range(max(1, min(jobs, len(batches)))):
             read_end, write_end = os.pipe()
             pid = os.fork()
-            if pid == 0:  # the worker
-                os.close(read_end)
-                for fd in children:
-                    os.close(fd)
-                _work(fn, batches, queue_read, write_end)  # never returns
+            if pid == 0:  # the worker: whatever happens, it never returns into the parent's code
+                try:
+                    os.close(read_end)
+                    for fd in children:
+                        os.close(fd)
+                    _work(fn, batches, queue_read, write_end)
+                finally:
+                    os._exit(1)
             os.close(write_end)
             children[read_end] = pid
         os.close(queue_read)
         queue_read = -1
-        gc.unfreeze()
+        gc.unfreeze()  # (in the parent: its own collections go on as before)
         _collect(children, results, done)
         finished = True
     finally:
@@ -92,7 +95,8 @@ def map_batches(fn: Callable[[Any], list], batches: Sequence[Any], jobs: int,
 def _fill(fd: int, data: bytes) -> None:
     """Write the batch numbers before any worker starts, then close: a worker's read of 0 bytes means done.
 
-    More numbers than a pipe holds (16,384 batches on Linux) would block here; callers send tens."""
+    More numbers than an empty pipe holds would block here: MAX_BATCHES keeps them within the
+    smallest pipe buffer there is."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
