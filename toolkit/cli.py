@@ -195,9 +195,11 @@ def _progress(out: Output, label: str, total: int | None):
     if out.json or out.quiet or not sys.stderr.isatty() or (total is not None and total < 2):
         yield lambda n=1: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    # styles as styles, never as markup: the console reads none (a label or path could hold brackets)
+    with Progress(TextColumn("{task.description}", style="progress.description", markup=False), BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(),
                   console=out.err, transient=True) as bar:
         task = bar.add_task(label, total=total)
         yield lambda n=1: bar.advance(task, n)
