@@ -124,3 +124,35 @@ def torn_store(root: Path, partial: bytes = b'{"kind":"user","t":"x","content":"
     with open(journal, "ab") as handle:
         handle.write(partial)
     return store, journal
+
+
+def on_a_terminal(*args: str, env: dict | None = None, stderr_too: bool = False) -> tuple[int, str]:
+    """Run ``levelsess ARGS`` in a subprocess with stdout (and with ``stderr_too`` stderr) on a
+    pseudo-terminal, as a user's shell runs it; return (exit code, what the terminal got).
+    NO_COLOR is dropped from the environment unless ``env`` sets it."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    environ = {**os.environ, "PYTHONPATH": str(root), "COLUMNS": "100", "TERM": "xterm"}
+    environ.pop("NO_COLOR", None)
+    environ.update(env or {})
+    code = f"import sys; sys.argv = ['levelsess', *{list(args)!r}]; from toolkit.cli import main; main()"
+    main, child = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=child, stderr=child if stderr_too else subprocess.DEVNULL,
+                               env=environ, cwd=root)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the child closed its side
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    code_ = process.wait(timeout=60)
+    os.close(main)
+    return code_, b"".join(chunks).decode(errors="replace")

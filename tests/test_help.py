@@ -11,7 +11,6 @@ the plain text plus escapes, and a command the renderer cannot draw still gets t
 from __future__ import annotations
 
 import os
-import pty
 import re
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.core import TyperGroup
 
-from tests.helpers import run_cli
+from tests.helpers import on_a_terminal, run_cli
 from toolkit import _help, cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,25 +149,9 @@ def test_colour_is_the_plain_text_plus_escapes():
 
 def _on_a_terminal(env_extra: dict) -> str:
     """`levelsess fsck --help` with its stdout on a pseudo-terminal."""
-    main, child = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100", **env_extra}
-    env.pop("NO_COLOR", None) if "NO_COLOR" not in env_extra else None
-    code = "import sys; sys.argv = ['levelsess', 'fsck', '--help']; from toolkit.cli import main; main()"
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=child, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    os.close(child)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    process.wait(timeout=60)
-    os.close(main)
-    assert process.returncode == 0, process.stderr.read()
-    return b"".join(chunks).decode()
+    code, shown = on_a_terminal("fsck", "--help", env=env_extra)
+    assert code == 0, shown
+    return shown
 
 
 def test_a_terminal_gets_colour_unless_no_color_or_a_dumb_terminal():

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.helpers import PROJECT_SLUG, encode, logician_session, make_store, run_cli, session_records, write_journal
+from tests.helpers import PROJECT_SLUG, encode, logician_session, make_store, on_a_terminal, run_cli, session_records, write_journal
 
 REPO = Path(__file__).resolve().parents[1]
 SID = "2026-11-30T09-00-00-a1b2"
@@ -478,31 +478,8 @@ def test_a_cache_finding_names_the_repair_and_following_it_ends_clean(tmp_path):
 def test_the_progress_bar_on_a_terminal_shows_its_label_never_markup(tmp_path):
     """The consoles read no markup (a path may hold brackets); the bar's label column once was
     the markup string "[progress.description]{task.description}", printed as it stood."""
-    import os
-    import pty
-    import subprocess
-    import sys
-    from pathlib import Path
-
     store = make_store(tmp_path / "store", sessions=6)
-    root = Path(__file__).resolve().parents[1]
-    main, child = pty.openpty()
-    code = f"import sys; sys.argv = ['levelsess', 'fsck', '--jobs', '1', {str(store)!r}]; from toolkit.cli import main; main()"
-    env = {**os.environ, "PYTHONPATH": str(root), "TERM": "xterm", "COLUMNS": "100"}
-    env.pop("NO_COLOR", None)
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=child, stderr=child, env=env, cwd=root)
-    os.close(child)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    process.wait(timeout=60)
-    os.close(main)
-    shown = b"".join(chunks).decode(errors="replace")
+    code, shown = on_a_terminal("fsck", "--jobs", "1", str(store), stderr_too=True)
+    assert code == 0, shown
     assert "checking" in shown, shown  # the bar was drawn
     assert "[progress." not in shown and "{task." not in shown
