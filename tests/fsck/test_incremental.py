@@ -65,16 +65,18 @@ def _fsck(*args) -> tuple[dict, int]:
     return result.json, result.exit_code
 
 
-def assert_same_as_full(root: Path, *, from_cache: int | None = None) -> dict:
-    """Run --incremental, then a full check; the two must agree on everything."""
+def assert_same_as_full(root: Path, *, from_cache: int | None = None, resumed: int | None = None) -> dict:
+    """Run --incremental, then a full check; the two must agree on everything (and, when given,
+    on how many journals came from the cache and how many were read on from a checkpoint)."""
     inc, inc_exit = _fsck("--incremental", root)
     full, full_exit = _fsck(root)
-    hits = inc.pop("from_cache")
-    inc.pop("resumed")
+    hits, resumes = inc.pop("from_cache"), inc.pop("resumed")
     assert "from_cache" not in full and "resumed" not in full
     assert (inc, inc_exit) == (full, full_exit)
     if from_cache is not None:
         assert hits == from_cache
+    if resumed is not None:
+        assert resumes == resumed
     return full
 
 
@@ -352,10 +354,7 @@ def test_a_grown_journal_is_read_from_where_the_last_check_stopped(store, append
     data = journal.read_bytes()
     with open(journal, "ab") as handle:
         handle.write(APPENDS[append](data))
-    inc, inc_exit = _fsck("--incremental", root)
-    full, full_exit = _fsck(root)
-    assert inc.pop("from_cache") == _count(root) - 1 and inc.pop("resumed") == 1
-    assert (inc, inc_exit) == (full, full_exit)
+    assert_same_as_full(root, from_cache=_count(root) - 1, resumed=1)
 
 
 def test_a_torn_tail_finished_later_is_judged_as_a_full_check_does(store):
@@ -368,10 +367,7 @@ def test_a_torn_tail_finished_later_is_judged_as_a_full_check_does(store):
     _settle_and_prime(root)
     with open(journal, "ab") as handle:
         handle.write(last[30:])  # ...that another append completed
-    inc, inc_exit = _fsck("--incremental", root)
-    full, full_exit = _fsck(root)
-    assert inc.pop("resumed") == 1 and inc.pop("from_cache") == _count(root) - 1
-    assert (inc, inc_exit) == (full, full_exit)
+    assert_same_as_full(root, from_cache=_count(root) - 1, resumed=1)
 
 
 def test_a_change_at_the_end_of_the_verified_prefix_means_a_full_read(store):
@@ -381,10 +377,7 @@ def test_a_change_at_the_end_of_the_verified_prefix_means_a_full_read(store):
     at = len(data) - 10  # inside the last line: what the prefix hash covers
     data[at] = ord("#") if data[at] != ord("#") else ord("%")
     journal.write_bytes(bytes(data) + bytes(data[_line_starts(bytes(data))[1]:]))
-    inc, inc_exit = _fsck("--incremental", root)
-    full, full_exit = _fsck(root)
-    assert inc.pop("resumed") == 0 and inc.pop("from_cache") == _count(root) - 1
-    assert (inc, inc_exit) == (full, full_exit)
+    assert_same_as_full(root, from_cache=_count(root) - 1, resumed=0)
 
 
 def test_a_grown_journal_twice_in_a_row(store):
@@ -396,10 +389,7 @@ def test_a_grown_journal_twice_in_a_row(store):
         with open(journal, "ab") as handle:
             handle.write(data[_line_starts(data)[-1]:])
         time.sleep(SETTLE)  # an append within the racy window of the read is never trusted next time
-        inc, inc_exit = _fsck("--incremental", root)
-        full, full_exit = _fsck(root)
-        assert inc.pop("resumed") == 1 and inc.pop("from_cache") == _count(root) - 1
-        assert (inc, inc_exit) == (full, full_exit)
+        assert_same_as_full(root, from_cache=_count(root) - 1, resumed=1)
 
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
@@ -444,13 +434,8 @@ def test_any_growth_is_judged_as_a_full_check_judges_it(tmp_path_factory, monkey
     with open(journal, "ab") as handle:
         handle.write(data[cut:] + b'{"kind":"user","t":"2026-11-30T09:00:02Z","content":"z","seq":99}\n')
     time.sleep(SETTLE)
-    inc, inc_exit = _fsck("--incremental", root)
-    full, full_exit = _fsck(root)
-    inc.pop("from_cache")
-    resumed = inc.pop("resumed")
-    assert (inc, inc_exit) == (full, full_exit)
-    if cut > len(lines[0]):  # the meta record was whole at the first check: it left a checkpoint
-        assert resumed == 1
+    # the meta record was whole at the first check: it left a checkpoint
+    assert_same_as_full(root, resumed=1 if cut > len(lines[0]) else None)
 
 
 @pytest.mark.parametrize("garbage", [b"{not json", "state"])
@@ -470,11 +455,7 @@ def test_a_corrupt_reader_state_means_a_full_read(store, garbage):
     with open(journal, "ab") as handle:
         handle.write(journal.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1] + b"\n")
     time.sleep(SETTLE)
-    inc, inc_exit = _fsck("--incremental", root)
-    full, full_exit = _fsck(root)
-    inc.pop("from_cache")
-    inc.pop("resumed")
-    assert (inc, inc_exit) == (full, full_exit)
+    assert_same_as_full(root)
 
 
 # -- the folder's index.json / meta.json verdict, kept beside its journals' -------------------
