@@ -44,21 +44,13 @@ def _leaf(kind, value, info):
         if type(value) is str and "\x00" not in value:
             return Path(value)  # then typer's own coerce_cli_path (its exists/readable checks and messages)
         return value if isinstance(value, Path) else _REJECT
-    if kind is int:
-        if type(value) is str and _INT.fullmatch(value):
-            number = int(value)
-        elif type(value) is int:
-            number = value
-        else:
-            return _REJECT
-    elif kind is float:
-        if type(value) is str and _FLOAT.fullmatch(value):
-            number = float(value)
-        elif type(value) is float:
-            number = value
-        else:
-            return _REJECT
-    else:  # bool: typer skips a bool flag's bool value itself; text or a number is the adapter's
+    if kind is not int and kind is not float:  # bool: typer skips a bool flag's bool value itself; text or a number is the adapter's
+        return _REJECT
+    if type(value) is str and (_INT if kind is int else _FLOAT).fullmatch(value):
+        number = kind(value)
+    elif type(value) is kind:
+        number = value
+    else:
         return _REJECT
     if (info.min is not None and number < info.min) or (info.max is not None and number > info.max):
         return _REJECT  # the adapter says "Input should be greater than or equal to 0"
