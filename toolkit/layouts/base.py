@@ -217,6 +217,17 @@ class ForeignLayout(BaseLayout):
         return None
 
 
+def home_roots(variable: str, name: str) -> list[Path]:
+    """Where a tool keeps its home: ``$variable`` when set, ``~/name``, and ``%USERPROFILE%\\name``."""
+    roots = []
+    if os.environ.get(variable):
+        roots.append(Path(os.environ[variable]).expanduser())
+    roots.append(Path.home() / name)
+    if os.environ.get("USERPROFILE"):
+        roots.append(Path(os.environ["USERPROFILE"]) / name)
+    return roots
+
+
 def entries(folder: Path) -> list[os.DirEntry]:
     """The entries of ``folder``, by name; typed errors for an unreadable or non-folder."""
     try:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .base import Folder, ForeignLayout, entries
+from .base import Folder, ForeignLayout, entries, home_roots
 from ..errors import NotAStoreError, PermissionDeniedError
 
 CHAIN = frozenset({"user", "assistant", "system", "progress", "attachment"})
@@ -33,12 +33,7 @@ SUBAGENTS = "subagents"
 def default_roots() -> list[Path]:
     """Every Claude Code root this machine may have: $CLAUDE_CONFIG_DIR, ~/.claude, and on WSL
     each Windows user's ``%USERPROFILE%\\.claude`` seen under /mnt/c/Users."""
-    roots = []
-    if os.environ.get("CLAUDE_CONFIG_DIR"):
-        roots.append(Path(os.environ["CLAUDE_CONFIG_DIR"]).expanduser())
-    roots.append(Path.home() / ".claude")
-    if os.environ.get("USERPROFILE"):
-        roots.append(Path(os.environ["USERPROFILE"]) / ".claude")
+    roots = home_roots("CLAUDE_CONFIG_DIR", ".claude")
     users = Path("/mnt/c/Users")
     if os.environ.get("WSL_DISTRO_NAME") and users.is_dir():
         try:

@@ -11,13 +11,12 @@ never read as such.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import Folder, ForeignLayout, entries
+from .base import Folder, ForeignLayout, entries, home_roots
 from ..errors import NotAStoreError, PermissionDeniedError
 
 SESSIONS = "sessions"
@@ -31,13 +30,7 @@ _FOREIGN_KEYS = re.compile(rb'"(parentUuid|uuid|sessionId|kind|role|leafUuid)"\s
 
 def default_roots() -> list[Path]:
     """Every Codex home this machine may have: $CODEX_HOME, ~/.codex, and ``%USERPROFILE%\\.codex``."""
-    roots = []
-    if os.environ.get("CODEX_HOME"):
-        roots.append(Path(os.environ["CODEX_HOME"]).expanduser())
-    roots.append(Path.home() / ".codex")
-    if os.environ.get("USERPROFILE"):
-        roots.append(Path(os.environ["USERPROFILE"]) / ".codex")
-    return list(dict.fromkeys(roots))
+    return list(dict.fromkeys(home_roots("CODEX_HOME", ".codex")))
 
 
 def is_rollout_name(name: str) -> bool:
