@@ -295,13 +295,11 @@ def _param_rows(params, ctx) -> list[tuple[Styled, Styled]]:
     rows = []
     for cell in cells:
         names = Styled()
-        for i, style in enumerate(styles):
-            value = cell[i]
-            if i < 5 and not widths[i]:
-                continue
-            names += Styled(value, [(0, len(value), style)] if value else [])
-            if i < 5:
-                names += Styled(" " * (widths[i] - len(value) + 2))
+        for value, style, width in zip(cell[:5], styles, widths):  # the aligned columns; an empty one takes no room
+            if width:
+                names += Styled(value + " " * (width - len(value) + 2), [(0, len(value), style)] if value else [])
+        kind = cell[5]  # the metavar, last: not padded
+        names += Styled(kind, [(0, len(kind), styles[5])] if kind else [])
         rows.append((names.slice(0, len(names.text.rstrip(" "))), cell[6]))
     return rows
 
@@ -313,9 +311,8 @@ def render(command, ctx, width: int | None = None, color: bool | None = None, bo
     found_width, found_color = width_and_color()
     canvas = Canvas(width or found_width, found_color if color is None else color, box or box_for())
     canvas.add()
-    usage = Styled.markup(" ".join(["Usage:", ctx.command_path, *command.collect_usage_pieces(ctx)]))
-    usage.spans = [(0, 6, "yellow"), (7, len(usage.text), "bold")]
-    canvas.text([usage])
+    usage = " ".join(["Usage:", ctx.command_path, *command.collect_usage_pieces(ctx)])  # text, never markup
+    canvas.text([Styled(usage, [(0, 6, "yellow"), (7, len(usage), "bold")])])
     canvas.add()
     if command.help:
         first, rest = _paragraphs(command.help)
