@@ -97,27 +97,42 @@ def _stamp(info: os.stat_result) -> list[int]:
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
+def _on_file(path: Path, read, missing=None):
+    """``read(fd)`` on ``path`` opened read-only (never blocking on a FIFO); ``missing`` when there
+    is no such file, None on any other OSError."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return missing
+    except OSError:
+        return None
+    try:
+        return read(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _sha256_of(fd: int, start: int, end: int) -> str | None:
+    """sha256 of bytes [start, end) of an open file; None when fewer are there."""
+    data = os.pread(fd, end - start, start)
+    return hashlib.sha256(data).hexdigest() if len(data) == end - start else None
+
+
 def _probe(path: Path, entry: dict | None = None) -> tuple[list[int] | None, str | None]:
     """Return the stamp of ``path`` and, when it matches ``entry``'s (or there is no entry), the
     sha256 of its last TAIL_BYTES, both from one open file: the hash is of the file stat'ed."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError:
-        return None, None
-    try:
+    def read(fd):
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return None, None
         stamp = _stamp(info)
         if entry is not None and entry.get("stamp") != stamp:
             return stamp, None
-        start = max(info.st_size - TAIL_BYTES, 0)
-        data = os.pread(fd, info.st_size - start, start)
-        return stamp, hashlib.sha256(data).hexdigest() if len(data) == info.st_size - start else None
-    except OSError:
-        return None, None
-    finally:
-        os.close(fd)
+        return stamp, _sha256_of(fd, max(info.st_size - TAIL_BYTES, 0), info.st_size)
+
+    return _on_file(path, read) or (None, None)
 
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
@@ -205,18 +220,7 @@ def _encode_scan(scan: JournalScan, stamp: list[int], tail: str, read_ns: int, s
 
 def _prefix_hash(path: Path, end: int) -> str | None:
     """sha256 of the (up to) TAIL_BYTES before ``end``: the end of the verified prefix."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError:
-        return None
-    try:
-        start = max(end - TAIL_BYTES, 0)
-        data = os.pread(fd, end - start, start)
-        return hashlib.sha256(data).hexdigest() if len(data) == end - start else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return _on_file(path, lambda fd: _sha256_of(fd, max(end - TAIL_BYTES, 0), end))
 
 
 def _decode_scan(entry: dict, journal: Path) -> JournalScan:
@@ -365,10 +369,11 @@ class IncrementalCache:
             if after == stamp and tail and (stamp[2], stamp[3]) == (scan.size, scan.mtime_ns):
                 prefix = _prefix_hash(journal, scan.resume_state[1]) if scan.resume_state else None
                 entry = _encode_scan(scan, stamp, tail, read_ns, self.strict, prefix)
+        states = self._states(where)
         if entry is not None and "resume" in entry:
-            self._states(where)[key] = base64.b64encode(scan.resume_state[0]).decode()
-        elif key in self._states(where):
-            del self.states[where][key]
+            states[key] = base64.b64encode(scan.resume_state[0]).decode()
+        else:
+            states.pop(key, None)
         if entry is None and key not in entries:
             return
         if entry is None:
@@ -429,19 +434,11 @@ def _whole_probe(path: Path) -> list | None:
     """[stamp, sha256 of every byte] of a small file, from one open file; ["missing"] when there
     is none (a folder without index.json is judged on that too); None when it cannot vouch for it
     (unreadable, not a regular file, too big, short read)."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except FileNotFoundError:
-        return ["missing"]
-    except OSError:
-        return None
-    try:
+    def read(fd):
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > WHOLE_PROBE_MAX:
             return None
-        data = os.pread(fd, info.st_size, 0)
-        return [_stamp(info), hashlib.sha256(data).hexdigest()] if len(data) == info.st_size else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+        digest = _sha256_of(fd, 0, info.st_size)
+        return None if digest is None else [_stamp(info), digest]
+
+    return _on_file(path, read, missing=["missing"])
