@@ -156,3 +156,12 @@ def test_a_parent_with_over_a_thousand_open_files_still_collects():
         for fd in held:
             os.close(fd)
     no_children_left()
+
+
+def test_without_fork_a_process_pool_gives_the_same_report(tmp_path, monkeypatch):
+    """Where os.fork is missing (Windows) --jobs goes through a process pool: same answer."""
+    store = make_store(tmp_path / "store", sessions=8)
+    one = run_cli("fsck", "--json", "--jobs", "1", str(store))
+    monkeypatch.setattr(forked, "available", lambda: False)
+    pooled = run_cli("fsck", "--json", "--jobs", "2", str(store))
+    assert (pooled.exit_code, pooled.stdout) == (one.exit_code, one.stdout)

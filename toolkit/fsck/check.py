@@ -239,7 +239,7 @@ def run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callab
     from concurrent.futures.process import BrokenProcessPool
 
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context()) as pool:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:  # no os.fork here: the platform's own start method
             for batch, scans in zip(batches, pool.map(_scan_batch, [[work[i] for i in b] for b in batches])):
                 for index, result in zip(batch, scans):
                     results[index] = result
@@ -248,13 +248,6 @@ def run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callab
     except (OSError, BrokenProcessPool):  # no /dev/shm, no fork: the serial path gives the same answer
         return run_scans(work, 1, None)
     return results
-
-
-def _pool_context():
-    """Fork where the platform has it (a worker starts in a millisecond, with everything imported)."""
-    import multiprocessing
-
-    return multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
 
 
 def _batches(work: list, jobs: int) -> list[list[int]]:
