@@ -36,10 +36,15 @@ the rest (:mod:`toolkit.importers.sourcelines`).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from dataclasses import replace
+from array import array
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
+
+import orjson
 
 from ..errors import FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
@@ -48,17 +53,16 @@ from ..index import utc_iso
 from ..lines import loads, open_regular
 from .output import ALIAS, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, safe_id
 from .sourcelines import SourceLine, SourceReader
+from .spill import temp_db
 from .uris import apply_map, is_foreign
 
 __all__ = ["APP", "Options", "detect", "scan", "source_files"]
 
 APP = "claude-code"
-#: Files up to this size keep their lines in memory between the two passes; larger ones are
-#: re-read line by line (memory stays per record whatever the transcript's size).
-KEEP_IN_MEMORY = 16 << 20
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _INTERRUPT = "[Request interrupted by user"
 _FINAL = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn"})  # nothing of the response follows
+_ABSENT = object()
 _TITLES = {"custom-title": ("customTitle", 3), "ai-title": ("aiTitle", 2), "summary": ("summary", 1)}
 #: Metadata fields worth carrying on the event (the whole line stays under raw).
 _META_FIELDS = {"queue-operation": ("operation", "content"), "last-prompt": ("lastPrompt", "leafUuid"),
@@ -120,84 +124,185 @@ def source_files(source: Path) -> list[Path]:
 
 # -- one transcript, read once for its graph ------------------------------------------------------
 
+#: Bits of a record's byte in :attr:`_Transcript.flags`.
+_CHAIN, _SIDE, _PNULL, _RESULTS, _STOP, _USER, _ASSISTANT = 1, 2, 4, 8, 16, 32, 64
+_KIND_FLAGS = {"user": _USER, "assistant": _ASSISTANT}
+_BATCH = 4096  # rows written to the database at a time
+_ITEMS = ("(n INTEGER PRIMARY KEY, grp INTEGER NOT NULL, flags INTEGER NOT NULL, line INTEGER NOT NULL, "
+          "offset INTEGER NOT NULL, size INTEGER NOT NULL, kind BLOB NOT NULL, uuid BLOB, parent BLOB, stamp BLOB, "
+          "logical BLOB, msg BLOB, uses BLOB, results BLOB, agent BLOB, key BLOB NOT NULL)")
+_COLUMNS = "n, line, offset, size, kind, uuid, parent, stamp, results, key"
 
-class _Item:
-    """One whole source record: where it is, and what its graph and merging need."""
 
-    __slots__ = ("n", "line", "offset", "size", "kind", "uuid", "parent", "side", "msg", "results", "uses", "stop",
-                 "stamp", "logical", "agent", "src", "key")
+def _enc(text: str | None) -> bytes | None:
+    """A string as the database holds it: UTF-8 bytes, lone surrogates (valid JSON) included."""
+    return None if text is None else text.encode("utf-8", "surrogatepass")
 
-    def __init__(self, n: int, src: SourceLine, value: dict, stamp: str | None) -> None:
-        self.n, self.line, self.offset, self.size = n, src.line, src.offset, len(src.data)
-        self.kind = value["type"]
-        uuid = value.get("uuid")
-        self.uuid = uuid if isinstance(uuid, str) and self.kind in CHAIN else None
-        self.parent = value.get("parentUuid")
-        self.side = value.get("isSidechain") is True
-        self.stamp = stamp
-        self.logical = value.get("logicalParentUuid") if value.get("subtype") == "compact_boundary" else None
-        message = value.get("message") if isinstance(value.get("message"), dict) else {}
-        content = message.get("content") if isinstance(message.get("content"), list) else ()
-        self.msg = None
-        self.uses: tuple = ()
-        self.results: tuple = ()
-        self.stop = False
-        self.agent = None
-        if self.kind == "assistant":
-            if isinstance(message.get("id"), str):
-                request = value.get("requestId")
-                self.msg = (message["id"], request if isinstance(request, str) else None)
-            self.uses = tuple(b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str))
-            self.stop = message.get("stop_reason") in _FINAL
-        elif self.kind == "user":
-            self.results = tuple(b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else "" for b in content
-                                 if isinstance(b, dict) and b.get("type") == "tool_result")
-            result = value.get("toolUseResult")
-            if isinstance(result, dict) and isinstance(result.get("agentId"), str):
-                self.agent = result["agentId"]
-        self.src: SourceLine | None = src
-        self.key = ""
+
+def _dec(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", "surrogatepass")
+
+
+def _ids(ids: list) -> bytes | None:
+    """A list of ids as one JSON value (None for none), compared and read back whole."""
+    if not ids:
+        return None
+    try:
+        return orjson.dumps(ids)
+    except TypeError:  # a lone surrogate: as a \u escape
+        return json.dumps(ids).encode("ascii")
+
+
+class _Item(NamedTuple):
+    """One whole source record, as a session's records are converted from it (its row in the table)."""
+
+    n: int
+    line: int
+    offset: int
+    size: int
+    kind: str
+    uuid: str | None  # a chain record's uuid
+    parent: str | None  # parentUuid, when a string
+    stamp: str | None  # the record's timestamp, else the last one before it in the file
+    results: bytes | None  # the tool_use ids its tool_result blocks answer (JSON), None when it has none
+    key: str
+
+    @classmethod
+    def of(cls, row: tuple) -> _Item:
+        n, line, offset, size, kind, uuid, parent, stamp, results, key = row
+        return cls(n, line, offset, size, _dec(kind), _dec(uuid), _dec(parent), _dec(stamp), results, _dec(key))
+
+
+def _row(n: int, src: SourceLine, value: dict, stamp: str | None) -> tuple[tuple, int]:
+    """The table row of one record, and its flags byte: what its graph and merging need."""
+    kind = value["type"]
+    uuid = value.get("uuid")
+    uuid = uuid if isinstance(uuid, str) and kind in CHAIN else None
+    parent = value.get("parentUuid")
+    flags = (_CHAIN if uuid is not None else 0) | (_SIDE if value.get("isSidechain") is True else 0) \
+        | (_PNULL if parent is None else 0) | _KIND_FLAGS.get(kind, 0)
+    logical = value.get("logicalParentUuid") if value.get("subtype") == "compact_boundary" else None
+    message = value.get("message") if isinstance(value.get("message"), dict) else {}
+    content = message.get("content") if isinstance(message.get("content"), list) else ()
+    msg = uses = results = agent = None
+    if kind == "assistant":
+        if isinstance(message.get("id"), str):
+            request = value.get("requestId")
+            msg = _ids([message["id"], request if isinstance(request, str) else None])
+        uses = _ids([b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)])
+        if message.get("stop_reason") in _FINAL:
+            flags |= _STOP
+    elif kind == "user":
+        results = _ids([b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else "" for b in content
+                        if isinstance(b, dict) and b.get("type") == "tool_result"])
+        flags |= _RESULTS if results is not None else 0
+        result = value.get("toolUseResult")
+        if isinstance(result, dict) and isinstance(result.get("agentId"), str):
+            agent = result["agentId"]
+    key = f"claude:{uuid}" if uuid else "claude:h:" + hashlib.sha256(src.data).hexdigest()[:24]
+    return (n, 0, flags, src.line, src.offset, len(src.data), _enc(kind), _enc(uuid), _enc(parent if isinstance(parent, str) else None),
+            _enc(stamp), _enc(logical if isinstance(logical, str) else None), msg, uses, results, _enc(agent), _enc(key)), flags
+
+
+class _Db:
+    """The temporary database of one import group (a session with its subagents): a table per
+    transcript, and a few per conversation; thrown away with it."""
+
+    def __init__(self) -> None:
+        self.conn = temp_db()
+        self.tables = 0
+
+    def table(self, columns: str) -> str:
+        self.tables += 1
+        name = f"t{self.tables}"
+        self.conn.execute(f"CREATE TABLE {name} {columns}")
+        return name
+
+    def one(self, sql: str, args: tuple = ()) -> object:
+        row = self.conn.execute(sql, args).fetchone()
+        return None if row is None else row[0]
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 class _Transcript:
-    """A transcript file read once: every whole record as an :class:`_Item`, plus the facts."""
+    """A transcript file read once: a row per whole record in a table of ``db`` (where it is,
+    its uuid, parent, message and key), and in memory only a byte of flags per record, then its
+    resolved parent (:meth:`parents`).  So memory does not grow with the transcript's records."""
 
-    def __init__(self, path: Path, report: Callable[[Finding], None]) -> None:
-        self.path = path
+    def __init__(self, path: Path, report: Callable[[Finding], None], db: _Db) -> None:
+        self.path, self.db = path, db
+        self.table = db.table(_ITEMS)
         self.reader = SourceReader(path, CLAUDE_CODE.is_record, report, what="Claude Code record")
-        self.items: list[_Item] = []
+        self.flags = bytearray()
         self.cwd = self.version = self.session_id = None
         self.first_stamp: str | None = None
+        self.grouped = False  # some records moved to sessions of their own (1.0.x inline sidechains)
         stamp = None
-        seen: dict[str, int] = {}
+        rows = []
+        insert = f"INSERT INTO {self.table} VALUES ({', '.join('?' * 16)})"
         for src in self.reader:
             value = src.value
             if isinstance(value.get("timestamp"), str):
                 stamp = value["timestamp"]
                 self.first_stamp = self.first_stamp or stamp
-            item = _Item(len(self.items), src, value, stamp)
-            base = f"claude:{item.uuid}" if item.uuid else "claude:h:" + hashlib.sha256(src.data).hexdigest()[:24]
-            seen[base] = seen.get(base, 0) + 1
-            item.key = base if seen[base] == 1 else f"{base}#{seen[base]}"  # a copied line, a repeated title
-            if item.uuid and self.session_id is None:
+            row, flags = _row(len(self.flags), src, value, stamp)
+            if flags & _CHAIN and self.session_id is None:
                 self.cwd = value.get("cwd") if isinstance(value.get("cwd"), str) else None
                 self.version = value.get("version") if isinstance(value.get("version"), str) else None
                 self.session_id = value.get("sessionId") if isinstance(value.get("sessionId"), str) else None
-            self.items.append(item)
+            self.flags.append(flags)
+            rows.append(row)
+            if len(rows) >= _BATCH:
+                db.conn.executemany(insert, rows)
+                rows.clear()
+        db.conn.executemany(insert, rows)
+        self.count = len(self.flags)
+        db.conn.execute(f"CREATE INDEX {self.table}_uuid ON {self.table} (uuid, n) WHERE uuid IS NOT NULL")
+        self._number_repeats()
         try:
             self.mtime: str | None = utc_iso(path.stat().st_mtime)
         except OSError:
             self.mtime = None
-        self.keep = self.reader.size <= KEEP_IN_MEMORY
-        if not self.keep:
-            for item in self.items:
-                item.src = None
+        self._par: array | None = None
+        self.on = bytearray(self.count)  # on its conversation's shown chain (each record is in one conversation)
+        self.memo = bytearray(self.count)  # _Plan._rooted's answers: 1 yes, 2 no, 3 being walked
         self._handle = None
 
+    def _number_repeats(self) -> None:
+        """A key seen before in the file gets ``#<occurrence>`` (a copied line, a repeated title)."""
+        t = self.table
+        repeats = self.db.table("(key BLOB, n INTEGER)")
+        self.db.conn.execute(f"INSERT INTO {repeats} SELECT key, n FROM {t} WHERE key IN "
+                             f"(SELECT key FROM {t} GROUP BY key HAVING COUNT(*) > 1) ORDER BY key, n")
+        updates, previous, seen = [], None, 0
+        for key, n in self.db.conn.execute(f"SELECT key, n FROM {repeats} ORDER BY rowid"):
+            seen = seen + 1 if key == previous else 1
+            previous = key
+            if seen > 1:
+                updates.append((key + f"#{seen}".encode(), n))
+        self.db.conn.executemany(f"UPDATE {t} SET key = ? WHERE n = ?", updates)
+
+    def parents(self) -> array:
+        """Each chain record's parent within its conversation (the last record with that uuid), or -1;
+        past a compaction (``parentUuid`` null) its ``logicalParentUuid``, kept for display."""
+        if self._par is None:
+            t = self.table
+            self._par = array("q", [-1]) * self.count
+            lookup = f"(SELECT MAX(p.n) FROM {t} p WHERE p.uuid = c.{{}} AND p.uuid IS NOT NULL AND p.grp = c.grp)"
+            for n, parent in self.db.conn.execute(
+                    f"SELECT n, CASE WHEN flags & {_PNULL} THEN {lookup.format('logical')} ELSE {lookup.format('parent')} END "
+                    f"FROM {t} c WHERE uuid IS NOT NULL ORDER BY n"):
+                if parent is not None:
+                    self._par[n] = parent
+        return self._par
+
+    def item(self, n: int) -> _Item:
+        return _Item.of(self.db.conn.execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE n = ?", (n,)).fetchone())
+
     def value(self, item: _Item) -> tuple[dict, bytes]:
-        """The record and its bytes (from memory, or re-read at its offset)."""
-        if item.src is not None:
-            return item.src.value, item.src.data
+        """The record and its bytes, re-read at its offset."""
         if self._handle is None:
             self._handle = open_regular(self.path)
         self._handle.seek(item.offset)
@@ -221,106 +326,178 @@ class _Transcript:
 
 
 class _Plan:
-    """Which records a session's journal gets, in order: units (one item, or a merged message)."""
+    """Which records a session's journal gets, in order: units (one record, or a merged message),
+    then the rest.  Built in the transcript's database: the shown chain is a table of positions
+    (``pos``), each row naming its unit (the ``pos`` of its first part)."""
 
-    def __init__(self, items: list[_Item], *, whole_sidechain: bool) -> None:
-        chain = [it for it in items if it.uuid is not None]
-        main = chain if whole_sidechain else [it for it in chain if not it.side]
-        index = {it.uuid: it for it in chain}
-        path: list[_Item] = []
-        if main:
-            seen: set[int] = set()
-            current: _Item | None = main[-1]
-            while current is not None and current.n not in seen:
-                seen.add(current.n)
-                path.append(current)
-                parent = current.parent
-                if parent is None and isinstance(current.logical, str):
-                    parent = current.logical  # kept for display past a compaction
-                current = index.get(parent) if isinstance(parent, str) else None
-            path.reverse()
-        on = {it.n for it in path}
-        siblings: dict[str, list[_Item]] = {}
-        for it in chain:  # results of parallel calls: beside the chain, collected by resume
-            if it.results and it.n not in on and isinstance(it.parent, str) and it.parent in index and index[it.parent].n in on:
-                siblings.setdefault(it.parent, []).append(it)
-        shown: list[_Item] = []
-        for it in path:
-            shown.append(it)
-            for sibling in siblings.get(it.uuid, ()):
-                if sibling.n not in on:
-                    on.add(sibling.n)
-                    shown.append(sibling)
-        self.units: list[list[_Item]] = []
-        first: dict[tuple, list[_Item]] = {}
-        for it in shown:
-            if it.kind == "assistant" and it.msg is not None and it.msg in first:
-                first[it.msg].append(it)  # a later part of one API response: merged at its first part's place
-                continue
-            unit = [it]
-            if it.kind == "assistant" and it.msg is not None:
-                first[it.msg] = unit
-            self.units.append(unit)
-        self.on = on
-        self.index = index
-        self.rest = [it for it in items if it.n not in on]
-        self.merged = len(shown) - len(self.units)
-        self._memo: dict[int, bool] = {}
-        self.partial = self._partial(items)
+    def __init__(self, t: _Transcript, grp: int, *, whole_sidechain: bool) -> None:
+        self.t, self.grp = t, grp
+        db, table = t.db, t.table
+        self.size = db.one(f"SELECT COUNT(*) FROM {table} WHERE grp = ?", (grp,))
+        path = db.table("(k INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
+        self._walk(path, whole_sidechain)
+        siblings = db.table("(parent INTEGER NOT NULL, n INTEGER NOT NULL)")
+        self._siblings(siblings)
+        self.shown = db.table("(pos INTEGER PRIMARY KEY, n INTEGER NOT NULL, unit INTEGER)")
+        db.conn.execute(f"CREATE INDEX {path}_n ON {path} (n)")
+        db.conn.execute(f"INSERT INTO {self.shown} (n) SELECT n FROM (SELECT k, 0 AS sibling, n FROM {path} UNION ALL "
+                        f"SELECT p.k, 1, s.n FROM {siblings} s JOIN {path} p ON p.n = s.parent) ORDER BY k, sibling, n")
+        for (n,) in db.conn.execute(f"SELECT n FROM {siblings}"):
+            t.on[n] = 1
+        self._units()
+        shown = db.one(f"SELECT COUNT(*) FROM {self.shown}")
+        self.units = db.one(f"SELECT COUNT(*) FROM {self.shown} WHERE unit = pos")
+        self.rest = self.size - shown
+        self.merged = shown - self.units
+        self.partial = self._partial()
 
-    def _partial(self, items: list[_Item]) -> list[_Item] | None:
+    def _walk(self, path: str, whole_sidechain: bool) -> None:
+        """The path from the last main-chain record back to its root (across a compaction through
+        ``logicalParentUuid``), into ``path`` keyed by minus its distance from that record."""
+        t = self.t
+        par, on = t.parents(), t.on
+        leaf = t.db.one(f"SELECT MAX(n) FROM {t.table} WHERE grp = ? AND flags & {_CHAIN} AND (? OR NOT flags & {_SIDE})",
+                        (self.grp, whole_sidechain))
+        rows: list[tuple[int, int]] = []
+        steps = 0
+        current = -1 if leaf is None else leaf
+        while current >= 0 and not on[current]:
+            on[current] = 1
+            rows.append((-steps, current))
+            steps += 1
+            current = par[current]
+            if len(rows) >= _BATCH:
+                t.db.conn.executemany(f"INSERT INTO {path} VALUES (?, ?)", rows)
+                rows.clear()
+        t.db.conn.executemany(f"INSERT INTO {path} VALUES (?, ?)", rows)
+
+    def _siblings(self, siblings: str) -> None:
+        """Results of parallel calls beside the chain, collected by resume: each goes after its call."""
+        t = self.t
+        par, on = t.parents(), t.on
+        rows = []
+        mask = _CHAIN | _RESULTS | _PNULL
+        for (n,) in t.db.conn.execute(f"SELECT n FROM {t.table} WHERE grp = ? AND flags & {mask} = {_CHAIN | _RESULTS} ORDER BY n",
+                                      (self.grp,)):
+            if not on[n] and par[n] >= 0 and on[par[n]]:
+                rows.append((par[n], n))
+                if len(rows) >= _BATCH:
+                    t.db.conn.executemany(f"INSERT INTO {siblings} VALUES (?, ?)", rows)
+                    rows.clear()
+        t.db.conn.executemany(f"INSERT INTO {siblings} VALUES (?, ?)", rows)
+
+    def _units(self) -> None:
+        """A later part of one API response (same message id and request id) is merged at its first part's place."""
+        db, table, shown = self.t.db, self.t.table, self.shown
+        heads = db.table("(msg BLOB PRIMARY KEY, head INTEGER NOT NULL) WITHOUT ROWID")
+        db.conn.execute(f"INSERT INTO {heads} SELECT i.msg, MIN(s.pos) FROM {shown} s JOIN {table} i ON i.n = s.n "
+                        f"WHERE i.flags & {_ASSISTANT} AND i.msg IS NOT NULL GROUP BY i.msg")
+        db.conn.execute(f"UPDATE {shown} SET unit = COALESCE((SELECT h.head FROM {table} i JOIN {heads} h ON h.msg = i.msg "
+                        f"WHERE i.n = {shown}.n AND i.flags & {_ASSISTANT}), pos)")
+        db.conn.execute(f"CREATE INDEX {shown}_unit ON {shown} (unit, pos)")
+
+    def units_of(self) -> Iterator[tuple[int, list[_Item]]]:
+        """(unit, its parts in order), in the conversation's order."""
+        unit, parts = None, []
+        columns = ", ".join(f"i.{c}" for c in _COLUMNS.split(", "))
+        for row in self.t.db.conn.execute(f"SELECT s.unit, {columns} FROM {self.shown} s JOIN {self.t.table} i ON i.n = s.n "
+                                          "ORDER BY s.unit, s.pos"):
+            if row[0] != unit and parts:
+                yield unit, parts
+                parts = []
+            unit = row[0]
+            parts.append(_Item.of(row[1:]))
+        if parts:
+            yield unit, parts
+
+    def heads(self, where: str) -> Iterator[_Item]:
+        """The first part of each unit that ``where`` (on its row ``i``) holds for, in the conversation's order."""
+        columns = ", ".join(f"i.{c}" for c in _COLUMNS.split(", "))
+        for row in self.t.db.conn.execute(f"SELECT {columns} FROM {self.shown} s JOIN {self.t.table} i ON i.n = s.n "
+                                          f"WHERE s.unit = s.pos AND {where} ORDER BY s.unit"):
+            yield _Item.of(row)
+
+    def rest_items(self) -> Iterator[_Item]:
+        """The records off the shown chain, in file order."""
+        on = self.t.on
+        for row in self.t.db.conn.execute(f"SELECT {_COLUMNS} FROM {self.t.table} WHERE grp = ? ORDER BY n", (self.grp,)):
+            if not on[row[0]]:
+                yield _Item.of(row)
+
+    def has(self, uuid: str) -> bool:
+        """Whether a chain record of this conversation has ``uuid``."""
+        return self.t.db.one(f"SELECT 1 FROM {self.t.table} WHERE uuid = ? AND uuid IS NOT NULL AND grp = ? LIMIT 1",
+                             (_enc(uuid), self.grp)) is not None
+
+    def first_stamp(self) -> str | None:
+        return _dec(self.t.db.one(f"SELECT stamp FROM {self.t.table} WHERE grp = ? AND length(stamp) ORDER BY n LIMIT 1",
+                                  (self.grp,)))
+
+    def _partial(self) -> int | None:
         """The unit of a response that may still be being written: the last assistant message of the
         file, after which nothing but its own tool results was written, unless its last part says
         the turn ended.  (``stop_reason`` is null on most parts, and ``tool_use`` on parts that
         more parts follow when calls run in parallel, so only a final reason proves it whole.)"""
-        unit = next((u for u in reversed(self.units) if u[0].kind == "assistant"), None)
-        if unit is None or unit[-1].stop:
+        t = self.t
+        head = t.db.one(f"SELECT s.unit FROM {self.shown} s JOIN {t.table} i ON i.n = s.n WHERE s.unit = s.pos "
+                        f"AND i.flags & {_ASSISTANT} ORDER BY s.unit DESC LIMIT 1")
+        if head is None:
             return None
-        last = max(it.n for it in unit)
-        uses = {use for it in unit for use in it.uses}
-        for it in items[last + 1:]:
-            if it.uuid is None or it.side or it.kind not in ("user", "assistant"):
+        parts = [n for (n,) in t.db.conn.execute(f"SELECT n FROM {self.shown} WHERE unit = ? ORDER BY pos", (head,))]
+        if t.flags[parts[-1]] & _STOP:
+            return None
+        last = max(parts)
+        uses, msg = set(), None
+        for n in parts:
+            part_uses, part_msg = t.db.conn.execute(f"SELECT uses, msg FROM {t.table} WHERE n = ?", (n,)).fetchone()
+            uses.update(loads(part_uses) if part_uses else ())
+            msg = part_msg if n == parts[0] else msg
+        # what follows it in the conversation's own list of records (a position, as the list was sliced)
+        for n, flags, results, other in t.db.conn.execute(
+                f"SELECT n, flags, results, msg FROM {t.table} WHERE grp = ? ORDER BY n LIMIT -1 OFFSET ?", (self.grp, last + 1)):
+            if not flags & _CHAIN or flags & _SIDE or not flags & (_USER | _ASSISTANT):
                 continue
-            if it.kind == "user" and it.results and set(it.results) <= uses:
+            if flags & _USER and results is not None and set(loads(results)) <= uses:
                 continue
-            if it.kind == "assistant" and it.msg == unit[0].msg:
+            if flags & _ASSISTANT and other == msg:
                 continue
             return None
-        return unit
+        return head
 
     def reason(self, item: _Item) -> str:
         """Why a chain record is off the resumed chain."""
-        if item.side:
+        flags = self.t.flags[item.n]
+        if flags & _SIDE:
             return "sidechain"
-        if item.kind not in ("user", "assistant"):
+        if not flags & (_USER | _ASSISTANT):
             return "beside-the-chain"
-        return "other-branch" if self._rooted(item) else "cut-off"
+        return "other-branch" if self._rooted(item.n) else "cut-off"
 
-    def _rooted(self, item: _Item) -> bool:
-        """Whether walking up from ``item`` reaches the chain or a root (``parentUuid: null``: a tree
+    def _rooted(self, n: int) -> bool:
+        """Whether walking up from record ``n`` reaches the chain or a root (``parentUuid: null``: a tree
         of its own, a 1.0.x compaction root) rather than a parent that names nothing, or a cycle.
-        Memoised along the walk, so every record is walked once (a long branch stays linear)."""
-        memo = self._memo
-        walked: list[int] = []
-        seen: set[int] = set()
-        current: _Item | None = item
-        answer = False
-        while current is not None:
-            if current.n in memo:
-                answer = memo[current.n]
+        Memoised along the walk (marked 3 while walked, then walked again to record the answer),
+        so every record is walked at most twice (a long branch stays linear)."""
+        t = self.t
+        memo, on, flags, par = t.memo, t.on, t.flags, t.parents()
+        current, answer = n, False
+        while current >= 0:
+            if memo[current] in (1, 2):
+                answer = memo[current] == 1
                 break
-            if current.n in self.on or current.parent is None:
+            if memo[current] == 3:  # a cycle: never reaches a root
+                break
+            memo[current] = 3
+            if on[current] or flags[current] & _PNULL:
                 answer = True
-                walked.append(current.n)
                 break
-            if current.n in seen:  # a cycle: never reaches a root
+            current = par[current]
+        current = n
+        while current >= 0 and memo[current] == 3:
+            memo[current] = 1 if answer else 2
+            if flags[current] & _PNULL:
                 break
-            seen.add(current.n)
-            walked.append(current.n)
-            parent = current.parent
-            current = self.index.get(parent) if isinstance(parent, str) else None
-        for n in walked:
-            memo[n] = answer
+            current = par[current]
         return answer
 
 
@@ -415,7 +592,7 @@ class _Records:
                  created: str | None) -> None:
         self.t, self.plan, self.title_rank, self.created = transcript, plan, title_rank, created
         self.links = links
-        self.count = len(plan.units) + len(plan.rest) + len(links)
+        self.count = plan.units + plan.rest + len(links)
 
     def __len__(self) -> int:
         return self.count
@@ -423,14 +600,16 @@ class _Records:
     def __iter__(self) -> Iterator[dict]:
         return self.select(None)
 
-    def select(self, known: dict | None) -> Iterator[dict]:
+    def select(self, known) -> Iterator[dict]:
         """The records, converted; with ``known`` (a journal's source keys, a partial record's mapped
-        to its seq), only those that may be new to it: the rest are skipped before conversion."""
+        to its seq: a dict or a :class:`~toolkit.importers.spill.KnownKeys`), only those that may
+        be new to it: the rest are skipped before conversion."""
         def maybe_new(key: str, alias: str) -> bool:
             if known is None:
                 return True
-            if key in known:
-                return known[key] is not None  # a partial record: its whole version may supersede it
+            seq = known.get(key, _ABSENT)
+            if seq is not _ABSENT:
+                return seq is not None  # a partial record: its whole version may supersede it
             return alias not in known
 
         plan = self.plan
@@ -440,13 +619,13 @@ class _Records:
             (after.setdefault(anchor.n, []) if anchor is not None else loose).append(link)
         self.shown_title = None
         try:
-            for unit in plan.units:
+            for unit_id, unit in plan.units_of():
                 if maybe_new(unit[0].key, unit[0].key + ":off"):
-                    yield self._unit(unit)
+                    yield self._unit(unit, partial=unit_id == plan.partial)
                 for it in unit:
                     yield from after.get(it.n, ())
             yield from loose
-            for item in plan.rest:
+            for item in plan.rest_items():
                 key = item.key + ":off" if item.uuid is not None else item.key
                 if maybe_new(key, item.key if item.uuid is not None else key):
                     yield self._rest(item)
@@ -458,7 +637,7 @@ class _Records:
     def _when(self, item: _Item) -> str:
         return item.stamp or self.created or ""
 
-    def _unit(self, unit: list[_Item]) -> dict:
+    def _unit(self, unit: list[_Item], *, partial: bool) -> dict:
         head = unit[0]
         pairs = [self.t.value(it) for it in unit]
         value = pairs[0][0]
@@ -477,7 +656,7 @@ class _Records:
             record["raw"] = Raw(b"[" + b",".join(data for _, data in pairs) + b"]")
         else:
             record["raw"] = Raw(pairs[0][1])
-        if unit is self.plan.partial:
+        if partial:
             record["partial"] = True  # a response still being written: superseded once it is whole
         return record
 
@@ -487,7 +666,7 @@ class _Records:
         if item.uuid is not None:  # a chain record off the resumed chain
             record = _event(value, t) if item.kind not in ("user", "assistant") else {"kind": "event", "t": t, "type": "off-chain"}
             record.update({"offChain": self.plan.reason(item), "claudeType": item.kind, "line": item.line, "uuid": item.uuid,
-                           "parentUuid": item.parent if isinstance(item.parent, str) else None})
+                           "parentUuid": item.parent})
             if isinstance(value.get("message"), dict):
                 record["message"] = value["message"]
             record["sourceKey"], record[ALIAS] = item.key + ":off", item.key
@@ -509,16 +688,19 @@ class _Records:
 
 def _titles(item: _Item, value: dict, plan: _Plan) -> bool:
     """A summary titles this conversation only when its leafUuid is a record of this file."""
-    return item.kind != "summary" or (isinstance(value.get("leafUuid"), str) and value["leafUuid"] in plan.index)
+    return item.kind != "summary" or (isinstance(value.get("leafUuid"), str) and plan.has(value["leafUuid"]))
 
 
 def _title_rank(transcript: _Transcript, plan: _Plan) -> tuple[int, str | None]:
     """The highest kind of title the file has (3 custom, 2 ai, 1 summary of this file, 0 none),
     and the title a listing shows: the last of that kind."""
     rank, title = 0, None
-    for item in plan.rest:
-        field_rank = _TITLES.get(item.kind)
-        if not field_rank or item.uuid is not None or field_rank[1] < rank:
+    kinds = tuple(_enc(kind) for kind in _TITLES)
+    for row in transcript.db.conn.execute(f"SELECT {_COLUMNS} FROM {transcript.table} WHERE grp = ? AND uuid IS NULL "
+                                          f"AND kind IN ({', '.join('?' * len(kinds))}) ORDER BY n", (plan.grp, *kinds)):
+        item = _Item.of(row)
+        field_rank = _TITLES[item.kind]
+        if field_rank[1] < rank:
             continue
         value, _data = transcript.value(item)
         text = value.get(field_rank[0])
@@ -529,16 +711,15 @@ def _title_rank(transcript: _Transcript, plan: _Plan) -> tuple[int, str | None]:
 
 
 def _first_prompt(transcript: _Transcript, plan: _Plan) -> str | None:
-    for unit in plan.units:
-        if unit[0].kind == "user" and not unit[0].results:
-            value, _data = transcript.value(unit[0])
-            message = value.get("message") if isinstance(value.get("message"), dict) else {}
-            if value.get("isMeta") is True or value.get("isCompactSummary") is True:
-                continue
-            text = prompt_text(message.get("content"))
-            if text is not None and not text.startswith(_INTERRUPT):
-                transcript.close()
-                return " ".join(text.split())[:120]
+    for head in plan.heads(f"i.flags & {_USER} AND i.results IS NULL"):
+        value, _data = transcript.value(head)
+        message = value.get("message") if isinstance(value.get("message"), dict) else {}
+        if value.get("isMeta") is True or value.get("isCompactSummary") is True:
+            continue
+        text = prompt_text(message.get("content"))
+        if text is not None and not text.startswith(_INTERRUPT):
+            transcript.close()
+            return " ".join(text.split())[:120]
     transcript.close()
     return None
 
@@ -569,13 +750,13 @@ def _agent_meta(path: Path) -> dict:
     return {k: value[k] for k in ("agentType", "description") if isinstance(value, dict) and isinstance(value.get(k), str)}
 
 
-def _build(transcript: _Transcript, items: list[_Item], sid: str, session_key: str, project: str | None, options: Options, *,
+def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, project: str | None, options: Options, *,
            whole_sidechain: bool, extra_source: dict, links: list[tuple[_Item | None, dict]] = (),
            title: str | None = None, skipped: dict[str, int] | None = None, lines: int | None = None) -> Session:
-    plan = _Plan(items, whole_sidechain=whole_sidechain)
+    plan = _Plan(transcript, grp, whole_sidechain=whole_sidechain)
     rank, line_title = _title_rank(transcript, plan)
     title = line_title or title or _first_prompt(transcript, plan)
-    created = next((it.stamp for it in items if it.stamp), None) or transcript.mtime  # summary-only files have no time
+    created = plan.first_stamp() or transcript.mtime  # summary-only files have no time
     status, orphan = _place(project)
     source = {"app": APP, "path": str(transcript.path), "key": session_key, "version": transcript.version, **extra_source}
     if transcript.session_id and transcript.session_id != session_key.split("/", 1)[0]:
@@ -585,7 +766,7 @@ def _build(transcript: _Transcript, items: list[_Item], sid: str, session_key: s
     session.records = _Records(transcript, plan, title_rank=rank, links=list(links), created=created)
     session.merged = plan.merged
     session.source_lines = lines
-    session.source_items = len(items) + sum((skipped or {}).values())
+    session.source_items = plan.size + sum((skipped or {}).values())
     for reason, count in (skipped or {}).items():
         session.skip(reason, count)
     return session
@@ -603,36 +784,66 @@ def _first_cwd(path: Path) -> str | None:
     return None
 
 
-def _sidechains(items: list[_Item]) -> dict[str, list[_Item]]:
-    """1.0.x inline subagents of a main transcript: its ``isSidechain`` chain records, by root."""
-    side = {it.uuid: it for it in items if it.uuid is not None and it.side}
-    if not side or len(side) == sum(1 for it in items if it.uuid is not None):
+def _sidechains(t: _Transcript) -> dict[str, int]:
+    """1.0.x inline subagents of a main transcript: its ``isSidechain`` chain records, moved to a
+    conversation (``grp``) of their own per root; returns root uuid -> its ``grp``, in file order."""
+    db, table, flags = t.db, t.table, t.flags
+    side = _CHAIN | _SIDE
+    distinct = db.one(f"SELECT COUNT(DISTINCT uuid) FROM {table} WHERE flags & {side} = {side}")
+    if not distinct or distinct == db.one(f"SELECT COUNT(*) FROM {table} WHERE flags & {_CHAIN}"):
         return {}
-    roots: dict[str, list[_Item]] = {}
-    root_of: dict[str, str] = {}  # memoised: every record is walked once
-    for it in items:
-        if it.uuid is None or not it.side:
+    # canonical: the last sidechain record with a uuid (as a uuid -> record map keeps it);
+    # up: the canonical record of its parent (-1: not a sidechain record's uuid)
+    canonical, up = array("q", [-1]) * t.count, array("q", [-1]) * t.count
+    lookup = f"(SELECT MAX(p.n) FROM {table} p WHERE p.uuid = c.{{}} AND p.uuid IS NOT NULL AND p.flags & {side} = {side})"
+    for n, own, parent in db.conn.execute(f"SELECT n, {lookup.format('uuid')}, {lookup.format('parent')} FROM {table} c "
+                                          f"WHERE flags & {side} = {side} ORDER BY n"):
+        canonical[n] = own
+        up[n] = -1 if parent is None else parent
+    root_of, walker = array("q", [-1]) * t.count, array("q", [-1]) * t.count  # by canonical record, memoised
+    groups: dict[int, int] = {}
+    rows: list[tuple[int, int]] = []
+    for n in range(t.count):
+        if flags[n] & side != side:
             continue
-        walked, seen, current = [], set(), it
-        while current.uuid not in root_of and isinstance(current.parent, str) and current.parent in side \
-                and current.uuid not in seen:
-            seen.add(current.uuid)
-            walked.append(current.uuid)
-            current = side[current.parent]
-        root = root_of.get(current.uuid, current.uuid)
-        for uuid in walked:
-            root_of[uuid] = root
-        root_of.setdefault(current.uuid, root)
-        roots.setdefault(root, []).append(it)
-    return roots
+        current, steps = n, 0
+        while root_of[canonical[current]] < 0 and up[current] >= 0 and walker[canonical[current]] != n:
+            walker[canonical[current]] = n
+            steps += 1
+            current = up[current]
+        root = root_of[canonical[current]] if root_of[canonical[current]] >= 0 else canonical[current]
+        walked = n
+        for _ in range(steps):  # the same walk again, recording its root
+            root_of[canonical[walked]] = root
+            walked = up[walked]
+        if root_of[canonical[current]] < 0:
+            root_of[canonical[current]] = root
+        rows.append((groups.setdefault(root, len(groups) + 1), n))
+        if len(rows) >= _BATCH:
+            db.conn.executemany(f"UPDATE {table} SET grp = ? WHERE n = ?", rows)
+            rows.clear()
+    db.conn.executemany(f"UPDATE {table} SET grp = ? WHERE n = ?", rows)
+    db.conn.execute(f"CREATE INDEX {table}_grp ON {table} (grp, n)")
+    t.grouped = True
+    return {_dec(db.one(f"SELECT uuid FROM {table} WHERE n = ?", (root,))): grp for root, grp in groups.items()}
 
 
-def _sessions(main: Path | None, agents: list[Path], options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
+def _anchors(t: _Transcript, agent_ids: set[str]) -> dict[str, _Item]:
+    """The tool result that returned each of ``agent_ids`` (the last one, in the main conversation)."""
+    anchors = {}
+    for n, agent in t.db.conn.execute(f"SELECT n, agent FROM {t.table} WHERE grp = 0 AND length(agent) ORDER BY n"):
+        if _dec(agent) in agent_ids:
+            anchors[_dec(agent)] = n
+    return {agent: t.item(n) for agent, n in anchors.items()}
+
+
+def _sessions(main: Path | None, agents: list[Path], options: Options, report: Callable[[Finding], None],
+              db: _Db) -> Iterator[Session]:
     parent_sid = None
     project = None
     subagent_sessions: list[tuple[Path, _Transcript, str]] = []
     if main is not None:
-        transcript = _Transcript(main, report)
+        transcript = _Transcript(main, report, db)
         parent_sid = _session_id(main)
         project = transcript.cwd
     else:  # only subagents: the session's transcript is gone, or was not named; its folder is named after it
@@ -641,46 +852,45 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
         project = _first_cwd(parent_file) if parent_file.is_file() else None  # file it beside its session
     parent_id = safe_id("claude", parent_sid)
     for agent in agents:
-        sub = _Transcript(agent, report)
+        sub = _Transcript(agent, report, db)
         agent_id = agent.stem[len("agent-"):]
         subagent_sessions.append((agent, sub, agent_id))
         if project is None:
             project = sub.cwd
     if main is not None:
-        groups = _sidechains(transcript.items)
-        moved = {it.n for group in groups.values() for it in group}
-        items = [it for it in transcript.items if it.n not in moved]
+        groups = _sidechains(transcript)
         links: list[tuple[_Item | None, dict]] = []
-        anchors = {it.agent: it for it in items if it.agent}
+        anchors = _anchors(transcript, {agent_id for _agent, _sub, agent_id in subagent_sessions})
         for agent, sub, agent_id in subagent_sessions:
             child = safe_id("claude", f"{parent_sid}-agent-{agent_id}")
             anchor = anchors.get(agent_id)
             link = {"kind": "event", "t": (anchor.stamp if anchor else None) or sub.first_stamp or transcript.first_stamp or "",
                     "type": "subagent", "session": child, "agentId": agent_id, "sourceKey": f"claude:subagent:{agent_id}"}
             if anchor is not None and anchor.results:
-                link["toolUseId"] = anchor.results[0]
+                link["toolUseId"] = loads(anchor.results)[0]
             links.append((anchor, link))
-        chain_before = {it.n: it for it in items if it.uuid is not None}
-        for root, group in groups.items():
+        for root, grp in groups.items():
             child = safe_id("claude", f"{parent_sid}-side-{root}")
-            before = max((n for n in chain_before if n < group[0].n), default=None)
-            anchor = chain_before.get(before) if before is not None else None
-            links.append((anchor, {"kind": "event", "t": group[0].stamp or "", "type": "subagent", "session": child,
+            first = transcript.item(db.one(f"SELECT MIN(n) FROM {transcript.table} WHERE grp = ?", (grp,)))
+            before = db.one(f"SELECT MAX(n) FROM {transcript.table} WHERE grp = 0 AND uuid IS NOT NULL AND n < ?", (first.n,))
+            anchor = transcript.item(before) if before is not None else None
+            links.append((anchor, {"kind": "event", "t": first.stamp or "", "type": "subagent", "session": child,
                                    "sidechainRoot": root, "sourceKey": f"claude:sidechain:{root}"}))
         skipped = dict(transcript.reader.skipped)
+        moved = db.one(f"SELECT COUNT(*) FROM {transcript.table} WHERE grp != 0")
         if moved:
-            skipped["in-sidechain-session"] = len(moved)
-        yield _build(transcript, items, parent_id, parent_sid, project, options, whole_sidechain=False,
+            skipped["in-sidechain-session"] = moved
+        yield _build(transcript, 0, parent_id, parent_sid, project, options, whole_sidechain=False,
                      extra_source={}, links=links, skipped=skipped, lines=transcript.reader.lines)
-        for root, group in groups.items():
-            yield _build(transcript, group, safe_id("claude", f"{parent_sid}-side-{root}"), f"{parent_sid}/sidechain/{root}",
+        for root, grp in groups.items():
+            yield _build(transcript, grp, safe_id("claude", f"{parent_sid}-side-{root}"), f"{parent_sid}/sidechain/{root}",
                          project, options, whole_sidechain=True, extra_source={"parent": parent_id, "sidechainRoot": root},
-                         lines=len({it.line for it in group}))
+                         lines=db.one(f"SELECT COUNT(DISTINCT line) FROM {transcript.table} WHERE grp = ?", (grp,)))
     for agent, sub, agent_id in subagent_sessions:
         extra = {"parent": parent_id, "agentId": agent_id, **_agent_meta(agent)}
         if main is None and not (agent.parent.parent.parent / f"{parent_sid}.jsonl").is_file():
             extra["parentMissing"] = True  # the session's transcript is gone (deleted at the source before it was imported)
-        yield _build(sub, sub.items, safe_id("claude", f"{parent_sid}-agent-{agent_id}"), f"{parent_sid}/{SUBAGENTS}/{agent.stem}",
+        yield _build(sub, 0, safe_id("claude", f"{parent_sid}-agent-{agent_id}"), f"{parent_sid}/{SUBAGENTS}/{agent.stem}",
                      project, options, whole_sidechain=True, extra_source=extra, title=extra.get("description"),
                      skipped=dict(sub.reader.skipped), lines=sub.reader.lines)
 
@@ -689,19 +899,23 @@ def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> I
     """Yield every Claude Code session under ``source`` (and each of its subagents) as a converted :class:`Session`."""
     for main, agents in _groups(source, report):
         where = main or agents[0]
+        db = _Db()  # what the group's sessions hold per record, until the last of them is written
         try:
-            sessions = list(_sessions(main, agents, options, report))
-        except OSError as exc:
-            report(Finding("unreadable", "error", str(where), None, None, f"cannot read: {exc.strerror or exc}; not imported"))
-            continue
-        except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
-            report(Finding("source-unreadable", "error", str(where), None, None,
-                           f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
-            continue
-        for session in sessions:
-            if not len(session.records):
-                report(Finding("source-skipped", "warning", session.source["path"], None, None,
-                               "holds no whole record (yet): no journal made; an import after it has one picks it up"))
+            try:
+                sessions = list(_sessions(main, agents, options, report, db))
+            except OSError as exc:
+                report(Finding("unreadable", "error", str(where), None, None, f"cannot read: {exc.strerror or exc}; not imported"))
                 continue
-            if not (options.orphans_only and not session.orphaned):
-                yield session
+            except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
+                report(Finding("source-unreadable", "error", str(where), None, None,
+                               f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
+                continue
+            for session in sessions:
+                if not len(session.records):
+                    report(Finding("source-skipped", "warning", session.source["path"], None, None,
+                                   "holds no whole record (yet): no journal made; an import after it has one picks it up"))
+                    continue
+                if not (options.orphans_only and not session.orphaned):
+                    yield session
+        finally:
+            db.close()

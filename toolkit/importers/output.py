@@ -15,6 +15,8 @@ import json
 import re
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 
 import orjson
@@ -25,8 +27,11 @@ from ..findings import Finding
 from ..journal import iter_records
 from ..lines import loads
 from ..stores import slug
+from .spill import KnownKeys
 
 UNASSIGNED = "_unassigned"
+#: An extension is appended this many bytes at a time, so a large one is never held whole.
+APPEND_BATCH = 8 << 20
 _SAFE_ID = re.compile(r"[A-Za-z0-9._-]+")
 
 
@@ -258,7 +263,7 @@ def _plan(session: Session, path: Path, records: list[dict]) -> tuple[Outcome, l
         return _refused(session, path, exc)
     new, extra = _additions(session, records, known, title)
     status = "updated" if new or extra else "unchanged"
-    return _outcome(session, path, len(known) + len(new), len(new), status), []
+    return _outcome(session, path, len(known) + new, new, status), []
 
 
 def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> Outcome:
@@ -287,27 +292,53 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict]) -> t
         known, last_seq, title = _existing(path)
     except LevelsessError as exc:
         return _refused(session, path, exc)
-    new, extra = _additions(session, records, known, title)
-    appended = extra + new
-    if not appended:
+    extra = []
+    if session.title is not None and session.title != title:  # the title record goes first: a pass for its time
+        _count, extra = _additions(session, records, known, title)
+    new = (record for _seen, record in _looked_at(records, known) if record is not None)
+    written = _append(path, chain(extra, new), last_seq)
+    if not written:
         return _outcome(session, path, len(known), 0, "unchanged"), findings
-    durable.append_lines(path, [encode(_numbered(r, n)) for n, r in enumerate(appended, start=last_seq + 1)])
-    return _outcome(session, path, len(known) + len(new), len(new), "updated"), findings
+    return _outcome(session, path, len(known) + written - len(extra), written - len(extra), "updated"), findings
 
 
-def _additions(session: Session, records: list[dict], known: dict, title: object) -> tuple[list[dict], list[dict]]:
-    """The records a journal lacks (or whose partial copy they complete), and a title change."""
-    new = []
-    when = session.created_at
+def _append(path: Path, records: Iterable[dict], seq: int) -> int:
+    """Append ``records`` numbered from ``seq`` + 1, about :data:`APPEND_BATCH` bytes at a time;
+    return how many.  A kill between two batches leaves whole records, which the next import
+    counts as held and continues after."""
+    batch, size, count = [], 0, 0
+    for count, record in enumerate(records, start=1):
+        batch.append(encode(_numbered(record, seq + count)))
+        size += len(batch[-1])
+        if size >= APPEND_BATCH:
+            durable.append_lines(path, batch)
+            batch, size = [], 0
+    if batch:
+        durable.append_lines(path, batch)
+    return count
+
+
+def _looked_at(records, known) -> Iterator[tuple[dict, dict | None]]:
+    """Each record looked at, with what the journal lacks of it: itself, its supersession (a
+    partial copy it completes) or None."""
     select = getattr(records, "select", None)  # a lazy source converts only what may be new
     for record in select(known) if select is not None else records:
         key = record.get("sourceKey")
-        when = record.get("t") or when
         if key not in known:
-            if record.get(ALIAS) not in known:
-                new.append(record)
+            yield record, (record if record.get(ALIAS) not in known else None)
         elif known[key] is not None and not record.get("partial"):  # finished since: supersede it
-            new.append({**record, "replaces": known[key]})
+            yield record, {**record, "replaces": known[key]}
+        else:
+            yield record, None
+
+
+def _additions(session: Session, records: list[dict], known: KnownKeys, title: object) -> tuple[int, list[dict]]:
+    """How many records a journal lacks (or whose partial copy they complete), and a title change."""
+    new = 0
+    when = session.created_at
+    for record, addition in _looked_at(records, known):
+        when = record.get("t") or when
+        new += addition is not None
     extra = []
     if session.title is not None and session.title != title:
         extra.append({"kind": "title", "t": when, "title": session.title})
@@ -343,10 +374,10 @@ def _trim_torn_tail(store: Path, path: Path) -> Path | None:
     return durable.truncate_saving(path, keep, size, recovered)
 
 
-def _existing(path: Path) -> tuple[dict, int, object]:
+def _existing(path: Path) -> tuple[KnownKeys, int, object]:
     """Source keys (each mapped to the seq of its record when that record is still
     ``partial``, else None), the last seq and the current title; raises on damage."""
-    known: dict[str, int | None] = {}
+    known = KnownKeys()  # a million records' keys do not stay in memory
     last_seq, title = 0, None
     for _line, _offset, record in iter_records(path):
         kind = record.get("kind")

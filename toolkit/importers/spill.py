@@ -1,0 +1,90 @@
+"""Import state that grows with the source, kept out of memory: a private temporary SQLite database.
+
+A transcript of a million records must import in the memory of one of a thousand (issue 28):
+what an importer needs per record (where it is, its uuid and parent, its key) goes into a
+database that :func:`temp_db` opens on no file name.  SQLite holds at most :data:`CACHE_KIB`
+of its pages in memory and writes the rest to a temporary file that it deletes on close, and
+that on POSIX is unlinked as soon as it is opened, so a killed import leaves nothing behind.
+Nothing is ever committed: the database lives for one session's import and is thrown away.
+
+:class:`KnownKeys` is the journal side: the source keys a journal already holds, in a dict
+while they are few, in such a database past :data:`KNOWN_IN_MEMORY`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+#: Pages SQLite keeps in memory per database (KiB); the rest is in its temporary file.
+CACHE_KIB = 8 << 10
+#: Keys a :class:`KnownKeys` holds in a dict (about 150 bytes each) before it moves them to disk.
+KNOWN_IN_MEMORY = 50_000
+_MISSING = object()
+
+
+def temp_db() -> sqlite3.Connection:
+    """A private temporary database, in one transaction that is never committed."""
+    conn = sqlite3.connect("", isolation_level=None)
+    for pragma in (f"cache_size=-{CACHE_KIB}", "journal_mode=OFF", "synchronous=OFF", "temp_store=FILE"):
+        conn.execute(f"PRAGMA {pragma}")
+    conn.execute("BEGIN")
+    return conn
+
+
+class KnownKeys:
+    """``sourceKey -> seq | None`` for every record of a journal (the seq when that record is
+    still ``partial``), read like a dict: ``in``, ``[]``, ``get``, ``len``."""
+
+    def __init__(self) -> None:
+        self._dict: dict[str, int | None] | None = {}
+        self._db: sqlite3.Connection | None = None
+
+    def __setitem__(self, key: str, seq: int | None) -> None:
+        """A later record with the same key wins."""
+        if self._dict is not None:
+            self._dict[key] = seq
+            if len(self._dict) > KNOWN_IN_MEMORY:
+                self._spill()
+        else:
+            self._db.execute("INSERT OR REPLACE INTO known VALUES (?, ?)", (key, seq))
+
+    def setdefault(self, key: str, _default: None = None) -> None:
+        """A key the journal holds, unless it is there already (with no seq)."""
+        if self._dict is not None:
+            self._dict.setdefault(key, None)
+            if len(self._dict) > KNOWN_IN_MEMORY:
+                self._spill()
+        else:
+            self._db.execute("INSERT OR IGNORE INTO known VALUES (?, NULL)", (key,))
+
+    def _spill(self) -> None:
+        self._db = temp_db()
+        self._db.execute("CREATE TABLE known (key TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID")
+        self._db.executemany("INSERT INTO known VALUES (?, ?)", self._dict.items())
+        self._dict = None
+
+    def get(self, key: str, default: object = None) -> object:
+        if self._dict is not None:
+            return self._dict.get(key, default)
+        row = self._db.execute("SELECT seq FROM known WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key, _MISSING) is not _MISSING
+
+    def __getitem__(self, key: str) -> int | None:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __len__(self) -> int:
+        if self._dict is not None:
+            return len(self._dict)
+        return self._db.execute("SELECT COUNT(*) FROM known").fetchone()[0]
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._dict = {}
