@@ -365,6 +365,42 @@ def test_the_journals_are_the_reference_bytes_and_so_is_what_a_reimport_appends(
         assert [path for path in got if got[path] != reference[name][path]] == [], f"journals differ ({name} import)"
 
 
+def test_keys_held_on_disk_and_appends_in_batches_write_the_same_bytes(tmp_path, monkeypatch):
+    """Past KNOWN_IN_MEMORY a journal's keys move to a temporary database, and an extension is
+    appended APPEND_BATCH bytes at a time (here one record at a time): same journals, and a
+    re-import after that finds nothing new."""
+    from toolkit.importers import output, spill
+
+    digests = []
+    for name, known, batch in (("memory", spill.KNOWN_IN_MEMORY, output.APPEND_BATCH), ("disk", 0, 1)):
+        monkeypatch.setattr(spill, "KNOWN_IN_MEMORY", known)
+        monkeypatch.setattr(output, "APPEND_BATCH", batch)
+        root, store = copy_tree(tmp_path / name), tmp_path / name / "store"
+        do_import(root, store)
+        claude_shapes.grow(root / "projects")
+        _result, report = do_import(root, store)
+        assert "updated" in {s["status"] for s in report["sessions"]}
+        _result, report = do_import(root, store)
+        assert {s["status"] for s in report["sessions"]} == {"unchanged"}
+        digests.append(claude_shapes.digests(store, root))
+    assert digests[0] == digests[1]
+
+
+def test_lines_re_read_from_disk_give_the_journals_of_lines_kept_in_memory(tmp_path, monkeypatch):
+    """Past the group's KEEP_IN_MEMORY budget a transcript's lines are re-read by offset: same journals."""
+    from toolkit.importers import claude
+
+    root = copy_tree(tmp_path)
+    kept = tmp_path / "kept"
+    do_import(root, kept)
+    monkeypatch.setattr(claude, "KEEP_IN_MEMORY", 0)
+    read = tmp_path / "read"
+    result, _report = do_import(root, read)
+    assert result.exit_code == 0
+    for path in kept.rglob("*.jsonl"):
+        assert (read / path.relative_to(kept)).read_bytes() == path.read_bytes()
+
+
 def test_a_transcript_rewritten_between_its_two_passes_is_refused_not_mixed(tmp_path, monkeypatch):
     from toolkit.importers import claude
 
@@ -372,6 +408,7 @@ def test_a_transcript_rewritten_between_its_two_passes_is_refused_not_mixed(tmp_
     target = root / "projects" / BIG
     target.parent.mkdir(parents=True)
     shutil.copyfile(FIXTURES / "projects" / BIG, target)
+    monkeypatch.setattr(claude, "KEEP_IN_MEMORY", 0)
     real = claude._build
 
     def rewrite_then_build(transcript, *args, **kwargs):

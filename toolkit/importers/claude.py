@@ -53,12 +53,16 @@ from ..index import utc_iso
 from ..lines import loads, open_regular
 from .output import ALIAS, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, safe_id
 from .sourcelines import SourceLine, SourceReader
-from .spill import temp_db
+from .spill import from_db, temp_db, to_db
 from .uris import apply_map, is_foreign
 
 __all__ = ["APP", "Options", "detect", "scan", "source_files"]
 
 APP = "claude-code"
+#: Bytes of source lines an import group (a session with its subagents) keeps parsed between its
+#: two passes; the rest are re-read at their offset.  A budget, not a file size: memory stays
+#: the same whatever the transcripts' size or number of records.
+KEEP_IN_MEMORY = 2 << 20
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _INTERRUPT = "[Request interrupted by user"
 _FINAL = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn"})  # nothing of the response follows
@@ -134,15 +138,6 @@ _ITEMS = ("(n INTEGER PRIMARY KEY, grp INTEGER NOT NULL, flags INTEGER NOT NULL,
 _COLUMNS = "n, line, offset, size, kind, uuid, parent, stamp, results, key"
 
 
-def _enc(text: str | None) -> bytes | None:
-    """A string as the database holds it: UTF-8 bytes, lone surrogates (valid JSON) included."""
-    return None if text is None else text.encode("utf-8", "surrogatepass")
-
-
-def _dec(data: bytes | None) -> str | None:
-    return None if data is None else data.decode("utf-8", "surrogatepass")
-
-
 def _ids(ids: list) -> bytes | None:
     """A list of ids as one JSON value (None for none), compared and read back whole."""
     if not ids:
@@ -170,7 +165,7 @@ class _Item(NamedTuple):
     @classmethod
     def of(cls, row: tuple) -> _Item:
         n, line, offset, size, kind, uuid, parent, stamp, results, key = row
-        return cls(n, line, offset, size, _dec(kind), _dec(uuid), _dec(parent), _dec(stamp), results, _dec(key))
+        return cls(n, line, offset, size, from_db(kind), from_db(uuid), from_db(parent), from_db(stamp), results, from_db(key))
 
 
 def _row(n: int, src: SourceLine, value: dict, stamp: str | None) -> tuple[tuple, int]:
@@ -200,8 +195,8 @@ def _row(n: int, src: SourceLine, value: dict, stamp: str | None) -> tuple[tuple
         if isinstance(result, dict) and isinstance(result.get("agentId"), str):
             agent = result["agentId"]
     key = f"claude:{uuid}" if uuid else "claude:h:" + hashlib.sha256(src.data).hexdigest()[:24]
-    return (n, 0, flags, src.line, src.offset, len(src.data), _enc(kind), _enc(uuid), _enc(parent if isinstance(parent, str) else None),
-            _enc(stamp), _enc(logical if isinstance(logical, str) else None), msg, uses, results, _enc(agent), _enc(key)), flags
+    return (n, 0, flags, src.line, src.offset, len(src.data), to_db(kind), to_db(uuid), to_db(parent if isinstance(parent, str) else None),
+            to_db(stamp), to_db(logical if isinstance(logical, str) else None), msg, uses, results, to_db(agent), to_db(key)), flags
 
 
 class _Db:
@@ -211,6 +206,7 @@ class _Db:
     def __init__(self) -> None:
         self.conn = temp_db()
         self.tables = 0
+        self.keep = KEEP_IN_MEMORY  # bytes of source lines the group may still keep parsed
 
     def table(self, columns: str) -> str:
         self.tables += 1
@@ -239,6 +235,7 @@ class _Transcript:
         self.cwd = self.version = self.session_id = None
         self.first_stamp: str | None = None
         self.grouped = False  # some records moved to sessions of their own (1.0.x inline sidechains)
+        self.kept: dict[int, tuple[dict, bytes]] = {}  # parsed lines within the group's KEEP_IN_MEMORY
         stamp = None
         rows = []
         insert = f"INSERT INTO {self.table} VALUES ({', '.join('?' * 16)})"
@@ -253,13 +250,16 @@ class _Transcript:
                 self.version = value.get("version") if isinstance(value.get("version"), str) else None
                 self.session_id = value.get("sessionId") if isinstance(value.get("sessionId"), str) else None
             self.flags.append(flags)
+            if len(src.data) <= db.keep:
+                db.keep -= len(src.data)
+                self.kept[row[0]] = (value, src.data)
             rows.append(row)
             if len(rows) >= _BATCH:
                 db.conn.executemany(insert, rows)
                 rows.clear()
         db.conn.executemany(insert, rows)
         self.count = len(self.flags)
-        db.conn.execute(f"CREATE INDEX {self.table}_uuid ON {self.table} (uuid, n) WHERE uuid IS NOT NULL")
+        db.conn.execute(f"CREATE INDEX {self.table}_uuid ON {self.table} (uuid, grp, n) WHERE uuid IS NOT NULL")
         self._number_repeats()
         try:
             self.mtime: str | None = utc_iso(path.stat().st_mtime)
@@ -281,7 +281,7 @@ class _Transcript:
             seen = seen + 1 if key == previous else 1
             previous = key
             if seen > 1:
-                updates.append((key + f"#{seen}".encode(), n))
+                updates.append((to_db(f"{from_db(key)}#{seen}"), n))
         self.db.conn.executemany(f"UPDATE {t} SET key = ? WHERE n = ?", updates)
 
     def parents(self) -> array:
@@ -302,7 +302,10 @@ class _Transcript:
         return _Item.of(self.db.conn.execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE n = ?", (n,)).fetchone())
 
     def value(self, item: _Item) -> tuple[dict, bytes]:
-        """The record and its bytes, re-read at its offset."""
+        """The record and its bytes (kept from the first pass, or re-read at its offset)."""
+        kept = self.kept.get(item.n)
+        if kept is not None:
+            return kept
         if self._handle is None:
             self._handle = open_regular(self.path)
         self._handle.seek(item.offset)
@@ -345,6 +348,7 @@ class _Plan:
         for (n,) in db.conn.execute(f"SELECT n FROM {siblings}"):
             t.on[n] = 1
         self._units()
+        db.conn.execute(f"CREATE INDEX {self.shown}_n ON {self.shown} (n)")
         shown = db.one(f"SELECT COUNT(*) FROM {self.shown}")
         self.units = db.one(f"SELECT COUNT(*) FROM {self.shown} WHERE unit = pos")
         self.rest = self.size - shown
@@ -419,18 +423,17 @@ class _Plan:
 
     def rest_items(self) -> Iterator[_Item]:
         """The records off the shown chain, in file order."""
-        on = self.t.on
-        for row in self.t.db.conn.execute(f"SELECT {_COLUMNS} FROM {self.t.table} WHERE grp = ? ORDER BY n", (self.grp,)):
-            if not on[row[0]]:
-                yield _Item.of(row)
+        for row in self.t.db.conn.execute(f"SELECT {_COLUMNS} FROM {self.t.table} WHERE grp = ? AND n NOT IN "
+                                          f"(SELECT n FROM {self.shown}) ORDER BY n", (self.grp,)):
+            yield _Item.of(row)
 
     def has(self, uuid: str) -> bool:
         """Whether a chain record of this conversation has ``uuid``."""
         return self.t.db.one(f"SELECT 1 FROM {self.t.table} WHERE uuid = ? AND uuid IS NOT NULL AND grp = ? LIMIT 1",
-                             (_enc(uuid), self.grp)) is not None
+                             (to_db(uuid), self.grp)) is not None
 
     def first_stamp(self) -> str | None:
-        return _dec(self.t.db.one(f"SELECT stamp FROM {self.t.table} WHERE grp = ? AND length(stamp) ORDER BY n LIMIT 1",
+        return from_db(self.t.db.one(f"SELECT stamp FROM {self.t.table} WHERE grp = ? AND length(stamp) ORDER BY n LIMIT 1",
                                   (self.grp,)))
 
     def _partial(self) -> int | None:
@@ -695,7 +698,7 @@ def _title_rank(transcript: _Transcript, plan: _Plan) -> tuple[int, str | None]:
     """The highest kind of title the file has (3 custom, 2 ai, 1 summary of this file, 0 none),
     and the title a listing shows: the last of that kind."""
     rank, title = 0, None
-    kinds = tuple(_enc(kind) for kind in _TITLES)
+    kinds = tuple(to_db(kind) for kind in _TITLES)
     for row in transcript.db.conn.execute(f"SELECT {_COLUMNS} FROM {transcript.table} WHERE grp = ? AND uuid IS NULL "
                                           f"AND kind IN ({', '.join('?' * len(kinds))}) ORDER BY n", (plan.grp, *kinds)):
         item = _Item.of(row)
@@ -825,15 +828,15 @@ def _sidechains(t: _Transcript) -> dict[str, int]:
     db.conn.executemany(f"UPDATE {table} SET grp = ? WHERE n = ?", rows)
     db.conn.execute(f"CREATE INDEX {table}_grp ON {table} (grp, n)")
     t.grouped = True
-    return {_dec(db.one(f"SELECT uuid FROM {table} WHERE n = ?", (root,))): grp for root, grp in groups.items()}
+    return {from_db(db.one(f"SELECT uuid FROM {table} WHERE n = ?", (root,))): grp for root, grp in groups.items()}
 
 
 def _anchors(t: _Transcript, agent_ids: set[str]) -> dict[str, _Item]:
     """The tool result that returned each of ``agent_ids`` (the last one, in the main conversation)."""
     anchors = {}
     for n, agent in t.db.conn.execute(f"SELECT n, agent FROM {t.table} WHERE grp = 0 AND length(agent) ORDER BY n"):
-        if _dec(agent) in agent_ids:
-            anchors[_dec(agent)] = n
+        if from_db(agent) in agent_ids:
+            anchors[from_db(agent)] = n
     return {agent: t.item(n) for agent, n in anchors.items()}
 
 

@@ -22,6 +22,16 @@ KNOWN_IN_MEMORY = 50_000
 _MISSING = object()
 
 
+def to_db(text: str | None) -> str | bytes | None:
+    """A string as these databases hold it: ASCII as text, anything else as UTF-8 bytes, lone
+    surrogates (valid JSON) included.  Equal strings are held alike, so SQL compares them right."""
+    return text if text is None or text.isascii() else text.encode("utf-8", "surrogatepass")
+
+
+def from_db(value: str | bytes | None) -> str | None:
+    return value if value is None or type(value) is str else value.decode("utf-8", "surrogatepass")
+
+
 def temp_db() -> sqlite3.Connection:
     """A private temporary database, in one transaction that is never committed."""
     conn = sqlite3.connect("", isolation_level=None)
@@ -46,7 +56,7 @@ class KnownKeys:
             if len(self._dict) > KNOWN_IN_MEMORY:
                 self._spill()
         else:
-            self._db.execute("INSERT OR REPLACE INTO known VALUES (?, ?)", (key, seq))
+            self._db.execute("INSERT OR REPLACE INTO known VALUES (?, ?)", (to_db(key), seq))
 
     def setdefault(self, key: str, _default: None = None) -> None:
         """A key the journal holds, unless it is there already (with no seq)."""
@@ -55,18 +65,20 @@ class KnownKeys:
             if len(self._dict) > KNOWN_IN_MEMORY:
                 self._spill()
         else:
-            self._db.execute("INSERT OR IGNORE INTO known VALUES (?, NULL)", (key,))
+            self._db.execute("INSERT OR IGNORE INTO known VALUES (?, NULL)", (to_db(key),))
 
     def _spill(self) -> None:
         self._db = temp_db()
-        self._db.execute("CREATE TABLE known (key TEXT PRIMARY KEY, seq INTEGER) WITHOUT ROWID")
-        self._db.executemany("INSERT INTO known VALUES (?, ?)", self._dict.items())
+        self._db.execute("CREATE TABLE known (key BLOB PRIMARY KEY, seq INTEGER) WITHOUT ROWID")
+        self._db.executemany("INSERT INTO known VALUES (?, ?)", ((to_db(key), seq) for key, seq in self._dict.items()))
         self._dict = None
 
     def get(self, key: str, default: object = None) -> object:
         if self._dict is not None:
             return self._dict.get(key, default)
-        row = self._db.execute("SELECT seq FROM known WHERE key = ?", (key,)).fetchone()
+        if not isinstance(key, str):
+            return default
+        row = self._db.execute("SELECT seq FROM known WHERE key = ?", (to_db(key),)).fetchone()
         return default if row is None else row[0]
 
     def __contains__(self, key: object) -> bool:

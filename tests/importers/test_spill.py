@@ -1,0 +1,67 @@
+"""The import's state kept out of memory (toolkit/importers/spill.py): a KnownKeys answers like
+the dict it stands for, before and after its keys move to a temporary database, and that
+database's file is deleted from the start."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import pytest
+
+from toolkit.importers import spill
+
+_KEYS = st.text(alphabet="ab:#\udc80é", max_size=4)  # a lone surrogate is valid JSON, so a valid key
+_OPS = st.lists(st.tuples(st.sampled_from(["set", "setdefault"]), _KEYS, st.one_of(st.none(), st.integers(0, 9))), max_size=40)
+
+
+@pytest.fixture
+def monkeypatch_limit(monkeypatch):
+    """Set spill.KNOWN_IN_MEMORY for one example (hypothesis runs many in one test)."""
+    return lambda limit: monkeypatch.setattr(spill, "KNOWN_IN_MEMORY", limit)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS, limit=st.integers(0, 5), probes=st.lists(_KEYS, max_size=10))
+def test_known_keys_answer_like_a_dict_before_and_after_they_move_to_disk(monkeypatch_limit, ops, limit, probes):
+    monkeypatch_limit(limit)
+    known, model = spill.KnownKeys(), {}
+    for op, key, seq in ops:
+        if op == "set":
+            known[key], model[key] = seq, seq
+        else:
+            known.setdefault(key, None)
+            model.setdefault(key, None)
+    assert len(known) == len(model)
+    for key in [*model, *probes, None]:
+        assert (key in known) == (key in model)
+        assert known.get(key, "absent") == model.get(key, "absent")
+        if key in model:
+            assert known[key] == model[key]
+    known.close()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads the open files from /proc")
+def test_the_temporary_database_spills_to_a_file_that_is_already_deleted():
+    """Past its cache the database writes to a file; that file was unlinked as soon as it was
+    made, so a killed import leaves nothing behind."""
+    def spill_files() -> list[str]:
+        links = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                links.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                continue
+        return [link for link in links if "etilqs_" in link]
+
+    before = spill_files()
+    db = spill.temp_db()
+    db.execute("CREATE TABLE t (a BLOB)")
+    db.executemany("INSERT INTO t VALUES (?)", ((os.urandom(512),) for _ in range(40_000)))  # 20 MB: past its cache
+    assert db.execute("SELECT COUNT(*) FROM t").fetchone() == (40_000,)
+    opened = [link for link in spill_files() if link not in before]
+    assert opened, "20 MB were written without a temporary file"
+    assert all(link.endswith(" (deleted)") and not os.path.exists(link[:-len(" (deleted)")]) for link in opened), opened
+    db.close()
+    assert [link for link in spill_files() if link not in before] == []
