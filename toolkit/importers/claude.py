@@ -31,6 +31,12 @@ occurrence), so a re-import appends only what is new and never rewrites a journa
 still being written is imported ``partial`` and superseded once it is whole.  The source is
 opened read-only and never written; damaged lines import every whole record in them and report
 the rest (:mod:`toolkit.importers.sourcelines`).
+
+Memory does not grow with a transcript's records (issue 28: a 1,000,000-record transcript took
+3.4 GB): what the graph and the conversion need of each record is a row in a private temporary
+SQLite database (:func:`toolkit.importers.spill.temp_db`), the walks run over two arrays of
+about 11 bytes a record, and each record is converted from its line, re-read at its offset
+(or kept parsed from the first pass, within a fixed budget).
 """
 
 from __future__ import annotations
@@ -224,8 +230,9 @@ class _Db:
 
 class _Transcript:
     """A transcript file read once: a row per whole record in a table of ``db`` (where it is,
-    its uuid, parent, message and key), and in memory only a byte of flags per record, then its
-    resolved parent (:meth:`parents`).  So memory does not grow with the transcript's records."""
+    its uuid, parent, message and key); in memory a byte of flags per record, then its resolved
+    parent (:meth:`parents`) and two bytes of the conversation's walk, about 11 bytes a record;
+    and the parsed lines the group's :data:`KEEP_IN_MEMORY` budget holds."""
 
     def __init__(self, path: Path, report: Callable[[Finding], None], db: _Db) -> None:
         self.path, self.db = path, db
@@ -234,7 +241,6 @@ class _Transcript:
         self.flags = bytearray()
         self.cwd = self.version = self.session_id = None
         self.first_stamp: str | None = None
-        self.grouped = False  # some records moved to sessions of their own (1.0.x inline sidechains)
         self.kept: dict[int, tuple[dict, bytes]] = {}  # parsed lines within the group's KEEP_IN_MEMORY
         stamp = None
         rows = []
@@ -282,6 +288,9 @@ class _Transcript:
             previous = key
             if seen > 1:
                 updates.append((to_db(f"{from_db(key)}#{seen}"), n))
+            if len(updates) >= _BATCH:
+                self.db.conn.executemany(f"UPDATE {t} SET key = ? WHERE n = ?", updates)
+                updates.clear()
         self.db.conn.executemany(f"UPDATE {t} SET key = ? WHERE n = ?", updates)
 
     def parents(self) -> array:
@@ -827,7 +836,6 @@ def _sidechains(t: _Transcript) -> dict[str, int]:
             rows.clear()
     db.conn.executemany(f"UPDATE {table} SET grp = ? WHERE n = ?", rows)
     db.conn.execute(f"CREATE INDEX {table}_grp ON {table} (grp, n)")
-    t.grouped = True
     return {from_db(db.one(f"SELECT uuid FROM {table} WHERE n = ?", (root,))): grp for root, grp in groups.items()}
 
 

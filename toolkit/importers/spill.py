@@ -45,39 +45,50 @@ class KnownKeys:
     """``sourceKey -> seq | None`` for every record of a journal (the seq when that record is
     still ``partial``), read like a dict: ``in``, ``[]``, ``get``, ``len``."""
 
+    #: A write: the key, its seq, and whether it replaces a seq already there (``known[key] = seq``)
+    #: or not (``known.setdefault(key)``).  Writes wait in a short list, in order, until a read.
+    _UPSERT = "INSERT INTO known VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET seq = excluded.seq WHERE ?3"
+
     def __init__(self) -> None:
         self._dict: dict[str, int | None] | None = {}
         self._db: sqlite3.Connection | None = None
+        self._pending: list[tuple[str | bytes, int | None, bool]] = []
 
     def __setitem__(self, key: str, seq: int | None) -> None:
         """A later record with the same key wins."""
-        if self._dict is not None:
-            self._dict[key] = seq
-            if len(self._dict) > KNOWN_IN_MEMORY:
-                self._spill()
-        else:
-            self._db.execute("INSERT OR REPLACE INTO known VALUES (?, ?)", (to_db(key), seq))
+        self._write(key, seq, True)
 
     def setdefault(self, key: str, _default: None = None) -> None:
         """A key the journal holds, unless it is there already (with no seq)."""
-        if self._dict is not None:
-            self._dict.setdefault(key, None)
-            if len(self._dict) > KNOWN_IN_MEMORY:
-                self._spill()
-        else:
-            self._db.execute("INSERT OR IGNORE INTO known VALUES (?, NULL)", (to_db(key),))
+        self._write(key, None, False)
 
-    def _spill(self) -> None:
-        self._db = temp_db()
-        self._db.execute("CREATE TABLE known (key BLOB PRIMARY KEY, seq INTEGER) WITHOUT ROWID")
-        self._db.executemany("INSERT INTO known VALUES (?, ?)", ((to_db(key), seq) for key, seq in self._dict.items()))
-        self._dict = None
+    def _write(self, key: str, seq: int | None, replace: bool) -> None:
+        if self._dict is None:
+            self._pending.append((to_db(key), seq, replace))
+            if len(self._pending) >= 4096:
+                self._flush()
+            return
+        if replace:
+            self._dict[key] = seq
+        else:
+            self._dict.setdefault(key, None)
+        if len(self._dict) > KNOWN_IN_MEMORY:
+            self._db = temp_db()
+            self._db.execute("CREATE TABLE known (key BLOB PRIMARY KEY, seq INTEGER) WITHOUT ROWID")
+            self._db.executemany("INSERT INTO known VALUES (?, ?)", ((to_db(k), v) for k, v in self._dict.items()))
+            self._dict = None
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._db.executemany(self._UPSERT, self._pending)
+            self._pending.clear()
 
     def get(self, key: str, default: object = None) -> object:
         if self._dict is not None:
             return self._dict.get(key, default)
         if not isinstance(key, str):
             return default
+        self._flush()
         row = self._db.execute("SELECT seq FROM known WHERE key = ?", (to_db(key),)).fetchone()
         return default if row is None else row[0]
 
@@ -93,10 +104,11 @@ class KnownKeys:
     def __len__(self) -> int:
         if self._dict is not None:
             return len(self._dict)
+        self._flush()
         return self._db.execute("SELECT COUNT(*) FROM known").fetchone()[0]
 
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
             self._db = None
-        self._dict = {}
+        self._dict, self._pending = {}, []
