@@ -1,12 +1,12 @@
 #!/usr/bin/env python
-"""Peak memory of `import --from claude` by transcript size (issue 28) - a standalone script, not a pytest test.
+"""Peak memory of `import --from claude|codex` by source size (issue 28) - a standalone script, not a pytest test.
 
-    python tests/bench/bench_import_memory.py [--records 10000,100000] [--out DIR] [--json]
+    python tests/bench/bench_import_memory.py [--from claude|codex] [--records 10000,100000] [--out DIR] [--json]
 
 For each N builds (or reuses, with --out) one Claude Code transcript of N records
-(tests/bench/claude_transcript.py: realistic small records, about 610 bytes a line), and one of
-1,000 records as the baseline, then measures each as a subprocess under tests/bench/probe.py's
-PROBE, in one run:
+(tests/bench/claude_transcript.py: realistic small records, about 610 bytes a line) or one
+Codex rollout (tests/bench/codex_rollout.py, about 200 bytes a line), and one of 1,000 records
+as the baseline, then measures each as a subprocess under tests/bench/probe.py's PROBE, in one run:
 
   import     `levelsess import --from claude --source ROOT --store EMPTY --json`
   re-import  the same command on that store: nothing new, nothing written
@@ -32,19 +32,23 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from claude_transcript import write  # noqa: E402
+import claude_transcript  # noqa: E402
+import codex_rollout  # noqa: E402
 from probe import PROBE  # noqa: E402
 
 MB, MIB = 10**6, 1 << 20
 BASELINE = 1_000
 
 
-def run_import(root: Path, store: Path) -> tuple[float, int, dict]:
+WRITERS = {"claude": claude_transcript.write, "codex": codex_rollout.write}
+
+
+def run_import(source: str, root: Path, store: Path) -> tuple[float, int, dict]:
     """(wall seconds, peak RSS bytes, the --json report) of one import under the probe."""
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "rss"
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", PROBE, str(report), "import", "--from", "claude", "--source", str(root),
+        proc = subprocess.run([sys.executable, "-c", PROBE, str(report), "import", "--from", source, "--source", str(root),
                                "--store", str(store), "--json"], capture_output=True)
         wall = time.perf_counter() - started
         if proc.returncode != 0:
@@ -52,15 +56,15 @@ def run_import(root: Path, store: Path) -> tuple[float, int, dict]:
         return wall, int(report.read_text()), json.loads(proc.stdout)
 
 
-def measure(root: Path, records: int, scratch: Path) -> dict:
-    """Build (or reuse) the transcript of ``records`` under ``root``; import it, then again."""
-    source = next(root.glob("projects/*/*.jsonl"), None) if root.is_dir() else None
+def measure(kind: str, root: Path, records: int, scratch: Path) -> dict:
+    """Build (or reuse) the source of ``records`` under ``root``; import it, then again."""
+    source = next(root.rglob("*.jsonl"), None) if root.is_dir() else None
     if source is None:
-        source = write(root, records)
+        source = WRITERS[kind](root, records)
     store = scratch / f"store-{records}"
-    wall, rss, report = run_import(root, store)
+    wall, rss, report = run_import(kind, root, store)
     assert [s["status"] for s in report["sessions"]] == ["created"], "a first import creates the session"
-    again, again_rss, second = run_import(root, store)
+    again, again_rss, second = run_import(kind, root, store)
     assert [s["status"] for s in second["sessions"]] == ["unchanged"], "a re-import finds nothing new"
     shutil.rmtree(store, ignore_errors=True)
     size = source.stat().st_size
@@ -70,7 +74,8 @@ def measure(root: Path, records: int, scratch: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", default="10000,100000", help="comma-separated transcript sizes, in records")
+    parser.add_argument("--from", dest="kind", choices=sorted(WRITERS), default="claude")
+    parser.add_argument("--records", default="10000,100000", help="comma-separated source sizes, in records")
     parser.add_argument("--out", type=Path, help="build the transcripts here and keep them (reused when they exist)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -78,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="levelsess-bench-import-memory-"))
     home = args.out or scratch
     try:
-        results = [measure(home / f"claude-{n}", n, scratch) for n in [BASELINE, *sorted(sizes)]]
+        results = [measure(args.kind, home / f"{args.kind}-{n}", n, scratch) for n in [BASELINE, *sorted(sizes)]]
         base, results = results[0], results[1:]
         growth = {}
         if len(results) > 1:
@@ -88,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps({"baseline": base, "results": results, "bytes_per_record": growth}, indent=2))
             return 0
-        print(f"baseline: {BASELINE:,} records, import peak RSS {base['import']['rss_mib']} MiB, "
+        print(f"--from {args.kind}; baseline: {BASELINE:,} records, import peak RSS {base['import']['rss_mib']} MiB, "
               f"re-import {base['re-import']['rss_mib']} MiB")
         for result in results:
             for name in ("import", "re-import"):

@@ -17,8 +17,6 @@ from tests.importers import claude_shapes
 from tests.importers.claude_reader import conversation, journal, journal_conversation, raw_lines, source_records
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "claude-code"
-if not FIXTURES.is_dir():  # the repository sits beside shared/ on the team machine (a worktree does not)
-    FIXTURES = Path("/work/shared/fixtures/claude-code")
 if not FIXTURES.is_dir():  # the real fixtures live in shared/, beside the checkout
     pytest.skip(f"{FIXTURES} is not here (the repository is not checked out beside shared/)", allow_module_level=True)
 

@@ -323,3 +323,22 @@ def test_session_from_rollout_never_opens_the_source_for_writing(tmp_path):
     session = session_from_rollout(home / SMALL, Options(), found.append)
     assert session is not None and session.records and snapshot(home) == before
     shutil.rmtree(home)
+
+
+def test_the_journals_are_the_reference_bytes_and_so_is_what_a_reimport_appends(tmp_path):
+    """Byte for byte the journals the importer wrote when it held every record in memory (issue
+    28; tests/data/codex_import_reference.json, pinned by that code), on the real fixtures, a
+    regular rollout and odd shapes, then after each rollout grew."""
+    from tests.importers import claude_shapes, codex_shapes
+
+    reference = json.loads(codex_shapes.REFERENCE.read_text())
+    home = codex_shapes.reference_tree(tmp_path / ".codex", FIXTURES)
+    store = tmp_path / "store"
+    for name in ("first", "again"):
+        if name == "again":
+            codex_shapes.grow(home)
+        result = _import(home, store)
+        assert result.exit_code in (0, 4), result.stdout
+        got = claude_shapes.digests(store, home)
+        assert sorted(got) == sorted(reference[name])
+        assert [path for path in got if got[path] != reference[name][path]] == [], f"journals differ ({name} import)"

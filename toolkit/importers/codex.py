@@ -4,7 +4,7 @@
 A file is taken for a rollout only when its first record says so (:func:`toolkit.identify.sniff`
 is ``"codex"``).  It is read with :class:`~toolkit.importers.sourcelines.SourceReader`: every
 whole record imports, damage is counted and reported with its line and offset.  Each record
-then goes one way, decided by :func:`toolkit.layouts.codex_seen.decide` (one stream per kind,
+then goes one way, decided by :func:`toolkit.layouts.codex_seen.decide_stream` (one stream per kind,
 §2.8 "Decision (import)"):
 
 - a typed prompt -> ``user`` (text exact; images as ``image`` blocks with a ``url`` or ``path`` source);
@@ -31,6 +31,12 @@ rollout is append-only, and unlike a line number or byte offset the key survives
 --salvage`` or a trimmed torn tail on the source.  An item and its mirror share the key of the
 earlier line, so a copy imported before its mirror was written is not imported twice.  A fork's
 replay of its parent is marked ``"inherited": true``.  Never writes the source.
+
+Memory does not grow with the rollout's records: a first read keeps, per record, a row of a
+temporary SQLite database (where it is, its hash, its sketch) and the call ids, exit codes and
+facts of the whole file; :func:`~toolkit.layouts.codex_seen.decide_stream` then keeps two bytes
+a record; the records are converted from their lines, re-read at their offsets (and refused
+if those changed).
 """
 
 from __future__ import annotations
@@ -39,14 +45,15 @@ import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import NotASourceError, PathNotFoundError
+from ..errors import FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..identify import describe, sniff
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
-from ..layouts.codex_seen import decide, sketch, summary_texts, user_item_text
-from ..lines import loads
+from ..layouts.codex_seen import MIRROR_WINDOW, Decision, Replay, Sketch, decide_stream, sketch, summary_texts, user_item_text
+from ..lines import loads, open_regular
 from .output import Options, Raw, Session, json_object, safe_id
 from .sourcelines import SourceLine, SourceReader
+from .spill import from_db, temp_db, to_db
 from .uris import apply_map, is_foreign
 
 __all__ = ["APP", "Options", "detect", "scan", "session_from_rollout", "source_files"]
@@ -132,17 +139,6 @@ def thread_names(path: Path) -> dict[str, str]:
 # -- conversion ------------------------------------------------------------------------------
 
 
-def _keys(lines: list[SourceLine]) -> list[str]:
-    """A stable key per source line: the hash of its bytes, ``#n`` on the n-th repeat."""
-    seen: dict[str, int] = {}
-    keys = []
-    for line in lines:
-        key = "sha256:" + hashlib.sha256(line.data).hexdigest()[:16]
-        seen[key] = seen.get(key, 0) + 1
-        keys.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
-    return keys
-
-
 def _image(value: object) -> dict | None:
     if isinstance(value, dict):
         value = value.get("image_url") or value.get("url") or value.get("path")
@@ -209,16 +205,17 @@ def _tool_use(payload: dict) -> dict:
             "input": parsed if parsed is not None else value}
 
 
-def _tool_result(payload: dict, exits: dict) -> dict:
+def _tool_result(payload: dict, exits) -> dict:
     call_id = payload.get("call_id") if isinstance(payload.get("call_id"), str) else ""
     block = {"type": "tool_result", "tool_use_id": call_id, "content": payload.get("output")}
-    if call_id in exits:
-        block["exit_code"] = exits[call_id]
-        block["is_error"] = exits[call_id] != 0
+    code = exits.get(call_id)
+    if code is not None:
+        block["exit_code"] = code
+        block["is_error"] = code != 0
     return block
 
 
-def _record(role: str, envelope: dict, t: str, model: str | None, exits: dict) -> dict:
+def _record(role: str, envelope: dict, t: str, model: str | None, exits) -> dict:
     payload = envelope["payload"]
     if role == "prompt":
         return {"kind": "user", "t": t, "content": _prompt(payload)}
@@ -254,16 +251,6 @@ def _record(role: str, envelope: dict, t: str, model: str | None, exits: dict) -
     return record
 
 
-def _exit_codes(lines: list[SourceLine]) -> dict[str, int]:
-    exits = {}
-    for line in lines:
-        payload = line.value.get("payload")
-        if line.value.get("type") == "event_msg" and payload.get("type") == "exec_command_end" and isinstance(payload.get("call_id"), str) \
-                and type(payload.get("exit_code")) is int:
-            exits[payload["call_id"]] = payload["exit_code"]
-    return exits
-
-
 def _place(cwd: object) -> tuple[str, list[str]]:
     if not isinstance(cwd, str) or not cwd:
         return "unknown", []
@@ -288,17 +275,15 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
         report(Finding("unknown-format", "error", where, 1, None,
                        f"{describe(sniff(first))}, not a Codex CLI rollout (its first record says so); skipped"))
         return None
-    reader = SourceReader(path, _whole_record, report, what="rollout record")
-    lines = list(reader)
-    if not lines:
+    rollout = _Rollout(path, report)
+    if rollout.first is None:
         report(Finding("source-skipped", "warning", where, None, None, "holds no whole rollout record; nothing to import"))
         return None
-    if sniff(lines[0].value) != "codex":
-        report(Finding("unknown-format", "error", where, lines[0].line, lines[0].offset,
+    if sniff(rollout.first.value) != "codex":
+        report(Finding("unknown-format", "error", where, rollout.first.line, rollout.first.offset,
                        "not a Codex CLI rollout (its first whole record says otherwise); skipped"))
         return None
-    metas = [line for line in lines if line.value["type"] == "session_meta"]
-    meta = metas[0].value["payload"] if metas else {}
+    meta = rollout.meta.value["payload"] if rollout.meta is not None else {}
     sid = meta.get("id") if isinstance(meta.get("id"), str) and meta["id"] else thread_id(path)
     if sid is None:
         report(Finding("source-unreadable", "error", where, None, None, "no session_meta and no thread id in the file name; skipped"))
@@ -309,60 +294,226 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
         if value is not None:
             source[key] = value
     status, orphan = _place(text.get("cwd"))
-    created = text.get("timestamp") or next((l.value["timestamp"] for l in lines if isinstance(l.value.get("timestamp"), str)), None)
+    created = text.get("timestamp") or rollout.first_time
     session = Session(safe_id("codex", sid), options.project or _mapped(text.get("cwd"), options), created, None, source,
-                      Raw(metas[0].data) if metas else None, status=status, orphan=orphan)
-    _convert(session, lines, reader)
-    session.title = (names or {}).get(sid) or _first_prompt(session)
+                      Raw(rollout.meta.data) if rollout.meta is not None else None, status=status, orphan=orphan)
+    _convert(session, rollout)
+    session.title = (names or {}).get(sid) or _first_prompt(rollout)
     return session
 
 
-def _convert(session: Session, lines: list[SourceLine], reader: SourceReader) -> None:
-    decisions = decide([sketch(line.value) for line in lines])
-    keys = _keys(lines)
-    exits = _exit_codes(lines)
-    t, model = session.created_at or "", None
-    skipped: dict[str, list[int]] = {}
-    for line, decision in zip(lines, decisions):
-        envelope = line.value
-        if isinstance(envelope.get("timestamp"), str):
-            t = envelope["timestamp"]
-        if envelope["type"] == "turn_context" and isinstance(envelope["payload"].get("model"), str):
-            model = envelope["payload"]["model"]
+#: A decision as a rollout keeps it, in two bytes: role and skip (``role * 8 + skip``), and the
+#: record keying it (at most MIRROR_WINDOW before: ``n - group``) with ``inherited`` (``+ 8``).
+_ROLES = (None, "prompt", "assistant", "reasoning", "tool_use", "tool_result", "compact", "interrupt", "error", "other", "meta")
+_SKIPS = (None, "mirror", "context", "ui-only", "meta-copy")
+_DIGEST = 12  # bytes of a sketch's digests (codex_seen._digest)
+
+
+class _Exits:
+    """exec_command_end's exit code by call id (the last one), as the rollout's table holds them."""
+
+    def __init__(self, db) -> None:
+        self.db = db
+
+    def get(self, call_id: str) -> int | None:
+        row = self.db.execute("SELECT code FROM exits WHERE call = ?", (to_db(call_id),)).fetchone()
+        return None if row is None else row[0]
+
+
+class _Rollout:
+    """A rollout read once: a row per whole record in a temporary database (where it is, the hash
+    its key is made of, its sketch), the call ids and exit codes, and what needs the whole file
+    (typed prompts, the replayed range, the first ``session_meta``).  :meth:`decide` then keeps two
+    bytes a record, and :meth:`records` converts them, each re-read at its offset: memory does not
+    grow with the rollout's records (a 37 GB one is reported, SOURCES-AGENTS §2.10)."""
+
+    def __init__(self, path: Path, report: Callable[[Finding], None]) -> None:
+        self.path = path
+        self.reader = SourceReader(path, _whole_record, report, what="rollout record")
+        self.db = temp_db()
+        self.db.execute("CREATE TABLE line (n INTEGER PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, "
+                        "size INTEGER NOT NULL, hash TEXT NOT NULL, repeat INTEGER NOT NULL DEFAULT 1, kind TEXT NOT NULL, "
+                        "text BLOB NOT NULL, alt BLOB NOT NULL, call BLOB)")
+        self.db.execute("CREATE TABLE calls (call BLOB PRIMARY KEY) WITHOUT ROWID")
+        self.db.execute("CREATE TABLE exits (call BLOB PRIMARY KEY, code INTEGER NOT NULL) WITHOUT ROWID")
+        self.first: SourceLine | None = None
+        self.meta: SourceLine | None = None  # the first session_meta
+        self.first_time: str | None = None
+        self.prompts_typed = False
+        replay = Replay()
+        rows, calls, exits = [], [], []
+        for line in self.reader:
+            value, item = line.value, sketch(line.value)
+            replay.feed(item)
+            self.first = self.first or line
+            self.meta = self.meta or (line if value["type"] == "session_meta" else None)
+            self.first_time = self.first_time or (value["timestamp"] if isinstance(value.get("timestamp"), str) else None)
+            self.prompts_typed = self.prompts_typed or item.kind in ("prompt", "user_item")
+            if item.kind == "call" and item.call is not None:
+                calls.append((to_db(item.call),))
+            payload = value["payload"]
+            if value["type"] == "event_msg" and payload.get("type") == "exec_command_end" and isinstance(payload.get("call_id"), str) \
+                    and type(payload.get("exit_code")) is int:
+                exits.append((to_db(payload["call_id"]), payload["exit_code"]))
+            rows.append((replay.count - 1, line.line, line.offset, len(line.data), hashlib.sha256(line.data).hexdigest()[:16],
+                         item.kind, item.text, b"".join(sorted(item.alt)), to_db(item.call)))
+            if len(rows) >= 4096:
+                self._write(rows, calls, exits)
+        self._write(rows, calls, exits)
+        self.count, self.replay = replay.count, replay.range
+        self._number_repeats()
+        self.codes = self.groups = b""
+        self._handle = None
+
+    def _write(self, rows: list, calls: list, exits: list) -> None:
+        self.db.executemany("INSERT INTO line (n, line, offset, size, hash, kind, text, alt, call) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self.db.executemany("INSERT OR IGNORE INTO calls VALUES (?)", calls)
+        self.db.executemany("INSERT OR REPLACE INTO exits VALUES (?, ?)", exits)  # the last one wins
+        for batch in (rows, calls, exits):
+            batch.clear()
+
+    def _number_repeats(self) -> None:
+        """A line seen before (same bytes) is keyed ``#<occurrence>``."""
+        self.db.execute("CREATE TABLE repeats AS SELECT hash, n FROM line WHERE hash IN "
+                        "(SELECT hash FROM line GROUP BY hash HAVING COUNT(*) > 1) ORDER BY hash, n")
+        updates, previous, seen = [], None, 0
+        for digest, n in self.db.execute("SELECT hash, n FROM repeats ORDER BY rowid"):
+            seen = seen + 1 if digest == previous else 1
+            previous = digest
+            if seen > 1:
+                updates.append((seen, n))
+            if len(updates) >= 4096:
+                self.db.executemany("UPDATE line SET repeat = ? WHERE n = ?", updates)
+                updates.clear()
+        self.db.executemany("UPDATE line SET repeat = ? WHERE n = ?", updates)
+
+    def decide(self) -> Iterator[tuple[int, int, Decision]]:
+        """(record, line number, decision) for every record, in file order, kept in :attr:`codes` and :attr:`groups`."""
+        def sketches() -> Iterator[Sketch]:
+            for kind, text, alt, call in self.db.execute("SELECT kind, text, alt, call FROM line ORDER BY n"):
+                yield Sketch(kind, text, frozenset(alt[k:k + _DIGEST] for k in range(0, len(alt), _DIGEST)), from_db(call))
+
+        def is_call(call: str | None) -> bool:
+            return call is not None and self.db.execute("SELECT 1 FROM calls WHERE call = ?", (to_db(call),)).fetchone() is not None
+
+        codes, groups = bytearray(self.count), bytearray(self.count)
+        lines = self.db.execute("SELECT line FROM line ORDER BY n")
+        for n, decision in enumerate(decide_stream(sketches(), prompts_typed=self.prompts_typed, is_call=is_call, replay=self.replay)):
+            codes[n] = _ROLES.index(decision.role) * 8 + _SKIPS.index(decision.skip)
+            groups[n] = (n - decision.group) + (8 if decision.inherited else 0)
+            yield n, lines.fetchone()[0], decision
+        self.codes, self.groups = codes, groups
+
+    def decision(self, n: int) -> tuple[str | None, str | None, int, bool]:
+        """(role, skip, group, inherited) of record ``n``, as :meth:`decide` kept it."""
+        code, group = self.codes[n], self.groups[n]
+        return _ROLES[code >> 3], _SKIPS[code & 7], n - (group & 7), bool(group & 8)
+
+    def value(self, n: int, offset: int, size: int, digest: str) -> tuple[dict, bytes]:
+        """Record ``n`` and its bytes, re-read at its offset; refused if they are not those read first."""
+        if self._handle is None:
+            self._handle = open_regular(self.path)
+        self._handle.seek(offset)
+        data = self._handle.read(size)
+        if hashlib.sha256(data).hexdigest()[:16] != digest:
+            self.close()
+            raise FileChangedError(f"{self.path} changed while it was being imported (rewritten?): record {n + 1} is no "
+                                   "longer the one it was; import again")
+        return loads(data), data
+
+    def records(self, created: str | None) -> Iterator[dict]:
+        """The journal's records, converted from the re-read lines."""
+        t, model = created or "", None
+        exits = _Exits(self.db)
+        keys: dict[int, str] = {}  # the keys of the last records: a record is keyed by one at most MIRROR_WINDOW before it
+        try:
+            for n, offset, size, digest, repeat in self.db.execute("SELECT n, offset, size, hash, repeat FROM line ORDER BY n"):
+                keys[n] = f"sha256:{digest}" + (f"#{repeat}" if repeat > 1 else "")
+                keys.pop(n - MIRROR_WINDOW - 1, None)
+                envelope, data = self.value(n, offset, size, digest)
+                if isinstance(envelope.get("timestamp"), str):
+                    t = envelope["timestamp"]
+                if envelope["type"] == "turn_context" and isinstance(envelope["payload"].get("model"), str):
+                    model = envelope["payload"]["model"]
+                role, skip, group, inherited = self.decision(n)
+                if role == "meta" or skip is not None:
+                    continue
+                record = _record(role, envelope, t, model, exits)
+                if inherited:
+                    record["inherited"] = True
+                record["sourceKey"] = keys[group]
+                record["raw"] = Raw(data)
+                yield record
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+class _Records:
+    """A rollout's journal records, converted on each pass (re-iterable, sized)."""
+
+    def __init__(self, rollout: _Rollout, count: int, created: str | None) -> None:
+        self.rollout, self.count, self.created = rollout, count, created
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[dict]:
+        return self.rollout.records(self.created)
+
+
+def _convert(session: Session, rollout: _Rollout) -> None:
+    records = 0
+    skipped: dict[str, list] = {}  # reason -> [count, the first line numbers]
+    for _n, number, decision in rollout.decide():
         if decision.role == "meta":
             continue
         if decision.skip is not None:
-            skipped.setdefault(decision.skip, []).append(line.line)
+            count_lines = skipped.setdefault(decision.skip, [0, []])
+            count_lines[0] += 1
+            if len(count_lines[1]) < 5:
+                count_lines[1].append(number)
             continue
-        record = _record(decision.role, envelope, t, model, exits)
-        if decision.inherited:
-            record["inherited"] = True
-        record["sourceKey"] = keys[decision.group]
-        record["raw"] = Raw(line.data)
-        session.records.append(record)
+        records += 1
+    session.records = _Records(rollout, records, session.created_at)
+    reader = rollout.reader
     # an item is a whole record or a damaged piece of a line: two records spliced on one line are two
     session.source_items = reader.records + sum(reader.skipped.values())
     for reason, count in reader.skipped.items():
         session.skip(reason, count)
-    for reason, numbers in skipped.items():
-        session.skip(reason, len(numbers))
+    for reason, (count, _numbers) in skipped.items():
+        session.skip(reason, count)
     if skipped:
-        parts = [f"{reason} {len(n):,} ({WHY.get(reason, reason)}; line {', '.join(map(str, n[:5]))}{'…' if len(n) > 5 else ''})"
-                 for reason, n in sorted(skipped.items())]
+        parts = [f"{reason} {count:,} ({WHY.get(reason, reason)}; line {', '.join(map(str, n))}{'…' if count > 5 else ''})"
+                 for reason, (count, n) in sorted(skipped.items())]
         report = Finding("source-skipped", "warning", str(reader.path), None, None,
-                         f"session {session.id}: {sum(map(len, skipped.values())):,} lines became no record: " + "; ".join(parts))
+                         f"session {session.id}: {sum(c for c, _n in skipped.values()):,} lines became no record: " + "; ".join(parts))
         reader.report(report)
 
 
-def _first_prompt(session: Session) -> str | None:
+def _first_prompt(rollout: _Rollout) -> str | None:
     """The thread's own first typed prompt, one line, at most 120 characters (a fork's replayed one if none)."""
-    prompts = [r for r in session.records if r["kind"] == "user"]
-    own = [r for r in prompts if not r.get("inherited")] or prompts
-    for record in own:
-        content = record["content"]
+    def user(n: int) -> bool:  # a record of kind "user": a prompt or a tool's output
+        role, skip, _group, _inherited = rollout.decision(n)
+        return role in ("prompt", "tool_result") and skip is None
+
+    own = any(user(n) and not rollout.decision(n)[3] for n in range(rollout.count))
+    for n in range(rollout.count):
+        role, skip, _group, inherited = rollout.decision(n)
+        if role != "prompt" or skip is not None or (own and inherited):
+            continue
+        offset, size, digest = rollout.db.execute("SELECT offset, size, hash FROM line WHERE n = ?", (n,)).fetchone()
+        envelope, _data = rollout.value(n, offset, size, digest)
+        content = _prompt(envelope["payload"])
         text = content if isinstance(content, str) else next((b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"), None)
         if isinstance(text, str) and text.strip():
+            rollout.close()
             return " ".join(text.split())[:120]
+    rollout.close()
     return None
 
 

@@ -26,14 +26,17 @@ A fork (§2.9: ``forked_from_id`` on the first ``session_meta``) begins with a r
 parent: from the parent's ``session_meta`` (the second one) to the ``task_started`` that opens
 the child's own work.  Items there are *inherited*.
 
-Memory stays small: :func:`sketch` reduces each record to a few digests, and :func:`decide`
-works on those, so a renderer can stream the file twice instead of holding it.
+Memory stays small: :func:`sketch` reduces each record to a few digests, and
+:func:`decide_stream` decides record after record holding a window of them (a mirror is at most
+MIRROR_WINDOW away), given the three facts that need the whole file; :func:`decide` is the same
+over a list.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 MIRROR_WINDOW = 3
@@ -153,23 +156,6 @@ def sketch(record: object) -> Sketch:
     return Sketch("other")  # a type newer than this reader: kept as an event, never dropped
 
 
-def _pair(sketches: list[Sketch], secondary: set[str], primary: set[str], match) -> dict[int, int]:
-    """Secondary index -> the nearest unpaired primary within the window whose text matches."""
-    taken: set[int] = set()
-    pairs: dict[int, int] = {}
-    for i, item in enumerate(sketches):
-        if item.kind not in secondary or not item.text:
-            continue
-        near = sorted(range(max(0, i - MIRROR_WINDOW), min(len(sketches), i + MIRROR_WINDOW + 1)), key=lambda j: (abs(j - i), j))
-        for j in near:
-            other = sketches[j]
-            if j != i and j not in taken and other.kind in primary and match(item, other):
-                taken.add(j)
-                pairs[i] = j
-                break
-    return pairs
-
-
 def _same(a: Sketch, b: Sketch) -> bool:
     return a.text == b.text
 
@@ -178,47 +164,119 @@ def _in_summary(a: Sketch, b: Sketch) -> bool:
     return a.text == b.text or a.text in b.alt
 
 
+#: (secondary kinds, primary kinds, match), one per kind that has two streams; a kind is the
+#: secondary of one pairing at most.  The second is used only when prompts were typed.
+_PAIRINGS = (({"user_item"}, {"prompt"}, _same), ({"user", "injected"}, {"prompt", "user_item"}, _same),
+             ({"agent"}, {"assistant"}, _same), ({"agent_reasoning"}, {"reasoning"}, _in_summary))
+
+
+class Replay:
+    """Which records a fork replays from its parent, fed one sketch at a time: from the parent's
+    ``session_meta`` (the second one) to the ``task_started`` that opens the child's own work."""
+
+    def __init__(self) -> None:
+        self.count, self.fork, self.start, self.end, self.seen_turn = 0, False, None, None, False
+
+    def feed(self, item: Sketch) -> None:
+        i = self.count
+        self.count += 1
+        if i == 0:
+            self.fork = item.kind == "session_meta" and item.parent is not None
+        elif not self.fork or self.end is not None:
+            return
+        elif self.start is None:
+            self.start = i if item.kind == "session_meta" else None
+        elif item.kind == "task_started" and self.seen_turn:
+            self.end = i
+        else:
+            self.seen_turn = self.seen_turn or item.kind in ("prompt", "user_item", "agent", "assistant")
+
+    @property
+    def range(self) -> range:
+        if not self.fork or self.start is None:
+            return range(0)
+        return range(self.start, self.count if self.end is None else self.end)
+
+
 def _replay(sketches: list[Sketch]) -> range:
     """The records a fork replays from its parent (an empty range for a rollout that is no fork)."""
-    if not sketches or sketches[0].kind != "session_meta" or sketches[0].parent is None:
-        return range(0)
-    start = next((i for i in range(1, len(sketches)) if sketches[i].kind == "session_meta"), None)
-    if start is None:
-        return range(0)
-    seen_turn = False
-    for i in range(start + 1, len(sketches)):
-        kind = sketches[i].kind
-        if kind == "task_started" and seen_turn:
-            return range(start, i)
-        seen_turn = seen_turn or kind in ("prompt", "user_item", "agent", "assistant")
-    return range(start, len(sketches))
+    replay = Replay()
+    for item in sketches:
+        replay.feed(item)
+    return replay.range
 
 
 def decide(sketches: list[Sketch]) -> list[Decision]:
     """One decision per record, in file order (see the module docstring for the rules)."""
     prompts_typed = any(s.kind in ("prompt", "user_item") for s in sketches)
-    # prompts: user_message first, then item_completed UserMessage; the user `message` mirrors either
-    items_to_prompts = _pair(sketches, {"user_item"}, {"prompt"}, _same)
-    users = _pair(sketches, {"user", "injected"}, {"prompt", "user_item"}, _same) if prompts_typed else {}
-    agents = _pair(sketches, {"agent"}, {"assistant"}, _same)
-    thoughts = _pair(sketches, {"agent_reasoning"}, {"reasoning"}, _in_summary)
-    group: dict[int, int] = {}
-    for mirror, primary in (*items_to_prompts.items(), *users.items(), *agents.items(), *thoughts.items()):
-        group[primary] = min(group.get(primary, primary), mirror)
     calls = {s.call for s in sketches if s.kind == "call" and s.call is not None}
-    replay = _replay(sketches)
-    out = []
-    for i, item in enumerate(sketches):
-        role, skip = _role(i, item, prompts_typed, calls, (items_to_prompts, users, agents, thoughts))
-        if i == 0 and item.kind == "session_meta":
-            role, skip = "meta", None
-        out.append(Decision(role, skip, group.get(i, i), i in replay))
-    return out
+    return list(decide_stream(sketches, prompts_typed=prompts_typed, is_call=calls.__contains__, replay=_replay(sketches)))
 
 
-def _role(i: int, item: Sketch, prompts_typed: bool, calls: set, mirrors: tuple) -> tuple[str | None, str | None]:
+def decide_stream(sketches: Iterable[Sketch], *, prompts_typed: bool, is_call: Callable[[str | None], bool],
+                  replay: range) -> Iterator[Decision]:
+    """:func:`decide` for records read one at a time, given what needs the whole file: whether
+    any prompt was typed, which call ids a call has, the replayed range.  A mirror is at most
+    MIRROR_WINDOW records away, so each decision is final once the sketches
+    2 * MIRROR_WINDOW records on are read: it holds no more than that."""
+    window = MIRROR_WINDOW
+    pairings = [p for n, p in enumerate(_PAIRINGS) if n != 1 or prompts_typed]
+    seen: dict[int, Sketch] = {}  # the sketches still needed, by index
+    taken: list[set[int]] = [set() for _ in pairings]  # primaries paired already, per pairing
+    mirrors: set[int] = set()
+    group: dict[int, int] = {}  # primary -> its earliest mirror
+    paired = decided = 0  # next secondary to pair, next record to decide
+    count = 0
+    for count, item in enumerate(sketches, start=1):
+        seen[count - 1] = item
+        while paired + window < count:  # its whole window is read
+            _pair_one(paired, seen, count, pairings, taken, mirrors, group)
+            paired += 1
+        while decided + window < paired:  # no mirror of it is left to pair
+            yield _decision(decided, seen.pop(decided), prompts_typed, is_call, (taken, mirrors, group), replay)
+            decided += 1
+    while paired < count:
+        _pair_one(paired, seen, count, pairings, taken, mirrors, group)
+        paired += 1
+    while decided < count:
+        yield _decision(decided, seen.pop(decided), prompts_typed, is_call, (taken, mirrors, group), replay)
+        decided += 1
+
+
+def _pair_one(i: int, seen: dict[int, Sketch], count: int, pairings: list, taken: list[set[int]], mirrors: set[int],
+              group: dict[int, int]) -> None:
+    """Pair record ``i`` with the nearest unpaired primary within the window whose text matches, if it is a secondary."""
+    item = seen[i]
+    if not item.text:
+        return
+    for (secondary, primary, match), used in zip(pairings, taken):
+        if item.kind not in secondary:
+            continue
+        near = sorted(range(max(0, i - MIRROR_WINDOW), min(count, i + MIRROR_WINDOW + 1)), key=lambda j: (abs(j - i), j))
+        for j in near:
+            other = seen[j]
+            if j != i and j not in used and other.kind in primary and match(item, other):
+                used.add(j)
+                mirrors.add(i)
+                group[j] = min(group.get(j, j), i)
+                break
+
+
+def _decision(i: int, item: Sketch, prompts_typed: bool, is_call, state: tuple, replay: range) -> Decision:
+    """Record ``i``'s decision, its pairing state dropped (no record left to pair looks at it)."""
+    taken, mirrors, group = state
+    for used in taken:
+        used.discard(i)
+    role, skip = _role(item, i in mirrors, prompts_typed, is_call)
+    mirrors.discard(i)
+    if i == 0 and item.kind == "session_meta":
+        role, skip = "meta", None
+    return Decision(role, skip, group.pop(i, i), i in replay)
+
+
+def _role(item: Sketch, mirrored: bool, prompts_typed: bool, is_call) -> tuple[str | None, str | None]:
     kind = item.kind
-    if any(i in pairs for pairs in mirrors):
+    if mirrored:
         return None, "mirror"
     simple = {"prompt": "prompt", "user_item": "prompt", "assistant": "assistant", "agent": "assistant",
               "reasoning": "reasoning", "agent_reasoning": "reasoning", "call": "tool_use", "output": "tool_result",
@@ -230,7 +288,7 @@ def _role(i: int, item: Sketch, prompts_typed: bool, calls: set, mirrors: tuple)
     if kind == "injected" or kind == "context":
         return None, "context"
     if kind == "end":
-        return (None, "mirror") if item.call in calls else ("other", None)
+        return (None, "mirror") if is_call(item.call) else ("other", None)
     if kind == "session_meta":
         return None, "meta-copy"
     return None, "ui-only"  # task_started and the UI's own bookkeeping

@@ -1,0 +1,59 @@
+"""`import --from claude` and `--from codex` hold no state per record in memory (issue 28): a
+200,000-record transcript imports, then re-imports, and a 200,000-record rollout imports, in a
+child process whose peak RSS stays under 150 MiB (about 80 and 55 MiB here).
+
+The code before held about 3 KiB per Claude Code record (a 1,000,000-record transcript peaked
+at 3.4 GB, this one at about 700 MiB) and 1.7 KiB per Codex record; now a transcript keeps
+about 11 bytes a record in memory and a rollout 2, the rest in a temporary database.  The
+sources are the benchmark's (tests/bench/claude_transcript.py, codex_rollout.py: realistic
+small records, turn after turn).  Memory is measured by tests/bench/probe.py (VmHWM).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.bench import claude_transcript, codex_rollout
+from tests.bench.probe import PROBE
+
+MIB = 1 << 20
+RECORDS = 200_000
+RSS_LIMIT = 150 * MIB
+
+
+def _import(tmp_path: Path, root: Path, store: Path, source: str = "claude") -> tuple[dict, int]:
+    """Run the import under the probe; return its --json report and its peak RSS in bytes."""
+    report = tmp_path / f"rss-{len(list(tmp_path.glob('rss-*')))}"
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(report), "import", "--from", source, "--source", str(root),
+                           "--store", str(store), "--json"], capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
+    return orjson.loads(proc.stdout), int(report.read_text())
+
+
+@pytest.mark.slow
+def test_a_200k_record_transcript_imports_and_reimports_in_flat_memory(tmp_path):
+    root, store = tmp_path / ".claude", tmp_path / "store"
+    source = claude_transcript.write(root, RECORDS)
+    doc, rss = _import(tmp_path, root, store)
+    [session] = doc["sessions"]
+    assert session["status"] == "created" and session["source_items"] == RECORDS
+    assert rss < RSS_LIMIT, f"import of {RECORDS:,} records ({source.stat().st_size / MIB:.0f} MiB): peak RSS {rss / MIB:.1f} MiB"
+    doc, again = _import(tmp_path, root, store)
+    assert [s["status"] for s in doc["sessions"]] == ["unchanged"]
+    # the journal's 200,000 keys add nothing either (held in a dict they would add about 40 MiB)
+    assert again < min(RSS_LIMIT, rss + 16 * MIB), f"re-import: peak RSS {again / MIB:.1f} MiB, import {rss / MIB:.1f} MiB"
+
+
+@pytest.mark.slow
+def test_a_200k_record_codex_rollout_imports_in_flat_memory(tmp_path):
+    home, store = tmp_path / ".codex", tmp_path / "store"
+    source = codex_rollout.write(home, RECORDS)
+    doc, rss = _import(tmp_path, home, store, "codex")
+    [session] = doc["sessions"]
+    assert session["status"] == "created" and session["source_items"] == RECORDS
+    assert rss < RSS_LIMIT, f"import of {RECORDS:,} records ({source.stat().st_size / MIB:.0f} MiB): peak RSS {rss / MIB:.1f} MiB"

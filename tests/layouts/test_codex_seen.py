@@ -1,0 +1,67 @@
+"""codex_seen.decide_stream decides a rollout read one record at a time, holding a window of
+sketches: for any sequence it gives the decisions of the whole-list algorithm it replaced
+(kept here as the reference: each pairing over the whole list, then the roles)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from toolkit.layouts import codex_seen
+from toolkit.layouts.codex_seen import MIRROR_WINDOW, Sketch, decide, decide_stream
+
+_KINDS = ["prompt", "user_item", "user", "injected", "assistant", "agent", "reasoning", "agent_reasoning", "call", "output",
+          "end", "session_meta", "context", "compact", "interrupt", "error", "task_started", "ui-only", "other"]
+_SKETCHES = st.lists(st.builds(Sketch, st.sampled_from(_KINDS), st.sampled_from([b"", b"a", b"b"]),
+                               st.frozensets(st.sampled_from([b"a", b"b", b"c"]), max_size=2), st.sampled_from([None, "c1", "c2"]),
+                               st.none(), st.sampled_from([None, "parent"])), max_size=60)
+
+
+def _pair(sketches, secondary, primary, match) -> dict[int, int]:
+    taken: set[int] = set()
+    pairs: dict[int, int] = {}
+    for i, item in enumerate(sketches):
+        if item.kind not in secondary or not item.text:
+            continue
+        near = sorted(range(max(0, i - MIRROR_WINDOW), min(len(sketches), i + MIRROR_WINDOW + 1)), key=lambda j: (abs(j - i), j))
+        for j in near:
+            other = sketches[j]
+            if j != i and j not in taken and other.kind in primary and match(item, other):
+                taken.add(j)
+                pairs[i] = j
+                break
+    return pairs
+
+
+def _reference(sketches: list[Sketch]) -> list[tuple]:
+    """The decisions as the whole-list algorithm made them: (role, skip, group, inherited)."""
+    prompts_typed = any(s.kind in ("prompt", "user_item") for s in sketches)
+    same, in_summary = codex_seen._same, codex_seen._in_summary
+    mirrors = (_pair(sketches, {"user_item"}, {"prompt"}, same),
+               _pair(sketches, {"user", "injected"}, {"prompt", "user_item"}, same) if prompts_typed else {},
+               _pair(sketches, {"agent"}, {"assistant"}, same), _pair(sketches, {"agent_reasoning"}, {"reasoning"}, in_summary))
+    group: dict[int, int] = {}
+    for pairs in mirrors:
+        for mirror, primary in pairs.items():
+            group[primary] = min(group.get(primary, primary), mirror)
+    calls = {s.call for s in sketches if s.kind == "call" and s.call is not None}
+    replay = codex_seen._replay(sketches)
+    out = []
+    for i, item in enumerate(sketches):
+        role, skip = codex_seen._role(item, any(i in pairs for pairs in mirrors), prompts_typed, calls.__contains__)
+        if i == 0 and item.kind == "session_meta":
+            role, skip = "meta", None
+        out.append((role, skip, group.get(i, i), i in replay))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(sketches=_SKETCHES)
+def test_decisions_read_one_record_at_a_time_are_those_of_the_whole_list(sketches):
+    expected = _reference(sketches)
+    assert [(d.role, d.skip, d.group, d.inherited) for d in decide(sketches)] == expected
+    prompts_typed = any(s.kind in ("prompt", "user_item") for s in sketches)
+    calls = {s.call for s in sketches if s.kind == "call" and s.call is not None}
+    streamed = decide_stream(iter(sketches), prompts_typed=prompts_typed, is_call=calls.__contains__, replay=codex_seen._replay(sketches))
+    decisions = [(d.role, d.skip, d.group, d.inherited) for d in streamed]
+    assert decisions == expected
+    assert all(i - MIRROR_WINDOW <= group <= i for i, (_r, _s, group, _inh) in enumerate(decisions)), "a record is keyed by one at most the window before it"
