@@ -1,6 +1,6 @@
 """The import's state kept out of memory (toolkit/importers/spill.py): a KnownKeys answers like
 the dict it stands for, before and after its keys move to a temporary database, and that
-database's file is deleted from the start."""
+database's file is deleted from the start; a full temporary folder is one line, not a traceback."""
 
 from __future__ import annotations
 
@@ -65,3 +65,49 @@ def test_the_temporary_database_spills_to_a_file_that_is_already_deleted():
     assert all(link.endswith(" (deleted)") and not os.path.exists(link[:-len(" (deleted)")]) for link in opened), opened
     db.close()
     assert [link for link in spill_files() if link not in before] == []
+
+
+def _capped(monkeypatch, module, pages: int = 64) -> None:
+    """``module``'s temporary databases hold at most ``pages`` pages: SQLite's own "database or disk is full"."""
+    real = spill.temp_db
+
+    def small():
+        db = real()
+        db.execute(f"PRAGMA max_page_count = {pages}")
+        return db
+
+    monkeypatch.setattr(module, "temp_db", small)
+
+
+@pytest.mark.parametrize("source", ["claude", "codex"])
+def test_a_full_temporary_folder_stops_the_import_with_one_line_and_no_journal(tmp_path, monkeypatch, source):
+    from tests.bench import claude_transcript, codex_rollout
+    from tests.helpers import run_cli
+    from toolkit.errors import EXIT_OPERATIONAL
+    from toolkit.importers import claude, codex
+
+    root = tmp_path / "source"
+    (claude_transcript if source == "claude" else codex_rollout).write(root, 5_000)
+    _capped(monkeypatch, claude if source == "claude" else codex)
+    result = run_cli("import", "--from", source, "--source", str(root), "--store", str(tmp_path / "store"), "--json")
+    assert result.exit_code == EXIT_OPERATIONAL, result.stdout
+    assert result.json["error"]["type"] == "DurabilityError" and "disk full" in result.json["error"]["message"]
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not list((tmp_path / "store").rglob("*.jsonl"))
+
+
+def test_a_full_temporary_folder_while_holding_a_journals_keys_is_one_line_too(tmp_path, monkeypatch):
+    from tests.bench import claude_transcript
+    from tests.helpers import run_cli
+    from toolkit.errors import EXIT_OPERATIONAL
+
+    root, store = tmp_path / "source", tmp_path / "store"
+    claude_transcript.write(root, 5_000)
+    assert run_cli("import", "--from", "claude", "--source", str(root), "--store", str(store)).exit_code == 0
+    journal = next(store.rglob("*.jsonl"))
+    before = journal.read_bytes()
+    monkeypatch.setattr(spill, "KNOWN_IN_MEMORY", 10)
+    _capped(monkeypatch, spill, pages=8)  # 32 KiB: not the 5,000 keys
+    result = run_cli("import", "--from", "claude", "--source", str(root), "--store", str(store), "--json")
+    assert result.exit_code == EXIT_OPERATIONAL and result.json["error"]["type"] == "DurabilityError", result.stdout
+    assert journal.read_bytes() == before

@@ -52,14 +52,14 @@ from typing import NamedTuple
 
 import orjson
 
-from ..errors import FileChangedError, NotASourceError, PathNotFoundError
+from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..layouts.claude_code import CHAIN, CLAUDE_CODE, SUBAGENTS, _INJECTED, _subagents, default_roots, is_subagent, prompt_text
 from ..index import utc_iso
 from ..lines import loads, open_regular
 from .output import ALIAS, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, safe_id
 from .sourcelines import SourceLine, SourceReader
-from .spill import from_db, temp_db, to_db
+from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, is_foreign
 
 __all__ = ["APP", "Options", "detect", "scan", "source_files"]
@@ -913,7 +913,10 @@ def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> I
         db = _Db()  # what the group's sessions hold per record, until the last of them is written
         try:
             try:
-                sessions = list(_sessions(main, agents, options, report, db))
+                with guarded("reading a transcript"):
+                    sessions = list(_sessions(main, agents, options, report, db))
+            except DurabilityError:
+                raise  # the temporary folder is full: so it is for the sessions after this one
             except OSError as exc:
                 report(Finding("unreadable", "error", str(where), None, None, f"cannot read: {exc.strerror or exc}; not imported"))
                 continue

@@ -45,7 +45,7 @@ import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import FileChangedError, NotASourceError, PathNotFoundError
+from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..identify import describe, sniff
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
@@ -53,7 +53,7 @@ from ..layouts.codex_seen import MIRROR_WINDOW, Decision, Replay, Sketch, decide
 from ..lines import loads, open_regular
 from .output import Options, Raw, Session, json_object, safe_id
 from .sourcelines import SourceLine, SourceReader
-from .spill import from_db, temp_db, to_db
+from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, is_foreign
 
 __all__ = ["APP", "Options", "detect", "scan", "session_from_rollout", "source_files"]
@@ -107,7 +107,10 @@ def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> I
         if home not in names:
             names[home] = thread_names(home / "session_index.jsonl")
         try:
-            session = session_from_rollout(path, options, report, names[home])
+            with guarded("reading a rollout"):
+                session = session_from_rollout(path, options, report, names[home])
+        except DurabilityError:
+            raise  # the temporary folder is full: so it is for the rollouts after this one
         except OSError as exc:  # a permission error among them
             report(Finding("unreadable", "error", str(path), None, None, f"cannot read: {exc.strerror or exc}"))
             continue

@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 
 from .. import durable, locks
-from ..errors import CorruptionError, LevelsessError, LockBusyError, TornTailError
+from ..errors import CorruptionError, DurabilityError, LevelsessError, LockBusyError, TornTailError
 from ..findings import Finding
 from ..journal import iter_records
 from ..lines import loads
@@ -259,6 +259,8 @@ def _plan(session: Session, path: Path, records: list[dict]) -> tuple[Outcome, l
         known, _last_seq, title = _existing(path)
     except TornTailError:  # an import killed mid-append: the write trims it and carries on
         return _outcome(session, path, 0, 0, "updated"), []
+    except DurabilityError:
+        raise  # no room for its keys: not the journal's fault
     except LevelsessError as exc:
         return _refused(session, path, exc)
     new, extra = _additions(session, records, known, title)
@@ -290,6 +292,8 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict]) -> t
                                 f"an interrupted append's incomplete record was saved to {saved} and trimmed", repaired=True))
     try:
         known, last_seq, title = _existing(path)
+    except DurabilityError:
+        raise  # no room for its keys: not the journal's fault
     except LevelsessError as exc:
         return _refused(session, path, exc)
     extra = []

@@ -14,6 +14,10 @@ while they are few, in such a database past :data:`KNOWN_IN_MEMORY`.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..errors import DurabilityError
 
 #: Pages SQLite keeps in memory per database (KiB); the rest is in its temporary file.
 CACHE_KIB = 8 << 10
@@ -30,6 +34,18 @@ def to_db(text: str | None) -> str | bytes | None:
 
 def from_db(value: str | bytes | None) -> str | None:
     return value if value is None or type(value) is str else value.decode("utf-8", "surrogatepass")
+
+
+@contextmanager
+def guarded(what: str) -> Iterator[None]:
+    """SQLite's "database or disk is full" while ``what``, as the DurabilityError it is."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "full" not in str(exc):
+            raise
+        raise DurabilityError(f"disk full while {what} in a temporary database (in $SQLITE_TMPDIR, $TMPDIR or "
+                              "/var/tmp)") from exc
 
 
 def temp_db() -> sqlite3.Connection:
@@ -63,6 +79,10 @@ class KnownKeys:
         self._write(key, None, False)
 
     def _write(self, key: str, seq: int | None, replace: bool) -> None:
+        with guarded("holding a journal's keys"):
+            self._write_guarded(key, seq, replace)
+
+    def _write_guarded(self, key: str, seq: int | None, replace: bool) -> None:
         if self._dict is None:
             self._pending.append((to_db(key), seq, replace))
             if len(self._pending) >= 4096:
@@ -80,7 +100,8 @@ class KnownKeys:
 
     def _flush(self) -> None:
         if self._pending:
-            self._db.executemany(self._UPSERT, self._pending)
+            with guarded("holding a journal's keys"):
+                self._db.executemany(self._UPSERT, self._pending)
             self._pending.clear()
 
     def get(self, key: str, default: object = None) -> object:
