@@ -10,6 +10,10 @@ Primitives (DESIGN.md §4):
   then truncate and fsync.
 * :func:`create_exclusive`, :func:`remove`, :func:`preserve`, :func:`move`,
   :func:`ensure_dir` for locks, quarantine and backups.
+* :func:`held_still` / :func:`rewriting` - compare-and-swap against writers that take no lock
+  (Claude Code opens, appends and closes per record): a journal is changed in place only while
+  no other process can open it (a write lease on Linux), after proving it is still the file and
+  the bytes that were read; a rewrite carries over what was appended since it read.
 
 A failed fsync is fatal: it raises :class:`DurabilityError` and nothing is retried.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import shutil
 import stat
@@ -27,7 +32,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import DurabilityError, FileChangedError, PathNotFoundError, PermissionDeniedError, UsageError
+from .errors import (DurabilityError, FileChangedError, FileInUseError, PathNotFoundError, PermissionDeniedError,
+                     UsageError)
 
 _IS_MAC = sys.platform == "darwin"
 _IS_WINDOWS = os.name == "nt"
@@ -130,19 +136,22 @@ def append_lines(path: Path, lines: list[bytes]) -> int:
     return end
 
 
-def append_newline(path: Path, expected_size: int) -> None:
-    """Terminate an unterminated final record, if the file is still ``expected_size`` bytes."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-    except OSError as exc:
-        raise _fail("open for append", path, exc) from exc
-    try:
-        if os.fstat(fd).st_size != expected_size:
-            raise FileChangedError(f"{path} changed size since it was checked; nothing was written")
-        _write_all(fd, b"\n", path)
-        fsync_fd(fd, path)
-    finally:
-        os.close(fd)
+def append_newline(path: Path, expected_size: int, still_whole: Callable[[bytes, int], bool] | None = None) -> None:
+    """Terminate an unterminated final record, if the file is still ``expected_size`` bytes and
+    its final bytes (after the last newline, at their offset) still pass ``still_whole``."""
+    with held_still(path) as held:
+        size = held.size()
+        if size != expected_size:
+            raise FileChangedError(f"{path} changed size since it was checked ({expected_size} -> {size} bytes); nothing was written")
+        if still_whole is not None:
+            start = held.line_start(size)
+            if not still_whole(held.read(start, size - start), start):
+                raise FileChangedError(f"{path}: its final line is no longer a complete record; nothing was written")
+        try:
+            os.pwrite(held.fd, b"\n", size)
+        except OSError as exc:
+            raise _fail("write", path, exc) from exc
+        fsync_fd(held.fd, path)
 
 
 def _replace(src: Path, dst: Path) -> None:
@@ -301,34 +310,34 @@ def write_new(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
-def truncate_saving(path: Path, keep: int, expected_size: int, recovery_dir: Path) -> Path:
+def truncate_saving(path: Path, keep: int, expected_size: int, recovery_dir: Path,
+                    still_torn: Callable[[bytes, int], bool] | None = None) -> Path:
     """Save the bytes after ``keep`` to ``recovery_dir``, then truncate ``path`` to ``keep``.
 
-    The file must still be ``expected_size`` bytes long; the saved copy is fsynced before a
-    single byte is removed. Returns the recovery file's path.
+    Done while the file is held still (:func:`held_still`): it must still be ``expected_size``
+    bytes, byte ``keep - 1`` a newline, and the bytes to cut still garbage by
+    ``still_torn(data, offset)`` (else: no newline among them) - judged as they are at that
+    instant, not as a check saw them.  The saved copy is fsynced before a single byte is removed.  Returns its path.
     """
-    try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size != expected_size:
-                raise FileChangedError(f"{path} changed size since it was checked; nothing was written")
-            handle.seek(keep)
-            removed = handle.read()
-    except OSError as exc:
-        raise _fail("read", path, exc) from exc
-    saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
-    write_new(saved, removed)
-    try:
-        fd = os.open(path, os.O_WRONLY)
-    except OSError as exc:
-        raise _fail("open for truncate", path, exc) from exc
-    try:
-        os.ftruncate(fd, keep)
-        fsync_fd(fd, path)
-    except OSError as exc:
-        raise _fail("truncate", path, exc) from exc
-    finally:
-        os.close(fd)
+    with held_still(path) as held:
+        size = held.size()
+        if size != expected_size:
+            raise FileChangedError(f"{path} changed size since it was checked ({expected_size} -> {size} bytes); nothing was cut")
+        if keep and held.read(keep - 1, 1) != b"\n":
+            raise FileChangedError(f"{path}: byte {keep - 1} is no longer a line end; nothing was cut")
+        removed = held.read(keep, size - keep)
+        if still_torn is None and b"\n" in removed:
+            raise FileChangedError(f"{path}: the bytes after byte {keep} hold a line end; nothing was cut")
+        if still_torn is not None and not still_torn(removed, keep):
+            raise FileChangedError(f"{path}: its final bytes are no longer an incomplete record; nothing was cut")
+        saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
+        write_new(saved, removed)
+        held.expect(size)  # without a lease: the last look before the cut
+        try:
+            os.ftruncate(held.fd, keep)
+        except OSError as exc:
+            raise _fail("truncate", path, exc) from exc
+        fsync_fd(held.fd, path)
     return saved
 
 
@@ -421,3 +430,303 @@ def move(src: Path, dst: Path) -> None:
     fsync_dir(dst.parent)
     if src.parent != dst.parent:
         fsync_dir(src.parent)
+
+
+# --- compare-and-swap: changing a journal another process may be appending to -------------------
+
+
+class Held:
+    """A file held still for one change: this process's only descriptor of it, and whether a lease
+    keeps every other process from opening it (else the checks run just before the change)."""
+
+    def __init__(self, path: Path, fd: int, leased: bool) -> None:
+        self.path, self.fd, self.leased = path, fd, leased
+
+    def size(self) -> int:
+        return os.fstat(self.fd).st_size
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset``, through the held descriptor (opening the path again
+        would break our own lease)."""
+        parts, done = [], 0
+        while done < length:
+            try:
+                chunk = os.pread(self.fd, min(length - done, 1 << 22), offset + done)
+            except OSError as exc:
+                raise _fail("read", self.path, exc) from exc
+            if not chunk:
+                break
+            parts.append(chunk)
+            done += len(chunk)
+        return b"".join(parts)
+
+    def line_start(self, end: int) -> int:
+        """The offset just past the last newline before ``end`` (0 when there is none)."""
+        position = end
+        while position > 0:
+            start = max(0, position - (1 << 16))
+            cut = self.read(start, position - start).rfind(b"\n")
+            if cut >= 0:
+                return start + cut + 1
+            position = start
+        return 0
+
+    def expect(self, size: int) -> None:
+        """Raise unless the file is still ``size`` bytes (the check that stands in for a lease)."""
+        now = self.size()
+        if now != size:
+            raise FileChangedError(f"{self.path} changed size while it was being repaired ({size} -> {now} bytes); "
+                                   "nothing was changed")
+
+    def waiting(self) -> bool:
+        """True when another process is waiting to open the file (it resolved this inode)."""
+        from . import lease
+
+        return self.leased and lease.broken(self.fd)
+
+
+def _open_held(path: Path, flags: int) -> int:
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):  # another process holds a lease on it
+            raise FileInUseError(f"{path}: another process is changing it") from exc
+        if exc.errno == errno.ELOOP:
+            raise FileChangedError(f"{path} is now a symlink; nothing was changed") from exc
+        raise _fail("open", path, exc) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FileChangedError(f"{path} is no longer a regular file; nothing was changed")
+    return fd
+
+
+@contextlib.contextmanager
+def _holding(path: Path, fd: int) -> Iterator[Held]:
+    """Hold the file behind ``fd`` (our only descriptor of it) still for the block."""
+    from . import lease
+
+    state = lease.acquire(fd)
+    if state == lease.BUSY:
+        from .live import writers_of
+
+        who = writers_of(path, fresh=True)
+        raise FileInUseError(f"{path}: {who or 'another process keeps it open'}; nothing was changed")
+    try:
+        yield Held(path, fd, state == lease.HELD)
+    finally:
+        if state == lease.HELD:
+            lease.release(fd)
+
+
+@contextlib.contextmanager
+def held_still(path: Path) -> Iterator[Held]:
+    """Open ``path`` and keep every other process from opening it until the block ends.
+
+    On Linux a write lease: taken only while no other process has the file open, and an
+    ``open`` by another process waits until the block ends.  Inside the block, read the file
+    through the :class:`Held` object only.  Raises :class:`FileInUseError` when another process
+    keeps the file open.  Without leases the block runs unguarded and the caller's checks
+    (:meth:`Held.expect`) narrow the window to the moment before the change."""
+    fd = _open_held(path, os.O_RDWR)
+    try:
+        with _holding(path, fd) as held:
+            yield held
+    finally:
+        os.close(fd)
+
+
+class _Upto(io.RawIOBase):
+    """The first ``end`` bytes of an open file, read with pread (the descriptor's offset unused)."""
+
+    def __init__(self, fd: int, end: int) -> None:
+        self.fd, self.end, self.position = fd, end, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        want = min(len(buffer), self.end - self.position)
+        if want <= 0:
+            return 0
+        data = os.pread(self.fd, want, self.position)
+        buffer[: len(data)] = data
+        self.position += len(data)
+        return len(data)
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.position, 2: self.end}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
+    def close(self) -> None:  # the descriptor belongs to :func:`rewriting`
+        super().close()
+
+
+class Rewrite:
+    """What :func:`rewriting` yields: ``source`` reads the file's first ``upto`` bytes, ``out`` takes
+    the new version; ``carried`` is set once done (bytes appended meanwhile and carried over)."""
+
+    def __init__(self, source: BinaryIO, out: BinaryIO, upto: int) -> None:
+        self.source, self.out, self.upto, self.carried = source, out, upto, 0
+
+
+#: How long a finished rewrite keeps watching the replaced file for a writer that opened it just
+#: before the rename (it waited on our lease and writes there now); what it writes is carried over.
+HANDOVER_SECONDS = 3.0
+HANDOVER_GRACE = 0.02
+
+
+@contextlib.contextmanager
+def rewriting(path: Path, upto: int, *, keep_original: Path | None = None,
+              before_replace: Callable[[Path], None] | None = None, carry: bool = True) -> Iterator[Rewrite]:
+    """Write a new version of ``path`` from its first ``upto`` bytes and swap it in, compare-and-swap.
+
+    The rewrite reads ``Rewrite.source`` (exactly those bytes) and writes ``Rewrite.out`` (a temp
+    file).  Then, with the file held still: it must be the same inode, at least ``upto`` bytes;
+    bytes appended since (whole lines after a line end) are carried over byte-exact into the new
+    version (``carry=False``: refused instead); the original is kept at ``keep_original`` (a hard
+    link, else a copy) and the new version renamed over it.  A writer that opened the old file just
+    before the rename writes there once we let go: we watch it, and carry that over too.
+    Anything else raises :class:`FileChangedError` and leaves ``path`` exactly as it was."""
+    fd = _open_held(path, os.O_RDONLY)
+    try:
+        if os.fstat(fd).st_size < upto:
+            raise FileChangedError(f"{path} is shorter than when it was checked; nothing was changed")
+        source = io.BufferedReader(_Upto(fd, upto), 1 << 20)
+        tmp = temp_name(path)
+        with atomic_writer_unplaced(tmp) as out:
+            job = Rewrite(source, out, upto)
+            yield job
+        try:
+            if before_replace is not None:
+                before_replace(tmp)
+            job.carried = _swap(path, fd, tmp, upto, keep_original, carry)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        fsync_dir(path.parent)
+        if keep_original is not None:
+            fsync_dir(keep_original.parent)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_writer_unplaced(tmp: Path) -> Iterator[BinaryIO]:
+    """Yield ``tmp`` to write; it is flushed and fsynced on clean exit (and removed on error)."""
+    try:
+        handle = open(tmp, "wb")  # noqa: SIM115 - closed below, after fsync
+    except OSError as exc:
+        raise _fail("create", tmp, exc) from exc
+    try:
+        with handle:
+            yield handle
+            try:
+                handle.flush()
+            except OSError as exc:
+                raise _fail("write", tmp, exc) from exc
+            fsync_fd(handle.fileno(), tmp)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _swap(path: Path, fd: int, tmp: Path, upto: int, keep_original: Path | None, carry: bool) -> int:
+    """Under the lease: prove, carry over, keep the original, rename; then watch the old inode."""
+    try:
+        same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+    except OSError:
+        same = False
+    if not same:
+        raise FileChangedError(f"{path} was replaced while it was being rewritten; nothing was changed")
+    with _holding(path, fd) as held:
+        size = held.size()
+        if size > upto and not (carry and (upto == 0 or held.read(upto - 1, 1) == b"\n")):
+            raise FileChangedError(f"{path} grew by {size - upto} bytes while it was being rewritten; it was left "
+                                   "as it was")
+        if size < upto:
+            raise FileChangedError(f"{path} shrank while it was being rewritten; nothing was changed")
+        if size > upto:
+            _append_to(tmp, held.read(upto, size - upto))
+        if keep_original is not None:
+            _keep(held, keep_original)
+        held.expect(size)  # without a lease: the last look before the rename
+        _replace(tmp, path)
+    return size - upto + _handover(path, fd, size)
+
+
+def _keep(held: Held, dst: Path) -> None:
+    """Keep the held file's bytes at ``dst``: a hard link (no open: our lease holds), else a copy
+    read through the held descriptor."""
+    ensure_dir(dst.parent)
+    try:
+        os.link(held.path, dst, follow_symlinks=False)
+        return
+    except OSError:
+        pass
+    with atomic_writer(dst) as out:
+        size, offset = held.size(), 0
+        while offset < size:
+            chunk = held.read(offset, min(size - offset, 1 << 22))
+            if not chunk:
+                break
+            out.write(chunk)
+            offset += len(chunk)
+
+
+def _append_to(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` as it is (bytes carried over from the file it replaces), fsynced."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise _fail("open for append", path, exc) from exc
+    try:
+        _write_all(fd, data, path)
+        fsync_fd(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _handover(path: Path, fd: int, carried_to: int) -> int:
+    """Carry over what is written to the replaced file (``fd``) after we let it go; return how many
+    bytes.  A writer that waited on our lease opens the old inode, writes and closes: until it has,
+    no lease can be taken again; once one is, and stays unbroken a moment, nobody else is coming."""
+    from . import lease
+
+    start, deadline = carried_to, time.monotonic() + HANDOVER_SECONDS
+    while True:
+        state = lease.take(fd)
+        if state == lease.UNSUPPORTED:
+            return _carry_rest(path, fd, carried_to) - start
+        if state == lease.HELD:
+            size = os.fstat(fd).st_size
+            if size == carried_to:
+                time.sleep(HANDOVER_GRACE)
+                late = lease.broken(fd)
+                lease.release(fd)
+                if not late and os.fstat(fd).st_size == carried_to:
+                    return carried_to - start
+                continue
+            lease.release(fd)
+            carried_to = _carry_rest(path, fd, carried_to)
+            continue
+        if time.monotonic() >= deadline:  # someone keeps the old file open: carry what is there
+            return _carry_rest(path, fd, carried_to) - start
+        time.sleep(0.001)
+
+
+def _carry_rest(path: Path, fd: int, carried_to: int) -> int:
+    size = os.fstat(fd).st_size
+    if size > carried_to:
+        data = os.pread(fd, size - carried_to, carried_to)
+        _append_to(path, data)
+        carried_to += len(data)
+    return carried_to

@@ -106,6 +106,12 @@ class FileChangedError(OperationalError):
     hint = "another process is writing it; rerun when the writer has stopped"
 
 
+class FileInUseError(FileChangedError):
+    """{detail}"""
+
+    hint = "another process has it open; close it (quit the tool writing it), then rerun"
+
+
 class LockBusyError(OperationalError):
     """session is held by another process: {detail}"""
 
@@ -395,8 +401,9 @@ OPERATIONAL = frozenset({"unreadable", "repair-failed"})
 REFUSALS = frozenset({"salvage-refused", "relink-refused"})
 #: Graph damage that `fsck --relink` mends (Claude Code): a dangling parentUuid, and the break it makes.
 RELINKABLE = frozenset({"dangling-parent", "broken-chain"})
-#: Codes of sessions that were not checked because a writer holds them: the run is not clean (exit 4).
-SKIPPED = frozenset({"locked", "in-use"})
+#: Codes of sessions that were not checked or not repaired because a writer holds or changed them:
+#: the run is not clean (exit 4).
+SKIPPED = frozenset({"locked", "in-use", "changed-during-repair"})
 #: Codes whose only fix is a person (or --salvage): a file carrying one is never modified.
 UNCORRECTABLE = frozenset(
     code for code, info in CODES.items()

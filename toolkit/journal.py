@@ -24,7 +24,7 @@ from .identify import describe, sniff
 from .layouts import LEVELCODE, BaseLayout, get as get_layout
 from .layouts.levelcode import KNOWN_KINDS, NEWEST_VERSION, LevelCodeFacts, preview_of  # noqa: F401 (re-exported)
 from .layouts.logician import LogicianFacts  # noqa: F401 (re-exported)
-from .lines import (BeyondLimits, Batch, Overlong, Piece, Tail, holds_record, iter_batches, leading_object, loads,
+from .lines import (LINE_CAP, BeyondLimits, Batch, Overlong, Piece, Tail, holds_record, iter_batches, leading_object, loads,
                     open_regular, split_line)
 
 SOFT_CAP = 20 << 20
@@ -391,6 +391,27 @@ def scan_journal(
         foreign=classifier.foreign,
         resume_state=state if classifier.foreign is None else None,
     )
+
+
+def judge_tail(path: Path, layout: BaseLayout | str, data: bytes, offset: int) -> TailState:
+    """Judge ``data``, a journal's bytes from ``offset`` (0, or just past a newline) to its end, as a
+    scan would judge them now: TORN only when they are proven to hold no record (a repair re-judges
+    what it cuts at the instant it cuts it, the file held still)."""
+    filler, newline, last = data.rpartition(b"\n")
+    if filler.strip(b"\0 \t\r\n"):
+        return TailState.HELD  # a terminated line that is not NUL or white space: never cut as a tail
+    if not last.strip(b"\0 \t\r\n"):
+        return TailState.TORN if data else TailState.NONE  # NUL or white-space filler, lines of it too
+    if len(last) > LINE_CAP:
+        return TailState.HELD
+    offset += len(filler) + len(newline)
+    classifier = _Classifier(path, get_layout(layout), False, None)
+    classifier.lineno = 0 if offset == 0 else 1
+    classifier.record = lambda *args, **kwargs: None  # which layout it is was settled by the check
+    try:
+        return classifier.tail(Tail(offset, last))
+    except _Foreign:
+        return TailState.HELD
 
 
 def _checkpoint(classifier: _Classifier) -> bytes:

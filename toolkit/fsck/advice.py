@@ -125,7 +125,11 @@ def _operational_steps(open_: list[Finding]) -> list[str]:
     future = sum(1 for f in open_ if f.code == "future-version")
     if future:
         steps.append(f"{future} journal(s) were written by a newer levelsess: upgrade levelsess; this one leaves them untouched")
-    skipped = sum(1 for f in open_ if f.code in SKIPPED)
+    changed = sum(1 for f in open_ if f.code == "changed-during-repair")
+    if changed:
+        steps.append(f"{changed} journal(s) were left as they were because another process wrote to them or kept them "
+                     "open during the repair (nothing was lost); quit the tool writing them (see each finding), then rerun")
+    skipped = sum(1 for f in open_ if f.code in SKIPPED and f.code != "changed-during-repair")
     if skipped:
         steps.append(f"{skipped} session(s) were not checked: a writer holds them (locked: alive, or on a host or in a "
                      "state levelsess cannot check); close the editor that owns them and rerun, or add --force if you "

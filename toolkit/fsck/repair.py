@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import durable, locks, verified
-from ..errors import (RELINKABLE, SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, LevelsessError,
-                      LockBusyError, OperationalError, RelinkRefusedError, SalvageRefusedError)
+from ..errors import (RELINKABLE, SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, FileInUseError,
+                      LevelsessError, LockBusyError, OperationalError, RelinkRefusedError, SalvageRefusedError)
 from ..findings import Finding
 from ..index import load_cache
-from ..journal import JournalScan, TailState, scan_journal
+from ..journal import JournalScan, TailState, judge_tail, scan_journal
 from ..locks import LockState, inspect_lock
 from ..stores import Folder
 from .check import CheckReport, FolderCheck, exit_code_for, folder_leftovers
@@ -100,6 +100,9 @@ class RepairPlan:
                 continue
             except LockBusyError as exc:
                 notes.append(Finding("locked", "warning", str(action.path), None, None, f"not repaired: {exc.detail}"))
+                continue
+            except FileInUseError as exc:
+                notes.append(Finding("in-use", "warning", str(action.path), None, None, f"not repaired: {exc.detail}"))
                 continue
             except FileChangedError as exc:
                 notes.append(Finding("changed-during-repair", "warning", str(action.path), None, None, str(exc)))
@@ -273,11 +276,11 @@ def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> tuple
     saved = None
     with folder.layout.holding(action.path, force=force):
         if action.kind == "terminate-tail":
-            durable.append_newline(action.path, scan.size)
+            durable.append_newline(action.path, scan.size, _still(action.path, folder, TailState.UNTERMINATED))
         elif action.kind == "trim-tail":
             where = recovery_dir(folder, RECOVERED)
             durable.ensure_dir(where)
-            saved = durable.truncate_saving(action.path, scan.body_end, scan.size, where)
+            saved = durable.truncate_saving(action.path, scan.body_end, scan.size, where, _still(action.path, folder, TailState.TORN))
         elif action.kind == "salvage":
             saved = salvage_journal(scan, folder.state_dir / QUARANTINE, folder.path.name)
         elif action.kind == "relink":
@@ -289,9 +292,16 @@ def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> tuple
                                              "so its chain was not relinked either; it is left as it is")
                 raise RelinkRefusedError(relink_refusal(action.path, scan, False) or f"{action.path}: nothing to relink")
             saved = folder.layout.relink_journal(scan, folder.state_dir / QUARANTINE, folder.path.name)
-        _verify_tail(action.path)
+        if action.kind in ("terminate-tail", "trim-tail"):
+            _verify_tail(action.path)
     touched.setdefault(folder.path, set()).add(action.path)
     return {(code, str(action.path)) for code in action.fixes}, saved
+
+
+def _still(journal: Path, folder: Folder, state: TailState):
+    """Judge a journal's final bytes as they are at the instant of the write (the file held still):
+    the repair goes ahead only if they are still what the check planned for (``state``)."""
+    return lambda data, offset: judge_tail(journal, folder.layout, data, offset) is state
 
 
 def _remove_stale_lock(path: Path) -> set[tuple[str, str]]:

@@ -9,15 +9,15 @@ of line damage.  Nothing is re-serialised.
 
 from __future__ import annotations
 
-import filecmp
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 
 from .. import durable
-from ..errors import SalvageRefusedError
-from ..journal import BOM, JournalScan, open_journal, scan_journal
+from ..errors import FileChangedError, SalvageRefusedError
+from ..journal import BOM, JournalScan, scan_journal
 from ..layouts import BaseLayout as Layout
 from ..lines import Batch, Tail, iter_batches, loads, split_line
 
@@ -43,27 +43,27 @@ def _pieces(line: bytes, offset: int, is_record, key: str) -> Iterator[tuple[str
         yield kind, offset + piece.start, line[piece.start : piece.end]
 
 
-def _iter_salvage(path: Path, layout: Layout) -> Iterator[tuple[str, int, bytes]]:
+def _iter_salvage(handle, layout: Layout) -> Iterator[tuple[str, int, bytes]]:
+    """Yield ('keep'|'reject', offset, bytes) for every piece of the journal read from ``handle``."""
     is_record = layout.is_record
     first = True
-    with open_journal(path) as handle:
-        for item in iter_batches(handle):
-            if type(item) is Batch:
-                offset = item.offset
-                for line in item.lines:
-                    start = offset
-                    offset += len(line) + 1
-                    if first and line.startswith(BOM):
-                        line, start = line[3:], start + 3
-                    first = False
-                    if line.endswith(b"\r"):
-                        line = line[:-1]
-                    yield from _pieces(line, start, is_record, layout.key)
-            elif type(item) is Tail:
-                if item.data:
-                    yield from _pieces(item.data, item.offset, is_record, layout.key)
-            else:  # an overlong line: too big to hold, so it is left in the quarantined original
-                yield "reject", -1, b""
+    for item in iter_batches(handle):
+        if type(item) is Batch:
+            offset = item.offset
+            for line in item.lines:
+                start = offset
+                offset += len(line) + 1
+                if first and line.startswith(BOM):
+                    line, start = line[3:], start + 3
+                first = False
+                if line.endswith(b"\r"):
+                    line = line[:-1]
+                yield from _pieces(line, start, is_record, layout.key)
+        elif type(item) is Tail:
+            if item.data:
+                yield from _pieces(item.data, item.offset, is_record, layout.key)
+        else:  # an overlong line: too big to hold, so it is left in the quarantined original
+            yield "reject", -1, b""
 
 
 def salvage_journal(scan: JournalScan, quarantine_root: Path, label: str) -> Path:
@@ -82,17 +82,21 @@ def salvage_journal(scan: JournalScan, quarantine_root: Path, label: str) -> Pat
     durable.ensure_dir(quarantine)
     try:
         _rewrite(scan, quarantine)
-    except SalvageRefusedError:
+    except (SalvageRefusedError, FileChangedError):
         durable.remove(stamp, tree=True)  # only what this call created: no copy is left behind
         raise
     return quarantine
 
 
 def _rewrite(scan: JournalScan, quarantine: Path) -> None:
+    """Write the salvaged journal from the bytes the check read; it replaces the original only if
+    the original is still that file (bytes appended since are carried over: durable.rewriting)."""
     path = scan.path
     rejected_map, kept = [], 0
-    with durable.atomic_writer(quarantine / f"{path.name}.rejected") as rejected, durable.atomic_writer(path) as out:
-        for verdict, offset, data in _iter_salvage(path, scan.layout):
+    with durable.atomic_writer(quarantine / f"{path.name}.rejected") as rejected, durable.rewriting(
+            path, scan.size, keep_original=quarantine / path.name, before_replace=lambda temp: _verify(temp, scan.layout)) as job:
+        out = job.out
+        for verdict, offset, data in _iter_salvage(job.source, scan.layout):
             if verdict == "keep":
                 out.write(data + b"\n")
                 kept += 1
@@ -102,12 +106,23 @@ def _rewrite(scan: JournalScan, quarantine: Path) -> None:
         out.flush()
         if kept < scan.records:
             raise SalvageRefusedError(f"{path}: the rewrite would keep {kept} of the {scan.records} whole records it holds")
-        if not rejected_map and filecmp.cmp(out.name, path, shallow=False):
+        if not rejected_map and _same_bytes(out.name, job.source, scan.size):
             raise SalvageRefusedError(f"{path}: nothing to cut; a rewrite would change nothing")
-        _verify(Path(out.name), scan.layout)
-        durable.preserve(path, quarantine / path.name)  # the original, before it is replaced
     durable.atomic_write(quarantine / f"{path.name}.rejected.map.json",
-                         orjson.dumps({"source": str(path), "pieces": rejected_map}, option=orjson.OPT_INDENT_2))
+                         orjson.dumps({"source": str(path), "pieces": rejected_map, "carried_over": job.carried},
+                                      option=orjson.OPT_INDENT_2))
+
+
+def _same_bytes(candidate: str, source, size: int) -> bool:
+    """True when the file ``candidate`` holds exactly the source's first ``size`` bytes."""
+    if os.path.getsize(candidate) != size:
+        return False
+    source.seek(0)
+    with open(candidate, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            if source.read(len(chunk)) != chunk:
+                return False
+    return True
 
 
 def _verify(candidate: Path, layout: Layout) -> None:

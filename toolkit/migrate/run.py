@@ -23,7 +23,7 @@ from ..errors import OPERATIONAL, DurabilityError, FileChangedError, LevelsessEr
 from ..findings import Finding
 from ..fsck.check import worker_count, run_scans, scan_one, file_size, exit_code_for
 from ..index import build_index, dump_cache, index_document, index_drift, load_cache
-from ..journal import BOM, NEWEST_VERSION, JournalScan, foreign_only, open_journal, scan_journal
+from ..journal import BOM, NEWEST_VERSION, JournalScan, foreign_only, scan_journal
 from ..layouts import LEVELCODE
 from ..lines import Batch, Tail, iter_batches, loads
 from ..locks import LockState, inspect_lock, lock_path, process_start
@@ -293,10 +293,12 @@ def _migrate_journal(state: FileState, to: int, backup_dir: Path) -> list[Findin
                                       f"({written['records']} of {scan.records} records); the original is untouched")
             if not scan.unchanged():
                 raise FileChangedError(f"{journal} changed while it was being migrated; the original is untouched")
-            durable.preserve(journal, backup_dir / _relative(journal, state.folder.store))
 
-        with open_journal(journal) as source, durable.atomic_writer(journal, before_replace=verify) as target:
-            lines: Iterator[bytes] = _lines(source)
+        # carry=False: a line appended meanwhile is v1 and would not fit the v2 copy; refused, not lost
+        with durable.rewriting(journal, scan.size, keep_original=backup_dir / _relative(journal, state.folder.store),
+                               before_replace=verify, carry=False) as job:
+            target = job.out
+            lines: Iterator[bytes] = _lines(job.source)
             for step in steps:
                 lines = step.upgrade(lines)
             buffer, size, records = [], 0, 0
