@@ -185,9 +185,18 @@ def _claude_case(tmp: Path, verb: str):
     return journal, lines, last, ["fsck", "--relink", "--yes", journal]
 
 
+@pytest.fixture(params=["lease", "no-lease"])
+def leases(request, monkeypatch):
+    """Run with file leases, and without them (another OS, a file system without leases): then the
+    checks just before and after each change stand in, and must still lose nothing at these moments."""
+    if request.param == "no-lease":
+        monkeypatch.setattr("toolkit.lease.take", lambda fd: "unsupported")
+    return request.param
+
+
 @pytest.mark.parametrize("verb,point", [(verb, point) for verb, points in WORST.items() for point in points],
                          ids=lambda value: value if isinstance(value, str) else f"{value[0]}-{'after' if value[1] else 'before'}")
-def test_an_appender_at_the_worst_moment_loses_nothing(tmp_path, monkeypatch, verb, point):
+def test_an_appender_at_the_worst_moment_loses_nothing(tmp_path, monkeypatch, leases, verb, point):
     journal, lines, last, args = _claude_case(tmp_path, verb)
     appender = Appender(journal, "claude", 5, tmp_path, parent=last)
     name, after, wait = point
