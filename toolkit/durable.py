@@ -154,6 +154,38 @@ def append_newline(path: Path, expected_size: int, still_whole: Callable[[bytes,
         fsync_fd(held.fd, path)
 
 
+def append_if_unchanged(path: Path, expected_size: int, expected_digest: str, data: bytes) -> int:
+    """Append ``data`` to ``path`` only if the file is still exactly ``expected_size`` bytes whose
+    sha256 is ``expected_digest`` (checked with the file held still, just before the write); one
+    write, fsynced.  Returns the new size.  Raises :class:`FileChangedError` and writes nothing
+    otherwise."""
+    import hashlib
+
+    with held_still(path) as held:
+        size = held.size()
+        if size != expected_size:
+            raise FileChangedError(f"{path} is {size} bytes, not the {expected_size} planned; nothing was written")
+        digest, offset = hashlib.sha256(), 0
+        while offset < size:
+            chunk = held.read(offset, min(size - offset, 1 << 22))
+            if not chunk:
+                break
+            digest.update(chunk)
+            offset += len(chunk)
+        if digest.hexdigest() != expected_digest:
+            raise FileChangedError(f"{path} no longer holds the bytes the plan was made on; nothing was written")
+        held.expect(size)
+        view, at = memoryview(data), size
+        while view:
+            try:
+                written = os.pwrite(held.fd, view, at)
+            except OSError as exc:
+                raise _fail("write", path, exc) from exc
+            view, at = view[written:], at + written
+        fsync_fd(held.fd, path)
+        return at
+
+
 def _replace(src: Path, dst: Path) -> None:
     for attempt in range(_REPLACE_RETRIES):
         try:
