@@ -43,7 +43,8 @@ def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path]
         codes = sorted(set().union(*people.values()))
         steps.append(f"{len(people)} journal(s) need a person ({', '.join(codes)}): see the findings, and the "
                      "README's table \"Findings that need a person\"")
-    steps += _operational_steps(open_)
+    running = {str(s.journal) for f in report.folders for s in f.sessions if s.in_use and not s.skipped}
+    steps += _operational_steps(open_, running)
     return steps
 
 
@@ -81,7 +82,7 @@ def _salvageable(report: CheckReport, open_: list[Finding]) -> list:
     refused = {f.path for f in open_ if f.code == "salvage-refused"}  # suggesting it again would loop
     return [folder.folder for folder in report.folders for s in folder.sessions
             if s.scan is not None and str(s.journal) in paths and str(s.journal) not in refused
-            and not s.is_symlink and s.scan.blocked and salvage_would_help(s.scan)]
+            and not s.is_symlink and not s.in_use and s.scan.blocked and salvage_would_help(s.scan)]
 
 
 def _quarantine(folders: list) -> str:
@@ -99,7 +100,8 @@ def _relinkable(report: CheckReport, open_: list[Finding]) -> int:
     paths = {f.path for f in open_ if f.code in ("dangling-parent", "broken-chain")}
     refused = {f.path for f in open_ if f.code == "relink-refused"}
     return sum(1 for folder in report.folders for s in folder.sessions
-               if s.scan is not None and str(s.journal) in paths - refused and not s.is_symlink and relink_would_help(s.scan))
+               if s.scan is not None and str(s.journal) in paths - refused and not s.is_symlink and not s.in_use
+               and relink_would_help(s.scan))
 
 
 def _need_a_person(report: CheckReport, open_: list[Finding]) -> dict[str, set[str]]:
@@ -117,7 +119,8 @@ def _need_a_person(report: CheckReport, open_: list[Finding]) -> dict[str, set[s
     return people
 
 
-def _operational_steps(open_: list[Finding]) -> list[str]:
+def _operational_steps(open_: list[Finding], running: set[str] = frozenset()) -> list[str]:
+    """``running``: journals read but left alone, for their tool runs in their project."""
     steps = []
     foreign = sum(1 for f in open_ if f.code == "unknown-format")
     if foreign:
@@ -129,7 +132,11 @@ def _operational_steps(open_: list[Finding]) -> list[str]:
     if changed:
         steps.append(f"{changed} journal(s) were left as they were because another process wrote to them or kept them "
                      "open during the repair (nothing was lost); quit the tool writing them (see each finding), then rerun")
-    skipped = sum(1 for f in open_ if f.code in SKIPPED and f.code != "changed-during-repair")
+    skipped = sum(1 for f in open_ if f.code in SKIPPED and f.code != "changed-during-repair" and f.path not in running)
+    busy = sum(1 for f in open_ if f.code == "in-use" and f.path in running)
+    if busy:
+        steps.append(f"{busy} session(s) are left to their tool: Claude Code or Codex CLI runs in their project and may "
+                     "append at any moment, so no repair touches them (each finding names the process); quit it, then rerun")
     if skipped:
         steps.append(f"{skipped} session(s) were not checked: a writer holds them (locked: alive, or on a host or in a "
                      "state levelsess cannot check); close the editor that owns them and rerun, or add --force if you "

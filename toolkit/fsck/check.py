@@ -36,6 +36,11 @@ class SessionCheck:
     def is_symlink(self) -> bool:
         return self.journal.is_symlink()
 
+    @property
+    def in_use(self) -> bool:
+        """Read, but a live writer may append to it: no repair touches it."""
+        return any(f.code == "in-use" for f in self.findings)
+
 
 @dataclass(frozen=True)
 class FolderCheck:
@@ -184,14 +189,21 @@ def _lock_names(folder: str) -> tuple[set[str], set[str]] | None:
 
 
 def _writer_findings(layout, journal: Path, force: bool) -> tuple[list[Finding], bool]:
-    """A journal a live process is writing (no lock file to read): skipped like ``locked``."""
-    who = layout.writer(journal)
-    if who is None:
-        return [], False
+    """A journal a live process is writing (no lock file to read): skipped like ``locked``.  One its
+    tool may append to at any moment (running in its project) is read, for a check only reads, but
+    ``in-use`` keeps every repair away from it (:func:`toolkit.fsck.repair.plan_repair`)."""
     if force:  # as for a lock: --force checks and repairs it, and the run is judged on what it found
         return [], False
+    who = layout.holder(journal)
+    if who is not None:
+        return [Finding("in-use", "warning", str(journal), None, None,
+                        f"skipped: {who} (close it, or use --force to check it anyway)")], True
+    who = layout.running(journal)
+    if who is None:
+        return [], False
     return [Finding("in-use", "warning", str(journal), None, None,
-                    f"skipped: {who} (close it, or use --force to check it anyway)")], True
+                    f"{who}, which may be writing it: no repair touches it; quit it, then rerun "
+                    "(or use --force if you are sure it is not writing this session)")], False
 
 
 def worker_count(requested: int, total_bytes: int, count: int) -> int:

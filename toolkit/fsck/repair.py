@@ -134,7 +134,7 @@ def plan_repair(report: CheckReport, *, salvage: bool = False, relink: bool = Fa
         folder = check.folder
         journal_actions = []
         for session in check.sessions:
-            if session.skipped or session.scan is None:
+            if session.skipped or session.scan is None or session.in_use:
                 continue
             if salvage and (why := salvage_refusal(session.journal, session.scan)) and not (relink and relink_would_help(session.scan)):
                 refusals.append(Finding("salvage-refused", "error", str(session.journal), None, None, why))

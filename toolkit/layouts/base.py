@@ -140,6 +140,15 @@ class BaseLayout:
 
     def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
         """For a layout without lock files: who is writing ``journal`` now, or None."""
+        return self.holder(journal, fresh=fresh) or self.running(journal, fresh=fresh)
+
+    def holder(self, journal: Path, *, fresh: bool = False) -> str | None:
+        """Who is writing ``journal`` this instant (it holds it open to write), or None."""
+        return None
+
+    def running(self, journal: Path, *, fresh: bool = False) -> str | None:
+        """A running process of the tool that writes ``journal`` that may append to it at any moment
+        without holding it open (it works in the session's project, or names the session), or None."""
         return None
 
     def begin(self) -> None:
@@ -163,11 +172,14 @@ class BaseLayout:
 
 class ForeignLayout(BaseLayout):
     """Defaults of a layout whose tree belongs to another tool (Claude Code, Codex CLI): no lock
-    file, no cache, a live writer seen as an open descriptor (:mod:`toolkit.live`), and what
-    levelsess saves kept in its own data folder, ``<data dir>/levelsess/<data_name>/<tree>-<hash>``."""
+    file, no cache, a live writer seen as an open descriptor or as a running process of the tool
+    (:mod:`toolkit.live`), and what levelsess saves kept in its own data folder,
+    ``<data dir>/levelsess/<data_name>/<tree>-<hash>``."""
 
     cache_name = None
     data_name = ""  # the folder under levelsess's data folder
+    tool = ""       # toolkit.live's name of the tool that writes this tree ("claude-code", "codex")
+    tool_title = ""  # how a person calls it ("Claude Code")
 
     def tree_name(self, store: Path) -> str:
         """The readable part of a tree's folder name there (``~/.claude/projects`` -> ``claude``)."""
@@ -190,15 +202,46 @@ class ForeignLayout(BaseLayout):
         return None
 
     def begin(self) -> None:
-        from ..live import snapshot
+        from ..live import processes, snapshot
 
-        snapshot(fresh=True)  # who has what open, now: not a second ago
+        snapshot(fresh=True)  # who has what open, and which tools run, now: not a second ago
+        processes(fresh=True)
 
-    def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
-        """Who is writing ``journal`` now (a process holding it open for writing), or None."""
+    def holder(self, journal: Path, *, fresh: bool = False) -> str | None:
+        """A process holding ``journal`` open for writing, or None."""
         from ..live import writers_of
 
         return writers_of(journal, fresh=fresh)
+
+    def running(self, journal: Path, *, fresh: bool = False) -> str | None:
+        """"<Tool> is running in <cwd> (pid N)": a process of the tool whose command line names the
+        session, or whose working folder is the session's project, or None."""
+        from ..live import processes
+
+        procs = [p for p in processes(fresh) if p.tool == self.tool]
+        if not procs:
+            return None  # the usual case costs nothing more: no file of the session is read
+        session = self.session_of(journal)
+        found = next((p for p in procs if session and p.names(session)), None)
+        if found is None:
+            project = self.project_of(journal)
+            found = next((p for p in procs if project is not None and p.cwd and self.works_in(p, project)), None)
+        if found is None:
+            return None
+        where = f" in {found.cwd}" if found.cwd else ""
+        return f"{self.tool_title} is running{where} (pid {found.pid})"
+
+    def session_of(self, journal: Path) -> str | None:
+        """The session id the tool's command line names ``journal`` by, or None."""
+        return None
+
+    def project_of(self, journal: Path) -> str | None:
+        """What tells ``journal``'s project (:meth:`works_in` compares a process with it), or None."""
+        return None
+
+    def works_in(self, proc, project: str) -> bool:
+        """True when ``proc`` (a :class:`toolkit.live.ToolProcess` with a cwd) works in ``project``."""
+        return False
 
     @contextmanager
     def holding(self, journal: Path, *, force: bool = False) -> Iterator[None]:
