@@ -44,6 +44,7 @@ class Appender:
         if parent:
             args += ["--parent", parent]
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.count = count
         self.acks: list[bytes] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -76,7 +77,8 @@ class Appender:
 
     def finish(self) -> list[bytes]:
         self.go()
-        self.stop.touch()
+        if self.count == 0:  # a continuous appender stops at the next record; a counted one writes them all
+            self.stop.touch()
         self.proc.wait(timeout=120)
         self._reader.join(timeout=30)
         assert self.proc.returncode == 0, self.proc.stderr.read().decode()
@@ -239,22 +241,33 @@ def test_a_repair_that_finds_the_file_changed_says_so_and_exits_4(tmp_path, monk
     everything_kept(journal, lines, acks, claude_marks(lines))
 
 
-def test_a_process_keeping_the_journal_open_is_in_use_not_cut(tmp_path, monkeypatch):
-    """A writer that keeps its descriptor open (no lock): no lease can be had, nothing is cut."""
+@pytest.mark.parametrize("mode", ["ab", "rb"])
+def test_a_process_that_opens_the_journal_after_the_check(tmp_path, monkeypatch, mode):
+    """It keeps the file open, so no lease can be had.  A writer's descriptor: in-use, nothing cut
+    (even with --force).  A reader's: the checks before and after stand in, and the repair is done."""
     monkeypatch.setattr("toolkit.lease.WAIT_SECONDS", 0.2)
     journal, lines, last, args = _claude_case(tmp_path, "trim")
     before = journal.read_bytes()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys,time; f=open(sys.argv[1],'rb'); print('open', flush=True); time.sleep(60)",
-                               str(journal)], stdout=subprocess.PIPE)
-    try:
+    holder = subprocess.Popen([sys.executable, "-c", "import sys,time; f=open(sys.argv[1],sys.argv[2]); print('open', flush=True); "
+                               "time.sleep(60)", str(journal), mode], stdout=subprocess.PIPE)
+    original = durable.held_still
+
+    def opened_meanwhile(path):
         assert holder.stdout.readline().strip() == b"open"
-        result = run_cli("fsck", "--json", "--repair", journal)
+        return original(path)
+
+    monkeypatch.setattr(durable, "held_still", opened_meanwhile)
+    try:
+        result = run_cli("fsck", "--json", "--repair", "--force", journal)
     finally:
         holder.kill()
         holder.wait()
-    assert journal.read_bytes() == before
-    assert result.exit_code & 4
-    assert {"in-use"} <= {f["code"] for f in result.json["findings"] if not f["repaired"]}, result.stdout
+    if mode == "rb":
+        assert result.exit_code == 1 and journal.read_bytes() == b"\n".join(lines) + b"\n", result.stdout
+        return
+    assert journal.read_bytes() == before and result.exit_code == 4
+    in_use = [f for f in result.json["findings"] if f["code"] == "in-use"]
+    assert f"pid {holder.pid}" in in_use[0]["message"] and "even with --force" in in_use[0]["message"]
 
 
 def test_a_held_file_makes_an_opener_wait_until_levelsess_lets_go(tmp_path):

@@ -538,11 +538,12 @@ def _holding(path: Path, fd: int) -> Iterator[Held]:
     from . import lease
 
     state = lease.acquire(fd)
-    if state == lease.BUSY:
+    if state == lease.BUSY:  # some process keeps it open: a writer refuses us; readers only, the checks stand in
         from .live import writers_of
 
         who = writers_of(path, fresh=True)
-        raise FileInUseError(f"{path}: {who or 'another process keeps it open'}; nothing was changed")
+        if who is not None:
+            raise FileInUseError(f"{path}: {who}; nothing was changed (even with --force: it may append at any moment)")
     try:
         yield Held(path, fd, state == lease.HELD)
     finally:

@@ -27,7 +27,7 @@ HELD, BUSY, UNSUPPORTED = "held", "busy", "unsupported"
 _F_SETLEASE = 1024  # F_LINUX_SPECIFIC_BASE + 0 (Python's fcntl module names it from 3.12 on, not 3.11)
 _F_GETLEASE = 1025
 #: How long to keep trying to take a lease on a file some other process keeps opening.
-WAIT_SECONDS = 3.0
+WAIT_SECONDS = 1.0
 
 
 def _fcntl():

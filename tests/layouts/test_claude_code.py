@@ -158,10 +158,13 @@ def test_a_process_holding_a_session_open_for_append_makes_it_in_use(tmp_path):
         assert repair.exit_code == 4, repair.stdout
         assert snapshot(tmp_path) == before and journal.read_bytes() == torn, "a live writer's file is never cut"
         assert saved_tails() == []
-        forced = run_sub("fsck", "--repair", "--force", "--json", root)
-        assert forced.exit_code & 1, forced.stdout
-        assert journal.read_bytes() == data[: len(data) - len(lines_of(data)[-1]) - 1]
-        assert saved_tails() == [torn[len(journal.read_bytes()):]]
+        forced = run_sub("fsck", "--repair", "--force", "--json", root)  # --force overrides a lock, not a writer's descriptor
+        assert forced.exit_code == 4 and journal.read_bytes() == torn, forced.stdout
+        assert "even with --force" in next(f["message"] for f in forced.json["findings"] if f["code"] == "in-use")
+    repair = run_sub("fsck", "--repair", "--json", root)  # the writer is gone
+    assert repair.exit_code & 1, repair.stdout
+    assert journal.read_bytes() == data[: len(data) - len(lines_of(data)[-1]) - 1]
+    assert saved_tails() == [torn[len(journal.read_bytes()):]]
 
 
 def test_a_rewriter_holding_the_session_read_write_makes_it_in_use(tmp_path):
