@@ -349,11 +349,12 @@ def check_folders(
         else:
             by_folder[folder.path].append(SessionCheck(journal, result, info, (*lock_findings, *result.findings)))
     checks = []
+    links: dict = {}  # each symlinked folder reported once, with the first folder it concerns
     for folder in folders:
         sessions = tuple(by_folder[folder.path])
         partial = FolderCheck(folder, sessions, (), *folder_leftovers(folder))
         cache = _judged_cache(partial, memo) if partial.cache_checked else ()
-        extra = cache + tuple(_leftover_findings(partial))
+        extra = _symlinked_findings(folder, links) + cache + tuple(_leftover_findings(partial))
         if folder.problem is not None:
             extra = (Finding("unreadable", "error", str(folder.path), None, None, folder.problem),) + extra
         if strict:
@@ -367,6 +368,19 @@ def check_folders(
             memo.forget_missing(folder.path, folder.journals)
     memo.save()
     return CheckReport(tuple(checks), strict, from_cache=memo.hits, cache_error=memo.error, resumed=memo.resumed)
+
+
+def _symlinked_findings(folder: Folder, seen: dict) -> tuple[Finding, ...]:
+    """A symlinked folder a repair of ``folder`` would have to write through (its own, or one of
+    ``.levelsess``): reported once, as a warning; ``seen`` holds those reported and the memo."""
+    memo = seen.setdefault(None, {})
+    found = []
+    for error in folder.symlinked(memo):
+        if error.link not in seen:
+            seen[error.link] = True
+            found.append(Finding("symlinked-folder", "warning", error.link, None, None,
+                                 f"a symlink to {error.target}: checked, but never written through; {error.hint}"))
+    return tuple(found)
 
 
 def _judged_cache(partial: FolderCheck, memo) -> tuple[Finding, ...]:

@@ -51,6 +51,57 @@ class Folder:
     def state_dir(self) -> Path:
         return self.layout.state_dir(self)
 
+    @property
+    def confinement(self):
+        """What a write for this folder stays below, never through a symlinked folder: the store
+        (or the tool's tree) and the folder levelsess keeps saved bytes in (:mod:`toolkit.durable`)."""
+        from ..durable import Confinement
+
+        return Confinement.of((self.store,), (self.layout.own_root(self),))
+
+    def symlinked(self, memo: dict | None = None) -> list:
+        """The symlinked folders a write for this folder could go through, as the errors a write
+        would be refused with: its own folder (and a journal's, a subagent's), the state folder
+        and, one level below it, the folders saved bytes go to (``recovered/<folder>`` …).
+        Read-only: a few ``lstat``; ``memo`` keeps what a store's folders share (its state folder)."""
+        confinement = self.confinement
+        found = {}
+        for place in dict.fromkeys([self.path, *(j.parent for j in self.journals)]):
+            error = confinement.refusal(place)
+            if error is not None:
+                found.setdefault(error.link, error)
+        memo = {} if memo is None else memo
+        state = self.state_dir
+        if state not in memo:
+            memo[state] = _state_links(confinement, state)
+        shared, kinds = memo[state]
+        for error in shared:
+            found.setdefault(error.link, error)
+        for kind in kinds:  # real folders: only the one named after this folder is left to look at
+            place = kind / self.path.name
+            if os.path.islink(place):
+                error = confinement.refusal(place)
+                found.setdefault(error.link, error)
+        return list(found.values())
+
+
+def _state_links(confinement, state: Path) -> tuple[list, list[Path]]:
+    """The errors for links on the way to ``state`` and among its entries, and its real subfolders."""
+    error = confinement.refusal(state)
+    if error is not None:
+        return [error], []  # not listed: that would go through the link
+    links, kinds = [], []
+    try:
+        with os.scandir(state) as it:
+            for entry in it:
+                if entry.is_symlink() and not entry.is_file():  # a link to a folder, or to nothing yet
+                    links.append(confinement.refusal(entry.path))
+                elif entry.is_dir():
+                    kinds.append(Path(entry.path))
+    except OSError:  # none yet, or unreadable: nothing written there can go through a link
+        pass
+    return [e for e in links if e is not None], kinds
+
 
 class Rules(Protocol):
     """Per-journal record rules: fed every parsed record, in order; they hold the facts."""
@@ -129,6 +180,11 @@ class BaseLayout:
         """Where levelsess keeps what it saves for this folder (recovered bytes, quarantine)."""
         return folder.store / STATE_DIR
 
+    def own_root(self, folder: Folder) -> Path:
+        """The top of what levelsess keeps for this folder's store: the state folder itself
+        (a symlink there or below is refused, see :attr:`Folder.confinement`)."""
+        return self.state_dir(folder)
+
     def lock_path(self, journal: Path) -> Path | None:
         """The lock file its writers take, or None for a layout whose writers take none."""
         name = self.lock_name(journal.name)
@@ -182,6 +238,12 @@ class ForeignLayout(BaseLayout):
         store = os.path.abspath(folder.store)
         tag = hashlib.sha256(store.encode("utf-8", "surrogateescape")).hexdigest()[:8]
         return Path(platformdirs.user_data_dir("levelsess", appauthor=False)) / self.data_name / f"{self.tree_name(Path(store))}-{tag}"
+
+    def own_root(self, folder: Folder) -> Path:
+        """levelsess's data folder (it may be a symlink; the folders below it may not)."""
+        import platformdirs
+
+        return Path(platformdirs.user_data_dir("levelsess", appauthor=False))
 
     def lock_path(self, journal: Path) -> Path | None:
         return None
