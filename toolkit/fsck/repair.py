@@ -168,15 +168,19 @@ def plan_repair(report: CheckReport, *, salvage: bool = False, relink: bool = Fa
 
 
 def _symlinked(action: Action) -> SymlinkedFolderError | None:
-    """Why ``action`` would write through a symlinked folder (its file's, or where it saves bytes), or None."""
-    folder = action.folder
-    assert folder is not None
-    places = [action.path.parent]
-    if action.kind == "trim-tail":
+    assert action.folder is not None
+    return write_refusal(action.folder, action.kind, action.path)
+
+
+def write_refusal(folder: Folder, kind: str, path: Path) -> SymlinkedFolderError | None:
+    """Why a ``kind`` step on ``path`` would write through a symlinked folder (the file's own, or
+    the one it saves bytes in), or None."""
+    places = [path.parent]
+    if kind == "trim-tail":
         places.append(recovery_dir(folder, RECOVERED))
-    elif action.kind in ("salvage", "relink"):
+    elif kind in ("salvage", "relink"):
         places.append(folder.state_dir / QUARANTINE)
-    elif action.kind == "rebuild-cache" and not folder.layout.cache_is_derived:
+    elif kind == "rebuild-cache" and not folder.layout.cache_is_derived:
         places.append(recovery_dir(folder, REPLACED))
     confinement = folder.confinement
     return next((e for e in map(confinement.refusal, places) if e is not None), None)
