@@ -375,6 +375,30 @@ def test_import_never_saves_a_torn_tail_into_a_symlinked_recovered_folder(tmp_pa
     assert not journal.with_name(journal.name + ".lock").exists()
 
 
+def test_an_import_saves_a_torn_tail_and_names_its_real_path_through_a_symlinked_store_root(tmp_path):
+    source = tmp_path / ".claude" / "projects" / "-p" / "00000000-0000-4000-8000-0000000000cd.jsonl"
+    source.parent.mkdir(parents=True)
+    first = {"parentUuid": None, "isSidechain": False, "type": "user", "uuid": "u1", "sessionId": source.stem, "cwd": "/p",
+             "timestamp": "2026-12-01T00:00:00.000Z", "message": {"role": "user", "content": "hi"}}
+    source.write_bytes(json.dumps(first).encode() + b"\n")
+    real = tmp_path / "disk" / "sessions"
+    real.mkdir(parents=True)
+    store = tmp_path / "sessions"
+    os.symlink(real, store, target_is_directory=True)  # the root may be a link: followed
+    args = ("import", "--from", "claude", "--source", tmp_path / ".claude", "--store", store, "--json")
+    assert run_cli(*args).exit_code == 0
+    (journal,) = (store / "-p").glob("*.jsonl")
+    with open(journal, "ab") as handle:
+        handle.write(b'{"kind":"user","t":"x","conte')
+    source.write_bytes(source.read_bytes() + json.dumps({**first, "uuid": "u2", "parentUuid": "u1"}).encode() + b"\n")
+    result = run_cli(*args)
+    assert result.exit_code == 0, result.stdout
+    (torn,) = findings(result, "torn-tail")
+    saved = Path(torn["saved_to"])
+    assert torn["repaired"] and saved == saved.resolve() and saved.read_bytes() == b'{"kind":"user","t":"x","conte'
+    assert str(saved).startswith(str(real.resolve()))
+
+
 def test_trash_refuses_a_session_in_a_symlinked_folder(tmp_path):
     store = make_store(tmp_path / "store", sessions=1)
     journal = next((store / PROJECT_SLUG).glob("*.jsonl"))

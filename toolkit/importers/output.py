@@ -305,7 +305,8 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict]) -> t
     if saved is not None:
         saved = Path(os.path.realpath(saved))  # where the bytes are
         findings.append(Finding("torn-tail", "error", str(path), None, None,
-                                f"an interrupted append's incomplete record was saved to {saved} and trimmed", repaired=True))
+                                f"an interrupted append's incomplete record was saved to {saved} and trimmed", repaired=True,
+                                saved_to=str(saved)))
     try:
         known, last_seq, title = _existing(path)
     except LevelsessError as exc:
