@@ -240,6 +240,25 @@ def test_saved_to_is_where_the_bytes_are_when_the_store_root_is_a_symlink(tmp_pa
     assert saved.read_bytes() == tail
 
 
+@EXAMPLES
+@given(where=st.sampled_from(["sessions", "sessions/s1"]), verb=st.sampled_from(["fsck --repair", "reindex"]),
+       torn=st.booleans())
+def test_a_symlinked_logician_session_folder_is_never_repaired_through(where, verb, torn):
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        session = logician_session(base / "ws")  # no meta.json yet: a repair or reindex would write one
+        if torn:
+            with open(session / "messages.jsonl", "ab") as handle:
+                handle.write(b'{"id":"e3","par')
+        store = base / "ws" / ".logician" / "sessions"
+        target = link_out(store / where, base / "elsewhere")
+        before, before_store = snapshot(target), snapshot(base / "ws")
+        result = run_cli(*verb.split(), "--json", base / "ws")
+        assert result.exit_code == 4, result.stdout
+        assert snapshot(target) == before and snapshot(base / "ws") == before_store
+        assert refused(result) if verb != "reindex" else [f for f in result.json["findings"] if f["code"] == "symlinked-folder"]
+
+
 # --- .levelsess and what is under it --------------------------------------------------------------------
 
 STATE = {  # which state folder a step saves into, and the folders on the way that may be the link
