@@ -64,13 +64,15 @@ def symlinked_folder(root: Path | str, path: Path | str) -> Path | None:
     ``/tmp`` on macOS): only what lies below it counts.  A path outside ``root`` gives None, and
     so does a component that does not exist yet (levelsess creates real folders) or cannot be
     examined (the write itself then reports that)."""
-    base, target = os.path.abspath(root), os.path.abspath(path)
-    if not _within(target, base):  # another drive (Windows) too
+    return _first_link(os.path.abspath(root), os.path.abspath(path))
+
+
+def _first_link(base: str, target: str) -> Path | None:
+    rest = _below(target, base)
+    if not rest:  # the root itself, or not below it (another drive, on Windows)
         return None
     probe = base
-    for part in Path(os.path.relpath(target, base)).parts:
-        if part in (os.curdir, os.pardir):
-            continue
+    for part in rest.split(os.sep):
         probe = os.path.join(probe, part)
         try:
             mode = os.lstat(probe).st_mode
@@ -79,6 +81,15 @@ def symlinked_folder(root: Path | str, path: Path | str) -> Path | None:
         if stat.S_ISLNK(mode) or (_IS_WINDOWS and getattr(os.path, "isjunction", lambda _p: False)(probe)):
             return Path(probe)
     return None
+
+
+def _below(path: str, root: str) -> str | None:
+    """The part of ``path`` below ``root`` (both absolute and normalised): "" for ``root`` itself,
+    None when ``path`` is not below it.  String work: a check walks this for every folder."""
+    if path == root:
+        return ""
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    return path[len(prefix):] if os.path.normcase(path[:len(prefix)]) == os.path.normcase(prefix) else None
 
 
 @dataclass(frozen=True)
@@ -96,18 +107,12 @@ class Confinement:
 
     def refusal(self, path: Path | str) -> SymlinkedFolderError | None:
         """The error a write at ``path`` (a folder, or a file's folder) would be refused with, or None."""
+        target = os.path.abspath(path)
         for root in self.trees + self.own:
-            link = symlinked_folder(root, path)
+            link = _first_link(root, target)
             if link is not None:
-                return symlinked_folder_error(link, own=any(_within(str(link), o) for o in self.own))
+                return symlinked_folder_error(link, own=any(_below(str(link), o) is not None for o in self.own))
         return None
-
-
-def _within(path: str, root: str) -> bool:
-    try:
-        return os.path.commonpath([root, path]) == root
-    except ValueError:
-        return False
 
 
 def symlinked_folder_error(link: Path, *, own: bool = False) -> SymlinkedFolderError:

@@ -8,6 +8,7 @@ tail classifier, durable writes and the finding sink stay layout-free.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,52 +56,62 @@ class Folder:
     def confinement(self):
         """What a write for this folder stays below, never through a symlinked folder: the store
         (or the tool's tree) and the folder levelsess keeps saved bytes in (:mod:`toolkit.durable`)."""
-        from ..durable import Confinement
-
-        return Confinement.of((self.store,), (self.layout.own_root(self),))
+        return _confinement(str(self.store), str(self.layout.own_root(self)))  # once per store (a check asks per folder)
 
     def symlinked(self, memo: dict | None = None) -> list:
         """The symlinked folders a write for this folder could go through, as the errors a write
-        would be refused with: its own folder (and a journal's, a subagent's), the state folder
-        and, one level below it, the folders saved bytes go to (``recovered/<folder>`` …).
+        would be refused with: its own folder (and a journal's, a subagent's), the state folder,
+        its entries and, one level below them, the folders saved bytes go to (``recovered/<folder>``).
         Read-only: a few ``lstat``; ``memo`` keeps what a store's folders share (its state folder)."""
         confinement = self.confinement
         found = {}
-        for place in dict.fromkeys([self.path, *(j.parent for j in self.journals)]):
+        for place in dict.fromkeys([str(self.path), *(os.path.dirname(j) for j in self.journals)]):
             error = confinement.refusal(place)
             if error is not None:
                 found.setdefault(error.link, error)
         memo = {} if memo is None else memo
-        state = self.state_dir
-        if state not in memo:
-            memo[state] = _state_links(confinement, state)
-        shared, kinds = memo[state]
+        key = (self.layout.name, str(self.store))  # a state folder depends on the store alone
+        if key not in memo:
+            memo[key] = _state_links(confinement, str(self.state_dir))
+        shared, kinds = memo[key]
         for error in shared:
             found.setdefault(error.link, error)
-        for kind in kinds:  # real folders: only the one named after this folder is left to look at
-            place = kind / self.path.name
-            if os.path.islink(place):
-                error = confinement.refusal(place)
+        for kind, links in kinds:  # real folders: only the one named after this folder is left to look at
+            if self.path.name in links:
+                error = confinement.refusal(os.path.join(kind, self.path.name))
                 found.setdefault(error.link, error)
         return list(found.values())
 
 
-def _state_links(confinement, state: Path) -> tuple[list, list[Path]]:
-    """The errors for links on the way to ``state`` and among its entries, and its real subfolders."""
+@functools.lru_cache(maxsize=64)
+def _confinement(store: str, own: str):
+    from ..durable import Confinement
+
+    return Confinement.of((store,), (own,))
+
+
+def _state_links(confinement, state: str) -> tuple[list, list[tuple[str, set[str]]]]:
+    """The errors for links on the way to ``state`` and among its entries, and each real subfolder
+    with the names of the links in it (``recovered/<folder>``): one listing each, for a whole store."""
     error = confinement.refusal(state)
     if error is not None:
         return [error], []  # not listed: that would go through the link
     links, kinds = [], []
-    try:
-        with os.scandir(state) as it:
-            for entry in it:
-                if entry.is_symlink() and not entry.is_file():  # a link to a folder, or to nothing yet
-                    links.append(confinement.refusal(entry.path))
-                elif entry.is_dir():
-                    kinds.append(Path(entry.path))
-    except OSError:  # none yet, or unreadable: nothing written there can go through a link
-        pass
+    for entry in _listing(state):
+        if entry.is_symlink() and not entry.is_file():  # a link to a folder, or to nothing yet
+            links.append(confinement.refusal(entry.path))
+        elif entry.is_dir():
+            kinds.append((entry.path, {e.name for e in _listing(entry.path) if e.is_symlink() and not e.is_file()}))
     return [e for e in links if e is not None], kinds
+
+
+def _listing(folder: str) -> list[os.DirEntry]:
+    """A real folder's entries, or none (none yet, or unreadable: nothing written there can go through a link)."""
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError:
+        return []
 
 
 class Rules(Protocol):
