@@ -16,11 +16,17 @@ Primitives (DESIGN.md §4):
   the bytes that were read; a rewrite carries over what was appended since it read.
 
 A failed fsync is fatal: it raises :class:`DurabilityError` and nothing is retried.
+
+Inside a :func:`confined` block every one of them refuses, with :class:`SymlinkedFolderError`
+and before writing a byte, a path that goes through a symlinked folder below one of the
+block's roots (a store, a tool's tree, levelsess's own data folder): a project folder or a
+``.levelsess/recovered`` that is a symlink would send the write somewhere nobody asked for.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import io
 import os
@@ -28,11 +34,13 @@ import shutil
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from .errors import (DurabilityError, FileChangedError, FileInUseError, PathNotFoundError, PermissionDeniedError,
+                     SymlinkedFolderError,
                      UsageError)
 
 _IS_MAC = sys.platform == "darwin"
@@ -52,6 +60,100 @@ def _fail(action: str, path: Path | str, exc: OSError) -> DurabilityError | Perm
     if exc.errno == errno.ENOSPC:
         return DurabilityError(f"disk full while trying to {action} {path}")
     return DurabilityError(f"cannot {action} {path}: {exc.strerror or exc}")
+
+
+def symlinked_folder(root: Path | str, path: Path | str) -> Path | None:
+    """Return the first folder below ``root`` on the way to ``path`` (``path`` included) that is a
+    symlink, else None; read-only, one ``lstat`` per component.
+
+    ``root`` itself and whatever lies above it may be symlinks (a store kept on another disk,
+    ``/tmp`` on macOS): only what lies below it counts.  A path outside ``root`` gives None, and
+    so does a component that does not exist yet (levelsess creates real folders) or cannot be
+    examined (the write itself then reports that)."""
+    return _first_link(os.path.abspath(root), os.path.abspath(path))
+
+
+def _first_link(base: str, target: str) -> Path | None:
+    rest = _below(target, base)
+    if not rest:  # the root itself, or not below it (another drive, on Windows)
+        return None
+    probe = base
+    for part in rest.split(os.sep):
+        probe = os.path.join(probe, part)
+        try:
+            mode = os.lstat(probe).st_mode
+        except OSError:
+            return None
+        if stat.S_ISLNK(mode) or (_IS_WINDOWS and getattr(os.path, "isjunction", lambda _p: False)(probe)):
+            return Path(probe)
+    return None
+
+
+def _below(path: str, root: str) -> str | None:
+    """The part of ``path`` below ``root`` (both absolute and normalised): "" for ``root`` itself,
+    None when ``path`` is not below it.  String work: a check walks this for every folder."""
+    if path == root:
+        return ""
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    return path[len(prefix):] if os.path.normcase(path[:len(prefix)]) == os.path.normcase(prefix) else None
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Folders levelsess writes below and never through a symlink: ``trees`` (a store, a tool's
+    tree) and ``own`` (where levelsess keeps what it saves: ``<store>/.levelsess``, or its own
+    data folder for another tool's tree).  The ``own`` folders' links get their own advice."""
+
+    trees: tuple[str, ...]
+    own: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, trees: Iterable[Path | str], own: Iterable[Path | str] = ()) -> Confinement:
+        return cls(tuple(os.path.abspath(t) for t in trees), tuple(os.path.abspath(o) for o in own))
+
+    def refusal(self, path: Path | str) -> SymlinkedFolderError | None:
+        """The error a write at ``path`` (a folder, or a file's folder) would be refused with, or None."""
+        target = os.path.abspath(path)
+        for root in self.trees + self.own:
+            link = _first_link(root, target)
+            if link is not None:
+                return symlinked_folder_error(link, own=any(_below(str(link), o) is not None for o in self.own))
+        return None
+
+
+def symlinked_folder_error(link: Path, *, own: bool = False) -> SymlinkedFolderError:
+    """The typed error for a write refused because ``link`` is a symlinked folder: it names where
+    the link points, and what to do (``own``: a folder of levelsess's, where running on the link's
+    target would not help)."""
+    target = os.path.realpath(link)
+    if own:
+        hint = f"replace the symlink with a real folder (move {target} into its place, or remove the link), then rerun"
+    else:
+        hint = f"replace the symlink with the folder it points to, or run levelsess on {target} directly"
+    return SymlinkedFolderError(f"{link} is a symlink to {target}", hint=hint, link=str(link), target=target)
+
+
+_CONFINED: contextvars.ContextVar[tuple[Confinement, ...]] = contextvars.ContextVar("levelsess_confined", default=())
+
+
+@contextlib.contextmanager
+def confined(*confinements: Confinement) -> Iterator[None]:
+    """Within this block, every write of this module under a confinement's folders refuses to go
+    through a symlinked folder below them (:class:`SymlinkedFolderError`, nothing written)."""
+    token = _CONFINED.set(_CONFINED.get() + confinements)
+    try:
+        yield
+    finally:
+        _CONFINED.reset(token)
+
+
+def refuse_symlinked(folder: Path) -> None:
+    """Raise :class:`SymlinkedFolderError` when writing in ``folder`` would go through a symlinked
+    folder below a root of the enclosing :func:`confined` blocks."""
+    for confinement in _CONFINED.get():
+        error = confinement.refusal(folder)
+        if error is not None:
+            raise error
 
 
 def fsync_fd(fd: int, path: Path | str) -> None:
@@ -83,6 +185,7 @@ def fsync_dir(directory: Path) -> None:
 
 def ensure_dir(directory: Path) -> None:
     """Create ``directory`` and its parents, fsyncing each parent whose entries changed."""
+    refuse_symlinked(directory)
     missing = []
     probe = directory
     while not probe.exists():
@@ -120,6 +223,7 @@ def append_lines(path: Path, lines: list[bytes]) -> int:
     """
     if any(b"\n" in line for line in lines):
         raise ValueError("a journal record must not contain a raw newline")
+    refuse_symlinked(path.parent)
     created = not path.exists()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -139,6 +243,7 @@ def append_lines(path: Path, lines: list[bytes]) -> int:
 def append_newline(path: Path, expected_size: int, still_whole: Callable[[bytes, int], bool] | None = None) -> None:
     """Terminate an unterminated final record, if the file is still ``expected_size`` bytes and
     its final bytes (after the last newline, at their offset) still pass ``still_whole``."""
+    refuse_symlinked(path.parent)
     with held_still(path) as held:
         size = held.size()
         if size != expected_size:
@@ -241,6 +346,7 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
     ``exclusive=True`` creates ``path`` and never replaces it: the temp file is hard-linked
     into place, and :class:`FileExistsError` is raised if ``path`` appeared meanwhile.
     """
+    refuse_symlinked(path.parent)
     tmp = temp_name(path)
     try:
         handle = open(tmp, "wb")  # noqa: SIM115 - closed below, after fsync
@@ -351,6 +457,8 @@ def truncate_saving(path: Path, keep: int, expected_size: int, recovery_dir: Pat
     ``still_torn(data, offset)`` (else: no newline among them) - judged as they are at that
     instant, not as a check saw them.  The saved copy is fsynced before a single byte is removed.  Returns its path.
     """
+    refuse_symlinked(path.parent)
+    refuse_symlinked(recovery_dir)
     with held_still(path) as held:
         size = held.size()
         if size != expected_size:
@@ -382,6 +490,7 @@ def create_exclusive(path: Path, data: bytes) -> bool:
     "owner cannot be checked" and block the session for 30 s.  Where hard links are not
     supported, falls back to O_CREAT|O_EXCL.
     """
+    refuse_symlinked(path.parent)
     tmp = temp_name(path)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -431,6 +540,7 @@ def _create_excl_fallback(path: Path, data: bytes) -> bool:
 def remove(path: Path, *, tree: bool = False) -> None:
     """Unlink ``path`` (a lock or temp file; with ``tree``, a folder levelsess made, such as a
     finished run's backups) and make the removal durable; missing is fine."""
+    refuse_symlinked(path.parent)
     try:
         shutil.rmtree(path) if tree else os.unlink(path)
     except FileNotFoundError:
@@ -458,6 +568,8 @@ def preserve(src: Path, dst: Path) -> None:
 
 def move(src: Path, dst: Path) -> None:
     """Rename ``src`` to ``dst`` in the same file system and make the rename durable."""
+    refuse_symlinked(src.parent)
+    refuse_symlinked(dst.parent)
     _replace(src, dst)
     fsync_dir(dst.parent)
     if src.parent != dst.parent:
@@ -560,6 +672,7 @@ def held_still(path: Path) -> Iterator[Held]:
     through the :class:`Held` object only.  Raises :class:`FileInUseError` when another process
     keeps the file open.  Without leases the block runs unguarded and the caller's checks
     (:meth:`Held.expect`) narrow the window to the moment before the change."""
+    refuse_symlinked(path.parent)
     fd = _open_held(path, os.O_RDWR)
     try:
         with _holding(path, fd) as held:
@@ -627,6 +740,9 @@ def rewriting(path: Path, upto: int, *, keep_original: Path | None = None,
     link, else a copy) and the new version renamed over it.  A writer that opened the old file just
     before the rename writes there once we let go: we watch it, and carry that over too.
     Anything else raises :class:`FileChangedError` and leaves ``path`` exactly as it was."""
+    refuse_symlinked(path.parent)
+    if keep_original is not None:
+        refuse_symlinked(keep_original.parent)
     fd = _open_held(path, os.O_RDONLY)
     try:
         if os.fstat(fd).st_size < upto:

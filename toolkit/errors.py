@@ -129,6 +129,17 @@ class RelinkRefusedError(SalvageRefusedError):
     """relink refused: {detail}"""
 
 
+class SymlinkedFolderError(LevelsessError):
+    """{detail}: levelsess never writes through a symlinked folder inside a store or a tool's tree"""
+
+    exit_code = EXIT_UNCORRECTED
+    hint = "replace the symlink with the folder it points to, or run levelsess on that folder directly"
+
+    def __init__(self, detail: str = "", *, hint: str | None = None, link: str | None = None, target: str | None = None) -> None:
+        self.link, self.target = link, target
+        super().__init__(detail, hint=hint)
+
+
 class Interrupted(LevelsessError):
     """interrupted: {detail}"""
 
@@ -363,6 +374,7 @@ CODES: dict[str, CodeInfo] = {
     "dangling-tool-use": CodeInfo("warning", ""),
     "nul-in-content": CodeInfo("warning", ""),
     "symlink": CodeInfo("warning", ""),
+    "symlinked-folder": CodeInfo("warning", "", SymlinkedFolderError),
     "not-a-journal": CodeInfo("warning", "", NotAJournalError),
     # caches: warnings that a repair rebuilds
     "missing-index": CodeInfo("warning", "rebuild index.json"),

@@ -44,8 +44,28 @@ def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path]
         steps.append(f"{len(people)} journal(s) need a person ({', '.join(codes)}): see the findings, and the "
                      "README's table \"Findings that need a person\"")
     running = {str(s.journal) for f in report.folders for s in f.sessions if s.in_use and not s.skipped}
+    steps += _symlinked_steps(report, open_, ran)
     steps += _operational_steps(open_, running)
     return steps
+
+
+def _symlinked_steps(report: CheckReport, open_: list[Finding], ran: str) -> list[str]:
+    """Repair steps refused (or, after a check, that would be) because a folder on the way is a symlink."""
+    if not any(f.code == "symlinked-folder" for f in open_):
+        return []
+    if ran == "check":
+        from .repair import plan_repair
+
+        refused = [f for f in plan_repair(report).refusals if f.code == "symlinked-folder"]
+        verb = "would be refused"
+    else:
+        refused = [f for f in open_ if f.code == "symlinked-folder" and f.severity == "error"]
+        verb = "were refused"
+    if not refused:
+        return []
+    return [f"{len(refused)} repair step(s) {verb}: a folder on the way is a symlink, and levelsess never writes through "
+            "one; replace each symlink with the folder it points to, or run levelsess on that folder directly "
+            "(see the symlinked-folder findings)"]
 
 
 def _repair_would_act(report: CheckReport, open_: list[Finding]) -> bool:

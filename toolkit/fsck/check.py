@@ -361,10 +361,13 @@ def check_folders(
         else:
             by_folder[folder.path].append(SessionCheck(journal, result, info, (*lock_findings, *result.findings)))
     checks = []
+    symlinked: tuple[Finding, ...] = ()
+    links: dict = {}  # each symlinked folder reported once, with the first folder it concerns
     for folder in folders:
         sessions = tuple(by_folder[folder.path])
         partial = FolderCheck(folder, sessions, (), *folder_leftovers(folder))
         cache = _judged_cache(partial, memo) if partial.cache_checked else ()
+        symlinked += _symlinked_findings(folder, links)  # the report's, not the cache's: they ask for no rebuild
         extra = cache + tuple(_leftover_findings(partial))
         if folder.problem is not None:
             extra = (Finding("unreadable", "error", str(folder.path), None, None, folder.problem),) + extra
@@ -372,13 +375,28 @@ def check_folders(
             sessions = tuple(replace(s, findings=_escalate(s.findings)) for s in sessions)
             extra = _escalate(extra)
         checks.append(FolderCheck(folder, sessions, extra, partial.orphan_locks, partial.leftover_temps))
+    if strict:
+        symlinked = _escalate(symlinked)
     if memo is None:
-        return CheckReport(tuple(checks), strict)
+        return CheckReport(tuple(checks), strict, symlinked)
     for folder in folders:
         if folder.whole and folder.problem is None:
             memo.forget_missing(folder.path, folder.journals)
     memo.save()
-    return CheckReport(tuple(checks), strict, from_cache=memo.hits, cache_error=memo.error, resumed=memo.resumed)
+    return CheckReport(tuple(checks), strict, symlinked, from_cache=memo.hits, cache_error=memo.error, resumed=memo.resumed)
+
+
+def _symlinked_findings(folder: Folder, seen: dict) -> tuple[Finding, ...]:
+    """A symlinked folder a repair of ``folder`` would have to write through (its own, or one of
+    ``.levelsess``): reported once, as a warning; ``seen`` holds those reported and the memo."""
+    memo = seen.setdefault(None, {})
+    found = []
+    for error in folder.symlinked(memo):
+        if error.link not in seen:
+            seen[error.link] = True
+            found.append(Finding("symlinked-folder", "warning", error.link, None, None,
+                                 f"a symlink to {error.target}: checked, but never written through; {error.hint}"))
+    return tuple(found)
 
 
 def _judged_cache(partial: FolderCheck, memo) -> tuple[Finding, ...]:

@@ -7,13 +7,15 @@ A journal with any uncorrectable finding is never touched (not even its tail).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import durable, locks, verified
 from ..errors import (RELINKABLE, SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, FileInUseError,
-                      LevelsessError, LockBusyError, OperationalError, RelinkRefusedError, SalvageRefusedError)
+                      LevelsessError, LockBusyError, OperationalError, RelinkRefusedError, SalvageRefusedError,
+                      SymlinkedFolderError)
 from ..findings import Finding
 from ..index import load_cache
 from ..journal import JournalScan, TailState, judge_tail, scan_journal
@@ -91,7 +93,11 @@ class RepairPlan:
                 interrupted = True
                 break
             try:
-                fixed, where = _apply(action, touched, self.force)
+                with durable.confined(action.folder.confinement):  # the plan looked; this holds at the write
+                    fixed, where = _apply(action, touched, self.force)
+            except SymlinkedFolderError as exc:
+                notes.append(symlink_refusal(action, exc))
+                continue
             except RelinkRefusedError as exc:
                 notes.append(Finding("relink-refused", "error", str(action.path), None, None, exc.detail))
                 continue
@@ -116,6 +122,7 @@ class RepairPlan:
                 continue
             repaired.update(fixed)
             if where is not None:
+                where = Path(os.path.realpath(where))  # where the bytes are, whatever links lie above the store
                 saved.update({key: str(where) for key in fixed})
             done.append(replace(action, saved_to=where))
             if progress:
@@ -132,7 +139,7 @@ def plan_repair(report: CheckReport, *, salvage: bool = False, relink: bool = Fa
     refusals: list[Finding] = []
     for check in report.folders:
         folder = check.folder
-        journal_actions = []
+        journal_actions, folder_actions = [], []
         for session in check.sessions:
             if session.skipped or session.scan is None or session.in_use:
                 continue
@@ -141,21 +148,54 @@ def plan_repair(report: CheckReport, *, salvage: bool = False, relink: bool = Fa
             if relink and (why := relink_refusal(session.journal, session.scan, salvage)):
                 refusals.append(Finding("relink-refused", "error", str(session.journal), None, None, why))
             if session.lock is not None and session.lock.state is LockState.STALE:
-                actions.append(Action("remove-lock", session.lock.path, session.lock.reason, ("stale-lock",), folder))
+                folder_actions.append(Action("remove-lock", session.lock.path, session.lock.reason, ("stale-lock",), folder))
             journal_actions.extend(_journal_actions(session.journal, session.scan, folder, salvage, relink))
         for info in check.orphan_locks:
             if info.state is LockState.STALE:
-                actions.append(Action("remove-lock", info.path, info.reason, ("stale-lock",), folder))
+                folder_actions.append(Action("remove-lock", info.path, info.reason, ("stale-lock",), folder))
         for temp in check.leftover_temps:
-            actions.append(Action("remove-temp", temp, "temporary file of an interrupted write", ("leftover-temp",), folder))
-        actions.extend(journal_actions)
+            folder_actions.append(Action("remove-temp", temp, "temporary file of an interrupted write", ("leftover-temp",), folder))
+        folder_actions.extend(journal_actions)
         unreadable = any(f.code == "unreadable" for f in check.cache_findings)  # never replaced
         if not unreadable and _cache_rebuildable(check, journal_actions) and (check.cache_findings or journal_actions):
             codes = tuple(f.code for f in check.cache_findings)
             scans = tuple(s.scan for s in check.sessions if s.scan is not None)
-            actions.append(Action("rebuild-cache", folder.cache, "; ".join(f.message for f in check.cache_findings)
-                                  or "journals changed", codes, folder, scans=scans))
+            folder_actions.append(Action("rebuild-cache", folder.cache, "; ".join(f.message for f in check.cache_findings)
+                                         or "journals changed", codes, folder, scans=scans))
+        for action in folder_actions:
+            error = _symlinked(action)
+            if error is None:
+                actions.append(action)
+            else:
+                refusals.append(symlink_refusal(action, error))
     return RepairPlan(report, tuple(actions), force, tuple(refusals))
+
+
+def _symlinked(action: Action) -> SymlinkedFolderError | None:
+    assert action.folder is not None
+    return write_refusal(action.folder, action.kind, action.path)
+
+
+def write_refusal(folder: Folder, kind: str, path: Path) -> SymlinkedFolderError | None:
+    """Why a ``kind`` step on ``path`` would write through a symlinked folder (the file's own, or
+    the one it saves bytes in), or None."""
+    places = [path.parent]
+    if kind == "trim-tail":
+        places.append(recovery_dir(folder, RECOVERED))
+    elif kind in ("salvage", "relink"):
+        places.append(folder.state_dir / QUARANTINE)
+    elif kind == "rebuild-cache" and not folder.layout.cache_is_derived:
+        places.append(recovery_dir(folder, REPLACED))
+    confinement = folder.confinement
+    return next((e for e in map(confinement.refusal, places) if e is not None), None)
+
+
+def symlink_refusal(action: Action, error: SymlinkedFolderError) -> Finding:
+    """The finding for a repair step refused because a folder on its way is a symlink."""
+    where = action.path if os.path.lexists(action.path) else action.folder.path  # a missing cache: its folder
+    return Finding("symlinked-folder", "error", str(where), None, None,
+                   f"not repaired ({action.kind}): {error.detail}, and levelsess never writes through a symlinked folder; "
+                   f"{error.hint}")
 
 
 def _cache_rebuildable(check: FolderCheck, journal_actions: list[Action]) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from pathlib import Path
 import orjson
 
 from .. import durable, locks
-from ..errors import CorruptionError, LevelsessError, LockBusyError, TornTailError
+from ..errors import CorruptionError, LevelsessError, LockBusyError, SymlinkedFolderError, TornTailError
 from ..findings import Finding
 from ..journal import iter_records
 from ..lines import loads
@@ -222,16 +223,37 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
     A new journal is linked into place whole, so it never replaces one that appeared
     meanwhile (that one is then extended instead).  An existing journal is extended under the
     session lock: which records it holds and its last ``seq`` are read inside the lock.  A symlinked journal
-    is never written through, and a live writer's session is left for the next import.
+    is never written through, nor a symlinked folder in the store, and a live writer's session is
+    left for the next import.
     """
     path = journal_path(store, session)
     records = session.records if not no_raw else _Stripped(session.records)
     if path.is_symlink():
         return _outcome(session, path, 0, 0, "skipped"), [Finding("symlink", "warning", str(path), None, None,
                                                                    "not updated: a symlinked journal is never written through")]
+    confinement = durable.Confinement.of((store,), (store / ".levelsess",))
+    symlinked = confinement.refusal(path.parent)
+    if symlinked is not None:
+        return _symlinked(session, path, symlinked)
     planned = _plan(session, path, records)  # read-only: a re-import with nothing new touches nothing
     if dry_run or planned[0].status in ("unchanged", "skipped"):
         return planned
+    try:
+        with durable.confined(confinement):
+            return _write(store, session, path, records, planned, no_raw)
+    except SymlinkedFolderError as exc:  # .levelsess/recovered, or a folder that became a link since: nothing written
+        return _symlinked(session, path, exc)
+
+
+def _symlinked(session: Session, path: Path, error: SymlinkedFolderError) -> tuple[Outcome, list[Finding]]:
+    where = path if path.exists() else Path(error.link or path.parent)  # a finding names a path that exists
+    return _outcome(session, path, 0, 0, "skipped"), [Finding(
+        "symlinked-folder", "error", str(where), None, None,
+        f"not imported: {error.detail}, and levelsess never writes through a symlinked folder; {error.hint}")]
+
+
+def _write(store: Path, session: Session, path: Path, records, planned: tuple[Outcome, list[Finding]],
+           no_raw: bool) -> tuple[Outcome, list[Finding]]:
     if planned[0].status == "created":
         durable.ensure_dir(path.parent)
         try:  # linked into place, so it can never replace a journal that appeared meanwhile
@@ -281,8 +303,10 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict]) -> t
     findings = []
     saved = _trim_torn_tail(store, path)
     if saved is not None:
+        saved = Path(os.path.realpath(saved))  # where the bytes are
         findings.append(Finding("torn-tail", "error", str(path), None, None,
-                                f"an interrupted append's incomplete record was saved to {saved} and trimmed", repaired=True))
+                                f"an interrupted append's incomplete record was saved to {saved} and trimmed", repaired=True,
+                                saved_to=str(saved)))
     try:
         known, last_seq, title = _existing(path)
     except LevelsessError as exc:
