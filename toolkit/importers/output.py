@@ -409,7 +409,7 @@ def keep_too_large(store: Path, session: Session, *, dry_run: bool = False) -> l
         head = (f"{what} too large for levelsess to parse here (over {cap_text()}), so session {session.id} "
                 "does not hold it as a record; ")
         try:
-            kept = "would keep its bytes, exactly, in" if dry_run else _copy_line(item, target)
+            kept = "an import would keep its bytes, exactly, in" if dry_run else _copy_line(item, target)
         except (OSError, LevelsessError) as exc:
             message = f"{head}its bytes could not be kept ({getattr(exc, 'strerror', None) or exc}); import again"
             findings.append(Finding("record-too-large", "error", str(item.path), item.line, item.offset, message))
