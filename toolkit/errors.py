@@ -185,7 +185,7 @@ class InvalidRecordError(CorruptionError):
     """a line is JSON but not a record (not an object, or no kind / id)"""
 
     code = "invalid-record"
-    hint = "this needs a person: inspect the line, or `levelsess fsck --salvage --yes` rebuilds the journal from its whole records"
+    hint = "this needs a person: inspect the line and fix or move it by hand (salvage never removes a line that parses)"
 
 
 class InvalidVersionError(CorruptionError):
@@ -300,6 +300,14 @@ class TooDeepError(CorruptionError):
     hint = "this needs a person: the line may be a whole record, so levelsess neither cuts it nor salvages the file"
 
 
+class RecordTooLargeError(CorruptionError):
+    """a line is longer than levelsess holds in memory to parse: it may be a whole record, so it is left as it is"""
+
+    code = "record-too-large"
+    hint = ("this needs a person: the record is too large for levelsess to parse here, so nothing is cut and neither "
+            "--repair nor --salvage touches the file; read or split that line with a tool that streams it")
+
+
 class CrLineEndingsError(CorruptionError):
     """records are separated by CR alone (old-Mac line endings)"""
 
@@ -356,6 +364,7 @@ CODES: dict[str, CodeInfo] = {
     "spliced-records": CodeInfo("error", "", SplicedRecordsError),
     "cr-line-endings": CodeInfo("error", "", CrLineEndingsError),
     "too-deep": CodeInfo("error", "", TooDeepError),
+    "record-too-large": CodeInfo("error", "", RecordTooLargeError),
     "unknown-format": CodeInfo("error", "", UnknownFormatFileError),
     "nul-padding": CodeInfo("error", "", NulPaddingError),
     "dangling-parent": CodeInfo("error", "", DanglingParentError),
@@ -420,9 +429,10 @@ SKIPPED = frozenset({"locked", "in-use", "changed-during-repair"})
 UNCORRECTABLE = frozenset(
     code for code, info in CODES.items()
     if info.severity == "error" and not info.repair and code not in OPERATIONAL | REFUSALS)
-#: Line-level damage that `fsck --salvage` can cut around.
-SALVAGEABLE = frozenset({"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "blank-line",
-                         "cr-line-endings"})
+#: Line-level damage that `fsck --salvage` can cut around.  Never a line that may be a whole
+#: record: one that parses but is not a record (invalid-record), one too deep (too-deep) or too
+#: large (record-too-large) to parse here; a journal holding one is left for a person.
+SALVAGEABLE = frozenset({"invalid-json", "spliced-records", "nul-padding", "torn-tail", "blank-line", "cr-line-endings"})
 
 
 def error_for(code: str) -> type[LevelsessError]:

@@ -16,7 +16,6 @@ OS, a file system without them, a thread that cannot change the signal) :func:`t
 from __future__ import annotations
 
 import errno
-import os
 import signal
 import sys
 import threading

@@ -22,7 +22,7 @@ from ..journal import JournalScan, TailState, judge_tail, scan_journal
 from ..locks import LockState, inspect_lock
 from ..stores import Folder
 from .check import CheckReport, FolderCheck, exit_code_for, folder_leftovers
-from .salvage import salvage_journal
+from .salvage import MAY_BE_A_RECORD, salvage_journal
 
 #: Record-level problems salvage carries over unchanged (they are reported again, not fixed);
 #: anything else uncorrectable (a future version) means salvage keeps its hands off.
@@ -285,6 +285,10 @@ def salvage_refusal(journal: Path, scan: JournalScan) -> str | None:
     blocking = scan.codes & UNCORRECTABLE
     if scan.records == 0:
         return f"it holds no whole record of {scan.layout.value}: a rewrite would empty it"
+    unsure = sorted(blocking & MAY_BE_A_RECORD.keys())
+    if unsure:
+        return (f"it holds {'; and '.join(MAY_BE_A_RECORD[code] + f' ({code})' for code in unsure)}: that may be a whole "
+                "record, and salvage never removes one, so the journal is left exactly as it is; it needs a person")
     beyond = sorted(blocking - SALVAGEABLE - SALVAGE_KEEPS)
     if beyond:
         return f"salvage does not touch a journal with {', '.join(beyond)}; it is left exactly as it is"

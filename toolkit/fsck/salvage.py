@@ -19,9 +19,21 @@ from .. import durable
 from ..errors import FileChangedError, SalvageRefusedError
 from ..journal import BOM, JournalScan, scan_journal
 from ..layouts import BaseLayout as Layout
-from ..lines import Batch, Tail, iter_batches, loads, split_line
+from ..lines import CHUNK, BeyondLimits, Batch, Overlong, Tail, iter_batches, loads, split_line
 
 LINE_DAMAGE = {"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "unterminated-tail"}
+#: Findings on a line that may be a whole record, which salvage therefore never removes: it leaves
+#: a journal holding one exactly as it is (principle 8), and says why in these words.
+MAY_BE_A_RECORD = {
+    "record-too-large": "a line too large for levelsess to parse here",
+    "too-deep": "a line nested too deeply (or holding too long a number) to parse",
+    "invalid-record": "a line that is valid JSON but not a record of the layout",
+}
+
+
+def _refuse(offset: int, what: str) -> SalvageRefusedError:
+    return SalvageRefusedError(f"byte {offset} starts {what}: it may be a whole record, and salvage never removes one, "
+                               "so the journal was left exactly as it is; it needs a person")
 
 
 def _pieces(line: bytes, offset: int, is_record, key: str) -> Iterator[tuple[str, int, bytes]]:
@@ -30,23 +42,34 @@ def _pieces(line: bytes, offset: int, is_record, key: str) -> Iterator[tuple[str
         return
     try:
         obj = loads(line)
+    except BeyondLimits:
+        raise _refuse(offset, MAY_BE_A_RECORD["too-deep"]) from None
     except ValueError:
         obj = None
     if type(obj) is dict and isinstance(obj.get(key), str):  # a whole line: a record as the reader counts one
         yield "keep", offset, line
         return
-    if obj is not None:  # JSON, but not a record
-        yield "reject", offset, line
-        return
+    if obj is not None:  # JSON, but not a record: not proven garbage either
+        raise _refuse(offset, MAY_BE_A_RECORD["invalid-record"])
     for piece in split_line(line, is_record):
         kind = "keep" if piece.kind == "record" else "reject"
         yield kind, offset + piece.start, line[piece.start : piece.end]
+
+
+def _overlong(item: Overlong, offset: int) -> Iterator[tuple[str, int, bytes]]:
+    """A line longer than the reader holds: NUL bytes alone are rejected, in pieces, without
+    holding them; anything else may be a record too large to parse here, so salvage stops."""
+    if not item.all_nul:
+        raise _refuse(offset, MAY_BE_A_RECORD["record-too-large"] + f" ({item.length:,} bytes)")
+    for start in range(0, item.length, CHUNK):
+        yield "reject", offset + start, b"\0" * min(CHUNK, item.length - start)
 
 
 def _iter_salvage(handle, layout: Layout) -> Iterator[tuple[str, int, bytes]]:
     """Yield ('keep'|'reject', offset, bytes) for every piece of the journal read from ``handle``."""
     is_record = layout.is_record
     first = True
+    offset = 0
     for item in iter_batches(handle):
         if type(item) is Batch:
             offset = item.offset
@@ -60,10 +83,14 @@ def _iter_salvage(handle, layout: Layout) -> Iterator[tuple[str, int, bytes]]:
                     line = line[:-1]
                 yield from _pieces(line, start, is_record, layout.key)
         elif type(item) is Tail:
-            if item.data:
+            if item.overlong is not None:
+                yield from _overlong(item.overlong, item.offset)
+            elif item.data:
                 yield from _pieces(item.data, item.offset, is_record, layout.key)
-        else:  # an overlong line: too big to hold, so it is left in the quarantined original
-            yield "reject", -1, b""
+        else:
+            first = False
+            yield from _overlong(item, offset)
+            offset += item.length + 1
 
 
 def salvage_journal(scan: JournalScan, quarantine_root: Path, label: str) -> Path:

@@ -571,7 +571,8 @@ def _agent_meta(path: Path) -> dict:
 
 def _build(transcript: _Transcript, items: list[_Item], sid: str, session_key: str, project: str | None, options: Options, *,
            whole_sidechain: bool, extra_source: dict, links: list[tuple[_Item | None, dict]] = (),
-           title: str | None = None, skipped: dict[str, int] | None = None, lines: int | None = None) -> Session:
+           title: str | None = None, skipped: dict[str, int] | None = None, lines: int | None = None,
+           too_large: list | None = None) -> Session:
     plan = _Plan(items, whole_sidechain=whole_sidechain)
     rank, line_title = _title_rank(transcript, plan)
     title = line_title or title or _first_prompt(transcript, plan)
@@ -588,6 +589,7 @@ def _build(transcript: _Transcript, items: list[_Item], sid: str, session_key: s
     session.source_items = len(items) + sum((skipped or {}).values())
     for reason, count in (skipped or {}).items():
         session.skip(reason, count)
+    session.too_large = list(too_large or ())
     return session
 
 
@@ -671,7 +673,8 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
         if moved:
             skipped["in-sidechain-session"] = len(moved)
         yield _build(transcript, items, parent_id, parent_sid, project, options, whole_sidechain=False,
-                     extra_source={}, links=links, skipped=skipped, lines=transcript.reader.lines)
+                     extra_source={}, links=links, skipped=skipped, lines=transcript.reader.lines,
+                     too_large=transcript.reader.too_large)
         for root, group in groups.items():
             yield _build(transcript, group, safe_id("claude", f"{parent_sid}-side-{root}"), f"{parent_sid}/sidechain/{root}",
                          project, options, whole_sidechain=True, extra_source={"parent": parent_id, "sidechainRoot": root},
@@ -682,7 +685,7 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
             extra["parentMissing"] = True  # the session's transcript is gone (deleted at the source before it was imported)
         yield _build(sub, sub.items, safe_id("claude", f"{parent_sid}-agent-{agent_id}"), f"{parent_sid}/{SUBAGENTS}/{agent.stem}",
                      project, options, whole_sidechain=True, extra_source=extra, title=extra.get("description"),
-                     skipped=dict(sub.reader.skipped), lines=sub.reader.lines)
+                     skipped=dict(sub.reader.skipped), lines=sub.reader.lines, too_large=sub.reader.too_large)
 
 
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
@@ -699,7 +702,7 @@ def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> I
                            f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
             continue
         for session in sessions:
-            if not len(session.records):
+            if not len(session.records) and not session.too_large:  # a record too large to parse is kept all the same
                 report(Finding("source-skipped", "warning", session.source["path"], None, None,
                                "holds no whole record (yet): no journal made; an import after it has one picks it up"))
                 continue

@@ -292,6 +292,10 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
     lines = list(reader)
     if not lines:
         report(Finding("source-skipped", "warning", where, None, None, "holds no whole rollout record; nothing to import"))
+        for item in reader.too_large:  # no session to keep it under: said, never silent
+            report(Finding("record-too-large", "error", where, item.line, item.offset, f"a line of {item.length:,} bytes is "
+                           "too large for levelsess to parse here, and no session could be made of this rollout to keep "
+                           "it with: not imported (the source file still holds it)"))
         return None
     if sniff(lines[0].value) != "codex":
         report(Finding("unknown-format", "error", where, lines[0].line, lines[0].offset,
@@ -344,6 +348,7 @@ def _convert(session: Session, lines: list[SourceLine], reader: SourceReader) ->
     session.source_items = reader.records + sum(reader.skipped.values())
     for reason, count in reader.skipped.items():
         session.skip(reason, count)
+    session.too_large = list(reader.too_large)  # counted above as record-too-large; the writer keeps their bytes
     for reason, numbers in skipped.items():
         session.skip(reason, len(numbers))
     if skipped:

@@ -21,10 +21,10 @@ from pathlib import Path
 import orjson
 
 from .. import durable, locks
-from ..errors import CorruptionError, LevelsessError, LockBusyError, SymlinkedFolderError, TornTailError
+from ..errors import CorruptionError, FileChangedError, LevelsessError, LockBusyError, SymlinkedFolderError, TornTailError
 from ..findings import Finding
 from ..journal import iter_records
-from ..lines import loads
+from ..lines import CHUNK, cap_text, loads, open_regular
 from ..stores import slug
 
 UNASSIGNED = "_unassigned"
@@ -136,6 +136,9 @@ class Session:
     skipped: dict[str, int] = field(default_factory=dict)
     source_lines: int | None = None  # non-empty lines read, for a line-based source (JSONL)
     merged: int = 0  # source items carried inside another item's record (one API message's parts)
+    # source lines too large to parse here (sourcelines.TooLarge), counted in ``skipped`` as
+    # record-too-large: the writer keeps their bytes beside the store (keep_too_large)
+    too_large: list = field(default_factory=list)
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` source items of this session that became no record, for ``reason``."""
@@ -218,6 +221,13 @@ class _Stripped:
 
 
 def write_session(store: Path, session: Session, *, dry_run: bool = False, no_raw: bool = False) -> tuple[Outcome, list[Finding]]:
+    """Create or extend the session's journal and keep the bytes of its source records too large
+    to parse here (:func:`keep_too_large`); return what happened and any finding."""
+    outcome, findings = _write_journal(store, session, dry_run=dry_run, no_raw=no_raw)
+    return outcome, findings + keep_too_large(store, session, dry_run=dry_run)
+
+
+def _write_journal(store: Path, session: Session, *, dry_run: bool, no_raw: bool) -> tuple[Outcome, list[Finding]]:
     """Create or extend the session's journal; return what happened and any finding.
 
     A new journal is linked into place whole, so it never replaces one that appeared
@@ -394,3 +404,63 @@ def _existing(path: Path) -> tuple[dict, int, object]:
             if handle.read(1) != b"\n":
                 raise TornTailError("the journal ends in an incomplete record", path=str(path), offset=size)
     return known, last_seq, title
+
+
+# --- source records too large to parse here --------------------------------------------------
+
+TOO_LARGE = "too-large"
+
+
+def too_large_path(store: Path, session: Session, item) -> Path:
+    """Where the bytes of a source line too large to parse are kept: ``<store>/.levelsess/too-large/
+    <session id>/<source name>.line-<N>.<length>-bytes`` (the length in the name: a final line
+    still being written is kept again, beside the first copy, once it has grown)."""
+    return store / ".levelsess" / TOO_LARGE / session.id / f"{item.path.name}.line-{item.line}.{item.length}-bytes"
+
+
+def keep_too_large(store: Path, session: Session, *, dry_run: bool = False) -> list[Finding]:
+    """Copy each of the session's source lines too large to parse here, byte-exact and streamed,
+    beside the store; one ``record-too-large`` finding each, naming the source line and the copy.
+
+    Such a line became no record (it is counted under ``skipped``); this copy is what keeps it
+    when the source tool deletes its file.  Kept even with ``--no-raw``: the copy is the record
+    itself, not a duplicate of one.  A copy already there with the same length is not rewritten."""
+    findings = []
+    for item in session.too_large:
+        target = too_large_path(store, session, item)
+        what = (f"a record of {item.length:,} bytes is" if item.terminated else
+                f"the last {item.length:,} bytes, with no newline yet (a record perhaps still being written), are")
+        head = (f"{what} too large for levelsess to parse here (over {cap_text()}), so session {session.id} "
+                "does not hold it as a record; ")
+        try:
+            kept = "an import would keep its bytes, exactly, in" if dry_run else _copy_line(item, target)
+        except (OSError, LevelsessError) as exc:
+            message = f"{head}its bytes could not be kept ({getattr(exc, 'strerror', None) or exc}); import again"
+            findings.append(Finding("record-too-large", "error", str(item.path), item.line, item.offset, message))
+            continue
+        findings.append(Finding("record-too-large", "error", str(item.path), item.line, item.offset,
+                                f"{head}{kept} {target}; a person must look at it (nothing was cut)",
+                                saved_to=None if dry_run else str(target)))
+    return findings
+
+
+def _copy_line(item, target: Path) -> str:
+    """Stream ``item``'s bytes from its source into ``target`` (atomically, through durable)."""
+    try:
+        if target.stat().st_size == item.length:
+            return "its bytes were kept, exactly, earlier in"
+    except FileNotFoundError:
+        pass
+    durable.ensure_dir(target.parent)
+    with open_regular(item.path) as source, durable.atomic_writer(target) as out:
+        source.seek(item.offset)
+        left = item.length
+        while left:
+            block = source.read(min(CHUNK, left))
+            if not block:
+                raise FileChangedError(f"{item.path} shrank while its line {item.line} was being kept")
+            out.write(block)
+            left -= len(block)
+        if item.terminated and source.read(1) != b"\n":  # the line still ends where it was measured
+            raise FileChangedError(f"{item.path} changed while its line {item.line} was being kept")
+    return "its bytes are kept, exactly, in"

@@ -10,7 +10,12 @@ is a finding:
   written, or one cut by a crash) — a later import picks it up once it is whole — and NUL
   runs (an interrupted append on a delayed-allocation file system: nothing was there to keep);
 - ``source-unreadable`` (error): bytes mid-file that hold no whole record, a JSON value that is
-  not a record of the format, a line over the size limit.  Those were lost at the source.
+  not a record of the format.  Those were lost at the source.
+
+A line longer than the reader holds (:data:`toolkit.lines.LINE_CAP`) may be a whole record too
+large to parse here: it is never dropped.  It is counted (reason ``record-too-large``) and listed
+in ``too_large`` with where its bytes are, and the writer keeps them, copied byte-exact and
+streamed, beside the store (:func:`toolkit.importers.output.keep_too_large`), with a finding.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..findings import Finding
-from ..lines import Batch, Overlong, iter_batches, loads, open_regular, split_line
+from ..lines import Batch, Overlong, Tail, iter_batches, loads, open_regular, split_line
 
 BOM = b"\xef\xbb\xbf"
 
@@ -36,11 +41,23 @@ class SourceLine:
     lifted: bool = False  # cut out of a damaged line (spliced records)
 
 
+@dataclass(frozen=True, slots=True)
+class TooLarge:
+    """A source line too large to parse here: where its bytes are, so an import can keep them."""
+
+    path: Path
+    line: int
+    offset: int
+    length: int
+    terminated: bool  # False: the bytes after the last newline (perhaps a record still being written)
+
+
 @dataclass
 class SourceReader:
     """Iterate the whole records of ``path``; afterwards ``lines``, ``records`` and ``skipped``
     say what was read: non-empty lines, whole records, and source items that became no record
-    (by reason: ``torn-tail``, ``nul-run``, ``cut-record``, ``not-a-record``, ``overlong``)."""
+    (by reason: ``torn-tail``, ``nul-run``, ``cut-record``, ``not-a-record``, ``record-too-large``);
+    ``too_large`` lists the lines counted under the last, whose bytes an import keeps."""
 
     path: Path
     is_record: Callable[[object], bool]
@@ -51,6 +68,7 @@ class SourceReader:
     size: int = 0
     end: int = 0  # just past the last byte read as whole lines (where a later import resumes)
     skipped: dict[str, int] = field(default_factory=dict)
+    too_large: list[TooLarge] = field(default_factory=list)
 
     def _skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + count
@@ -75,20 +93,29 @@ class SourceReader:
                     self.end = offset
                 elif type(item) is Overlong:
                     number += 1
-                    self.lines += 1
-                    self._skip("overlong")
-                    self._finding("source-unreadable", number, offset, f"a line of {item.length:,} bytes, over the "
-                                  "64 MiB levelsess holds in memory; not imported")
+                    self._overlong(item, number, offset)
                     offset += item.length + 1
                     self.end = offset
                 else:
-                    self.size = item.offset + (len(item.data) if item.data is not None else item.overlong.length)
-                    if item.data is None:
-                        self.lines += 1
-                        self._skip("overlong")
-                        self._finding("source-unreadable", number + 1, item.offset, "a last line over 64 MiB; not imported")
-                    elif item.data.strip(b" \t\r\n"):
-                        yield from self._line(number + 1, item.offset, item.data, final=True)
+                    yield from self._tail(item, number + 1)
+
+    def _tail(self, item: Tail, number: int) -> Iterator[SourceLine]:
+        self.size = item.offset + (len(item.data) if item.data is not None else item.overlong.length)
+        if item.overlong is not None:
+            self._overlong(item.overlong, number, item.offset)
+        elif item.data.strip(b" \t\r\n"):
+            yield from self._line(number, item.offset, item.data, final=True)
+
+    def _overlong(self, item: Overlong, number: int, offset: int) -> None:
+        """A line too long to hold: NUL bytes alone held nothing; anything else is kept by the writer."""
+        self.lines += 1
+        if item.all_nul:
+            self._skip("nul-run" if item.terminated else "torn-tail")
+            self._finding("source-torn", number, offset, f"{item.length:,} NUL bytes (an append interrupted by a crash); "
+                          "nothing there to import")
+            return
+        self._skip("record-too-large")
+        self.too_large.append(TooLarge(self.path, number, offset, item.length, item.terminated))
 
     def _line(self, number: int, offset: int, line: bytes, *, final: bool) -> Iterator[SourceLine]:
         body = line.strip(b" \t\r")
