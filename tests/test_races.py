@@ -77,7 +77,10 @@ class Appender:
 
     def finish(self) -> list[bytes]:
         self.go()
-        if self.count == 0:  # a continuous appender stops at the next record; a counted one writes them all
+        if self.count == 0:  # a continuous appender stops at the next record (after one at least); a counted one writes them all
+            deadline = time.monotonic() + 60
+            while not self.acks and self.proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
             self.stop.touch()
         self.proc.wait(timeout=120)
         self._reader.join(timeout=30)
