@@ -8,11 +8,12 @@ go to quarantine (levelsess's own data folder).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RelinkRefusedError
+from ..errors import LevelsessError, RelinkRefusedError
 from .claude_code import CHAIN, CLAUDE_CODE
 
 @dataclass(frozen=True)
@@ -78,7 +79,8 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
         raise RelinkRefusedError(f"{path}: no dangling parent to relink (a cycle, or a subagent transcript, needs a person)")
     stamp = quarantine_root / durable.utc_stamp()
     quarantine = stamp / label
-    durable.ensure_dir(quarantine)
+    created = durable.ensure_dir(quarantine)
+    replacing: list[bool] = []
     end = scan.body_end if scan.tail is TailState.TORN else scan.size
 
     def verify(candidate: Path) -> None:
@@ -87,6 +89,7 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
         if left or after.records != scan.records:
             raise RelinkRefusedError(f"{path}: the relinked journal would still have {', '.join(left) or 'a different record count'}; "
                                       "the journal was left as it was")
+        replacing.append(True)
 
     try:
         with open_regular(path) as source, durable.atomic_writer(path, before_replace=verify) as out:
@@ -100,8 +103,11 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
             if scan.tail is TailState.UNTERMINATED:
                 out.write(b"\n")
             durable.preserve(path, quarantine / path.name)
-    except RelinkRefusedError:
-        durable.remove(stamp, tree=True)
+    except BaseException:  # refused, a full disk: the journal is as it was, so no copy and no folder is left
+        if not replacing:
+            with contextlib.suppress(LevelsessError):
+                durable.remove(stamp, tree=True)
+            durable.remove_new_dirs(created)
         raise
     from ..encode import dumps
 
