@@ -340,6 +340,22 @@ def test_a_300_character_vscode_session_id_imports_and_the_sessions_after_it_too
     assert snapshot(store) == before, "the re-import finds the same journal"
 
 
+def test_a_journal_an_earlier_import_named_by_a_long_whole_id_is_still_found(tmp_path, monkeypatch):
+    from toolkit.importers import output
+
+    long_id = "s" + "0123456789" * 22  # 221 characters: a file name once, hashed now
+    user = vscode_user(tmp_path / "src", {"m": (long_id, ["the long one"])})
+    store = tmp_path / "store"
+    with monkeypatch.context() as patch:
+        patch.setattr(output, "fit_id", lambda session_id, limit: session_id)  # as levelsess named it before
+        assert run_cli("import", "--from", "vscode", "--source", user, "--store", store).exit_code == 0
+    assert set(journals(store)) == {f"vscode-{long_id}"}
+    before = snapshot(store)
+    again = run_cli("import", "--from", "vscode", "--source", user, "--store", store, "--json")
+    assert again.exit_code == 0 and [s["status"] for s in again.json["sessions"]] == ["unchanged"]
+    assert snapshot(store) == before, "no second journal under the hashed name"
+
+
 def _cursor_user(root: Path, composers: list[str]) -> Path:
     """A Cursor ``User`` folder whose global DB holds a two-bubble conversation per composer id."""
     from tests.importers.cursor_db import new_db, put
@@ -427,3 +443,19 @@ def test_each_limit_is_an_operational_error_with_exit_8_and_a_next_step(tmp_path
     assert type(error) is cls and isinstance(error, OperationalError)
     assert error.exit_code == 8 and error.stops_run is stops
     assert "\n" not in str(error) and "rerun" in str(error)
+
+
+def test_an_incremental_check_tidies_its_cache_temps_a_killed_run_left(tmp_path):
+    from toolkit.fsck.incremental import cache_dir, cache_file
+
+    store = make_store(tmp_path / "store", sessions=1)
+    assert run_cli("fsck", "--incremental", store).exit_code == 0
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    cache = cache_file(store / PROJECT_SLUG)
+    temps = [cache_dir() / f".{cache.name}.{child.pid}.tmp", cache_dir() / f".{cache.stem}.states.json.{child.pid}.tmp"]
+    for temp in temps:
+        temp.write_bytes(b'{"format"')  # a run killed before its rename
+    (store / PROJECT_SLUG / "extra.jsonl").write_bytes(encode(session_records("extra")))  # something to save
+    assert run_cli("fsck", "--incremental", store).exit_code == 0
+    assert not any(t.exists() for t in temps)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
@@ -244,11 +245,13 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
     A new journal is linked into place whole, so it never replaces one that appeared
     meanwhile (that one is then extended instead).  An existing journal is extended under the
     session lock: which records it holds and its last ``seq`` are read inside the lock.  A symlinked journal
-    is never written through, and a live writer's session is left for the next import.
+    is never written through, and a live writer's session is left for the next import.  An id too
+    long for a file name is shortened (:func:`fit_id`), unless an earlier import's journal has it whole.
     """
-    fitted = fit_id(session.id, durable.name_max(journal_path(store, session).parent))
-    if fitted != session.id:  # the journal is named by the short id; the meta keeps the whole one
-        session.source, session.id = {**session.source, "id": session.id}, fitted
+    whole = journal_path(store, session)
+    fitted = fit_id(session.id, durable.name_max(whole.parent))
+    if fitted != session.id and not os.path.lexists(whole):  # (an earlier import's journal keeps its name)
+        session.source, session.id = {**session.source, "id": session.id}, fitted  # the meta keeps the whole id
     path = journal_path(store, session)
     records = session.records if not no_raw else _Stripped(session.records)
     if path.is_symlink():
