@@ -176,6 +176,18 @@ def test_a_session_too_large_for_the_machine_is_a_finding_and_the_sessions_after
     assert again.exit_code == 0 and set(journals(store)) == {"vscode-s-a", "vscode-s-b", "vscode-s-z"}
 
 
+def test_an_append_that_does_not_fit_leaves_the_journal_as_it_was(tmpfs):
+    disk = tmpfs(256)
+    journal = disk / "j.jsonl"
+    journal.write_bytes(encode(session_records()))  # its last page has room for part of the append
+    before = journal.read_bytes()
+    assert len(before) % PAGE
+    fill(disk)
+    with pytest.raises(DiskFullError, match=f"free space on {disk}"):
+        durable.append_lines(journal, [b'{"kind":"user","content":"' + b"x" * 3 * PAGE + b'"}'])
+    assert journal.read_bytes() == before, "not torn: the part that fit was taken back"
+
+
 # --- migrate, repair, salvage --------------------------------------------------------------------
 
 

@@ -187,7 +187,7 @@ def new_dirs(directory: Path) -> Iterator[list[Path]]:
         raise
 
 
-def _write_all(fd: int, data: bytes | memoryview, path: Path) -> None:
+def _write_all(fd: int, data: bytes | memoryview, path: Path, done: list[int] | None = None) -> None:
     view = memoryview(data)
     while view:
         try:
@@ -195,6 +195,8 @@ def _write_all(fd: int, data: bytes | memoryview, path: Path) -> None:
         except OSError as exc:
             raise _fail("write", path, exc) from exc
         view = view[written:]
+        if done is not None:  # how much landed, should a later write fail
+            done[0] += written
 
 
 def append_line(path: Path, line: bytes) -> int:
@@ -205,7 +207,8 @@ def append_line(path: Path, line: bytes) -> int:
 def append_lines(path: Path, lines: list[bytes]) -> int:
     """Append each line plus a newline in one write, then fsync; return the end offset.
 
-    A kill mid-write leaves at most a torn final record, which ``fsck --repair`` trims.
+    A kill mid-write leaves at most a torn final record, which ``fsck --repair`` trims; a full
+    disk leaves the file as it was.
     """
     if any(b"\n" in line for line in lines):
         raise ValueError("a journal record must not contain a raw newline")
@@ -215,7 +218,12 @@ def append_lines(path: Path, lines: list[bytes]) -> int:
     except OSError as exc:
         raise _fail("open for append", path, exc) from exc
     try:
-        _write_all(fd, b"".join(line + b"\n" for line in lines), path)
+        start, written = os.fstat(fd).st_size, [0]
+        try:
+            _write_all(fd, b"".join(line + b"\n" for line in lines), path, written)
+        except LevelsessError:  # a full disk mid-append: the part that fit is taken back
+            _take_back(fd, start, written[0])
+            raise
         fsync_fd(fd, path)
         end = os.lseek(fd, 0, os.SEEK_CUR)
     finally:
@@ -223,6 +231,15 @@ def append_lines(path: Path, lines: list[bytes]) -> int:
     if created:
         fsync_dir(path.parent)
     return end
+
+
+def _take_back(fd: int, start: int, written: int) -> None:
+    """Cut the ``written`` bytes a failed append left after ``start``, so the journal is as it
+    was (not torn), only if they are the file's last bytes: nothing else was appended since."""
+    with contextlib.suppress(OSError, LevelsessError):  # else a torn tail, which a repair saves and trims
+        if written and os.fstat(fd).st_size == start + written:
+            os.ftruncate(fd, start)
+            fsync_fd(fd, "")
 
 
 def append_newline(path: Path, expected_size: int) -> None:
