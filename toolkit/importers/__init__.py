@@ -20,7 +20,7 @@ from ..errors import FileChangedError, LevelsessError, OperationalError, UsageEr
 from ..findings import Finding
 from ..fsck.check import exit_code_for
 from ..fsck.repair import remove_dead_temps
-from .output import Outcome, journal_path, not_written, write_session
+from .output import Outcome, Session, journal_path, not_written, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
              "claude": "toolkit.importers.claude", "codex": "toolkit.importers.codex"}
@@ -83,7 +83,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     return report
 
 
-def _write_one(store: Path, session, dry_run: bool, no_raw: bool) -> tuple[Outcome, list[Finding]]:
+def _write_one(store: Path, session: Session, dry_run: bool, no_raw: bool) -> tuple[Outcome, list[Finding]]:
     """Write one session; a limit of the machine or a permission that this session alone meets
     (a name too long, a file too large, a folder it cannot write) is a finding on it, and the
     sessions after it still import.  What would fail every session (a full disk, a read-only file
