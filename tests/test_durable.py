@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import run_cli, torn_store
 from toolkit import durable
-from toolkit.errors import DurabilityError
+from toolkit.errors import DiskFullError, DurabilityError
 from toolkit.fsck import check_folders, plan_repair
 from toolkit.stores import discover_all
 
@@ -51,7 +51,7 @@ def test_disk_full_is_a_typed_error(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(durable.os, "write", full)
-    with pytest.raises(DurabilityError, match="disk full"):
+    with pytest.raises(DiskFullError, match="disk full"):
         durable.append_line(tmp_path / "j.jsonl", b"{}")
     monkeypatch.setattr(durable.os, "write", real_write)
 

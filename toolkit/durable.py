@@ -21,6 +21,10 @@ Inside a :func:`confined` block every one of them refuses, with :class:`Symlinke
 and before writing a byte, a path that goes through a symlinked folder below one of the
 block's roots (a store, a tool's tree, levelsess's own data folder): a project folder or a
 ``.levelsess/recovered`` that is a symlink would send the write somewhere nobody asked for.
+
+A limit of the machine (a full disk, a quota, a read-only file system, a name or file too long) is its own
+typed error, one line with the next step; a write that fails leaves no partial file and no
+folder it created.
 """
 
 from __future__ import annotations
@@ -39,9 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import (DurabilityError, FileChangedError, FileInUseError, PathNotFoundError, PermissionDeniedError,
-                     SymlinkedFolderError,
-                     UsageError)
+from .errors import (DiskFullError, DurabilityError, FileChangedError, FileInUseError, FileTooLargeError,
+                     LevelsessError, NameTooLongError, PathNotFoundError, PermissionDeniedError, QuotaExceededError,
+                     ReadOnlyError, SymlinkedFolderError, UsageError)
 
 _IS_MAC = sys.platform == "darwin"
 _IS_WINDOWS = os.name == "nt"
@@ -54,11 +58,12 @@ def utc_stamp() -> str:
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
 
 
-def _fail(action: str, path: Path | str, exc: OSError) -> DurabilityError | PermissionDeniedError:
+def _fail(action: str, path: Path | str, exc: OSError) -> LevelsessError:
     if isinstance(exc, PermissionError):
         return PermissionDeniedError(f"cannot {action} {path}: {exc.strerror}")
-    if exc.errno == errno.ENOSPC:
-        return DurabilityError(f"disk full while trying to {action} {path}")
+    limit = _limit(action, path, exc)
+    if limit is not None:
+        return limit
     return DurabilityError(f"cannot {action} {path}: {exc.strerror or exc}")
 
 
@@ -156,6 +161,60 @@ def refuse_symlinked(folder: Path) -> None:
             raise error
 
 
+def typed_error(action: str, path: Path | str, exc: OSError) -> LevelsessError:
+    """The typed error for ``exc``, met while trying to ``action`` ``path``: a full disk, a quota,
+    a read-only file system, a name or file too long, a permission; else a DurabilityError."""
+    return _fail(action, path, exc)
+
+
+#: errno -> the limit of the machine it means; the callers' own writes through a handle map these too.
+_LIMITS = {errno.ENOSPC: DiskFullError, errno.EROFS: ReadOnlyError, errno.ENAMETOOLONG: NameTooLongError,
+           errno.EFBIG: FileTooLargeError, getattr(errno, "EDQUOT", -1): QuotaExceededError}
+
+
+def _limit(action: str, path: Path | str, exc: OSError) -> LevelsessError | None:
+    """One line for a limit of the machine: what happened, where, and what to do next."""
+    error = _LIMITS.get(exc.errno) if exc.errno is not None else None
+    if error is None:
+        return None
+    what = f"cannot {action} {path}"
+    if error is NameTooLongError:
+        return error(f"{what} (a name there may be at most {name_max(Path(path).parent)} bytes); "
+                     "use a shorter path (or --store) and rerun")
+    mount = mount_point(Path(path))
+    if error is ReadOnlyError:
+        return error(f"{what}; {mount} is mounted read-only: remount it read-write (or use a writable --store) and rerun")
+    if error is FileTooLargeError:
+        return error(f"{what}; raise `ulimit -f` or use a file system on which the file fits, and rerun")
+    if error is QuotaExceededError:
+        return error(f"{what}; free space in your quota on {mount} (or raise the quota) and rerun")
+    return error(f"{what}; free space on {mount} and rerun")
+
+
+def mount_point(path: Path) -> Path:
+    """The mount point of the file system ``path`` is on (of its nearest existing folder)."""
+    probe = Path(os.path.abspath(path))
+    while not os.path.exists(probe) and probe != probe.parent:
+        probe = probe.parent
+    while not os.path.ismount(probe) and probe != probe.parent:
+        probe = probe.parent
+    return probe
+
+
+def name_max(folder: Path) -> int:
+    """The longest file name, in bytes, the file system holding ``folder`` (or its nearest
+    existing parent) allows; 255 where the system cannot say."""
+    probe = Path(os.path.abspath(folder))
+    while probe != probe.parent:
+        try:
+            return int(os.pathconf(probe, "PC_NAME_MAX"))
+        except (OSError, ValueError, AttributeError):  # missing (look higher up), or no pathconf here
+            if os.path.lexists(probe) or not hasattr(os, "pathconf"):
+                return 255
+        probe = probe.parent
+    return 255
+
+
 def fsync_fd(fd: int, path: Path | str) -> None:
     """Flush ``fd`` to stable storage (F_FULLFSYNC on macOS); a failure is fatal."""
     try:
@@ -183,25 +242,61 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def ensure_dir(directory: Path) -> None:
-    """Create ``directory`` and its parents, fsyncing each parent whose entries changed."""
+def ensure_dir(directory: Path) -> list[Path]:
+    """Create ``directory`` and its parents, fsyncing each parent whose entries changed.
+
+    Returns the folders it created, outermost first, for :func:`remove_new_dirs` to undo when the
+    write they were made for fails; a failure here removes what this call made."""
     refuse_symlinked(directory)
     missing = []
     probe = directory
-    while not probe.exists():
+    while not os.path.exists(probe) and probe != probe.parent:  # os.path: a name too long is "missing" too
         missing.append(probe)
         probe = probe.parent
-    for folder in reversed(missing):
+    created: list[Path] = []
+    try:
+        for folder in reversed(missing):
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise _fail("create folder", folder, exc) from exc
+            created.append(folder)
+            fsync_dir(folder.parent)
+    except BaseException:
+        remove_new_dirs(created)
+        raise
+    return created
+
+
+def remove_new_dirs(created: list[Path]) -> None:
+    """Remove again, innermost first, folders a failed write created (:func:`ensure_dir`'s list),
+    each only while it is empty: a failure leaves no empty folder behind, and never another's file."""
+    for folder in reversed(created):
         try:
-            folder.mkdir()
-        except FileExistsError:
+            os.rmdir(folder)
+        except FileNotFoundError:
             continue
-        except OSError as exc:
-            raise _fail("create folder", folder, exc) from exc
-        fsync_dir(folder.parent)
+        except OSError:  # another writer put something in it meanwhile: it and its parents stay
+            return
+        with contextlib.suppress(LevelsessError):  # tidying up after a failure must not hide it
+            fsync_dir(folder.parent)
 
 
-def _write_all(fd: int, data: bytes | memoryview, path: Path) -> None:
+@contextlib.contextmanager
+def new_dirs(directory: Path) -> Iterator[list[Path]]:
+    """:func:`ensure_dir` for a write that may fail: if the block raises, the folders this made
+    are removed again (each only while empty)."""
+    created = ensure_dir(directory)
+    try:
+        yield created
+    except BaseException:
+        remove_new_dirs(created)
+        raise
+
+
+def _write_all(fd: int, data: bytes | memoryview, path: Path, done: list[int] | None = None) -> None:
     view = memoryview(data)
     while view:
         try:
@@ -209,6 +304,8 @@ def _write_all(fd: int, data: bytes | memoryview, path: Path) -> None:
         except OSError as exc:
             raise _fail("write", path, exc) from exc
         view = view[written:]
+        if done is not None:  # how much landed, should a later write fail
+            done[0] += written
 
 
 def append_line(path: Path, line: bytes) -> int:
@@ -219,7 +316,8 @@ def append_line(path: Path, line: bytes) -> int:
 def append_lines(path: Path, lines: list[bytes]) -> int:
     """Append each line plus a newline in one write, then fsync; return the end offset.
 
-    A kill mid-write leaves at most a torn final record, which ``fsck --repair`` trims.
+    A kill mid-write leaves at most a torn final record, which ``fsck --repair`` trims; a full
+    disk leaves the file as it was.
     """
     if any(b"\n" in line for line in lines):
         raise ValueError("a journal record must not contain a raw newline")
@@ -230,7 +328,12 @@ def append_lines(path: Path, lines: list[bytes]) -> int:
     except OSError as exc:
         raise _fail("open for append", path, exc) from exc
     try:
-        _write_all(fd, b"".join(line + b"\n" for line in lines), path)
+        start, written = os.fstat(fd).st_size, [0]
+        try:
+            _write_all(fd, b"".join(line + b"\n" for line in lines), path, written)
+        except LevelsessError:  # a full disk mid-append: the part that fit is taken back
+            _take_back(fd, start, written[0])
+            raise
         fsync_fd(fd, path)
         end = os.lseek(fd, 0, os.SEEK_CUR)
     finally:
@@ -238,6 +341,15 @@ def append_lines(path: Path, lines: list[bytes]) -> int:
     if created:
         fsync_dir(path.parent)
     return end
+
+
+def _take_back(fd: int, start: int, written: int) -> None:
+    """Cut the ``written`` bytes a failed append left after ``start``, so the journal is as it
+    was (not torn), only if they are the file's last bytes: nothing else was appended since."""
+    with contextlib.suppress(OSError, LevelsessError):  # else a torn tail, which a repair saves and trims
+        if written and os.fstat(fd).st_size == start + written:
+            os.ftruncate(fd, start)
+            fsync_fd(fd, "")
 
 
 def append_newline(path: Path, expected_size: int, still_whole: Callable[[bytes, int], bool] | None = None) -> None:
@@ -355,11 +467,16 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
     try:
         written = False
         try:
-            yield handle
+            try:
+                yield handle
+            except OSError as exc:  # the caller's own write through ``handle`` met a limit of the machine
+                if exc.errno not in _LIMITS:
+                    raise
+                raise _fail("write", path, exc) from exc
             try:
                 handle.flush()
             except OSError as exc:
-                raise _fail("write", tmp, exc) from exc
+                raise _fail("write", path, exc) from exc
             fsync_fd(handle.fileno(), tmp)
             written = True
         finally:  # close() flushes again: on a full disk it must not replace the typed error
@@ -367,7 +484,7 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
                 handle.close()
             except OSError as exc:
                 if written:
-                    raise _fail("write", tmp, exc) from exc
+                    raise _fail("write", path, exc) from exc
         if before_replace is not None:
             before_replace(tmp)
         if exclusive:
@@ -435,16 +552,22 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def write_new(path: Path, data: bytes) -> None:
     """Create ``path`` (which must not exist) holding ``data``, durably."""
-    ensure_dir(path.parent)
+    created = ensure_dir(path.parent)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except OSError as exc:
+        remove_new_dirs(created)
         raise _fail("create", path, exc) from exc
     try:
         _write_all(fd, data, path)
         fsync_fd(fd, path)
-    finally:
+    except BaseException:  # a full disk: no partial (or 0-byte) file is left to pass for a saved copy
         os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        remove_new_dirs(created)
+        raise
+    os.close(fd)
     fsync_dir(path.parent)
 
 
@@ -552,17 +675,17 @@ def remove(path: Path, *, tree: bool = False) -> None:
 
 def preserve(src: Path, dst: Path) -> None:
     """Keep ``src``'s current bytes at ``dst`` (a hard link, else a durable copy)."""
-    ensure_dir(dst.parent)
-    try:
-        os.link(src, dst, follow_symlinks=False)
-    except OSError:
+    with new_dirs(dst.parent):  # a copy that fails leaves no empty backup folder
         try:
-            with open(src, "rb") as reader, atomic_writer(dst) as writer:
-                while chunk := reader.read(1 << 20):
-                    writer.write(chunk)
-        except OSError as exc:
-            raise _fail("copy", src, exc) from exc
-        return
+            os.link(src, dst, follow_symlinks=False)
+        except OSError:
+            try:
+                with open(src, "rb") as reader, atomic_writer(dst) as writer:
+                    while chunk := reader.read(1 << 20):
+                        writer.write(chunk)
+            except OSError as exc:
+                raise _fail("copy", src, exc) from exc
+            return
     fsync_dir(dst.parent)
 
 
@@ -720,6 +843,7 @@ class Rewrite:
 
     def __init__(self, source: BinaryIO, out: BinaryIO, upto: int) -> None:
         self.source, self.out, self.upto, self.carried = source, out, upto, 0
+        self.replaced = False  # set the moment the new version takes the file's name
 
 
 #: How long a finished rewrite keeps watching the replaced file for a writer that opened it just
@@ -755,7 +879,7 @@ def rewriting(path: Path, upto: int, *, keep_original: Path | None = None,
         try:
             if before_replace is not None:
                 before_replace(tmp)
-            job.carried = _swap(path, fd, tmp, upto, keep_original, carry)
+            job.carried = _swap(job, path, fd, tmp, keep_original, carry)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -788,8 +912,9 @@ def atomic_writer_unplaced(tmp: Path) -> Iterator[BinaryIO]:
         raise
 
 
-def _swap(path: Path, fd: int, tmp: Path, upto: int, keep_original: Path | None, carry: bool) -> int:
+def _swap(job: Rewrite, path: Path, fd: int, tmp: Path, keep_original: Path | None, carry: bool) -> int:
     """Under the lease: prove, carry over, keep the original, rename; then watch the old inode."""
+    upto = job.upto
     try:
         same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
     except OSError:
@@ -809,6 +934,7 @@ def _swap(path: Path, fd: int, tmp: Path, upto: int, keep_original: Path | None,
             _keep(held, keep_original)
         held.expect(size)  # without a lease: the last look before the rename
         _replace(tmp, path)
+        job.replaced = True
     return size - upto + _handover(path, fd, size)
 
 

@@ -23,6 +23,9 @@ class LevelsessError(Exception):
 
     exit_code: ClassVar[int] = EXIT_OPERATIONAL
     hint: ClassVar[str] = ""
+    #: True when the next write would fail the same way (a failed fsync, a full disk, a read-only
+    #: file system): a run stops at once instead of failing every item after it.
+    stops_run: ClassVar[bool] = False
 
     def __init__(self, detail: str = "", *, hint: str | None = None) -> None:
         self.detail = detail
@@ -98,6 +101,39 @@ class DurabilityError(OperationalError):
     """a write could not be made durable: {detail}"""
 
     hint = "nothing was reported as done; free disk space or fix the device, then rerun"
+    stops_run = True
+
+
+# The machine's limits (DESIGN §4): the message is one line, what happened and the next step, so
+# a finding that carries it (an import's one session) says it all; nothing is left half-made.
+
+
+class LimitError(OperationalError):
+    """{detail}"""
+
+
+class DiskFullError(LimitError):
+    """disk full: {detail}"""
+
+    stops_run = True
+
+
+class QuotaExceededError(DiskFullError):
+    """disk quota exceeded: {detail}"""
+
+
+class ReadOnlyError(LimitError):
+    """read-only file system: {detail}"""
+
+    stops_run = True
+
+
+class NameTooLongError(LimitError):
+    """name too long for the file system: {detail}"""
+
+
+class FileTooLargeError(LimitError):
+    """file too large for the file system: {detail}"""
 
 
 class FileChangedError(OperationalError):
@@ -401,6 +437,7 @@ CODES: dict[str, CodeInfo] = {
     # operational
     "unreadable": CodeInfo("error", "", PermissionDeniedError),
     "repair-failed": CodeInfo("error", "", DurabilityError),
+    "write-failed": CodeInfo("error", "", LimitError),
     "salvage-refused": CodeInfo("error", "", SalvageRefusedError),
     "relink-refused": CodeInfo("error", "", RelinkRefusedError),
     "leftover-temp": CodeInfo("warning", "remove the temporary file"),
@@ -417,7 +454,7 @@ CODES: dict[str, CodeInfo] = {
 }
 
 #: Codes that mean the tool could not do its job (exit bit 8), not that the data is bad.
-OPERATIONAL = frozenset({"unreadable", "repair-failed"})
+OPERATIONAL = frozenset({"unreadable", "repair-failed", "write-failed"})
 #: Codes that say what a repair could not do for a file; like OPERATIONAL, never "needs a person" data.
 REFUSALS = frozenset({"salvage-refused", "relink-refused"})
 #: Graph damage that `fsck --relink` mends (Claude Code): a dangling parentUuid, and the break it makes.

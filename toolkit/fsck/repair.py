@@ -113,11 +113,11 @@ class RepairPlan:
             except FileChangedError as exc:
                 notes.append(Finding("changed-during-repair", "warning", str(action.path), None, None, str(exc)))
                 continue
-            except DurabilityError as exc:  # fatal: stop, keep every backup, report no success
-                fatal = str(exc)
-                notes.append(Finding("repair-failed", "error", str(action.path), None, None, f"repair stopped: {exc}"))
-                break
             except LevelsessError as exc:
+                if exc.stops_run:  # a failed fsync, a full disk: stop, keep every backup, report no success
+                    fatal = str(exc)
+                    notes.append(Finding("repair-failed", "error", str(action.path), None, None, f"repair stopped: {exc}"))
+                    break
                 notes.append(Finding("repair-failed", "error", str(action.path), None, None, f"not repaired: {exc}"))
                 continue
             repaired.update(fixed)
@@ -322,8 +322,7 @@ def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> tuple
         if action.kind == "terminate-tail":
             durable.append_newline(action.path, scan.size, _still(action.path, folder, TailState.UNTERMINATED))
         elif action.kind == "trim-tail":
-            where = recovery_dir(folder, RECOVERED)
-            durable.ensure_dir(where)
+            where = recovery_dir(folder, RECOVERED)  # made by the save, and removed again if the save fails
             saved = durable.truncate_saving(action.path, scan.body_end, scan.size, where, _still(action.path, folder, TailState.TORN))
         elif action.kind == "salvage":
             saved = salvage_journal(scan, folder.state_dir / QUARANTINE, folder.path.name)

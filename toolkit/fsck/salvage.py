@@ -9,6 +9,7 @@ of line damage.  Nothing is re-serialised.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +17,14 @@ from pathlib import Path
 import orjson
 
 from .. import durable
-from ..errors import FileChangedError, SalvageRefusedError
+from ..errors import LevelsessError, SalvageRefusedError
 from ..journal import BOM, JournalScan, scan_journal
 from ..layouts import BaseLayout as Layout
 from ..lines import CHUNK, BeyondLimits, Batch, Overlong, Tail, iter_batches, loads, split_line
+from ..locks import process_start
 
+#: Quarantine files a salvage puts in place before it replaces the journal (see _rewrite).
+_UNFINISHED = (".rejected", ".rejected.map.json")
 LINE_DAMAGE = {"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "unterminated-tail"}
 #: Findings on a line that may be a whole record, which salvage therefore never removes: it leaves
 #: a journal holding one exactly as it is (principle 8), and says why in these words.
@@ -106,38 +110,52 @@ def salvage_journal(scan: JournalScan, quarantine_root: Path, label: str) -> Pat
         raise SalvageRefusedError(f"{path} holds no whole record of {scan.layout.value}; a rewrite would empty it")
     stamp = quarantine_root / durable.utc_stamp()
     quarantine = stamp / label
-    durable.ensure_dir(quarantine)
+    tidy_quarantine(quarantine_root)
+    created = durable.ensure_dir(quarantine)
+    jobs: list = []
     try:
-        _rewrite(scan, quarantine)
-    except (SalvageRefusedError, FileChangedError):
-        durable.remove(stamp, tree=True)  # only what this call created: no copy is left behind
+        _rewrite(scan, quarantine, jobs)
+    except BaseException:  # refused, changed, a full disk, Ctrl-C: unless the journal was replaced,
+        if not (jobs and jobs[0].replaced):  # what this call made goes (the journal is as it was): no copy, no folder
+            with contextlib.suppress(LevelsessError):
+                durable.remove(stamp, tree=True)
+            durable.remove_new_dirs(created)
         raise
     return quarantine
 
 
-def _rewrite(scan: JournalScan, quarantine: Path) -> None:
-    """Write the salvaged journal from the bytes the check read; it replaces the original only if
-    the original is still that file (bytes appended since are carried over: durable.rewriting)."""
+def _rewrite(scan: JournalScan, quarantine: Path, jobs: list) -> None:
+    """Write the new journal from the bytes the check read and, beside the original's copy, the
+    rejected bytes and their map; the new journal replaces the original only if it is still that
+    file (bytes appended since are carried over: :func:`durable.rewriting`).
+
+    Every quarantine file is in place before the journal is replaced, so a salvage killed before
+    that leaves only copies of bytes the journal still holds, and its temp files, which the next
+    salvage tidies (:func:`tidy_quarantine`)."""
     path = scan.path
     rejected_map, kept = [], 0
-    with durable.atomic_writer(quarantine / f"{path.name}.rejected") as rejected, durable.rewriting(
-            path, scan.size, keep_original=quarantine / path.name, before_replace=lambda temp: _verify(temp, scan.layout)) as job:
+    with durable.rewriting(path, scan.size, keep_original=quarantine / path.name,
+                           before_replace=lambda temp: _verify(temp, scan.layout)) as job:
+        jobs.append(job)
         out = job.out
-        for verdict, offset, data in _iter_salvage(job.source, scan.layout):
-            if verdict == "keep":
-                out.write(data + b"\n")
-                kept += 1
-            else:
-                rejected.write(data)
-                rejected_map.append({"offset": offset, "length": len(data)})
-        out.flush()
-        if kept < scan.records:
-            raise SalvageRefusedError(f"{path}: the rewrite would keep {kept} of the {scan.records} whole records it holds")
-        if not rejected_map and _same_bytes(out.name, job.source, scan.size):
-            raise SalvageRefusedError(f"{path}: nothing to cut; a rewrite would change nothing")
-    durable.atomic_write(quarantine / f"{path.name}.rejected.map.json",
-                         orjson.dumps({"source": str(path), "pieces": rejected_map, "carried_over": job.carried},
-                                      option=orjson.OPT_INDENT_2))
+        with durable.atomic_writer(quarantine / f"{path.name}.rejected") as rejected:
+            for verdict, offset, data in _iter_salvage(job.source, scan.layout):
+                if verdict == "keep":
+                    out.write(data + b"\n")
+                    kept += 1
+                else:
+                    rejected.write(data)
+                    rejected_map.append({"offset": offset, "length": len(data)})
+            out.flush()
+            if kept < scan.records:
+                raise SalvageRefusedError(f"{path}: the rewrite would keep {kept} of the {scan.records} whole records it holds")
+            if not rejected_map and _same_bytes(out.name, job.source, scan.size):
+                raise SalvageRefusedError(f"{path}: nothing to cut; a rewrite would change nothing")
+        durable.atomic_write(quarantine / f"{path.name}.rejected.map.json",
+                             orjson.dumps({"source": str(path), "pieces": rejected_map}, option=orjson.OPT_INDENT_2))
+    if job.carried:  # lines appended while it was rewritten: they are in the new journal too
+        durable.atomic_write(quarantine / f"{path.name}.rejected.map.json", orjson.dumps(
+            {"source": str(path), "pieces": rejected_map, "carried_over": job.carried}, option=orjson.OPT_INDENT_2))
 
 
 def _same_bytes(candidate: str, source, size: int) -> bool:
@@ -158,3 +176,26 @@ def _verify(candidate: Path, layout: Layout) -> None:
     bad = [f for f in check.findings if f.code in LINE_DAMAGE]
     if bad:
         raise SalvageRefusedError(f"the rewrite would still have {bad[0].code} at line {bad[0].line}; the journal was left as it was")
+
+
+def tidy_quarantine(root: Path) -> None:
+    """Tidy what salvages (or relinks) killed mid-write left under ``root``: their temp files
+    (their process is gone), and the folders that held nothing else.
+
+    A dead temp of the rejected bytes or of their map proves its salvage never replaced the
+    journal (both are in place before that), so everything beside it is a copy of bytes the
+    journal still holds: that folder goes whole."""
+    for label in sorted(root.glob("*/*")):
+        if label.is_symlink() or label.parent.is_symlink():  # never followed out of the quarantine
+            continue
+        try:
+            dead = [name for name in os.listdir(label)
+                    if (pid := durable.temp_owner(name)) is not None and process_start(pid) is None]
+        except OSError:  # not a folder, or unreadable: not ours to tidy
+            continue
+        if any(name[1:-4].rpartition(".")[0].endswith(_UNFINISHED) for name in dead):
+            durable.remove(label, tree=True)
+        for name in dead:
+            durable.remove(label / name)
+        if dead:
+            durable.remove_new_dirs([label.parent, label])  # each only while empty

@@ -197,6 +197,28 @@ def journal_path(store: Path, session: Session) -> Path:
     return store / folder / f"{session.id}.jsonl"
 
 
+#: Bytes a journal's name leaves for the names levelsess derives from it: its lock's temp file
+#: ``.<id>.jsonl.lock.<pid>.tmp``, a saved tail ``<id>.jsonl.<UTC stamp>.tail``, salvage's
+#: ``.<id>.jsonl.rejected.map.json.<pid>.tmp``.
+_DERIVED_NAMES = 48
+_READABLE = 96  # characters of a hashed id's readable prefix
+
+
+def fit_id(session_id: str, limit: int) -> str:
+    """``session_id``, or a readable prefix of it plus a hash of the whole id when its journal
+    (``<id>.jsonl``) and the files named after it would pass a file system's ``limit`` bytes
+    per name.  Deterministic, so a re-import finds the same journal; the whole id is kept in the
+    journal's meta as ``source.id``."""
+    room = limit - len(".jsonl") - _DERIVED_NAMES
+    whole = session_id.encode("utf-8", "surrogatepass")
+    if len(whole) <= room:
+        return session_id
+    digest = hashlib.sha256(whole).hexdigest()[:32]
+    keep = max(0, min(_READABLE, room - len(digest) - 2))
+    prefix = whole[:keep].decode("utf-8", "ignore")
+    return f"{prefix}-h{digest}" if prefix else f"h{digest}"
+
+
 class _Stripped:
     """A session's records without ``raw`` (--no-raw), as re-iterable as the records themselves
     (a list, or a reader that converts them from the source on each pass)."""
@@ -234,8 +256,13 @@ def _write_journal(store: Path, session: Session, *, dry_run: bool, no_raw: bool
     meanwhile (that one is then extended instead).  An existing journal is extended under the
     session lock: which records it holds and its last ``seq`` are read inside the lock.  A symlinked journal
     is never written through, nor a symlinked folder in the store, and a live writer's session is
-    left for the next import.
+    left for the next import.  An id too long for a file name is shortened (:func:`fit_id`), unless an
+    earlier import's journal has it whole.
     """
+    whole = journal_path(store, session)
+    fitted = fit_id(session.id, durable.name_max(whole.parent))
+    if fitted != session.id and not os.path.lexists(whole):  # (an earlier import's journal keeps its name)
+        session.source, session.id = {**session.source, "id": session.id}, fitted  # the meta keeps the whole id
     path = journal_path(store, session)
     records = session.records if not no_raw else _Stripped(session.records)
     if path.is_symlink():
@@ -265,11 +292,11 @@ def _symlinked(session: Session, path: Path, error: SymlinkedFolderError) -> tup
 def _write(store: Path, session: Session, path: Path, records, planned: tuple[Outcome, list[Finding]],
            no_raw: bool) -> tuple[Outcome, list[Finding]]:
     if planned[0].status == "created":
-        durable.ensure_dir(path.parent)
-        try:  # linked into place, so it can never replace a journal that appeared meanwhile
-            return _create(session, path, records, no_raw), []
-        except FileExistsError:
-            pass  # it did appear: extend it under the lock like any existing journal
+        with durable.new_dirs(path.parent):  # a failed write leaves no empty project folder
+            try:  # linked into place, so it can never replace a journal that appeared meanwhile
+                return _create(session, path, records, no_raw), []
+            except FileExistsError:
+                pass  # it did appear: extend it under the lock like any existing journal
     try:
         with locks.holding(path):
             return _extend(store, session, path, records)
@@ -348,6 +375,14 @@ def _additions(session: Session, records: list[dict], known: dict, title: object
     return new, extra
 
 
+def not_written(store: Path, session: Session, exc: LevelsessError) -> tuple[Outcome, list[Finding]]:
+    """A session this import could not write (a limit of the machine, a permission): counted as
+    skipped, with a ``write-failed`` finding whose message says what to do."""
+    path = journal_path(store, session)
+    return _outcome(session, path, 0, 0, "skipped"), [Finding("write-failed", "error", str(path), None, None,
+                                                              f"not imported: {exc}")]
+
+
 def _refused(session: Session, path: Path, exc: LevelsessError) -> tuple[Outcome, list[Finding]]:
     code = exc.code if isinstance(exc, CorruptionError) else "unreadable"
     finding = Finding(code, "error", str(path), getattr(exc, "line", None), getattr(exc, "offset", None),
@@ -372,9 +407,7 @@ def _trim_torn_tail(store: Path, path: Path) -> Path | None:
     if cut < 0 and tail < size:
         return None  # a final line over 64 MiB: leave it to fsck
     keep = size - tail + cut + 1
-    recovered = store / ".levelsess" / "recovered"
-    durable.ensure_dir(recovered)
-    return durable.truncate_saving(path, keep, size, recovered)
+    return durable.truncate_saving(path, keep, size, store / ".levelsess" / "recovered")  # the save makes the folder
 
 
 def _existing(path: Path) -> tuple[dict, int, object]:

@@ -8,11 +8,12 @@ go to quarantine (levelsess's own data folder).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import FileChangedError, RelinkRefusedError
+from ..errors import LevelsessError, RelinkRefusedError
 from .claude_code import CHAIN, CLAUDE_CODE
 
 @dataclass(frozen=True)
@@ -78,7 +79,8 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
         raise RelinkRefusedError(f"{path}: no dangling parent to relink (a cycle, or a subagent transcript, needs a person)")
     stamp = quarantine_root / durable.utc_stamp()
     quarantine = stamp / label
-    durable.ensure_dir(quarantine)
+    created = durable.ensure_dir(quarantine)
+    jobs: list = []
 
     def verify(candidate: Path) -> None:
         after = scan_journal(candidate, CLAUDE_CODE)
@@ -89,6 +91,7 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
 
     try:
         with durable.rewriting(path, scan.size, keep_original=quarantine / path.name, before_replace=verify) as job:
+            jobs.append(job)
             source, out = job.source, job.out
             position = 0
             for splice in splices:
@@ -99,8 +102,11 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
             out.write(source.read(end - position))
             if scan.tail is TailState.UNTERMINATED:
                 out.write(b"\n")
-    except (RelinkRefusedError, FileChangedError):
-        durable.remove(stamp, tree=True)
+    except BaseException:  # refused, changed, a full disk: the journal is as it was, so no copy and no folder is left
+        if not (jobs and jobs[0].replaced):
+            with contextlib.suppress(LevelsessError):
+                durable.remove(stamp, tree=True)
+            durable.remove_new_dirs(created)
         raise
     from ..encode import dumps
 
