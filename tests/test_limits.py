@@ -290,12 +290,12 @@ _PAUSE = textwrap.dedent("""
                     stop()
                 yield piece
         salvage._iter_salvage = slow
-    else:  # everything written, the original being kept: just before the journal is replaced
-        keep = durable.preserve
-        def slow_preserve(src, dst):
-            keep(src, dst)
+    else:  # everything written, the original kept: just before the journal is replaced
+        keep = durable._keep
+        def slow_keep(held, dst):
+            keep(held, dst)
             stop()
-        durable.preserve = slow_preserve
+        durable._keep = slow_keep
     sys.argv = ["levelsess", "fsck", "--salvage", "--yes", *sys.argv[3:]]
     main()
 """)
@@ -323,10 +323,12 @@ def test_salvage_killed_mid_write_leaves_nothing_a_rerun_does_not_tidy(tmp_path,
     result = run_cli("fsck", "--salvage", "--yes", "--json", store)
     assert result.exit_code & 1 and not result.exit_code & 8, result.stdout
     assert leftovers(store) == [], "the rerun tidied every temp file and every folder that held only those"
-    (stamp,) = (store / ".levelsess" / "quarantine").iterdir()  # the killed run's copies are gone, the rerun's are whole
-    assert sorted(p.name for p in stamp.rglob("*") if p.is_file()) == [
-        journal.name, f"{journal.name}.rejected", f"{journal.name}.rejected.map.json"]
-    assert (stamp / PROJECT_SLUG / journal.name).read_bytes() == data
+    stamps = sorted((store / ".levelsess" / "quarantine").iterdir())
+    whole = [journal.name, f"{journal.name}.rejected", f"{journal.name}.rejected.map.json"]
+    for stamp in stamps:  # mid-write: the killed run's copies are gone; before the replace they were whole already
+        assert sorted(p.name for p in stamp.rglob("*") if p.is_file()) == whole
+        assert (stamp / PROJECT_SLUG / journal.name).read_bytes() == data
+    assert len(stamps) == (1 if moment == "mid-write" else 2)
 
 
 # --- long ids ------------------------------------------------------------------------------------

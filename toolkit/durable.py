@@ -893,19 +893,33 @@ def rewriting(path: Path, upto: int, *, keep_original: Path | None = None,
 
 @contextlib.contextmanager
 def atomic_writer_unplaced(tmp: Path) -> Iterator[BinaryIO]:
-    """Yield ``tmp`` to write; it is flushed and fsynced on clean exit (and removed on error)."""
+    """Yield ``tmp`` to write; it is flushed and fsynced on clean exit and removed on error (a
+    full disk or another limit met by the caller's own writes is its typed error)."""
     try:
         handle = open(tmp, "wb")  # noqa: SIM115 - closed below, after fsync
     except OSError as exc:
         raise _fail("create", tmp, exc) from exc
     try:
-        with handle:
-            yield handle
+        written = False
+        try:
+            try:
+                yield handle
+            except OSError as exc:
+                if exc.errno not in _LIMITS:
+                    raise
+                raise _fail("write", tmp, exc) from exc
             try:
                 handle.flush()
             except OSError as exc:
                 raise _fail("write", tmp, exc) from exc
             fsync_fd(handle.fileno(), tmp)
+            written = True
+        finally:  # close() flushes again: on a full disk it must not replace the typed error
+            try:
+                handle.close()
+            except OSError as exc:
+                if written:
+                    raise _fail("write", tmp, exc) from exc
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
