@@ -8,8 +8,10 @@ Primitives (DESIGN.md §4):
   fsync, ``os.replace``, fsync the directory.
 * :func:`truncate_saving` - save the removed bytes to a recovery file (fsynced) first,
   then truncate and fsync.
-* :func:`create_exclusive`, :func:`remove`, :func:`preserve`, :func:`move`,
-  :func:`ensure_dir` for locks, quarantine and backups.
+* :func:`append_if_unchanged` - one append, only if the file is still exactly the bytes a
+  plan saw (``restore`` writing inside another tool's tree).
+* :func:`create_exclusive`, :func:`remove`, :func:`remove_empty_dir`, :func:`preserve`,
+  :func:`move`, :func:`ensure_dir` for locks, quarantine and backups.
 * :func:`held_still` / :func:`rewriting` - compare-and-swap against writers that take no lock
   (Claude Code opens, appends and closes per record): a journal is changed in place only while
   no other process can open it (a write lease on Linux), after proving it is still the file and
@@ -32,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import hashlib
 import io
 import os
 import shutil
@@ -671,6 +674,21 @@ def remove(path: Path, *, tree: bool = False) -> None:
     except OSError as exc:
         raise _fail("remove", path, exc) from exc
     fsync_dir(path.parent)
+
+
+def remove_empty_dir(path: Path) -> bool:
+    """Remove ``path`` if it is an empty folder (one levelsess made) and make that durable;
+    return whether it is gone.  A folder holding anything is left as it is."""
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+            return False
+        raise _fail("remove", path, exc) from exc
+    fsync_dir(path.parent)
+    return True
 
 
 def preserve(src: Path, dst: Path) -> None:

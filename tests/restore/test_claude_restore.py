@@ -1,0 +1,234 @@
+"""`levelsess restore` of kept Claude Code sessions, on copies of the real fixtures: a transcript
+Claude Code deleted comes back byte-identical where `claude --resume` finds it (with its
+subagents), fsck of the project is clean, the tool's own reading rules see every kept uuid; a
+second run changes nothing; undo puts every byte back; a cut transcript gets only its missing
+bytes; a running tool, a file holding other bytes, a journal that cannot prove its bytes are
+refused with nothing written; a verify that fails undoes the run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_cli, write_journal, session_records
+from tests.restore.kit import CLAUDE, copy_home, do_import, journal_records, kept_uuids, last_state, restore, sha256, tree
+from tests.restore.readers import claude_sessions, resumed, uuids
+
+if CLAUDE is None:
+    pytest.skip("shared/fixtures is not beside the checkout", allow_module_level=True)
+
+MAINS = sorted(p.relative_to(CLAUDE / "projects") for p in (CLAUDE / "projects").glob("*/*.jsonl"))
+BIG = Path("Z--03-NDV-Dftcor-Nmmoat/a572bd87-2e28-4d70-9b73-cd08231cacb6.jsonl")  # 2.1.128, 3 subagents
+OLD = Path("-Ftuwt-cruqtcuw-Domu-Kuwtoans-byc-kwo/2728bf45-2222-4b9c-818e-dde0cdded47a.jsonl")  # 1.0.17, inline sidechains
+
+
+def _kept(tmp_path: Path, rel: Path) -> tuple[Path, Path, Path, list[Path], dict[Path, bytes]]:
+    """A Claude home with the fixtures, the session ``rel`` (and its subagents) imported into a store."""
+    home = copy_home(CLAUDE, tmp_path / ".claude")
+    store = tmp_path / "store"
+    main = home / "projects" / rel
+    do_import("claude", main, store)
+    files = [main, *sorted((main.parent / main.stem / "subagents").glob("*.jsonl"))]
+    return home, store, main, files, {f: f.read_bytes() for f in files}
+
+
+def _delete(main: Path, files: list[Path]) -> None:
+    """What Claude Code's cleanup does: the transcript and its session folder are gone."""
+    for path in files:
+        path.unlink()
+    shutil.rmtree(main.parent / main.stem, ignore_errors=True)
+
+
+@pytest.mark.parametrize("rel", MAINS, ids=lambda r: r.stem[:8])
+def test_a_deleted_session_comes_back_byte_identical_and_undo_takes_it_back(tmp_path, rel):
+    home, store, main, files, original = _kept(tmp_path, rel)
+    _delete(main, files)
+    deleted = tree(home)
+    sid = f"claude-{main.stem}"
+
+    plan = restore(sid, "--store", store)
+    assert plan.exit_code == 4 and not plan.json["applied"]
+    planned = {f["path"]: f for s in plan.json["sessions"] for f in s["files"]}
+    assert set(planned) == {str(f) for f in files}
+    for path in files:
+        assert (planned[str(path)]["action"], planned[str(path)]["bytes"], planned[str(path)]["lines"]) == (
+            "create", len(original[path]), original[path].count(b"\n"))
+    assert tree(home) == deleted, "a plan writes nothing"
+
+    done = restore(sid, "--store", store, "--yes")
+    assert done.exit_code == 0, done.stdout
+    journals = sorted(store.rglob("*.jsonl"))
+    for path in files:
+        assert path.read_bytes() == original[path]
+        journal = next(j for j in journals if journal_records(j)[0]["source"]["path"] == str(path))
+        assert sha256(path.read_bytes()) == last_state(journal)["sha256"], "the sha256 the source had at its last import"
+    assert run_cli("fsck", main.parent).exit_code == 0
+    assert set().union(*(uuids(p.read_bytes()) for p in files)) == kept_uuids(journals)
+    if resumed(original[main]):
+        assert claude_sessions(home)[main.stem] == main, "claude --resume lists it again"
+        assert resumed(main.read_bytes()) == resumed(original[main])
+    assert done.json["sessions"][0]["next"].endswith(f"claude --resume {main.stem}")
+
+    restored = tree(home)
+    again = restore(sid, "--store", store, "--yes")
+    assert again.exit_code == 0 and again.json["stamp"] is None and tree(home) == restored, "a second run changes nothing"
+
+    undone = run_cli("restore", "--undo", done.json["stamp"], "--json")
+    assert undone.exit_code == 0, undone.stdout
+    assert tree(home) == deleted, "undo puts every byte back"
+    assert run_cli("restore", "--undo", done.json["stamp"]).exit_code == 0 and tree(home) == deleted, "undo is idempotent"
+
+
+@pytest.mark.parametrize("cut", ["line", "mid-line", "empty"])
+def test_a_cut_transcript_gets_only_its_missing_bytes_and_undo_cuts_them_again(tmp_path, cut):
+    home, store, main, _files, original = _kept(tmp_path, BIG)
+    data = original[main]
+    at = {"line": data.index(b"\n", len(data) // 2) + 1, "mid-line": len(data) // 2 + 7, "empty": 0}[cut]
+    main.write_bytes(data[:at])
+    plan = restore(main.stem, "--store", store)
+    step = next(f for f in plan.json["sessions"][0]["files"] if f["path"] == str(main))
+    assert (step["action"], step["existing"], step["bytes"]) == ("append", at, len(data) - at)
+    assert step["lines"] == data[at:].count(b"\n"), "a cut line counts as one"
+    done = restore(main.stem, "--store", store, "--yes")
+    assert done.exit_code == 0 and main.read_bytes() == data
+    backup = Path(done.json["backup"])
+    manifest = json.loads((backup / "manifest.json").read_bytes())
+    changed = manifest["changed"][0]
+    assert (backup / changed["backup"]).read_bytes() == data[:at], "the file's bytes before, copied before the write"
+    assert changed["before"] == {"size": at, "sha256": sha256(data[:at])} and changed["after"]["sha256"] == sha256(data)
+    assert restore(main.stem, "--store", store, "--yes").json["stamp"] is None
+    assert run_cli("restore", "--undo", done.json["stamp"]).exit_code == 0
+    assert main.read_bytes() == data[:at]
+
+
+def test_a_file_the_tool_holds_open_for_writing_is_refused_and_nothing_is_written(tmp_path):
+    home, store, main, _files, original = _kept(tmp_path, BIG)
+    main.write_bytes(original[main][:1000])
+    before = tree(home)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; f = open(sys.argv[1], 'ab'); print('open', flush=True); "
+                               "time.sleep(60)", str(main)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        for extra in ((), ("--yes",)):
+            result = restore(main.stem, "--store", store, *extra)
+            assert result.exit_code == 4, result.stdout
+            busy = [f for f in result.json["findings"] if f["code"] == "in-use"]
+            assert busy and busy[0]["path"] == str(main) and f"pid {holder.pid}" in busy[0]["message"]
+        assert tree(home) == before and result.json["written"] == [], "nothing written while the tool runs"
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main.read_bytes() == original[main][:1000]
+
+
+def test_a_file_holding_other_bytes_is_refused_naming_both_files(tmp_path):
+    home, store, main, files, original = _kept(tmp_path, BIG)
+    data = original[main]
+    changed = data[:500] + (b"X" if data[500:501] != b"X" else b"Y") + data[501:]
+    main.write_bytes(changed)
+    longer = files[1]
+    longer.write_bytes(original[longer] + b'{"type":"custom-title","customTitle":"added later","sessionId":"x"}\n')
+    before = tree(home)
+    result = restore(main.stem, "--store", store, "--yes")
+    assert result.exit_code == 4
+    conflicts = {f["path"]: f["message"] for f in result.json["findings"] if f["code"] == "restore-conflict"}
+    assert set(conflicts) == {str(main), str(longer)}
+    journal = next(p for p in store.rglob(f"claude-{main.stem}.jsonl"))
+    assert str(journal) in conflicts[str(main)] and "from byte 500" in conflicts[str(main)]
+    assert tree(home) == before, "never overwrites or removes a byte"
+
+
+def test_a_journal_imported_with_no_raw_is_refused_saying_why(tmp_path):
+    home = copy_home(CLAUDE, tmp_path / ".claude")
+    main = home / "projects" / BIG
+    do_import("claude", main, tmp_path / "store", "--no-raw")
+    main.unlink()
+    before = tree(home)
+    result = restore(main.stem, "--store", tmp_path / "store", "--yes")
+    assert result.exit_code == 4
+    unproven = [f for f in result.json["findings"] if f["code"] == "restore-unproven"]
+    assert unproven and all("--no-raw" in f["message"] for f in unproven)
+    assert tree(home) == before
+
+
+def test_a_journal_from_an_older_import_is_refused_until_imported_again(tmp_path):
+    home, store, main, _files, original = _kept(tmp_path, OLD)
+    for journal in store.rglob("*.jsonl"):  # as an import before restore existed wrote it: no at, no source events
+        kept = [r for r in journal_records(journal) if r.get("type") not in ("source-line", "source-state")]
+        write_journal(journal, b"".join(json.dumps({k: v for k, v in r.items() if k != "at"}, ensure_ascii=False,
+                                                   separators=(",", ":")).encode() + b"\n" for r in kept))
+    main.write_bytes(original[main][:2000])
+    result = restore(main.stem, "--store", store, "--yes")
+    assert result.exit_code == 4 and main.read_bytes() == original[main][:2000]
+    assert any(f["code"] == "restore-unproven" and "older" in f["message"] for f in result.json["findings"])
+    main.write_bytes(original[main])
+    do_import("claude", main, store)  # the source is still there: the import adds what restore needs
+    main.unlink()
+    assert restore(main.stem, "--store", store, "--yes").exit_code == 0
+    assert main.read_bytes() == original[main]
+
+
+def test_a_restore_whose_verify_fails_undoes_itself(tmp_path, monkeypatch):
+    """A stricter verify (the real transcript's unanswered last tool call counted as damage) fails
+    on the real file: the run is undone and exits 8."""
+    from toolkit.restore import contract
+
+    rel = next(r for r in MAINS if r.stem.startswith("33593808"))  # ends in a tool call with no result
+    home, store, main, files, _original = _kept(tmp_path, rel)
+    _delete(main, files)
+    deleted = tree(home)
+    monkeypatch.setattr(contract, "DAMAGE", contract.DAMAGE | {"dangling-tool-use"})
+    result = restore(main.stem, "--store", store, "--yes")
+    assert result.exit_code == 8 and result.json["undone"]
+    assert any(f["code"] == "restore-verify-failed" for f in result.json["findings"])
+    assert tree(home) == deleted
+    manifest = json.loads((Path(result.json["backup"]) / "manifest.json").read_bytes())
+    assert manifest["state"] == "undone"
+
+
+def test_to_writes_under_another_claude_root_and_a_subagent_or_sidechain_names_its_file(tmp_path):
+    home, store, main, files, original = _kept(tmp_path, OLD)
+    fresh = tmp_path / "fresh" / ".claude"
+    side = next(p for p in store.rglob("*-side-*.jsonl"))
+    before = tree(home)
+    result = restore(side.stem, "--store", store, "--to", fresh, "--yes")  # a sidechain's lines are in its transcript
+    assert result.exit_code == 0, result.stdout
+    assert (fresh / "projects" / OLD).read_bytes() == original[main] and tree(home) == before, "only under --to"
+
+    _home, store2, main2, files2, original2 = _kept(tmp_path / "big", BIG)
+    agent = files2[1]
+    agent_id = agent.stem.removeprefix("agent-")
+    result = restore(f"claude-{main2.stem}-agent-{agent_id}", "--store", store2, "--to", fresh, "--yes")
+    assert [f["path"] for f in result.json["sessions"][0]["files"]] == [str(fresh / "projects" / BIG.parent / main2.stem / "subagents" / agent.name)]
+    assert (fresh / "projects" / BIG.parent / main2.stem / "subagents" / agent.name).read_bytes() == original2[agent]
+    assert result.json["sessions"][0]["next"] is None
+
+
+def test_a_session_not_kept_from_claude_or_codex_is_a_usage_error(tmp_path):
+    store = tmp_path / "store"
+    write_journal(store / "-p" / "2026-11-30T09-00-00-a1b2.jsonl", session_records())
+    cursor = session_records("cursor-abc")
+    cursor[0]["source"] = {"app": "cursor", "path": "/x/state.vscdb", "key": "abc", "version": None}
+    write_journal(store / "-p" / "cursor-abc.jsonl", cursor)
+    for sid, words in (("2026-11-30T09-00-00-a1b2", "levelsess session"), ("cursor-abc", "Cursor is out of scope")):
+        result = run_cli("restore", sid, "--store", store)
+        assert result.exit_code == 16 and words in result.stderr and "levelsess show" in result.stderr
+    assert run_cli("restore", "nothing-like-it", "--store", store).exit_code == 16
+
+
+@pytest.mark.parametrize("args", [("x", "--yes", "--dry-run"), ("x", "--undo", "s"), ("--list", "--yes"), (), ("--list", "x")])
+def test_contradictory_or_missing_arguments_are_usage_errors(tmp_path, args):
+    result = run_cli("restore", *args, "--store", tmp_path)
+    assert result.exit_code == 16 and "Traceback" not in result.stderr
+
+
+def test_undo_of_an_unknown_stamp_and_an_empty_list(tmp_path):
+    assert run_cli("restore", "--undo", "20990101T000000.000000Z").exit_code == 16
+    assert run_cli("restore", "--undo", "../etc").exit_code == 16
+    listing = run_cli("restore", "--list", "--json")
+    assert listing.exit_code == 0 and listing.json["restores"] == []
