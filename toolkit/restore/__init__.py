@@ -20,7 +20,7 @@ from ..errors import UsageError
 from .contract import RestorePlan, RestoreResult, apply_plan, plan_session, preview, read_meta
 
 #: meta.source.app of a kept session -> the module that gives it back
-APPS = {"claude-code": "toolkit.restore.claude"}
+APPS = {"claude-code": "toolkit.restore.claude", "codex": "toolkit.restore.codex"}
 _OTHERS = {"cursor": "Cursor is out of scope for writing back (its database is opaque and changes with every version)",
            "vscode": "VS Code chats are not written back by session id"}
 
