@@ -612,7 +612,7 @@ def doctor(
         note = f"{orphans} orphaned" if install.app == "vscode" and orphans else ""
         if install.app == "claude-code":
             note = (f"cleanup after {install.cleanup_days} d: {install.due} due, {install.kept} of them in the store" if install.due
-                    else f"cleanup after {install.cleanup_days} d")
+                    else f"cleanup after {install.cleanup_days} d") + (f"; {len(install.gone)} kept, gone here" if install.gone else "")
         if install.app == "codex":
             note = f"{install.kept} in the store"
         table.add_row(APP_NAMES.get(install.app, install.app), str(install.user), str(install.sessions),
