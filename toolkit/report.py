@@ -354,6 +354,8 @@ def restore_table(result) -> Table:
             verb = done if result.applied and step.path in result.written else plan
             if step.action == "append":
                 verb += f" (keeps its {step.existing:,} bytes)"
+            elif step.note:
+                verb += f" ({step.note})"
             table.add_row(session.id, str(step.path), Text(verb, style=style), f"{step.added:,}" if step.writes else "",
                           f"{step.lines:,}" if step.writes else "")
     return table

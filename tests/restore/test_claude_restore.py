@@ -131,13 +131,17 @@ def test_a_file_holding_other_bytes_is_refused_naming_both_files(tmp_path):
     data = original[main]
     changed = data[:500] + (b"X" if data[500:501] != b"X" else b"Y") + data[501:]
     main.write_bytes(changed)
-    longer = files[1]
-    longer.write_bytes(original[longer] + b'{"type":"custom-title","customTitle":"added later","sessionId":"x"}\n')
+    other = files[1]
+    other.write_bytes(original[other][:-2] + b' \n')  # the same length, its last record's closing brace gone
+    grown = files[2]  # the tool wrote more since the last import: it already has every kept byte
+    grown.write_bytes(original[grown] + b'{"type":"custom-title","customTitle":"added later","sessionId":"x"}\n')
     before = tree(home)
     result = restore(main.stem, "--store", store, "--yes")
     assert result.exit_code == 4
     conflicts = {f["path"]: f["message"] for f in result.json["findings"] if f["code"] == "restore-conflict"}
-    assert set(conflicts) == {str(main), str(longer)}
+    assert set(conflicts) == {str(main), str(other)}
+    step = next(f for f in result.json["sessions"][0]["files"] if f["path"] == str(grown))
+    assert step["action"] == "nothing" and "more the tool wrote" in step["reason"]
     journal = next(p for p in store.rglob(f"claude-{main.stem}.jsonl"))
     assert str(journal) in conflicts[str(main)] and "from byte 500" in conflicts[str(main)]
     assert tree(home) == before, "never overwrites or removes a byte"

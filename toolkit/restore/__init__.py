@@ -13,7 +13,9 @@ reached by its own option.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import UsageError
@@ -28,15 +30,17 @@ _OTHERS = {"cursor": "Cursor is out of scope for writing back (its database is o
 def plan_restore(store: Path, keys: list[str], to: Path | None = None) -> RestorePlan:
     """What giving back the kept sessions ``keys`` (ids, unique prefixes or journal paths) would
     write, under their tools' roots (or ``to``); reads only."""
-    sessions, seen = [], set()
+    to = Path(os.path.abspath(to.expanduser())) if to is not None else None  # the manifest's paths work from anywhere
+    sessions, targets = [], set()
     for key in keys:
         journal = _journal(store, key)
         meta = read_meta(journal)
         app = _app(key, meta)
         files = app.session_files(journal, meta, to)
-        if files.id not in seen:
-            seen.add(files.id)
-            sessions.append(plan_session(app.APP, app.LAYOUT, files))
+        new = tuple(f for f in files.files if f[1] not in targets)  # a subagent named beside its session: once
+        targets.update(target for _journals, target in new)
+        if new:
+            sessions.append(plan_session(app.APP, app.LAYOUT, replace(files, files=new)))
     return RestorePlan(tuple(sessions))
 
 

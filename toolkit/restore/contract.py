@@ -60,6 +60,7 @@ class FileStep:
     existing_sha256: str = ""
     lines: int = 0  # lines written (an append that completes a cut line counts it)
     finding: Finding | None = None
+    note: str = ""  # why there is nothing to do, when that is not plain
     kept: Kept | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -73,7 +74,7 @@ class FileStep:
     def to_json(self) -> dict:
         return {"path": str(self.path), "action": self.action, "journal": str(self.journal), "bytes": self.added,
                 "lines": self.lines, "size": self.size, "sha256": self.sha256 or None, "existing": self.existing,
-                "reason": self.finding.message if self.finding else None}
+                "reason": self.finding.message if self.finding else self.note or None}
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,9 @@ def _against(target: Path, journal: Path, kept: Kept) -> FileStep:
         return FileStep(target, NOTHING, journal, size, kept.sha256, size, digest, kept=kept)
     if differs is None:
         return FileStep(target, APPEND, journal, kept.size, kept.sha256, size, digest, kept.lines_from(size), kept=kept)
+    if differs == kept.size:  # every kept byte is there, and the tool wrote more since the last import
+        return FileStep(target, NOTHING, journal, size, digest, size, digest, kept=kept,
+                        note=f"holds every kept byte and {size - kept.size:,} more the tool wrote since the last import")
     return _refused(target, journal, "restore-conflict", f"{target} holds {size:,} bytes that are not the start of the "
                     f"session kept in {journal} (they differ from byte {differs:,}); restore never overwrites or removes "
                     "a byte: move the file away to restore the kept one, or keep it")
