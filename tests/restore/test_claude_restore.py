@@ -236,3 +236,17 @@ def test_undo_of_an_unknown_stamp_and_an_empty_list(tmp_path):
     assert run_cli("restore", "--undo", "../etc").exit_code == 16
     listing = run_cli("restore", "--list", "--json")
     assert listing.exit_code == 0 and listing.json["restores"] == []
+
+
+def test_ctrl_c_stops_before_the_next_file_and_a_rerun_finishes(tmp_path):
+    from toolkit.restore import plan_restore, restore as run_restore
+
+    home, store, main, files, original = _kept(tmp_path, BIG)
+    _delete(main, files)
+    asked = []
+    stopped = run_restore(plan_restore(store, [main.stem]), apply=True, interrupted=lambda: bool(asked.append(1)) or len(asked) > 2)
+    assert stopped.exit_code == 32 and len(stopped.written) == 2
+    assert [p.read_bytes() for p in stopped.written] == [original[p] for p in stopped.written], "what was written is whole"
+    rerun = restore(main.stem, "--store", store, "--yes")
+    assert rerun.exit_code == 0 and all(p.read_bytes() == original[p] for p in files)
+    assert len(rerun.json["written"]) == len(files) - 2
