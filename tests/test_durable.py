@@ -104,3 +104,15 @@ def test_append_if_unchanged_never_writes_through_a_symlink(tmp_path):
     with pytest.raises(DurabilityError):
         durable.append_if_unchanged(link, 0, hashlib.sha256(b"").hexdigest(), b"x\n")
     assert real.read_bytes() == b""
+
+
+def test_truncate_if_unchanged_cuts_back_only_the_bytes_it_was_told_of_and_keeps_them(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"a":1}\n{"b":2}\n')
+    saved_dir = tmp_path / "saved"
+    saved_dir.mkdir()
+    with pytest.raises(FileChangedError):  # the same size, other bytes
+        durable.truncate_if_unchanged(path, 3, 16, hashlib.sha256(b'{"a":1}\n{"c":3}\n').hexdigest(), saved_dir)
+    assert path.read_bytes() == b'{"a":1}\n{"b":2}\n' and not list(saved_dir.iterdir())
+    saved = durable.truncate_if_unchanged(path, 3, 16, hashlib.sha256(b'{"a":1}\n{"b":2}\n').hexdigest(), saved_dir)
+    assert path.read_bytes() == b'{"a' and saved.read_bytes() == b'":1}\n{"b":2}\n', "a cut mid-line, the rest kept"

@@ -8,8 +8,9 @@ Primitives (DESIGN.md §4):
   fsync, ``os.replace``, fsync the directory.
 * :func:`truncate_saving` - save the removed bytes to a recovery file (fsynced) first,
   then truncate and fsync.
-* :func:`append_if_unchanged` - one append, only if the file is still exactly the bytes a
-  plan saw (``restore`` writing inside another tool's tree).
+* :func:`append_if_unchanged` / :func:`truncate_if_unchanged` - one append, or one cut back,
+  only if the file is still exactly the bytes a plan saw (``restore`` and its undo, inside
+  another tool's tree).
 * :func:`create_exclusive`, :func:`remove`, :func:`remove_empty_dir`, :func:`preserve`,
   :func:`move`, :func:`ensure_dir` for locks, quarantine and backups.
 * :func:`held_still` / :func:`rewriting` - compare-and-swap against writers that take no lock
@@ -598,6 +599,29 @@ def truncate_saving(path: Path, keep: int, expected_size: int, recovery_dir: Pat
             raise FileChangedError(f"{path}: its final bytes are no longer an incomplete record; nothing was cut")
         saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
         write_new(saved, removed)
+        held.expect(size)  # without a lease: the last look before the cut
+        try:
+            os.ftruncate(held.fd, keep)
+        except OSError as exc:
+            raise _fail("truncate", path, exc) from exc
+        fsync_fd(held.fd, path)
+    return saved
+
+
+def truncate_if_unchanged(path: Path, keep: int, expected_size: int, expected_digest: str, recovery_dir: Path) -> Path:
+    """Cut ``path`` back to its first ``keep`` bytes, only if it still holds exactly
+    ``expected_size`` bytes whose sha256 is ``expected_digest`` (judged while it is held still,
+    :func:`held_still`); the bytes cut are saved to ``recovery_dir``, fsynced, first
+    (``restore --undo`` taking back what it appended).  Returns the saved file."""
+    with held_still(path) as held:
+        size = held.size()
+        digest = hashlib.sha256()
+        for offset in range(0, size, 1 << 22):
+            digest.update(held.read(offset, min(1 << 22, size - offset)))
+        if size != expected_size or digest.hexdigest() != expected_digest:
+            raise FileChangedError(f"{path} changed since it was checked; nothing was cut")
+        saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
+        write_new(saved, held.read(keep, size - keep))
         held.expect(size)  # without a lease: the last look before the cut
         try:
             os.ftruncate(held.fd, keep)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import durable
 from ..encode import dumps
-from ..errors import FileChangedError, UsageError
+from ..errors import FileChangedError, FileInUseError, UsageError
 from ..findings import Finding
 from ..layouts import get as get_layout
 from ..lines import loads, open_regular, read_regular
@@ -190,7 +190,10 @@ def _undo_changed(folder: Path, entry: dict, dry_run: bool) -> dict:
     if dry_run:
         return {"path": str(path), "action": f"would cut back to {before[0]:,} bytes", "reason": None}
     durable.ensure_dir(folder / "undone")
-    durable.truncate_saving(path, before[0], now[0], folder / "undone")
+    try:
+        durable.truncate_if_unchanged(path, before[0], now[0], now[1], folder / "undone")
+    except (FileChangedError, FileInUseError) as exc:
+        return {"path": str(path), "action": "refused", "reason": f"{exc}; left as it is: undo again"}
     if file_digest(path) != before:
         return {"path": str(path), "action": "refused", "reason": f"{path} does not hold its bytes from before the restore "
                 f"after the cut; they are in {folder / entry['backup']}"}
