@@ -250,3 +250,19 @@ def test_ctrl_c_stops_before_the_next_file_and_a_rerun_finishes(tmp_path):
     rerun = restore(main.stem, "--store", store, "--yes")
     assert rerun.exit_code == 0 and all(p.read_bytes() == original[p] for p in files)
     assert len(rerun.json["written"]) == len(files) - 2
+
+
+def test_a_file_changed_between_the_plan_and_the_backup_stops_the_run_before_any_write(tmp_path):
+    from toolkit.errors import FileChangedError
+    from toolkit.restore import plan_restore, restore as run_restore
+    from toolkit.restore.backups import restore_root
+
+    home, store, main, _files, original = _kept(tmp_path, BIG)
+    main.write_bytes(original[main][:4000])
+    plan = plan_restore(store, [main.stem])
+    main.write_bytes(original[main][:4000] + b"written by the tool meanwhile\n")
+    before = tree(home)
+    with pytest.raises(FileChangedError):
+        run_restore(plan, apply=True)
+    assert tree(home) == before
+    assert not restore_root().exists() or not list(restore_root().iterdir()), "no half-made backup folder"

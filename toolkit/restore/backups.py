@@ -70,8 +70,17 @@ def _new_folder() -> tuple[str, Path]:
 
 
 def start(steps: list[tuple[FileStep, SessionPlan]]) -> Run:
-    """Make the run's folder: back up every file the steps change, then the manifest."""
+    """Make the run's folder: back up every file the steps change, then the manifest.  A file that
+    changed since the plan stops it here, before any write (the folder goes: it holds no run)."""
     stamp, folder = _new_folder()
+    try:
+        return _start(stamp, folder, steps)
+    except BaseException:
+        durable.remove(folder, tree=True)
+        raise
+
+
+def _start(stamp: str, folder: Path, steps: list[tuple[FileStep, SessionPlan]]) -> Run:
     created, changed, dirs, sessions = [], [], [], {}
     run = Run(stamp, folder, {})
     for n, (step, session) in enumerate(steps, start=1):
