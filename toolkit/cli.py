@@ -941,8 +941,9 @@ def restore(
       levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc          # the plan
       levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc --yes
       levelsess restore codex-019d4719 --to ~/.codex --yes --json
+      levelsess restore 0f2c1d3e --dry-run -v --store ~/other-store
       levelsess restore --list
-      levelsess restore --undo 20261130T151236.123456Z
+      levelsess restore --undo 20261130T151236.123456Z -q
     """
     from .restore import list_restores, plan_restore, restore as run_restore, undo_restore
 
