@@ -101,7 +101,7 @@ def test_append_if_unchanged_never_writes_through_a_symlink(tmp_path):
     real.write_bytes(b"")
     link = tmp_path / "link.jsonl"
     link.symlink_to(real)
-    with pytest.raises(DurabilityError):
+    with pytest.raises(FileChangedError):
         durable.append_if_unchanged(link, 0, hashlib.sha256(b"").hexdigest(), b"x\n")
     assert real.read_bytes() == b""
 

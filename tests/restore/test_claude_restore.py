@@ -266,3 +266,16 @@ def test_a_file_changed_between_the_plan_and_the_backup_stops_the_run_before_any
         run_restore(plan, apply=True)
     assert tree(home) == before
     assert not restore_root().exists() or not list(restore_root().iterdir()), "no half-made backup folder"
+
+
+def test_a_project_folder_that_is_a_symlink_is_refused_and_nothing_is_written_through_it(tmp_path):
+    home, store, main, files, original = _kept(tmp_path, BIG)
+    elsewhere = tmp_path / "elsewhere"
+    main.parent.rename(elsewhere)
+    main.parent.symlink_to(elsewhere, target_is_directory=True)
+    for path in files:
+        (elsewhere / path.relative_to(main.parent)).unlink()
+    before = tree(elsewhere)
+    result = restore(main.stem, "--store", store, "--yes")
+    assert result.exit_code == 4 and {f["code"] for f in result.json["findings"]} == {"symlinked-folder"}
+    assert tree(elsewhere) == before, "never written through a symlinked folder in the tool's tree"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import durable
-from ..errors import SALVAGEABLE, FileChangedError, LevelsessError
+from ..errors import SALVAGEABLE, FileChangedError, FileInUseError, LevelsessError, SymlinkedFolderError
 from ..findings import Finding
 from ..layouts.base import BaseLayout
 from ..lines import loads, open_regular
@@ -130,11 +130,21 @@ class RestoreResult:
 
 
 def plan_session(app: str, layout: BaseLayout, files: SessionFiles) -> SessionPlan:
-    steps = tuple(plan_file(journals, target, layout) for journals, target in files.files)
+    confinement = confinement_of(files.root)
+    steps = tuple(plan_file(journals, target, layout, confinement) for journals, target in files.files)
     return SessionPlan(files.id, app, files.root, steps, files.next, layout)
 
 
-def plan_file(journals: Sequence[Path], target: Path, layout: BaseLayout) -> FileStep:
+def confinement_of(root: Path) -> durable.Confinement:
+    """The folders a restore under ``root`` writes below and never through a symlinked folder:
+    the tool's tree, and levelsess's own restore folder."""
+    from .backups import restore_root
+
+    return durable.Confinement.of((root,), (restore_root(),))
+
+
+def plan_file(journals: Sequence[Path], target: Path, layout: BaseLayout,
+              confinement: durable.Confinement | None = None) -> FileStep:
     """What ``target`` needs to hold the source kept in ``journals``, reading only."""
     journal = journals[0]
     try:
@@ -147,6 +157,9 @@ def plan_file(journals: Sequence[Path], target: Path, layout: BaseLayout) -> Fil
     if target.is_symlink() or (target.exists() and not target.is_file()):
         return _refused(target, journal, "restore-conflict", f"{target} is a symlink or not a regular file; restore never "
                         f"writes through one (the session is kept in {journal})")
+    symlinked = confinement.refusal(target.parent) if confinement is not None else None
+    if symlinked is not None:
+        return _refused(target, journal, "symlinked-folder", f"not written back: {symlinked}", severity="warning")
     who = layout.writer(target, fresh=True)
     if who is not None:
         return _refused(target, journal, "in-use", f"not written back while the tool is running on it: {who}; "
@@ -214,14 +227,16 @@ def apply_plan(plan: RestorePlan, interrupted: Callable[[], bool] = lambda: Fals
     findings = list(plan.findings)
     if not steps:
         return RestoreResult(plan, True, tuple(findings), 4 if findings else 0)
-    run = backups.start(steps)
+    with durable.confined(*(confinement_of(root) for root in {s.root for _step, s in steps})):
+        run = backups.start(steps)
     written: list[Path] = []
     try:
         for step, session in steps:
             if interrupted():
                 run.mark("interrupted", written=[str(p) for p in written])
                 return RestoreResult(plan, True, tuple(findings), 32, run.stamp, run.folder, tuple(written))
-            problem = _write(step, session.layout, run.appends.get(step.path))
+            with durable.confined(confinement_of(session.root)):  # the plan looked; this holds at the write
+                problem = _write(step, session.layout, run.appends.get(step.path))
             if problem is None:
                 written.append(step.path)
             else:
@@ -237,7 +252,7 @@ def apply_plan(plan: RestorePlan, interrupted: Callable[[], bool] = lambda: Fals
         findings += problems + list(undone.findings)
         return RestoreResult(plan, True, tuple(findings), 8, run.stamp, run.folder, tuple(written), undone=True)
     run.mark("applied", written=[str(p) for p in written])
-    code = 4 if any(f.severity == "error" or f.code == "in-use" for f in findings) else 0
+    code = 4 if findings else 0  # each finding is a file left as it was
     return RestoreResult(plan, True, tuple(findings), code, run.stamp, run.folder, tuple(written))
 
 
@@ -254,6 +269,10 @@ def _write(step: FileStep, layout: BaseLayout, appended: bytes | None) -> Findin
         with durable.atomic_writer(step.path, before_replace=lambda temp: _check_bytes(temp, step), exclusive=True) as out:
             for chunk in step.kept.chunks():
                 out.write(chunk)
+    except FileInUseError as exc:
+        return Finding("in-use", "warning", str(step.path), None, None, f"not written back: {exc}; nothing written to it")
+    except SymlinkedFolderError as exc:
+        return Finding("symlinked-folder", "warning", str(step.path), None, None, f"not written back: {exc}")
     except (FileChangedError, FileExistsError) as exc:
         return Finding("restore-conflict", "error", str(step.path), None, None,
                        f"changed since it was planned ({exc}); nothing written to it: run restore again")
