@@ -8,6 +8,7 @@ refused with nothing written; a verify that fails undoes the run."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -279,3 +280,41 @@ def test_a_project_folder_that_is_a_symlink_is_refused_and_nothing_is_written_th
     result = restore(main.stem, "--store", store, "--yes")
     assert result.exit_code == 4 and {f["code"] for f in result.json["findings"]} == {"symlinked-folder"}
     assert tree(elsewhere) == before, "never written through a symlinked folder in the tool's tree"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="names a process the Linux way")
+@pytest.mark.parametrize("tool", ["claude", "codex"])
+def test_a_running_tool_that_names_the_session_is_refused_even_before_its_file_exists(tmp_path, tool):
+    """A real process named like the tool (a symlink to Python: Linux names a process after the file
+    it runs) resuming the session: restore writes nothing, not even a file that is not there yet."""
+    from tests.restore.kit import CODEX
+
+    if tool == "claude":
+        home, store, main, files, _original = _kept(tmp_path, BIG)
+        _delete(main, files)
+        sid, watched = main.stem, home
+    else:
+        home = copy_home(CODEX, tmp_path / ".codex")
+        main = next(home.glob("sessions/*/*/*/rollout-*.jsonl"))
+        do_import("codex", main, tmp_path / "store")
+        store = tmp_path / "store"
+        main.unlink()
+        sid, watched = main.stem[-36:], home
+    exe = tmp_path / "bin" / tool
+    exe.parent.mkdir()
+    exe.symlink_to(os.path.realpath(sys.executable))
+    proc = subprocess.Popen([str(exe), "-c", "import time; print('ok', flush=True); time.sleep(60)", "resume", sid],
+                            cwd=tmp_path, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().strip() == b"ok"
+        before = tree(watched)
+        result = restore(sid, "--store", store, "--yes")
+        assert result.exit_code == 4 and result.json["written"] == []
+        busy = [f for f in result.json["findings"] if f["code"] == "in-use"]
+        assert busy and all(f"pid {proc.pid}" in f["message"] for f in busy)
+        assert tree(watched) == before
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    assert restore(sid, "--store", store, "--yes").exit_code == 0, "once it has quit, the session comes back"
