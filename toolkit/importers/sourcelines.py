@@ -72,7 +72,7 @@ class SourceReader:
     too_large: list[TooLarge] = field(default_factory=list)
     # the source as read, for `restore` to give it back byte for byte: the bytes from the start up to
     # the end of the last whole line (an unterminated last line too, when it is one whole record),
-    # and their sha256 (None when a line was too long to hold, so the bytes could not be hashed)
+    # and their sha256 (None when a line was too large to hold, so the bytes could not be hashed)
     covered: int = 0
     sha256: str | None = None
 

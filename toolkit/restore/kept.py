@@ -128,8 +128,8 @@ def _state(state: dict | None, carried: int, journal: Path) -> tuple[int, str]:
     if type(size) is not int or size < 0:
         raise Unproven(f"{journal}: its source-state has no size")
     if not isinstance(sha256, str):
-        raise Unproven(f"{journal}: the source held a line over 64 MiB, which levelsess could not hash; "
-                       "its bytes cannot be proven")
+        raise Unproven(f"{journal}: the source held a line too large for levelsess to parse (record-too-large): its bytes "
+                       "are kept beside the store, not in the journal, so the file cannot be rebuilt and proven here")
     return size, sha256
 
 
