@@ -49,6 +49,7 @@ class Install:
     due: int = 0                     # claude-code: sessions the next start-up will delete
     kept: int = 0                    # claude-code: of those, how many the store already holds
     schedule: tuple[str, str] | None = None  # claude-code: (scheduler, command) that imports it nightly
+    gone: list = field(default_factory=list)  # claude-code: kept sessions whose transcript it no longer has
 
     @property
     def orphaned(self) -> list:
@@ -60,6 +61,7 @@ class Install:
         if self.app == "claude-code":
             document["retention"] = {"cleanupPeriodDays": self.cleanup_days, "from": self.cleanup_source,
                                      "due_at_next_start": self.due, "due_already_in_store": self.kept}
+            document["kept_but_gone"] = {"sessions": self.gone, "restore": restore_command(self.gone)}
         if self.app == "codex":
             document["in_store"] = self.kept
         if self.schedule:
@@ -169,7 +171,28 @@ def claude_retention(root: Path) -> tuple[int, str]:
     return CLAUDE_DEFAULT_CLEANUP_DAYS, f"the default ({settings} does not set it)"
 
 
-def _claude(root: Path, store: Path, kept: set[str]) -> Install:
+def kept_claude_sources(store: Path) -> dict[str, str]:
+    """The Claude Code sessions the store keeps (not their subagents): id -> transcript path at import."""
+    from .lines import loads, open_regular
+
+    found = {}
+    for journal in sorted(store.glob("*/claude-*.jsonl")):
+        try:
+            with open_regular(journal) as handle:
+                meta = loads(handle.readline())
+        except (OSError, ValueError):
+            continue
+        source = meta.get("source") if isinstance(meta, dict) else None
+        if isinstance(source, dict) and isinstance(source.get("path"), str) and not source.get("parent"):
+            found[meta.get("id")] = source["path"]
+    return found
+
+
+def restore_command(ids: list[str]) -> str | None:
+    return f"levelsess restore {' '.join(ids)}" if ids else None
+
+
+def _claude(root: Path, store: Path, kept: set[str], sources: dict[str, str] | None = None) -> Install:
     """A Claude Code install: its transcripts, how many the next start-up's cleanup deletes, how
     many of those the store already keeps, and the nightly import that keeps the rest."""
     import time
@@ -191,6 +214,8 @@ def _claude(root: Path, store: Path, kept: set[str]) -> Install:
             install.due += due
             install.kept += due and f"claude-{journal.stem}" in kept
     install.schedule = nightly_command(["import", "--from", "claude", "--source", str(root), "--store", str(store), "-q"])
+    projects = os.path.join(os.path.abspath(root), "projects", "")
+    install.gone = [sid for sid, path in (sources or {}).items() if path.startswith(projects) and not os.path.exists(path)]
     return install
 
 
@@ -296,7 +321,8 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     target = default_store(store)
     stored = imported_ids(target) if claude or codex else set()
     installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
-                + [_claude(r, target, stored) for r in claude] + [_codex(h, target, stored) for h in codex])
+                + [_claude(r, target, stored, kept_claude_sources(target) if claude else None) for r in claude]
+                + [_codex(h, target, stored) for h in codex])
     return Diagnosis(stores, installs, _next_steps(stores, installs))
 
 
@@ -317,6 +343,9 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
                              f"{install.cleanup_days} days after its last write. Keep them: {command}")
             if install.schedule and install.sessions:
                 steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
+            if install.gone:
+                steps.append(f"{restore_command(install.gone)}        # {len(install.gone)} kept session(s) Claude Code "
+                             f"no longer has in {install.user}: the plan, then add --yes to give them back")
         if install.app == "codex" and install.sessions:
             steps.append(f"levelsess import --from codex --source {_quote(install.user)}        # {install.sessions} rollout(s), "
                          f"{install.kept} already in the store")

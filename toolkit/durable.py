@@ -8,8 +8,11 @@ Primitives (DESIGN.md §4):
   fsync, ``os.replace``, fsync the directory.
 * :func:`truncate_saving` - save the removed bytes to a recovery file (fsynced) first,
   then truncate and fsync.
-* :func:`create_exclusive`, :func:`remove`, :func:`preserve`, :func:`move`,
-  :func:`ensure_dir` for locks, quarantine and backups.
+* :func:`append_if_unchanged` / :func:`truncate_if_unchanged` - one append, or one cut back,
+  only if the file is still exactly the bytes a plan saw (``restore`` and its undo, inside
+  another tool's tree).
+* :func:`create_exclusive`, :func:`remove`, :func:`remove_empty_dir`, :func:`preserve`,
+  :func:`move`, :func:`ensure_dir` for locks, quarantine and backups.
 * :func:`held_still` / :func:`rewriting` - compare-and-swap against writers that take no lock
   (Claude Code opens, appends and closes per record): a journal is changed in place only while
   no other process can open it (a write lease on Linux), after proving it is still the file and
@@ -32,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import hashlib
 import io
 import os
 import shutil
@@ -604,6 +608,29 @@ def truncate_saving(path: Path, keep: int, expected_size: int, recovery_dir: Pat
     return saved
 
 
+def truncate_if_unchanged(path: Path, keep: int, expected_size: int, expected_digest: str, recovery_dir: Path) -> Path:
+    """Cut ``path`` back to its first ``keep`` bytes, only if it still holds exactly
+    ``expected_size`` bytes whose sha256 is ``expected_digest`` (judged while it is held still,
+    :func:`held_still`); the bytes cut are saved to ``recovery_dir``, fsynced, first
+    (``restore --undo`` taking back what it appended).  Returns the saved file."""
+    with held_still(path) as held:
+        size = held.size()
+        digest = hashlib.sha256()
+        for offset in range(0, size, 1 << 22):
+            digest.update(held.read(offset, min(1 << 22, size - offset)))
+        if size != expected_size or digest.hexdigest() != expected_digest:
+            raise FileChangedError(f"{path} changed since it was checked; nothing was cut")
+        saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
+        write_new(saved, held.read(keep, size - keep))
+        held.expect(size)  # without a lease: the last look before the cut
+        try:
+            os.ftruncate(held.fd, keep)
+        except OSError as exc:
+            raise _fail("truncate", path, exc) from exc
+        fsync_fd(held.fd, path)
+    return saved
+
+
 def create_exclusive(path: Path, data: bytes) -> bool:
     """Create ``path`` holding ``data`` unless it exists; return False if it does.
 
@@ -671,6 +698,21 @@ def remove(path: Path, *, tree: bool = False) -> None:
     except OSError as exc:
         raise _fail("remove", path, exc) from exc
     fsync_dir(path.parent)
+
+
+def remove_empty_dir(path: Path) -> bool:
+    """Remove ``path`` if it is an empty folder (one levelsess made) and make that durable;
+    return whether it is gone.  A folder holding anything is left as it is."""
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+            return False
+        raise _fail("remove", path, exc) from exc
+    fsync_dir(path.parent)
+    return True
 
 
 def preserve(src: Path, dst: Path) -> None:

@@ -448,6 +448,11 @@ CODES: dict[str, CodeInfo] = {
     "source-skipped": CodeInfo("warning", ""),
     "source-torn": CodeInfo("warning", ""),
     "source-diverged": CodeInfo("warning", ""),
+    # restore (principle 10): what it would not write back, and why
+    "restore-conflict": CodeInfo("error", ""),
+    "restore-unproven": CodeInfo("error", ""),
+    "restore-verify-failed": CodeInfo("error", ""),
+    "undo-refused": CodeInfo("error", ""),
     # migrate refusals (§6)
     "seq-conflict": CodeInfo("error", "", SeqConflictError),
     "no-downgrade": CodeInfo("error", "", NoDowngradeError),

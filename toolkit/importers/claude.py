@@ -46,7 +46,7 @@ from ..findings import Finding
 from ..layouts.claude_code import CHAIN, CLAUDE_CODE, SUBAGENTS, _INJECTED, _subagents, default_roots, is_subagent, prompt_text
 from ..index import utc_iso
 from ..lines import loads, open_regular
-from .output import ALIAS, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, safe_id
+from .output import ALIAS, AT, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, SourceState, safe_id
 from .sourcelines import SourceLine, SourceReader
 from .uris import apply_map, is_foreign
 
@@ -215,6 +215,18 @@ class _Transcript:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+
+    def state(self, items: list[_Item]) -> SourceState:
+        """The file as read, for ``restore``, with the lines of ``items`` (one session's)."""
+        by_offset = {it.offset: it for it in items}
+
+        def read(offset: int, _length: int) -> bytes:
+            try:
+                return self.value(by_offset[offset])[1]
+            finally:
+                self.close()
+
+        return SourceState(str(self.path), self.reader.covered, self.reader.sha256, [(it.offset, it.size) for it in items], read)
 
 
 # -- the conversation ---------------------------------------------------------------------------
@@ -474,8 +486,10 @@ class _Records:
         if len(unit) > 1:
             record["parts"] = len(unit)
             record[PART_KEYS] = [it.key for it in unit[1:]]
+            record[AT] = [it.offset for it in unit]
             record["raw"] = Raw(b"[" + b",".join(data for _, data in pairs) + b"]")
         else:
+            record[AT] = head.offset
             record["raw"] = Raw(pairs[0][1])
         if unit is self.plan.partial:
             record["partial"] = True  # a response still being written: superseded once it is whole
@@ -503,6 +517,7 @@ class _Records:
             else:
                 record = _event(value, t)
             record["sourceKey"] = item.key
+        record[AT] = item.offset
         record["raw"] = Raw(data)
         return record
 
@@ -584,6 +599,7 @@ def _build(transcript: _Transcript, items: list[_Item], sid: str, session_key: s
     session = Session(sid, options.project or (apply_map(project, options.mapping) if project else None), created, title,
                       source, None, status=status, orphan=orphan)
     session.records = _Records(transcript, plan, title_rank=rank, links=list(links), created=created)
+    session.state = transcript.state(items)
     session.merged = plan.merged
     session.source_lines = lines
     session.source_items = len(items) + sum((skipped or {}).values())

@@ -45,7 +45,7 @@ from ..identify import describe, sniff
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
 from ..layouts.codex_seen import decide, sketch, summary_texts, user_item_text
 from ..lines import loads
-from .output import Options, Raw, Session, json_object, safe_id
+from .output import AT, Options, Raw, Session, SourceState, json_object, safe_id
 from .sourcelines import SourceLine, SourceReader
 from .uris import apply_map, is_foreign
 
@@ -316,6 +316,10 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
     created = text.get("timestamp") or next((l.value["timestamp"] for l in lines if isinstance(l.value.get("timestamp"), str)), None)
     session = Session(safe_id("codex", sid), options.project or _mapped(text.get("cwd"), options), created, None, source,
                       Raw(metas[0].data) if metas else None, status=status, orphan=orphan)
+    session.raw_at = metas[0].offset if metas else None
+    by_offset = {line.offset: line for line in lines}
+    session.state = SourceState(where, reader.covered, reader.sha256, [(line.offset, len(line.data)) for line in lines],
+                                lambda offset, _length: by_offset[offset].data)
     _convert(session, lines, reader)
     session.title = (names or {}).get(sid) or _first_prompt(session)
     return session
@@ -342,6 +346,7 @@ def _convert(session: Session, lines: list[SourceLine], reader: SourceReader) ->
         if decision.inherited:
             record["inherited"] = True
         record["sourceKey"] = keys[decision.group]
+        record[AT] = line.offset
         record["raw"] = Raw(line.data)
         session.records.append(record)
     # an item is a whole record or a damaged piece of a line: two records spliced on one line are two

@@ -6,6 +6,12 @@ hold yet are appended, continuing ``seq``, in one write under the session lock; 
 title becomes a ``title`` record.  A second import with nothing new changes no byte.  A record imported while it was still
 ``partial`` (a reply being generated) is superseded, once the source has it complete, by a new
 record with the same ``sourceKey`` and ``"replaces": <old seq>`` (SOURCES.md §4.3).
+
+A line-based source (Claude Code, Codex CLI) can be given back byte for byte (``restore``): each
+record says where its ``raw`` line was in the source file (``at``: the byte offset; a list for a
+merged ``raw``), the lines no record carries are kept as ``source-line`` events, and each import
+that saw the source change ends with a ``source-state`` event (its path, the size and sha256 of
+what was read as whole lines).  ``--no-raw`` keeps none of that.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,6 +114,28 @@ PART_KEYS = "partKeys"
 COVERS_PREVIOUS = "_coversPrevious"
 
 
+#: On a record carrying source lines under ``raw``: their byte offsets in the source file.
+AT = "at"
+#: The events that keep what ``restore`` needs and no record carries (never shown as conversation).
+SOURCE_LINE, SOURCE_STATE = "source-line", "source-state"
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """A line-based source as this import read it: its path, the size and sha256 of the bytes read as
+    whole lines, and the ``(offset, length)`` of each whole line the session stands for, with a way
+    to read one (``read(offset, length)``)."""
+
+    path: str
+    size: int
+    sha256: str | None
+    lines: Sequence[tuple[int, int]]
+    read: Callable[[int, int], bytes]
+
+    def mark(self) -> dict:
+        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+
+
 @dataclass
 class Options:
     """What every importer takes from the command line."""
@@ -139,6 +168,8 @@ class Session:
     # source lines too large to parse here (sourcelines.TooLarge), counted in ``skipped`` as
     # record-too-large: the writer keeps their bytes beside the store (keep_too_large)
     too_large: list = field(default_factory=list)
+    state: SourceState | None = None  # a line-based source: what restore needs to give it back
+    raw_at: int | None = None  # the offset of the source line under the meta's raw
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` source items of this session that became no record, for ``reason``."""
@@ -155,6 +186,8 @@ class Session:
         meta = {"kind": "meta", "v": 2, "id": self.id, "project": self.project, "createdAt": self.created_at,
                 "title": self.title, "source": source}
         if self.raw is not None and not no_raw:
+            if self.raw_at is not None:
+                meta[AT] = self.raw_at
             meta["raw"] = self.raw
         return meta
 
@@ -272,7 +305,7 @@ def _write_journal(store: Path, session: Session, *, dry_run: bool, no_raw: bool
     symlinked = confinement.refusal(path.parent)
     if symlinked is not None:
         return _symlinked(session, path, symlinked)
-    planned = _plan(session, path, records)  # read-only: a re-import with nothing new touches nothing
+    planned = _plan(session, path, records, no_raw)  # read-only: a re-import with nothing new touches nothing
     if dry_run or planned[0].status in ("unchanged", "skipped"):
         return planned
     try:
@@ -299,33 +332,41 @@ def _write(store: Path, session: Session, path: Path, records, planned: tuple[Ou
                 pass  # it did appear: extend it under the lock like any existing journal
     try:
         with locks.holding(path):
-            return _extend(store, session, path, records)
+            return _extend(store, session, path, records, no_raw)
     except LockBusyError as exc:
         return _outcome(session, path, 0, 0, "skipped"), [Finding("locked", "warning", str(path), None, None,
                                                                   f"not updated: {exc}; import again when the editor is closed")]
 
 
-def _plan(session: Session, path: Path, records: list[dict]) -> tuple[Outcome, list[Finding]]:
+def _plan(session: Session, path: Path, records: list[dict], no_raw: bool) -> tuple[Outcome, list[Finding]]:
     """What a write would do, reading only (--dry-run)."""
     if not path.exists():
         return _outcome(session, path, len(records), len(records), "created"), []
     try:
-        known, _last_seq, title = _existing(path)
+        known, _last_seq, title, held = _existing(path)
     except TornTailError:  # an import killed mid-append: the write trims it and carries on
         return _outcome(session, path, 0, 0, "updated"), []
     except LevelsessError as exc:
         return _refused(session, path, exc)
-    new, extra = _additions(session, records, known, title)
+    new, extra = _additions(session, records, known, title, held, no_raw)
     status = "updated" if new or extra else "unchanged"
     return _outcome(session, path, len(known) + len(new), len(new), status), []
 
 
 def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> Outcome:
     count = 0
+    held = _Held()
+    when = session.created_at
     with durable.atomic_writer(path, sync_dir=False, exclusive=True) as out:  # run_import fsyncs each folder once
-        out.write(encode(session.meta(no_raw)) + b"\n")
+        meta = session.meta(no_raw)
+        _carries(meta, held.carried)
+        out.write(encode(meta) + b"\n")
         for count, record in enumerate(records, start=1):
+            _carries(record, held.carried)
+            when = record.get("t") or when
             out.write(encode(_numbered(record, count)) + b"\n")
+        for seq, record in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
+            out.write(encode(_numbered(record, seq)) + b"\n")
     return _outcome(session, path, count, count, "created")
 
 
@@ -336,7 +377,7 @@ def _numbered(record: dict, seq: int) -> dict:
     return record
 
 
-def _extend(store: Path, session: Session, path: Path, records: list[dict]) -> tuple[Outcome, list[Finding]]:
+def _extend(store: Path, session: Session, path: Path, records: list[dict], no_raw: bool) -> tuple[Outcome, list[Finding]]:
     findings = []
     saved = _trim_torn_tail(store, path)
     if saved is not None:
@@ -345,19 +386,21 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict]) -> t
                                 f"an interrupted append's incomplete record was saved to {saved} and trimmed", repaired=True,
                                 saved_to=str(saved)))
     try:
-        known, last_seq, title = _existing(path)
+        known, last_seq, title, held = _existing(path)
     except LevelsessError as exc:
         return _refused(session, path, exc)
-    new, extra = _additions(session, records, known, title)
-    appended = extra + new
+    new, extra = _additions(session, records, known, title, held, no_raw)
+    appended = [r for r in extra if r.get("kind") == "title"] + new + [r for r in extra if r.get("kind") != "title"]
     if not appended:
         return _outcome(session, path, len(known), 0, "unchanged"), findings
     durable.append_lines(path, [encode(_numbered(r, n)) for n, r in enumerate(appended, start=last_seq + 1)])
     return _outcome(session, path, len(known) + len(new), len(new), "updated"), findings
 
 
-def _additions(session: Session, records: list[dict], known: dict, title: object) -> tuple[list[dict], list[dict]]:
-    """The records a journal lacks (or whose partial copy they complete), and a title change."""
+def _additions(session: Session, records: list[dict], known: dict, title: object, held: _Held,
+               no_raw: bool) -> tuple[list[dict], list[dict]]:
+    """The records a journal lacks (or whose partial copy they complete); then a title change, and
+    the source lines no record carries with the source's new state (:func:`_source_records`)."""
     new = []
     when = session.created_at
     select = getattr(records, "select", None)  # a lazy source converts only what may be new
@@ -372,7 +415,44 @@ def _additions(session: Session, records: list[dict], known: dict, title: object
     extra = []
     if session.title is not None and session.title != title:
         extra.append({"kind": "title", "t": when, "title": session.title})
-    return new, extra
+    carried = _Held(set(held.carried), held.state)
+    for record in new:
+        _carries(record, carried.carried)
+    return new, extra + _source_records(session, carried, when, no_raw)
+
+
+@dataclass
+class _Held:
+    """What a journal holds of its line-based source: the offsets of the lines it carries under
+    ``raw``, and the last ``source-state`` (its mark), if any."""
+
+    carried: set[int] = field(default_factory=set)
+    state: dict | None = None
+
+
+def _carries(record: dict, into: set[int]) -> None:
+    """Add the source offsets of the lines ``record`` carries under ``raw``."""
+    if record.get("raw") is None:
+        return
+    at = record.get(AT)
+    if type(at) is int:
+        into.add(at)
+    elif isinstance(at, list):
+        into.update(a for a in at if type(a) is int)
+
+
+def _source_records(session: Session, held: _Held, when: str | None, no_raw: bool) -> list[dict]:
+    """``source-line`` events for the session's source lines no record carries (a Codex mirror, a
+    line that joined a response already kept…), then a ``source-state`` event when the source is
+    not as the journal's last one says: what ``restore`` rebuilds the file from."""
+    state = session.state
+    if state is None or no_raw:
+        return []
+    out: list[dict] = [{"kind": "event", "t": when or "", "type": SOURCE_LINE, AT: offset, "raw": Raw(state.read(offset, length))}
+                       for offset, length in state.lines if offset not in held.carried]
+    if out or state.mark() != held.state:
+        out.append({"kind": "event", "t": when or "", "type": SOURCE_STATE, **state.mark()})
+    return out
 
 
 def not_written(store: Path, session: Session, exc: LevelsessError) -> tuple[Outcome, list[Finding]]:
@@ -410,13 +490,16 @@ def _trim_torn_tail(store: Path, path: Path) -> Path | None:
     return durable.truncate_saving(path, keep, size, store / ".levelsess" / "recovered")  # the save makes the folder
 
 
-def _existing(path: Path) -> tuple[dict, int, object]:
+def _existing(path: Path) -> tuple[dict, int, object, _Held]:
     """Source keys (each mapped to the seq of its record when that record is still
-    ``partial``, else None), the last seq and the current title; raises on damage."""
+    ``partial``, else None), the last seq, the current title and what it holds of its
+    source; raises on damage."""
     known: dict[str, int | None] = {}
     last_seq, title = 0, None
+    held = _Held()
     for _line, _offset, record in iter_records(path):
         kind = record.get("kind")
+        _carries(record, held.carried)
         if kind == "meta":
             title = record.get("title")
             continue
@@ -424,6 +507,8 @@ def _existing(path: Path) -> tuple[dict, int, object]:
             last_seq = record["seq"]
         if kind == "title":
             title = record.get("title")
+        elif kind == "event" and record.get("type") == SOURCE_STATE:
+            held.state = {k: record.get(k) for k in ("path", "size", "sha256")}
         if record.get("sourceKey") is not None:
             partial = record.get("partial") is True and isinstance(record.get("seq"), int)
             known[record["sourceKey"]] = record["seq"] if partial else None
@@ -436,7 +521,7 @@ def _existing(path: Path) -> tuple[dict, int, object]:
             handle.seek(size - 1)
             if handle.read(1) != b"\n":
                 raise TornTailError("the journal ends in an incomplete record", path=str(path), offset=size)
-    return known, last_seq, title
+    return known, last_seq, title, held
 
 
 # --- source records too large to parse here --------------------------------------------------

@@ -20,6 +20,7 @@ streamed, beside the store (:func:`toolkit.importers.output.keep_too_large`), wi
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,11 @@ class SourceReader:
     end: int = 0  # just past the last byte read as whole lines (where a later import resumes)
     skipped: dict[str, int] = field(default_factory=dict)
     too_large: list[TooLarge] = field(default_factory=list)
+    # the source as read, for `restore` to give it back byte for byte: the bytes from the start up to
+    # the end of the last whole line (an unterminated last line too, when it is one whole record),
+    # and their sha256 (None when a line was too large to hold, so the bytes could not be hashed)
+    covered: int = 0
+    sha256: str | None = None
 
     def _skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + count
@@ -77,6 +83,7 @@ class SourceReader:
         self.report(Finding(code, "error" if code == "source-unreadable" else "warning", str(self.path), line, offset, message))
 
     def __iter__(self) -> Iterator[SourceLine]:
+        digest: hashlib._Hash | None = hashlib.sha256()
         with open_regular(self.path) as handle:
             number = 0
             offset = 0
@@ -87,24 +94,33 @@ class SourceReader:
                         number += 1
                         start = offset
                         offset += len(line) + 1
+                        if digest is not None:
+                            digest.update(line)
+                            digest.update(b"\n")
                         if number == 1 and line.startswith(BOM):
                             line, start = line[3:], start + 3
                         yield from self._line(number, start, line, final=False)
-                    self.end = offset
+                    self.end = self.covered = offset
                 elif type(item) is Overlong:
+                    digest = None  # its bytes are never held: the source cannot be hashed
                     number += 1
                     self._overlong(item, number, offset)
                     offset += item.length + 1
                     self.end = offset
                 else:
-                    yield from self._tail(item, number + 1)
+                    yield from self._tail(item, number + 1, digest)
+        self.sha256 = digest.hexdigest() if digest is not None else None
 
-    def _tail(self, item: Tail, number: int) -> Iterator[SourceLine]:
+    def _tail(self, item: Tail, number: int, digest) -> Iterator[SourceLine]:
         self.size = item.offset + (len(item.data) if item.data is not None else item.overlong.length)
         if item.overlong is not None:
             self._overlong(item.overlong, number, item.offset)
         elif item.data.strip(b" \t\r\n"):
-            yield from self._line(number, item.offset, item.data, final=True)
+            for src in self._line(number, item.offset, item.data, final=True):
+                if digest is not None and not src.lifted and src.data == item.data:  # a whole record, unterminated
+                    digest.update(item.data)
+                    self.covered = item.offset + len(item.data)
+                yield src
 
     def _overlong(self, item: Overlong, number: int, offset: int) -> None:
         """A line too long to hold: NUL bytes alone held nothing; anything else is kept by the writer."""
