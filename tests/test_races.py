@@ -362,3 +362,25 @@ def test_trim_never_loses_an_appended_record(tmp_path_factory, count, tail, poin
     everything_kept(journal, lines, acks, claude_marks(lines))
     data = journal.read_bytes()
     assert data.startswith(b"\n".join(lines) + b"\n")
+
+
+# -- restore: appending the missing lines back into a transcript the tool may be writing -----------
+
+
+@pytest.mark.parametrize("point", [("held_still", False, True), ("fsync_fd", True, True), ("append_if_unchanged", False, True)],
+                         ids=lambda p: f"{p[0]}-{'after' if p[1] else 'before'}")
+def test_restore_races_an_appender_in_the_tool_s_transcript(tmp_path, monkeypatch, point):
+    journal, lines, last = claude_journal(tmp_path, 30)
+    store = tmp_path / "store"
+    imported = run_cli("import", "--from", "claude", "--source", tmp_path / ".claude", "--store", store, "--json")
+    assert imported.exit_code == 0, imported.stdout + imported.stderr
+    journal.write_bytes(b"\n".join(lines[:10]) + b"\n")  # the tool lost the rest; it goes on writing
+    appender = Appender(journal, "claude", 3, tmp_path, parent=orjson.loads(lines[9])["uuid"])
+    hook(monkeypatch, point[0], appender, after=point[1], wait=point[2])
+    result = run_cli("restore", journal.stem, "--store", store, "--yes", "--json")
+    acks = appender.finish()
+    assert appender.started and len(acks) == 3
+    assert "Traceback" not in result.stdout + result.stderr and result.exit_code in (0, 4, 8), result.stdout
+    everything_kept(journal, lines[:10], acks, claude_marks(lines[:10]))
+    if result.exit_code == 0:  # restored first, then the tool's records after it: nothing cut, nothing twice
+        assert journal.read_bytes() == b"\n".join(lines) + b"\n" + b"".join(a + b"\n" for a in acks)
