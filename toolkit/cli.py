@@ -516,7 +516,7 @@ def import_(
         if not sep or not old or not new:
             raise UsageError(f"--map {item}: expected OLD=NEW")
         mapping.append((old, new))
-    sources = list(source) if source else importer.detect()
+    sources = [Path(os.path.abspath(s)) for s in source] if source else importer.detect()  # kept sources name where they were
     if not sources:
         raise UsageError(f"no {from_} install found on this machine; point --source at its User folder")
     target = default_store(_store(ctx, store))
