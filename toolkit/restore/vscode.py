@@ -509,7 +509,7 @@ def _differs(target: Path, data: bytes) -> bool:
 
 
 def _kind0_first(data: bytes) -> bool:
-    first = next((line for line in data.split(b"\n") if line.strip()), b"")
+    first = next((line for line in data.split(b"\n") if line.strip()), b"").removeprefix(BOM)
     try:
         value = loads(first)
     except ValueError:
