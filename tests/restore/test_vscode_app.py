@@ -261,3 +261,37 @@ def test_the_rebuilt_index_is_valid_names_every_file_and_keeps_every_valid_entry
             assert e["title"] == old[sid]["title"]
     again = rebuild(json.dumps(index).encode(), sessions)
     assert again[0] == index and again[1:4] == ([], [], []), "a second rebuild changes nothing"
+
+
+def test_a_wal_database_with_rows_still_in_its_wal_is_backed_up_with_it_and_undone_byte_for_byte(tmp_path, user):
+    project = tmp_path / "p"
+    project.mkdir()
+    ws = workspace(user, "e5", project, {f"{A}.json": json.dumps(session("completed_chat.json", A)).encode()})
+    db = ws / "state.vscdb"
+    subprocess.run([sys.executable, "-c", "import os, sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=WAL'); "
+                    "c.execute(\"INSERT INTO ItemTable VALUES ('late', 'in the wal')\"); c.commit(); os._exit(0)", str(db)], check=True)
+    assert (ws / "state.vscdb-wal").stat().st_size > 0, "a VS Code killed before its checkpoint leaves rows in the -wal"
+    before = tree(user)
+    done = restore("--app", "vscode", "--source", user, "--yes")
+    assert done.exit_code == 0, done.stdout
+    assert list(vscode_chats(ws / "chatSessions", db)) == [A]
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT value FROM ItemTable WHERE key = 'late'").fetchone() == ("in the wal",)
+    conn.close()
+    assert restore("--undo", done.json["stamp"]).exit_code == 0
+    assert tree(user) == before
+
+
+def test_a_result_vscode_would_not_read_undoes_the_whole_run(tmp_path, user, monkeypatch):
+    from toolkit.findings import Finding
+    from toolkit.restore import vscode
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    new.mkdir()
+    workspace(user, "old1", old, {f"{A}.json": json.dumps(session("completed_chat.json", A)).encode()})
+    workspace(user, "new1", new, {f"{B}.jsonl": b"\xef\xbb\xbf" + log(session("parse_export_chat.json", B))})
+    before = tree(user)
+    monkeypatch.setattr(vscode, "verify", lambda plan: [Finding("restore-verify-failed", "error", "x", None, None, "read back wrong")])
+    result = restore("--app", "vscode", "--source", user, "--map", f"{old}={new}", "--yes")
+    assert (result.exit_code, result.json["undone"]) == (8, True)
+    assert tree(user) == before, "the copy, the repaired log and the index row are all taken back"
