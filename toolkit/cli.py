@@ -938,7 +938,7 @@ def restore(
 ) -> int:
     """Give kept Claude Code sessions and Codex CLI rollouts back where the tool shows them, byte for byte as last imported.
 
-    Plans first: without --yes it lists every file it would create or append to and exits 4 (0 when there is nothing to do). With --yes it refuses any file the tool is running on, copies every file it will change into a backup folder with a manifest before its first write, never overwrites or removes a byte, reads every written file back by the tool's own rules and undoes itself when that fails (exit 8). A second run changes nothing. Cursor chats are not written back: read them with show or export.
+    Plans first: without --yes it lists every file it would create or append to and exits 4 (0 when there is nothing to do). With --yes it refuses any file the tool is running on, copies every file it will change into a backup folder with a manifest before its first write, never overwrites or removes a byte, reads every written file back by the tool's own rules and undoes itself when that fails (exit 8). A second run changes nothing. With --app vscode it rebuilds VS Code's own chat lists instead (each workspace's chat index from its session files; --map OLD=NEW copies a renamed folder's chats to its new workspace), under the same contract. Cursor chats are not written back: read them with show or export.
 
     [bold]Examples[/bold]:
       levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc          # the plan
@@ -947,6 +947,7 @@ def restore(
       levelsess restore 0f2c1d3e --dry-run -v --store ~/other-store
       levelsess restore --list
       levelsess restore --undo 20261130T151236.123456Z -q
+      levelsess restore --app vscode --source ~/.config/Code/User          # the plan for VS Code's chat lists
       levelsess restore --app vscode --map ~/old-name=~/new-name --yes
     """
     from .restore import list_restores, plan_restore, restore as run_restore, undo_restore
@@ -1027,8 +1028,10 @@ def _restore_app(out: Output, name: str, source, maps: list[str], *, apply: bool
     if result.stamp and not result.undone:
         out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
     if not result.applied and rows:
-        out.say(f"next: levelsess restore --app {name}" + (f" --source {source}" if source else "")
-                + "".join(f" --map {m}" for m in maps) + " --yes", style="bold")
+        import shlex
+
+        out.say(f"next: levelsess restore --app {name}" + (f" --source {shlex.quote(str(source))}" if source else "")
+                + "".join(f" --map {shlex.quote(m)}" for m in maps) + " --yes", style="bold")
     elif result.stamp and not result.undone:
         out.say(f"next: {module.NEXT}", style="bold")
     return result.exit_code
