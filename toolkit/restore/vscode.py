@@ -39,7 +39,7 @@ from ..importers.uris import apply_map, read_workspace_json, subfolders, uri_to_
 from ..importers.vscode.replay import BOM, Replayed, choose, last_timestamp, load_json, replay_jsonl, request_count
 from ..importers.vscode.sources import INDEX_KEY, default_user_dirs
 from ..lines import loads
-from ..live import writers_of
+from ..live import snapshot, writers_of
 from .contract import file_digest, missing_dirs
 
 APP = "vscode"
@@ -531,8 +531,9 @@ def group(dbfile: Path) -> list[Path]:
 def holders(plan: VscodePlan) -> list[Finding]:
     """A finding per file of the plan a process holds open to write (VS Code running on it)."""
     found = []
+    snapshot(fresh=True)  # one walk of the processes' open files for the whole plan (it stays good a moment)
     for path in [p for c in plan.indexes for p in group(c.db)] + [r.path for r in plan.repairs]:
-        who = writers_of(path, fresh=True)
+        who = writers_of(path)
         if who is not None:
             found.append(Finding("in-use", "error", str(path), None, None,
                                  f"VS Code is running on it ({who}): nothing written; close every VS Code window and run restore again"))
