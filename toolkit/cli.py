@@ -928,6 +928,9 @@ def restore(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (every file it would create or append to, bytes and lines); write nothing.")] = False,
     undo: Annotated[Optional[str], typer.Option("--undo", metavar="STAMP", help="Take back the restore STAMP: remove the files it created and cut the ones it appended to back, each only while it still holds what restore wrote.", show_default=False)] = None,
     list_: Annotated[bool, typer.Option("--list", help="List past restores with their stamps.")] = False,
+    app_: Annotated[Optional[str], typer.Option("--app", metavar="APP", help="Restore an app's own chat list instead of kept sessions: vscode (rebuild every workspace's chat index from its session files, copy orphans with --map, repair logs VS Code cannot open).", show_default=False)] = None,
+    source: Annotated[Optional[Path], typer.Option("--source", metavar="DIR", help="With --app: the app's folder (VS Code: its User folder, e.g. ~/.config/Code/User); default: the one on this machine.", show_default=False)] = None,
+    map_: Annotated[Optional[list[str]], typer.Option("--map", metavar="OLD=NEW", help="With --app vscode: the chats of the folder OLD (renamed or moved) go to the workspace VS Code uses for NEW (repeatable).", show_default=False)] = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -935,7 +938,7 @@ def restore(
 ) -> int:
     """Give kept Claude Code sessions and Codex CLI rollouts back where the tool shows them, byte for byte as last imported.
 
-    Plans first: without --yes it lists every file it would create or append to and exits 4 (0 when there is nothing to do). With --yes it refuses any file the tool is running on, copies every file it will change into a backup folder with a manifest before its first write, never overwrites or removes a byte, reads every written file back by the tool's own rules and undoes itself when that fails (exit 8). A second run changes nothing. Cursor chats are not written back: read them with show or export.
+    Plans first: without --yes it lists every file it would create or append to and exits 4 (0 when there is nothing to do). With --yes it refuses any file the tool is running on, copies every file it will change into a backup folder with a manifest before its first write, never overwrites or removes a byte, reads every written file back by the tool's own rules and undoes itself when that fails (exit 8). A second run changes nothing. With --app vscode it rebuilds VS Code's own chat lists instead (each workspace's chat index from its session files; --map OLD=NEW copies a renamed folder's chats to its new workspace), under the same contract. Cursor chats are not written back: read them with show or export.
 
     [bold]Examples[/bold]:
       levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc          # the plan
@@ -944,11 +947,15 @@ def restore(
       levelsess restore 0f2c1d3e --dry-run -v --store ~/other-store
       levelsess restore --list
       levelsess restore --undo 20261130T151236.123456Z -q
+      levelsess restore --app vscode --source ~/.config/Code/User          # the plan for VS Code's chat lists
+      levelsess restore --app vscode --map ~/old-name=~/new-name --yes
     """
     from .restore import list_restores, plan_restore, restore as run_restore, undo_restore
 
     out = _output(ctx, json_, quiet, verbose)
-    _check_restore_flags(sessions, to, yes, dry_run, undo, list_)
+    _check_restore_flags(sessions, to, yes, dry_run, undo, list_, app_, source, map_)
+    if app_ is not None:
+        return _restore_app(out, app_, source, map_ or [], apply=yes and not dry_run)
     if list_:
         return _render_restore_runs(out, list_restores())
     if undo is not None:
@@ -959,7 +966,11 @@ def restore(
     return _render_restore(out, result, sessions)
 
 
-def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bool) -> None:
+def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bool, app_=None, source=None, map_=None) -> None:
+    if app_ is not None and (sessions or to is not None or undo is not None or list_):
+        raise UsageError("--app restores an app's own chat list: it takes no session ID, --to, --undo or --list")
+    if app_ is None and (source is not None or map_):
+        raise UsageError("--source and --map go with --app (e.g. restore --app vscode --source ~/.config/Code/User)")
     if yes and dry_run:
         raise UsageError("--yes writes and --dry-run writes nothing: give one of them")
     for flag, given in (("--list", list_), ("--undo", undo is not None)):
@@ -967,7 +978,7 @@ def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bo
             raise UsageError(f"{flag} takes no session ID or --to")
     if list_ and (undo is not None or yes or dry_run):
         raise UsageError("--list only lists: it takes no --undo, --yes or --dry-run")
-    if not sessions and undo is None and not list_:
+    if not sessions and undo is None and not list_ and app_ is None:
         raise UsageError("name the kept sessions to give back (see `levelsess ls`), or use --undo STAMP or --list")
 
 
@@ -990,6 +1001,39 @@ def _render_restore(out: Output, result, keys: list[str]) -> int:
         for session in result.plan.sessions:
             if session.next and any(f.action != "refused" for f in session.files):
                 out.say(f"next: {session.next}", style="bold")
+    return result.exit_code
+
+
+def _restore_app(out: Output, name: str, source, maps: list[str], *, apply: bool) -> int:
+    from rich.table import Table
+
+    from .restore import app_restore
+
+    module = app_restore(name)
+    result = module.run_app(source, maps, apply=apply)
+    if out.json:
+        out.emit_json(result.to_json())
+        return result.exit_code
+    rows = module.rows(result)
+    if rows and not out.quiet:
+        table = Table(title=f"restore --app {name}" + ("" if result.applied else " plan (nothing written; --yes applies it)"), title_justify="left")
+        for column in ("file", "action", "what"):
+            add_column(table, column)
+        for row in rows:
+            table.add_row(*row)
+        print_table(out.out, table)
+    if result.findings:
+        print_table(out.out, findings_table([f for f in result.findings if f.severity == "error" or not out.quiet], verbose=out.verbose))
+    out.say(module.summary(result))
+    if result.stamp and not result.undone:
+        out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
+    if not result.applied and rows:
+        import shlex
+
+        out.say(f"next: levelsess restore --app {name}" + (f" --source {shlex.quote(str(source))}" if source else "")
+                + "".join(f" --map {shlex.quote(m)}" for m in maps) + " --yes", style="bold")
+    elif result.stamp and not result.undone:
+        out.say(f"next: {module.NEXT}", style="bold")
     return result.exit_code
 
 
