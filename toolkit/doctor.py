@@ -352,7 +352,9 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
             if install.schedule:
                 steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
         if install.app == "cursor" and install.sessions:
-            steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s)")
+            steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s); "
+                         "read them with `levelsess show ID` or `levelsess export ID` (levelsess does not write chats back "
+                         "into Cursor: its database is opaque and changes with each version)")
         if install.app == "vscode" and install.orphaned:
             count = sum(w.orphaned_sessions for w in install.orphaned)
             steps.append(f"levelsess import --from vscode --source {_quote(install.user)} --orphans-only        "
