@@ -928,6 +928,8 @@ def restore(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (every file it would create or append to, bytes and lines); write nothing.")] = False,
     undo: Annotated[Optional[str], typer.Option("--undo", metavar="STAMP", help="Take back the restore STAMP: remove the files it created and cut the ones it appended to back, each only while it still holds what restore wrote.", show_default=False)] = None,
     list_: Annotated[bool, typer.Option("--list", help="List past restores with their stamps.")] = False,
+    app_: Annotated[Optional[str], typer.Option("--app", metavar="APP", help="Repair what the tool APP lists instead of giving back sessions: `codex` makes rollouts that have no row in Codex's state DB visible in `codex resume` again.", show_default=False)] = None,
+    source: Annotated[Optional[Path], typer.Option("--source", metavar="DIR", help="With --app codex: the Codex home (default $CODEX_HOME or ~/.codex).", show_default=False)] = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -944,10 +946,13 @@ def restore(
       levelsess restore 0f2c1d3e --dry-run -v --store ~/other-store
       levelsess restore --list
       levelsess restore --undo 20261130T151236.123456Z -q
+      levelsess restore --app codex --source ~/.codex          # rollouts Codex's state DB has no row for
     """
     from .restore import list_restores, plan_restore, restore as run_restore, undo_restore
 
     out = _output(ctx, json_, quiet, verbose)
+    if app_ is not None or source is not None:
+        return _restore_app(out, app_, source, sessions, to, yes, dry_run, undo, list_)
     _check_restore_flags(sessions, to, yes, dry_run, undo, list_)
     if list_:
         return _render_restore_runs(out, list_restores())
@@ -969,6 +974,45 @@ def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bo
         raise UsageError("--list only lists: it takes no --undo, --yes or --dry-run")
     if not sessions and undo is None and not list_:
         raise UsageError("name the kept sessions to give back (see `levelsess ls`), or use --undo STAMP or --list")
+
+
+def _restore_app(out: Output, app_, source, sessions, to, yes: bool, dry_run: bool, undo, list_: bool) -> int:
+    """``restore --app codex``: the one backfill_state change that makes Codex re-scan its rollouts."""
+    from .restore import codex_state
+
+    if app_ != "codex":
+        raise UsageError("--source needs --app codex" if app_ is None else f"--app {app_}: only `codex` is supported",
+                         hint="levelsess restore --app codex [--source CODEX_HOME]")
+    if sessions or to is not None or undo is not None or list_:
+        raise UsageError("--app codex takes no session ID, --to, --undo or --list")
+    if yes and dry_run:
+        raise UsageError("--yes writes and --dry-run writes nothing: give one of them")
+    plan = codex_state.plan(source)
+    result = codex_state.apply(plan) if yes and not dry_run else codex_state.StateResult(plan, False, (), 4 if plan.change else 0)
+    if out.json:
+        out.emit_json(result.to_json())
+        return result.exit_code
+    found = plan.parity
+    out.say(f"{found.home}: {found.rollouts} rollout(s); {len(found.missing)} without a threads row, {len(found.stale)} "
+            f"row(s) whose rollout is gone, {len(found.empty)} row(s) with an empty first message (the picker hides them)")
+    if out.verbose:
+        for path in found.missing:
+            out.say(f"  no row: {path}")
+    if plan.change:
+        before, after = plan.change["before"], plan.change["after"]
+        out.say(f"{found.db}: backfill_state id=1: status {before['status']!r} -> {after['status']!r}, "
+                f"last_watermark {before['last_watermark']!r} -> NULL; nothing else in the DB")
+    out.say(plan.note)
+    if result.findings:
+        print_table(out.out, findings_table(list(result.findings), verbose=out.verbose))
+    if result.stamp and not result.undone:
+        out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
+    if not result.applied and plan.change:
+        out.say(f"next: {plan.command} --yes", style="bold")
+    elif result.written:
+        out.say("next: start Codex (it re-scans the rollouts), then `codex resume`", style="bold")
+    out.say(f"{'DB changed' if result.written else 'nothing written'}  [exit {result.exit_code}]")
+    return result.exit_code
 
 
 def _render_restore(out: Output, result, keys: list[str]) -> int:

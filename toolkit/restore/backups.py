@@ -152,7 +152,7 @@ def undo(stamp: str, *, dry_run: bool = False) -> UndoResult:
     for entry in manifest.get("created", []):
         entries.append(_undo_created(entry, dry_run))
     for entry in manifest.get("changed", []):
-        entries.append(_undo_changed(folder, entry, dry_run))
+        entries += _undo_database(folder, entry, dry_run) if entry.get("how") == "sqlite" else [_undo_changed(folder, entry, dry_run)]
     for name in reversed(manifest.get("dirs", [])):
         if not dry_run and os.path.isdir(name) and durable.remove_empty_dir(Path(name)):
             entries.append({"path": name, "action": "removed folder", "reason": None})
@@ -161,6 +161,14 @@ def undo(stamp: str, *, dry_run: bool = False) -> UndoResult:
         manifest["state"] = "partly undone" if findings else "undone"
         durable.atomic_write(folder / MANIFEST, dumps(manifest, indent=True) + b"\n")
     return UndoResult(stamp, folder, tuple(entries), findings, dry_run)
+
+
+def _undo_database(folder: Path, entry: dict, dry_run: bool) -> list[dict]:
+    """A database restore changed (``restore --app codex``): every file of it back, or none."""
+    from .codex_state import running
+    from .dbfile import undo_database
+
+    return undo_database(folder, entry, dry_run, lambda db: running(Path(entry["home"]), db))
 
 
 def _undo_created(entry: dict, dry_run: bool) -> dict:
