@@ -615,6 +615,8 @@ def doctor(
                     else f"cleanup after {install.cleanup_days} d") + (f"; {len(install.gone)} kept, gone here" if install.gone else "")
         if install.app == "codex":
             note = f"{install.kept} in the store"
+            if install.parity and (install.parity["without_row"] or install.parity["empty_first_message"]):
+                note += f"; {install.parity['without_row']} with no DB row, {install.parity['empty_first_message']} hidden (empty first message)"
         table.add_row(APP_NAMES.get(install.app, install.app), str(install.user), str(install.sessions),
                       _mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
     if table.row_count:

@@ -264,3 +264,24 @@ def test_bad_usage_is_a_usage_error(tmp_path):
     assert restore("--app", "vscode").exit_code == 16
     assert restore("--app", "codex", "--source", tmp_path / "nope").exit_code != 0
     assert restore("--app", "codex", "some-id").exit_code == 16
+
+
+def test_doctor_reports_the_parity_with_the_restore_command_and_writes_nothing(tmp_path, monkeypatch):
+    from tests.helpers import run_cli
+
+    home, db, _files = _home(tmp_path)
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    before = tree(home)
+    result = run_cli("doctor", "--json")
+    assert result.exit_code == 0, result.stdout
+    (install,) = [i for i in result.json["installs"] if i["app"] == "codex"]
+    command = f"levelsess restore --app codex --source {home}"
+    assert install["state_db"] == {"db": str(db), "without_row": 2, "row_gone": 1, "empty_first_message": 1,
+                                   "rescan_at_next_start": False, "restore": command}
+    assert any(step.startswith(command) for step in result.json["next"])
+    assert tree(home) == before, "doctor reads a copy of the DB"
+    assert command in run_cli("doctor").stdout
+    assert restore("--app", "codex", "--source", home, "--yes").exit_code == 0
+    (install,) = [i for i in run_cli("doctor", "--json").json["installs"] if i["app"] == "codex"]
+    assert install["state_db"]["without_row"] == 2, "the rows come at Codex's next start"
+    assert install["state_db"]["rescan_at_next_start"] is True and install["state_db"]["restore"] is None, "nothing more to run"
