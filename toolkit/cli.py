@@ -990,7 +990,11 @@ def _restore_app(out: Output, app_, source, sessions, to, yes: bool, dry_run: bo
     if yes and dry_run:
         raise UsageError("--yes writes and --dry-run writes nothing: give one of them")
     plan = codex_state.plan(source)
-    result = codex_state.apply(plan) if yes and not dry_run else codex_state.StateResult(plan, False, (), 4 if plan.change else 0)
+    if yes and not dry_run:
+        with _ctrl_c_deferred():  # one transaction, then its check and read-back: never cut in between
+            result = codex_state.apply(plan)
+    else:
+        result = codex_state.StateResult(plan, False, (), 4 if plan.change else 0)
     if out.json:
         out.emit_json(result.to_json())
         return result.exit_code

@@ -27,6 +27,7 @@ from pathlib import Path
 from ..errors import FileChangedError, LevelsessError, PathNotFoundError, UsageError
 from ..findings import Finding
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, is_rollout_name, thread_id
+from .. import durable
 from . import backups, dbfile
 
 _STATE = re.compile(r"state_(\d+)\.sqlite")
@@ -251,8 +252,10 @@ def apply(found: StatePlan) -> StateResult:
     stamp, folder = backups._new_folder()
     try:
         files = dbfile.back_up(db, folder, found.files)
-    except FileChangedError as exc:
-        backups.durable.remove(folder, tree=True)
+    except BaseException as exc:
+        durable.remove(folder, tree=True)  # it holds no run: nothing was written
+        if not isinstance(exc, FileChangedError):
+            raise
         return StateResult(found, True, (Finding("restore-conflict", "error", str(db), None, None, f"{exc}: run restore again"),), 4)
     entry = {"path": str(db), "how": "sqlite", "layout": "codex", "app": "codex", "home": str(found.parity.home),
              "session": "codex-state", "row": found.change, "files": files}
@@ -264,7 +267,7 @@ def apply(found: StatePlan) -> StateResult:
     if problem is None:
         problem = _verify(found)
     for item in files:
-        item["after"] = dbfile._digest(Path(item["path"]))
+        item["after"] = dbfile.file_state(Path(item["path"]))
     if problem is None:
         run.mark("applied", written=[str(db)])
         return StateResult(found, True, (), 0, stamp, folder, True)

@@ -36,7 +36,7 @@ def group(db: Path) -> list[Path]:
     return [db.with_name(db.name + suffix) for suffix in SUFFIXES]
 
 
-def _digest(path: Path) -> dict | None:
+def file_state(path: Path) -> dict | None:
     """{size, sha256, mode} of a file, or None when it is not there."""
     digest, size = hashlib.sha256(), 0
     try:
@@ -52,7 +52,7 @@ def _digest(path: Path) -> dict | None:
 
 def state(db: Path) -> dict[str, dict | None]:
     """Each file of the group (by path) -> its size, sha256 and mode, or None when absent."""
-    return {str(path): _digest(path) for path in group(db)}
+    return {str(path): file_state(path) for path in group(db)}
 
 
 def same(a: dict | None, b: dict | None) -> bool:
@@ -97,7 +97,7 @@ def _copy(source: Path, backup: Path, was: dict) -> None:
     with open_regular(source) as reader, durable.atomic_writer(backup, exclusive=True) as writer:
         while chunk := reader.read(1 << 20):
             writer.write(chunk)
-    if not same(_digest(backup), was):
+    if not same(file_state(backup), was):
         durable.remove(backup)
         raise FileChangedError(f"{source} changed since restore planned; nothing was written")
 
@@ -107,7 +107,7 @@ def put_back(folder: Path, files: list[dict]) -> list[dict]:
     done = []
     for entry in files:
         path, was = Path(entry["path"]), entry["before"]
-        if same(_digest(path), was):
+        if same(file_state(path), was):
             done.append({"path": str(path), "action": "as before", "reason": None})
         elif was is None:
             durable.remove(path)
@@ -123,7 +123,7 @@ def put_back(folder: Path, files: list[dict]) -> list[dict]:
 
 def _settle(temp: Path, was: dict) -> None:
     """The bytes about to take the file's place are the backup's; give them the file's old mode."""
-    if not same(_digest(temp), was):
+    if not same(file_state(temp), was):
         raise FileChangedError(f"the backup of {temp.name} does not hold the bytes it was taken with")
     os.chmod(temp, was["mode"])
 
@@ -134,17 +134,17 @@ def undo_database(folder: Path, entry: dict, dry_run: bool, busy: Callable[[Path
     restore left it (the tool wrote since: putting the old bytes back would drop what it wrote),
     or while ``busy`` names a process using the database."""
     db = Path(entry["path"])
-    odd = [f["path"] for f in entry["files"] if not (same(_digest(Path(f["path"])), f["before"])
-                                                     or ("after" in f and same(_digest(Path(f["path"])), f["after"])))]
+    odd = [f["path"] for f in entry["files"] if not (same(file_state(Path(f["path"])), f["before"])
+                                                     or ("after" in f and same(file_state(Path(f["path"])), f["after"])))]
     if odd:
         return [{"path": str(db), "action": "refused", "reason": f"{', '.join(odd)} changed since the restore (the tool "
                  f"wrote to it?); left as it is; the bytes from before the restore are in {folder / 'backup'}"}]
-    if all(same(_digest(Path(f["path"])), f["before"]) for f in entry["files"]):
+    if all(same(file_state(Path(f["path"])), f["before"]) for f in entry["files"]):
         return [{"path": str(db), "action": "as before", "reason": None}]
     who = busy(db)
     if who is not None:
         return [{"path": str(db), "action": "refused", "reason": f"{db}: {who}; left as it is: close it and undo again"}]
     if dry_run:
         return [{"path": f["path"], "action": "would put back" if f["before"] else "would remove", "reason": None}
-                for f in entry["files"] if not same(_digest(Path(f["path"])), f["before"])]
+                for f in entry["files"] if not same(file_state(Path(f["path"])), f["before"])]
     return [e for e in put_back(folder, entry["files"]) if e["action"] != "as before"]
