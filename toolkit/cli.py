@@ -516,7 +516,7 @@ def import_(
         if not sep or not old or not new:
             raise UsageError(f"--map {item}: expected OLD=NEW")
         mapping.append((old, new))
-    sources = list(source) if source else importer.detect()
+    sources = [Path(os.path.abspath(s)) for s in source] if source else importer.detect()  # kept sources name where they were
     if not sources:
         raise UsageError(f"no {from_} install found on this machine; point --source at its User folder")
     target = default_store(_store(ctx, store))
@@ -930,8 +930,9 @@ def restore(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (every file it would create or append to, bytes and lines); write nothing.")] = False,
     undo: Annotated[Optional[str], typer.Option("--undo", metavar="STAMP", help="Take back the restore STAMP: remove the files it created and cut the ones it appended to back, each only while it still holds what restore wrote.", show_default=False)] = None,
     list_: Annotated[bool, typer.Option("--list", help="List past restores with their stamps.")] = False,
-    app_: Annotated[Optional[str], typer.Option("--app", metavar="APP", help="Repair what the tool APP lists instead of giving back sessions: `codex` makes rollouts that have no row in Codex's state DB visible in `codex resume` again.", show_default=False)] = None,
-    source: Annotated[Optional[Path], typer.Option("--source", metavar="DIR", help="With --app codex: the Codex home (default $CODEX_HOME or ~/.codex).", show_default=False)] = None,
+    app_: Annotated[Optional[str], typer.Option("--app", metavar="APP", help="Restore an app's own chat list instead of kept sessions: vscode (rebuild every workspace's chat index from its session files, copy orphans with --map, repair logs VS Code cannot open); codex (make rollouts that have no row in Codex's state DB visible in `codex resume` again).", show_default=False)] = None,
+    source: Annotated[Optional[Path], typer.Option("--source", metavar="DIR", help="With --app: the app's folder (VS Code: its User folder, e.g. ~/.config/Code/User; Codex: its home, e.g. ~/.codex); default: the one on this machine.", show_default=False)] = None,
+    map_: Annotated[Optional[list[str]], typer.Option("--map", metavar="OLD=NEW", help="With --app vscode: the chats of the folder OLD (renamed or moved) go to the workspace VS Code uses for NEW (repeatable).", show_default=False)] = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -939,7 +940,7 @@ def restore(
 ) -> int:
     """Give kept Claude Code sessions and Codex CLI rollouts back where the tool shows them, byte for byte as last imported.
 
-    Plans first: without --yes it lists every file it would create or append to and exits 4 (0 when there is nothing to do). With --yes it refuses any file the tool is running on, copies every file it will change into a backup folder with a manifest before its first write, never overwrites or removes a byte, reads every written file back by the tool's own rules and undoes itself when that fails (exit 8). A second run changes nothing. Cursor chats are not written back: read them with show or export.
+    Plans first: without --yes it lists every file it would create or append to and exits 4 (0 when there is nothing to do). With --yes it refuses any file the tool is running on, copies every file it will change into a backup folder with a manifest before its first write, never overwrites or removes a byte, reads every written file back by the tool's own rules and undoes itself when that fails (exit 8). A second run changes nothing. With --app vscode it rebuilds VS Code's own chat lists instead (each workspace's chat index from its session files; --map OLD=NEW copies a renamed folder's chats to its new workspace); with --app codex it sets Codex's backfill back to pending so its next start writes the rows of rollouts its state DB lacks; both under the same contract. Cursor chats are not written back: read them with show or export.
 
     [bold]Examples[/bold]:
       levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc          # the plan
@@ -948,14 +949,16 @@ def restore(
       levelsess restore 0f2c1d3e --dry-run -v --store ~/other-store
       levelsess restore --list
       levelsess restore --undo 20261130T151236.123456Z -q
+      levelsess restore --app vscode --source ~/.config/Code/User          # the plan for VS Code's chat lists
+      levelsess restore --app vscode --map ~/old-name=~/new-name --yes
       levelsess restore --app codex --source ~/.codex          # rollouts Codex's state DB has no row for
     """
     from .restore import list_restores, plan_restore, restore as run_restore, undo_restore
 
     out = _output(ctx, json_, quiet, verbose)
-    if app_ is not None or source is not None:
-        return _restore_app(out, app_, source, sessions, to, yes, dry_run, undo, list_)
-    _check_restore_flags(sessions, to, yes, dry_run, undo, list_)
+    _check_restore_flags(sessions, to, yes, dry_run, undo, list_, app_, source, map_)
+    if app_ is not None:
+        return _restore_app(out, app_, source, map_ or [], apply=yes and not dry_run)
     if list_:
         return _render_restore_runs(out, list_restores())
     if undo is not None:
@@ -966,7 +969,11 @@ def restore(
     return _render_restore(out, result, sessions)
 
 
-def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bool) -> None:
+def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bool, app_=None, source=None, map_=None) -> None:
+    if app_ is not None and (sessions or to is not None or undo is not None or list_):
+        raise UsageError("--app restores an app's own chat list: it takes no session ID, --to, --undo or --list")
+    if app_ is None and (source is not None or map_):
+        raise UsageError("--source and --map go with --app (e.g. restore --app vscode --source ~/.config/Code/User)")
     if yes and dry_run:
         raise UsageError("--yes writes and --dry-run writes nothing: give one of them")
     for flag, given in (("--list", list_), ("--undo", undo is not None)):
@@ -974,51 +981,8 @@ def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bo
             raise UsageError(f"{flag} takes no session ID or --to")
     if list_ and (undo is not None or yes or dry_run):
         raise UsageError("--list only lists: it takes no --undo, --yes or --dry-run")
-    if not sessions and undo is None and not list_:
+    if not sessions and undo is None and not list_ and app_ is None:
         raise UsageError("name the kept sessions to give back (see `levelsess ls`), or use --undo STAMP or --list")
-
-
-def _restore_app(out: Output, app_, source, sessions, to, yes: bool, dry_run: bool, undo, list_: bool) -> int:
-    """``restore --app codex``: the one backfill_state change that makes Codex re-scan its rollouts."""
-    from .restore import codex_state
-
-    if app_ != "codex":
-        raise UsageError("--source needs --app codex" if app_ is None else f"--app {app_}: only `codex` is supported",
-                         hint="levelsess restore --app codex [--source CODEX_HOME]")
-    if sessions or to is not None or undo is not None or list_:
-        raise UsageError("--app codex takes no session ID, --to, --undo or --list")
-    if yes and dry_run:
-        raise UsageError("--yes writes and --dry-run writes nothing: give one of them")
-    plan = codex_state.plan(source)
-    if yes and not dry_run:
-        with _ctrl_c_deferred():  # one transaction, then its check and read-back: never cut in between
-            result = codex_state.apply(plan)
-    else:
-        result = codex_state.StateResult(plan, False, (), 4 if plan.change else 0)
-    if out.json:
-        out.emit_json(result.to_json())
-        return result.exit_code
-    found = plan.parity
-    out.say(f"{found.home}: {found.rollouts} rollout(s); {len(found.missing)} without a threads row, {len(found.stale)} "
-            f"row(s) whose rollout is gone, {len(found.empty)} row(s) with an empty first message (the picker hides them)")
-    if out.verbose:
-        for path in found.missing:
-            out.say(f"  no row: {path}")
-    if plan.change:
-        before, after = plan.change["before"], plan.change["after"]
-        out.say(f"{found.db}: backfill_state id=1: status {before['status']!r} -> {after['status']!r}, "
-                f"last_watermark {before['last_watermark']!r} -> NULL; nothing else in the DB")
-    out.say(plan.note)
-    if result.findings:
-        print_table(out.out, findings_table(list(result.findings), verbose=out.verbose))
-    if result.stamp and not result.undone:
-        out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
-    if not result.applied and plan.change:
-        out.say(f"next: {plan.command} --yes", style="bold")
-    elif result.written:
-        out.say("next: start Codex (it re-scans the rollouts), then `codex resume`", style="bold")
-    out.say(f"{'DB changed' if result.written else 'nothing written'}  [exit {result.exit_code}]")
-    return result.exit_code
 
 
 def _render_restore(out: Output, result, keys: list[str]) -> int:
@@ -1040,6 +1004,39 @@ def _render_restore(out: Output, result, keys: list[str]) -> int:
         for session in result.plan.sessions:
             if session.next and any(f.action != "refused" for f in session.files):
                 out.say(f"next: {session.next}", style="bold")
+    return result.exit_code
+
+
+def _restore_app(out: Output, name: str, source, maps: list[str], *, apply: bool) -> int:
+    from rich.table import Table
+
+    from .restore import app_restore
+
+    module = app_restore(name)
+    result = module.run_app(source, maps, apply=apply)
+    if out.json:
+        out.emit_json(result.to_json())
+        return result.exit_code
+    rows = module.rows(result)
+    if rows and not out.quiet:
+        table = Table(title=f"restore --app {name}" + ("" if result.applied else " plan (nothing written; --yes applies it)"), title_justify="left")
+        for column in ("file", "action", "what"):
+            add_column(table, column)
+        for row in rows:
+            table.add_row(*row)
+        print_table(out.out, table)
+    if result.findings:
+        print_table(out.out, findings_table([f for f in result.findings if f.severity == "error" or not out.quiet], verbose=out.verbose))
+    out.say(module.summary(result))
+    if result.stamp and not result.undone:
+        out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
+    if not result.applied and rows:
+        import shlex
+
+        out.say(f"next: levelsess restore --app {name}" + (f" --source {shlex.quote(str(source))}" if source else "")
+                + "".join(f" --map {shlex.quote(m)}" for m in maps) + " --yes", style="bold")
+    elif result.stamp and not result.undone:
+        out.say(f"next: {module.NEXT}", style="bold")
     return result.exit_code
 
 

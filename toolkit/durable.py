@@ -464,31 +464,9 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
     """
     refuse_symlinked(path.parent)
     tmp = temp_name(path)
+    with temp_file(tmp, path) as handle:
+        yield handle
     try:
-        handle = open(tmp, "wb")  # noqa: SIM115 - closed below, after fsync
-    except OSError as exc:
-        raise _fail("create", tmp, exc) from exc
-    try:
-        written = False
-        try:
-            try:
-                yield handle
-            except OSError as exc:  # the caller's own write through ``handle`` met a limit of the machine
-                if exc.errno not in _LIMITS:
-                    raise
-                raise _fail("write", path, exc) from exc
-            try:
-                handle.flush()
-            except OSError as exc:
-                raise _fail("write", path, exc) from exc
-            fsync_fd(handle.fileno(), tmp)
-            written = True
-        finally:  # close() flushes again: on a full disk it must not replace the typed error
-            try:
-                handle.close()
-            except OSError as exc:
-                if written:
-                    raise _fail("write", path, exc) from exc
         if before_replace is not None:
             before_replace(tmp)
         if exclusive:
@@ -915,7 +893,7 @@ def rewriting(path: Path, upto: int, *, keep_original: Path | None = None,
             raise FileChangedError(f"{path} is shorter than when it was checked; nothing was changed")
         source = io.BufferedReader(_Upto(fd, upto), 1 << 20)
         tmp = temp_name(path)
-        with atomic_writer_unplaced(tmp) as out:
+        with temp_file(tmp, path) as out:
             job = Rewrite(source, out, upto)
             yield job
         try:
@@ -934,9 +912,10 @@ def rewriting(path: Path, upto: int, *, keep_original: Path | None = None,
 
 
 @contextlib.contextmanager
-def atomic_writer_unplaced(tmp: Path) -> Iterator[BinaryIO]:
-    """Yield ``tmp`` to write; it is flushed and fsynced on clean exit and removed on error (a
-    full disk or another limit met by the caller's own writes is its typed error)."""
+def temp_file(tmp: Path, shown: Path | None = None) -> Iterator[BinaryIO]:
+    """Yield ``tmp`` to write; it is flushed and fsynced on clean exit and removed on error.  A
+    limit of the machine met by the caller's own writes is its typed error, naming ``shown``."""
+    shown = shown or tmp
     try:
         handle = open(tmp, "wb")  # noqa: SIM115 - closed below, after fsync
     except OSError as exc:
@@ -946,14 +925,14 @@ def atomic_writer_unplaced(tmp: Path) -> Iterator[BinaryIO]:
         try:
             try:
                 yield handle
-            except OSError as exc:
+            except OSError as exc:  # the caller's own write through ``handle`` met a limit of the machine
                 if exc.errno not in _LIMITS:
                     raise
-                raise _fail("write", tmp, exc) from exc
+                raise _fail("write", shown, exc) from exc
             try:
                 handle.flush()
             except OSError as exc:
-                raise _fail("write", tmp, exc) from exc
+                raise _fail("write", shown, exc) from exc
             fsync_fd(handle.fileno(), tmp)
             written = True
         finally:  # close() flushes again: on a full disk it must not replace the typed error
@@ -961,7 +940,7 @@ def atomic_writer_unplaced(tmp: Path) -> Iterator[BinaryIO]:
                 handle.close()
             except OSError as exc:
                 if written:
-                    raise _fail("write", tmp, exc) from exc
+                    raise _fail("write", shown, exc) from exc
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import uuid
 import sys
 from pathlib import Path
 
@@ -27,9 +28,12 @@ from toolkit import live
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="names processes the Linux way")
 
-SESSION = "d6e0bada-1959-4eec-a9d2-0bfade768d8f"
-TRANSCRIPT = Path("-loru-rnwdo-kwobudct-tkoccuw") / f"{SESSION}.jsonl"
-THREAD = "019d781a-be34-7041-abb1-577f9360b907"  # the thread id ROLLOUT's name ends with
+# The processes these tests start are seen by every test running on the machine at the time (other
+# pytest workers copy the same fixtures): they name ids of this run only, never a fixture's own.
+SESSION = str(uuid.uuid4())
+TRANSCRIPT = Path("-loru-rnwdo-kwobudct-tkoccuw") / "d6e0bada-1959-4eec-a9d2-0bfade768d8f.jsonl"
+FIXTURE_THREAD = "019d781a-be34-7041-abb1-577f9360b907"  # the thread id ROLLOUT's name ends with
+THREAD = str(uuid.uuid4())
 REPAIRS = [("--repair",), ("--salvage", "--yes"), ("--relink", "--yes")]
 WAIT = "import time; print('ok', flush=True); time.sleep(120)"
 
@@ -215,9 +219,11 @@ def _codex_session(tmp_path: Path, cwd: Path) -> tuple[Path, Path, bytes, bytes]
     meta = json.loads(lines[0])
     assert meta["type"] == "session_meta"
     meta["payload"]["cwd"] = str(cwd)
+    if meta["payload"].get("id") == FIXTURE_THREAD:
+        meta["payload"]["id"] = THREAD
     data = b"".join(line + b"\n" for line in [json.dumps(meta, separators=(",", ":")).encode(), *lines[1:]])
     torn = data + b'{"timestamp":"2026'
-    rollout = tmp_path / ".codex" / ROLLOUT
+    rollout = tmp_path / ".codex" / str(ROLLOUT).replace(FIXTURE_THREAD, THREAD)
     rollout.parent.mkdir(parents=True)
     rollout.write_bytes(torn)
     return tmp_path / ".codex", rollout, data, torn

@@ -79,3 +79,58 @@ def codex_messages(data: bytes) -> list[tuple[str, str]]:
         if record.get("type") == "event_msg" and payload.get("type") in ("user_message", "agent_message"):
             out.append((payload["type"], payload.get("message")))
     return out
+
+
+# -- VS Code (SOURCES.md §3.1, §3.3, §3.5) ---------------------------------------------------------
+
+
+def vscode_index(db: Path) -> dict | None:
+    """The ``chat.ChatSessionStore.index`` VS Code keeps: version 1, an entries object, every entry with
+    a string sessionId and title and a numeric lastMessageDate; anything else it throws away whole (None)."""
+    import sqlite3
+
+    conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT value FROM ItemTable WHERE key = 'chat.ChatSessionStore.index'").fetchone()
+    finally:
+        conn.close()
+    if row is None:
+        return {}
+    try:
+        value = json.loads(row[0] if isinstance(row[0], str) else bytes(row[0]).decode("utf-8"))
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or value.get("version") != 1 or not isinstance(value.get("entries"), dict):
+        return None
+    for entry in value["entries"].values():
+        date = entry.get("lastMessageDate") if isinstance(entry, dict) else None
+        if not (isinstance(entry, dict) and isinstance(entry.get("sessionId"), str) and isinstance(entry.get("title"), str)
+                and isinstance(date, (int, float)) and not isinstance(date, bool)):
+            return None
+    return value["entries"]
+
+
+def vscode_opens(path: Path) -> bool:
+    """Whether VS Code's strict reader opens a session file: a ``.json`` object, or a ``.jsonl`` whose
+    every non-empty line parses and whose first is a kind-0 entry (no BOM)."""
+    data = path.read_bytes()
+    try:
+        if path.suffix == ".json":
+            return isinstance(json.loads(data.decode("utf-8")), dict)
+        lines = [json.loads(line.decode("utf-8")) for line in data.split(b"\n") if line]
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return bool(lines) and isinstance(lines[0], dict) and lines[0].get("kind") == 0
+
+
+def vscode_chats(store: Path, db: Path) -> dict[str, str]:
+    """What the Chat view lists for one store (``chatSessions/`` beside ``db``): sessionId -> title of
+    every index entry that is not ``isEmpty`` and whose file VS Code opens."""
+    entries = vscode_index(db) or {}
+    listed = {}
+    for sid, entry in entries.items():
+        files = [store / f"{sid}.jsonl", store / f"{sid}.json"]
+        found = next((f for f in files if f.is_file()), None)
+        if entry.get("isEmpty") is not True and found is not None and vscode_opens(found):
+            listed[sid] = entry["title"]
+    return listed

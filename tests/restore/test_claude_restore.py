@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import uuid
 import sys
 from pathlib import Path
 
@@ -289,17 +290,27 @@ def test_a_running_tool_that_names_the_session_is_refused_even_before_its_file_e
     it runs) resuming the session: restore writes nothing, not even a file that is not there yet."""
     from tests.restore.kit import CODEX
 
+    # the process is seen by every test running on the machine meanwhile: it names an id of this
+    # test's own (the session copied under a fresh name), never a fixture's
+    fresh = str(uuid.uuid4())
+    store = tmp_path / "store"
     if tool == "claude":
-        home, store, main, files, _original = _kept(tmp_path, BIG)
-        _delete(main, files)
-        sid, watched = main.stem, home
+        home = copy_home(CLAUDE, tmp_path / ".claude")
+        main = (home / "projects" / BIG).with_name(f"{fresh}.jsonl")
+        (home / "projects" / BIG).rename(main)
+        do_import("claude", main, store)
+        main.unlink()
+        sid, watched = fresh, home
     else:
         home = copy_home(CODEX, tmp_path / ".codex")
-        main = next(home.glob("sessions/*/*/*/rollout-*.jsonl"))
-        do_import("codex", main, tmp_path / "store")
-        store = tmp_path / "store"
+        source = next(home.glob("sessions/*/*/*/rollout-*.jsonl"))
+        main = source.with_name(source.name[:-43] + f"-{fresh}.jsonl")  # rollout-<time>-<thread id>.jsonl
+        data = source.read_bytes().replace(source.stem[-36:].encode(), fresh.encode())
+        source.unlink()
+        main.write_bytes(data)
+        do_import("codex", main, store)
         main.unlink()
-        sid, watched = main.stem[-36:], home
+        sid, watched = fresh, home
     exe = tmp_path / "bin" / tool
     exe.parent.mkdir()
     exe.symlink_to(os.path.realpath(sys.executable))

@@ -261,7 +261,8 @@ def test_nothing_to_do_when_every_rollout_has_its_row_or_there_is_no_db(tmp_path
 
 
 def test_bad_usage_is_a_usage_error(tmp_path):
-    assert restore("--app", "vscode").exit_code == 16
+    assert restore("--app", "cursor").exit_code == 16
+    assert restore("--app", "codex", "--map", "a=b").exit_code == 16
     assert restore("--app", "codex", "--source", tmp_path / "nope").exit_code != 0
     assert restore("--app", "codex", "some-id").exit_code == 16
 

@@ -23,6 +23,9 @@ from .contract import RestorePlan, RestoreResult, apply_plan, plan_session, prev
 
 #: meta.source.app of a kept session -> the module that gives it back
 APPS = {"claude-code": "toolkit.restore.claude", "codex": "toolkit.restore.codex"}
+#: ``restore --app NAME``: apps whose chats come back without a session id (a database row, an index);
+#: each module gives ``run_app(source, maps, apply)``, ``rows(result)``, ``summary(result)`` and ``NEXT``
+APP_RESTORES = {"vscode": "toolkit.restore.vscode", "codex": "toolkit.restore.codex_state"}
 _OTHERS = {"cursor": "Cursor is out of scope for writing back (its database is opaque and changes with every version)",
            "vscode": "VS Code chats are not written back by session id"}
 
@@ -47,6 +50,14 @@ def plan_restore(store: Path, keys: list[str], to: Path | None = None) -> Restor
 def restore(plan: RestorePlan, *, apply: bool, interrupted: Callable[[], bool] = lambda: False) -> RestoreResult:
     """Apply the plan (``apply``), or return it as a result with nothing written."""
     return apply_plan(plan, interrupted) if apply else preview(plan)
+
+
+def app_restore(name: str):
+    """The module that restores ``--app name``; a usage error names the apps there are."""
+    if name not in APP_RESTORES:
+        raise UsageError(f"--app {name}: restore --app knows {', '.join(sorted(APP_RESTORES))}",
+                         hint="Claude Code and Codex CLI sessions come back by id: `levelsess restore ID`")
+    return importlib.import_module(APP_RESTORES[name])
 
 
 def undo_restore(stamp: str, *, dry_run: bool = False):

@@ -152,7 +152,9 @@ def undo(stamp: str, *, dry_run: bool = False) -> UndoResult:
     for entry in manifest.get("created", []):
         entries.append(_undo_created(entry, dry_run))
     for entry in manifest.get("changed", []):
-        entries += _undo_database(folder, entry, dry_run) if entry.get("how") == "sqlite" else [_undo_changed(folder, entry, dry_run)]
+        entries.append(_undo_changed(folder, entry, dry_run))
+    for entry in manifest.get("replaced", []):
+        entries += _undo_replaced(folder, entry, dry_run)
     for name in reversed(manifest.get("dirs", [])):
         if not dry_run and os.path.isdir(name) and durable.remove_empty_dir(Path(name)):
             entries.append({"path": name, "action": "removed folder", "reason": None})
@@ -161,14 +163,6 @@ def undo(stamp: str, *, dry_run: bool = False) -> UndoResult:
         manifest["state"] = "partly undone" if findings else "undone"
         durable.atomic_write(folder / MANIFEST, dumps(manifest, indent=True) + b"\n")
     return UndoResult(stamp, folder, tuple(entries), findings, dry_run)
-
-
-def _undo_database(folder: Path, entry: dict, dry_run: bool) -> list[dict]:
-    """A database restore changed (``restore --app codex``): every file of it back, or none."""
-    from .codex_state import running
-    from .dbfile import undo_database
-
-    return undo_database(folder, entry, dry_run, lambda db: running(Path(entry["home"]), db))
 
 
 def _undo_created(entry: dict, dry_run: bool) -> dict:
@@ -181,12 +175,81 @@ def _undo_created(entry: dict, dry_run: bool) -> dict:
     if path.is_symlink() or not path.is_file() or file_digest(path) != (entry["size"], entry["sha256"]):
         return {"path": str(path), "action": "refused", "reason": f"{path} no longer holds the bytes restore wrote "
                 "(the tool wrote to it since?); left as it is"}
-    who = get_layout(entry["layout"]).writer(path, fresh=True)
+    who = _writer(entry, path)
     if who is not None:
         return {"path": str(path), "action": "refused", "reason": f"{path}: {who}; left as it is: close the tool and undo again"}
     if not dry_run:
         durable.remove(path)
     return {"path": str(path), "action": "would remove" if dry_run else "removed", "reason": None}
+
+
+def _writer(entry: dict, path: Path) -> str | None:
+    """Who writes ``path`` now: by its layout's rules, or (a file of no journal layout, such as an
+    editor's database) any process holding it open to write."""
+    if entry.get("layout"):
+        return get_layout(entry["layout"]).writer(path, fresh=True)
+    from ..live import writers_of
+
+    return writers_of(path, fresh=True)
+
+
+def _state(path: Path) -> dict | None:
+    """{size, sha256} of a file, None when it is not there."""
+    if not os.path.lexists(path):
+        return None
+    size, digest = file_digest(path)
+    return {"size": size, "sha256": digest}
+
+
+def _tool_running(entry: dict) -> str | None:
+    """A running tool that uses a replaced database without holding it open at this instant (Codex CLI)."""
+    if entry.get("app") != "codex":
+        return None
+    from .codex_state import running
+
+    return running(Path(entry["home"]), Path(entry["files"][0]["path"]))
+
+
+def _undo_replaced(folder: Path, entry: dict, dry_run: bool) -> list[dict]:
+    """Put back a group of files restore replaced whole (a database with its -wal, -shm and -journal, or a
+    rewritten file): every file from its backup (or removed, when it was not there), only while every
+    file of the group is as restore left it; a group already as before is left alone."""
+    files = entry["files"]
+    try:
+        now = [_state(Path(f["path"])) for f in files]
+    except OSError as exc:
+        return [{"path": files[0]["path"], "action": "refused", "reason": f"cannot read: {exc.strerror or exc}; left as it is"}]
+    if all(n == f["before"] for n, f in zip(now, files)):
+        return [{"path": f["path"], "action": "as before", "reason": None} for f, n in zip(files, now) if n is not None]
+    if not all(f.get("written") and n == f["after"] for n, f in zip(now, files)):
+        backup = ", ".join(str(folder / f["backup"]) for f in files if f["backup"])
+        return [{"path": files[0]["path"], "action": "refused", "reason": f"{files[0]['path']} no longer holds what restore wrote "
+                 f"(the tool wrote to it since?); left as it is; its bytes before the restore are in {backup}"}]
+    who = _tool_running(entry)
+    if who is not None:
+        return [{"path": files[0]["path"], "action": "refused", "reason": f"{files[0]['path']}: {who}; left as it is: quit it and undo again"}]
+    for f in files:
+        who = _writer({}, Path(f["path"]))
+        if who is not None:
+            return [{"path": f["path"], "action": "refused", "reason": f"{f['path']}: {who}; left as it is: close the tool and undo again"}]
+    out = []
+    for f, state in zip(files, now):
+        path = Path(f["path"])
+        if state == f["before"]:
+            continue
+        if dry_run:
+            out.append({"path": f["path"], "action": "would put back" if f["before"] else "would remove", "reason": None})
+        elif f["before"] is None:
+            durable.remove(path)
+            out.append({"path": f["path"], "action": "removed", "reason": None})
+        else:
+            with open_regular(folder / f["backup"]) as reader, durable.atomic_writer(path) as writer:
+                while chunk := reader.read(1 << 20):
+                    writer.write(chunk)
+            ok = _state(path) == f["before"]
+            out.append({"path": f["path"], "action": "put back" if ok else "refused",
+                        "reason": None if ok else f"{path} does not hold its bytes from before after the put-back; they are in {folder / f['backup']}"})
+    return out
 
 
 def _undo_changed(folder: Path, entry: dict, dry_run: bool) -> dict:

@@ -9,7 +9,7 @@ NULL, and Codex's next start re-scans every rollout.  That one row is all restor
 
 :func:`parity` reads (a private copy of the DB) what ``codex doctor`` reports: rollouts without
 a row, rows whose rollout is gone, rows with an empty first message that the picker hides.
-:func:`plan` adds the one row change, if any; :func:`apply` refuses while Codex is running,
+:func:`plan` adds the one row change, if any; :func:`apply_state` refuses while Codex is running,
 backs the DB group up (:mod:`.dbfile`), writes in one transaction, checks ``PRAGMA
 integrity_check``, reads the DB back and puts every byte back when that fails.
 """
@@ -241,7 +241,7 @@ def _environ(pid: int) -> dict[str, str] | None:
         return None
 
 
-def apply(found: StatePlan) -> StateResult:
+def apply_state(found: StatePlan) -> StateResult:
     """Back up, write the one row in one transaction, check, read back; undo on failure (exit 8)."""
     if found.change is None:
         return StateResult(found, True, (), 0)
@@ -249,32 +249,43 @@ def apply(found: StatePlan) -> StateResult:
     who = running(found.parity.home, db)
     if who is not None:
         return StateResult(found, True, (_in_use(db, who),), 4)
+    run = _start(found)
+    if isinstance(run, Finding):
+        return StateResult(found, True, (run,), 4)
+    problem = _write(db, found)
+    entry = run.manifest["replaced"][0]
+    for item in entry["files"]:  # what the group holds now is restore's: undo may put it back
+        item["after"], item["written"] = dbfile.file_state(Path(item["path"])), True
+    run.save()
+    if problem is None:
+        problem = _verify(found)
+    if problem is None:
+        run.mark("applied", written=[str(db)])
+        return StateResult(found, True, (), 0, run.stamp, run.folder, True)
+    undone = backups.undo(run.stamp)
+    code = 8 if problem.code == "restore-verify-failed" else 4  # in-use, or changed since the plan: nothing was written
+    return StateResult(found, True, (problem, *undone.findings), code, run.stamp, run.folder, False, undone=True)
+
+
+def _start(found: StatePlan):
+    """The run's folder: the DB group backed up byte-exact, and the manifest, before the DB is opened;
+    a finding (and no folder) when the DB changed since the plan."""
     stamp, folder = backups._new_folder()
+    db = found.parity.db
     try:
         files = dbfile.back_up(db, folder, found.files)
     except BaseException as exc:
         durable.remove(folder, tree=True)  # it holds no run: nothing was written
         if not isinstance(exc, FileChangedError):
             raise
-        return StateResult(found, True, (Finding("restore-conflict", "error", str(db), None, None, f"{exc}: run restore again"),), 4)
-    entry = {"path": str(db), "how": "sqlite", "layout": "codex", "app": "codex", "home": str(found.parity.home),
-             "session": "codex-state", "row": found.change, "files": files}
-    run = backups.Run(stamp, folder, {"version": 1, "stamp": stamp, "state": "planned",
-                                      "sessions": [{"id": "codex-state", "app": "codex", "next": "codex resume"}],
-                                      "created": [], "changed": [entry], "dirs": []})
+        return Finding("restore-conflict", "error", str(db), None, None, f"{exc}: run restore again")
+    session = f"codex:{found.parity.home}"
+    entry = {"key": "db0", "app": "codex", "home": str(found.parity.home), "row": found.change, "files": files}
+    run = backups.Run(stamp, folder, {"version": 1, "stamp": stamp, "state": "planned", "app": "codex",
+                                      "sessions": [{"id": session, "app": "codex", "next": NEXT}],
+                                      "created": [], "changed": [], "replaced": [entry], "dirs": []})
     run.save()
-    problem = _write(db, found)
-    if problem is None:
-        problem = _verify(found)
-    for item in files:
-        item["after"] = dbfile.file_state(Path(item["path"]))
-    if problem is None:
-        run.mark("applied", written=[str(db)])
-        return StateResult(found, True, (), 0, stamp, folder, True)
-    dbfile.put_back(folder, files)
-    run.mark("undone", error=problem.message)
-    code = 8 if problem.code == "restore-verify-failed" else 4  # in-use, or changed since the plan: nothing was written
-    return StateResult(found, True, (problem,), code, stamp, folder, False, undone=True)
+    return run
 
 
 def _in_use(db: Path, who: str) -> Finding:
@@ -338,3 +349,36 @@ def _verify(found: StatePlan) -> Finding | None:
         return None
     return Finding("restore-verify-failed", "error", str(found.parity.db), None, None,
                    f"after the write {problem}; every byte of the DB was put back")
+
+
+# -- restore --app codex (toolkit.restore.APP_RESTORES) -------------------------------------------
+
+NEXT = "start Codex: its start-up re-scans every rollout and writes the missing rows; then `codex resume` lists them"
+
+
+def run_app(source: Path | None, maps: list[str], *, apply: bool) -> StateResult:
+    """``restore --app codex [--source CODEX_HOME]``: plan, and apply when ``apply``."""
+    if maps:
+        raise UsageError("--map goes with --app vscode; --app codex takes --source CODEX_HOME only")
+    found = plan(source)
+    return apply_state(found) if apply else StateResult(found, False, (), 4 if found.change else 0)
+
+
+def summary(result: StateResult) -> str:
+    found = result.plan.parity
+    counts = (f"{found.rollouts} rollout(s) in {found.home}: {len(found.missing)} without a threads row, {len(found.stale)} "
+              f"row(s) whose rollout is gone, {len(found.empty)} with an empty first message (the picker hides them)")
+    lead = ("restore undone" if result.undone else "backfill_state set to pending" if result.written else
+            "would set backfill_state to pending" if result.plan.change else result.plan.note)
+    return f"{lead}; {counts}  [exit {result.exit_code}]"
+
+
+def rows(result: StateResult) -> list[tuple[str, str, str]]:
+    """(file, action, what): the one row change, and each rollout it brings back into the list."""
+    change = result.plan.change
+    if change is None:
+        return []
+    before = change["before"]
+    out = [(f"{result.plan.parity.db}#backfill_state", "change row", f"id 1: status {before['status']!r} -> 'pending', "
+            f"last_watermark {before['last_watermark']!r} -> NULL; nothing else in the DB")]
+    return out + [(path, "no threads row", "Codex writes it at its next start") for path in result.plan.parity.missing]

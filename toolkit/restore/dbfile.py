@@ -7,9 +7,7 @@ read-write connection to close checkpoints the ``-wal`` into the database and re
   of the tool's tree;
 - :func:`back_up` copies every file of the group that exists, byte-exact and fsynced, into a
   restore's backup folder, checked against the state the plan saw (:func:`state`);
-- :func:`put_back` makes every file of the group what it was: the backed-up bytes (and mode)
-  back, and a file that was not there before removed.  :func:`undo_database` does it for
-  ``restore --undo``, only while each file is as before or as the restore left it.
+- undo is :mod:`.backups`' ``replaced`` section: every file of the group back, or none.
 """
 
 from __future__ import annotations
@@ -19,9 +17,8 @@ import hashlib
 import os
 import shutil
 import sqlite3
-import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import durable
@@ -37,27 +34,21 @@ def group(db: Path) -> list[Path]:
 
 
 def file_state(path: Path) -> dict | None:
-    """{size, sha256, mode} of a file, or None when it is not there."""
+    """{size, sha256} of a file, or None when it is not there."""
     digest, size = hashlib.sha256(), 0
     try:
         with open_regular(path) as handle:
-            mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
             while chunk := handle.read(1 << 20):
                 digest.update(chunk)
                 size += len(chunk)
     except FileNotFoundError:
         return None
-    return {"size": size, "sha256": digest.hexdigest(), "mode": mode}
+    return {"size": size, "sha256": digest.hexdigest()}
 
 
 def state(db: Path) -> dict[str, dict | None]:
     """Each file of the group (by path) -> its size, sha256 and mode, or None when absent."""
     return {str(path): file_state(path) for path in group(db)}
-
-
-def same(a: dict | None, b: dict | None) -> bool:
-    """Two file states hold the same bytes (the mode aside), or both files are absent."""
-    return (a is None) == (b is None) and (a is None or (a["size"], a["sha256"]) == (b["size"], b["sha256"]))
 
 
 @contextlib.contextmanager
@@ -78,7 +69,7 @@ def reading(db: Path) -> Iterator[sqlite3.Connection]:
 def back_up(db: Path, folder: Path, before: dict[str, dict | None]) -> list[dict]:
     """Copy every file of the group that exists into ``folder/backup/``, byte-exact and fsynced;
     each must still be what ``before`` says (the plan saw it), else :class:`FileChangedError`.
-    Returns the manifest's file entries: path, backup (None: it was not there), before."""
+    Returns the manifest's ``replaced`` file entries: path, backup (None: it was not there), before."""
     entries = []
     for n, path in enumerate(group(db), start=1):
         was = before.get(str(path))
@@ -97,54 +88,6 @@ def _copy(source: Path, backup: Path, was: dict) -> None:
     with open_regular(source) as reader, durable.atomic_writer(backup, exclusive=True) as writer:
         while chunk := reader.read(1 << 20):
             writer.write(chunk)
-    if not same(file_state(backup), was):
+    if file_state(backup) != was:
         durable.remove(backup)
         raise FileChangedError(f"{source} changed since restore planned; nothing was written")
-
-
-def put_back(folder: Path, files: list[dict]) -> list[dict]:
-    """Make every file what it was before the restore: its backup's bytes and mode, or gone."""
-    done = []
-    for entry in files:
-        path, was = Path(entry["path"]), entry["before"]
-        if same(file_state(path), was):
-            done.append({"path": str(path), "action": "as before", "reason": None})
-        elif was is None:
-            durable.remove(path)
-            done.append({"path": str(path), "action": "removed (restore made it)", "reason": None})
-        else:
-            with open_regular(folder / entry["backup"]) as reader, \
-                    durable.atomic_writer(path, before_replace=lambda temp, w=was: _settle(temp, w)) as writer:
-                while chunk := reader.read(1 << 20):
-                    writer.write(chunk)
-            done.append({"path": str(path), "action": f"put back ({was['size']:,} bytes)", "reason": None})
-    return done
-
-
-def _settle(temp: Path, was: dict) -> None:
-    """The bytes about to take the file's place are the backup's; give them the file's old mode."""
-    if not same(file_state(temp), was):
-        raise FileChangedError(f"the backup of {temp.name} does not hold the bytes it was taken with")
-    os.chmod(temp, was["mode"])
-
-
-def undo_database(folder: Path, entry: dict, dry_run: bool, busy: Callable[[Path], str | None]) -> list[dict]:
-    """``restore --undo`` of one database group: all files back, or none (a group only part of
-    which is put back is no database).  Refused while a file is neither as before nor as the
-    restore left it (the tool wrote since: putting the old bytes back would drop what it wrote),
-    or while ``busy`` names a process using the database."""
-    db = Path(entry["path"])
-    odd = [f["path"] for f in entry["files"] if not (same(file_state(Path(f["path"])), f["before"])
-                                                     or ("after" in f and same(file_state(Path(f["path"])), f["after"])))]
-    if odd:
-        return [{"path": str(db), "action": "refused", "reason": f"{', '.join(odd)} changed since the restore (the tool "
-                 f"wrote to it?); left as it is; the bytes from before the restore are in {folder / 'backup'}"}]
-    if all(same(file_state(Path(f["path"])), f["before"]) for f in entry["files"]):
-        return [{"path": str(db), "action": "as before", "reason": None}]
-    who = busy(db)
-    if who is not None:
-        return [{"path": str(db), "action": "refused", "reason": f"{db}: {who}; left as it is: close it and undo again"}]
-    if dry_run:
-        return [{"path": f["path"], "action": "would put back" if f["before"] else "would remove", "reason": None}
-                for f in entry["files"] if not same(file_state(Path(f["path"])), f["before"])]
-    return [e for e in put_back(folder, entry["files"]) if e["action"] != "as before"]
