@@ -50,6 +50,7 @@ class Install:
     kept: int = 0                    # claude-code: of those, how many the store already holds
     schedule: tuple[str, str] | None = None  # claude-code: (scheduler, command) that imports it nightly
     gone: list = field(default_factory=list)  # claude-code: kept sessions whose transcript it no longer has
+    parity: dict | None = None  # codex: rollouts vs the state DB's threads rows (restore --app codex)
 
     @property
     def orphaned(self) -> list:
@@ -64,6 +65,7 @@ class Install:
             document["kept_but_gone"] = {"sessions": self.gone, "restore": restore_command(self.gone)}
         if self.app == "codex":
             document["in_store"] = self.kept
+            document["state_db"] = self.parity
         if self.schedule:
             document["nightly"] = {"scheduler": self.schedule[0], "command": self.schedule[1]}
         return document
@@ -229,7 +231,25 @@ def _codex(home: Path, store: Path, kept: set[str]) -> Install:
             install.sessions += 1
             install.kept += f"codex-{thread_id(journal)}" in kept
     install.schedule = nightly_command(["import", "--from", "codex", "--source", str(home), "--store", str(store), "-q"])
+    install.parity = codex_parity(home)
     return install
+
+
+def codex_parity(home: Path) -> dict | None:
+    """What ``codex doctor`` compares (reading a copy of the state DB): rollouts with no threads
+    row, rows whose rollout is gone, rows the picker hides for an empty first message; None
+    without a DB."""
+    from .restore import codex_state
+
+    try:
+        found = codex_state.parity(home)
+    except LevelsessError:
+        return None
+    if found.db is None:
+        return None
+    return {"db": str(found.db), "without_row": len(found.missing), "row_gone": len(found.stale),
+            "empty_first_message": len(found.empty), "rescan_at_next_start": found.backfill == codex_state.PENDING,
+            "restore": codex_state.command(found.home) if found.missing and found.backfill not in (None, codex_state.PENDING) else None}
 
 
 def imported_ids(store: Path) -> set[str]:
@@ -351,6 +371,10 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
                          f"{install.kept} already in the store")
             if install.schedule:
                 steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
+            if install.parity and install.parity["restore"]:
+                steps.append(f"{install.parity['restore']}        # {install.parity['without_row']} rollout(s) with no row in "
+                             f"{install.parity['db']}, so `codex resume` does not list them ({install.parity['row_gone']} row(s) "
+                             f"whose rollout is gone, {install.parity['empty_first_message']} hidden for an empty first message)")
         if install.app == "cursor" and install.sessions:
             steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s); "
                          "read them with `levelsess show ID` or `levelsess export ID` (levelsess does not write chats back "

@@ -201,6 +201,15 @@ def _state(path: Path) -> dict | None:
     return {"size": size, "sha256": digest}
 
 
+def _tool_running(entry: dict) -> str | None:
+    """A running tool that uses a replaced database without holding it open at this instant (Codex CLI)."""
+    if entry.get("app") != "codex":
+        return None
+    from .codex_state import running
+
+    return running(Path(entry["home"]), Path(entry["files"][0]["path"]))
+
+
 def _undo_replaced(folder: Path, entry: dict, dry_run: bool) -> list[dict]:
     """Put back a group of files restore replaced whole (a database with its -wal, -shm and -journal, or a
     rewritten file): every file from its backup (or removed, when it was not there), only while every
@@ -216,6 +225,9 @@ def _undo_replaced(folder: Path, entry: dict, dry_run: bool) -> list[dict]:
         backup = ", ".join(str(folder / f["backup"]) for f in files if f["backup"])
         return [{"path": files[0]["path"], "action": "refused", "reason": f"{files[0]['path']} no longer holds what restore wrote "
                  f"(the tool wrote to it since?); left as it is; its bytes before the restore are in {backup}"}]
+    who = _tool_running(entry)
+    if who is not None:
+        return [{"path": files[0]["path"], "action": "refused", "reason": f"{files[0]['path']}: {who}; left as it is: quit it and undo again"}]
     for f in files:
         who = _writer({}, Path(f["path"]))
         if who is not None:
