@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 
 import pytest
 
 from tests.helpers import run_cli, torn_store
 from toolkit import durable
-from toolkit.errors import DurabilityError
+from toolkit.errors import DiskFullError, DurabilityError, FileChangedError
 from toolkit.fsck import check_folders, plan_repair
 from toolkit.stores import discover_all
 
@@ -51,7 +52,7 @@ def test_disk_full_is_a_typed_error(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(durable.os, "write", full)
-    with pytest.raises(DurabilityError, match="disk full"):
+    with pytest.raises(DiskFullError, match="disk full"):
         durable.append_line(tmp_path / "j.jsonl", b"{}")
     monkeypatch.setattr(durable.os, "write", real_write)
 
@@ -81,3 +82,37 @@ def test_a_journal_that_grew_since_the_check_is_left_for_the_next_run(tmp_path):
 
     index = load_cache(store / PROJECT_SLUG / "index.json").value
     assert index["sessions"][0]["bytes"] == len(grown), "the index is built from the journal as it is now"
+
+
+def test_append_if_unchanged_writes_only_onto_the_bytes_the_plan_saw(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"a":1}\n')
+    digest = hashlib.sha256(b'{"a":1}\n').hexdigest()
+    assert durable.append_if_unchanged(path, 8, digest, b'{"b":2}\n') == 16
+    assert path.read_bytes() == b'{"a":1}\n{"b":2}\n'
+    for size, expected in ((8, digest), (16, hashlib.sha256(b'{"a":1}\n{"c":3}\n').hexdigest())):  # grown; same size, other bytes
+        with pytest.raises(FileChangedError):
+            durable.append_if_unchanged(path, size, expected, b'{"x":0}\n')
+        assert path.read_bytes() == b'{"a":1}\n{"b":2}\n', "nothing written"
+
+
+def test_append_if_unchanged_never_writes_through_a_symlink(tmp_path):
+    real = tmp_path / "real.jsonl"
+    real.write_bytes(b"")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    with pytest.raises(FileChangedError):
+        durable.append_if_unchanged(link, 0, hashlib.sha256(b"").hexdigest(), b"x\n")
+    assert real.read_bytes() == b""
+
+
+def test_truncate_if_unchanged_cuts_back_only_the_bytes_it_was_told_of_and_keeps_them(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"a":1}\n{"b":2}\n')
+    saved_dir = tmp_path / "saved"
+    saved_dir.mkdir()
+    with pytest.raises(FileChangedError):  # the same size, other bytes
+        durable.truncate_if_unchanged(path, 3, 16, hashlib.sha256(b'{"a":1}\n{"c":3}\n').hexdigest(), saved_dir)
+    assert path.read_bytes() == b'{"a":1}\n{"b":2}\n' and not list(saved_dir.iterdir())
+    saved = durable.truncate_if_unchanged(path, 3, 16, hashlib.sha256(b'{"a":1}\n{"b":2}\n').hexdigest(), saved_dir)
+    assert path.read_bytes() == b'{"a' and saved.read_bytes() == b'":1}\n{"b":2}\n', "a cut mid-line, the rest kept"

@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import PROJECT_SLUG, make_store, run_cli
 from toolkit import durable
-from toolkit.errors import DurabilityError
+from toolkit.errors import DiskFullError
 
 SID = "2026-11-30T09-00-00-a1b0"
 
@@ -133,7 +133,7 @@ class _FullDisk:
 def test_a_full_disk_is_one_typed_error_even_when_close_flushes_again(tmp_path, monkeypatch):
     monkeypatch.setattr(durable, "open", _FullDisk, raising=False)
     target = tmp_path / "index.json"
-    with pytest.raises(DurabilityError):
+    with pytest.raises(DiskFullError):
         durable.atomic_write(target, b"{}")
     assert list(tmp_path.iterdir()) == [], "the temp file is removed and nothing took the target's place"
 

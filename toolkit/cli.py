@@ -516,7 +516,7 @@ def import_(
         if not sep or not old or not new:
             raise UsageError(f"--map {item}: expected OLD=NEW")
         mapping.append((old, new))
-    sources = list(source) if source else importer.detect()
+    sources = [Path(os.path.abspath(s)) for s in source] if source else importer.detect()  # kept sources name where they were
     if not sources:
         raise UsageError(f"no {from_} install found on this machine; point --source at its User folder")
     target = default_store(_store(ctx, store))
@@ -612,9 +612,11 @@ def doctor(
         note = f"{orphans} orphaned" if install.app == "vscode" and orphans else ""
         if install.app == "claude-code":
             note = (f"cleanup after {install.cleanup_days} d: {install.due} due, {install.kept} of them in the store" if install.due
-                    else f"cleanup after {install.cleanup_days} d")
+                    else f"cleanup after {install.cleanup_days} d") + (f"; {len(install.gone)} kept, gone here" if install.gone else "")
         if install.app == "codex":
             note = f"{install.kept} in the store"
+            if install.parity and (install.parity["without_row"] or install.parity["empty_first_message"]):
+                note += f"; {install.parity['without_row']} with no DB row, {install.parity['empty_first_message']} hidden (empty first message)"
         table.add_row(APP_NAMES.get(install.app, install.app), str(install.user), str(install.sessions),
                       _mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
     if table.row_count:
@@ -917,6 +919,154 @@ def trash(
         verb = {"trashed": "moved to the trash", "would-trash": "would move to the trash", "refused": "refused", "gone": "already gone"}[result.status]
         out.out.print(f"{result.id}: {verb}" + (f" ({result.reason})" if result.reason else ""), markup=False, highlight=False)
     return code
+
+
+@app.command()
+def restore(
+    ctx: typer.Context,
+    sessions: Annotated[Optional[list[str]], typer.Argument(metavar="ID", help="Kept sessions to give back (ids as `levelsess ls` shows them, unique prefixes, a Claude Code sessionId or Codex thread id, or journal paths).", show_default=False)] = None,
+    to: Annotated[Optional[Path], typer.Option("--to", metavar="DIR", help="Write under this tool root instead (a Claude Code root such as ~/.claude, a Codex home such as ~/.codex); default: where the session was, else $CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME or ~/.codex.", show_default=False)] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Write: without it restore only shows its plan.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (every file it would create or append to, bytes and lines); write nothing.")] = False,
+    undo: Annotated[Optional[str], typer.Option("--undo", metavar="STAMP", help="Take back the restore STAMP: remove the files it created and cut the ones it appended to back, each only while it still holds what restore wrote.", show_default=False)] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List past restores with their stamps.")] = False,
+    app_: Annotated[Optional[str], typer.Option("--app", metavar="APP", help="Restore an app's own chat list instead of kept sessions: vscode (rebuild every workspace's chat index from its session files, copy orphans with --map, repair logs VS Code cannot open); codex (make rollouts that have no row in Codex's state DB visible in `codex resume` again).", show_default=False)] = None,
+    source: Annotated[Optional[Path], typer.Option("--source", metavar="DIR", help="With --app: the app's folder (VS Code: its User folder, e.g. ~/.config/Code/User; Codex: its home, e.g. ~/.codex); default: the one on this machine.", show_default=False)] = None,
+    map_: Annotated[Optional[list[str]], typer.Option("--map", metavar="OLD=NEW", help="With --app vscode: the chats of the folder OLD (renamed or moved) go to the workspace VS Code uses for NEW (repeatable).", show_default=False)] = None,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Give kept Claude Code sessions and Codex CLI rollouts back where the tool shows them, byte for byte as last imported.
+
+    Plans first: without --yes it lists every file it would create or append to and exits 4 (0 when there is nothing to do). With --yes it refuses any file the tool is running on, copies every file it will change into a backup folder with a manifest before its first write, never overwrites or removes a byte, reads every written file back by the tool's own rules and undoes itself when that fails (exit 8). A second run changes nothing. With --app vscode it rebuilds VS Code's own chat lists instead (each workspace's chat index from its session files; --map OLD=NEW copies a renamed folder's chats to its new workspace); with --app codex it sets Codex's backfill back to pending so its next start writes the rows of rollouts its state DB lacks; both under the same contract. Cursor chats are not written back: read them with show or export.
+
+    [bold]Examples[/bold]:
+      levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc          # the plan
+      levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc --yes
+      levelsess restore codex-019d4719 --to ~/.codex --yes --json
+      levelsess restore 0f2c1d3e --dry-run -v --store ~/other-store
+      levelsess restore --list
+      levelsess restore --undo 20261130T151236.123456Z -q
+      levelsess restore --app vscode --source ~/.config/Code/User          # the plan for VS Code's chat lists
+      levelsess restore --app vscode --map ~/old-name=~/new-name --yes
+      levelsess restore --app codex --source ~/.codex          # rollouts Codex's state DB has no row for
+    """
+    from .restore import list_restores, plan_restore, restore as run_restore, undo_restore
+
+    out = _output(ctx, json_, quiet, verbose)
+    _check_restore_flags(sessions, to, yes, dry_run, undo, list_, app_, source, map_)
+    if app_ is not None:
+        return _restore_app(out, app_, source, map_ or [], apply=yes and not dry_run)
+    if list_:
+        return _render_restore_runs(out, list_restores())
+    if undo is not None:
+        return _render_undo(out, undo_restore(undo, dry_run=dry_run))
+    plan = plan_restore(default_store(_store(ctx, store)), list(sessions), to)
+    with _ctrl_c_deferred() as stopped:
+        result = run_restore(plan, apply=yes and not dry_run, interrupted=stopped)
+    return _render_restore(out, result, sessions)
+
+
+def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bool, app_=None, source=None, map_=None) -> None:
+    if app_ is not None and (sessions or to is not None or undo is not None or list_):
+        raise UsageError("--app restores an app's own chat list: it takes no session ID, --to, --undo or --list")
+    if app_ is None and (source is not None or map_):
+        raise UsageError("--source and --map go with --app (e.g. restore --app vscode --source ~/.config/Code/User)")
+    if yes and dry_run:
+        raise UsageError("--yes writes and --dry-run writes nothing: give one of them")
+    for flag, given in (("--list", list_), ("--undo", undo is not None)):
+        if given and (sessions or to is not None):
+            raise UsageError(f"{flag} takes no session ID or --to")
+    if list_ and (undo is not None or yes or dry_run):
+        raise UsageError("--list only lists: it takes no --undo, --yes or --dry-run")
+    if not sessions and undo is None and not list_ and app_ is None:
+        raise UsageError("name the kept sessions to give back (see `levelsess ls`), or use --undo STAMP or --list")
+
+
+def _render_restore(out: Output, result, keys: list[str]) -> int:
+    from .report import restore_summary, restore_table
+
+    if out.json:
+        out.emit_json(result.to_json())
+        return result.exit_code
+    if not out.quiet:
+        print_table(out.out, restore_table(result))
+    if result.findings:
+        print_table(out.out, findings_table([f for f in result.findings if f.severity == "error" or not out.quiet], verbose=out.verbose))
+    out.say(restore_summary(result))
+    if result.stamp and not result.undone:
+        out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
+    if not result.applied and result.plan.steps:
+        out.say("next: levelsess restore " + " ".join(keys) + " --yes", style="bold")
+    elif result.applied and not result.undone:
+        for session in result.plan.sessions:
+            if session.next and any(f.action != "refused" for f in session.files):
+                out.say(f"next: {session.next}", style="bold")
+    return result.exit_code
+
+
+def _restore_app(out: Output, name: str, source, maps: list[str], *, apply: bool) -> int:
+    from rich.table import Table
+
+    from .restore import app_restore
+
+    module = app_restore(name)
+    result = module.run_app(source, maps, apply=apply)
+    if out.json:
+        out.emit_json(result.to_json())
+        return result.exit_code
+    rows = module.rows(result)
+    if rows and not out.quiet:
+        table = Table(title=f"restore --app {name}" + ("" if result.applied else " plan (nothing written; --yes applies it)"), title_justify="left")
+        for column in ("file", "action", "what"):
+            add_column(table, column)
+        for row in rows:
+            table.add_row(*row)
+        print_table(out.out, table)
+    if result.findings:
+        print_table(out.out, findings_table([f for f in result.findings if f.severity == "error" or not out.quiet], verbose=out.verbose))
+    out.say(module.summary(result))
+    if result.stamp and not result.undone:
+        out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
+    if not result.applied and rows:
+        import shlex
+
+        out.say(f"next: levelsess restore --app {name}" + (f" --source {shlex.quote(str(source))}" if source else "")
+                + "".join(f" --map {shlex.quote(m)}" for m in maps) + " --yes", style="bold")
+    elif result.stamp and not result.undone:
+        out.say(f"next: {module.NEXT}", style="bold")
+    return result.exit_code
+
+
+def _render_undo(out: Output, result) -> int:
+    from .report import undo_table
+
+    if out.json:
+        out.emit_json(result.to_json())
+        return result.exit_code
+    if not out.quiet:
+        print_table(out.out, undo_table(result))
+    if result.findings:
+        print_table(out.out, findings_table(list(result.findings), verbose=out.verbose))
+    refused = len(result.findings)
+    done = "would be as before the restore" if result.dry_run else "as before the restore"
+    out.say(f"undo of {result.stamp}: {len(result.entries) - refused} file(s) and folder(s) {done}, {refused} refused "
+            f"(left as they are){' (dry run: nothing changed)' if result.dry_run else ''}  [exit {result.exit_code}]")
+    return result.exit_code
+
+
+def _render_restore_runs(out: Output, runs: list[dict]) -> int:
+    from .report import restore_runs_table
+
+    if out.json:
+        out.emit_json({"version": 1, "restores": runs, "exit": 0})
+    elif runs:
+        print_table(out.out, restore_runs_table(runs))
+    else:
+        out.say("no restore on this machine yet")
+    return 0
 
 
 @app.command()

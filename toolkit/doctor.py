@@ -49,6 +49,8 @@ class Install:
     due: int = 0                     # claude-code: sessions the next start-up will delete
     kept: int = 0                    # claude-code: of those, how many the store already holds
     schedule: tuple[str, str] | None = None  # claude-code: (scheduler, command) that imports it nightly
+    gone: list = field(default_factory=list)  # claude-code: kept sessions whose transcript it no longer has
+    parity: dict | None = None  # codex: rollouts vs the state DB's threads rows (restore --app codex)
 
     @property
     def orphaned(self) -> list:
@@ -60,8 +62,10 @@ class Install:
         if self.app == "claude-code":
             document["retention"] = {"cleanupPeriodDays": self.cleanup_days, "from": self.cleanup_source,
                                      "due_at_next_start": self.due, "due_already_in_store": self.kept}
+            document["kept_but_gone"] = {"sessions": self.gone, "restore": restore_command(self.gone)}
         if self.app == "codex":
             document["in_store"] = self.kept
+            document["state_db"] = self.parity
         if self.schedule:
             document["nightly"] = {"scheduler": self.schedule[0], "command": self.schedule[1]}
         return document
@@ -169,7 +173,28 @@ def claude_retention(root: Path) -> tuple[int, str]:
     return CLAUDE_DEFAULT_CLEANUP_DAYS, f"the default ({settings} does not set it)"
 
 
-def _claude(root: Path, store: Path, kept: set[str]) -> Install:
+def kept_claude_sources(store: Path) -> dict[str, str]:
+    """The Claude Code sessions the store keeps (not their subagents): id -> transcript path at import."""
+    from .lines import loads, open_regular
+
+    found = {}
+    for journal in sorted(store.glob("*/claude-*.jsonl")):
+        try:
+            with open_regular(journal) as handle:
+                meta = loads(handle.readline())
+        except (OSError, ValueError):
+            continue
+        source = meta.get("source") if isinstance(meta, dict) else None
+        if isinstance(source, dict) and isinstance(source.get("path"), str) and not source.get("parent"):
+            found[meta.get("id")] = source["path"]
+    return found
+
+
+def restore_command(ids: list[str]) -> str | None:
+    return f"levelsess restore {' '.join(ids)}" if ids else None
+
+
+def _claude(root: Path, store: Path, kept: set[str], sources: dict[str, str] | None = None) -> Install:
     """A Claude Code install: its transcripts, how many the next start-up's cleanup deletes, how
     many of those the store already keeps, and the nightly import that keeps the rest."""
     import time
@@ -191,6 +216,8 @@ def _claude(root: Path, store: Path, kept: set[str]) -> Install:
             install.due += due
             install.kept += due and f"claude-{journal.stem}" in kept
     install.schedule = nightly_command(["import", "--from", "claude", "--source", str(root), "--store", str(store), "-q"])
+    projects = os.path.join(os.path.abspath(root), "projects", "")
+    install.gone = [sid for sid, path in (sources or {}).items() if path.startswith(projects) and not os.path.exists(path)]
     return install
 
 
@@ -204,7 +231,25 @@ def _codex(home: Path, store: Path, kept: set[str]) -> Install:
             install.sessions += 1
             install.kept += f"codex-{thread_id(journal)}" in kept
     install.schedule = nightly_command(["import", "--from", "codex", "--source", str(home), "--store", str(store), "-q"])
+    install.parity = codex_parity(home)
     return install
+
+
+def codex_parity(home: Path) -> dict | None:
+    """What ``codex doctor`` compares (reading a copy of the state DB): rollouts with no threads
+    row, rows whose rollout is gone, rows the picker hides for an empty first message; None
+    without a DB."""
+    from .restore import codex_state
+
+    try:
+        found = codex_state.parity(home)
+    except LevelsessError:
+        return None
+    if found.db is None:
+        return None
+    return {"db": str(found.db), "without_row": len(found.missing), "row_gone": len(found.stale),
+            "empty_first_message": len(found.empty), "rescan_at_next_start": found.backfill == codex_state.PENDING,
+            "restore": codex_state.command(found.home) if found.missing and found.backfill not in (None, codex_state.PENDING) else None}
 
 
 def imported_ids(store: Path) -> set[str]:
@@ -296,7 +341,8 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     target = default_store(store)
     stored = imported_ids(target) if claude or codex else set()
     installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
-                + [_claude(r, target, stored) for r in claude] + [_codex(h, target, stored) for h in codex])
+                + [_claude(r, target, stored, kept_claude_sources(target) if claude else None) for r in claude]
+                + [_codex(h, target, stored) for h in codex])
     return Diagnosis(stores, installs, _next_steps(stores, installs))
 
 
@@ -317,13 +363,22 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
                              f"{install.cleanup_days} days after its last write. Keep them: {command}")
             if install.schedule and install.sessions:
                 steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
+            if install.gone:
+                steps.append(f"{restore_command(install.gone)}        # {len(install.gone)} kept session(s) Claude Code "
+                             f"no longer has in {install.user}: the plan, then add --yes to give them back")
         if install.app == "codex" and install.sessions:
             steps.append(f"levelsess import --from codex --source {_quote(install.user)}        # {install.sessions} rollout(s), "
                          f"{install.kept} already in the store")
             if install.schedule:
                 steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
+            if install.parity and install.parity["restore"]:
+                steps.append(f"{install.parity['restore']}        # {install.parity['without_row']} rollout(s) with no row in "
+                             f"{install.parity['db']}, so `codex resume` does not list them ({install.parity['row_gone']} row(s) "
+                             f"whose rollout is gone, {install.parity['empty_first_message']} hidden for an empty first message)")
         if install.app == "cursor" and install.sessions:
-            steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s)")
+            steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s); "
+                         "read them with `levelsess show ID` or `levelsess export ID` (levelsess does not write chats back "
+                         "into Cursor: its database is opaque and changes with each version)")
         if install.app == "vscode" and install.orphaned:
             count = sum(w.orphaned_sessions for w in install.orphaned)
             steps.append(f"levelsess import --from vscode --source {_quote(install.user)} --orphans-only        "

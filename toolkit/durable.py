@@ -8,26 +8,48 @@ Primitives (DESIGN.md §4):
   fsync, ``os.replace``, fsync the directory.
 * :func:`truncate_saving` - save the removed bytes to a recovery file (fsynced) first,
   then truncate and fsync.
-* :func:`create_exclusive`, :func:`remove`, :func:`preserve`, :func:`move`,
-  :func:`ensure_dir` for locks, quarantine and backups.
+* :func:`append_if_unchanged` / :func:`truncate_if_unchanged` - one append, or one cut back,
+  only if the file is still exactly the bytes a plan saw (``restore`` and its undo, inside
+  another tool's tree).
+* :func:`create_exclusive`, :func:`remove`, :func:`remove_empty_dir`, :func:`preserve`,
+  :func:`move`, :func:`ensure_dir` for locks, quarantine and backups.
+* :func:`held_still` / :func:`rewriting` - compare-and-swap against writers that take no lock
+  (Claude Code opens, appends and closes per record): a journal is changed in place only while
+  no other process can open it (a write lease on Linux), after proving it is still the file and
+  the bytes that were read; a rewrite carries over what was appended since it read.
 
 A failed fsync is fatal: it raises :class:`DurabilityError` and nothing is retried.
+
+Inside a :func:`confined` block every one of them refuses, with :class:`SymlinkedFolderError`
+and before writing a byte, a path that goes through a symlinked folder below one of the
+block's roots (a store, a tool's tree, levelsess's own data folder): a project folder or a
+``.levelsess/recovered`` that is a symlink would send the write somewhere nobody asked for.
+
+A limit of the machine (a full disk, a quota, a read-only file system, a name or file too long) is its own
+typed error, one line with the next step; a write that fails leaves no partial file and no
+folder it created.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
+import hashlib
+import io
 import os
 import shutil
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import DurabilityError, FileChangedError, PathNotFoundError, PermissionDeniedError, UsageError
+from .errors import (DiskFullError, DurabilityError, FileChangedError, FileInUseError, FileTooLargeError,
+                     LevelsessError, NameTooLongError, PathNotFoundError, PermissionDeniedError, QuotaExceededError,
+                     ReadOnlyError, SymlinkedFolderError, UsageError)
 
 _IS_MAC = sys.platform == "darwin"
 _IS_WINDOWS = os.name == "nt"
@@ -40,12 +62,161 @@ def utc_stamp() -> str:
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
 
 
-def _fail(action: str, path: Path | str, exc: OSError) -> DurabilityError | PermissionDeniedError:
+def _fail(action: str, path: Path | str, exc: OSError) -> LevelsessError:
     if isinstance(exc, PermissionError):
         return PermissionDeniedError(f"cannot {action} {path}: {exc.strerror}")
-    if exc.errno == errno.ENOSPC:
-        return DurabilityError(f"disk full while trying to {action} {path}")
+    limit = _limit(action, path, exc)
+    if limit is not None:
+        return limit
     return DurabilityError(f"cannot {action} {path}: {exc.strerror or exc}")
+
+
+def symlinked_folder(root: Path | str, path: Path | str) -> Path | None:
+    """Return the first folder below ``root`` on the way to ``path`` (``path`` included) that is a
+    symlink, else None; read-only, one ``lstat`` per component.
+
+    ``root`` itself and whatever lies above it may be symlinks (a store kept on another disk,
+    ``/tmp`` on macOS): only what lies below it counts.  A path outside ``root`` gives None, and
+    so does a component that does not exist yet (levelsess creates real folders) or cannot be
+    examined (the write itself then reports that)."""
+    return _first_link(os.path.abspath(root), os.path.abspath(path))
+
+
+def _first_link(base: str, target: str) -> Path | None:
+    rest = _below(target, base)
+    if not rest:  # the root itself, or not below it (another drive, on Windows)
+        return None
+    probe = base
+    for part in rest.split(os.sep):
+        probe = os.path.join(probe, part)
+        try:
+            mode = os.lstat(probe).st_mode
+        except OSError:
+            return None
+        if stat.S_ISLNK(mode) or (_IS_WINDOWS and getattr(os.path, "isjunction", lambda _p: False)(probe)):
+            return Path(probe)
+    return None
+
+
+def _below(path: str, root: str) -> str | None:
+    """The part of ``path`` below ``root`` (both absolute and normalised): "" for ``root`` itself,
+    None when ``path`` is not below it.  String work: a check walks this for every folder."""
+    if path == root:
+        return ""
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    return path[len(prefix):] if os.path.normcase(path[:len(prefix)]) == os.path.normcase(prefix) else None
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Folders levelsess writes below and never through a symlink: ``trees`` (a store, a tool's
+    tree) and ``own`` (where levelsess keeps what it saves: ``<store>/.levelsess``, or its own
+    data folder for another tool's tree).  The ``own`` folders' links get their own advice."""
+
+    trees: tuple[str, ...]
+    own: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, trees: Iterable[Path | str], own: Iterable[Path | str] = ()) -> Confinement:
+        return cls(tuple(os.path.abspath(t) for t in trees), tuple(os.path.abspath(o) for o in own))
+
+    def refusal(self, path: Path | str) -> SymlinkedFolderError | None:
+        """The error a write at ``path`` (a folder, or a file's folder) would be refused with, or None."""
+        target = os.path.abspath(path)
+        for root in self.trees + self.own:
+            link = _first_link(root, target)
+            if link is not None:
+                return symlinked_folder_error(link, own=any(_below(str(link), o) is not None for o in self.own))
+        return None
+
+
+def symlinked_folder_error(link: Path, *, own: bool = False) -> SymlinkedFolderError:
+    """The typed error for a write refused because ``link`` is a symlinked folder: it names where
+    the link points, and what to do (``own``: a folder of levelsess's, where running on the link's
+    target would not help)."""
+    target = os.path.realpath(link)
+    if own:
+        hint = f"replace the symlink with a real folder (move {target} into its place, or remove the link), then rerun"
+    else:
+        hint = f"replace the symlink with the folder it points to, or run levelsess on {target} directly"
+    return SymlinkedFolderError(f"{link} is a symlink to {target}", hint=hint, link=str(link), target=target)
+
+
+_CONFINED: contextvars.ContextVar[tuple[Confinement, ...]] = contextvars.ContextVar("levelsess_confined", default=())
+
+
+@contextlib.contextmanager
+def confined(*confinements: Confinement) -> Iterator[None]:
+    """Within this block, every write of this module under a confinement's folders refuses to go
+    through a symlinked folder below them (:class:`SymlinkedFolderError`, nothing written)."""
+    token = _CONFINED.set(_CONFINED.get() + confinements)
+    try:
+        yield
+    finally:
+        _CONFINED.reset(token)
+
+
+def refuse_symlinked(folder: Path) -> None:
+    """Raise :class:`SymlinkedFolderError` when writing in ``folder`` would go through a symlinked
+    folder below a root of the enclosing :func:`confined` blocks."""
+    for confinement in _CONFINED.get():
+        error = confinement.refusal(folder)
+        if error is not None:
+            raise error
+
+
+def typed_error(action: str, path: Path | str, exc: OSError) -> LevelsessError:
+    """The typed error for ``exc``, met while trying to ``action`` ``path``: a full disk, a quota,
+    a read-only file system, a name or file too long, a permission; else a DurabilityError."""
+    return _fail(action, path, exc)
+
+
+#: errno -> the limit of the machine it means; the callers' own writes through a handle map these too.
+_LIMITS = {errno.ENOSPC: DiskFullError, errno.EROFS: ReadOnlyError, errno.ENAMETOOLONG: NameTooLongError,
+           errno.EFBIG: FileTooLargeError, getattr(errno, "EDQUOT", -1): QuotaExceededError}
+
+
+def _limit(action: str, path: Path | str, exc: OSError) -> LevelsessError | None:
+    """One line for a limit of the machine: what happened, where, and what to do next."""
+    error = _LIMITS.get(exc.errno) if exc.errno is not None else None
+    if error is None:
+        return None
+    what = f"cannot {action} {path}"
+    if error is NameTooLongError:
+        return error(f"{what} (a name there may be at most {name_max(Path(path).parent)} bytes); "
+                     "use a shorter path (or --store) and rerun")
+    mount = mount_point(Path(path))
+    if error is ReadOnlyError:
+        return error(f"{what}; {mount} is mounted read-only: remount it read-write (or use a writable --store) and rerun")
+    if error is FileTooLargeError:
+        return error(f"{what}; raise `ulimit -f` or use a file system on which the file fits, and rerun")
+    if error is QuotaExceededError:
+        return error(f"{what}; free space in your quota on {mount} (or raise the quota) and rerun")
+    return error(f"{what}; free space on {mount} and rerun")
+
+
+def mount_point(path: Path) -> Path:
+    """The mount point of the file system ``path`` is on (of its nearest existing folder)."""
+    probe = Path(os.path.abspath(path))
+    while not os.path.exists(probe) and probe != probe.parent:
+        probe = probe.parent
+    while not os.path.ismount(probe) and probe != probe.parent:
+        probe = probe.parent
+    return probe
+
+
+def name_max(folder: Path) -> int:
+    """The longest file name, in bytes, the file system holding ``folder`` (or its nearest
+    existing parent) allows; 255 where the system cannot say."""
+    probe = Path(os.path.abspath(folder))
+    while probe != probe.parent:
+        try:
+            return int(os.pathconf(probe, "PC_NAME_MAX"))
+        except (OSError, ValueError, AttributeError):  # missing (look higher up), or no pathconf here
+            if os.path.lexists(probe) or not hasattr(os, "pathconf"):
+                return 255
+        probe = probe.parent
+    return 255
 
 
 def fsync_fd(fd: int, path: Path | str) -> None:
@@ -75,24 +246,61 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def ensure_dir(directory: Path) -> None:
-    """Create ``directory`` and its parents, fsyncing each parent whose entries changed."""
+def ensure_dir(directory: Path) -> list[Path]:
+    """Create ``directory`` and its parents, fsyncing each parent whose entries changed.
+
+    Returns the folders it created, outermost first, for :func:`remove_new_dirs` to undo when the
+    write they were made for fails; a failure here removes what this call made."""
+    refuse_symlinked(directory)
     missing = []
     probe = directory
-    while not probe.exists():
+    while not os.path.exists(probe) and probe != probe.parent:  # os.path: a name too long is "missing" too
         missing.append(probe)
         probe = probe.parent
-    for folder in reversed(missing):
+    created: list[Path] = []
+    try:
+        for folder in reversed(missing):
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise _fail("create folder", folder, exc) from exc
+            created.append(folder)
+            fsync_dir(folder.parent)
+    except BaseException:
+        remove_new_dirs(created)
+        raise
+    return created
+
+
+def remove_new_dirs(created: list[Path]) -> None:
+    """Remove again, innermost first, folders a failed write created (:func:`ensure_dir`'s list),
+    each only while it is empty: a failure leaves no empty folder behind, and never another's file."""
+    for folder in reversed(created):
         try:
-            folder.mkdir()
-        except FileExistsError:
+            os.rmdir(folder)
+        except FileNotFoundError:
             continue
-        except OSError as exc:
-            raise _fail("create folder", folder, exc) from exc
-        fsync_dir(folder.parent)
+        except OSError:  # another writer put something in it meanwhile: it and its parents stay
+            return
+        with contextlib.suppress(LevelsessError):  # tidying up after a failure must not hide it
+            fsync_dir(folder.parent)
 
 
-def _write_all(fd: int, data: bytes | memoryview, path: Path) -> None:
+@contextlib.contextmanager
+def new_dirs(directory: Path) -> Iterator[list[Path]]:
+    """:func:`ensure_dir` for a write that may fail: if the block raises, the folders this made
+    are removed again (each only while empty)."""
+    created = ensure_dir(directory)
+    try:
+        yield created
+    except BaseException:
+        remove_new_dirs(created)
+        raise
+
+
+def _write_all(fd: int, data: bytes | memoryview, path: Path, done: list[int] | None = None) -> None:
     view = memoryview(data)
     while view:
         try:
@@ -100,6 +308,8 @@ def _write_all(fd: int, data: bytes | memoryview, path: Path) -> None:
         except OSError as exc:
             raise _fail("write", path, exc) from exc
         view = view[written:]
+        if done is not None:  # how much landed, should a later write fail
+            done[0] += written
 
 
 def append_line(path: Path, line: bytes) -> int:
@@ -110,17 +320,24 @@ def append_line(path: Path, line: bytes) -> int:
 def append_lines(path: Path, lines: list[bytes]) -> int:
     """Append each line plus a newline in one write, then fsync; return the end offset.
 
-    A kill mid-write leaves at most a torn final record, which ``fsck --repair`` trims.
+    A kill mid-write leaves at most a torn final record, which ``fsck --repair`` trims; a full
+    disk leaves the file as it was.
     """
     if any(b"\n" in line for line in lines):
         raise ValueError("a journal record must not contain a raw newline")
+    refuse_symlinked(path.parent)
     created = not path.exists()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as exc:
         raise _fail("open for append", path, exc) from exc
     try:
-        _write_all(fd, b"".join(line + b"\n" for line in lines), path)
+        start, written = os.fstat(fd).st_size, [0]
+        try:
+            _write_all(fd, b"".join(line + b"\n" for line in lines), path, written)
+        except LevelsessError:  # a full disk mid-append: the part that fit is taken back
+            _take_back(fd, start, written[0])
+            raise
         fsync_fd(fd, path)
         end = os.lseek(fd, 0, os.SEEK_CUR)
     finally:
@@ -130,19 +347,64 @@ def append_lines(path: Path, lines: list[bytes]) -> int:
     return end
 
 
-def append_newline(path: Path, expected_size: int) -> None:
-    """Terminate an unterminated final record, if the file is still ``expected_size`` bytes."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-    except OSError as exc:
-        raise _fail("open for append", path, exc) from exc
-    try:
-        if os.fstat(fd).st_size != expected_size:
-            raise FileChangedError(f"{path} changed size since it was checked; nothing was written")
-        _write_all(fd, b"\n", path)
-        fsync_fd(fd, path)
-    finally:
-        os.close(fd)
+def _take_back(fd: int, start: int, written: int) -> None:
+    """Cut the ``written`` bytes a failed append left after ``start``, so the journal is as it
+    was (not torn), only if they are the file's last bytes: nothing else was appended since."""
+    with contextlib.suppress(OSError, LevelsessError):  # else a torn tail, which a repair saves and trims
+        if written and os.fstat(fd).st_size == start + written:
+            os.ftruncate(fd, start)
+            fsync_fd(fd, "")
+
+
+def append_newline(path: Path, expected_size: int, still_whole: Callable[[bytes, int], bool] | None = None) -> None:
+    """Terminate an unterminated final record, if the file is still ``expected_size`` bytes and
+    its final bytes (after the last newline, at their offset) still pass ``still_whole``."""
+    refuse_symlinked(path.parent)
+    with held_still(path) as held:
+        size = held.size()
+        if size != expected_size:
+            raise FileChangedError(f"{path} changed size since it was checked ({expected_size} -> {size} bytes); nothing was written")
+        if still_whole is not None:
+            start = held.line_start(size)
+            if not still_whole(held.read(start, size - start), start):
+                raise FileChangedError(f"{path}: its final line is no longer a complete record; nothing was written")
+        try:
+            os.pwrite(held.fd, b"\n", size)
+        except OSError as exc:
+            raise _fail("write", path, exc) from exc
+        fsync_fd(held.fd, path)
+
+
+def append_if_unchanged(path: Path, expected_size: int, expected_digest: str, data: bytes) -> int:
+    """Append ``data`` to ``path`` only if the file is still exactly ``expected_size`` bytes whose
+    sha256 is ``expected_digest`` (checked with the file held still, just before the write); one
+    write, fsynced.  Returns the new size.  Raises :class:`FileChangedError` and writes nothing
+    otherwise."""
+    import hashlib
+
+    with held_still(path) as held:
+        size = held.size()
+        if size != expected_size:
+            raise FileChangedError(f"{path} is {size} bytes, not the {expected_size} planned; nothing was written")
+        digest, offset = hashlib.sha256(), 0
+        while offset < size:
+            chunk = held.read(offset, min(size - offset, 1 << 22))
+            if not chunk:
+                break
+            digest.update(chunk)
+            offset += len(chunk)
+        if digest.hexdigest() != expected_digest:
+            raise FileChangedError(f"{path} no longer holds the bytes the plan was made on; nothing was written")
+        held.expect(size)
+        view, at = memoryview(data), size
+        while view:
+            try:
+                written = os.pwrite(held.fd, view, at)
+            except OSError as exc:
+                raise _fail("write", path, exc) from exc
+            view, at = view[written:], at + written
+        fsync_fd(held.fd, path)
+        return at
 
 
 def _replace(src: Path, dst: Path) -> None:
@@ -200,27 +462,11 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
     ``exclusive=True`` creates ``path`` and never replaces it: the temp file is hard-linked
     into place, and :class:`FileExistsError` is raised if ``path`` appeared meanwhile.
     """
+    refuse_symlinked(path.parent)
     tmp = temp_name(path)
+    with temp_file(tmp, path) as handle:
+        yield handle
     try:
-        handle = open(tmp, "wb")  # noqa: SIM115 - closed below, after fsync
-    except OSError as exc:
-        raise _fail("create", tmp, exc) from exc
-    try:
-        written = False
-        try:
-            yield handle
-            try:
-                handle.flush()
-            except OSError as exc:
-                raise _fail("write", tmp, exc) from exc
-            fsync_fd(handle.fileno(), tmp)
-            written = True
-        finally:  # close() flushes again: on a full disk it must not replace the typed error
-            try:
-                handle.close()
-            except OSError as exc:
-                if written:
-                    raise _fail("write", tmp, exc) from exc
         if before_replace is not None:
             before_replace(tmp)
         if exclusive:
@@ -288,47 +534,78 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def write_new(path: Path, data: bytes) -> None:
     """Create ``path`` (which must not exist) holding ``data``, durably."""
-    ensure_dir(path.parent)
+    created = ensure_dir(path.parent)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except OSError as exc:
+        remove_new_dirs(created)
         raise _fail("create", path, exc) from exc
     try:
         _write_all(fd, data, path)
         fsync_fd(fd, path)
-    finally:
+    except BaseException:  # a full disk: no partial (or 0-byte) file is left to pass for a saved copy
         os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        remove_new_dirs(created)
+        raise
+    os.close(fd)
     fsync_dir(path.parent)
 
 
-def truncate_saving(path: Path, keep: int, expected_size: int, recovery_dir: Path) -> Path:
+def truncate_saving(path: Path, keep: int, expected_size: int, recovery_dir: Path,
+                    still_torn: Callable[[bytes, int], bool] | None = None) -> Path:
     """Save the bytes after ``keep`` to ``recovery_dir``, then truncate ``path`` to ``keep``.
 
-    The file must still be ``expected_size`` bytes long; the saved copy is fsynced before a
-    single byte is removed. Returns the recovery file's path.
+    Done while the file is held still (:func:`held_still`): it must still be ``expected_size``
+    bytes, byte ``keep - 1`` a newline, and the bytes to cut still garbage by
+    ``still_torn(data, offset)`` (else: no newline among them) - judged as they are at that
+    instant, not as a check saw them.  The saved copy is fsynced before a single byte is removed.  Returns its path.
     """
-    try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size != expected_size:
-                raise FileChangedError(f"{path} changed size since it was checked; nothing was written")
-            handle.seek(keep)
-            removed = handle.read()
-    except OSError as exc:
-        raise _fail("read", path, exc) from exc
-    saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
-    write_new(saved, removed)
-    try:
-        fd = os.open(path, os.O_WRONLY)
-    except OSError as exc:
-        raise _fail("open for truncate", path, exc) from exc
-    try:
-        os.ftruncate(fd, keep)
-        fsync_fd(fd, path)
-    except OSError as exc:
-        raise _fail("truncate", path, exc) from exc
-    finally:
-        os.close(fd)
+    refuse_symlinked(path.parent)
+    refuse_symlinked(recovery_dir)
+    with held_still(path) as held:
+        size = held.size()
+        if size != expected_size:
+            raise FileChangedError(f"{path} changed size since it was checked ({expected_size} -> {size} bytes); nothing was cut")
+        if keep and held.read(keep - 1, 1) != b"\n":
+            raise FileChangedError(f"{path}: byte {keep - 1} is no longer a line end; nothing was cut")
+        removed = held.read(keep, size - keep)
+        if still_torn is None and b"\n" in removed:
+            raise FileChangedError(f"{path}: the bytes after byte {keep} hold a line end; nothing was cut")
+        if still_torn is not None and not still_torn(removed, keep):
+            raise FileChangedError(f"{path}: its final bytes are no longer an incomplete record; nothing was cut")
+        saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
+        write_new(saved, removed)
+        held.expect(size)  # without a lease: the last look before the cut
+        try:
+            os.ftruncate(held.fd, keep)
+        except OSError as exc:
+            raise _fail("truncate", path, exc) from exc
+        fsync_fd(held.fd, path)
+    return saved
+
+
+def truncate_if_unchanged(path: Path, keep: int, expected_size: int, expected_digest: str, recovery_dir: Path) -> Path:
+    """Cut ``path`` back to its first ``keep`` bytes, only if it still holds exactly
+    ``expected_size`` bytes whose sha256 is ``expected_digest`` (judged while it is held still,
+    :func:`held_still`); the bytes cut are saved to ``recovery_dir``, fsynced, first
+    (``restore --undo`` taking back what it appended).  Returns the saved file."""
+    with held_still(path) as held:
+        size = held.size()
+        digest = hashlib.sha256()
+        for offset in range(0, size, 1 << 22):
+            digest.update(held.read(offset, min(1 << 22, size - offset)))
+        if size != expected_size or digest.hexdigest() != expected_digest:
+            raise FileChangedError(f"{path} changed since it was checked; nothing was cut")
+        saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
+        write_new(saved, held.read(keep, size - keep))
+        held.expect(size)  # without a lease: the last look before the cut
+        try:
+            os.ftruncate(held.fd, keep)
+        except OSError as exc:
+            raise _fail("truncate", path, exc) from exc
+        fsync_fd(held.fd, path)
     return saved
 
 
@@ -341,6 +618,7 @@ def create_exclusive(path: Path, data: bytes) -> bool:
     "owner cannot be checked" and block the session for 30 s.  Where hard links are not
     supported, falls back to O_CREAT|O_EXCL.
     """
+    refuse_symlinked(path.parent)
     tmp = temp_name(path)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -390,6 +668,7 @@ def _create_excl_fallback(path: Path, data: bytes) -> bool:
 def remove(path: Path, *, tree: bool = False) -> None:
     """Unlink ``path`` (a lock or temp file; with ``tree``, a folder levelsess made, such as a
     finished run's backups) and make the removal durable; missing is fine."""
+    refuse_symlinked(path.parent)
     try:
         shutil.rmtree(path) if tree else os.unlink(path)
     except FileNotFoundError:
@@ -399,25 +678,365 @@ def remove(path: Path, *, tree: bool = False) -> None:
     fsync_dir(path.parent)
 
 
+def remove_empty_dir(path: Path) -> bool:
+    """Remove ``path`` if it is an empty folder (one levelsess made) and make that durable;
+    return whether it is gone.  A folder holding anything is left as it is."""
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+            return False
+        raise _fail("remove", path, exc) from exc
+    fsync_dir(path.parent)
+    return True
+
+
 def preserve(src: Path, dst: Path) -> None:
     """Keep ``src``'s current bytes at ``dst`` (a hard link, else a durable copy)."""
-    ensure_dir(dst.parent)
-    try:
-        os.link(src, dst, follow_symlinks=False)
-    except OSError:
+    with new_dirs(dst.parent):  # a copy that fails leaves no empty backup folder
         try:
-            with open(src, "rb") as reader, atomic_writer(dst) as writer:
-                while chunk := reader.read(1 << 20):
-                    writer.write(chunk)
-        except OSError as exc:
-            raise _fail("copy", src, exc) from exc
-        return
+            os.link(src, dst, follow_symlinks=False)
+        except OSError:
+            try:
+                with open(src, "rb") as reader, atomic_writer(dst) as writer:
+                    while chunk := reader.read(1 << 20):
+                        writer.write(chunk)
+            except OSError as exc:
+                raise _fail("copy", src, exc) from exc
+            return
     fsync_dir(dst.parent)
 
 
 def move(src: Path, dst: Path) -> None:
     """Rename ``src`` to ``dst`` in the same file system and make the rename durable."""
+    refuse_symlinked(src.parent)
+    refuse_symlinked(dst.parent)
     _replace(src, dst)
     fsync_dir(dst.parent)
     if src.parent != dst.parent:
         fsync_dir(src.parent)
+
+
+# --- compare-and-swap: changing a journal another process may be appending to -------------------
+
+
+class Held:
+    """A file held still for one change: this process's only descriptor of it, and whether a lease
+    keeps every other process from opening it (else the checks run just before the change)."""
+
+    def __init__(self, path: Path, fd: int, leased: bool) -> None:
+        self.path, self.fd, self.leased = path, fd, leased
+
+    def size(self) -> int:
+        return os.fstat(self.fd).st_size
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset``, through the held descriptor (opening the path again
+        would break our own lease)."""
+        parts, done = [], 0
+        while done < length:
+            try:
+                chunk = os.pread(self.fd, min(length - done, 1 << 22), offset + done)
+            except OSError as exc:
+                raise _fail("read", self.path, exc) from exc
+            if not chunk:
+                break
+            parts.append(chunk)
+            done += len(chunk)
+        return b"".join(parts)
+
+    def line_start(self, end: int) -> int:
+        """The offset just past the last newline before ``end`` (0 when there is none)."""
+        position = end
+        while position > 0:
+            start = max(0, position - (1 << 16))
+            cut = self.read(start, position - start).rfind(b"\n")
+            if cut >= 0:
+                return start + cut + 1
+            position = start
+        return 0
+
+    def expect(self, size: int) -> None:
+        """Raise unless the file is still ``size`` bytes (the check that stands in for a lease)."""
+        now = self.size()
+        if now != size:
+            raise FileChangedError(f"{self.path} changed size while it was being repaired ({size} -> {now} bytes); "
+                                   "nothing was changed")
+
+    def waiting(self) -> bool:
+        """True when another process is waiting to open the file (it resolved this inode)."""
+        from . import lease
+
+        return self.leased and lease.broken(self.fd)
+
+
+def _open_held(path: Path, flags: int) -> int:
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):  # another process holds a lease on it
+            raise FileInUseError(f"{path}: another process is changing it") from exc
+        if exc.errno == errno.ELOOP:
+            raise FileChangedError(f"{path} is now a symlink; nothing was changed") from exc
+        raise _fail("open", path, exc) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FileChangedError(f"{path} is no longer a regular file; nothing was changed")
+    return fd
+
+
+@contextlib.contextmanager
+def _holding(path: Path, fd: int) -> Iterator[Held]:
+    """Hold the file behind ``fd`` (our only descriptor of it) still for the block."""
+    from . import lease
+
+    state = lease.acquire(fd)
+    if state == lease.BUSY:  # some process keeps it open: a writer refuses us; readers only, the checks stand in
+        from .live import writers_of
+
+        who = writers_of(path, fresh=True)
+        if who is not None:
+            raise FileInUseError(f"{path}: {who}; nothing was changed (even with --force: it may append at any moment)")
+    try:
+        yield Held(path, fd, state == lease.HELD)
+    finally:
+        if state == lease.HELD:
+            lease.release(fd)
+
+
+@contextlib.contextmanager
+def held_still(path: Path) -> Iterator[Held]:
+    """Open ``path`` and keep every other process from opening it until the block ends.
+
+    On Linux a write lease: taken only while no other process has the file open, and an
+    ``open`` by another process waits until the block ends.  Inside the block, read the file
+    through the :class:`Held` object only.  Raises :class:`FileInUseError` when another process
+    keeps the file open.  Without leases the block runs unguarded and the caller's checks
+    (:meth:`Held.expect`) narrow the window to the moment before the change."""
+    refuse_symlinked(path.parent)
+    fd = _open_held(path, os.O_RDWR)
+    try:
+        with _holding(path, fd) as held:
+            yield held
+    finally:
+        os.close(fd)
+
+
+class _Upto(io.RawIOBase):
+    """The first ``end`` bytes of an open file, read with pread (the descriptor's offset unused)."""
+
+    def __init__(self, fd: int, end: int) -> None:
+        self.fd, self.end, self.position = fd, end, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        want = min(len(buffer), self.end - self.position)
+        if want <= 0:
+            return 0
+        data = os.pread(self.fd, want, self.position)
+        buffer[: len(data)] = data
+        self.position += len(data)
+        return len(data)
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.position, 2: self.end}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
+    def close(self) -> None:  # the descriptor belongs to :func:`rewriting`
+        super().close()
+
+
+class Rewrite:
+    """What :func:`rewriting` yields: ``source`` reads the file's first ``upto`` bytes, ``out`` takes
+    the new version; ``carried`` is set once done (bytes appended meanwhile and carried over)."""
+
+    def __init__(self, source: BinaryIO, out: BinaryIO, upto: int) -> None:
+        self.source, self.out, self.upto, self.carried = source, out, upto, 0
+        self.replaced = False  # set the moment the new version takes the file's name
+
+
+#: How long a finished rewrite keeps watching the replaced file for a writer that opened it just
+#: before the rename (it waited on our lease and writes there now); what it writes is carried over.
+HANDOVER_SECONDS = 3.0
+HANDOVER_GRACE = 0.02
+
+
+@contextlib.contextmanager
+def rewriting(path: Path, upto: int, *, keep_original: Path | None = None,
+              before_replace: Callable[[Path], None] | None = None, carry: bool = True) -> Iterator[Rewrite]:
+    """Write a new version of ``path`` from its first ``upto`` bytes and swap it in, compare-and-swap.
+
+    The rewrite reads ``Rewrite.source`` (exactly those bytes) and writes ``Rewrite.out`` (a temp
+    file).  Then, with the file held still: it must be the same inode, at least ``upto`` bytes;
+    bytes appended since (whole lines after a line end) are carried over byte-exact into the new
+    version (``carry=False``: refused instead); the original is kept at ``keep_original`` (a hard
+    link, else a copy) and the new version renamed over it.  A writer that opened the old file just
+    before the rename writes there once we let go: we watch it, and carry that over too.
+    Anything else raises :class:`FileChangedError` and leaves ``path`` exactly as it was."""
+    refuse_symlinked(path.parent)
+    if keep_original is not None:
+        refuse_symlinked(keep_original.parent)
+    fd = _open_held(path, os.O_RDONLY)
+    try:
+        if os.fstat(fd).st_size < upto:
+            raise FileChangedError(f"{path} is shorter than when it was checked; nothing was changed")
+        source = io.BufferedReader(_Upto(fd, upto), 1 << 20)
+        tmp = temp_name(path)
+        with temp_file(tmp, path) as out:
+            job = Rewrite(source, out, upto)
+            yield job
+        try:
+            if before_replace is not None:
+                before_replace(tmp)
+            job.carried = _swap(job, path, fd, tmp, keep_original, carry)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        fsync_dir(path.parent)
+        if keep_original is not None:
+            fsync_dir(keep_original.parent)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def temp_file(tmp: Path, shown: Path | None = None) -> Iterator[BinaryIO]:
+    """Yield ``tmp`` to write; it is flushed and fsynced on clean exit and removed on error.  A
+    limit of the machine met by the caller's own writes is its typed error, naming ``shown``."""
+    shown = shown or tmp
+    try:
+        handle = open(tmp, "wb")  # noqa: SIM115 - closed below, after fsync
+    except OSError as exc:
+        raise _fail("create", tmp, exc) from exc
+    try:
+        written = False
+        try:
+            try:
+                yield handle
+            except OSError as exc:  # the caller's own write through ``handle`` met a limit of the machine
+                if exc.errno not in _LIMITS:
+                    raise
+                raise _fail("write", shown, exc) from exc
+            try:
+                handle.flush()
+            except OSError as exc:
+                raise _fail("write", shown, exc) from exc
+            fsync_fd(handle.fileno(), tmp)
+            written = True
+        finally:  # close() flushes again: on a full disk it must not replace the typed error
+            try:
+                handle.close()
+            except OSError as exc:
+                if written:
+                    raise _fail("write", shown, exc) from exc
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _swap(job: Rewrite, path: Path, fd: int, tmp: Path, keep_original: Path | None, carry: bool) -> int:
+    """Under the lease: prove, carry over, keep the original, rename; then watch the old inode."""
+    upto = job.upto
+    try:
+        same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+    except OSError:
+        same = False
+    if not same:
+        raise FileChangedError(f"{path} was replaced while it was being rewritten; nothing was changed")
+    with _holding(path, fd) as held:
+        size = held.size()
+        if size > upto and not (carry and (upto == 0 or held.read(upto - 1, 1) == b"\n")):
+            raise FileChangedError(f"{path} grew by {size - upto} bytes while it was being rewritten; it was left "
+                                   "as it was")
+        if size < upto:
+            raise FileChangedError(f"{path} shrank while it was being rewritten; nothing was changed")
+        if size > upto:
+            _append_to(tmp, held.read(upto, size - upto))
+        if keep_original is not None:
+            _keep(held, keep_original)
+        held.expect(size)  # without a lease: the last look before the rename
+        _replace(tmp, path)
+        job.replaced = True
+    return size - upto + _handover(path, fd, size)
+
+
+def _keep(held: Held, dst: Path) -> None:
+    """Keep the held file's bytes at ``dst``: a hard link (no open: our lease holds), else a copy
+    read through the held descriptor."""
+    ensure_dir(dst.parent)
+    try:
+        os.link(held.path, dst, follow_symlinks=False)
+        return
+    except OSError:
+        pass
+    with atomic_writer(dst) as out:
+        size, offset = held.size(), 0
+        while offset < size:
+            chunk = held.read(offset, min(size - offset, 1 << 22))
+            if not chunk:
+                break
+            out.write(chunk)
+            offset += len(chunk)
+
+
+def _append_to(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` as it is (bytes carried over from the file it replaces), fsynced."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise _fail("open for append", path, exc) from exc
+    try:
+        _write_all(fd, data, path)
+        fsync_fd(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _handover(path: Path, fd: int, carried_to: int) -> int:
+    """Carry over what is written to the replaced file (``fd``) after we let it go; return how many
+    bytes.  A writer that waited on our lease opens the old inode, writes and closes: until it has,
+    no lease can be taken again; once one is, and stays unbroken a moment, nobody else is coming."""
+    from . import lease
+
+    start, deadline = carried_to, time.monotonic() + HANDOVER_SECONDS
+    while True:
+        state = lease.take(fd)
+        if state == lease.UNSUPPORTED:
+            return _carry_rest(path, fd, carried_to) - start
+        if state == lease.HELD:
+            size = os.fstat(fd).st_size
+            if size == carried_to:
+                time.sleep(HANDOVER_GRACE)
+                late = lease.broken(fd)
+                lease.release(fd)
+                if not late and os.fstat(fd).st_size == carried_to:
+                    return carried_to - start
+                continue
+            lease.release(fd)
+            carried_to = _carry_rest(path, fd, carried_to)
+            continue
+        if time.monotonic() >= deadline:  # someone keeps the old file open: carry what is there
+            return _carry_rest(path, fd, carried_to) - start
+        time.sleep(0.001)
+
+
+def _carry_rest(path: Path, fd: int, carried_to: int) -> int:
+    size = os.fstat(fd).st_size
+    if size > carried_to:
+        data = os.pread(fd, size - carried_to, carried_to)
+        _append_to(path, data)
+        carried_to += len(data)
+    return carried_to

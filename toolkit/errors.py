@@ -23,6 +23,9 @@ class LevelsessError(Exception):
 
     exit_code: ClassVar[int] = EXIT_OPERATIONAL
     hint: ClassVar[str] = ""
+    #: True when the next write would fail the same way (a failed fsync, a full disk, a read-only
+    #: file system): a run stops at once instead of failing every item after it.
+    stops_run: ClassVar[bool] = False
 
     def __init__(self, detail: str = "", *, hint: str | None = None) -> None:
         self.detail = detail
@@ -98,12 +101,51 @@ class DurabilityError(OperationalError):
     """a write could not be made durable: {detail}"""
 
     hint = "nothing was reported as done; free disk space or fix the device, then rerun"
+    stops_run = True
+
+
+# The machine's limits (DESIGN §4): the message is one line, what happened and the next step, so
+# a finding that carries it (an import's one session) says it all; nothing is left half-made.
+
+
+class LimitError(OperationalError):
+    """{detail}"""
+
+
+class DiskFullError(LimitError):
+    """disk full: {detail}"""
+
+    stops_run = True
+
+
+class QuotaExceededError(DiskFullError):
+    """disk quota exceeded: {detail}"""
+
+
+class ReadOnlyError(LimitError):
+    """read-only file system: {detail}"""
+
+    stops_run = True
+
+
+class NameTooLongError(LimitError):
+    """name too long for the file system: {detail}"""
+
+
+class FileTooLargeError(LimitError):
+    """file too large for the file system: {detail}"""
 
 
 class FileChangedError(OperationalError):
     """{detail}"""
 
     hint = "another process is writing it; rerun when the writer has stopped"
+
+
+class FileInUseError(FileChangedError):
+    """{detail}"""
+
+    hint = "another process has it open; close it (quit the tool writing it), then rerun"
 
 
 class LockBusyError(OperationalError):
@@ -121,6 +163,17 @@ class SalvageRefusedError(LevelsessError):
 
 class RelinkRefusedError(SalvageRefusedError):
     """relink refused: {detail}"""
+
+
+class SymlinkedFolderError(LevelsessError):
+    """{detail}: levelsess never writes through a symlinked folder inside a store or a tool's tree"""
+
+    exit_code = EXIT_UNCORRECTED
+    hint = "replace the symlink with the folder it points to, or run levelsess on that folder directly"
+
+    def __init__(self, detail: str = "", *, hint: str | None = None, link: str | None = None, target: str | None = None) -> None:
+        self.link, self.target = link, target
+        super().__init__(detail, hint=hint)
 
 
 class Interrupted(LevelsessError):
@@ -168,7 +221,7 @@ class InvalidRecordError(CorruptionError):
     """a line is JSON but not a record (not an object, or no kind / id)"""
 
     code = "invalid-record"
-    hint = "this needs a person: inspect the line, or `levelsess fsck --salvage --yes` rebuilds the journal from its whole records"
+    hint = "this needs a person: inspect the line and fix or move it by hand (salvage never removes a line that parses)"
 
 
 class InvalidVersionError(CorruptionError):
@@ -283,6 +336,14 @@ class TooDeepError(CorruptionError):
     hint = "this needs a person: the line may be a whole record, so levelsess neither cuts it nor salvages the file"
 
 
+class RecordTooLargeError(CorruptionError):
+    """a line is longer than levelsess holds in memory to parse: it may be a whole record, so it is left as it is"""
+
+    code = "record-too-large"
+    hint = ("this needs a person: the record is too large for levelsess to parse here, so nothing is cut and neither "
+            "--repair nor --salvage touches the file; read or split that line with a tool that streams it")
+
+
 class CrLineEndingsError(CorruptionError):
     """records are separated by CR alone (old-Mac line endings)"""
 
@@ -339,6 +400,7 @@ CODES: dict[str, CodeInfo] = {
     "spliced-records": CodeInfo("error", "", SplicedRecordsError),
     "cr-line-endings": CodeInfo("error", "", CrLineEndingsError),
     "too-deep": CodeInfo("error", "", TooDeepError),
+    "record-too-large": CodeInfo("error", "", RecordTooLargeError),
     "unknown-format": CodeInfo("error", "", UnknownFormatFileError),
     "nul-padding": CodeInfo("error", "", NulPaddingError),
     "dangling-parent": CodeInfo("error", "", DanglingParentError),
@@ -357,6 +419,7 @@ CODES: dict[str, CodeInfo] = {
     "dangling-tool-use": CodeInfo("warning", ""),
     "nul-in-content": CodeInfo("warning", ""),
     "symlink": CodeInfo("warning", ""),
+    "symlinked-folder": CodeInfo("warning", "", SymlinkedFolderError),
     "not-a-journal": CodeInfo("warning", "", NotAJournalError),
     # caches: warnings that a repair rebuilds
     "missing-index": CodeInfo("warning", "rebuild index.json"),
@@ -374,6 +437,7 @@ CODES: dict[str, CodeInfo] = {
     # operational
     "unreadable": CodeInfo("error", "", PermissionDeniedError),
     "repair-failed": CodeInfo("error", "", DurabilityError),
+    "write-failed": CodeInfo("error", "", LimitError),
     "salvage-refused": CodeInfo("error", "", SalvageRefusedError),
     "relink-refused": CodeInfo("error", "", RelinkRefusedError),
     "leftover-temp": CodeInfo("warning", "remove the temporary file"),
@@ -384,26 +448,33 @@ CODES: dict[str, CodeInfo] = {
     "source-skipped": CodeInfo("warning", ""),
     "source-torn": CodeInfo("warning", ""),
     "source-diverged": CodeInfo("warning", ""),
+    # restore (principle 10): what it would not write back, and why
+    "restore-conflict": CodeInfo("error", ""),
+    "restore-unproven": CodeInfo("error", ""),
+    "restore-verify-failed": CodeInfo("error", ""),
+    "undo-refused": CodeInfo("error", ""),
     # migrate refusals (§6)
     "seq-conflict": CodeInfo("error", "", SeqConflictError),
     "no-downgrade": CodeInfo("error", "", NoDowngradeError),
 }
 
 #: Codes that mean the tool could not do its job (exit bit 8), not that the data is bad.
-OPERATIONAL = frozenset({"unreadable", "repair-failed"})
+OPERATIONAL = frozenset({"unreadable", "repair-failed", "write-failed"})
 #: Codes that say what a repair could not do for a file; like OPERATIONAL, never "needs a person" data.
 REFUSALS = frozenset({"salvage-refused", "relink-refused"})
 #: Graph damage that `fsck --relink` mends (Claude Code): a dangling parentUuid, and the break it makes.
 RELINKABLE = frozenset({"dangling-parent", "broken-chain"})
-#: Codes of sessions that were not checked because a writer holds them: the run is not clean (exit 4).
-SKIPPED = frozenset({"locked", "in-use"})
+#: Codes of sessions that were not checked or not repaired because a writer holds or changed them:
+#: the run is not clean (exit 4).
+SKIPPED = frozenset({"locked", "in-use", "changed-during-repair"})
 #: Codes whose only fix is a person (or --salvage): a file carrying one is never modified.
 UNCORRECTABLE = frozenset(
     code for code, info in CODES.items()
     if info.severity == "error" and not info.repair and code not in OPERATIONAL | REFUSALS)
-#: Line-level damage that `fsck --salvage` can cut around.
-SALVAGEABLE = frozenset({"invalid-json", "invalid-record", "spliced-records", "nul-padding", "torn-tail", "blank-line",
-                         "cr-line-endings"})
+#: Line-level damage that `fsck --salvage` can cut around.  Never a line that may be a whole
+#: record: one that parses but is not a record (invalid-record), one too deep (too-deep) or too
+#: large (record-too-large) to parse here; a journal holding one is left for a person.
+SALVAGEABLE = frozenset({"invalid-json", "spliced-records", "nul-padding", "torn-tail", "blank-line", "cr-line-endings"})
 
 
 def error_for(code: str) -> type[LevelsessError]:

@@ -24,8 +24,8 @@ from .identify import describe, sniff
 from .layouts import LEVELCODE, BaseLayout, get as get_layout
 from .layouts.levelcode import KNOWN_KINDS, NEWEST_VERSION, LevelCodeFacts, preview_of  # noqa: F401 (re-exported)
 from .layouts.logician import LogicianFacts  # noqa: F401 (re-exported)
-from .lines import (BeyondLimits, Batch, Overlong, Piece, Tail, holds_record, iter_batches, leading_object, loads,
-                    open_regular, split_line)
+from .lines import (LINE_CAP, BeyondLimits, Batch, Overlong, Piece, Tail, cap_text, holds_record, iter_batches,
+                    leading_object, loads, open_regular, split_line)
 
 SOFT_CAP = 20 << 20
 BOM = b"\xef\xbb\xbf"
@@ -234,12 +234,16 @@ class _Classifier:
         return TailState.TORN, run.offset
 
     def overlong(self, item: Overlong, offset: int) -> None:
+        """A terminated line longer than the reader holds: NUL bytes alone are padding, anything
+        else may be a whole record (principle 8: unparsed is not proven garbage)."""
         self.lineno += 1
         if item.all_nul:
             self._filler(offset, True)
             self.sink.add("nul-padding", f"{item.length} NUL bytes", self.lineno, offset)
         else:
-            self.sink.add("invalid-json", f"line of {item.length} bytes is too long to parse", self.lineno, offset)
+            self.sink.add("record-too-large", f"a line of {item.length:,} bytes is too large for levelsess to parse here "
+                          f"(over {cap_text()}); it may be a whole record, so it is left exactly as it is: a person "
+                          "must look at it (nothing is cut)", self.lineno, offset)
 
     # -- the tail ---------------------------------------------------------------------------
 
@@ -257,8 +261,10 @@ class _Classifier:
             if item.overlong.all_nul:
                 self.sink.add("torn-tail", f"{item.overlong.length} NUL bytes after the last newline", lineno, item.offset)
                 return TailState.TORN
-            self.sink.add("invalid-json", f"final {item.overlong.length} bytes have no newline and are too long to "
-                          "inspect; left for a person", lineno, item.offset)
+            self.sink.add("record-too-large", f"the final {item.overlong.length:,} bytes have no newline and are too "
+                          f"large for levelsess to parse here (over {cap_text()}); they may be a record still being "
+                          "written, so they are never trimmed: a person must look at them (nothing is cut)",
+                          lineno, item.offset)
             return TailState.HELD
         data = item.data
         if not data:
@@ -393,6 +399,27 @@ def scan_journal(
     )
 
 
+def judge_tail(path: Path, layout: BaseLayout | str, data: bytes, offset: int) -> TailState:
+    """Judge ``data``, a journal's bytes from ``offset`` (0, or just past a newline) to its end, as a
+    scan would judge them now: TORN only when they are proven to hold no record (a repair re-judges
+    what it cuts at the instant it cuts it, the file held still)."""
+    filler, newline, last = data.rpartition(b"\n")
+    if filler.strip(b"\0 \t\r\n"):
+        return TailState.HELD  # a terminated line that is not NUL or white space: never cut as a tail
+    if not last.strip(b"\0 \t\r\n"):
+        return TailState.TORN if data else TailState.NONE  # NUL or white-space filler, lines of it too
+    if len(last) > LINE_CAP:
+        return TailState.HELD
+    offset += len(filler) + len(newline)
+    classifier = _Classifier(path, get_layout(layout), False, None)
+    classifier.lineno = 0 if offset == 0 else 1
+    classifier.record = lambda *args, **kwargs: None  # which layout it is was settled by the check
+    try:
+        return classifier.tail(Tail(offset, last))
+    except _Foreign:
+        return TailState.HELD
+
+
 def _checkpoint(classifier: _Classifier) -> bytes:
     """The reader's whole state (sink, counts, the layout's rules and facts), as bytes."""
     import pickle
@@ -452,16 +479,19 @@ def iter_records(path: Path, layout: BaseLayout | str = LEVELCODE) -> Iterator[t
 
     A torn tail ends the iteration quietly (it is not an acknowledged record); a whole record
     that only lacks its newline is yielded; a final line holding records among other bytes
-    (spliced, CR-separated) raises, like the same damage on a terminated line.
+    (spliced, CR-separated) raises, like the same damage on a terminated line, and so does a line
+    too large to parse (``record-too-large``): a caller never takes the records before it for all.
     """
     probe = _Classifier(path, get_layout(layout), False, None)
+    offset = 0
     with open_journal(path) as handle:
         for item in iter_batches(handle):
             if type(item) is Tail:
                 yield from _final_record(probe, item)
                 break
-            if type(item) is not Batch:
-                break
+            if type(item) is Overlong:  # a line too large to parse (or NUL padding): never a quiet end
+                probe.overlong(item, offset)
+                raise probe.sink.items[-1].to_error()
             offset = item.offset
             for line in item.lines:
                 before = len(probe.sink.items)

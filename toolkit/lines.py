@@ -83,6 +83,11 @@ def read_regular(path: Path) -> bytes:
 LINE_CAP = 64 << 20
 
 
+def cap_text() -> str:
+    """LINE_CAP as a person reads it ("64 MiB")."""
+    return f"{LINE_CAP >> 20} MiB" if LINE_CAP >= 1 << 20 else f"{LINE_CAP:,} bytes"
+
+
 @dataclass(frozen=True, slots=True)
 class Overlong:
     """A line longer than LINE_CAP: only its length and whether it was all NUL are known."""
@@ -109,13 +114,16 @@ class Tail:
     overlong: Overlong | None = None
 
 
-def iter_batches(handle: BinaryIO, chunk: int = CHUNK, cap: int = LINE_CAP, start: int = 0) -> Iterator[Batch | Overlong | Tail]:
+def iter_batches(handle: BinaryIO, chunk: int | None = None, cap: int | None = None, start: int = 0) -> Iterator[Batch | Overlong | Tail]:
     """Yield batches of terminated lines, any overlong line, and finally the Tail.
 
     ``start``: the offset ``handle`` is at (a read resumed mid-file, at a line start); every
     offset yielded is the file's.  Memory stays below about ``chunk + cap`` bytes whatever the
-    file size.
+    file size.  ``chunk`` and ``cap`` default to CHUNK and LINE_CAP as they are at the call
+    (tests lower them to build overlong lines of a few KiB).
     """
+    chunk = CHUNK if chunk is None else chunk
+    cap = LINE_CAP if cap is None else cap
     offset = start  # offset of the first byte of the unterminated line held in ``pending``
     pending: list[bytes] = []  # that line's bytes so far, in the pieces read: joined once, when it ends
     held = 0  # their length

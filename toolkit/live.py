@@ -1,4 +1,5 @@
-"""Who holds a file open for writing right now (for layouts whose writers take no lock).
+"""Who is writing a file right now, for layouts whose writers take no lock: a process holding it
+open for writing, or a running Claude Code or Codex CLI process (:func:`processes`).
 
 On Linux this reads ``/proc/<pid>/fd`` and ``/proc/<pid>/fdinfo`` (the open mode is there);
 elsewhere it asks psutil, which cannot always tell a reader from a writer, so any other
@@ -9,8 +10,10 @@ is taken once and reused for a moment, so checking a thousand journals costs one
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 _WRITE_MODES = os.O_WRONLY | os.O_RDWR
@@ -122,3 +125,151 @@ def writers_of(path: Path, *, fresh: bool = False) -> str | None:
         except OSError:
             return None
     return f"held open for writing by {name} (pid {pid})"
+
+
+# -- the processes of tools that write without a lock -------------------------------------------
+#
+# Claude Code appends the way Node's fs.appendFile does (open, write, close), so between two
+# records no descriptor shows it; Codex CLI holds a rollout open while its thread runs, but not
+# before it resumes one.  What does show, all the time, is the process: its command line says which
+# tool it is (and sometimes which session), its working folder says which project.
+
+
+@dataclass(frozen=True)
+class ToolProcess:
+    """A running process of a tool whose writers take no lock."""
+
+    pid: int
+    tool: str              # "claude-code" | "codex"
+    argv: tuple[str, ...]
+    cwd: str | None        # None when it cannot be read (another user's process)
+
+    def names(self, session: str) -> bool:
+        """True when its command line names ``session`` (``claude --resume <uuid>``, ``codex resume <id>``)."""
+        if not _SESSION_ID.fullmatch(session):  # a file name that is no id could be any word
+            return False
+        wanted = session.lower()
+        return any(wanted in arg.lower() for arg in self.argv[1:])
+
+
+#: pid, tool, argv, cwd of every such process, and when they were read
+_PROCESSES: tuple[float, tuple[ToolProcess, ...]] | None = None
+_RUNTIMES = frozenset({"node", "nodejs", "bun", "deno"})
+_SESSION_ID = re.compile(r"[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}")
+#: process names (/proc/<pid>/comm, psutil's name()) worth reading a command line for: the tools
+#: themselves and the runtimes that run their scripts; "codex-" covers the release binaries
+#: (``codex-x86_64-unknown-linux-musl``, cut to 15 characters in comm)
+_NAMES = frozenset({"claude", "claude-code", "codex"}) | _RUNTIMES
+
+
+def _base(arg: str) -> str:
+    """The file name of a command-line word, without ``.exe``/``.cmd`` (any case on Windows)."""
+    name = arg.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    if os.name == "nt":  # CLAUDE.EXE is claude there; on macOS, Claude.app's "Claude" is not Claude Code
+        name = name.lower()
+    return name[:-4] if name.lower().endswith((".exe", ".cmd")) else name
+
+
+def may_be_tool(name: str) -> bool:
+    """True when a process of this name may be Claude Code or Codex CLI (its command line tells)."""
+    base = _base(name)
+    return base in _NAMES or base.startswith("codex-")
+
+
+def tool_of(argv: tuple[str, ...] | list[str]) -> str | None:
+    """Which tool a command line runs: ``claude-code``, ``codex`` or None.
+
+    Claude Code runs as ``claude`` (the native binary, the npm bin script) or as a runtime with its
+    package's script (``node …/@anthropic-ai/claude-code/cli.js``); Codex CLI as ``codex``, a release
+    binary ``codex-<target>``, or ``node …/@openai/codex/bin/codex.js``."""
+    if not argv:
+        return None
+    first = _base(argv[0])
+    if first in ("claude", "claude-code"):
+        return "claude-code"
+    if first == "codex" or first.startswith("codex-"):
+        return "codex"
+    if first not in _RUNTIMES:
+        return None
+    script = next((a for a in argv[1:] if not a.startswith("-")), None)  # past the runtime's own options
+    if script is None:
+        return None
+    path, name = script.replace("\\", "/"), _base(script)
+    if "@anthropic-ai/claude-code/" in path or name in ("claude", "claude-code"):
+        return "claude-code"
+    if "@openai/codex/" in path or name in ("codex", "codex.js"):
+        return "codex"
+    return None
+
+
+def _read(path: str, size: int) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(size)
+    except OSError:
+        return None
+
+
+def _proc_tools() -> tuple[ToolProcess, ...]:
+    """Every Claude Code and Codex CLI process, from /proc only.
+
+    The process name (comm) is read first: it never waits on the process, while its command line
+    is read from its memory, so only the few named like a tool or a runtime are read further."""
+    found = []
+    me = os.getpid()
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return ()
+    for pid in pids:
+        if pid == me:
+            continue
+        comm = _read(f"/proc/{pid}/comm", 64)
+        if comm is None or not may_be_tool(comm.decode("utf-8", "replace").strip()):
+            continue
+        raw = _read(f"/proc/{pid}/cmdline", 1 << 16)
+        if not raw:
+            continue
+        argv = tuple(os.fsdecode(a) for a in raw.rstrip(b"\0").split(b"\0"))
+        tool = tool_of(argv)
+        if tool is None:
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")  # a path string: nothing of that folder is touched
+        except OSError:
+            cwd = None
+        found.append(ToolProcess(pid, tool, argv, None if cwd is None or cwd.endswith(" (deleted)") else cwd))
+    return tuple(found)
+
+
+def _psutil_tools() -> tuple[ToolProcess, ...]:
+    import psutil
+
+    found = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid", "name"]):
+        if proc.info["pid"] == me or not may_be_tool(proc.info["name"] or ""):
+            continue
+        try:
+            argv = tuple(proc.cmdline())
+        except (psutil.Error, OSError):
+            continue
+        tool = tool_of(argv)
+        if tool is None:
+            continue
+        try:
+            cwd = proc.cwd() or None
+        except (psutil.Error, OSError):
+            cwd = None
+        found.append(ToolProcess(proc.info["pid"], tool, argv, cwd))
+    return tuple(found)
+
+
+def processes(fresh: bool = False) -> tuple[ToolProcess, ...]:
+    """The running Claude Code and Codex CLI processes: one walk, reused for a moment."""
+    global _PROCESSES
+    now = time.monotonic()
+    if fresh or _PROCESSES is None or now - _PROCESSES[0] > FRESH_FOR:
+        table = _proc_tools() if sys.platform.startswith("linux") and os.path.isdir("/proc/self") else _psutil_tools()
+        _PROCESSES = (time.monotonic(), table)
+    return _PROCESSES[1]

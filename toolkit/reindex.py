@@ -6,10 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import LevelsessError, NotAJournalError
+from . import durable
+from .errors import LevelsessError, NotAJournalError, SymlinkedFolderError
 from .findings import Finding
 from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for
-from .fsck.repair import rebuild_cache, remove_dead_temps
+from .fsck.repair import rebuild_cache, remove_dead_temps, write_refusal
 from .journal import JournalScan, foreign_only, scan_journal
 from .stores import Folder, discover
 from .verified import trusted_index
@@ -102,9 +103,18 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             else:
                 (unchanged if not drift else written).append(folder.cache)
             continue
-        findings += remove_dead_temps(folder, prefix=f".{folder.cache.name}.")  # a cache write killed before its rename
+        symlinked = write_refusal(folder, "rebuild-cache", folder.cache)
         try:
-            written_now = rebuild_cache(folder, scans)
+            if symlinked is not None:
+                raise symlinked
+            with durable.confined(folder.confinement):
+                findings += remove_dead_temps(folder, prefix=f".{folder.cache.name}.")  # a cache write killed before its rename
+                written_now = rebuild_cache(folder, scans)
+        except SymlinkedFolderError as exc:  # nothing written: not through the link, not beside it
+            findings.append(Finding("symlinked-folder", "error", str(folder.path), None, None,
+                                    f"not reindexed: {exc.detail}, and levelsess never writes through a symlinked folder; {exc.hint}"))
+            refused.append(folder.cache)
+            continue
         except LevelsessError as exc:  # an unreadable cache is never replaced
             findings.append(Finding("unreadable", "error", str(folder.cache), None, None, str(exc)))
             refused.append(folder.cache)

@@ -197,6 +197,8 @@ def _levelcode_md(record: dict, state: dict) -> str | None:
         if record.get("type") in _BOOKKEEPING:
             state["quiet"] = state.get("quiet", 0) + 1
             return None
+        if record.get("type") in _RESTORE_ONLY:
+            return None
         if record.get("type") == "off-chain":
             message = record.get("message") if isinstance(record.get("message"), dict) else {}
             text = _summary(" ".join(_content_text(message.get("content"))), 100)
@@ -213,6 +215,11 @@ def _levelcode_md(record: dict, state: dict) -> str | None:
 #: at the end of a rendering, not shown one by one; export --format jsonl keeps every one.
 _BOOKKEEPING = frozenset({"progress", "attachment", "file-history-snapshot", "permission-mode", "last-prompt",
                           "queue-operation", "agent-name", "pr-link", "ai-title", "custom-title", "summary", "mode"})
+
+
+#: What an import keeps for ``restore`` alone (a source line no record carries, the source's state):
+#: never part of the conversation.
+_RESTORE_ONLY = frozenset({"source-line", "source-state"})
 
 
 def _attachments_md(files: object) -> str:

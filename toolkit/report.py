@@ -331,3 +331,67 @@ def migrate_json(result, exit_code: int, steps: list | None = None) -> dict:
     if steps is not None:
         document["steps"] = [{"format": s.format, "from": s.from_v, "to": s.to_v, "summary": s.summary} for s in steps]
     return document
+
+
+# -- restore ---------------------------------------------------------------------------------------
+
+_RESTORE_ACTIONS = {"create": ("create", "created", "cyan"), "append": ("append", "appended", "cyan"),
+                    "nothing": ("as kept: nothing to do", "as kept: nothing to do", "green"), "refused": ("refused", "refused", "bold red")}
+
+
+def restore_table(result) -> Table:
+    """Every file a restore plan names: what it does to it (or did), bytes and lines written."""
+    from rich.table import Table
+    from rich.text import Text
+
+    title = "restore" if result.applied else "restore plan (nothing written; --yes applies it)"
+    table = Table(title=title, title_justify="left")
+    for column in ("session", "file", "action", "bytes", "lines"):
+        add_column(table, column)
+    for session in result.plan.sessions:
+        for step in session.files:
+            plan, done, style = _RESTORE_ACTIONS[step.action]
+            verb = done if result.applied and step.path in result.written else plan
+            if step.action == "append":
+                verb += f" (keeps its {step.existing:,} bytes)"
+            elif step.note:
+                verb += f" ({step.note})"
+            table.add_row(session.id, str(step.path), Text(verb, style=style), f"{step.added:,}" if step.writes else "",
+                          f"{step.lines:,}" if step.writes else "")
+    return table
+
+
+def restore_summary(result) -> str:
+    """One line: how many files were (or would be) created and appended, refused, and the exit."""
+    files = [f for s in result.plan.sessions for f in s.files]
+    count = {a: sum(f.action == a for f in files) for a in ("create", "append", "nothing", "refused")}
+    if result.undone:
+        lead = "restore undone: a written file did not read back as the kept source"
+    elif result.applied:
+        lead = f"{len(result.written)} file(s) written"
+    else:
+        lead = f"would create {count['create']} file(s) and append to {count['append']}"
+    return (f"{lead}; {count['nothing']} already as kept, {count['refused']} refused, in {len(result.plan.sessions)} "
+            f"session(s)  [exit {result.exit_code}]")
+
+
+def undo_table(result) -> Table:
+    from rich.table import Table
+
+    table = Table(title=f"undo of restore {result.stamp}" + (" (dry run)" if result.dry_run else ""), title_justify="left")
+    for column in ("file", "action"):
+        add_column(table, column)
+    for entry in result.entries:
+        table.add_row(entry["path"], entry["action"])
+    return table
+
+
+def restore_runs_table(runs: list[dict]) -> Table:
+    from rich.table import Table
+
+    table = Table(title="restores on this machine", title_justify="left")
+    for column in ("stamp", "state", "sessions", "created", "changed"):
+        add_column(table, column, no_wrap=column == "stamp" or None)
+    for run in runs:
+        table.add_row(run["stamp"], str(run["state"]), ", ".join(map(str, run["sessions"])), str(run["created"]), str(run["changed"]))
+    return table

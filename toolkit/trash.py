@@ -51,6 +51,11 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
         paths: tuple[Path, ...] = get_layout(row.layout).trash_paths(journal)
         if paths == (journal,) and info is not None:
             paths += (lock_path(journal),)
+        symlinked = _symlinked(journal, paths)
+        if symlinked is not None:
+            out.append(Trashed(row.id, paths, "refused", f"{symlinked.detail}, and levelsess never moves anything out of a "
+                                                        f"symlinked folder; {symlinked.hint}"))
+            continue
         if dry_run:
             out.append(Trashed(row.id, paths, "would-trash"))
             continue
@@ -70,6 +75,16 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
     if failure is not None:
         raise failure
     return out
+
+
+def _symlinked(journal: Path, paths: tuple[Path, ...]):
+    """The error for a symlinked folder on the way to ``paths`` below the journal's store or tree, or None."""
+    try:
+        folder = discover(journal)[0]
+    except LevelsessError:  # gone, or no longer a journal: the move reports that
+        return None
+    confinement = folder.confinement
+    return next((e for e in (confinement.refusal(p.parent) for p in paths) if e is not None), None)
 
 
 def _unique(rows: list[SessionRow]) -> list[SessionRow]:

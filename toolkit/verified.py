@@ -131,9 +131,9 @@ def vouch(folder: Folder, scans: list[JournalScan]) -> bool:
         return True  # already on disk: a verify-only run rewrites nothing
     target = fingerprint_path(folder)
     try:
-        durable.ensure_dir(target.parent)
-        _remove_dead_temps(target)
-        durable.atomic_write(target, dumps(document) + b"\n")
+        with durable.new_dirs(target.parent):  # a fingerprint that does not fit leaves no empty folder
+            remove_dead_temps(target)
+            durable.atomic_write(target, dumps(document) + b"\n")
     except LevelsessError:
         return False
     return True
@@ -146,8 +146,8 @@ def _as_scanned(journals: list[list], scans: list[JournalScan]) -> bool:
                                                  for name, _ino, size, mtime, _ctime in journals)
 
 
-def _remove_dead_temps(target: Path) -> None:
-    """Remove the temp files of fingerprint writes to ``target`` whose process was killed."""
+def remove_dead_temps(target: Path) -> None:
+    """Remove the temp files of writes to ``target`` (a fingerprint, a cache) whose process was killed."""
     prefix = f".{target.name}."
     try:
         with os.scandir(target.parent) as entries:

@@ -32,7 +32,9 @@ def _journals(store: Path) -> dict[str, Path]:
 
 
 def _records(journal: Path) -> list[dict]:
-    return [json.loads(line) for line in lines_of(journal.read_bytes())]
+    """The journal's records, without the events kept for `restore` alone (source-line, source-state)."""
+    records = [json.loads(line) for line in lines_of(journal.read_bytes())]
+    return [r for r in records if r.get("type") not in ("source-line", "source-state")]
 
 
 def _view(journal: Path) -> list[tuple]:
@@ -157,7 +159,7 @@ def test_reimport_is_a_no_op_and_a_grown_rollout_appends_only_its_new_turn(tmp_p
     assert {s["status"] for i, s in grown.items() if i != _id(SMALL)} == {"unchanged"}
     after = journal.read_bytes()
     assert after.startswith(first), "nothing already imported is rewritten"
-    added = [json.loads(line) for line in lines_of(after[len(first):])]
+    added = [r for r in (json.loads(line) for line in lines_of(after[len(first):])) if r.get("type") not in ("source-line", "source-state")]
     assert [(r["kind"], r.get("content")) for r in added] == [
         ("user", "and now? ü"), ("assistant", [{"type": "text", "text": "done — ✓"}])]
     assert [r["seq"] for r in added] == [len(lines_of(first)), len(lines_of(first)) + 1]

@@ -126,3 +126,27 @@ def test_doctor_lists_a_codex_home_and_the_import_it_names_keeps_it(isolated_hom
     after = run_cli("doctor", "--json", "--store", str(store), _empty(tmp_path))
     assert next(i for i in after.json["installs"] if i["app"] == "codex")["in_store"] == 3
     assert snapshot(home) == before
+
+
+def test_doctor_counts_kept_sessions_claude_code_no_longer_has_and_its_restore_command_works(isolated_home, tmp_path):
+    import shlex
+
+    mains = _install(isolated_home / ".claude")
+    store = tmp_path / "store"
+    assert run_cli("import", "--from", "claude", "--source", isolated_home / ".claude", "--store", store).exit_code == 0
+    before = next(i for i in run_cli("doctor", "--json", "--store", store, _empty(tmp_path)).json["installs"] if i["app"] == "claude-code")
+    assert before["kept_but_gone"] == {"sessions": [], "restore": None}
+    gone = mains[:2]
+    originals = {p: p.read_bytes() for p in gone}
+    for path in gone:  # what the 30-day cleanup does
+        path.unlink()
+    result = run_cli("doctor", "--json", "--store", store, _empty(tmp_path))
+    claude = next(i for i in result.json["installs"] if i["app"] == "claude-code")
+    assert sorted(claude["kept_but_gone"]["sessions"]) == sorted(f"claude-{p.stem}" for p in gone)
+    step = next(s for s in result.json["next"] if "Claude Code no longer has" in s)
+    command = shlex.split(step.split("#", 1)[0])
+    assert command[:2] == ["levelsess", "restore"] and command == shlex.split(claude["kept_but_gone"]["restore"])
+    assert run_cli(*command[1:], "--store", store, "--yes").exit_code == 0
+    assert all(p.read_bytes() == data for p, data in originals.items())
+    after = next(i for i in run_cli("doctor", "--json", "--store", store, _empty(tmp_path)).json["installs"] if i["app"] == "claude-code")
+    assert after["kept_but_gone"]["sessions"] == []

@@ -43,8 +43,29 @@ def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path]
         codes = sorted(set().union(*people.values()))
         steps.append(f"{len(people)} journal(s) need a person ({', '.join(codes)}): see the findings, and the "
                      "README's table \"Findings that need a person\"")
-    steps += _operational_steps(open_)
+    running = {str(s.journal) for f in report.folders for s in f.sessions if s.in_use and not s.skipped}
+    steps += _symlinked_steps(report, open_, ran)
+    steps += _operational_steps(open_, running)
     return steps
+
+
+def _symlinked_steps(report: CheckReport, open_: list[Finding], ran: str) -> list[str]:
+    """Repair steps refused (or, after a check, that would be) because a folder on the way is a symlink."""
+    if not any(f.code == "symlinked-folder" for f in open_):
+        return []
+    if ran == "check":
+        from .repair import plan_repair
+
+        refused = [f for f in plan_repair(report).refusals if f.code == "symlinked-folder"]
+        verb = "would be refused"
+    else:
+        refused = [f for f in open_ if f.code == "symlinked-folder" and f.severity == "error"]
+        verb = "were refused"
+    if not refused:
+        return []
+    return [f"{len(refused)} repair step(s) {verb}: a folder on the way is a symlink, and levelsess never writes through "
+            "one; replace each symlink with the folder it points to, or run levelsess on that folder directly "
+            "(see the symlinked-folder findings)"]
 
 
 def _repair_would_act(report: CheckReport, open_: list[Finding]) -> bool:
@@ -81,7 +102,7 @@ def _salvageable(report: CheckReport, open_: list[Finding]) -> list:
     refused = {f.path for f in open_ if f.code == "salvage-refused"}  # suggesting it again would loop
     return [folder.folder for folder in report.folders for s in folder.sessions
             if s.scan is not None and str(s.journal) in paths and str(s.journal) not in refused
-            and not s.is_symlink and s.scan.blocked and salvage_would_help(s.scan)]
+            and not s.is_symlink and not s.in_use and s.scan.blocked and salvage_would_help(s.scan)]
 
 
 def _quarantine(folders: list) -> str:
@@ -99,7 +120,8 @@ def _relinkable(report: CheckReport, open_: list[Finding]) -> int:
     paths = {f.path for f in open_ if f.code in ("dangling-parent", "broken-chain")}
     refused = {f.path for f in open_ if f.code == "relink-refused"}
     return sum(1 for folder in report.folders for s in folder.sessions
-               if s.scan is not None and str(s.journal) in paths - refused and not s.is_symlink and relink_would_help(s.scan))
+               if s.scan is not None and str(s.journal) in paths - refused and not s.is_symlink and not s.in_use
+               and relink_would_help(s.scan))
 
 
 def _need_a_person(report: CheckReport, open_: list[Finding]) -> dict[str, set[str]]:
@@ -117,7 +139,8 @@ def _need_a_person(report: CheckReport, open_: list[Finding]) -> dict[str, set[s
     return people
 
 
-def _operational_steps(open_: list[Finding]) -> list[str]:
+def _operational_steps(open_: list[Finding], running: set[str] = frozenset()) -> list[str]:
+    """``running``: journals read but left alone, for their tool runs in their project."""
     steps = []
     foreign = sum(1 for f in open_ if f.code == "unknown-format")
     if foreign:
@@ -125,7 +148,15 @@ def _operational_steps(open_: list[Finding]) -> list[str]:
     future = sum(1 for f in open_ if f.code == "future-version")
     if future:
         steps.append(f"{future} journal(s) were written by a newer levelsess: upgrade levelsess; this one leaves them untouched")
-    skipped = sum(1 for f in open_ if f.code in SKIPPED)
+    changed = sum(1 for f in open_ if f.code == "changed-during-repair")
+    if changed:
+        steps.append(f"{changed} journal(s) were left as they were because another process wrote to them or kept them "
+                     "open during the repair (nothing was lost); quit the tool writing them (see each finding), then rerun")
+    skipped = sum(1 for f in open_ if f.code in SKIPPED and f.code != "changed-during-repair" and f.path not in running)
+    busy = sum(1 for f in open_ if f.code == "in-use" and f.path in running)
+    if busy:
+        steps.append(f"{busy} session(s) are left to their tool: Claude Code or Codex CLI runs in their project and may "
+                     "append at any moment, so no repair touches them (each finding names the process); quit it, then rerun")
     if skipped:
         steps.append(f"{skipped} session(s) were not checked: a writer holds them (locked: alive, or on a host or in a "
                      "state levelsess cannot check); close the editor that owns them and rerun, or add --force if you "

@@ -36,6 +36,11 @@ class SessionCheck:
     def is_symlink(self) -> bool:
         return self.journal.is_symlink()
 
+    @property
+    def in_use(self) -> bool:
+        """Read, but a live writer may append to it: no repair touches it."""
+        return any(f.code == "in-use" for f in self.findings)
+
 
 @dataclass(frozen=True)
 class FolderCheck:
@@ -184,14 +189,21 @@ def _lock_names(folder: str) -> tuple[set[str], set[str]] | None:
 
 
 def _writer_findings(layout, journal: Path, force: bool) -> tuple[list[Finding], bool]:
-    """A journal a live process is writing (no lock file to read): skipped like ``locked``."""
-    who = layout.writer(journal)
-    if who is None:
-        return [], False
+    """A journal a live process is writing (no lock file to read): skipped like ``locked``.  One its
+    tool may append to at any moment (running in its project) is read, for a check only reads, but
+    ``in-use`` keeps every repair away from it (:func:`toolkit.fsck.repair.plan_repair`)."""
     if force:  # as for a lock: --force checks and repairs it, and the run is judged on what it found
         return [], False
+    who = layout.holder(journal)
+    if who is not None:
+        return [Finding("in-use", "warning", str(journal), None, None,
+                        f"skipped: {who} (close it, or use --force to check it anyway)")], True
+    who = layout.running(journal)
+    if who is None:
+        return [], False
     return [Finding("in-use", "warning", str(journal), None, None,
-                    f"skipped: {who} (close it, or use --force to check it anyway)")], True
+                    f"{who}, which may be writing it: no repair touches it; quit it, then rerun "
+                    "(or use --force if you are sure it is not writing this session)")], False
 
 
 def worker_count(requested: int, total_bytes: int, count: int) -> int:
@@ -349,10 +361,13 @@ def check_folders(
         else:
             by_folder[folder.path].append(SessionCheck(journal, result, info, (*lock_findings, *result.findings)))
     checks = []
+    symlinked: tuple[Finding, ...] = ()
+    links: dict = {}  # each symlinked folder reported once, with the first folder it concerns
     for folder in folders:
         sessions = tuple(by_folder[folder.path])
         partial = FolderCheck(folder, sessions, (), *folder_leftovers(folder))
         cache = _judged_cache(partial, memo) if partial.cache_checked else ()
+        symlinked += _symlinked_findings(folder, links)  # the report's, not the cache's: they ask for no rebuild
         extra = cache + tuple(_leftover_findings(partial))
         if folder.problem is not None:
             extra = (Finding("unreadable", "error", str(folder.path), None, None, folder.problem),) + extra
@@ -360,13 +375,28 @@ def check_folders(
             sessions = tuple(replace(s, findings=_escalate(s.findings)) for s in sessions)
             extra = _escalate(extra)
         checks.append(FolderCheck(folder, sessions, extra, partial.orphan_locks, partial.leftover_temps))
+    if strict:
+        symlinked = _escalate(symlinked)
     if memo is None:
-        return CheckReport(tuple(checks), strict)
+        return CheckReport(tuple(checks), strict, symlinked)
     for folder in folders:
         if folder.whole and folder.problem is None:
             memo.forget_missing(folder.path, folder.journals)
     memo.save()
-    return CheckReport(tuple(checks), strict, from_cache=memo.hits, cache_error=memo.error, resumed=memo.resumed)
+    return CheckReport(tuple(checks), strict, symlinked, from_cache=memo.hits, cache_error=memo.error, resumed=memo.resumed)
+
+
+def _symlinked_findings(folder: Folder, seen: dict) -> tuple[Finding, ...]:
+    """A symlinked folder a repair of ``folder`` would have to write through (its own, or one of
+    ``.levelsess``): reported once, as a warning; ``seen`` holds those reported and the memo."""
+    memo = seen.setdefault(None, {})
+    found = []
+    for error in folder.symlinked(memo):
+        if error.link not in seen:
+            seen[error.link] = True
+            found.append(Finding("symlinked-folder", "warning", error.link, None, None,
+                                 f"a symlink to {error.target}: checked, but never written through; {error.hint}"))
+    return tuple(found)
 
 
 def _judged_cache(partial: FolderCheck, memo) -> tuple[Finding, ...]:

@@ -65,6 +65,7 @@ from ..findings import Finding
 from ..journal import JournalScan, TailState
 from ..layouts import get as get_layout
 from ..lines import read_regular
+from ..verified import remove_dead_temps
 
 FORMAT = 1
 SUBDIR = "fsck-incremental"
@@ -398,6 +399,8 @@ class IncrementalCache:
         try:
             durable.ensure_dir(self.root)
             for where in sorted(self.dirty):
+                for target in (_sidecar(where), where):  # what a run killed mid-write left
+                    remove_dead_temps(target)
                 if where in self.states:  # written first: an entry never points at a state not yet saved
                     states = {k: v for k, v in self.states[where].items() if k in self.files[where]}
                     durable.atomic_write(_sidecar(where), orjson.dumps({"format": FORMAT, "levelsess": __version__,

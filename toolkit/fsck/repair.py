@@ -7,20 +7,22 @@ A journal with any uncorrectable finding is never touched (not even its tail).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import durable, locks, verified
-from ..errors import (RELINKABLE, SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, LevelsessError,
-                      LockBusyError, OperationalError, RelinkRefusedError, SalvageRefusedError)
+from ..errors import (RELINKABLE, SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, FileInUseError,
+                      LevelsessError, LockBusyError, OperationalError, RelinkRefusedError, SalvageRefusedError,
+                      SymlinkedFolderError)
 from ..findings import Finding
 from ..index import load_cache
-from ..journal import JournalScan, TailState, scan_journal
+from ..journal import JournalScan, TailState, judge_tail, scan_journal
 from ..locks import LockState, inspect_lock
 from ..stores import Folder
 from .check import CheckReport, FolderCheck, exit_code_for, folder_leftovers
-from .salvage import salvage_journal
+from .salvage import MAY_BE_A_RECORD, salvage_journal
 
 #: Record-level problems salvage carries over unchanged (they are reported again, not fixed);
 #: anything else uncorrectable (a future version) means salvage keeps its hands off.
@@ -91,7 +93,11 @@ class RepairPlan:
                 interrupted = True
                 break
             try:
-                fixed, where = _apply(action, touched, self.force)
+                with durable.confined(action.folder.confinement):  # the plan looked; this holds at the write
+                    fixed, where = _apply(action, touched, self.force)
+            except SymlinkedFolderError as exc:
+                notes.append(symlink_refusal(action, exc))
+                continue
             except RelinkRefusedError as exc:
                 notes.append(Finding("relink-refused", "error", str(action.path), None, None, exc.detail))
                 continue
@@ -101,18 +107,22 @@ class RepairPlan:
             except LockBusyError as exc:
                 notes.append(Finding("locked", "warning", str(action.path), None, None, f"not repaired: {exc.detail}"))
                 continue
+            except FileInUseError as exc:
+                notes.append(Finding("in-use", "warning", str(action.path), None, None, f"not repaired: {exc.detail}"))
+                continue
             except FileChangedError as exc:
                 notes.append(Finding("changed-during-repair", "warning", str(action.path), None, None, str(exc)))
                 continue
-            except DurabilityError as exc:  # fatal: stop, keep every backup, report no success
-                fatal = str(exc)
-                notes.append(Finding("repair-failed", "error", str(action.path), None, None, f"repair stopped: {exc}"))
-                break
             except LevelsessError as exc:
+                if exc.stops_run:  # a failed fsync, a full disk: stop, keep every backup, report no success
+                    fatal = str(exc)
+                    notes.append(Finding("repair-failed", "error", str(action.path), None, None, f"repair stopped: {exc}"))
+                    break
                 notes.append(Finding("repair-failed", "error", str(action.path), None, None, f"not repaired: {exc}"))
                 continue
             repaired.update(fixed)
             if where is not None:
+                where = Path(os.path.realpath(where))  # where the bytes are, whatever links lie above the store
                 saved.update({key: str(where) for key in fixed})
             done.append(replace(action, saved_to=where))
             if progress:
@@ -129,30 +139,63 @@ def plan_repair(report: CheckReport, *, salvage: bool = False, relink: bool = Fa
     refusals: list[Finding] = []
     for check in report.folders:
         folder = check.folder
-        journal_actions = []
+        journal_actions, folder_actions = [], []
         for session in check.sessions:
-            if session.skipped or session.scan is None:
+            if session.skipped or session.scan is None or session.in_use:
                 continue
             if salvage and (why := salvage_refusal(session.journal, session.scan)) and not (relink and relink_would_help(session.scan)):
                 refusals.append(Finding("salvage-refused", "error", str(session.journal), None, None, why))
             if relink and (why := relink_refusal(session.journal, session.scan, salvage)):
                 refusals.append(Finding("relink-refused", "error", str(session.journal), None, None, why))
             if session.lock is not None and session.lock.state is LockState.STALE:
-                actions.append(Action("remove-lock", session.lock.path, session.lock.reason, ("stale-lock",), folder))
+                folder_actions.append(Action("remove-lock", session.lock.path, session.lock.reason, ("stale-lock",), folder))
             journal_actions.extend(_journal_actions(session.journal, session.scan, folder, salvage, relink))
         for info in check.orphan_locks:
             if info.state is LockState.STALE:
-                actions.append(Action("remove-lock", info.path, info.reason, ("stale-lock",), folder))
+                folder_actions.append(Action("remove-lock", info.path, info.reason, ("stale-lock",), folder))
         for temp in check.leftover_temps:
-            actions.append(Action("remove-temp", temp, "temporary file of an interrupted write", ("leftover-temp",), folder))
-        actions.extend(journal_actions)
+            folder_actions.append(Action("remove-temp", temp, "temporary file of an interrupted write", ("leftover-temp",), folder))
+        folder_actions.extend(journal_actions)
         unreadable = any(f.code == "unreadable" for f in check.cache_findings)  # never replaced
         if not unreadable and _cache_rebuildable(check, journal_actions) and (check.cache_findings or journal_actions):
             codes = tuple(f.code for f in check.cache_findings)
             scans = tuple(s.scan for s in check.sessions if s.scan is not None)
-            actions.append(Action("rebuild-cache", folder.cache, "; ".join(f.message for f in check.cache_findings)
-                                  or "journals changed", codes, folder, scans=scans))
+            folder_actions.append(Action("rebuild-cache", folder.cache, "; ".join(f.message for f in check.cache_findings)
+                                         or "journals changed", codes, folder, scans=scans))
+        for action in folder_actions:
+            error = _symlinked(action)
+            if error is None:
+                actions.append(action)
+            else:
+                refusals.append(symlink_refusal(action, error))
     return RepairPlan(report, tuple(actions), force, tuple(refusals))
+
+
+def _symlinked(action: Action) -> SymlinkedFolderError | None:
+    assert action.folder is not None
+    return write_refusal(action.folder, action.kind, action.path)
+
+
+def write_refusal(folder: Folder, kind: str, path: Path) -> SymlinkedFolderError | None:
+    """Why a ``kind`` step on ``path`` would write through a symlinked folder (the file's own, or
+    the one it saves bytes in), or None."""
+    places = [path.parent]
+    if kind == "trim-tail":
+        places.append(recovery_dir(folder, RECOVERED))
+    elif kind in ("salvage", "relink"):
+        places.append(folder.state_dir / QUARANTINE)
+    elif kind == "rebuild-cache" and not folder.layout.cache_is_derived:
+        places.append(recovery_dir(folder, REPLACED))
+    confinement = folder.confinement
+    return next((e for e in map(confinement.refusal, places) if e is not None), None)
+
+
+def symlink_refusal(action: Action, error: SymlinkedFolderError) -> Finding:
+    """The finding for a repair step refused because a folder on its way is a symlink."""
+    where = action.path if os.path.lexists(action.path) else action.folder.path  # a missing cache: its folder
+    return Finding("symlinked-folder", "error", str(where), None, None,
+                   f"not repaired ({action.kind}): {error.detail}, and levelsess never writes through a symlinked folder; "
+                   f"{error.hint}")
 
 
 def _cache_rebuildable(check: FolderCheck, journal_actions: list[Action]) -> bool:
@@ -242,6 +285,10 @@ def salvage_refusal(journal: Path, scan: JournalScan) -> str | None:
     blocking = scan.codes & UNCORRECTABLE
     if scan.records == 0:
         return f"it holds no whole record of {scan.layout.value}: a rewrite would empty it"
+    unsure = sorted(blocking & MAY_BE_A_RECORD.keys())
+    if unsure:
+        return (f"it holds {'; and '.join(MAY_BE_A_RECORD[code] + f' ({code})' for code in unsure)}: that may be a whole "
+                "record, and salvage never removes one, so the journal is left exactly as it is; it needs a person")
     beyond = sorted(blocking - SALVAGEABLE - SALVAGE_KEEPS)
     if beyond:
         return f"salvage does not touch a journal with {', '.join(beyond)}; it is left exactly as it is"
@@ -273,11 +320,10 @@ def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> tuple
     saved = None
     with folder.layout.holding(action.path, force=force):
         if action.kind == "terminate-tail":
-            durable.append_newline(action.path, scan.size)
+            durable.append_newline(action.path, scan.size, _still(action.path, folder, TailState.UNTERMINATED))
         elif action.kind == "trim-tail":
-            where = recovery_dir(folder, RECOVERED)
-            durable.ensure_dir(where)
-            saved = durable.truncate_saving(action.path, scan.body_end, scan.size, where)
+            where = recovery_dir(folder, RECOVERED)  # made by the save, and removed again if the save fails
+            saved = durable.truncate_saving(action.path, scan.body_end, scan.size, where, _still(action.path, folder, TailState.TORN))
         elif action.kind == "salvage":
             saved = salvage_journal(scan, folder.state_dir / QUARANTINE, folder.path.name)
         elif action.kind == "relink":
@@ -289,9 +335,16 @@ def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> tuple
                                              "so its chain was not relinked either; it is left as it is")
                 raise RelinkRefusedError(relink_refusal(action.path, scan, False) or f"{action.path}: nothing to relink")
             saved = folder.layout.relink_journal(scan, folder.state_dir / QUARANTINE, folder.path.name)
-        _verify_tail(action.path)
+        if action.kind in ("terminate-tail", "trim-tail"):
+            _verify_tail(action.path)
     touched.setdefault(folder.path, set()).add(action.path)
     return {(code, str(action.path)) for code in action.fixes}, saved
+
+
+def _still(journal: Path, folder: Folder, state: TailState):
+    """Judge a journal's final bytes as they are at the instant of the write (the file held still):
+    the repair goes ahead only if they are still what the check planned for (``state``)."""
+    return lambda data, offset: judge_tail(journal, folder.layout, data, offset) is state
 
 
 def _remove_stale_lock(path: Path) -> set[tuple[str, str]]:

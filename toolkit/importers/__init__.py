@@ -8,6 +8,7 @@ source folders on this machine), ``scan(source, options, report)`` (converted se
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,11 +16,11 @@ from pathlib import Path
 from types import ModuleType
 
 from .. import durable
-from ..errors import FileChangedError, UsageError
+from ..errors import FileChangedError, LevelsessError, OperationalError, UsageError
 from ..findings import Finding
 from ..fsck.check import exit_code_for
 from ..fsck.repair import remove_dead_temps
-from .output import Outcome, write_session
+from .output import Outcome, Session, journal_path, not_written, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
              "claude": "toolkit.importers.claude", "codex": "toolkit.importers.codex"}
@@ -60,7 +61,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
         for source in sources:
             for session in importer.scan(source, options, report.findings.append):
                 try:
-                    outcome, found = write_session(store, session, dry_run=dry_run, no_raw=no_raw)
+                    outcome, found = _write_one(store, session, dry_run, no_raw)
                 except FileChangedError as exc:  # a source rewritten between its two passes: nothing was written
                     report.findings.append(Finding("source-unreadable", "error", str(session.source.get("path")), None, None, str(exc)))
                     continue
@@ -72,10 +73,33 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                     landed.add(outcome.path.parent)
                 if progress:
                     progress(outcome)
-    finally:  # even when a source or Ctrl-C stops the run: what was written is made durable and indexed
+    except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
         if landed and not dry_run:
-            _settle(sorted(touched), sorted(landed), report)
+            with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
+                _settle(sorted(touched), sorted(landed), report)
+        raise
+    if landed and not dry_run:
+        _settle(sorted(touched), sorted(landed), report)
     return report
+
+
+def _write_one(store: Path, session: Session, dry_run: bool, no_raw: bool) -> tuple[Outcome, list[Finding]]:
+    """Write one session; a limit of the machine or a permission that this session alone meets
+    (a name too long, a file too large, a folder it cannot write) is a finding on it, and the
+    sessions after it still import.  What would fail every session (a full disk, a read-only file
+    system, a failed fsync) stops the run: the error says what to do."""
+    path = journal_path(store, session)
+    try:
+        return write_session(store, session, dry_run=dry_run, no_raw=no_raw)
+    except OSError as exc:  # met outside durable (a stat of a path the system will not take)
+        error = durable.typed_error("write", path, exc)
+        if error.stops_run:
+            raise error from exc
+    except OperationalError as exc:
+        if exc.stops_run or isinstance(exc, FileChangedError):
+            raise
+        error = exc
+    return not_written(store, session, error)
 
 
 def _settle(touched: list[Path], landed: list[Path], report: ImportReport) -> None:

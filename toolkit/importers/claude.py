@@ -57,7 +57,7 @@ from ..findings import Finding
 from ..layouts.claude_code import CHAIN, CLAUDE_CODE, SUBAGENTS, _INJECTED, _subagents, default_roots, is_subagent, prompt_text
 from ..index import utc_iso
 from ..lines import loads, open_regular
-from .output import ALIAS, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, safe_id
+from .output import ALIAS, AT, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, SourceState, safe_id
 from .sourcelines import SourceLine, SourceReader
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, is_foreign
@@ -275,6 +275,7 @@ class _Transcript:
         self.on = bytearray(self.count)  # on its conversation's shown chain (each record is in one conversation)
         self.memo = bytearray(self.count)  # _Plan._rooted's answers: 1 yes, 2 no, 3 being walked
         self._handle = None
+        self._offset_index = False
 
     def _number_repeats(self) -> None:
         """A key seen before in the file gets ``#<occurrence>`` (a copied line, a repeated title)."""
@@ -332,6 +333,33 @@ class _Transcript:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+
+    def state(self, grp: int) -> SourceState:
+        """The file as read, for ``restore``, with the lines of conversation ``grp`` (one session's),
+        listed and read from the database, not held."""
+        if not self._offset_index:  # made before any pass: not while one reads the table
+            self.db.conn.execute(f"CREATE INDEX {self.table}_offset ON {self.table} (offset, grp, n)")
+            self._offset_index = True
+        return SourceState(str(self.path), self.reader.covered, self.reader.sha256, _Lines(self, grp), self._read_line(grp))
+
+    def _read_line(self, grp: int) -> Callable[[int, int], bytes]:
+        def read(offset: int, _length: int) -> bytes:
+            n = self.db.one(f"SELECT MAX(n) FROM {self.table} WHERE offset = ? AND grp = ?", (offset, grp))
+            try:
+                return self.value(self.item(n))[1]
+            finally:
+                self.close()
+        return read
+
+
+class _Lines:
+    """``(offset, size)`` of each record of one conversation of a transcript, in file order, on each pass."""
+
+    def __init__(self, transcript: _Transcript, grp: int) -> None:
+        self.t, self.grp = transcript, grp
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        yield from self.t.db.conn.execute(f"SELECT offset, size FROM {self.t.table} WHERE grp = ? ORDER BY n", (self.grp,))
 
 
 # -- the conversation ---------------------------------------------------------------------------
@@ -665,8 +693,10 @@ class _Records:
         if len(unit) > 1:
             record["parts"] = len(unit)
             record[PART_KEYS] = [it.key for it in unit[1:]]
+            record[AT] = [it.offset for it in unit]
             record["raw"] = Raw(b"[" + b",".join(data for _, data in pairs) + b"]")
         else:
+            record[AT] = head.offset
             record["raw"] = Raw(pairs[0][1])
         if partial:
             record["partial"] = True  # a response still being written: superseded once it is whole
@@ -694,6 +724,7 @@ class _Records:
             else:
                 record = _event(value, t)
             record["sourceKey"] = item.key
+        record[AT] = item.offset
         record["raw"] = Raw(data)
         return record
 
@@ -764,7 +795,8 @@ def _agent_meta(path: Path) -> dict:
 
 def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, project: str | None, options: Options, *,
            whole_sidechain: bool, extra_source: dict, links: list[tuple[_Item | None, dict]] = (),
-           title: str | None = None, skipped: dict[str, int] | None = None, lines: int | None = None) -> Session:
+           title: str | None = None, skipped: dict[str, int] | None = None, lines: int | None = None,
+           too_large: list | None = None) -> Session:
     plan = _Plan(transcript, grp, whole_sidechain=whole_sidechain)
     rank, line_title = _title_rank(transcript, plan)
     title = line_title or title or _first_prompt(transcript, plan)
@@ -776,11 +808,13 @@ def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, projec
     session = Session(sid, options.project or (apply_map(project, options.mapping) if project else None), created, title,
                       source, None, status=status, orphan=orphan)
     session.records = _Records(transcript, plan, title_rank=rank, links=list(links), created=created)
+    session.state = transcript.state(grp)
     session.merged = plan.merged
     session.source_lines = lines
     session.source_items = plan.size + sum((skipped or {}).values())
     for reason, count in (skipped or {}).items():
         session.skip(reason, count)
+    session.too_large = list(too_large or ())
     return session
 
 
@@ -892,7 +926,8 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
         if moved:
             skipped["in-sidechain-session"] = moved
         yield _build(transcript, 0, parent_id, parent_sid, project, options, whole_sidechain=False,
-                     extra_source={}, links=links, skipped=skipped, lines=transcript.reader.lines)
+                     extra_source={}, links=links, skipped=skipped, lines=transcript.reader.lines,
+                     too_large=transcript.reader.too_large)
         for root, grp in groups.items():
             yield _build(transcript, grp, safe_id("claude", f"{parent_sid}-side-{root}"), f"{parent_sid}/sidechain/{root}",
                          project, options, whole_sidechain=True, extra_source={"parent": parent_id, "sidechainRoot": root},
@@ -903,7 +938,7 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
             extra["parentMissing"] = True  # the session's transcript is gone (deleted at the source before it was imported)
         yield _build(sub, 0, safe_id("claude", f"{parent_sid}-agent-{agent_id}"), f"{parent_sid}/{SUBAGENTS}/{agent.stem}",
                      project, options, whole_sidechain=True, extra_source=extra, title=extra.get("description"),
-                     skipped=dict(sub.reader.skipped), lines=sub.reader.lines)
+                     skipped=dict(sub.reader.skipped), lines=sub.reader.lines, too_large=sub.reader.too_large)
 
 
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
@@ -925,7 +960,7 @@ def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> I
                                f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
                 continue
             for session in sessions:
-                if not len(session.records):
+                if not len(session.records) and not session.too_large:  # a record too large to parse is kept all the same
                     report(Finding("source-skipped", "warning", session.source["path"], None, None,
                                    "holds no whole record (yet): no journal made; an import after it has one picks it up"))
                     continue

@@ -51,7 +51,7 @@ from ..identify import describe, sniff
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
 from ..layouts.codex_seen import MIRROR_WINDOW, Decision, Replay, Sketch, decide_stream, sketch, summary_texts, user_item_text
 from ..lines import loads, open_regular
-from .output import Options, Raw, Session, json_object, safe_id
+from .output import AT, Options, Raw, Session, SourceState, json_object, safe_id
 from .sourcelines import SourceLine, SourceReader
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, is_foreign
@@ -281,6 +281,10 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
     rollout = _Rollout(path, report)
     if rollout.first is None:
         report(Finding("source-skipped", "warning", where, None, None, "holds no whole rollout record; nothing to import"))
+        for item in rollout.reader.too_large:  # no session to keep it under: said, never silent
+            report(Finding("record-too-large", "error", where, item.line, item.offset, f"a line of {item.length:,} bytes is "
+                           "too large for levelsess to parse here, and no session could be made of this rollout to keep "
+                           "it with: not imported (the source file still holds it)"))
         return None
     if sniff(rollout.first.value) != "codex":
         report(Finding("unknown-format", "error", where, rollout.first.line, rollout.first.offset,
@@ -300,6 +304,8 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
     created = text.get("timestamp") or rollout.first_time
     session = Session(safe_id("codex", sid), options.project or _mapped(text.get("cwd"), options), created, None, source,
                       Raw(rollout.meta.data) if rollout.meta is not None else None, status=status, orphan=orphan)
+    session.raw_at = rollout.meta.offset if rollout.meta is not None else None
+    session.state = SourceState(where, rollout.reader.covered, rollout.reader.sha256, _Lines(rollout), rollout.read_line)
     _convert(session, rollout)
     session.title = (names or {}).get(sid) or _first_prompt(rollout)
     return session
@@ -365,6 +371,7 @@ class _Rollout:
         self._write(rows, calls, exits)
         self.count, self.replay = replay.count, replay.range
         self._number_repeats()
+        self.db.execute("CREATE INDEX line_offset ON line (offset, n)")  # restore's lines no record carries, read by offset
         self.codes = self.groups = b""
         self._handle = None
 
@@ -424,6 +431,12 @@ class _Rollout:
                                    "longer the one it was; import again")
         return loads(data), data
 
+    def read_line(self, offset: int, _length: int) -> bytes:
+        """The bytes of the (last) record at ``offset``, re-read; the handle is closed after a pass of :class:`_Lines`."""
+        n, size, digest = self.db.execute("SELECT n, size, hash FROM line WHERE offset = ? ORDER BY n DESC LIMIT 1",
+                                          (offset,)).fetchone()
+        return self.value(n, offset, size, digest)[1]
+
     def records(self, created: str | None) -> Iterator[dict]:
         """The journal's records, converted from the re-read lines."""
         t, model = created or "", None
@@ -445,6 +458,7 @@ class _Rollout:
                 if inherited:
                     record["inherited"] = True
                 record["sourceKey"] = keys[group]
+                record[AT] = offset
                 record["raw"] = Raw(data)
                 yield record
         finally:
@@ -454,6 +468,19 @@ class _Rollout:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+
+
+class _Lines:
+    """``(offset, size)`` of each whole record of a rollout, in file order, on each pass."""
+
+    def __init__(self, rollout: _Rollout) -> None:
+        self.rollout = rollout
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        try:
+            yield from self.rollout.db.execute("SELECT offset, size FROM line ORDER BY n")
+        finally:
+            self.rollout.close()
 
 
 class _Records:
@@ -488,6 +515,7 @@ def _convert(session: Session, rollout: _Rollout) -> None:
     session.source_items = reader.records + sum(reader.skipped.values())
     for reason, count in reader.skipped.items():
         session.skip(reason, count)
+    session.too_large = list(reader.too_large)  # counted above as record-too-large; the writer keeps their bytes
     for reason, (count, _numbers) in skipped.items():
         session.skip(reason, count)
     if skipped:

@@ -6,13 +6,21 @@ hold yet are appended, continuing ``seq``, in one write under the session lock; 
 title becomes a ``title`` record.  A second import with nothing new changes no byte.  A record imported while it was still
 ``partial`` (a reply being generated) is superseded, once the source has it complete, by a new
 record with the same ``sourceKey`` and ``"replaces": <old seq>`` (SOURCES.md §4.3).
+
+A line-based source (Claude Code, Codex CLI) can be given back byte for byte (``restore``): each
+record says where its ``raw`` line was in the source file (``at``: the byte offset; a list for a
+merged ``raw``), the lines no record carries are kept as ``source-line`` events, and each import
+that saw the source change ends with a ``source-state`` event (its path, the size and sha256 of
+what was read as whole lines).  ``--no-raw`` keeps none of that.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from collections.abc import Iterable, Iterator
@@ -22,12 +30,13 @@ from pathlib import Path
 import orjson
 
 from .. import durable, locks
-from ..errors import CorruptionError, DurabilityError, LevelsessError, LockBusyError, TornTailError
+from ..errors import (CorruptionError, DurabilityError, FileChangedError, LevelsessError, LockBusyError, SymlinkedFolderError,
+                      TornTailError)
 from ..findings import Finding
 from ..journal import iter_records
-from ..lines import loads
+from ..lines import CHUNK, cap_text, loads, open_regular
 from ..stores import slug
-from .spill import KnownKeys
+from .spill import KnownKeys, Offsets
 
 UNASSIGNED = "_unassigned"
 #: An extension is appended this many bytes at a time, so a large one is never held whole.
@@ -111,6 +120,28 @@ PART_KEYS = "partKeys"
 COVERS_PREVIOUS = "_coversPrevious"
 
 
+#: On a record carrying source lines under ``raw``: their byte offsets in the source file.
+AT = "at"
+#: The events that keep what ``restore`` needs and no record carries (never shown as conversation).
+SOURCE_LINE, SOURCE_STATE = "source-line", "source-state"
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """A line-based source as this import read it: its path, the size and sha256 of the bytes read as
+    whole lines, and the ``(offset, length)`` of each whole line the session stands for, with a way
+    to read one (``read(offset, length)``)."""
+
+    path: str
+    size: int
+    sha256: str | None
+    lines: Sequence[tuple[int, int]]
+    read: Callable[[int, int], bytes]
+
+    def mark(self) -> dict:
+        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+
+
 @dataclass
 class Options:
     """What every importer takes from the command line."""
@@ -140,6 +171,11 @@ class Session:
     skipped: dict[str, int] = field(default_factory=dict)
     source_lines: int | None = None  # non-empty lines read, for a line-based source (JSONL)
     merged: int = 0  # source items carried inside another item's record (one API message's parts)
+    # source lines too large to parse here (sourcelines.TooLarge), counted in ``skipped`` as
+    # record-too-large: the writer keeps their bytes beside the store (keep_too_large)
+    too_large: list = field(default_factory=list)
+    state: SourceState | None = None  # a line-based source: what restore needs to give it back
+    raw_at: int | None = None  # the offset of the source line under the meta's raw
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` source items of this session that became no record, for ``reason``."""
@@ -156,6 +192,8 @@ class Session:
         meta = {"kind": "meta", "v": 2, "id": self.id, "project": self.project, "createdAt": self.created_at,
                 "title": self.title, "source": source}
         if self.raw is not None and not no_raw:
+            if self.raw_at is not None:
+                meta[AT] = self.raw_at
             meta["raw"] = self.raw
         return meta
 
@@ -198,6 +236,28 @@ def journal_path(store: Path, session: Session) -> Path:
     return store / folder / f"{session.id}.jsonl"
 
 
+#: Bytes a journal's name leaves for the names levelsess derives from it: its lock's temp file
+#: ``.<id>.jsonl.lock.<pid>.tmp``, a saved tail ``<id>.jsonl.<UTC stamp>.tail``, salvage's
+#: ``.<id>.jsonl.rejected.map.json.<pid>.tmp``.
+_DERIVED_NAMES = 48
+_READABLE = 96  # characters of a hashed id's readable prefix
+
+
+def fit_id(session_id: str, limit: int) -> str:
+    """``session_id``, or a readable prefix of it plus a hash of the whole id when its journal
+    (``<id>.jsonl``) and the files named after it would pass a file system's ``limit`` bytes
+    per name.  Deterministic, so a re-import finds the same journal; the whole id is kept in the
+    journal's meta as ``source.id``."""
+    room = limit - len(".jsonl") - _DERIVED_NAMES
+    whole = session_id.encode("utf-8", "surrogatepass")
+    if len(whole) <= room:
+        return session_id
+    digest = hashlib.sha256(whole).hexdigest()[:32]
+    keep = max(0, min(_READABLE, room - len(digest) - 2))
+    prefix = whole[:keep].decode("utf-8", "ignore")
+    return f"{prefix}-h{digest}" if prefix else f"h{digest}"
+
+
 class _Stripped:
     """A session's records without ``raw`` (--no-raw), as re-iterable as the records themselves
     (a list, or a reader that converts them from the source on each pass)."""
@@ -222,58 +282,107 @@ class _Stripped:
 
 
 def write_session(store: Path, session: Session, *, dry_run: bool = False, no_raw: bool = False) -> tuple[Outcome, list[Finding]]:
+    """Create or extend the session's journal and keep the bytes of its source records too large
+    to parse here (:func:`keep_too_large`); return what happened and any finding."""
+    outcome, findings = _write_journal(store, session, dry_run=dry_run, no_raw=no_raw)
+    return outcome, findings + keep_too_large(store, session, dry_run=dry_run)
+
+
+def _write_journal(store: Path, session: Session, *, dry_run: bool, no_raw: bool) -> tuple[Outcome, list[Finding]]:
     """Create or extend the session's journal; return what happened and any finding.
 
     A new journal is linked into place whole, so it never replaces one that appeared
     meanwhile (that one is then extended instead).  An existing journal is extended under the
     session lock: which records it holds and its last ``seq`` are read inside the lock.  A symlinked journal
-    is never written through, and a live writer's session is left for the next import.
+    is never written through, nor a symlinked folder in the store, and a live writer's session is
+    left for the next import.  An id too long for a file name is shortened (:func:`fit_id`), unless an
+    earlier import's journal has it whole.
     """
+    whole = journal_path(store, session)
+    fitted = fit_id(session.id, durable.name_max(whole.parent))
+    if fitted != session.id and not os.path.lexists(whole):  # (an earlier import's journal keeps its name)
+        session.source, session.id = {**session.source, "id": session.id}, fitted  # the meta keeps the whole id
     path = journal_path(store, session)
     records = session.records if not no_raw else _Stripped(session.records)
     if path.is_symlink():
         return _outcome(session, path, 0, 0, "skipped"), [Finding("symlink", "warning", str(path), None, None,
                                                                    "not updated: a symlinked journal is never written through")]
-    planned = _plan(session, path, records)  # read-only: a re-import with nothing new touches nothing
+    confinement = durable.Confinement.of((store,), (store / ".levelsess",))
+    symlinked = confinement.refusal(path.parent)
+    if symlinked is not None:
+        return _symlinked(session, path, symlinked)
+    planned = _plan(session, path, records, no_raw)  # read-only: a re-import with nothing new touches nothing
     if dry_run or planned[0].status in ("unchanged", "skipped"):
         return planned
+    try:
+        with durable.confined(confinement):
+            return _write(store, session, path, records, planned, no_raw)
+    except SymlinkedFolderError as exc:  # .levelsess/recovered, or a folder that became a link since: nothing written
+        return _symlinked(session, path, exc)
+
+
+def _symlinked(session: Session, path: Path, error: SymlinkedFolderError) -> tuple[Outcome, list[Finding]]:
+    where = path if path.exists() else Path(error.link or path.parent)  # a finding names a path that exists
+    return _outcome(session, path, 0, 0, "skipped"), [Finding(
+        "symlinked-folder", "error", str(where), None, None,
+        f"not imported: {error.detail}, and levelsess never writes through a symlinked folder; {error.hint}")]
+
+
+def _write(store: Path, session: Session, path: Path, records, planned: tuple[Outcome, list[Finding]],
+           no_raw: bool) -> tuple[Outcome, list[Finding]]:
     if planned[0].status == "created":
-        durable.ensure_dir(path.parent)
-        try:  # linked into place, so it can never replace a journal that appeared meanwhile
-            return _create(session, path, records, no_raw), []
-        except FileExistsError:
-            pass  # it did appear: extend it under the lock like any existing journal
+        with durable.new_dirs(path.parent):  # a failed write leaves no empty project folder
+            try:  # linked into place, so it can never replace a journal that appeared meanwhile
+                return _create(session, path, records, no_raw), []
+            except FileExistsError:
+                pass  # it did appear: extend it under the lock like any existing journal
     try:
         with locks.holding(path):
-            return _extend(store, session, path, records)
+            return _extend(store, session, path, records, no_raw)
     except LockBusyError as exc:
         return _outcome(session, path, 0, 0, "skipped"), [Finding("locked", "warning", str(path), None, None,
                                                                   f"not updated: {exc}; import again when the editor is closed")]
 
 
-def _plan(session: Session, path: Path, records: list[dict]) -> tuple[Outcome, list[Finding]]:
+def _plan(session: Session, path: Path, records: list[dict], no_raw: bool) -> tuple[Outcome, list[Finding]]:
     """What a write would do, reading only (--dry-run)."""
     if not path.exists():
         return _outcome(session, path, len(records), len(records), "created"), []
     try:
-        known, _last_seq, title = _existing(path)
+        known, _last_seq, title, held = _existing(path)
     except TornTailError:  # an import killed mid-append: the write trims it and carries on
         return _outcome(session, path, 0, 0, "updated"), []
     except DurabilityError:
         raise  # no room for its keys: not the journal's fault
     except LevelsessError as exc:
         return _refused(session, path, exc)
-    new, extra = _additions(session, records, known, title)
+    try:
+        new, extra = _additions(session, records, known, title, held, no_raw)
+        had = len(known)
+    finally:
+        known.close()
+        held.carried.close()
     status = "updated" if new or extra else "unchanged"
-    return _outcome(session, path, len(known) + new, new, status), []
+    return _outcome(session, path, had + new, new, status), []
 
 
 def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> Outcome:
     count = 0
+    held = _Held()
+    when = session.created_at
     with durable.atomic_writer(path, sync_dir=False, exclusive=True) as out:  # run_import fsyncs each folder once
-        out.write(encode(session.meta(no_raw)) + b"\n")
+        meta = session.meta(no_raw)
+        _carries(meta, held.carried)
+        out.write(encode(meta) + b"\n")
         for count, record in enumerate(records, start=1):
+            _carries(record, held.carried)
+            when = record.get("t") or when
             out.write(encode(_numbered(record, count)) + b"\n")
+        try:
+            for seq, record in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
+                out.write(encode(_numbered(record, seq)) + b"\n")
+        finally:
+            held.carried.close()
     return _outcome(session, path, count, count, "created")
 
 
@@ -284,26 +393,34 @@ def _numbered(record: dict, seq: int) -> dict:
     return record
 
 
-def _extend(store: Path, session: Session, path: Path, records: list[dict]) -> tuple[Outcome, list[Finding]]:
+def _extend(store: Path, session: Session, path: Path, records: list[dict], no_raw: bool) -> tuple[Outcome, list[Finding]]:
     findings = []
     saved = _trim_torn_tail(store, path)
     if saved is not None:
+        saved = Path(os.path.realpath(saved))  # where the bytes are
         findings.append(Finding("torn-tail", "error", str(path), None, None,
-                                f"an interrupted append's incomplete record was saved to {saved} and trimmed", repaired=True))
+                                f"an interrupted append's incomplete record was saved to {saved} and trimmed", repaired=True,
+                                saved_to=str(saved)))
     try:
-        known, last_seq, title = _existing(path)
+        known, last_seq, title, held = _existing(path)
     except DurabilityError:
         raise  # no room for its keys: not the journal's fault
     except LevelsessError as exc:
         return _refused(session, path, exc)
-    extra = []
-    if session.title is not None and session.title != title:  # the title record goes first: a pass for its time
-        _count, extra = _additions(session, records, known, title)
-    new = (record for _seen, record in _looked_at(records, known) if record is not None)
-    written = _append(path, chain(extra, new), last_seq)
+    try:
+        extra = []
+        if session.title is not None and session.title != title:  # the title record goes first: a pass for its time
+            extra = _title(session, _when(session, _looked_at(records, known)), title)
+        after = _After(session.created_at)
+        new = (record for record in after.new(_looked_at(records, known), held.carried) if record is not None)
+        written = _append(path, chain(extra, new, after.source_records(session, held, no_raw)), last_seq)
+        had = len(known)
+    finally:
+        known.close()
+        held.carried.close()
     if not written:
-        return _outcome(session, path, len(known), 0, "unchanged"), findings
-    return _outcome(session, path, len(known) + written - len(extra), written - len(extra), "updated"), findings
+        return _outcome(session, path, had, 0, "unchanged"), findings
+    return _outcome(session, path, had + after.count, after.count, "updated"), findings
 
 
 def _append(path: Path, records: Iterable[dict], seq: int) -> int:
@@ -336,17 +453,94 @@ def _looked_at(records, known) -> Iterator[tuple[dict, dict | None]]:
             yield record, None
 
 
-def _additions(session: Session, records: list[dict], known: KnownKeys, title: object) -> tuple[int, list[dict]]:
-    """How many records a journal lacks (or whose partial copy they complete), and a title change."""
-    new = 0
+def _when(session: Session, looked_at: Iterable[tuple[dict, dict | None]]) -> str | None:
+    """The time of the last record looked at (a title change and the source events take it)."""
     when = session.created_at
-    for record, addition in _looked_at(records, known):
+    for record, _addition in looked_at:
         when = record.get("t") or when
-        new += addition is not None
-    extra = []
-    if session.title is not None and session.title != title:
-        extra.append({"kind": "title", "t": when, "title": session.title})
-    return new, extra
+    return when
+
+
+def _title(session: Session, when: str | None, title: object) -> list[dict]:
+    return [{"kind": "title", "t": when, "title": session.title}] if session.title is not None and session.title != title else []
+
+
+class _After:
+    """One streamed pass over the records looked at: counts the new ones, adds the source lines
+    they carry to a journal's, and keeps the last time; then what the journal lacks of its source."""
+
+    def __init__(self, when: str | None) -> None:
+        self.count, self.when = 0, when
+
+    def new(self, looked_at: Iterable[tuple[dict, dict | None]], carried: Offsets) -> Iterator[dict | None]:
+        for record, addition in looked_at:
+            self.when = record.get("t") or self.when
+            if addition is not None:
+                self.count += 1
+                _carries(addition, carried)
+            yield addition
+
+    def source_records(self, session: Session, held: _Held, no_raw: bool) -> Iterator[dict]:
+        """Evaluated lazily, after :meth:`new` is exhausted (chained after it)."""
+        yield from _source_records(session, held, self.when, no_raw)
+
+
+def _additions(session: Session, records, known: KnownKeys, title: object, held: _Held,
+               no_raw: bool) -> tuple[int, bool]:
+    """How many records a journal lacks (or whose partial copy they complete); and whether it
+    lacks anything else: a title change, source lines no record carries, the source's new state."""
+    after = _After(session.created_at)
+    for _addition in after.new(_looked_at(records, known), held.carried):
+        pass
+    state = session.state
+    extra = bool(_title(session, after.when, title)) or (
+        state is not None and not no_raw and (state.mark() != held.state
+                                              or any(offset not in held.carried for offset, _length in state.lines)))
+    return after.count, extra
+
+
+@dataclass
+class _Held:
+    """What a journal holds of its line-based source: the offsets of the lines it carries under
+    ``raw``, and the last ``source-state`` (its mark), if any."""
+
+    carried: Offsets = field(default_factory=Offsets)  # one per source line: on disk past a few thousand
+    state: dict | None = None
+
+
+def _carries(record: dict, into: Offsets) -> None:
+    """Add the source offsets of the lines ``record`` carries under ``raw``."""
+    if record.get("raw") is None:
+        return
+    at = record.get(AT)
+    if type(at) is int:
+        into.add(at)
+    elif isinstance(at, list):
+        into.update(a for a in at if type(a) is int)
+
+
+def _source_records(session: Session, held: _Held, when: str | None, no_raw: bool) -> Iterator[dict]:
+    """``source-line`` events for the session's source lines no record carries (a Codex mirror, a
+    line that joined a response already kept…), then a ``source-state`` event when the source is
+    not as the journal's last one says: what ``restore`` rebuilds the file from."""
+    state = session.state
+    if state is None or no_raw:
+        return
+    lines = 0  # yielded one at a time: a rollout's mirrors may be most of its lines
+    for offset, length in state.lines:
+        if offset not in held.carried:
+            lines += 1
+            yield {"kind": "event", "t": when or "", "type": SOURCE_LINE, AT: offset, "raw": Raw(state.read(offset, length))}
+    if lines or state.mark() != held.state:
+        yield {"kind": "event", "t": when or "", "type": SOURCE_STATE, **state.mark()}
+
+
+def not_written(store: Path, session: Session, exc: LevelsessError) -> tuple[Outcome, list[Finding]]:
+    """A session this import could not write (a limit of the machine, a permission): counted as
+    skipped, with a ``write-failed`` finding whose message says what to do."""
+    path = journal_path(store, session)
+    return _outcome(session, path, 0, 0, "skipped"), [Finding("write-failed", "error", str(path), None, None,
+                                                              f"not imported: {exc}")]
 
 
 def _refused(session: Session, path: Path, exc: LevelsessError) -> tuple[Outcome, list[Finding]]:
@@ -373,18 +567,28 @@ def _trim_torn_tail(store: Path, path: Path) -> Path | None:
     if cut < 0 and tail < size:
         return None  # a final line over 64 MiB: leave it to fsck
     keep = size - tail + cut + 1
-    recovered = store / ".levelsess" / "recovered"
-    durable.ensure_dir(recovered)
-    return durable.truncate_saving(path, keep, size, recovered)
+    return durable.truncate_saving(path, keep, size, store / ".levelsess" / "recovered")  # the save makes the folder
 
 
-def _existing(path: Path) -> tuple[KnownKeys, int, object]:
+def _existing(path: Path) -> tuple[KnownKeys, int, object, _Held]:
     """Source keys (each mapped to the seq of its record when that record is still
-    ``partial``, else None), the last seq and the current title; raises on damage."""
-    known = KnownKeys()  # a million records' keys do not stay in memory
+    ``partial``, else None), the last seq, the current title and what it holds of its
+    source; raises on damage."""
+    known, held = KnownKeys(), _Held()  # a million records' keys and offsets do not stay in memory
+    try:
+        last_seq, title = _read_journal(path, known, held)
+    except BaseException:
+        known.close()
+        held.carried.close()
+        raise
+    return known, last_seq, title, held
+
+
+def _read_journal(path: Path, known: KnownKeys, held: _Held) -> tuple[int, object]:
     last_seq, title = 0, None
     for _line, _offset, record in iter_records(path):
         kind = record.get("kind")
+        _carries(record, held.carried)
         if kind == "meta":
             title = record.get("title")
             continue
@@ -392,6 +596,8 @@ def _existing(path: Path) -> tuple[KnownKeys, int, object]:
             last_seq = record["seq"]
         if kind == "title":
             title = record.get("title")
+        elif kind == "event" and record.get("type") == SOURCE_STATE:
+            held.state = {k: record.get(k) for k in ("path", "size", "sha256")}
         if record.get("sourceKey") is not None:
             partial = record.get("partial") is True and isinstance(record.get("seq"), int)
             known[record["sourceKey"]] = record["seq"] if partial else None
@@ -404,4 +610,64 @@ def _existing(path: Path) -> tuple[KnownKeys, int, object]:
             handle.seek(size - 1)
             if handle.read(1) != b"\n":
                 raise TornTailError("the journal ends in an incomplete record", path=str(path), offset=size)
-    return known, last_seq, title
+    return last_seq, title
+
+
+# --- source records too large to parse here --------------------------------------------------
+
+TOO_LARGE = "too-large"
+
+
+def too_large_path(store: Path, session: Session, item) -> Path:
+    """Where the bytes of a source line too large to parse are kept: ``<store>/.levelsess/too-large/
+    <session id>/<source name>.line-<N>.<length>-bytes`` (the length in the name: a final line
+    still being written is kept again, beside the first copy, once it has grown)."""
+    return store / ".levelsess" / TOO_LARGE / session.id / f"{item.path.name}.line-{item.line}.{item.length}-bytes"
+
+
+def keep_too_large(store: Path, session: Session, *, dry_run: bool = False) -> list[Finding]:
+    """Copy each of the session's source lines too large to parse here, byte-exact and streamed,
+    beside the store; one ``record-too-large`` finding each, naming the source line and the copy.
+
+    Such a line became no record (it is counted under ``skipped``); this copy is what keeps it
+    when the source tool deletes its file.  Kept even with ``--no-raw``: the copy is the record
+    itself, not a duplicate of one.  A copy already there with the same length is not rewritten."""
+    findings = []
+    for item in session.too_large:
+        target = too_large_path(store, session, item)
+        what = (f"a record of {item.length:,} bytes is" if item.terminated else
+                f"the last {item.length:,} bytes, with no newline yet (a record perhaps still being written), are")
+        head = (f"{what} too large for levelsess to parse here (over {cap_text()}), so session {session.id} "
+                "does not hold it as a record; ")
+        try:
+            kept = "an import would keep its bytes, exactly, in" if dry_run else _copy_line(item, target)
+        except (OSError, LevelsessError) as exc:
+            message = f"{head}its bytes could not be kept ({getattr(exc, 'strerror', None) or exc}); import again"
+            findings.append(Finding("record-too-large", "error", str(item.path), item.line, item.offset, message))
+            continue
+        findings.append(Finding("record-too-large", "error", str(item.path), item.line, item.offset,
+                                f"{head}{kept} {target}; a person must look at it (nothing was cut)",
+                                saved_to=None if dry_run else str(target)))
+    return findings
+
+
+def _copy_line(item, target: Path) -> str:
+    """Stream ``item``'s bytes from its source into ``target`` (atomically, through durable)."""
+    try:
+        if target.stat().st_size == item.length:
+            return "its bytes were kept, exactly, earlier in"
+    except FileNotFoundError:
+        pass
+    durable.ensure_dir(target.parent)
+    with open_regular(item.path) as source, durable.atomic_writer(target) as out:
+        source.seek(item.offset)
+        left = item.length
+        while left:
+            block = source.read(min(CHUNK, left))
+            if not block:
+                raise FileChangedError(f"{item.path} shrank while its line {item.line} was being kept")
+            out.write(block)
+            left -= len(block)
+        if item.terminated and source.read(1) != b"\n":  # the line still ends where it was measured
+            raise FileChangedError(f"{item.path} changed while its line {item.line} was being kept")
+    return "its bytes are kept, exactly, in"

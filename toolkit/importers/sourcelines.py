@@ -10,17 +10,23 @@ is a finding:
   written, or one cut by a crash) — a later import picks it up once it is whole — and NUL
   runs (an interrupted append on a delayed-allocation file system: nothing was there to keep);
 - ``source-unreadable`` (error): bytes mid-file that hold no whole record, a JSON value that is
-  not a record of the format, a line over the size limit.  Those were lost at the source.
+  not a record of the format.  Those were lost at the source.
+
+A line longer than the reader holds (:data:`toolkit.lines.LINE_CAP`) may be a whole record too
+large to parse here: it is never dropped.  It is counted (reason ``record-too-large``) and listed
+in ``too_large`` with where its bytes are, and the writer keeps them, copied byte-exact and
+streamed, beside the store (:func:`toolkit.importers.output.keep_too_large`), with a finding.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..findings import Finding
-from ..lines import Batch, Overlong, iter_batches, loads, open_regular, split_line
+from ..lines import Batch, Overlong, Tail, iter_batches, loads, open_regular, split_line
 
 BOM = b"\xef\xbb\xbf"
 
@@ -36,11 +42,23 @@ class SourceLine:
     lifted: bool = False  # cut out of a damaged line (spliced records)
 
 
+@dataclass(frozen=True, slots=True)
+class TooLarge:
+    """A source line too large to parse here: where its bytes are, so an import can keep them."""
+
+    path: Path
+    line: int
+    offset: int
+    length: int
+    terminated: bool  # False: the bytes after the last newline (perhaps a record still being written)
+
+
 @dataclass
 class SourceReader:
     """Iterate the whole records of ``path``; afterwards ``lines``, ``records`` and ``skipped``
     say what was read: non-empty lines, whole records, and source items that became no record
-    (by reason: ``torn-tail``, ``nul-run``, ``cut-record``, ``not-a-record``, ``overlong``)."""
+    (by reason: ``torn-tail``, ``nul-run``, ``cut-record``, ``not-a-record``, ``record-too-large``);
+    ``too_large`` lists the lines counted under the last, whose bytes an import keeps."""
 
     path: Path
     is_record: Callable[[object], bool]
@@ -51,6 +69,12 @@ class SourceReader:
     size: int = 0
     end: int = 0  # just past the last byte read as whole lines (where a later import resumes)
     skipped: dict[str, int] = field(default_factory=dict)
+    too_large: list[TooLarge] = field(default_factory=list)
+    # the source as read, for `restore` to give it back byte for byte: the bytes from the start up to
+    # the end of the last whole line (an unterminated last line too, when it is one whole record),
+    # and their sha256 (None when a line was too large to hold, so the bytes could not be hashed)
+    covered: int = 0
+    sha256: str | None = None
 
     def _skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + count
@@ -59,6 +83,7 @@ class SourceReader:
         self.report(Finding(code, "error" if code == "source-unreadable" else "warning", str(self.path), line, offset, message))
 
     def __iter__(self) -> Iterator[SourceLine]:
+        digest: hashlib._Hash | None = hashlib.sha256()
         with open_regular(self.path) as handle:
             number = 0
             offset = 0
@@ -69,26 +94,44 @@ class SourceReader:
                         number += 1
                         start = offset
                         offset += len(line) + 1
+                        if digest is not None:
+                            digest.update(line)
+                            digest.update(b"\n")
                         if number == 1 and line.startswith(BOM):
                             line, start = line[3:], start + 3
                         yield from self._line(number, start, line, final=False)
-                    self.end = offset
+                    self.end = self.covered = offset
                 elif type(item) is Overlong:
+                    digest = None  # its bytes are never held: the source cannot be hashed
                     number += 1
-                    self.lines += 1
-                    self._skip("overlong")
-                    self._finding("source-unreadable", number, offset, f"a line of {item.length:,} bytes, over the "
-                                  "64 MiB levelsess holds in memory; not imported")
+                    self._overlong(item, number, offset)
                     offset += item.length + 1
                     self.end = offset
                 else:
-                    self.size = item.offset + (len(item.data) if item.data is not None else item.overlong.length)
-                    if item.data is None:
-                        self.lines += 1
-                        self._skip("overlong")
-                        self._finding("source-unreadable", number + 1, item.offset, "a last line over 64 MiB; not imported")
-                    elif item.data.strip(b" \t\r\n"):
-                        yield from self._line(number + 1, item.offset, item.data, final=True)
+                    yield from self._tail(item, number + 1, digest)
+        self.sha256 = digest.hexdigest() if digest is not None else None
+
+    def _tail(self, item: Tail, number: int, digest) -> Iterator[SourceLine]:
+        self.size = item.offset + (len(item.data) if item.data is not None else item.overlong.length)
+        if item.overlong is not None:
+            self._overlong(item.overlong, number, item.offset)
+        elif item.data.strip(b" \t\r\n"):
+            for src in self._line(number, item.offset, item.data, final=True):
+                if digest is not None and not src.lifted and src.data == item.data:  # a whole record, unterminated
+                    digest.update(item.data)
+                    self.covered = item.offset + len(item.data)
+                yield src
+
+    def _overlong(self, item: Overlong, number: int, offset: int) -> None:
+        """A line too long to hold: NUL bytes alone held nothing; anything else is kept by the writer."""
+        self.lines += 1
+        if item.all_nul:
+            self._skip("nul-run" if item.terminated else "torn-tail")
+            self._finding("source-torn", number, offset, f"{item.length:,} NUL bytes (an append interrupted by a crash); "
+                          "nothing there to import")
+            return
+        self._skip("record-too-large")
+        self.too_large.append(TooLarge(self.path, number, offset, item.length, item.terminated))
 
     def _line(self, number: int, offset: int, line: bytes, *, final: bool) -> Iterator[SourceLine]:
         body = line.strip(b" \t\r")

@@ -133,3 +133,51 @@ class KnownKeys:
             self._db.close()
             self._db = None
         self._dict, self._pending = {}, []
+
+
+class Offsets:
+    """A set of source byte offsets (the lines a journal carries), in a set while they are few,
+    in a temporary database past :data:`KNOWN_IN_MEMORY`: ``add``, ``update``, ``in``."""
+
+    def __init__(self) -> None:
+        self._set: set[int] | None = set()
+        self._db: sqlite3.Connection | None = None
+        self._pending: list[tuple[int]] = []
+
+    def add(self, offset: int) -> None:
+        with guarded("holding a journal's source offsets"):
+            if self._set is not None:
+                self._set.add(offset)
+                if len(self._set) > KNOWN_IN_MEMORY:
+                    self._db = temp_db()
+                    self._db.execute("CREATE TABLE offsets (offset INTEGER PRIMARY KEY)")
+                    self._db.executemany("INSERT INTO offsets VALUES (?)", ((o,) for o in self._set))
+                    self._set = None
+                return
+            self._pending.append((offset,))
+            if len(self._pending) >= 4096:
+                self._flush()
+
+    def update(self, offsets) -> None:
+        for offset in offsets:
+            self.add(offset)
+
+    def _flush(self) -> None:
+        if self._pending:
+            with guarded("holding a journal's source offsets"):
+                self._db.executemany("INSERT OR IGNORE INTO offsets VALUES (?)", self._pending)
+            self._pending.clear()
+
+    def __contains__(self, offset: object) -> bool:
+        if self._set is not None:
+            return offset in self._set
+        if type(offset) is not int:
+            return False
+        self._flush()
+        return self._db.execute("SELECT 1 FROM offsets WHERE offset = ?", (offset,)).fetchone() is not None
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._set, self._pending = set(), []

@@ -8,6 +8,7 @@ tail classifier, durable writes and the finding sink stay layout-free.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +51,67 @@ class Folder:
     @property
     def state_dir(self) -> Path:
         return self.layout.state_dir(self)
+
+    @property
+    def confinement(self):
+        """What a write for this folder stays below, never through a symlinked folder: the store
+        (or the tool's tree) and the folder levelsess keeps saved bytes in (:mod:`toolkit.durable`)."""
+        return _confinement(str(self.store), str(self.layout.own_root(self)))  # once per store (a check asks per folder)
+
+    def symlinked(self, memo: dict | None = None) -> list:
+        """The symlinked folders a write for this folder could go through, as the errors a write
+        would be refused with: its own folder (and a journal's, a subagent's), the state folder,
+        its entries and, one level below them, the folders saved bytes go to (``recovered/<folder>``).
+        Read-only: a few ``lstat``; ``memo`` keeps what a store's folders share (its state folder)."""
+        confinement = self.confinement
+        found = {}
+        for place in dict.fromkeys([str(self.path), *(os.path.dirname(j) for j in self.journals)]):
+            error = confinement.refusal(place)
+            if error is not None:
+                found.setdefault(error.link, error)
+        memo = {} if memo is None else memo
+        key = (self.layout.name, str(self.store))  # a state folder depends on the store alone
+        if key not in memo:
+            memo[key] = _state_links(confinement, str(self.state_dir))
+        shared, kinds = memo[key]
+        for error in shared:
+            found.setdefault(error.link, error)
+        for kind, links in kinds:  # real folders: only the one named after this folder is left to look at
+            if self.path.name in links:
+                error = confinement.refusal(os.path.join(kind, self.path.name))
+                found.setdefault(error.link, error)
+        return list(found.values())
+
+
+@functools.lru_cache(maxsize=64)
+def _confinement(store: str, own: str):
+    from ..durable import Confinement
+
+    return Confinement.of((store,), (own,))
+
+
+def _state_links(confinement, state: str) -> tuple[list, list[tuple[str, set[str]]]]:
+    """The errors for links on the way to ``state`` and among its entries, and each real subfolder
+    with the names of the links in it (``recovered/<folder>``): one listing each, for a whole store."""
+    error = confinement.refusal(state)
+    if error is not None:
+        return [error], []  # not listed: that would go through the link
+    links, kinds = [], []
+    for entry in _listing(state):
+        if entry.is_symlink() and not entry.is_file():  # a link to a folder, or to nothing yet
+            links.append(confinement.refusal(entry.path))
+        elif entry.is_dir():
+            kinds.append((entry.path, {e.name for e in _listing(entry.path) if e.is_symlink() and not e.is_file()}))
+    return [e for e in links if e is not None], kinds
+
+
+def _listing(folder: str) -> list[os.DirEntry]:
+    """A real folder's entries, or none (none yet, or unreadable: nothing written there can go through a link)."""
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError:
+        return []
 
 
 class Rules(Protocol):
@@ -129,6 +191,11 @@ class BaseLayout:
         """Where levelsess keeps what it saves for this folder (recovered bytes, quarantine)."""
         return folder.store / STATE_DIR
 
+    def own_root(self, folder: Folder) -> Path:
+        """The top of what levelsess keeps for this folder's store: the state folder itself
+        (a symlink there or below is refused, see :attr:`Folder.confinement`)."""
+        return self.state_dir(folder)
+
     def lock_path(self, journal: Path) -> Path | None:
         """The lock file its writers take, or None for a layout whose writers take none."""
         name = self.lock_name(journal.name)
@@ -140,6 +207,15 @@ class BaseLayout:
 
     def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
         """For a layout without lock files: who is writing ``journal`` now, or None."""
+        return self.holder(journal, fresh=fresh) or self.running(journal, fresh=fresh)
+
+    def holder(self, journal: Path, *, fresh: bool = False) -> str | None:
+        """Who is writing ``journal`` this instant (it holds it open to write), or None."""
+        return None
+
+    def running(self, journal: Path, *, fresh: bool = False) -> str | None:
+        """A running process of the tool that writes ``journal`` that may append to it at any moment
+        without holding it open (it works in the session's project, or names the session), or None."""
         return None
 
     def begin(self) -> None:
@@ -163,11 +239,14 @@ class BaseLayout:
 
 class ForeignLayout(BaseLayout):
     """Defaults of a layout whose tree belongs to another tool (Claude Code, Codex CLI): no lock
-    file, no cache, a live writer seen as an open descriptor (:mod:`toolkit.live`), and what
-    levelsess saves kept in its own data folder, ``<data dir>/levelsess/<data_name>/<tree>-<hash>``."""
+    file, no cache, a live writer seen as an open descriptor or as a running process of the tool
+    (:mod:`toolkit.live`), and what levelsess saves kept in its own data folder,
+    ``<data dir>/levelsess/<data_name>/<tree>-<hash>``."""
 
     cache_name = None
     data_name = ""  # the folder under levelsess's data folder
+    tool = ""       # toolkit.live's name of the tool that writes this tree ("claude-code", "codex")
+    tool_title = ""  # how a person calls it ("Claude Code")
 
     def tree_name(self, store: Path) -> str:
         """The readable part of a tree's folder name there (``~/.claude/projects`` -> ``claude``)."""
@@ -183,6 +262,12 @@ class ForeignLayout(BaseLayout):
         tag = hashlib.sha256(store.encode("utf-8", "surrogateescape")).hexdigest()[:8]
         return Path(platformdirs.user_data_dir("levelsess", appauthor=False)) / self.data_name / f"{self.tree_name(Path(store))}-{tag}"
 
+    def own_root(self, folder: Folder) -> Path:
+        """levelsess's data folder (it may be a symlink; the folders below it may not)."""
+        import platformdirs
+
+        return Path(platformdirs.user_data_dir("levelsess", appauthor=False))
+
     def lock_path(self, journal: Path) -> Path | None:
         return None
 
@@ -190,15 +275,46 @@ class ForeignLayout(BaseLayout):
         return None
 
     def begin(self) -> None:
-        from ..live import snapshot
+        from ..live import processes, snapshot
 
-        snapshot(fresh=True)  # who has what open, now: not a second ago
+        snapshot(fresh=True)  # who has what open, and which tools run, now: not a second ago
+        processes(fresh=True)
 
-    def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
-        """Who is writing ``journal`` now (a process holding it open for writing), or None."""
+    def holder(self, journal: Path, *, fresh: bool = False) -> str | None:
+        """A process holding ``journal`` open for writing, or None."""
         from ..live import writers_of
 
         return writers_of(journal, fresh=fresh)
+
+    def running(self, journal: Path, *, fresh: bool = False) -> str | None:
+        """"<Tool> is running in <cwd> (pid N)": a process of the tool whose command line names the
+        session, or whose working folder is the session's project, or None."""
+        from ..live import processes
+
+        procs = [p for p in processes(fresh) if p.tool == self.tool]
+        if not procs:
+            return None  # the usual case costs nothing more: no file of the session is read
+        session = self.session_of(journal)
+        found = next((p for p in procs if session and p.names(session)), None)
+        if found is None:
+            project = self.project_of(journal)
+            found = next((p for p in procs if project is not None and p.cwd and self.works_in(p, project)), None)
+        if found is None:
+            return None
+        where = f" in {found.cwd}" if found.cwd else ""
+        return f"{self.tool_title} is running{where} (pid {found.pid})"
+
+    def session_of(self, journal: Path) -> str | None:
+        """The session id the tool's command line names ``journal`` by, or None."""
+        return None
+
+    def project_of(self, journal: Path) -> str | None:
+        """What tells ``journal``'s project (:meth:`works_in` compares a process with it), or None."""
+        return None
+
+    def works_in(self, proc, project: str) -> bool:
+        """True when ``proc`` (a :class:`toolkit.live.ToolProcess` with a cwd) works in ``project``."""
+        return False
 
     @contextmanager
     def holding(self, journal: Path, *, force: bool = False) -> Iterator[None]:

@@ -4,7 +4,8 @@ records linked by ``parentUuid``, with subagents in ``<sessionId>/subagents/agen
 
 Claude Code's tree is not levelsess's: it has no cache, no lock file, and nothing levelsess
 saves (recovered bytes, quarantine) goes inside it; those live in levelsess's own data folder.
-A live writer shows as an open file descriptor (:mod:`toolkit.live`), not as a lock.
+A live writer shows as an open file descriptor or as a running Claude Code whose working folder
+is the session's project (:mod:`toolkit.live`), not as a lock.
 """
 
 from __future__ import annotations
@@ -335,6 +336,29 @@ class ClaudeRules:
                             f"{line} ({why}); the {main - reachable:,} before it are off the resumed path", line, offset)
 
 
+def project_slug(cwd: str) -> str:
+    """The folder Claude Code keeps the sessions started in ``cwd`` in (SOURCES-AGENTS §1.2): each
+    UTF-16 code unit that is not an ASCII letter or digit becomes ``-``; past 200 characters the
+    rest is a hash this cannot reproduce (:func:`same_project` compares the first 200)."""
+    out = []
+    for char in cwd:
+        if char.isascii() and char.isalnum():
+            out.append(char)
+        else:
+            out.append("--" if ord(char) > 0xFFFF else "-")  # a surrogate pair is two code units
+    return "".join(out)
+
+
+def same_project(slug: str, folder: str) -> bool:
+    """True when the project folder ``folder`` is the one Claude Code names ``slug`` (a long slug
+    by its first 200 characters and the ``-`` before the hash; a drive letter in any case)."""
+    if re.match(r"[A-Za-z]--", slug) and re.match(r"[A-Za-z]--", folder):
+        slug, folder = slug[0].lower() + slug[1:], folder[0].lower() + folder[1:]
+    if len(slug) > 200:
+        return len(folder) > 201 and folder[:201] == slug[:200] + "-"
+    return slug == folder
+
+
 def sniff_head(path: Path) -> str | None:
     """What the first record of ``path`` looks like (identify.sniff), reading at most 1 MiB; None
     for an empty, unreadable or unrecognised file."""
@@ -535,11 +559,13 @@ class ClaudeCode(ForeignLayout):
         return Folder(project, self, project.parent, (path,), whole=False)
 
     data_name = "claude-code"
+    tool = "claude-code"
+    tool_title = "Claude Code"
 
     def tree_name(self, store: Path) -> str:
         return store.parent.name.lstrip(".") or "root"  # ~/.claude/projects -> claude-<hash>
 
-    # -- live writers: no lock file, an open descriptor -------------------------------------
+    # -- live writers: no lock file; an open descriptor, a rewrite, a running Claude Code ----
 
     def begin(self) -> None:
         super().begin()
@@ -559,13 +585,26 @@ class ClaudeCode(ForeignLayout):
         prefix = f"{journal.name}.compact.tmp."
         return next((n for n in cache[folder] if n.startswith(prefix)), None)
 
-    def writer(self, journal: Path, *, fresh: bool = False) -> str | None:
-        """Who is writing ``journal`` now (a process holding it open for writing, or a compaction
-        rewrite in progress), or None."""
+    def holder(self, journal: Path, *, fresh: bool = False) -> str | None:
+        """Who is writing ``journal`` this instant (a process holding it open for writing, or a
+        compaction rewrite in progress), or None."""
         rewrite = self._rewriting(journal, fresh)
         if rewrite is not None:
             return f"Claude Code is rewriting it ({rewrite} exists)"
-        return super().writer(journal, fresh=fresh)
+        return super().holder(journal, fresh=fresh)
+
+    def session_of(self, journal: Path) -> str | None:
+        """A main transcript's stem; a subagent's session is the folder its ``subagents/`` is in."""
+        return journal.parent.parent.name if is_subagent(journal) else journal.stem
+
+    def project_of(self, journal: Path) -> str | None:
+        """The name of the journal's project folder."""
+        return (journal.parent.parent.parent if is_subagent(journal) else journal.parent).name
+
+    def works_in(self, proc, project: str) -> bool:
+        """Claude Code writes a session to ``projects/<slug of its working folder>/``: the process's
+        folder names ``project`` by the same rule (``/a/b_c`` and ``/a/b-c`` share a folder: both count)."""
+        return same_project(project_slug(proc.cwd), project)
 
     # -- listings and rendering -------------------------------------------------------------
 

@@ -8,11 +8,12 @@ go to quarantine (levelsess's own data folder).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RelinkRefusedError
+from ..errors import LevelsessError, RelinkRefusedError
 from .claude_code import CHAIN, CLAUDE_CODE
 
 @dataclass(frozen=True)
@@ -70,16 +71,16 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
     original.  Returns the quarantine folder."""
     from .. import durable
     from ..journal import TailState, scan_journal
-    from ..lines import open_regular
 
     path = scan.path
-    splices = plan_relinks(path)
+    end = scan.body_end if scan.tail is TailState.TORN else scan.size
+    splices = [s for s in plan_relinks(path) if s.offset + len(s.old) <= end]  # what was checked; the rest is carried over
     if not splices:
         raise RelinkRefusedError(f"{path}: no dangling parent to relink (a cycle, or a subagent transcript, needs a person)")
     stamp = quarantine_root / durable.utc_stamp()
     quarantine = stamp / label
-    durable.ensure_dir(quarantine)
-    end = scan.body_end if scan.tail is TailState.TORN else scan.size
+    created = durable.ensure_dir(quarantine)
+    jobs: list = []
 
     def verify(candidate: Path) -> None:
         after = scan_journal(candidate, CLAUDE_CODE)
@@ -89,7 +90,9 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
                                       "the journal was left as it was")
 
     try:
-        with open_regular(path) as source, durable.atomic_writer(path, before_replace=verify) as out:
+        with durable.rewriting(path, scan.size, keep_original=quarantine / path.name, before_replace=verify) as job:
+            jobs.append(job)
+            source, out = job.source, job.out
             position = 0
             for splice in splices:
                 out.write(source.read(splice.offset - position))
@@ -99,13 +102,15 @@ def relink_journal(scan, quarantine_root: Path, label: str) -> Path:
             out.write(source.read(end - position))
             if scan.tail is TailState.UNTERMINATED:
                 out.write(b"\n")
-            durable.preserve(path, quarantine / path.name)
-    except RelinkRefusedError:
-        durable.remove(stamp, tree=True)
+    except BaseException:  # refused, changed, a full disk: the journal is as it was, so no copy and no folder is left
+        if not (jobs and jobs[0].replaced):
+            with contextlib.suppress(LevelsessError):
+                durable.remove(stamp, tree=True)
+            durable.remove_new_dirs(created)
         raise
     from ..encode import dumps
 
     durable.atomic_write(quarantine / f"{path.name}.relinked.json", dumps(
-        {"source": str(path), "relinked": [{"line": s.line, "offset": s.offset, "old": s.old.decode(), "new": s.new.decode(),
+        {"source": str(path), "carried_over": job.carried, "relinked": [{"line": s.line, "offset": s.offset, "old": s.old.decode(), "new": s.new.decode(),
                                              "now_points_at_line": s.target_line} for s in splices]}, indent=True) + b"\n")
     return quarantine

@@ -4,13 +4,15 @@ payload}`` records whose first is ``session_meta`` (SOURCES-AGENTS.md §2, DESIG
 
 Codex's tree is not levelsess's: no cache, no lock file, and nothing levelsess saves (recovered
 bytes, quarantine) goes inside it; those live in levelsess's own data folder.  A live writer
-shows as an open file descriptor (:mod:`toolkit.live`), not as a lock.  Only rollouts are
+shows as an open file descriptor or as a running Codex whose working folder is the thread's cwd
+or whose command line names the thread (:mod:`toolkit.live`), not as a lock.  Only rollouts are
 journals: ``history.jsonl``, ``session_index.jsonl``, ``state_*.sqlite`` and ``logs_*`` are
 never read as such.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -187,6 +189,24 @@ def sniff_file(path: Path) -> str | None:
     return sniff(record) if record is not None else None
 
 
+def _folder(path: str) -> str:
+    """A folder's path as a string to compare (never resolved: no other file system is asked)."""
+    return os.path.normcase(os.path.normpath(path))
+
+
+def _cd_args(argv: tuple[str, ...]) -> list[str]:
+    """The folders ``codex -C DIR`` / ``--cd DIR`` / ``--cd=DIR`` / ``-CDIR`` sets the thread's cwd to."""
+    found = []
+    for i, arg in enumerate(argv[1:], 1):
+        if arg in ("-C", "--cd") and i + 1 < len(argv):
+            found.append(argv[i + 1])
+        elif arg.startswith("--cd="):
+            found.append(arg[len("--cd="):])
+        elif arg.startswith("-C") and len(arg) > 2 and not arg.startswith("--"):
+            found.append(arg[2:])
+    return found
+
+
 def _is_dir(path: Path) -> bool:
     try:
         return path.is_dir()
@@ -337,6 +357,25 @@ class Codex(ForeignLayout):
         return thread_id(journal) or journal.stem
 
     data_name = "codex"  # ~/.codex -> codex-<hash>
+
+    # -- live writers: no lock file; an open descriptor, a running Codex ---------------------
+
+    tool = "codex"
+    tool_title = "Codex CLI"
+
+    def session_of(self, journal: Path) -> str | None:
+        return thread_id(journal)
+
+    def project_of(self, journal: Path) -> str | None:
+        """``session_meta``'s cwd: the folder the thread works in (read only while Codex runs)."""
+        record, _partial = first_record(journal)
+        payload = record.get("payload") if isinstance(record, dict) and record.get("type") == "session_meta" else None
+        cwd = payload.get("cwd") if isinstance(payload, dict) else None
+        return _folder(cwd) if isinstance(cwd, str) and cwd else None
+
+    def works_in(self, proc, project: str) -> bool:
+        """The process works in ``project``: its own folder, or the one ``-C``/``--cd`` names."""
+        return project in {_folder(proc.cwd), *(_folder(os.path.join(proc.cwd, d)) for d in _cd_args(proc.argv))}
 
     # -- listings and rendering -------------------------------------------------------------
 

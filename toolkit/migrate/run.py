@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import durable, locks, verified
-from ..errors import OPERATIONAL, DurabilityError, FileChangedError, LevelsessError, LockBusyError
+from ..errors import OPERATIONAL, DurabilityError, FileChangedError, LevelsessError, LockBusyError, SymlinkedFolderError
 from ..findings import Finding
 from ..fsck.check import worker_count, run_scans, scan_one, file_size, exit_code_for
 from ..index import build_index, dump_cache, index_document, index_drift, load_cache
-from ..journal import BOM, NEWEST_VERSION, JournalScan, foreign_only, open_journal, scan_journal
+from ..journal import BOM, NEWEST_VERSION, JournalScan, foreign_only, scan_journal
 from ..layouts import LEVELCODE
 from ..lines import Batch, Tail, iter_batches, loads
 from ..locks import LockState, inspect_lock, lock_path, process_start
@@ -241,14 +241,37 @@ def plan_migration(folders: list[Folder], to: int | None = None,
             state, found = _judge_journal(journal, folder, target, scanned.get(journal))
             journals.append(state)
             findings += found
+        symlinked = folder.confinement.refusal(folder.path)
+        findings += _refuse_symlinked(journals, symlinked or folder.confinement.refusal(_backup_root(folder.store)))
         index, found = _judge_index(folder, journals)
         findings += found
+        if index is not None:
+            findings += _refuse_symlinked([index], symlinked)
         files += journals
         if index is not None:
             files.append(index)
         if any(f.status in ("migrate", "rebuild") for f in journals + [index] if f is not None):
             tidy += _leftovers(folder)
     return MigrationPlan(target, files, findings, tidy, logician, others)
+
+
+def _refuse_symlinked(states: list[FileState], error: SymlinkedFolderError | None) -> list[Finding]:
+    """Refuse every planned write among ``states`` when ``error`` says its folder (or the backup
+    folder) is a symlink: nothing is written through one."""
+    if error is None:
+        return []
+    found = []
+    for state in states:
+        if state.status in ("migrate", "rebuild"):
+            state.status = "refused"
+            found.append(_symlink_finding(state.path, error))
+    return found
+
+
+def _symlink_finding(path: Path, error: SymlinkedFolderError) -> Finding:
+    where = path if path.exists() else Path(error.link or path.parent)  # a missing index: name the link
+    return _refusal("symlinked-folder", where, f"not migrated: {error.detail}, and levelsess never writes through a "
+                    f"symlinked folder; {error.hint}")
 
 
 # --- running ------------------------------------------------------------------------------
@@ -293,10 +316,12 @@ def _migrate_journal(state: FileState, to: int, backup_dir: Path) -> list[Findin
                                       f"({written['records']} of {scan.records} records); the original is untouched")
             if not scan.unchanged():
                 raise FileChangedError(f"{journal} changed while it was being migrated; the original is untouched")
-            durable.preserve(journal, backup_dir / _relative(journal, state.folder.store))
 
-        with open_journal(journal) as source, durable.atomic_writer(journal, before_replace=verify) as target:
-            lines: Iterator[bytes] = _lines(source)
+        # carry=False: a line appended meanwhile is v1 and would not fit the v2 copy; refused, not lost
+        with durable.rewriting(journal, scan.size, keep_original=backup_dir / _relative(journal, state.folder.store),
+                               before_replace=verify, carry=False) as job:
+            target = job.out
+            lines: Iterator[bytes] = _lines(job.source)
             for step in steps:
                 lines = step.upgrade(lines)
             buffer, size, records = [], 0, 0
@@ -325,7 +350,11 @@ def _migrate_safely(args: tuple[FileState, int, Path]) -> tuple[FileState, list[
     Runs in this process or in a worker (it returns only picklable data)."""
     state, to, backup_dir = args
     try:
-        return state, _migrate_journal(state, to, backup_dir), False
+        with durable.confined(state.folder.confinement):  # the plan looked; this holds at the write
+            return state, _migrate_journal(state, to, backup_dir), False
+    except SymlinkedFolderError as exc:
+        state.status = "refused"
+        return state, [_symlink_finding(state.path, exc)], False
     except LockBusyError as exc:
         state.status = "refused"
         return state, [_refusal("locked", state.path, f"not migrated: {exc}; close the editor and rerun")], False
@@ -344,6 +373,11 @@ class _Run:
         self.interrupted = self.fatal = False
 
     def go(self) -> MigrationResult:
+        confinements = dict.fromkeys(f.folder.confinement for f in self.plan.files)
+        with durable.confined(*confinements):  # indexes, backups and tidying: never through a symlinked folder
+            return self._go()
+
+    def _go(self) -> MigrationResult:
         files = self.plan.files
         for path in self.plan.tidy:
             self._tidy(path)
@@ -410,6 +444,9 @@ class _Run:
             if state.format == "index" and state.status == "rebuild" and not self.should_stop():
                 try:
                     self._index(state, group)
+                except SymlinkedFolderError as exc:  # a folder that became a link since the plan: nothing written
+                    state.status = "refused"
+                    self.findings.append(_symlink_finding(state.path, exc))
                 except LevelsessError as exc:
                     self.fatal = True
                     self.findings.append(Finding("repair-failed", "error", str(state.path), None, None, str(exc)))
@@ -471,6 +508,8 @@ class _Run:
         stores = {f.folder.store for f in self.plan.files}
         for store in sorted(stores):
             root = _backup_root(store)
+            if durable.Confinement.of((store,)).refusal(root) is not None:
+                continue  # a symlinked .levelsess or backup folder: this run wrote nothing there, and tidies nothing
             for partial in sorted(root.glob(f"*{PARTIAL}")) if root.is_dir() else []:
                 pid = partial.name[: -len(PARTIAL)].rpartition(".")[2]
                 mine = partial == self.backups.get(store)
