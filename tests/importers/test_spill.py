@@ -43,6 +43,25 @@ def test_known_keys_answer_like_a_dict_before_and_after_they_move_to_disk(monkey
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads the open files from /proc")
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(added=st.lists(st.integers(-3, 2**64) | st.integers(0, 9), max_size=40), limit=st.integers(0, 5),
+       probes=st.lists(st.integers(-3, 12) | st.none() | st.just(1.0) | st.just(True), max_size=10))
+def test_offsets_answer_like_a_set_before_and_after_they_move_to_disk(monkeypatch_limit, added, limit, probes):
+    """The source offsets a journal carries (restore's ``at``): ``in`` answers as a set's would,
+    a bool or a float never being an offset (``at`` is typed int), nor one past 64 bits (no file's)."""
+    monkeypatch_limit(limit)
+    offsets, model = spill.Offsets(), set()
+    half = len(added) // 2
+    for offset in added[:half]:
+        offsets.add(offset)
+    offsets.update(added[half:])
+    model.update(added)
+    for probe in [*model, *probes]:
+        assert (probe in offsets) == (type(probe) is int and probe < 2**63 and probe in model)
+    offsets.close()
+    assert all(probe not in offsets for probe in model)
+
+
 def test_the_temporary_database_spills_to_a_file_that_is_already_deleted():
     """Past its cache the database writes to a file; that file was unlinked as soon as it was
     made, so a killed import leaves nothing behind."""

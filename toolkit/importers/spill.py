@@ -24,6 +24,7 @@ CACHE_KIB = 8 << 10
 #: Keys a :class:`KnownKeys` holds in a dict (about 150 bytes each) before it moves them to disk.
 KNOWN_IN_MEMORY = 50_000
 _MISSING = object()
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def to_db(text: str | None) -> str | bytes | None:
@@ -145,6 +146,8 @@ class Offsets:
         self._pending: list[tuple[int]] = []
 
     def add(self, offset: int) -> None:
+        if not _INT64[0] <= offset <= _INT64[1]:
+            return  # no file has such an offset (a hand-edited journal's): nothing to match, nor for SQLite to refuse
         with guarded("holding a journal's source offsets"):
             if self._set is not None:
                 self._set.add(offset)
@@ -169,10 +172,10 @@ class Offsets:
             self._pending.clear()
 
     def __contains__(self, offset: object) -> bool:
+        if type(offset) is not int or not _INT64[0] <= offset <= _INT64[1]:  # alike before and after the move
+            return False
         if self._set is not None:
             return offset in self._set
-        if type(offset) is not int:
-            return False
         self._flush()
         return self._db.execute("SELECT 1 FROM offsets WHERE offset = ?", (offset,)).fetchone() is not None
 
