@@ -20,10 +20,9 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
-from collections.abc import Iterable, Iterator
 from itertools import chain
 from pathlib import Path
 
