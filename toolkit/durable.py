@@ -380,20 +380,11 @@ def append_if_unchanged(path: Path, expected_size: int, expected_digest: str, da
     sha256 is ``expected_digest`` (checked with the file held still, just before the write); one
     write, fsynced.  Returns the new size.  Raises :class:`FileChangedError` and writes nothing
     otherwise."""
-    import hashlib
-
     with held_still(path) as held:
         size = held.size()
         if size != expected_size:
             raise FileChangedError(f"{path} is {size} bytes, not the {expected_size} planned; nothing was written")
-        digest, offset = hashlib.sha256(), 0
-        while offset < size:
-            chunk = held.read(offset, min(size - offset, 1 << 22))
-            if not chunk:
-                break
-            digest.update(chunk)
-            offset += len(chunk)
-        if digest.hexdigest() != expected_digest:
+        if held.sha256(size) != expected_digest:
             raise FileChangedError(f"{path} no longer holds the bytes the plan was made on; nothing was written")
         held.expect(size)
         view, at = memoryview(data), size
@@ -593,10 +584,7 @@ def truncate_if_unchanged(path: Path, keep: int, expected_size: int, expected_di
     (``restore --undo`` taking back what it appended).  Returns the saved file."""
     with held_still(path) as held:
         size = held.size()
-        digest = hashlib.sha256()
-        for offset in range(0, size, 1 << 22):
-            digest.update(held.read(offset, min(1 << 22, size - offset)))
-        if size != expected_size or digest.hexdigest() != expected_digest:
+        if size != expected_size or held.sha256(size) != expected_digest:
             raise FileChangedError(f"{path} changed since it was checked; nothing was cut")
         saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
         write_new(saved, held.read(keep, size - keep))
@@ -746,6 +734,23 @@ class Held:
             parts.append(chunk)
             done += len(chunk)
         return b"".join(parts)
+
+    def chunks(self, end: int) -> Iterator[bytes]:
+        """The file's first ``end`` bytes, 4 MiB at a time, through the held descriptor."""
+        offset = 0
+        while offset < end:
+            chunk = self.read(offset, min(end - offset, 1 << 22))
+            if not chunk:
+                return
+            yield chunk
+            offset += len(chunk)
+
+    def sha256(self, end: int) -> str:
+        """The sha256 of the file's first ``end`` bytes."""
+        digest = hashlib.sha256()
+        for chunk in self.chunks(end):
+            digest.update(chunk)
+        return digest.hexdigest()
 
     def line_start(self, end: int) -> int:
         """The offset just past the last newline before ``end`` (0 when there is none)."""
@@ -983,13 +988,8 @@ def _keep(held: Held, dst: Path) -> None:
     except OSError:
         pass
     with atomic_writer(dst) as out:
-        size, offset = held.size(), 0
-        while offset < size:
-            chunk = held.read(offset, min(size - offset, 1 << 22))
-            if not chunk:
-                break
+        for chunk in held.chunks(held.size()):
             out.write(chunk)
-            offset += len(chunk)
 
 
 def _append_to(path: Path, data: bytes) -> None:
