@@ -566,15 +566,7 @@ def truncate_saving(path: Path, keep: int, expected_size: int, recovery_dir: Pat
             raise FileChangedError(f"{path}: the bytes after byte {keep} hold a line end; nothing was cut")
         if still_torn is not None and not still_torn(removed, keep):
             raise FileChangedError(f"{path}: its final bytes are no longer an incomplete record; nothing was cut")
-        saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
-        write_new(saved, removed)
-        held.expect(size)  # without a lease: the last look before the cut
-        try:
-            os.ftruncate(held.fd, keep)
-        except OSError as exc:
-            raise _fail("truncate", path, exc) from exc
-        fsync_fd(held.fd, path)
-    return saved
+        return _save_and_cut(held, keep, size, removed, recovery_dir)
 
 
 def truncate_if_unchanged(path: Path, keep: int, expected_size: int, expected_digest: str, recovery_dir: Path) -> Path:
@@ -586,14 +578,20 @@ def truncate_if_unchanged(path: Path, keep: int, expected_size: int, expected_di
         size = held.size()
         if size != expected_size or held.sha256(size) != expected_digest:
             raise FileChangedError(f"{path} changed since it was checked; nothing was cut")
-        saved = recovery_dir / f"{path.name}.{utc_stamp()}.tail"
-        write_new(saved, held.read(keep, size - keep))
-        held.expect(size)  # without a lease: the last look before the cut
-        try:
-            os.ftruncate(held.fd, keep)
-        except OSError as exc:
-            raise _fail("truncate", path, exc) from exc
-        fsync_fd(held.fd, path)
+        return _save_and_cut(held, keep, size, held.read(keep, size - keep), recovery_dir)
+
+
+def _save_and_cut(held: Held, keep: int, size: int, removed: bytes, recovery_dir: Path) -> Path:
+    """Save ``removed`` (the held file's bytes after ``keep``) to ``recovery_dir``, fsynced, then
+    cut the file to ``keep`` and fsync it; returns the saved file."""
+    saved = recovery_dir / f"{held.path.name}.{utc_stamp()}.tail"
+    write_new(saved, removed)
+    held.expect(size)  # without a lease: the last look before the cut
+    try:
+        os.ftruncate(held.fd, keep)
+    except OSError as exc:
+        raise _fail("truncate", held.path, exc) from exc
+    fsync_fd(held.fd, held.path)
     return saved
 
 
