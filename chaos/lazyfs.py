@@ -294,8 +294,12 @@ class Mount:
         # opened before LazyFS starts: its fault thread blocks opening the completion FIFO for writing until a reader exists
         self._done_fd = os.open(self.done_fifo, os.O_RDONLY | os.O_NONBLOCK)
         self._save_state()  # before the mount exists: a harness killed from here on is cleaned up by the next run
+        # -s: one FUSE thread.  LazyFS's page cache checks, then creates, an inode's entry without
+        # holding one lock across both, so two threads on one file (a create racing a write) can
+        # deadlock or crash it (seen: both, about one run in four with two writers).  Serial
+        # requests cost nothing a power-cut test measures; its fault thread still runs beside.
         argv = [str(self.binary), str(self.mount), "--config-path", str(config), "-o", "modules=subdir",
-                "-o", f"subdir={self.disk}", "-f"]
+                "-o", f"subdir={self.disk}", "-f", "-s"]
         setpriv = shutil.which("setpriv")
         if setpriv:  # LazyFS unmounts itself on SIGTERM: let the kernel send it when the harness dies
             argv = [setpriv, "--pdeathsig", "TERM", "--", *argv]
