@@ -243,7 +243,7 @@ def _undo_replaced(folder: Path, entry: dict, dry_run: bool) -> list[dict]:
             durable.remove(path)
             out.append({"path": f["path"], "action": "removed", "reason": None})
         else:
-            with open_regular(folder / f["backup"]) as reader, durable.atomic_writer(path) as writer:
+            with open_regular(folder / f["backup"]) as reader, durable.atomic_writer(path, mode=f.get("mode")) as writer:
                 while chunk := reader.read(1 << 20):
                     writer.write(chunk)
             ok = _state(path) == f["before"]
