@@ -146,6 +146,8 @@ def test_undo_puts_the_databases_permission_bits_back_with_its_bytes(tmp_path):
     digests = _digests(db)
     done = restore("--app", "codex", "--source", home, "--yes")
     assert done.exit_code == 0, done.stdout
+    [run] = [r for r in restore("--list").json["restores"] if r["stamp"] == done.json["stamp"]]
+    assert run["changed"] == len(group), "restore --list counts the database (and its -wal, -shm) it changed"
     assert restore("--undo", done.json["stamp"]).exit_code == 0
     assert _digests(db) == digests
     assert {p.name: p.stat().st_mode & 0o7777 for p in group if p.exists()} == {p.name: 0o600 for p in group}

@@ -299,6 +299,12 @@ def _ours(path: Path, size: int, backup: Path, wrote: Path) -> bool:
         return handle.read(1) == b""
 
 
+def _replaced(manifest: dict) -> int:
+    """Files a run replaced whole (a database of a group, a rewritten log) that were there before it."""
+    return sum(1 for group in manifest.get("replaced", []) if isinstance(group, dict)
+               for f in group.get("files", []) if isinstance(f, dict) and f.get("before") is not None)
+
+
 def list_runs() -> list[dict]:
     """Every restore on this machine, oldest first: stamp, state, sessions, files created and changed."""
     root = restore_root()
@@ -311,5 +317,6 @@ def list_runs() -> list[dict]:
         if isinstance(manifest, dict):
             runs.append({"stamp": folder.name, "state": manifest.get("state"), "folder": str(folder),
                          "sessions": [s.get("id") for s in manifest.get("sessions", [])],
-                         "created": len(manifest.get("created", [])), "changed": len(manifest.get("changed", []))})
+                         "created": len(manifest.get("created", [])),
+                         "changed": len(manifest.get("changed", [])) + _replaced(manifest)})
     return runs
