@@ -823,24 +823,17 @@ def locks(
     """
     from rich.table import Table
 
-    from .locks import inspect_lock, remove_if_unchanged
+    from .locks import break_stale as remove_stale
+    from .locks import inspect_lock
 
     out = _output(ctx, json_, quiet, verbose)
-    folders = discover_all(_targets(ctx, paths, store))
-    found = []
-    for folder in folders:
-        for lock in sorted(folder.path.glob("*.jsonl.lock")):
-            info = inspect_lock(lock)
-            if info is not None:
-                found.append(info)
-    broken = []
-    if break_stale:
-        for info in found:
-            if info.state.value == "stale" and remove_if_unchanged(info):
-                broken.append(info.path)
+    found = [(info, folder) for folder in discover_all(_targets(ctx, paths, store))
+             for info in map(inspect_lock, sorted(folder.path.glob("*.jsonl.lock"))) if info is not None]
+    outcome = remove_stale(found) if break_stale else {}
+    broken = [path for path, why in outcome.items() if why is None]
     rows = [{"path": str(i.path), "session": i.path.name[: -len(".lock")], "pid": i.pid, "host": i.host,
-             "age": round(i.age, 1), "state": i.state.value, "why": i.reason, "heartbeat_ok": i.heartbeat_ok,
-             "removed": i.path in broken} for i in found]
+             "age": round(i.age, 1), "state": i.state.value, "why": outcome.get(i.path) or i.reason, "heartbeat_ok": i.heartbeat_ok,
+             "removed": i.path in broken} for i, _folder in found]
     code = 1 if broken else 0
     if out.json:
         out.emit_json({"version": 1, "locks": rows, "exit": code})
