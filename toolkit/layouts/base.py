@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # only for annotations: these modules import the layouts them
     from ..sessions import SessionRow
 
 STATE_DIR = ".levelsess"
+#: Models that are no model, never a session's model: Claude Code's own placeholder messages
+#: (``<synthetic>``: an API error, an interrupt, "No response requested.").
+PLACEHOLDER_MODELS = frozenset({"<synthetic>"})
 
 
 @dataclass(frozen=True)
