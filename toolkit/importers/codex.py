@@ -49,7 +49,8 @@ from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNot
 from ..findings import Finding
 from ..identify import describe, sniff
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
-from ..layouts.codex_seen import MIRROR_WINDOW, Decision, Replay, Sketch, decide_stream, sketch, summary_texts, user_item_text
+from ..layouts.codex_seen import (MIRROR_WINDOW, Decision, Replay, Sketch, decide_stream, sketch, summary_texts, typed_start,
+                                  user_item_text)
 from ..lines import loads, open_regular
 from .output import AT, Options, Raw, Session, SourceState, json_object, safe_id
 from .sourcelines import SourceLine, SourceReader
@@ -172,6 +173,32 @@ def _prompt(payload: dict) -> object:
     return blocks[0]["text"] if len(blocks) == 1 and blocks[0].get("type") == "text" else blocks
 
 
+def _typed(record: dict) -> dict:
+    """Mark what Codex or the IDE added to a prompt (:func:`~toolkit.layouts.codex_seen.typed_start`):
+    a text that opens with an IDE's context becomes two text blocks, the context and the request,
+    the first listed in ``added``; a prompt with nothing typed is ``injected`` (no turn, no title).
+    The blocks joined are the text exactly; ``raw`` keeps the line as written."""
+    content = record["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    out, added, typed = [], [], False
+    for block in blocks:
+        text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
+        start = typed_start(text) if isinstance(text, str) else 0
+        if start is None:
+            added.append(len(out))
+        elif start:
+            added.append(len(out))
+            out.append({"type": "text", "text": text[:start]})
+            block = {"type": "text", "text": text[start:]}
+        typed = typed or start is not None
+        out.append(block)
+    if not typed and added:
+        record["injected"] = True
+    elif added:
+        record["content"], record["added"] = out, added
+    return record
+
+
 def _answer(payload: dict) -> tuple[list, object]:
     """(text blocks, phase) of assistant text, from a ``message`` or an ``agent_message``."""
     if payload.get("type") == "agent_message":
@@ -221,7 +248,7 @@ def _tool_result(payload: dict, exits) -> dict:
 def _record(role: str, envelope: dict, t: str, model: str | None, exits) -> dict:
     payload = envelope["payload"]
     if role == "prompt":
-        return {"kind": "user", "t": t, "content": _prompt(payload)}
+        return _typed({"kind": "user", "t": t, "content": _prompt(payload)})
     if role == "compact":
         message = payload.get("message")
         history = payload.get("replacement_history")
@@ -539,9 +566,11 @@ def _first_prompt(rollout: _Rollout) -> str | None:
             continue
         offset, size, digest = rollout.db.execute("SELECT offset, size, hash FROM line WHERE n = ?", (n,)).fetchone()
         envelope, _data = rollout.value(n, offset, size, digest)
-        content = _prompt(envelope["payload"])
-        text = content if isinstance(content, str) else next((b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"), None)
-        if isinstance(text, str) and text.strip():
+        record = _typed({"content": _prompt(envelope["payload"])})
+        content, added = record["content"], record.get("added", ())
+        text = content if isinstance(content, str) else next((b.get("text") for i, b in enumerate(content) if i not in added
+                                                              and isinstance(b, dict) and b.get("type") == "text"), None)
+        if not record.get("injected") and isinstance(text, str) and text.strip():
             rollout.close()
             return " ".join(text.split())[:120]
     rollout.close()

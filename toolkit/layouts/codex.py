@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .base import Folder, ForeignLayout, entries, home_roots
+from .codex_seen import typed_prompt
 from ..errors import NotAStoreError, PermissionDeniedError
 
 SESSIONS = "sessions"
@@ -149,7 +150,10 @@ class CodexRules:
                 self.replayed_turn = True
         if kind != "user_message" or not isinstance(payload.get("message"), str):
             return
-        text = " ".join(payload["message"].split())[:120] or None
+        typed = typed_prompt(payload["message"])
+        if typed is None:  # only context Codex or the IDE put in: no turn, never a title
+            return
+        text = " ".join(typed.split())[:120] or None
         facts = self.facts
         if self.replaying:
             facts.inherited_prompt = facts.inherited_prompt or text

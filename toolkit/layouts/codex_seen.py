@@ -43,6 +43,10 @@ MIRROR_WINDOW = 3
 #: Text Codex injects as a user-role message (AGENTS.md, environment, aborted-turn markers,
 #: shell commands the user ran): never a typed prompt.
 INJECTED = re.compile(r"^\s*(<[A-Za-z_][\w-]*[\s>/]|# AGENTS\.md instructions)")
+#: Context an IDE extension or an ``@`` file mention puts before a prompt, in the prompt's own
+#: text; what the person typed follows REQUEST_MARK.
+CONTEXT_HEAD = re.compile(r"^\s*# (Context from my IDE setup|Files mentioned by the user):")
+REQUEST_MARK = re.compile(r"^## My request for Codex:[ \t]*(\r?\n)?", re.M)
 CALLS = frozenset({"function_call", "custom_tool_call", "web_search_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
 ENDS = frozenset({"exec_command_end", "mcp_tool_call_end", "patch_apply_end", "web_search_end", "view_image_tool_call"})
@@ -96,6 +100,26 @@ def user_item_text(item: object) -> str | None:
         if isinstance(item.get(key), str):
             return item[key]
     return message_text(item.get("content"), ("text", "input_text"))
+
+
+def typed_start(text: str) -> int | None:
+    """The one rule for a Codex prompt's text (ls, show, import, titles): where what the person
+    typed starts in it (0: all of it), or None when all of it was added (``<environment_context>``,
+    ``<user_instructions>``, ``# AGENTS.md instructions``, an IDE's context with no request)."""
+    if INJECTED.match(text):
+        return None
+    if CONTEXT_HEAD.match(text):
+        mark = REQUEST_MARK.search(text)
+        return mark.end() if mark is not None and text[mark.end():].strip() else None
+    return 0
+
+
+def typed_prompt(text: object) -> str | None:
+    """What the person typed in a prompt's text, or None (not text, or all of it added)."""
+    if not isinstance(text, str):
+        return None
+    start = typed_start(text)
+    return None if start is None else text[start:]
 
 
 def summary_texts(payload: dict) -> list[str]:
