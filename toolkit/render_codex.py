@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .journal import iter_records, scan_journal
-from .layouts.codex_seen import decide, message_text, sketch, summary_texts, typed_start, user_item_text
+from .layouts.codex_seen import as_envelope, decide, message_text, sketch, summary_texts, typed_start, user_item_text
 from .render import _demote, _fenced, _summary, _text, dumps, you_and_added
 
 
@@ -66,7 +66,7 @@ def _call(payload: dict) -> str:
 
 def _chunk(role: str, record: dict, state: dict) -> str | None:
     payload = record["payload"] if isinstance(record.get("payload"), dict) else {}
-    when = _text(record.get("timestamp"))
+    when = _text(record.get("timestamp") or state.get("t"))
     if role == "prompt":
         parts = _prompt(payload)
         if parts and all(added for added, _part in parts):  # only context Codex or the IDE put in: no turn
@@ -111,13 +111,17 @@ def markdown(path: Path, layout, title: object = None) -> Iterator[str]:
     """The rollout as Markdown, chunk by chunk."""
     facts = scan_journal(path, layout).facts
     yield f"# {_text(title) or facts.title or path.stem}\n\n"
-    fork = f"forked from {facts.forked_from_id}" if facts.forked_from_id else None
+    fork = (f"forked from {facts.forked_from_id}" if facts.forked_from_id
+            else f"spawned by {facts.parent_id}" if facts.parent_id else None)
     line = " · ".join(_text(part) for part in (facts.cwd, facts.created_at, facts.session_id, facts.source, fork) if part)
     yield f"_{line}_\n\n"
     decisions = decide([sketch(record) for _line, _offset, record in iter_records(path, layout)])
     state = {"turn": 0, "speaker": None, "model": None}
     replay = False
     for (_line, _offset, record), decision in zip(iter_records(path, layout), decisions):
+        record = as_envelope(record)  # a pre-envelope rollout's bare line, as the envelope it stands for
+        if isinstance(record.get("timestamp"), str):
+            state["t"] = record["timestamp"]  # a bare item has no time of its own: the last one seen
         if record.get("type") == "turn_context" and isinstance(record.get("payload"), dict):
             state["model"] = record["payload"].get("model") if isinstance(record["payload"].get("model"), str) else state["model"]
         if decision.inherited != replay:
