@@ -190,6 +190,11 @@ class BaseLayout:
     def is_record(self, obj: dict) -> bool:
         return isinstance(obj.get(self.key), str)
 
+    def record_test(self, first: object):
+        """The test of a whole record for a file whose first record is ``first`` (a layout with
+        more than one era of records answers per file)."""
+        return self.is_record
+
     def state_dir(self, folder: Folder) -> Path:
         """Where levelsess keeps what it saves for this folder (recovered bytes, quarantine)."""
         return folder.store / STATE_DIR

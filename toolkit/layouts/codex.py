@@ -309,6 +309,10 @@ class Codex(ForeignLayout):
         # in an envelope file they are the payloads nested inside records
         return is_legacy_meta(obj)
 
+    def record_test(self, first: object):
+        """A pre-envelope rollout's records are its bare lines; every other file's, envelopes."""
+        return legacy_record if is_legacy_meta(first) else self.is_record
+
     def partial_ok(self, data: bytes) -> bool:
         """A file holding no whole record is still a rollout when its bytes open one."""
         body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
