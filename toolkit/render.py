@@ -21,6 +21,7 @@ from pathlib import Path
 from .encode import dumps
 from .journal import BOM, iter_records
 from .layouts import BaseLayout as Layout, get as get_layout
+from .layouts.base import PLACEHOLDER_MODELS
 from .lines import open_regular
 
 
@@ -196,7 +197,9 @@ def _levelcode_md(record: dict, state: dict) -> str | None:
             body = you_and_added([(False, part) for part in parts])
         return f"## Turn {state['turn']} · {when}\n\n{body}\n\n" + _attachments_md(record.get("contextFiles"))
     if kind == "assistant":
-        model = f" ({_text(record['model'])})" if record.get("model") else ""
+        model = record.get("model")
+        placeholder = isinstance(model, str) and model in PLACEHOLDER_MODELS  # <synthetic>: no model wrote it
+        model = "" if not model or placeholder else f" ({_text(model)})"
         lead = "" if state["turn"] or state.get("lead") else "## Before the first prompt\n\n"
         state["lead"] = True  # that heading once, so a reply never hangs under the title
         return f"{lead}### Assistant{model}\n\n" + "\n\n".join(_blocks_md(record.get("content"))) + "\n\n"

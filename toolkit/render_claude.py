@@ -50,7 +50,7 @@ def _content(content: object) -> list[str]:
 
 def _assistant_heading(message: dict) -> str:
     model = message.get("model")
-    if model in PLACEHOLDER_MODELS:  # Claude Code's own placeholder (an error, an interrupt): no model wrote it
+    if isinstance(model, str) and model in PLACEHOLDER_MODELS:  # Claude Code's own placeholder (an error, an interrupt): no model wrote it
         return "### Assistant (Claude Code's own message, no model)\n\n"
     return f"### Assistant ({_text(model)})\n\n" if isinstance(model, str) and model else "### Assistant\n\n"
 

@@ -205,3 +205,23 @@ def test_every_fixture_lists_the_same_turns_and_title_when_an_ide_recorded_it(tm
         assert model != "<synthetic>"
     prompt = first_prompt((PROJECTS / rel).read_bytes())
     assert (prompt is not None) == (rows["plain"][0] >= 1), "a typed prompt is a turn"
+
+
+def test_odd_values_where_a_model_or_added_blocks_go_never_raise(tmp_path):
+    path = _transcript(tmp_path, [[{"type": "text", "text": ADDED[0]}, {"type": "text", "text": "hi"}]])
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records[1]["message"]["model"] = {"name": "<synthetic>"}
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert run_cli("show", path).exit_code == 0
+    (row,) = run_cli("ls", "--json", path.parent).json["sessions"]
+    assert row["turns"] == 1
+    store = tmp_path / "store"
+    journal = store / "p" / "s.jsonl"
+    journal.parent.mkdir(parents=True)
+    lines = [{"kind": "meta", "v": 2, "id": "s", "project": "/p", "createdAt": "t", "title": None},
+             {"kind": "user", "t": "t", "seq": 1, "content": [{"type": "text", "text": "x"}], "added": [[0], "a", 7]},
+             {"kind": "assistant", "t": "t", "seq": 2, "content": [], "model": ["<synthetic>"]}]
+    journal.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert run_cli("show", "--store", store, "s").exit_code == 0
+    (stored,) = run_cli("ls", "--json", "--store", store).json["sessions"]
+    assert stored["turns"] == 1
