@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from .layouts.codex_seen import is_legacy_meta
+
 LEVELCODE = "levelcode"
 LOGICIAN = "logician"
 
@@ -53,6 +55,8 @@ def sniff(record: object) -> str | None:
             return "claude-code"
         if kind_of in _CLAUDE_META and "uuid" not in record:
             return "claude-code"
+    if is_legacy_meta(record):  # a Codex rollout from before the envelope (mid-2025): its bare session metadata
+        return "codex"
     if isinstance(record.get("id"), str) and not _has(record, "uuid", "parentUuid", "kind"):
         parent = record.get("parentId")
         if parent is None or isinstance(parent, str):

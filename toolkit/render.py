@@ -21,6 +21,7 @@ from pathlib import Path
 from .encode import dumps
 from .journal import BOM, iter_records
 from .layouts import BaseLayout as Layout, get as get_layout
+from .layouts.base import PLACEHOLDER_MODELS
 from .lines import open_regular
 
 
@@ -137,6 +138,18 @@ def _blocks_md(content: object) -> list[str]:
     return [part for block in blocks if isinstance(block, dict) and (part := _block_md(block)) is not None]
 
 
+def you_and_added(parts: list[tuple[bool, str]]) -> str:
+    """A prompt's parts, ``(added, markdown)``, in file order: what the person typed under
+    "### You", each run the tool or the IDE added under "_(added by the tool)_"."""
+    out, current = [], None
+    for added, part in parts:
+        if added is not current:
+            out.append("_(added by the tool)_" if added else "### You")
+            current = added
+        out.append(part)
+    return "\n\n".join(out) if out else "### You"
+
+
 def _logician_md(record: dict) -> str:
     """One Logician entry: its role and time, then every character of its message text.
 
@@ -175,10 +188,18 @@ def _levelcode_md(record: dict, state: dict) -> str | None:
         if record.get("injected") is True:  # text the tool put in (a command, a reminder), not typed
             return f"_(added by the tool · {when})_\n\n" + "\n\n".join(parts) + "\n\n" if parts else None
         state["turn"] += 1
-        body = "\n\n".join(parts)
-        return f"## Turn {state['turn']} · {when}\n\n### You\n\n{body}\n\n" + _attachments_md(record.get("contextFiles"))
+        added = record.get("added")
+        if isinstance(content, list) and isinstance(added, list) and added:  # an IDE's blocks beside the typed ones
+            marks = {i for i in added if type(i) is int}
+            body = you_and_added([(i in marks, part) for i, block in enumerate(content)
+                                  if isinstance(block, dict) and (part := _block_md(block)) is not None])
+        else:
+            body = you_and_added([(False, part) for part in parts])
+        return f"## Turn {state['turn']} · {when}\n\n{body}\n\n" + _attachments_md(record.get("contextFiles"))
     if kind == "assistant":
-        model = f" ({_text(record['model'])})" if record.get("model") else ""
+        model = record.get("model")
+        placeholder = isinstance(model, str) and model in PLACEHOLDER_MODELS  # <synthetic>: no model wrote it
+        model = "" if not model or placeholder else f" ({_text(model)})"
         lead = "" if state["turn"] or state.get("lead") else "## Before the first prompt\n\n"
         state["lead"] = True  # that heading once, so a reply never hangs under the title
         return f"{lead}### Assistant{model}\n\n" + "\n\n".join(_blocks_md(record.get("content"))) + "\n\n"

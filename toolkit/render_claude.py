@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .journal import iter_records, scan_journal
-from .layouts.claude_code import CHAIN, is_subagent, _subagents
-from .render import _demote, _fenced, _summary, _text, dumps, image_md
+from .layouts.claude_code import CHAIN, PLACEHOLDER_MODELS, added_only, is_subagent, split_user, _subagents
+from .render import _demote, _fenced, _summary, _text, dumps, image_md, you_and_added
 
 
 def _block(block: dict) -> str | None:
@@ -50,6 +50,8 @@ def _content(content: object) -> list[str]:
 
 def _assistant_heading(message: dict) -> str:
     model = message.get("model")
+    if isinstance(model, str) and model in PLACEHOLDER_MODELS:  # Claude Code's own placeholder (an error, an interrupt): no model wrote it
+        return "### Assistant (Claude Code's own message, no model)\n\n"
     return f"### Assistant ({_text(model)})\n\n" if isinstance(model, str) and model else "### Assistant\n\n"
 
 
@@ -64,12 +66,22 @@ def _record(record: dict, state: dict) -> str | None:
         if record.get("isCompactSummary"):
             return "> **Compaction summary** (what the model saw after compacting)\n>\n" + \
                 "\n".join(f"> {line}" for line in "\n\n".join(parts).splitlines()) + "\n\n"
-        if results_only or record.get("isMeta"):
+        content = message.get("content")
+        typed, added = split_user(content)
+        if typed is None and added_only(content) and not record.get("isMeta"):  # a command, a reminder: not a turn
+            state["role"] = None
+            return f"_(added by the tool · {when})_\n\n" + "\n\n".join(parts) + "\n\n" if parts else None
+        if results_only or record.get("isMeta") or typed is None or "toolUseResult" in record:  # a tool's result: never a turn
             state["role"] = None
             return "\n\n".join(parts) + "\n\n" if parts else None
         state["turn"] += 1
         state["role"] = "user"
-        return f"## Turn {state['turn']} · {when}\n\n### You\n\n" + "\n\n".join(parts) + "\n\n"
+        if added:  # an IDE's blocks beside the typed ones (VS Code, JetBrains)
+            body = you_and_added([(i in added, part) for i, block in enumerate(content)
+                                  if isinstance(block, dict) and (part := _block(block)) is not None])
+        else:
+            body = you_and_added([(False, part) for part in parts])
+        return f"## Turn {state['turn']} · {when}\n\n{body}\n\n"
     if kind == "assistant":
         key = message.get("id") or record.get("uuid")
         heading = "" if state.get("message") == key and state.get("role") == "assistant" else \

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .journal import iter_records, scan_journal
-from .layouts.codex_seen import decide, message_text, sketch, summary_texts, user_item_text
-from .render import _demote, _fenced, _summary, _text, dumps
+from .layouts.codex_seen import as_envelope, decide, message_text, sketch, summary_texts, typed_start, user_item_text
+from .render import _demote, _fenced, _summary, _text, dumps, you_and_added
 
 
 def _output_text(output: object) -> str:
@@ -32,19 +32,27 @@ def _images(payload: dict) -> list[str]:
     return [f"_[image{', ' + _text(p) if isinstance(p, str) and not p.startswith('data:') else ''}]_" for p in images + local]
 
 
-def _prompt(payload: dict) -> str:
+def _split(text: str) -> list[tuple[bool, str]]:
+    """A prompt's text as (added, Markdown) parts: an IDE's context, then what the person typed."""
+    start = typed_start(text)
+    if start is None:
+        return [(True, _demote(text))]
+    return ([(True, _demote(text[:start]))] if start else []) + [(False, _demote(text[start:]))]
+
+
+def _prompt(payload: dict) -> list[tuple[bool, str]]:
     if payload.get("type") == "user_message":
         text = payload.get("message") if isinstance(payload.get("message"), str) else ""
-        return "\n\n".join([_demote(text), *_images(payload)])
+        return _split(text) + [(False, image) for image in _images(payload)]
     if payload.get("type") == "item_completed":
-        return _demote(user_item_text(payload.get("item")) or "")
+        return _split(user_item_text(payload.get("item")) or "")
     parts = []
     for block in payload.get("content") if isinstance(payload.get("content"), list) else []:
         if isinstance(block, dict) and block.get("type") == "input_text" and isinstance(block.get("text"), str):
-            parts.append(_demote(block["text"]))
+            parts += _split(block["text"])
         elif isinstance(block, dict) and block.get("type") == "input_image":
-            parts.append("_[image]_")
-    return "\n\n".join(parts)
+            parts.append((False, "_[image]_"))
+    return parts
 
 
 def _call(payload: dict) -> str:
@@ -58,11 +66,15 @@ def _call(payload: dict) -> str:
 
 def _chunk(role: str, record: dict, state: dict) -> str | None:
     payload = record["payload"] if isinstance(record.get("payload"), dict) else {}
-    when = _text(record.get("timestamp"))
+    when = _text(record.get("timestamp") or state.get("t"))
     if role == "prompt":
+        parts = _prompt(payload)
+        if parts and all(added for added, _part in parts):  # only context Codex or the IDE put in: no turn
+            state["speaker"] = None
+            return f"_(added by the tool · {when})_\n\n" + "\n\n".join(part for _added, part in parts) + "\n\n"
         state["turn"] += 1
         state["speaker"] = "user"
-        return f"## Turn {state['turn']} · {when}\n\n### You\n\n{_prompt(payload)}\n\n"
+        return f"## Turn {state['turn']} · {when}\n\n{you_and_added(parts)}\n\n"
     if role in ("assistant", "reasoning", "tool_use", "tool_result"):
         heading = ""
         if state["speaker"] != "assistant":
@@ -99,13 +111,17 @@ def markdown(path: Path, layout, title: object = None) -> Iterator[str]:
     """The rollout as Markdown, chunk by chunk."""
     facts = scan_journal(path, layout).facts
     yield f"# {_text(title) or facts.title or path.stem}\n\n"
-    fork = f"forked from {facts.forked_from_id}" if facts.forked_from_id else None
+    fork = (f"forked from {facts.forked_from_id}" if facts.forked_from_id
+            else f"spawned by {facts.parent_id}" if facts.parent_id else None)
     line = " · ".join(_text(part) for part in (facts.cwd, facts.created_at, facts.session_id, facts.source, fork) if part)
     yield f"_{line}_\n\n"
     decisions = decide([sketch(record) for _line, _offset, record in iter_records(path, layout)])
     state = {"turn": 0, "speaker": None, "model": None}
     replay = False
     for (_line, _offset, record), decision in zip(iter_records(path, layout), decisions):
+        record = as_envelope(record)  # a pre-envelope rollout's bare line, as the envelope it stands for
+        if isinstance(record.get("timestamp"), str):
+            state["t"] = record["timestamp"]  # a bare item has no time of its own: the last one seen
         if record.get("type") == "turn_context" and isinstance(record.get("payload"), dict):
             state["model"] = record["payload"].get("model") if isinstance(record["payload"].get("model"), str) else state["model"]
         if decision.inherited != replay:

@@ -100,7 +100,9 @@ def test_meta_names_the_source_and_keeps_the_session_meta_line_raw(tmp_path):
     assert meta["project"] == payload["cwd"] and meta["createdAt"] == payload["timestamp"]
     assert meta["source"]["app"] == "codex" and meta["source"]["key"] == payload["id"]
     assert meta["source"]["version"] == payload["cli_version"] and meta["source"]["originator"] == payload["originator"]
-    assert meta["source"]["source"] == payload["source"] and "parent" not in meta["source"]
+    assert meta["source"]["source"] == payload["source"]
+    # a spawned subagent names the thread that spawned it (nested: source.subagent.thread_spawn.parent_thread_id)
+    assert meta["source"]["parent"] == payload["source"]["subagent"]["thread_spawn"]["parent_thread_id"]
     assert meta["raw"] == json.loads(first)
     assert all(isinstance(r["t"], str) and r["sourceKey"] for r in records)
     assert len({r["sourceKey"] for r in records}) == len(records)

@@ -289,12 +289,25 @@ def resume_figures(message: str) -> tuple[int, int, int]:
     return tuple(int(g.replace(",", "")) for g in found.groups())
 
 
-def first_prompt(data: bytes) -> str | None:
-    """The first typed prompt of a main transcript, per the title rule: a main-chain user record,
-    not isMeta / compact summary, text that is not tag-wrapped, a caveat or a continuation preamble."""
+def typed_text(text: str) -> str | None:
+    """The typed part of one text, per the title rule: whole tag-wrapped elements at its start
+    (``<system-reminder>…</system-reminder>``) are the tool's; what follows them is typed, unless
+    it is empty or opens with a tag, a caveat or a continuation preamble."""
     import re
 
-    injected = re.compile(r"^\s*(<[a-z][a-z-]*>|Caveat:|This session is being continued from a previous conversation)")
+    injected = re.compile(r"^\s*(<[a-z][a-z_-]*>|Caveat:|This session is being continued from a previous conversation)")
+    stripped = False
+    while injected.match(text) and (element := re.match(r"\s*<([a-z][a-z_-]*)>.*?</\1>", text, re.S)):
+        text, stripped = text[element.end():], True
+    if not text.strip() or injected.match(text):
+        return None
+    return text.strip() if stripped else text
+
+
+def first_prompt(data: bytes) -> str | None:
+    """The first typed prompt of a main transcript, per the title rule: a main-chain user record,
+    not isMeta / compact summary, with typed text (a list's typed text blocks joined; the blocks an
+    IDE added, a tool result's record: none)."""
     for line in lines_of(data):
         r = parse(line)
         if not (is_chain(r) and r["type"] == "user") or r.get("isSidechain") or r.get("isMeta") or r.get("isCompactSummary"):
@@ -303,13 +316,14 @@ def first_prompt(data: bytes) -> str | None:
         if isinstance(content, list):
             if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
                 continue
-            text = "\n".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
-                             and isinstance(b.get("text"), str))
+            typed = [typed_text(b["text"]) for b in content if isinstance(b, dict) and b.get("type") == "text"
+                     and isinstance(b.get("text"), str)]
+            text = "\n".join(t for t in typed if t is not None) or None
         elif isinstance(content, str):
-            text = content
+            text = typed_text(content)
         else:
             continue
-        if text.strip() and not injected.match(text):
+        if text:
             return " ".join(text.split())[:120]
     return None
 

@@ -50,7 +50,7 @@ def _pieces(line: bytes, offset: int, is_record, key: str) -> Iterator[tuple[str
         raise _refuse(offset, MAY_BE_A_RECORD["too-deep"]) from None
     except ValueError:
         obj = None
-    if type(obj) is dict and isinstance(obj.get(key), str):  # a whole line: a record as the reader counts one
+    if type(obj) is dict and (isinstance(obj.get(key), str) or is_record(obj)):  # a whole line: a record as the reader counts one
         yield "keep", offset, line
         return
     if obj is not None:  # JSON, but not a record: not proven garbage either
@@ -58,6 +58,13 @@ def _pieces(line: bytes, offset: int, is_record, key: str) -> Iterator[tuple[str
     for piece in split_line(line, is_record):
         kind = "keep" if piece.kind == "record" else "reject"
         yield kind, offset + piece.start, line[piece.start : piece.end]
+
+
+def _record_test(layout: Layout, line: bytes):
+    try:
+        return layout.record_test(loads(line))
+    except (ValueError, BeyondLimits):  # not a whole record: the file's own era is not known from it
+        return layout.is_record
 
 
 def _overlong(item: Overlong, offset: int) -> Iterator[tuple[str, int, bytes]]:
@@ -72,7 +79,7 @@ def _overlong(item: Overlong, offset: int) -> Iterator[tuple[str, int, bytes]]:
 def _iter_salvage(handle, layout: Layout) -> Iterator[tuple[str, int, bytes]]:
     """Yield ('keep'|'reject', offset, bytes) for every piece of the journal read from ``handle``."""
     is_record = layout.is_record
-    first = True
+    first = first_line = True
     offset = 0
     for item in iter_batches(handle):
         if type(item) is Batch:
@@ -85,6 +92,8 @@ def _iter_salvage(handle, layout: Layout) -> Iterator[tuple[str, int, bytes]]:
                 first = False
                 if line.endswith(b"\r"):
                     line = line[:-1]
+                if first_line:  # the file's first record says its era (Codex has two)
+                    is_record, first_line = _record_test(layout, line), False
                 yield from _pieces(line, start, is_record, layout.key)
         elif type(item) is Tail:
             if item.overlong is not None:

@@ -54,7 +54,8 @@ import orjson
 
 from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
-from ..layouts.claude_code import CHAIN, CLAUDE_CODE, SUBAGENTS, _INJECTED, _subagents, default_roots, is_subagent, prompt_text
+from ..layouts.claude_code import (CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGENTS, _subagents, default_roots, is_subagent,
+                                   prompt_text, split_user)
 from ..index import utc_iso
 from ..lines import loads, open_regular
 from .output import ALIAS, AT, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, SourceState, safe_id
@@ -567,8 +568,14 @@ def _user(value: dict, t: str, item: _Item) -> dict:
     record: dict = {"kind": "user", "t": t, "content": _content(content)}
     if item.results:
         record["toolResult"] = True
-    elif value.get("isMeta") is True or (text and prompt_text(content) is None and _INJECTED.match(text)):
-        record["injected"] = True  # Claude Code's own text (a command, a caveat, a reminder), not typed
+    elif value.get("isMeta") is True:
+        record["injected"] = True  # Claude Code's own text (a command's output, a caveat), not typed
+    else:
+        typed, added = split_user(content)
+        if typed is None and (added or isinstance(content, str) and content.strip()):
+            record["injected"] = True  # only text the tool or the IDE put in (a command, a reminder)
+        elif typed is not None and added:
+            record["added"] = list(added)  # the IDE's blocks beside the typed ones (VS Code, JetBrains)
     return record
 
 
@@ -590,7 +597,7 @@ def _assistant(values: list[dict], t: str) -> dict:
                 record[key] = error[key]
         return record
     record = {"kind": "assistant", "t": t, "content": blocks}
-    model = next((m["model"] for m in messages if isinstance(m.get("model"), str)), None)
+    model = next((m["model"] for m in messages if isinstance(m.get("model"), str) and m["model"] not in PLACEHOLDER_MODELS), None)
     if model:
         record["model"] = model
     if isinstance(last.get("id"), str):

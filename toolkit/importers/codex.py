@@ -48,8 +48,9 @@ from pathlib import Path
 from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..identify import describe, sniff
-from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
-from ..layouts.codex_seen import MIRROR_WINDOW, Decision, Replay, Sketch, decide_stream, sketch, summary_texts, user_item_text
+from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, legacy_record, thread_id
+from ..layouts.codex_seen import (MIRROR_WINDOW, Decision, Replay, Sketch, as_envelope, context_cwd, decide_stream, is_legacy_meta,
+                                  message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
 from .output import AT, Options, Raw, Session, SourceState, json_object, safe_id
 from .sourcelines import SourceLine, SourceReader
@@ -172,6 +173,32 @@ def _prompt(payload: dict) -> object:
     return blocks[0]["text"] if len(blocks) == 1 and blocks[0].get("type") == "text" else blocks
 
 
+def _typed(record: dict) -> dict:
+    """Mark what Codex or the IDE added to a prompt (:func:`~toolkit.layouts.codex_seen.typed_start`):
+    a text that opens with an IDE's context becomes two text blocks, the context and the request,
+    the first listed in ``added``; a prompt with nothing typed is ``injected`` (no turn, no title).
+    The blocks joined are the text exactly; ``raw`` keeps the line as written."""
+    content = record["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    out, added, typed = [], [], False
+    for block in blocks:
+        text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
+        start = typed_start(text) if isinstance(text, str) else 0
+        if start is None:
+            added.append(len(out))
+        elif start:
+            added.append(len(out))
+            out.append({"type": "text", "text": text[:start]})
+            block = {"type": "text", "text": text[start:]}
+        typed = typed or start is not None
+        out.append(block)
+    if not typed and added:
+        record["injected"] = True
+    elif added:
+        record["content"], record["added"] = out, added
+    return record
+
+
 def _answer(payload: dict) -> tuple[list, object]:
     """(text blocks, phase) of assistant text, from a ``message`` or an ``agent_message``."""
     if payload.get("type") == "agent_message":
@@ -221,7 +248,7 @@ def _tool_result(payload: dict, exits) -> dict:
 def _record(role: str, envelope: dict, t: str, model: str | None, exits) -> dict:
     payload = envelope["payload"]
     if role == "prompt":
-        return {"kind": "user", "t": t, "content": _prompt(payload)}
+        return _typed({"kind": "user", "t": t, "content": _prompt(payload)})
     if role == "compact":
         message = payload.get("message")
         history = payload.get("replacement_history")
@@ -278,7 +305,7 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
         report(Finding("unknown-format", "error", where, 1, None,
                        f"{describe(sniff(first))}, not a Codex CLI rollout (its first record says so); skipped"))
         return None
-    rollout = _Rollout(path, report)
+    rollout = _Rollout(path, report, legacy=is_legacy_meta(first))
     if rollout.first is None:
         report(Finding("source-skipped", "warning", where, None, None, "holds no whole rollout record; nothing to import"))
         for item in rollout.reader.too_large:  # no session to keep it under: said, never silent
@@ -290,14 +317,16 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
         report(Finding("unknown-format", "error", where, rollout.first.line, rollout.first.offset,
                        "not a Codex CLI rollout (its first whole record says otherwise); skipped"))
         return None
-    meta = rollout.meta.value["payload"] if rollout.meta is not None else {}
+    meta = as_envelope(rollout.meta.value)["payload"] if rollout.meta is not None else {}
     sid = meta.get("id") if isinstance(meta.get("id"), str) and meta["id"] else thread_id(path)
     if sid is None:
         report(Finding("source-unreadable", "error", where, None, None, "no session_meta and no thread id in the file name; skipped"))
         return None
     text = {k: meta.get(k) for k in ("timestamp", "cwd", "cli_version", "originator", "forked_from_id") if isinstance(meta.get(k), str)}
+    if "cwd" not in text and rollout.cwd is not None:
+        text["cwd"] = rollout.cwd
     source = {"app": APP, "path": where, "key": sid, "version": text.get("cli_version")}
-    for key, value in (("originator", text.get("originator")), ("source", meta.get("source")), ("parent", text.get("forked_from_id"))):
+    for key, value in (("originator", text.get("originator")), ("source", meta.get("source")), ("parent", parent_of(meta))):
         if value is not None:
             source[key] = value
     status, orphan = _place(text.get("cwd"))
@@ -336,9 +365,10 @@ class _Rollout:
     bytes a record, and :meth:`records` converts them, each re-read at its offset: memory does not
     grow with the rollout's records (a 37 GB one is reported, SOURCES-AGENTS §2.10)."""
 
-    def __init__(self, path: Path, report: Callable[[Finding], None]) -> None:
+    def __init__(self, path: Path, report: Callable[[Finding], None], legacy: bool = False) -> None:
         self.path = path
-        self.reader = SourceReader(path, _whole_record, report, what="rollout record")
+        # a pre-envelope rollout's records are bare items: only in such a file is one a record
+        self.reader = SourceReader(path, legacy_record if legacy else _whole_record, report, what="rollout record")
         self.db = temp_db()
         self.db.execute("CREATE TABLE line (n INTEGER PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, "
                         "size INTEGER NOT NULL, hash TEXT NOT NULL, repeat INTEGER NOT NULL DEFAULT 1, kind TEXT NOT NULL, "
@@ -348,14 +378,17 @@ class _Rollout:
         self.first: SourceLine | None = None
         self.meta: SourceLine | None = None  # the first session_meta
         self.first_time: str | None = None
+        self.cwd: str | None = None  # the working folder an <environment_context> message names
         self.prompts_typed = False
         replay = Replay()
         rows, calls, exits = [], [], []
         for line in self.reader:
-            value, item = line.value, sketch(line.value)
+            value, item = as_envelope(line.value), sketch(line.value)  # a pre-envelope line as its envelope
             replay.feed(item)
             self.first = self.first or line
             self.meta = self.meta or (line if value["type"] == "session_meta" else None)
+            if self.cwd is None and item.kind == "injected":  # a pre-envelope meta has no cwd: the context names it
+                self.cwd = context_cwd(message_text(value["payload"].get("content"), ("input_text",)))
             self.first_time = self.first_time or (value["timestamp"] if isinstance(value.get("timestamp"), str) else None)
             self.prompts_typed = self.prompts_typed or item.kind in ("prompt", "user_item")
             if item.kind == "call" and item.call is not None:
@@ -429,7 +462,7 @@ class _Rollout:
             self.close()
             raise FileChangedError(f"{self.path} changed while it was being imported (rewritten?): record {n + 1} is no "
                                    "longer the one it was; import again")
-        return loads(data), data
+        return as_envelope(loads(data)), data
 
     def read_line(self, offset: int, _length: int) -> bytes:
         """The bytes of the (last) record at ``offset``, re-read; the handle is closed after a pass of :class:`_Lines`."""
@@ -539,9 +572,11 @@ def _first_prompt(rollout: _Rollout) -> str | None:
             continue
         offset, size, digest = rollout.db.execute("SELECT offset, size, hash FROM line WHERE n = ?", (n,)).fetchone()
         envelope, _data = rollout.value(n, offset, size, digest)
-        content = _prompt(envelope["payload"])
-        text = content if isinstance(content, str) else next((b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"), None)
-        if isinstance(text, str) and text.strip():
+        record = _typed({"content": _prompt(envelope["payload"])})
+        content, added = record["content"], record.get("added", ())
+        text = content if isinstance(content, str) else next((b.get("text") for i, b in enumerate(content) if i not in added
+                                                              and isinstance(b, dict) and b.get("type") == "text"), None)
+        if not record.get("injected") and isinstance(text, str) and text.strip():
             rollout.close()
             return " ".join(text.split())[:120]
     rollout.close()

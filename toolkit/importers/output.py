@@ -283,8 +283,24 @@ class _Stripped:
 def write_session(store: Path, session: Session, *, dry_run: bool = False, no_raw: bool = False) -> tuple[Outcome, list[Finding]]:
     """Create or extend the session's journal and keep the bytes of its source records too large
     to parse here (:func:`keep_too_large`); return what happened and any finding."""
+    if session.title is None and isinstance(session.records, list):  # the source named it not: VS Code, Cursor
+        session.title = first_prompt(session.records)
     outcome, findings = _write_journal(store, session, dry_run=dry_run, no_raw=no_raw)
     return outcome, findings + keep_too_large(store, session, dry_run=dry_run)
+
+
+def first_prompt(records: list[dict]) -> str | None:
+    """The first prompt typed, one line, at most 120 characters (what an editor shows for a chat it
+    never named): a user record that is no tool result, text the tool added or a parent's copy."""
+    from ..layouts.levelcode import preview_of
+
+    for record in records:
+        if record.get("kind") == "user" and not (record.get("toolResult") or record.get("injected") or record.get("inherited")):
+            prompt = record.get("prompt")  # the typed part an importer took out of a wrapper (Cursor's <user_query>)
+            text = " ".join(prompt.split())[:120] if isinstance(prompt, str) else preview_of(record.get("content"), record.get("added"))
+            if text:
+                return text
+    return None
 
 
 def _write_journal(store: Path, session: Session, *, dry_run: bool, no_raw: bool) -> tuple[Outcome, list[Finding]]:

@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # only for annotations: these modules import the layouts them
     from ..sessions import SessionRow
 
 STATE_DIR = ".levelsess"
+#: Models that are no model, never a session's model: Claude Code's own placeholder messages
+#: (``<synthetic>``: an API error, an interrupt, "No response requested.").
+PLACEHOLDER_MODELS = frozenset({"<synthetic>"})
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,11 @@ class BaseLayout:
 
     def is_record(self, obj: dict) -> bool:
         return isinstance(obj.get(self.key), str)
+
+    def record_test(self, first: object):
+        """The test of a whole record for a file whose first record is ``first`` (a layout with
+        more than one era of records answers per file)."""
+        return self.is_record
 
     def state_dir(self, folder: Folder) -> Path:
         """Where levelsess keeps what it saves for this folder (recovered bytes, quarantine)."""

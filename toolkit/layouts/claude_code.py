@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .base import Folder, ForeignLayout, entries, home_roots
+from .base import PLACEHOLDER_MODELS, Folder, ForeignLayout, entries, home_roots
 from ..errors import NotAStoreError, PermissionDeniedError
 
 CHAIN = frozenset({"user", "assistant", "system", "progress", "attachment"})
@@ -25,8 +25,12 @@ CHAIN = frozenset({"user", "assistant", "system", "progress", "attachment"})
 #: (text, thinking, tool_use, tool_result, image) are never among them.
 TOP_LEVEL_TYPES = CHAIN | {"summary", "file-history-snapshot", "queue-operation", "permission-mode", "last-prompt",
                            "ai-title", "custom-title", "agent-name", "pr-link", "mode"}
-#: User text that Claude Code injected, not typed: never a title, never a turn.
-_INJECTED = re.compile(r"^\s*(<[a-z][a-z-]*>|Caveat:|This session is being continued from a previous conversation)")
+#: User text that Claude Code or an IDE injected, not typed (a command's ``<command-name>``, a
+#: ``<system-reminder>``, VS Code's and JetBrains' ``<ide_opened_file>`` / ``<ide_selection>``, a
+#: caveat): never a title, never a turn.
+_INJECTED = re.compile(r"^\s*(<[a-z][a-z_-]*>|Caveat:|This session is being continued from a previous conversation)")
+#: One whole injected element at the start of a text: ``<tag>…</tag>`` (the same tag).
+_ELEMENT = re.compile(r"\s*<([a-z][a-z_-]*)>.*?</\1>", re.S)
 _LEADING = re.compile(rb'^\s*\{\s*"(parentUuid|type)"\s*:')
 SUBAGENTS = "subagents"
 
@@ -70,22 +74,55 @@ class ClaudeFacts:
         return self.custom_title or self.ai_title or next((s for _leaf, s in self.summaries), None) or self.first_prompt
 
 
+def typed_part(text: str) -> str | None:
+    """What a person typed in one text, or None when all of it was added: whole injected elements
+    at its start (``<system-reminder>…</system-reminder>``) are the tool's, the text after them
+    the person's; a text opening with an injected marker and no typed text after it is added."""
+    rest, end = text, 0
+    while _INJECTED.match(rest) and (element := _ELEMENT.match(rest)):
+        end += element.end()
+        rest = rest[element.end():]
+    if not rest.strip() or _INJECTED.match(rest):
+        return None
+    return rest.strip() if end else rest
+
+
+def split_user(content: object) -> tuple[str | None, tuple[int, ...]]:
+    """The one rule for a Claude Code user record's content (ls, show, export, import titles):
+    ``(typed, added)``.  ``typed`` is the text the person typed (its typed blocks joined; "[image]"
+    for an image alone), None when nothing was typed: a tool result, or only text the tool or the
+    IDE added.  ``added`` are the indices of the text blocks the tool added, for list content."""
+    if isinstance(content, str):
+        return typed_part(content), ()
+    if not isinstance(content, list) or any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+        return None, ()  # a tool result is never a prompt, whatever text rides with it
+    typed, added, image = [], [], False
+    for i, block in enumerate(content):
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            part = typed_part(block["text"])
+            if part is not None:
+                typed.append(part)
+            elif block["text"].strip():
+                added.append(i)
+        elif block.get("type") == "image":
+            image = True
+    text = "\n".join(typed)
+    return (text or ("[image]" if image else None)), tuple(added)
+
+
 def prompt_text(content: object) -> str | None:
     """The text a person typed in a user record's content, or None (tool results, injected text)."""
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        parts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
-            return None
-        text = "\n".join(p for p in parts if isinstance(p, str))
-        if not text and any(isinstance(b, dict) and b.get("type") == "image" for b in content):
-            return "[image]"
-    else:
-        return None
-    if not text.strip() or _INJECTED.match(text):
-        return None
-    return text
+    return split_user(content)[0]
+
+
+def added_only(content: object) -> bool:
+    """True when the content holds text and all of it was added by the tool (never typed)."""
+    typed, added = split_user(content)
+    if typed is not None:
+        return False
+    return bool(added) or (isinstance(content, str) and bool(content.strip()))
 
 
 class ClaudeRules:
@@ -267,11 +304,7 @@ class ClaudeRules:
 
     def _judge_last_message(self, handle) -> None:
         last = self._read(handle, self.last_assistant)
-        message = last.get("message") if last else None
-        if type(message) is dict:
-            model = message.get("model")
-            if isinstance(model, str) and model != "<synthetic>":
-                self.facts.model = model
+        self.facts.model = self._model(handle, last)
 
         def key(record: dict | None) -> object:
             body = record.get("message") if record else None
@@ -294,6 +327,18 @@ class ClaudeRules:
             use, number = min(open_uses.items(), key=lambda item: item[1])
             self.c.sink.add("dangling-tool-use", f"the last assistant message calls a tool ({use}) that has no tool_result: "
                             "Claude Code may refuse to resume it", self.where[2 * number], self.where[2 * number + 1])
+
+    def _model(self, handle, last: dict | None) -> str | None:
+        """The model of the last assistant message a model wrote: a placeholder (``<synthetic>``,
+        Claude Code's own message after an error or an interrupt) is no model; the earlier
+        messages are re-read, the last 64 at most."""
+        for number in reversed(self.assistants[-64:]):
+            record = last if number == self.last_assistant else self._read(handle, number)
+            message = record.get("message") if record else None
+            model = message.get("model") if type(message) is dict else None
+            if isinstance(model, str) and model and model not in PLACEHOLDER_MODELS:
+                return model
+        return None
 
     def _resume_path(self) -> None:
         """Walk from the leaf resume picks (the last main-chain record) to its root; report a break."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .base import Folder, ForeignLayout, entries, home_roots
+from .codex_seen import as_envelope, context_cwd, is_legacy_line, is_legacy_meta, message_text, parent_of, typed_prompt
 from ..errors import NotAStoreError, PermissionDeniedError
 
 SESSIONS = "sessions"
@@ -27,6 +28,11 @@ TYPES = frozenset({"session_meta", "event_msg", "response_item", "turn_context",
 _UUID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
 _ENVELOPE = ({"timestamp", "type", "payload"}, {"timestamp", "ordinal", "type", "payload"})
 _OPENING = b'{"timestamp":'
+_LEGACY_OPENING = b'{"id":'  # a pre-envelope rollout's bare session metadata
+#: Response items a pre-envelope rollout writes bare (what the splitter of a damaged line takes for a
+#: record: a content block's ``type`` is none of these).
+_LEGACY_ITEMS = frozenset({"message", "reasoning", "function_call", "function_call_output", "local_shell_call",
+                           "custom_tool_call", "custom_tool_call_output", "web_search_call"})
 _FOREIGN_KEYS = re.compile(rb'"(parentUuid|uuid|sessionId|kind|role|leafUuid)"\s*:')
 
 
@@ -56,6 +62,7 @@ class CodexFacts:
     originator: str | None = None
     source: str | None = None         # cli | vscode | exec | subagent | …
     forked_from_id: str | None = None
+    parent_id: str | None = None      # the thread it was forked or spawned from (codex_seen.parent_of)
     first_timestamp: object = None
     last_timestamp: object = None
     first_prompt: str | None = None        # the first prompt typed in this thread
@@ -66,6 +73,20 @@ class CodexFacts:
     @property
     def title(self) -> str | None:
         return self.first_prompt or self.inherited_prompt
+
+
+def legacy_record(obj: object) -> bool:
+    """A whole line of a pre-envelope rollout (what the splitter of a damaged line takes for a record
+    in such a file): its bare session metadata, a state marker, or a bare response item."""
+    if type(obj) is not dict:
+        return False
+    if is_legacy_meta(obj) or (set(obj) <= {"record_type"} | _STATE_KEYS and isinstance(obj.get("record_type"), str)):
+        return True
+    kind = obj.get("type")
+    return kind in _LEGACY_ITEMS and "payload" not in obj and (kind != "message" or isinstance(obj.get("role"), str))
+
+
+_STATE_KEYS = frozenset({"previous_response_id"})
 
 
 def _source(value: object) -> str | None:
@@ -85,17 +106,27 @@ class CodexRules:
         self.ordinal: int | None = None
         self.ordinal_at = 0
         self.metas = 0
+        self.legacy = False      # a pre-envelope rollout: bare items, read as the envelopes they stand for
         self.replaying = False   # inside a fork's replay of its parent (SOURCES-AGENTS §2.9)
         self.replayed_turn = False
 
     def record(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
         c = self.c
-        if type(obj) is not dict or type(kind := obj.get("type")) is not str or type(obj.get("payload")) is not dict:
+        if c.records == 0 and is_legacy_meta(obj):
+            self.legacy = True  # a pre-envelope rollout (mid-2025): bare items and state markers follow
+            c.is_record = legacy_record  # so a damaged line of this file is split at its own records
+        if self.legacy:
+            if not (is_legacy_meta(obj) if c.records == 0 else is_legacy_line(obj)):
+                c.sink.add("invalid-record", "JSON but not a line of a pre-envelope rollout (a bare item with a string "
+                           "\"type\", or a \"record_type\" marker)", c.lineno, offset, line)
+                return
+            obj = as_envelope(obj)
+        elif type(obj) is not dict or type(obj.get("type")) is not str or type(obj.get("payload")) is not dict:
             c.sink.add("invalid-record", "JSON but not a rollout record (a string \"type\" and an object \"payload\")",
                        c.lineno, offset, line)
             return
         c.records += 1
-        facts, payload = self.facts, obj["payload"]
+        facts, payload, kind = self.facts, obj["payload"], obj["type"]
         if c.records == 1 and kind != "session_meta":
             c.sink.add("missing-meta", f"the first record is {kind!r}, not session_meta: Codex finds no thread id in it "
                        "and lists no session for the file", c.lineno, offset, line)
@@ -111,6 +142,8 @@ class CodexRules:
             self._event(payload)
         elif kind == "turn_context" and isinstance(payload.get("model"), str):
             facts.model = payload["model"]
+        elif self.legacy and kind == "response_item" and payload.get("type") == "message" and payload.get("role") == "user":
+            self._prompt(message_text(payload.get("content"), ("input_text",)))  # no user_message events yet
 
     def _ordinal(self, ordinal: object, offset: int, line: bytes) -> None:
         """Newer writers number records; a reused or lower ordinal blocks resume (#35746, #45150)."""
@@ -130,14 +163,14 @@ class CodexRules:
         facts = self.facts
         self.metas += 1
         if self.metas > 1:  # a fork carries its parent's session_meta next: the replay starts
-            if facts.forked_from_id is not None and self.metas == 2:
+            if facts.parent_id is not None and self.metas == 2:
                 self.replaying = True
             return
         text = {key: value if isinstance(value, str) else None for key, value in payload.items()
                 if key in ("id", "timestamp", "cwd", "cli_version", "originator", "forked_from_id")}
         facts.session_id, facts.created_at, facts.cwd = text.get("id"), text.get("timestamp"), text.get("cwd")
         facts.cli_version, facts.originator = text.get("cli_version"), text.get("originator")
-        facts.forked_from_id = text.get("forked_from_id")
+        facts.forked_from_id, facts.parent_id = text.get("forked_from_id"), parent_of(payload)
         facts.source = _source(payload.get("source"))
 
     def _event(self, payload: dict) -> None:
@@ -147,9 +180,16 @@ class CodexRules:
                 self.replaying = False
             elif kind in ("user_message", "agent_message"):
                 self.replayed_turn = True
-        if kind != "user_message" or not isinstance(payload.get("message"), str):
+        if kind == "user_message" and isinstance(payload.get("message"), str):
+            self._prompt(payload["message"])
+
+    def _prompt(self, message: str | None) -> None:
+        typed = typed_prompt(message)
+        if typed is None:  # only context Codex or the IDE put in: no turn, never a title
+            if self.legacy and self.facts.cwd is None:
+                self.facts.cwd = context_cwd(message)  # a pre-envelope meta has no cwd: the context names it
             return
-        text = " ".join(payload["message"].split())[:120] or None
+        text = " ".join(typed.split())[:120] or None
         facts = self.facts
         if self.replaying:
             facts.inherited_prompt = facts.inherited_prompt or text
@@ -236,6 +276,13 @@ def _rollouts(folder: Path) -> tuple[Path, ...]:
     return tuple(Path(e.path) for e in entries(folder) if is_rollout_name(e.name))
 
 
+def _ours(ours: int, theirs: int) -> bool:
+    """Rollouts that open with a Codex record outvote the others: a stray file of another format
+    among them is that file's own ``unknown-format`` finding, never a reason to leave every
+    rollout of the home unchecked."""
+    return ours > 0 and ours >= theirs
+
+
 def home_of(folder: Path) -> Path:
     """The Codex home a folder of rollouts belongs to (what its saved bytes are filed under)."""
     for parent in (folder, *folder.parents):
@@ -256,7 +303,15 @@ class Codex(ForeignLayout):
     def is_record(self, obj: dict) -> bool:
         """A rollout record exactly: the envelope's keys and no others, a string type, an object
         payload (what the splitter tells from a value nested inside a payload)."""
-        return (set(obj) in _ENVELOPE and isinstance(obj.get("type"), str) and isinstance(obj.get("payload"), dict))
+        if set(obj) in _ENVELOPE:
+            return isinstance(obj.get("type"), str) and isinstance(obj.get("payload"), dict)
+        # a pre-envelope file's first line; its bare items only in such a file (legacy_record):
+        # in an envelope file they are the payloads nested inside records
+        return is_legacy_meta(obj)
+
+    def record_test(self, first: object):
+        """A pre-envelope rollout's records are its bare lines; every other file's, envelopes."""
+        return legacy_record if is_legacy_meta(first) else self.is_record
 
     def partial_ok(self, data: bytes) -> bool:
         """A file holding no whole record is still a rollout when its bytes open one."""
@@ -267,7 +322,7 @@ class Codex(ForeignLayout):
         if _FOREIGN_KEYS.search(body[:4096]):
             return False
         compact = re.sub(rb"\s+", b"", body[:64])
-        return compact.startswith(_OPENING) or _OPENING.startswith(compact)
+        return any(compact.startswith(opening) or opening.startswith(compact) for opening in (_OPENING, _LEGACY_OPENING))
 
     def rules(self, reader) -> CodexRules:
         return CodexRules(reader)
@@ -308,7 +363,7 @@ class Codex(ForeignLayout):
     def _claims(self, tops: list[tuple[Path, int]], named: bool) -> bool:
         folders = [f for top, depth in tops for f in _rollout_folders(top, depth)]
         ours, theirs = self._votes(folders)
-        return theirs == 0 and (ours > 0 or named)
+        return _ours(ours, theirs) or (theirs == 0 and named)
 
     def claim_dir(self, path: Path) -> list[Folder] | None:
         home = home_of(path)
@@ -324,7 +379,7 @@ class Codex(ForeignLayout):
             return None
         tops = [(path, 0)]  # any folder holding rollouts (a copy, an older generation's flat folder)
         ours, theirs = self._votes([path])
-        return self._folders(tops, path) if ours and not theirs else None
+        return self._folders(tops, path) if _ours(ours, theirs) else None
 
     def claim_file(self, path: Path) -> Folder | None:
         record, partial = first_record(path)

@@ -22,7 +22,8 @@ Two items are mirrors when their texts are equal and they are at most three reco
 earliest record of its pair: an importer keys the record by it, so a copy imported before its
 mirror was written is not imported again once the mirror appears.
 
-A fork (§2.9: ``forked_from_id`` on the first ``session_meta``) begins with a replay of its
+A fork (§2.9: ``forked_from_id`` on the first ``session_meta``, or a spawned child's nested
+``source.subagent.thread_spawn.parent_thread_id``: :func:`parent_of`) begins with a replay of its
 parent: from the parent's ``session_meta`` (the second one) to the ``task_started`` that opens
 the child's own work.  Items there are *inherited*.
 
@@ -43,6 +44,10 @@ MIRROR_WINDOW = 3
 #: Text Codex injects as a user-role message (AGENTS.md, environment, aborted-turn markers,
 #: shell commands the user ran): never a typed prompt.
 INJECTED = re.compile(r"^\s*(<[A-Za-z_][\w-]*[\s>/]|# AGENTS\.md instructions)")
+#: Context an IDE extension or an ``@`` file mention puts before a prompt, in the prompt's own
+#: text; what the person typed follows REQUEST_MARK.
+CONTEXT_HEAD = re.compile(r"^\s*# (Context from my IDE setup|Files mentioned by the user):")
+REQUEST_MARK = re.compile(r"^## My request for Codex:[ \t]*(\r?\n)?", re.M)
 CALLS = frozenset({"function_call", "custom_tool_call", "web_search_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
 ENDS = frozenset({"exec_command_end", "mcp_tool_call_end", "patch_apply_end", "web_search_end", "view_image_tool_call"})
@@ -74,6 +79,53 @@ class Decision:
     inherited: bool = False
 
 
+#: The keys of a pre-envelope rollout's first line (Codex before the ``{timestamp, type, payload}``
+#: envelope, mid-2025): its session metadata, bare.
+LEGACY_META_KEYS = frozenset({"id", "timestamp", "instructions", "git"})
+_UUID_TEXT = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def is_legacy_meta(obj: object) -> bool:
+    """A pre-envelope rollout's first line: ``{"id", "timestamp", "instructions"?, "git"?}`` and no
+    other key (a bare ``{"id", "timestamp"}`` only with a UUID id: a Logician entry carries more)."""
+    if type(obj) is not dict or not isinstance(obj.get("id"), str) or not isinstance(obj.get("timestamp"), str):
+        return False
+    keys = set(obj)
+    return keys <= LEGACY_META_KEYS and (len(keys) > 2 or bool(_UUID_TEXT.match(obj["id"])))
+
+
+def is_legacy_line(obj: object) -> bool:
+    """A later line of a pre-envelope rollout: a bare response item (a string ``type``, no
+    ``payload``) or a ``{"record_type": "state"}`` marker."""
+    if type(obj) is not dict or "payload" in obj:
+        return False
+    return isinstance(obj.get("record_type"), str) or (isinstance(obj.get("type"), str) and "timestamp" not in obj)
+
+
+_CWD = re.compile(r"<environment_context>.*?Current working directory: ([^\n<]+)", re.S)
+
+
+def context_cwd(text: object) -> str | None:
+    """The working folder an ``<environment_context>`` message names (a pre-envelope rollout's
+    metadata has no cwd: this is where it says its project)."""
+    match = _CWD.search(text) if isinstance(text, str) else None
+    return match.group(1).strip() or None if match else None
+
+
+def as_envelope(record: object) -> object:
+    """A pre-envelope line as the envelope it stands for (the others as they are): the first line
+    is ``session_meta``, a bare item ``response_item``, a ``record_type`` marker ``state``."""
+    if type(record) is not dict or "payload" in record:
+        return record
+    if is_legacy_meta(record):
+        return {"timestamp": record["timestamp"], "type": "session_meta", "payload": record}
+    if isinstance(record.get("record_type"), str):
+        return {"type": "state", "payload": record}
+    if isinstance(record.get("type"), str) and "timestamp" not in record:
+        return {"type": "response_item", "payload": record}
+    return record
+
+
 def _digest(text: object) -> bytes:
     if not isinstance(text, str):
         return b""
@@ -98,13 +150,56 @@ def user_item_text(item: object) -> str | None:
     return message_text(item.get("content"), ("text", "input_text"))
 
 
+def parent_of(payload: object) -> str | None:
+    """The thread a rollout was forked or spawned from, by its ``session_meta`` payload:
+    ``forked_from_id`` at the top, else a ``parent_thread_id`` nested in ``source`` (a spawned
+    subagent: ``source.subagent.thread_spawn.parent_thread_id``); None for a thread of its own."""
+    if not isinstance(payload, dict):
+        return None
+    for key in ("forked_from_id", "parent_thread_id"):
+        if isinstance(payload.get(key), str) and payload[key]:
+            return payload[key]
+    found, depth = [payload.get("source")], 0
+    while found and depth < 4:  # a few levels at most: never a walk of an unbounded value
+        nested = []
+        for value in found:
+            if isinstance(value, dict):
+                if isinstance(value.get("parent_thread_id"), str) and value["parent_thread_id"]:
+                    return value["parent_thread_id"]
+                nested += [v for v in value.values() if isinstance(v, dict)]
+        found, depth = nested, depth + 1
+    return None
+
+
+def typed_start(text: str) -> int | None:
+    """The one rule for a Codex prompt's text (ls, show, import, titles): where what the person
+    typed starts in it (0: all of it), or None when all of it was added (``<environment_context>``,
+    ``<user_instructions>``, ``# AGENTS.md instructions``, an IDE's context with no request)."""
+    if INJECTED.match(text):
+        return None
+    if CONTEXT_HEAD.match(text):
+        mark = REQUEST_MARK.search(text)
+        return mark.end() if mark is not None and text[mark.end():].strip() else None
+    return 0
+
+
+def typed_prompt(text: object) -> str | None:
+    """What the person typed in a prompt's text, or None (not text, or all of it added)."""
+    if not isinstance(text, str):
+        return None
+    start = typed_start(text)
+    return None if start is None else text[start:]
+
+
 def summary_texts(payload: dict) -> list[str]:
     summary = payload.get("summary")
     return [s["text"] for s in summary if isinstance(s, dict) and isinstance(s.get("text"), str)] if isinstance(summary, list) else []
 
 
 def sketch(record: object) -> Sketch:
-    """Reduce one rollout record (``{timestamp, type, payload}``) to what :func:`decide` needs."""
+    """Reduce one rollout record (``{timestamp, type, payload}``, or a pre-envelope line) to what
+    :func:`decide` needs."""
+    record = as_envelope(record)
     if type(record) is not dict:
         return Sketch("other")
     top, payload = record.get("type"), record.get("payload")
@@ -113,12 +208,13 @@ def sketch(record: object) -> Sketch:
     kind = payload.get("type")
     if top == "session_meta":
         ident = payload.get("id") if isinstance(payload.get("id"), str) else None
-        parent = payload.get("forked_from_id") if isinstance(payload.get("forked_from_id"), str) else None
-        return Sketch("session_meta", ident=ident, parent=parent)
+        return Sketch("session_meta", ident=ident, parent=parent_of(payload))
     if top == "turn_context":
         return Sketch("context")
     if top == "compacted":
         return Sketch("compact")
+    if top == "state":  # a pre-envelope rollout's state marker: the writer's bookkeeping
+        return Sketch("ui-only")
     if top == "event_msg":
         if kind == "user_message":
             return Sketch("prompt", _digest(payload.get("message")))

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import BaseLayout, Folder, entries, journals_in
+from .base import PLACEHOLDER_MODELS, BaseLayout, Folder, entries, journals_in
 from ..errors import PermissionDeniedError
 
 NEWEST_VERSION = 2
@@ -31,13 +31,17 @@ class LevelCodeFacts:
     seq_field: tuple[int, int] | None = None  # (line, offset) of a v1 record that already has "seq"
 
 
-def preview_of(content: object) -> str | None:
-    """Return the index preview of a user record's content (§2.3), or None."""
+def preview_of(content: object, added: object = None) -> str | None:
+    """Return the index preview of a user record's content (§2.3), or None; ``added`` are the
+    indices of blocks the tool added (an importer marks them): never the preview."""
     text = None
+    skip = {i for i in added if type(i) is int} if isinstance(added, list) else set()
     if isinstance(content, str):
         text = content
     elif isinstance(content, list):
-        for block in content:
+        for i, block in enumerate(content):
+            if i in skip:
+                continue
             if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
                 text = block["text"]
                 break
@@ -96,10 +100,11 @@ class LevelCodeRules:
             if not (obj.get("toolResult") or obj.get("injected") or obj.get("inherited")):
                 facts.turns += 1
                 if facts.turns == 1:
-                    facts.preview = preview_of(obj.get("content"))
+                    facts.preview = preview_of(obj.get("content"), obj.get("added"))
         elif kind == "assistant":
-            if obj.get("model"):
-                facts.model = obj["model"]
+            model = obj.get("model")
+            if model and not (isinstance(model, str) and model in PLACEHOLDER_MODELS):
+                facts.model = model
         elif kind == "title":
             facts.title, facts.title_set = obj.get("title"), True
         elif kind == "event":
