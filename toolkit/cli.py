@@ -635,9 +635,87 @@ def doctor(
     if result.next:
         out.out.print()
         out.line([("next", "bold")])
-        for step in result.next:
-            out.out.print(f"  {step}", markup=False, highlight=False)
+        for step in result.next:  # never hard-wrapped: a command copied from a narrow terminal still runs
+            out.line([(f"  {step}", None)])
     return 0
+
+
+@app.command()
+def schedule(
+    ctx: typer.Context,
+    action: Annotated[str, typer.Argument(metavar="install|remove|status", help="install (or bring up to date) the nightly keep, remove it, or read back what is installed.", show_default=False)],
+    apps: Annotated[Optional[list[str]], typer.Option("--app", metavar="claude|codex|cursor|vscode|copilot", help="Keep this app's chats (repeatable; default: every app with an install on this machine, or what is installed).", show_default=False)] = None,
+    at: Annotated[Optional[str], typer.Option("--at", metavar="HH:MM", help="Time of day it runs, local time (default 03:17, or what is installed).", show_default=False)] = None,
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="cron|systemd|launchd|schtasks", help="Which scheduler (default: Task Scheduler on Windows, launchd on macOS, the crontab where `crontab` exists, else a systemd user timer).", show_default=False)] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be written and run; change nothing.")] = False,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Run the imports that keep every chat (past Claude Code's 30-day cleanup, a lost editor database) every night.
+
+    install writes one job that runs `levelsess import --from APP --source PATH --store STORE -q` for each app, with absolute paths: a block between marker lines in your crontab (the rest of it is kept byte for byte, and saved first), or ~/.config/systemd/user/levelsess-keep.{service,timer} enabled with `systemctl --user`, or ~/Library/LaunchAgents/dev.levelsess.keep.plist loaded with launchctl, or a Task Scheduler task "levelsess keep". Installing the same job again changes nothing; remove takes out exactly that job. status exits 0 when the job is installed and is what install would write now, 4 otherwise.
+
+    [bold]Examples[/bold]:
+      levelsess schedule install                        # every app found on this machine, at 03:17
+      levelsess schedule install --app claude --app codex --at 02:30 --dry-run
+      levelsess schedule status --json
+      levelsess schedule remove
+    """
+    from . import schedule as nightly
+
+    out = _output(ctx, json_, quiet, verbose)
+    if action not in ("install", "remove", "status"):
+        raise UsageError(f"schedule {action}: expected install, remove or status")
+    if dry_run and action == "status":
+        raise UsageError("--dry-run applies to install and remove; status writes nothing")
+    backend, given = nightly.scheduler(scheduler), Path(_store(ctx, store)) if _store(ctx, store) else None
+    if action == "status":
+        found = nightly.status(backend, apps, at, given, default_store(None))
+        return _render_schedule_status(out, found)
+    run = nightly.install if action == "install" else lambda b, *_a, dry_run: nightly.remove(b, dry_run)
+    outcome = run(backend, apps, at, given, default_store(None), dry_run=dry_run)
+    if out.json:
+        out.emit_json(outcome.to_json())
+        return 0
+    _render_schedule(out, outcome)
+    return 0
+
+
+def _render_schedule(out: Output, outcome) -> None:
+    where = f"{outcome.status.scheduler} ({outcome.status.where})"
+    done = {("install", True): "installed the nightly keep in", ("install", False): "the nightly keep is already installed, as it would be written, in",
+            ("remove", True): "removed the nightly keep from", ("remove", False): "no nightly keep is installed in"}[outcome.action, outcome.changed]
+    if outcome.dry_run and outcome.changed:
+        done = "would " + ("install the nightly keep in" if outcome.action == "install" else "remove the nightly keep from")
+    if outcome.text and (out.verbose or outcome.dry_run):
+        out.line([(outcome.text.rstrip("\n"), None)])
+    for command in outcome.ran:
+        out.say(f"{'would run' if outcome.dry_run else 'ran'}: {command}")
+    for note in outcome.notes:
+        out.say(note, "yellow")
+    out.say(f"{done} {where}" + ("; nothing changed" if not outcome.changed else "") + (f"; the crontab as it was: {outcome.backup}" if outcome.backup else ""))
+    if outcome.todo:
+        out.say(f"{outcome.status.scheduler} cannot be asked from here; to enable it, run:")
+        for command in outcome.todo:
+            out.line([(f"  {command}", None)], stderr=True)
+
+
+def _render_schedule_status(out: Output, found) -> int:
+    if out.json:
+        out.emit_json({"version": 1, **found.to_json(), "exit": found.exit_code})
+        return found.exit_code
+    if found.installed_text and not out.quiet:
+        out.line([(found.installed_text.rstrip("\n"), None)])
+    if not found.installed:
+        out.say(f"no nightly keep is installed in {found.scheduler} ({found.where}); next: levelsess schedule install")
+    elif not found.matches:
+        out.say(f"the nightly keep in {found.scheduler} differs from what install would write now; next: levelsess schedule install", "yellow")
+    else:
+        out.say(f"the nightly keep is installed in {found.scheduler} ({found.where}) and matches what install would write"
+                + ("" if found.active is not None else f" ({found.note})") + ("" if found.active is not False else "; but it is not enabled: levelsess schedule install"))
+    return found.exit_code
 
 
 def _mb(size: int) -> str:
