@@ -563,8 +563,9 @@ APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Cod
 def doctor(
     ctx: typer.Context,
     paths: Annotated[Optional[list[Path]], typer.Argument(metavar="FOLDER", help="Folders to search for Logician workspaces (.logician/), a few levels deep (default: the current folder).", show_default=False)] = None,
-    bundle: Annotated[Optional[Path], typer.Option("--bundle", metavar="FILE.zip", help="Also write a support bundle (zip): findings, file sizes and hashes, the masked shape of damaged regions; no message content.", show_default=False)] = None,
+    bundle: Annotated[Optional[Path], typer.Option("--bundle", metavar="FILE.zip", help="Also write a support bundle (zip) of four JSON files: about.json (levelsess, Python and OS versions), doctor.json (this report), findings.json (every finding without its excerpt; for each damaged region its length and first and last 32 bytes with letters and digits masked) and files.json (each journal's size, mtime, sha256 and lock owner). No message content, and no user, host or project name: the home folder is ~, every other folder or file name that is not one levelsess or the tools it reads use becomes <p1>, <p2>... (the same name, the same placeholder), the user and host names <user> and <host>, wherever they appear.", show_default=False)] = None,
     include_content: Annotated[bool, typer.Option("--include-content", help="Put the raw bytes of damaged regions and finding excerpts in the bundle (they may hold message text).")] = False,
+    include_paths: Annotated[bool, typer.Option("--include-paths", help="Keep paths, user, host and project names in the bundle as they are.")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -577,7 +578,7 @@ def doctor(
     [bold]Examples[/bold]:
       levelsess doctor
       levelsess doctor ~/code --json
-      levelsess doctor --bundle support.zip      # to send to support: no message content
+      levelsess doctor --bundle support.zip      # to send to support: no message content, no names
       levelsess doctor --bundle support.zip --include-content -v   # with the damaged bytes
       levelsess doctor --store ~/other-store -q
     """
@@ -590,13 +591,14 @@ def doctor(
         if not Path(path).exists():
             raise PathNotFoundError(str(path))
     result = diagnose(_store(ctx, store), [Path(p) for p in paths] if paths else None)
-    if include_content and bundle is None:
-        raise UsageError("--include-content only applies to --bundle FILE.zip")
+    if (include_content or include_paths) and bundle is None:
+        raise UsageError(f"{'--include-content' if include_content else '--include-paths'} only applies to --bundle FILE.zip")
     if bundle is not None:
         from .bundle import write as write_bundle
 
-        size = write_bundle(bundle, result, include_content)
-        out.say(f"support bundle: {bundle} ({size:,} bytes{', with message content' if include_content else ', no message content'})")
+        size = write_bundle(bundle, result, include_content, include_paths)
+        out.say(f"support bundle: {bundle} ({size:,} bytes{', with message content' if include_content else ', no message content'}"
+                f"{', with paths and names' if include_paths else ', paths anonymised'})")
     if out.json:
         out.emit_json({**result.to_json(), **({"bundle": str(bundle)} if bundle else {})})
         return 0

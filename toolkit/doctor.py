@@ -283,13 +283,19 @@ def nightly_command(apps: list[str], store: Path) -> tuple[str, str]:
 
 
 def mark_scheduled(installs: list[Install], store: Path) -> None:
-    """Set ``scheduled`` on each install whose app the installed nightly keep already imports,
-    as ``schedule install`` would write it now (read-only: the scheduler is only read)."""
+    """Give every install the one ``schedule install`` command that keeps them all, and set
+    ``scheduled`` on each whose app the installed nightly keep already imports, as install would
+    write it now (read-only: the scheduler is only read)."""
     from . import schedule
 
     wanted = [i for i in installs if i.schedule]
     if not wanted:
         return
+    apps = list(dict.fromkeys(KEEP_APP[i.app] for i in wanted if i.sessions))
+    if apps:  # one job keeps them all: each install names the same command (a second install replaces the first)
+        combined = nightly_command(apps, store)
+        for install in wanted:
+            install.schedule = combined
     try:
         found = schedule.status(schedule.scheduler(), None, None, None, store)
     except LevelsessError:
@@ -376,8 +382,8 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install], store: Path)
                 steps.append(f"levelsess import --from vscode --source {_quote(install.user)} --orphans-only "
                              f"--map {_quote(moved.project)}=NEW_PATH        # if that folder moved")
     nightly = [i for i in installs if i.schedule and i.sessions and not i.scheduled]
-    if nightly:  # one job keeps them all: a second `schedule install` would replace the first
-        scheduler, command = nightly_command(list(dict.fromkeys(KEEP_APP[i.app] for i in installs if i.schedule and i.sessions)), store)
+    if nightly:  # one job keeps them all (mark_scheduled): one step
+        scheduler, command = nightly[0].schedule
         steps.append(f"{command}        # runs those imports every night ({scheduler})")
     return steps
 
