@@ -117,7 +117,7 @@ class TestEveryScheduler:
         crontab.write_text(USER_CRONTAB)
         before = _state(scheduler, isolated_home, crontab)
         result = run_cli("schedule", "install", "--scheduler", scheduler, "--app", "claude", "--store", tmp_path / "s", "--dry-run")
-        assert result.exit_code == 0 and "would install" in result.stderr and schedule.MARK in result.stdout
+        assert result.exit_code == 0 and "would install" in result.stderr and schedule.MARK[2:] in result.stdout
         assert _state(scheduler, isolated_home, crontab) == before
         assert not (isolated_home / ".local" / "share" / "levelsess" / "schedule").exists()
 
@@ -288,13 +288,14 @@ class TestLaunchdAndTaskScheduler:
         assert len(actions) == 2 and all(Path(a.find("t:Command", ns).text).is_absolute() for a in actions)
         assert f'--store "{store}"' in actions[0].find("t:Arguments", ns).text
         if not shutil.which("schtasks"):
-            assert result.json["todo"] == [f"schtasks /Create /TN 'levelsess keep' /XML {shlex.quote(str(path))} /F"]
+            assert result.json["todo"] == [subprocess.list2cmdline(["schtasks", "/Create", "/TN", "levelsess keep", "/XML", str(path), "/F"])]
+            assert result.json["todo"][0].startswith('schtasks /Create /TN "levelsess keep" /XML ')
 
 
 class TestUsage:
     @pytest.mark.parametrize("args", [("sometimes",), ("install", "--at", "25:00"), ("install", "--at", "3pm"),
                                       ("install", "--app", "emacs"), ("install", "--scheduler", "at"),
-                                      ("status", "--dry-run")])
+                                      ("status", "--dry-run"), ("remove", "--app", "claude"), ("remove", "--at", "01:00")])
     def test_bad_arguments_are_a_usage_error_and_touch_nothing(self, args, crontab, isolated_home):
         result = run_cli("schedule", *args)
         assert result.exit_code == 16 and "error:" in result.stderr and "Traceback" not in result.stderr

@@ -491,7 +491,7 @@ def import_(
 ) -> int:
     """Recover chats from an editor's storage into the store as v2 journals, never writing to the source.
 
-    Databases are opened read-only (a snapshot copy when the editor has rows in its write-ahead log) and transcripts are only read, so the sources stay byte-identical. Each session becomes <store>/<project-slug>/cursor-<id>.jsonl, vscode-<id>.jsonl, claude-<sessionId>.jsonl or codex-<id>.jsonl (or _unassigned/ when its project is unknown), with the original JSON of every source row or line under "raw". Re-importing appends only new messages and never rewrites a journal; a session deleted at the source stays in the store, so a nightly `levelsess import --from claude` keeps what Claude Code's 30-day cleanup deletes (`levelsess doctor` prints the line for your scheduler). Exit 0 when done, 4 when some source rows could not be read or a journal was refused (see the findings), 8 when a source cannot be opened.
+    Databases are opened read-only (a snapshot copy when the editor has rows in its write-ahead log) and transcripts are only read, so the sources stay byte-identical. Each session becomes <store>/<project-slug>/cursor-<id>.jsonl, vscode-<id>.jsonl, claude-<sessionId>.jsonl or codex-<id>.jsonl (or _unassigned/ when its project is unknown), with the original JSON of every source row or line under "raw". Re-importing appends only new messages and never rewrites a journal; a session deleted at the source stays in the store, so a nightly `levelsess import --from claude` keeps what Claude Code's 30-day cleanup deletes (`levelsess schedule install` puts that job in this machine's scheduler). Exit 0 when done, 4 when some source rows could not be read or a journal was refused (see the findings), 8 when a source cannot be opened.
 
     [bold]Examples[/bold]:
       levelsess import --from cursor                           # every Cursor install on this machine
@@ -573,7 +573,7 @@ def doctor(
 ) -> int:
     """Find every store, Logician workspace, Claude Code, Cursor and VS Code install on this machine; show their health and the next commands to run.
 
-    Looks at the LevelCode store ($LEVELSESS_HOME, ~/.levelcode/sessions or --store), Logician workspaces under PATH, every Claude Code root ($CLAUDE_CONFIG_DIR, ~/.claude, a Windows home seen from WSL: its transcripts' health, how many its next start-up's cleanup will delete, per cleanupPeriodDays in settings.json, and how many of those the store already keeps), every Codex CLI home ($CODEX_HOME, ~/.codex), with for each the import that keeps its sessions and the line that runs it every night (cron, a systemd timer, launchd or Task Scheduler, for this OS), and every Cursor and VS Code (Insiders, OSS, VSCodium) install found per OS. For VS Code it lists the workspaces holding chats VS Code no longer shows (folder renamed or moved, missing from the index). Read-only: it writes nothing.
+    Looks at the LevelCode store ($LEVELSESS_HOME, ~/.levelcode/sessions or --store), Logician workspaces under PATH, every Claude Code root ($CLAUDE_CONFIG_DIR, ~/.claude, a Windows home seen from WSL: its transcripts' health, how many its next start-up's cleanup will delete, per cleanupPeriodDays in settings.json, and how many of those the store already keeps), every Codex CLI home ($CODEX_HOME, ~/.codex), with for each the import that keeps its sessions and the `levelsess schedule install` command that runs it every night, and every Cursor and VS Code (Insiders, OSS, VSCodium) install found per OS. For VS Code it lists the workspaces holding chats VS Code no longer shows (folder renamed or moved, missing from the index). Read-only: it writes nothing.
 
     [bold]Examples[/bold]:
       levelsess doctor
@@ -672,6 +672,8 @@ def schedule(
         raise UsageError(f"schedule {action}: expected install, remove or status")
     if dry_run and action == "status":
         raise UsageError("--dry-run applies to install and remove; status writes nothing")
+    if action == "remove" and (apps or at):
+        raise UsageError(f"schedule remove takes out the one nightly job; {'--app' if apps else '--at'} does not apply to it")
     backend, given = nightly.scheduler(scheduler), Path(_store(ctx, store)) if _store(ctx, store) else None
     if action == "status":
         found = nightly.status(backend, apps, at, given, default_store(None))
@@ -695,7 +697,7 @@ def _render_schedule(out: Output, outcome) -> None:
         out.line([(outcome.text.rstrip("\n"), None)])
     for command in outcome.ran:
         out.say(f"{'would run' if outcome.dry_run else 'ran'}: {command}")
-    for note in outcome.notes:
+    for note in (*outcome.notes, *([outcome.status.note] if outcome.status.note and outcome.action == "install" else [])):
         out.say(note, "yellow")
     out.say(f"{done} {where}" + ("; nothing changed" if not outcome.changed else "") + (f"; the crontab as it was: {outcome.backup}" if outcome.backup else ""))
     if outcome.todo:
@@ -716,7 +718,9 @@ def _render_schedule_status(out: Output, found) -> int:
         out.say(f"the nightly keep in {found.scheduler} differs from what install would write now; next: levelsess schedule install", "yellow")
     else:
         out.say(f"the nightly keep is installed in {found.scheduler} ({found.where}) and matches what install would write"
-                + ("" if found.active is not None else f" ({found.note})") + ("" if found.active is not False else "; but it is not enabled: levelsess schedule install"))
+                + ("" if found.active is not False else "; but it is not enabled: levelsess schedule install"))
+    if found.note:
+        out.say(found.note, "yellow")
     return found.exit_code
 
 

@@ -239,7 +239,9 @@ class Cron:
     def status(self, job: Job) -> Status:
         _before, block, _after = self.split(self.current())
         expected = self.block(job)
-        return Status(self.name, self.where, block is not None, block == expected, block is not None, block, expected, job)
+        note = "" if block is None or _cron_daemon_runs() is not False else \
+            "no cron daemon runs on this machine now: the job runs once one does (a container? start cron)"
+        return Status(self.name, self.where, block is not None, block == expected, block is not None, block, expected, job, note)
 
     def install(self, job: Job, dry_run: bool) -> Outcome:
         text = self.current()
@@ -273,6 +275,16 @@ class Cron:
         return Outcome(action, True, False, ran=(command,), status=self.status(job), text=shown, backup=str(backup))
 
 
+def _cron_daemon_runs() -> bool | None:
+    """Whether a cron daemon is running (None: cannot tell); read-only."""
+    try:
+        import psutil
+
+        return any((p.info.get("name") or "") in ("cron", "crond", "cronie", "busybox-crond", "fcron") for p in psutil.process_iter(["name"]))
+    except Exception:  # noqa: BLE001 - a process table we cannot read says nothing either way
+        return None
+
+
 # -- schedulers configured by files -------------------------------------------------------------------
 
 
@@ -301,6 +313,10 @@ class Files:
     def after_remove(self) -> list[list[str]]:
         return []
 
+    def show(self, argv: list[str]) -> str:
+        """A command as the user would type it in this scheduler's shell."""
+        return shlex.join(argv)
+
     @property
     def where(self) -> str:
         return ", ".join(str(p) for p in self.files(_EMPTY))
@@ -312,7 +328,7 @@ class Files:
             return None
         except OSError as exc:
             raise SchedulerError(f"cannot read {path}: {exc.strerror}") from exc
-        if MARK.encode() not in data and MARK.encode("utf-16-le") not in data:
+        if MARK[2:].encode() not in data and MARK[2:].encode("utf-16-le") not in data:
             raise SchedulerError(f"{path} exists and was not written by levelsess schedule",
                                  hint="move it away (it is not levelsess's), then rerun")
         return data
@@ -337,16 +353,16 @@ class Files:
         if not stale and not load:
             return Outcome("install", False, dry_run, status=self.status(job), text=shown)
         if dry_run:
-            return Outcome("install", True, True, ran=tuple(map(shlex.join, commands)) if live else (),
-                           todo=() if live else tuple(map(shlex.join, commands)), status=self.status(job), text=shown)
+            return Outcome("install", True, True, ran=tuple(map(self.show, commands)) if live else (),
+                           todo=() if live else tuple(map(self.show, commands)), status=self.status(job), text=shown)
         for path in stale:
             durable.ensure_dir(path.parent)
             durable.atomic_write(path, wanted[path])
         if live:
             for argv in commands:
                 _run(argv)
-        return Outcome("install", True, False, ran=tuple(map(shlex.join, commands)) if live else (),
-                       todo=() if live else tuple(map(shlex.join, commands)), status=self.status(job), text=shown)
+        return Outcome("install", True, False, ran=tuple(map(self.show, commands)) if live else (),
+                       todo=() if live else tuple(map(self.show, commands)), status=self.status(job), text=shown)
 
     def remove(self, job: Job, dry_run: bool) -> Outcome:
         present = [path for path in self.files(job) if self._read(path) is not None]
@@ -355,7 +371,7 @@ class Files:
         if not present and not unload:
             return Outcome("remove", False, dry_run, status=self.status(job))
         after = self.after_remove() if live else []
-        ran = tuple(map(shlex.join, unload + after))
+        ran = tuple(map(self.show, unload + after))
         shown = "".join(_text(self._read(path)) for path in present)
         if dry_run:
             return Outcome("remove", True, True, ran=ran, status=self.status(job), text=shown)
@@ -429,7 +445,7 @@ class Launchd(Files):
         body = plistlib.dumps({"Label": LABEL, "ProgramArguments": argv,
                                "StartCalendarInterval": {"Hour": job.hour, "Minute": job.minute}}, sort_keys=False)
         head, _, rest = body.partition(b"\n")  # the marker after the XML declaration, which must come first
-        comment = f"<!-- {MARK[2:]} -->\n<!-- {job.record()} -->\n<!-- {MARK} -->\n"
+        comment = f"<!-- {MARK[2:]} -->\n<!-- {job.record()} -->\n"
         return {self.path(): head + b"\n" + comment.encode() + rest}
 
     def _domain(self) -> str:
@@ -464,7 +480,7 @@ class Schtasks(Files):
         actions = "".join(f"<Exec><Command>{escape(argv[0])}</Command><Arguments>{escape(subprocess.list2cmdline(argv[1:]))}"
                           "</Arguments></Exec>" for argv in job.commands)
         xml = ('<?xml version="1.0" encoding="UTF-16"?>\n'
-               f"<!-- {MARK[2:]} -->\n<!-- {job.record()} -->\n<!-- {MARK} -->\n"
+               f"<!-- {MARK[2:]} -->\n<!-- {job.record()} -->\n"
                '<Task version="1.2" xmlns="http://schemas.microsoft.com/windows/2004/02/mit/task">'
                "<RegistrationInfo><Description>levelsess nightly keep: import chats into the store</Description></RegistrationInfo>"
                f"<Triggers><CalendarTrigger><StartBoundary>2026-01-01T{job.at}:00</StartBoundary>"
@@ -482,6 +498,10 @@ class Schtasks(Files):
 
     def load_commands(self) -> list[list[str]]:
         return [["schtasks", "/Create", "/TN", TASK, "/XML", str(self.path()), "/F"]]
+
+    def show(self, argv: list[str]) -> str:
+        return subprocess.list2cmdline(argv)  # cmd.exe quotes with "", never ''
+
 
     def unload_commands(self) -> list[list[str]]:
         return [["schtasks", "/Delete", "/TN", TASK, "/F"]]
