@@ -16,7 +16,6 @@ import plistlib
 import shlex
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 

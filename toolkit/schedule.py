@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import durable
-from .errors import OperationalError, UsageError
+from .errors import SchedulerError, UsageError
 
 APPS = ("claude", "codex", "cursor", "vscode", "copilot")
 MARK = "# levelsess nightly keep (managed by levelsess schedule)"
@@ -35,12 +35,6 @@ TASK = "levelsess keep"
 DEFAULT_AT = "03:17"
 SCHEDULERS = ("cron", "systemd", "launchd", "schtasks")
 _RECORD = re.compile(r"levelsess schedule (\{[^\n]*?\})")
-
-
-class SchedulerError(OperationalError):
-    """the scheduler failed: {detail}"""
-
-    hint = "nothing else was changed; fix the scheduler (or pass --scheduler), then rerun"
 
 
 @dataclass(frozen=True)
