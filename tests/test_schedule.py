@@ -168,6 +168,9 @@ class TestCrontab:
         assert status.exit_code == 0 and status.json["apps"] == ["codex"] and status.json["at"] == "04:30"
         other = run_cli("schedule", "status", "--at", "05:00", "--json")
         assert other.exit_code == 4 and other.json["installed"] and not other.json["matches"]
+        run_cli("schedule", "install", "--app", "claude")  # what it leaves out (time, store) stays as installed
+        kept = run_cli("schedule", "status", "--json").json
+        assert (kept["apps"], kept["at"], kept["store"]) == (["claude"], "04:30", str(tmp_path / "s"))
 
     def test_markers_that_are_not_one_block_are_refused_and_nothing_changes(self, crontab, tmp_path):
         broken = USER_CRONTAB + schedule.MARK + "\n17 3 * * * something\n"

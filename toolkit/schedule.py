@@ -531,7 +531,7 @@ def _job_for(backend, apps: list[str] | None, at: str | None, store: Path | None
 
 def install(backend, apps, at, store, default_store: Path, dry_run: bool = False) -> Outcome:
     """Install (or bring up to date) the nightly keep; a second identical install changes nothing."""
-    job = plan_job(apps, at, store or default_store) if apps or not _installed(backend) else _job_for(backend, apps, at, store, default_store)
+    job = _job_for(backend, apps, at, store, default_store)
     outcome = backend.install(job, dry_run)
     notes = tuple(f"no {app} install found now: its import looks again each night" for app in job.missing)
     return Outcome(**{**outcome.__dict__, "notes": notes})
