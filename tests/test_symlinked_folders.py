@@ -434,3 +434,26 @@ def test_trash_refuses_a_session_in_a_symlinked_folder(tmp_path):
     assert session["status"] == "refused" and HINT in session["reason"] and str(target) in session["reason"]
     assert snapshot(target) == before
     assert not (home / ".local" / "share" / "Trash").exists()
+
+
+def test_locks_break_stale_never_removes_a_lock_through_a_symlinked_project_folder(tmp_path):
+    """A stale lock in a project folder that is a symlink stays (its target is not the store's);
+    the listing says why; the same lock in a real folder is removed."""
+    from toolkit.locks import lock_path
+
+    store = make_store(tmp_path / "store")
+    [linked] = [p for p in store.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    real = store / "-home-bob-real"
+    shutil.copytree(linked, real)
+    link_out(linked, tmp_path / "elsewhere" / linked.name)
+    stale = {"pid": 2**22 - 3, "host": os.uname().nodename, "startedAt": 1.0, "acquiredAt": 1.0}
+    locks = [lock_path(next(folder.glob("*.jsonl"))) for folder in (linked, real)]
+    for lock in locks:
+        lock.write_bytes(json.dumps(stale).encode())
+    target = tmp_path / "elsewhere" / linked.name / locks[0].name
+    before = target.read_bytes()
+    result = run_cli("locks", "--break-stale", "--json", "--store", store)
+    rows = {row["path"]: row for row in result.json["locks"]}
+    assert target.read_bytes() == before, "nothing removed in the link's target"
+    assert not rows[str(locks[0])]["removed"] and "symlink" in rows[str(locks[0])]["why"]
+    assert rows[str(locks[1])]["removed"] and not locks[1].exists()

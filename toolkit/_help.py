@@ -17,9 +17,12 @@ only on a terminal, and never with ``NO_COLOR`` set or ``TERM=dumb``.  The width
 reading), else 80.  Markup in help texts: ``[bold]``, ``[dim]``, ``[italic]``, ``[underline]``
 and their closing tags; any other bracket is text.
 
-``install()`` routes typer's ``format_help`` here; if this module meets a command or parameter
-it does not understand (a typer that changed its internals), that command's help goes through
-typer's own rich path instead, so help is never lost.
+``command_classes()`` gives typer's command and group classes with ``format_help`` drawn here,
+passed to typer as ``cls=`` (public subclassing); if this module meets a command or parameter it
+does not understand, that command's help goes through typer's own rich path instead, so help is
+never lost.  Only click's and typer's public attributes are read (``default``, ``show_default``,
+``opts``, ``metavar``, ``IntRange.min``…), so a typer release that moves its internals changes
+nothing here.
 """
 
 from __future__ import annotations
@@ -258,12 +261,9 @@ def _param_help(param, ctx) -> Styled:
         envvar = f"{ctx.auto_envvar_prefix}_{param.name.upper()}"
     if envvar and getattr(param, "show_envvar", None):
         extras.append((f"[env var: {envvar if isinstance(envvar, str) else ', '.join(map(str, envvar))}]", "dim yellow"))
-    default_value = param._extract_default_help_str(ctx=ctx)
-    show_is_str = isinstance(param.show_default, str)
-    if show_is_str or (default_value is not None and (param.show_default or ctx.show_default)):
-        shown = param._get_default_string(ctx=ctx, show_default_is_str=show_is_str, default_value=default_value)
-        if shown:
-            extras.append((f"[default: {shown}]", "dim"))
+    shown = _default_text(param, ctx)
+    if shown:
+        extras.append((f"[default: {shown}]", "dim"))
     if param.required:
         extras.append(("[required]", "dim red"))
     for extra, style in extras:
@@ -272,17 +272,73 @@ def _param_help(param, ctx) -> Styled:
     return line
 
 
+def _default_text(param, ctx) -> str:
+    """What typer prints as ``[default: …]``, from click's public attributes: the text of
+    ``show_default`` when it is one, else the default when shown (a callable is "(dynamic)"; a
+    flag with an off switch names the switch it is; a flag alone that is off shows nothing)."""
+    if isinstance(param.show_default, str):
+        return param.show_default
+    show = param.show_default if param.show_default is not None else ctx.show_default
+    if not show:
+        return ""
+    default = param.default
+    if callable(default):
+        return "(dynamic)"
+    if default is None or (isinstance(default, (list, tuple)) and not default):
+        return ""
+    if getattr(param, "is_bool_flag", False):
+        if param.secondary_opts:
+            return (param.opts if default else param.secondary_opts)[0].split("/")[0]
+        return ""
+    if isinstance(default, (list, tuple)):
+        return ", ".join(str(item) for item in default)
+    if hasattr(default, "value") and type(default).__module__ != "builtins":  # an Enum: its value
+        return str(default.value)
+    return str(default)
+
+
+def _type_text(param) -> str:
+    """A flag shows nothing; a value option its metavar (``N``, ``PATH``); an argument nothing
+    (its name column shows it).  Never a Python type such as ``<list[Path]>``."""
+    import click
+
+    if isinstance(param, click.Argument) or getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return ""
+    return (param.metavar or "VALUE") + ("..." if param.nargs != 1 else "")
+
+
+def _range_text(param) -> str:
+    """click's range note (``x>=1``, ``0<=x<=9``), from ``IntRange``/``FloatRange``'s public fields."""
+    import click
+
+    kind = param.type
+    if not isinstance(kind, (click.IntRange, click.FloatRange)):
+        return ""
+    if getattr(param, "count", False) and kind.min == 0 and kind.max is None:
+        return ""
+    low, high = kind.min, kind.max
+    if low is None and high is None:
+        return ""
+    if low is None:
+        text = f"x{'<' if kind.max_open else '<='}{high}"
+    elif high is None:
+        text = f"x{'>' if kind.min_open else '>='}{low}"
+    else:
+        text = f"{low}{'<' if kind.min_open else '<='}x{'<' if kind.max_open else '<='}{high}"
+    return text + (" clamped" if kind.clamp else "")
+
+
 def _param_rows(params, ctx) -> list[tuple[Styled, Styled]]:
     """typer's columns: required mark, long names, short names, negative forms, metavar; then the help."""
-    from typer.core import TyperArgument
+    import click
 
     cells = []
     for param in params:
         display = None
-        if isinstance(param, TyperArgument):
-            display = param.display_name_raw + ("..." if param.metavar is None and param.nargs != 1 else "")
-        kind = param.display_type_rich(ctx=ctx) or ""
-        span = param._get_number_range_help_str()
+        if isinstance(param, click.Argument):
+            display = (param.metavar or param.name.upper()) + ("..." if param.metavar is None and param.nargs != 1 else "")
+        kind = _type_text(param)
+        span = _range_text(param)
         cells.append(("*" if param.required else "",
                       ",".join(o for o in param.opts if "--" in o),
                       ",".join(display or o for o in param.opts if "--" not in o),
@@ -304,14 +360,28 @@ def _param_rows(params, ctx) -> list[tuple[Styled, Styled]]:
     return rows
 
 
+def _usage_pieces(command, ctx) -> list[str]:
+    """click's usage pieces, with ``...`` after an argument that takes many values (``[PATH]...``)
+    however the metavar was given."""
+    import click
+
+    pieces = list(command.collect_usage_pieces(ctx))
+    for param in command.get_params(ctx):
+        if isinstance(param, click.Argument) and param.nargs != 1:
+            for piece in param.get_usage_pieces(ctx):
+                if not piece.endswith("...") and piece in pieces:
+                    pieces[pieces.index(piece)] = piece + "..."
+    return pieces
+
+
 def render(command, ctx, width: int | None = None, color: bool | None = None, box: str | None = None) -> str:
     """The whole --help text of ``command`` (a typer command or group) in ``ctx``."""
-    from typer.core import TyperArgument, TyperGroup, TyperOption
+    import click
 
     found_width, found_color = width_and_color()
     canvas = Canvas(width or found_width, found_color if color is None else color, box or box_for())
     canvas.add()
-    usage = " ".join(["Usage:", ctx.command_path, *command.collect_usage_pieces(ctx)])  # text, never markup
+    usage = " ".join(["Usage:", ctx.command_path, *_usage_pieces(command, ctx)])  # text, never markup
     canvas.text([Styled(usage, [(0, 6, "yellow"), (7, len(usage), "bold")])])
     canvas.add()
     if command.help:
@@ -331,16 +401,16 @@ def render(command, ctx, width: int | None = None, color: bool | None = None, bo
     for param in command.get_params(ctx):
         if getattr(param, "hidden", False):
             continue
-        if isinstance(param, TyperArgument):
+        if isinstance(param, click.Argument):
             arguments.setdefault(getattr(param, "rich_help_panel", None) or "Arguments", []).append(param)
-        elif isinstance(param, TyperOption):
+        elif isinstance(param, click.Option):
             options.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(param)
         else:
-            raise TypeError(f"a parameter typer did not make: {param!r}")  # typer's own path draws it
+            raise TypeError(f"a parameter click does not make: {param!r}")  # typer's own path draws it
     for panels, default in ((arguments, "Arguments"), (options, "Options")):
         for name in sorted(panels, key=lambda n: n != default):
             canvas.panel(name, _param_rows(panels[name], ctx))
-    if isinstance(command, TyperGroup):
+    if isinstance(command, click.Group):
         groups: dict[str, list] = {}
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
@@ -362,18 +432,27 @@ def render(command, ctx, width: int | None = None, color: bool | None = None, bo
     return "\n".join(canvas.lines)
 
 
-def install() -> bool:
-    """Draw typer's --help here; a command this module cannot draw goes typer's own way."""
-    from ._typer_fast import wrap_format_help
+def _format_help(draw_with_typer):
+    """A ``format_help`` drawing here; a command this module cannot draw goes typer's own way."""
+    def format_help(self, ctx, formatter):
+        try:
+            text = render(self, ctx)
+        except Exception:  # noqa: BLE001 - a parameter shape this module does not know: typer's rich help, never none
+            return draw_with_typer(self, ctx, formatter)
+        formatter.write(text + "\n")
 
-    def make(original):
-        def format_help(self, ctx, formatter):
-            try:
-                text = render(self, ctx)
-            except Exception:  # noqa: BLE001 - typer changed under us: its own rich help, never none
-                return original(self, ctx, formatter)
-            formatter.write(text + "\n")
+    return format_help
 
-        return format_help
 
-    return wrap_format_help(make, "_levelsess_plain")
+def command_classes():
+    """typer's command and group classes with ``format_help`` drawn here (public subclassing,
+    passed as ``cls=``: no typer internals are replaced)."""
+    from typer.core import TyperCommand, TyperGroup
+
+    class Command(TyperCommand):
+        format_help = _format_help(TyperCommand.format_help)
+
+    class Group(TyperGroup):
+        format_help = _format_help(TyperGroup.format_help)
+
+    return Command, Group

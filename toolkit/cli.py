@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from typer.core import TyperGroup
 
-from . import __version__, _help, _typer_fast
+from . import __version__, _help
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, LevelsessError, PathNotFoundError, UnknownFormatError, UsageError
 
 
@@ -42,46 +41,22 @@ from .streams import tolerant_streams  # noqa: E402 (light: called before every 
 default_store, discover_all = _lazy(".stores", "default_store"), _lazy(".stores", "discover_all")
 
 
-def _click_modules() -> list:
-    """Typer >= 0.26 vendors click as typer._click; older ones use click itself."""
-    found = []
-    for name in ("typer._click.exceptions", "click.exceptions"):
-        with contextlib.suppress(ImportError):
-            found.append(importlib.import_module(name))
-    return found
+import click  # noqa: E402 (typer's own dependency: its public exceptions)
+
+_USAGE_ERRORS = (click.UsageError,)
+_CLICK_ERRORS = (click.ClickException,)
+_ABORTS = (typer.Abort, click.Abort, KeyboardInterrupt)
+HelpCommand, HelpGroup = _help.command_classes()  # --help drawn without rich
 
 
-_CLICK = _click_modules()
-_USAGE_ERRORS = tuple(m.UsageError for m in _CLICK)
-_CLICK_ERRORS = tuple(m.ClickException for m in _CLICK)
-_ABORTS = tuple({typer.Abort, *(getattr(m, "Abort") for m in _CLICK if hasattr(m, "Abort"))}) + (KeyboardInterrupt,)
+class App(typer.Typer):
+    """Every command's --help drawn by ``_help`` (a command may still name its own ``cls``)."""
+
+    def command(self, *args, cls=None, **kwargs):
+        return super().command(*args, cls=cls or HelpCommand, **kwargs)
 
 
-def _plain_help_types() -> None:
-    """Show a flag as a flag and a value by its metavar in --help, never as a Python type.
-
-    typer 0.29 prints ``<bool>`` after every flag, ``<list[Path]>`` after arguments and
-    ``<int range>`` after numbers (older ones ``BOOLEAN``, ``INTEGER RANGE``).  Every value option
-    here names its metavar (``--jobs N``, ``--store PATH``); an argument's name column already
-    shows its own (``PATH...``), so its type column stays empty."""
-    from typer.core import TyperArgument, TyperOption
-
-    def option_type(self, ctx):
-        if self.is_flag or self.count:
-            return None
-        return (self.metavar or "VALUE") + ("..." if self.nargs != 1 else "")
-
-    TyperOption.display_type_rich = option_type
-    TyperArgument.display_type_rich = lambda self, ctx: None
-
-
-_plain_help_types()
-_typer_fast.install()  # typer's pydantic adapters only for values it alone can judge (start-up, DESIGN.md §8)
-_typer_fast.install_light_help()  # typer's rich --help (the fallback) without loading markdown-it and pygments
-_help.install()  # --help drawn without rich
-
-
-class LevelsessGroup(TyperGroup):
+class LevelsessGroup(HelpGroup):
     """Map usage errors to exit 16, Ctrl-C to 32 and typed errors to one line plus a hint."""
 
     def invoke(self, ctx):
@@ -154,7 +129,7 @@ def _command_words(group, argv: list[str]) -> str:
     return " ".join(words) or "COMMAND"
 
 
-app = typer.Typer(
+app = App(
     cls=LevelsessGroup,
     name="levelsess",
     no_args_is_help=True,
@@ -932,24 +907,17 @@ def locks(
     """
     from rich.table import Table
 
-    from .locks import inspect_lock, remove_if_unchanged
+    from .locks import break_stale as remove_stale
+    from .locks import inspect_lock
 
     out = _output(ctx, json_, quiet, verbose)
-    folders = discover_all(_targets(ctx, paths, store))
-    found = []
-    for folder in folders:
-        for lock in sorted(folder.path.glob("*.jsonl.lock")):
-            info = inspect_lock(lock)
-            if info is not None:
-                found.append(info)
-    broken = []
-    if break_stale:
-        for info in found:
-            if info.state.value == "stale" and remove_if_unchanged(info):
-                broken.append(info.path)
+    found = [(info, folder) for folder in discover_all(_targets(ctx, paths, store))
+             for info in map(inspect_lock, sorted(folder.path.glob("*.jsonl.lock"))) if info is not None]
+    outcome = remove_stale(found) if break_stale else {}
+    broken = [path for path, why in outcome.items() if why is None]
     rows = [{"path": str(i.path), "session": i.path.name[: -len(".lock")], "pid": i.pid, "host": i.host,
-             "age": round(i.age, 1), "state": i.state.value, "why": i.reason, "heartbeat_ok": i.heartbeat_ok,
-             "removed": i.path in broken} for i in found]
+             "age": round(i.age, 1), "state": i.state.value, "why": outcome.get(i.path) or i.reason, "heartbeat_ok": i.heartbeat_ok,
+             "removed": i.path in broken} for i, _folder in found]
     code = 1 if broken else 0
     if out.json:
         out.emit_json({"version": 1, "locks": rows, "exit": code})
@@ -1200,7 +1168,7 @@ def demo(
     return runs[-1]["exit"]
 
 
-chaos_app = typer.Typer(help="The kill -9 harness: prove that no acknowledged record is lost (DESIGN.md §7).",
+chaos_app = App(cls=HelpGroup, help="The kill -9 harness: prove that no acknowledged record is lost (DESIGN.md §7).",
                         no_args_is_help=True, rich_markup_mode="rich")
 app.add_typer(chaos_app, name="chaos")
 

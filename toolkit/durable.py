@@ -442,7 +442,7 @@ def temp_owner(name: str) -> int | None:
 
 @contextlib.contextmanager
 def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = None,
-                  sync_dir: bool = True, exclusive: bool = False) -> Iterator[BinaryIO]:
+                  sync_dir: bool = True, exclusive: bool = False, mode: int | None = None) -> Iterator[BinaryIO]:
     """Yield a binary file whose contents atomically replace ``path`` on clean exit.
 
     ``before_replace(temp)`` runs once the temp file is durable and before it takes
@@ -452,11 +452,15 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
     journals); until then a power cut may undo the rename, never tear the file.
     ``exclusive=True`` creates ``path`` and never replaces it: the temp file is hard-linked
     into place, and :class:`FileExistsError` is raised if ``path`` appeared meanwhile.
+    ``mode`` sets the new file's permission bits (a file put back as it was: a 0600 database
+    stays 0600), before it is made durable; else they are the umask's.
     """
     refuse_symlinked(path.parent)
     tmp = temp_name(path)
     with temp_file(tmp, path) as handle:
         yield handle
+        if mode is not None:
+            os.fchmod(handle.fileno(), stat.S_IMODE(mode))
     try:
         if before_replace is not None:
             before_replace(tmp)

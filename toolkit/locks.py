@@ -128,6 +128,27 @@ def remove_if_unchanged(info: LockInfo) -> bool:
     return True
 
 
+def break_stale(found: list[tuple[LockInfo, object]]) -> dict[Path, str | None]:
+    """Remove the stale locks of ``found`` (each with its :class:`~toolkit.layouts.base.Folder`):
+    {lock path: None when removed, else why it was left}.  Never through a symlinked folder:
+    a lock whose folder is reached through a symlink below the store is left, with the reason."""
+    from .errors import SymlinkedFolderError
+
+    out: dict[Path, str | None] = {}
+    for info, folder in found:
+        if info.state is not LockState.STALE:
+            continue
+        try:
+            with durable.confined(folder.confinement):
+                durable.refuse_symlinked(info.path.parent)
+                removed = remove_if_unchanged(info)
+        except SymlinkedFolderError as exc:
+            out[info.path] = f"left: {exc}"
+            continue
+        out[info.path] = None if removed else "left: it changed since it was judged (another process took it)"
+    return out
+
+
 def lock_content(pid: int | None = None) -> bytes:
     import psutil
 

@@ -138,6 +138,21 @@ def test_yes_makes_codex_rescan_and_changes_nothing_else_and_undo_puts_every_byt
     assert restore("--undo", stamp).exit_code == 0 and _digests(db) == digests, "undo is idempotent"
 
 
+def test_undo_puts_the_databases_permission_bits_back_with_its_bytes(tmp_path):
+    home, db, _files = _home(tmp_path, crashed=True)
+    group = [p for p in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")) if p.exists()]
+    for path in group:
+        path.chmod(0o600)  # a private database: undo must not leave it readable by others
+    digests = _digests(db)
+    done = restore("--app", "codex", "--source", home, "--yes")
+    assert done.exit_code == 0, done.stdout
+    [run] = [r for r in restore("--list").json["restores"] if r["stamp"] == done.json["stamp"]]
+    assert run["changed"] == len(group), "restore --list counts the database (and its -wal, -shm) it changed"
+    assert restore("--undo", done.json["stamp"]).exit_code == 0
+    assert _digests(db) == digests
+    assert {p.name: p.stat().st_mode & 0o7777 for p in group if p.exists()} == {p.name: 0o600 for p in group}
+
+
 def test_undo_removes_a_wal_and_shm_the_restore_made_and_a_second_run_changes_nothing(tmp_path):
     home, db, _files = _home(tmp_path)
     digests = _digests(db)

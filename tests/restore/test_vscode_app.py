@@ -190,6 +190,9 @@ def test_logs_vscode_cannot_open_are_repaired_and_the_originals_kept(tmp_path, u
     ws = workspace(user, "c3", project, {f"{A}.jsonl": bom, f"{B}.jsonl": headless,
                                          f"{B}.json": json.dumps(session("parse_export_chat.json", B)).encode()})
     assert not vscode_opens(ws / "chatSessions" / f"{A}.jsonl") and not vscode_opens(ws / "chatSessions" / f"{B}.jsonl")
+    for name, bits in ((f"{A}.jsonl", 0o600), (f"{B}.jsonl", 0o640), ("../state.vscdb", 0o600)):
+        (ws / "chatSessions" / name).chmod(bits)
+    modes = _modes(ws)
     before = tree(user)
     done = restore("--app", "vscode", "--source", user, "--yes")
     assert done.exit_code == 0, done.stdout
@@ -199,9 +202,15 @@ def test_logs_vscode_cannot_open_are_repaired_and_the_originals_kept(tmp_path, u
     assert [r["message"]["text"] for r in repaired["v"]["requests"]] == ["hi", "hello"]
     backups = list((Path(done.json["backup"]) / "backup").iterdir())
     assert sorted(p.read_bytes() for p in backups if p.suffix == ".jsonl") == sorted([bom, headless])
+    assert _modes(ws) == modes, "a repaired log keeps its permission bits"
     assert restore("--app", "vscode", "--source", user, "--yes").json["stamp"] is None
     assert restore("--undo", done.json["stamp"]).exit_code == 0
     assert tree(user) == before
+    assert _modes(ws) == modes, "undo puts the permission bits back with the bytes"
+
+
+def _modes(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.stat().st_mode & 0o7777 for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_a_running_vscode_holding_the_database_is_refused_and_nothing_is_written(tmp_path, user):

@@ -243,7 +243,7 @@ def _undo_replaced(folder: Path, entry: dict, dry_run: bool) -> list[dict]:
             durable.remove(path)
             out.append({"path": f["path"], "action": "removed", "reason": None})
         else:
-            with open_regular(folder / f["backup"]) as reader, durable.atomic_writer(path) as writer:
+            with open_regular(folder / f["backup"]) as reader, durable.atomic_writer(path, mode=f.get("mode")) as writer:
                 while chunk := reader.read(1 << 20):
                     writer.write(chunk)
             ok = _state(path) == f["before"]
@@ -299,6 +299,12 @@ def _ours(path: Path, size: int, backup: Path, wrote: Path) -> bool:
         return handle.read(1) == b""
 
 
+def _replaced(manifest: dict) -> int:
+    """Files a run replaced whole (a database of a group, a rewritten log) that were there before it."""
+    return sum(1 for group in manifest.get("replaced", []) if isinstance(group, dict)
+               for f in group.get("files", []) if isinstance(f, dict) and f.get("before") is not None)
+
+
 def list_runs() -> list[dict]:
     """Every restore on this machine, oldest first: stamp, state, sessions, files created and changed."""
     root = restore_root()
@@ -311,5 +317,6 @@ def list_runs() -> list[dict]:
         if isinstance(manifest, dict):
             runs.append({"stamp": folder.name, "state": manifest.get("state"), "folder": str(folder),
                          "sessions": [s.get("id") for s in manifest.get("sessions", [])],
-                         "created": len(manifest.get("created", [])), "changed": len(manifest.get("changed", []))})
+                         "created": len(manifest.get("created", [])),
+                         "changed": len(manifest.get("changed", [])) + _replaced(manifest)})
     return runs

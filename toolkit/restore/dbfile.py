@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import stat
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -76,6 +77,7 @@ def back_up(db: Path, folder: Path, before: dict[str, dict | None]) -> list[dict
         entry = {"path": str(path), "backup": None, "before": was, "after": None}
         if was is not None:
             entry["backup"] = f"backup/{n}-{path.name}"
+            entry["mode"] = stat.S_IMODE(os.stat(path).st_mode)  # undo puts the bits back with the bytes
             _copy(path, folder / entry["backup"], was)
         elif os.path.lexists(path):
             raise FileChangedError(f"{path} appeared since restore planned; nothing was written")

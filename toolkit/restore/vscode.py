@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -604,7 +605,8 @@ def _start(plan: VscodePlan, backups):
                 size, digest = file_digest(path)
                 backup = Path("backup") / f"{n}-{path.name}"
                 backups._copy(path, folder / backup, size, digest)
-                files.append({"path": str(path), "backup": str(backup), "before": {"size": size, "sha256": digest}, "after": None})
+                files.append({"path": str(path), "backup": str(backup), "before": {"size": size, "sha256": digest}, "after": None,
+                              "mode": stat.S_IMODE(os.stat(path).st_mode)})  # undo puts the bits back with the bytes
             replaced.append({"key": key, "files": files})
         for repair in plan.repairs:
             if file_digest(repair.path) != (repair.size, repair.sha256):
@@ -638,7 +640,7 @@ def _rewrite(repair: LogRepair) -> None:
         if file_digest(repair.path) != (repair.size, repair.sha256):
             raise FileChangedError(f"{repair.path} changed since restore planned; left as it is")
 
-    with durable.atomic_writer(repair.path, before_replace=unchanged) as out:
+    with durable.atomic_writer(repair.path, before_replace=unchanged, mode=os.stat(repair.path).st_mode) as out:
         out.write(repair.data)
 
 
