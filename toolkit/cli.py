@@ -555,6 +555,7 @@ def doctor(
       levelsess doctor ~/code --json
       levelsess doctor --bundle support.zip      # to send to support: no message content, no names
       levelsess doctor --bundle support.zip --include-content -v   # with the damaged bytes
+      levelsess doctor --bundle support.zip --include-paths        # with paths and names as they are
       levelsess doctor --store ~/other-store -q
     """
     from rich.table import Table
@@ -637,8 +638,9 @@ def schedule(
     [bold]Examples[/bold]:
       levelsess schedule install                        # every app found on this machine, at 03:17
       levelsess schedule install --app claude --app codex --at 02:30 --dry-run
+      levelsess schedule install --scheduler systemd --store ~/other-store -v
       levelsess schedule status --json
-      levelsess schedule remove
+      levelsess schedule remove -q
     """
     from . import schedule as nightly
 
