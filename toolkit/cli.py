@@ -466,7 +466,7 @@ def import_(
 ) -> int:
     """Recover chats from an editor's storage into the store as v2 journals, never writing to the source.
 
-    Databases are opened read-only (a snapshot copy when the editor has rows in its write-ahead log) and transcripts are only read, so the sources stay byte-identical. Each session becomes <store>/<project-slug>/cursor-<id>.jsonl, vscode-<id>.jsonl, claude-<sessionId>.jsonl or codex-<id>.jsonl (or _unassigned/ when its project is unknown), with the original JSON of every source row or line under "raw". Re-importing appends only new messages and never rewrites a journal; a session deleted at the source stays in the store, so a nightly `levelsess import --from claude` keeps what Claude Code's 30-day cleanup deletes (`levelsess doctor` prints the line for your scheduler). Exit 0 when done, 4 when some source rows could not be read or a journal was refused (see the findings), 8 when a source cannot be opened.
+    Databases are opened read-only (a snapshot copy when the editor has rows in its write-ahead log) and transcripts are only read, so the sources stay byte-identical. Each session becomes <store>/<project-slug>/cursor-<id>.jsonl, vscode-<id>.jsonl, claude-<sessionId>.jsonl or codex-<id>.jsonl (or _unassigned/ when its project is unknown), with the original JSON of every source row or line under "raw". Re-importing appends only new messages and never rewrites a journal; a session deleted at the source stays in the store, so a nightly `levelsess import --from claude` keeps what Claude Code's 30-day cleanup deletes (`levelsess schedule install` puts that job in this machine's scheduler). Exit 0 when done, 4 when some source rows could not be read or a journal was refused (see the findings), 8 when a source cannot be opened.
 
     [bold]Examples[/bold]:
       levelsess import --from cursor                           # every Cursor install on this machine
@@ -538,8 +538,9 @@ APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Cod
 def doctor(
     ctx: typer.Context,
     paths: Annotated[Optional[list[Path]], typer.Argument(metavar="FOLDER", help="Folders to search for Logician workspaces (.logician/), a few levels deep (default: the current folder).", show_default=False)] = None,
-    bundle: Annotated[Optional[Path], typer.Option("--bundle", metavar="FILE.zip", help="Also write a support bundle (zip): findings, file sizes and hashes, the masked shape of damaged regions; no message content.", show_default=False)] = None,
+    bundle: Annotated[Optional[Path], typer.Option("--bundle", metavar="FILE.zip", help="Also write a support bundle (zip) of four JSON files: about.json (levelsess, Python and OS versions), doctor.json (this report), findings.json (every finding without its excerpt; for each damaged region its length and first and last 32 bytes with letters and digits masked) and files.json (each journal's size, mtime, sha256 and lock owner). No message content, and no user, host or project name: the home folder is ~, every other folder or file name that is not one levelsess or the tools it reads use becomes <p1>, <p2>... (the same name, the same placeholder), the user and host names <user> and <host>, wherever they appear.", show_default=False)] = None,
     include_content: Annotated[bool, typer.Option("--include-content", help="Put the raw bytes of damaged regions and finding excerpts in the bundle (they may hold message text).")] = False,
+    include_paths: Annotated[bool, typer.Option("--include-paths", help="Keep paths, user, host and project names in the bundle as they are.")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -547,13 +548,14 @@ def doctor(
 ) -> int:
     """Find every store, Logician workspace, Claude Code, Cursor and VS Code install on this machine; show their health and the next commands to run.
 
-    Looks at the LevelCode store ($LEVELSESS_HOME, ~/.levelcode/sessions or --store), Logician workspaces under PATH, every Claude Code root ($CLAUDE_CONFIG_DIR, ~/.claude, a Windows home seen from WSL: its transcripts' health, how many its next start-up's cleanup will delete, per cleanupPeriodDays in settings.json, and how many of those the store already keeps), every Codex CLI home ($CODEX_HOME, ~/.codex), with for each the import that keeps its sessions and the line that runs it every night (cron, a systemd timer, launchd or Task Scheduler, for this OS), and every Cursor and VS Code (Insiders, OSS, VSCodium) install found per OS. For VS Code it lists the workspaces holding chats VS Code no longer shows (folder renamed or moved, missing from the index). Read-only: it writes nothing.
+    Looks at the LevelCode store ($LEVELSESS_HOME, ~/.levelcode/sessions or --store), Logician workspaces under PATH, every Claude Code root ($CLAUDE_CONFIG_DIR, ~/.claude, a Windows home seen from WSL: its transcripts' health, how many its next start-up's cleanup will delete, per cleanupPeriodDays in settings.json, and how many of those the store already keeps), every Codex CLI home ($CODEX_HOME, ~/.codex), with for each the import that keeps its sessions and the `levelsess schedule install` command that runs it every night, and every Cursor and VS Code (Insiders, OSS, VSCodium) install found per OS. For VS Code it lists the workspaces holding chats VS Code no longer shows (folder renamed or moved, missing from the index). Read-only: it writes nothing.
 
     [bold]Examples[/bold]:
       levelsess doctor
       levelsess doctor ~/code --json
-      levelsess doctor --bundle support.zip      # to send to support: no message content
+      levelsess doctor --bundle support.zip      # to send to support: no message content, no names
       levelsess doctor --bundle support.zip --include-content -v   # with the damaged bytes
+      levelsess doctor --bundle support.zip --include-paths        # with paths and names as they are
       levelsess doctor --store ~/other-store -q
     """
     from rich.table import Table
@@ -565,13 +567,14 @@ def doctor(
         if not Path(path).exists():
             raise PathNotFoundError(str(path))
     result = diagnose(_store(ctx, store), [Path(p) for p in paths] if paths else None)
-    if include_content and bundle is None:
-        raise UsageError("--include-content only applies to --bundle FILE.zip")
+    if (include_content or include_paths) and bundle is None:
+        raise UsageError(f"{'--include-content' if include_content else '--include-paths'} only applies to --bundle FILE.zip")
     if bundle is not None:
         from .bundle import write as write_bundle
 
-        size = write_bundle(bundle, result, include_content)
-        out.say(f"support bundle: {bundle} ({size:,} bytes{', with message content' if include_content else ', no message content'})")
+        size = write_bundle(bundle, result, include_content, include_paths)
+        out.say(f"support bundle: {bundle} ({size:,} bytes{', with message content' if include_content else ', no message content'}"
+                f"{', with paths and names' if include_paths else ', paths anonymised'})")
     if out.json:
         out.emit_json({**result.to_json(), **({"bundle": str(bundle)} if bundle else {})})
         return 0
@@ -610,9 +613,92 @@ def doctor(
     if result.next:
         out.out.print()
         out.line([("next", "bold")])
-        for step in result.next:
-            out.out.print(f"  {step}", markup=False, highlight=False)
+        for step in result.next:  # never hard-wrapped: a command copied from a narrow terminal still runs
+            out.line([(f"  {step}", None)])
     return 0
+
+
+@app.command()
+def schedule(
+    ctx: typer.Context,
+    action: Annotated[str, typer.Argument(metavar="install|remove|status", help="install (or bring up to date) the nightly keep, remove it, or read back what is installed.", show_default=False)],
+    apps: Annotated[Optional[list[str]], typer.Option("--app", metavar="claude|codex|cursor|vscode|copilot", help="Keep this app's chats (repeatable; default: every app with an install on this machine, or what is installed).", show_default=False)] = None,
+    at: Annotated[Optional[str], typer.Option("--at", metavar="HH:MM", help="Time of day it runs, local time (default 03:17, or what is installed).", show_default=False)] = None,
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="cron|systemd|launchd|schtasks", help="Which scheduler (default: Task Scheduler on Windows, launchd on macOS, the crontab where `crontab` exists, else a systemd user timer).", show_default=False)] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be written and run; change nothing.")] = False,
+    json_: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    store: StoreOpt = None,
+) -> int:
+    """Run the imports that keep every chat (past Claude Code's 30-day cleanup, a lost editor database) every night.
+
+    install writes one job that runs `levelsess import --from APP --source PATH --store STORE -q` for each app, with absolute paths: a block between marker lines in your crontab (the rest of it is kept byte for byte, and saved first), or ~/.config/systemd/user/levelsess-keep.{service,timer} enabled with `systemctl --user`, or ~/Library/LaunchAgents/dev.levelsess.keep.plist loaded with launchctl, or a Task Scheduler task "levelsess keep". Installing the same job again changes nothing; remove takes out exactly that job. status exits 0 when the job is installed and is what install would write now, 4 otherwise.
+
+    [bold]Examples[/bold]:
+      levelsess schedule install                        # every app found on this machine, at 03:17
+      levelsess schedule install --app claude --app codex --at 02:30 --dry-run
+      levelsess schedule install --scheduler systemd --store ~/other-store -v
+      levelsess schedule status --json
+      levelsess schedule remove -q
+    """
+    from . import schedule as nightly
+
+    out = _output(ctx, json_, quiet, verbose)
+    if action not in ("install", "remove", "status"):
+        raise UsageError(f"schedule {action}: expected install, remove or status")
+    if dry_run and action == "status":
+        raise UsageError("--dry-run applies to install and remove; status writes nothing")
+    if action == "remove" and (apps or at):
+        raise UsageError(f"schedule remove takes out the one nightly job; {'--app' if apps else '--at'} does not apply to it")
+    backend, given = nightly.scheduler(scheduler), Path(_store(ctx, store)) if _store(ctx, store) else None
+    if action == "status":
+        found = nightly.status(backend, apps, at, given, default_store(None))
+        return _render_schedule_status(out, found)
+    run = nightly.install if action == "install" else lambda b, *_a, dry_run: nightly.remove(b, dry_run)
+    outcome = run(backend, apps, at, given, default_store(None), dry_run=dry_run)
+    if out.json:
+        out.emit_json(outcome.to_json())
+        return 0
+    _render_schedule(out, outcome)
+    return 0
+
+
+def _render_schedule(out: Output, outcome) -> None:
+    where = f"{outcome.status.scheduler} ({outcome.status.where})"
+    done = {("install", True): "installed the nightly keep in", ("install", False): "the nightly keep is already installed, as it would be written, in",
+            ("remove", True): "removed the nightly keep from", ("remove", False): "no nightly keep is installed in"}[outcome.action, outcome.changed]
+    if outcome.dry_run and outcome.changed:
+        done = "would " + ("install the nightly keep in" if outcome.action == "install" else "remove the nightly keep from")
+    if outcome.text and (out.verbose or outcome.dry_run):
+        out.line([(outcome.text.rstrip("\n"), None)])
+    for command in outcome.ran:
+        out.say(f"{'would run' if outcome.dry_run else 'ran'}: {command}")
+    for note in (*outcome.notes, *([outcome.status.note] if outcome.status.note and outcome.action == "install" else [])):
+        out.say(note, "yellow")
+    out.say(f"{done} {where}" + ("; nothing changed" if not outcome.changed else "") + (f"; the crontab as it was: {outcome.backup}" if outcome.backup else ""))
+    if outcome.todo:
+        out.say(f"{outcome.status.scheduler} cannot be asked from here; to enable it, run:")
+        for command in outcome.todo:
+            out.line([(f"  {command}", None)], stderr=True)
+
+
+def _render_schedule_status(out: Output, found) -> int:
+    if out.json:
+        out.emit_json({"version": 1, **found.to_json(), "exit": found.exit_code})
+        return found.exit_code
+    if found.installed_text and not out.quiet:
+        out.line([(found.installed_text.rstrip("\n"), None)])
+    if not found.installed:
+        out.say(f"no nightly keep is installed in {found.scheduler} ({found.where}); next: levelsess schedule install")
+    elif not found.matches:
+        out.say(f"the nightly keep in {found.scheduler} differs from what install would write now; next: levelsess schedule install", "yellow")
+    else:
+        out.say(f"the nightly keep is installed in {found.scheduler} ({found.where}) and matches what install would write"
+                + ("" if found.active is not False else "; but it is not enabled: levelsess schedule install"))
+    if found.note:
+        out.say(found.note, "yellow")
+    return found.exit_code
 
 
 def _mb(size: int) -> str:

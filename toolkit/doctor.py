@@ -48,7 +48,8 @@ class Install:
     cleanup_source: str = ""         # where that figure comes from
     due: int = 0                     # claude-code: sessions the next start-up will delete
     kept: int = 0                    # claude-code: of those, how many the store already holds
-    schedule: tuple[str, str] | None = None  # claude-code: (scheduler, command) that imports it nightly
+    schedule: tuple[str, str] | None = None  # claude-code, codex: (scheduler, `levelsess schedule install …`) that keeps it nightly
+    scheduled: bool = False          # that nightly keep is installed, as schedule install would write it
     gone: list = field(default_factory=list)  # claude-code: kept sessions whose transcript it no longer has
     parity: dict | None = None  # codex: rollouts vs the state DB's threads rows (restore --app codex)
 
@@ -67,7 +68,7 @@ class Install:
             document["in_store"] = self.kept
             document["state_db"] = self.parity
         if self.schedule:
-            document["nightly"] = {"scheduler": self.schedule[0], "command": self.schedule[1]}
+            document["nightly"] = {"scheduler": self.schedule[0], "command": self.schedule[1], "installed": self.scheduled}
         return document
 
 
@@ -215,7 +216,7 @@ def _claude(root: Path, store: Path, kept: set[str], sources: dict[str, str] | N
                 continue
             install.due += due
             install.kept += due and f"claude-{journal.stem}" in kept
-    install.schedule = nightly_command(["import", "--from", "claude", "--source", str(root), "--store", str(store), "-q"])
+    install.schedule = nightly_command(["claude"], store)
     projects = os.path.join(os.path.abspath(root), "projects", "")
     install.gone = [sid for sid, path in (sources or {}).items() if path.startswith(projects) and not os.path.exists(path)]
     return install
@@ -230,7 +231,7 @@ def _codex(home: Path, store: Path, kept: set[str]) -> Install:
         for journal in folder.journals:
             install.sessions += 1
             install.kept += f"codex-{thread_id(journal)}" in kept
-    install.schedule = nightly_command(["import", "--from", "codex", "--source", str(home), "--store", str(store), "-q"])
+    install.schedule = nightly_command(["codex"], store)
     install.parity = codex_parity(home)
     return install
 
@@ -268,47 +269,43 @@ def imported_ids(store: Path) -> set[str]:
     return ids
 
 
-def nightly_command(args: list[str], platform: str | None = None) -> tuple[str, str]:
-    """(scheduler, command) that runs ``levelsess ARGS`` every night at 03:17 on this OS: a
-    Task Scheduler entry on Windows, a launchd agent on macOS, a crontab line elsewhere (a
-    systemd user timer where there is no crontab).  Absolute paths: a scheduler has no PATH."""
-    import shutil
-    import sys
+def nightly_command(apps: list[str], store: Path) -> tuple[str, str]:
+    """(scheduler, command): the ``levelsess schedule install`` that makes this machine's scheduler
+    run the imports keeping ``apps`` every night (it writes the job itself: no shell line to paste)."""
+    from . import schedule
 
-    platform = platform or sys.platform
-    beside = Path(sys.executable).with_name("levelsess.exe" if platform == "win32" else "levelsess")
-    exe = str(beside) if beside.is_file() else shutil.which("levelsess") or str(Path(sys.argv[0]).resolve())
-    if platform == "win32":
-        line = _windows_command_line([exe, *args])
-        return "Task Scheduler", f'schtasks /Create /SC DAILY /ST 03:17 /TN "levelsess import" /TR "{line}"'
-    command = " ".join(_quote(a) for a in [exe, *args])
-    if platform == "darwin":
-        items = "".join(f"<string>{_xml(a)}</string>" for a in [exe, *args])
-        plist = "~/Library/LaunchAgents/dev.levelsess.import.plist"
-        return "launchd", (f"cat > {plist} <<'EOF'\n"
-                           '<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0"><dict>'
-                           "<key>Label</key><string>dev.levelsess.import</string>"
-                           f"<key>ProgramArguments</key><array>{items}</array>"
-                           "<key>StartCalendarInterval</key><dict><key>Hour</key><integer>3</integer>"
-                           "<key>Minute</key><integer>17</integer></dict></dict></plist>\nEOF\n"
-                           f"launchctl load {plist}")
-    if shutil.which("crontab") is None and Path("/run/systemd/system").is_dir():
-        unit = "~/.config/systemd/user/levelsess-import"
-        return "systemd timer", (f"mkdir -p ~/.config/systemd/user && printf '[Service]\\nExecStart=%s\\n' {_quote(command)} > {unit}.service && "
-                                 f"printf '[Timer]\\nOnCalendar=*-*-* 03:17\\nPersistent=true\\n[Install]\\nWantedBy=timers.target\\n' > {unit}.timer && "
-                                 "systemctl --user enable --now levelsess-import.timer")
-    return "cron", f"( crontab -l 2>/dev/null; echo {_quote('17 3 * * * ' + command)} ) | crontab -"
+    try:
+        name = schedule.scheduler().name
+    except LevelsessError:
+        name = "cron"
+    words = [f"--app {app}" for app in apps]
+    return name, " ".join(["levelsess schedule install", *words, "--store", _quote(os.path.abspath(store))])
 
 
-def _windows_command_line(args: list[str]) -> str:
-    """``args`` as one Windows command line, its quotes escaped for schtasks /TR."""
-    import subprocess
+def mark_scheduled(installs: list[Install], store: Path) -> None:
+    """Give every install the one ``schedule install`` command that keeps them all, and set
+    ``scheduled`` on each whose app the installed nightly keep already imports, as install would
+    write it now (read-only: the scheduler is only read)."""
+    from . import schedule
 
-    return subprocess.list2cmdline(args).replace('"', '\\"')
+    wanted = [i for i in installs if i.schedule]
+    if not wanted:
+        return
+    apps = list(dict.fromkeys(KEEP_APP[i.app] for i in wanted if i.sessions))
+    if apps:  # one job keeps them all: each install names the same command (a second install replaces the first)
+        combined = nightly_command(apps, store)
+        for install in wanted:
+            install.schedule = combined
+    try:
+        found = schedule.status(schedule.scheduler(), None, None, None, store)
+    except LevelsessError:
+        return
+    if found.installed and found.matches and os.path.abspath(store) == found.job.store:
+        for install in wanted:
+            install.scheduled = KEEP_APP[install.app] in found.job.apps
 
 
-def _xml(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+KEEP_APP = {"claude-code": "claude", "codex": "codex"}
 
 
 def claude_roots() -> list[Path]:
@@ -343,10 +340,11 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
                 + [_claude(r, target, stored, kept_claude_sources(target) if claude else None) for r in claude]
                 + [_codex(h, target, stored) for h in codex])
-    return Diagnosis(stores, installs, _next_steps(stores, installs))
+    mark_scheduled(installs, target)
+    return Diagnosis(stores, installs, _next_steps(stores, installs, target))
 
 
-def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]:
+def _next_steps(stores: list[StoreHealth], installs: list[Install], store: Path) -> list[str]:
     steps = []
     for health in stores:
         steps += health.advice
@@ -361,16 +359,12 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
             elif install.sessions:
                 steps.append(f"{install.sessions} Claude Code session(s) in {install.user}; Claude Code deletes each "
                              f"{install.cleanup_days} days after its last write. Keep them: {command}")
-            if install.schedule and install.sessions:
-                steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
             if install.gone:
                 steps.append(f"{restore_command(install.gone)}        # {len(install.gone)} kept session(s) Claude Code "
                              f"no longer has in {install.user}: the plan, then add --yes to give them back")
         if install.app == "codex" and install.sessions:
             steps.append(f"levelsess import --from codex --source {_quote(install.user)}        # {install.sessions} rollout(s), "
                          f"{install.kept} already in the store")
-            if install.schedule:
-                steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
             if install.parity and install.parity["restore"]:
                 steps.append(f"{install.parity['restore']}        # {install.parity['without_row']} rollout(s) with no row in "
                              f"{install.parity['db']}, so `codex resume` does not list them ({install.parity['row_gone']} row(s) "
@@ -387,6 +381,10 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
             if moved is not None:
                 steps.append(f"levelsess import --from vscode --source {_quote(install.user)} --orphans-only "
                              f"--map {_quote(moved.project)}=NEW_PATH        # if that folder moved")
+    nightly = [i for i in installs if i.schedule and i.sessions and not i.scheduled]
+    if nightly:  # one job keeps them all (mark_scheduled): one step
+        scheduler, command = nightly[0].schedule
+        steps.append(f"{command}        # runs those imports every night ({scheduler})")
     return steps
 
 

@@ -154,6 +154,12 @@ class LockBusyError(OperationalError):
     hint = "close the editor that owns it, or rerun with --force if you are sure"
 
 
+class SchedulerError(OperationalError):
+    """the scheduler failed: {detail}"""
+
+    hint = "nothing else was changed; fix the scheduler (or pass --scheduler), then rerun"
+
+
 class SalvageRefusedError(LevelsessError):
     """salvage refused: {detail}"""
 

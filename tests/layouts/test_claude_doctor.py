@@ -87,27 +87,8 @@ def test_doctor_says_how_many_due_sessions_the_store_keeps_and_its_advice_works(
     assert claude["retention"]["due_already_in_store"] == claude["retention"]["due_at_next_start"] == len(mains) // 2
     assert not any("Import them now" in s for s in after.json["next"])
     nightly = claude["nightly"]
-    assert nightly["scheduler"] in ("cron", "systemd timer") and any(nightly["command"] in s for s in after.json["next"])
-
-
-def test_the_nightly_line_runs_the_import_with_absolute_paths():
-    import shlex
-    import subprocess
-
-    from toolkit.doctor import nightly_command
-
-    args = ["import", "--from", "claude", "--source", "/home/a b/.claude", "--store", "/home/a b/store", "-q"]
-    kind, command = nightly_command(args, "linux")
-    if kind == "cron":  # what the line adds to the crontab, with `crontab -` swapped for `cat`
-        line = subprocess.run(["bash", "-c", command.replace("| crontab -", "| cat")], capture_output=True, text=True).stdout
-        fields = line.strip().split(" ", 5)
-        assert fields[:5] == ["17", "3", "*", "*", "*"]
-        parts = shlex.split(fields[5])
-        assert Path(parts[0]).is_absolute() and parts[1:] == args
-    kind, command = nightly_command(args, "darwin")
-    assert kind == "launchd" and "<string>/home/a b/.claude</string>" in command and "launchctl load" in command
-    kind, command = nightly_command(args, "win32")
-    assert kind == "Task Scheduler" and command.startswith("schtasks /Create /SC DAILY") and '\\"/home/a b/.claude\\"' in command
+    assert nightly["scheduler"] in ("cron", "systemd") and any(nightly["command"] in s for s in after.json["next"])
+    assert nightly["command"].startswith("levelsess schedule install --app claude --store ")  # tests/test_schedule.py follows it
 
 
 def test_doctor_lists_a_codex_home_and_the_import_it_names_keeps_it(isolated_home, tmp_path):
