@@ -79,10 +79,9 @@ def salvage(conn: sqlite3.Connection, table: str, columns: str, path: Path, repo
     while True:
         try:
             cursor = conn.execute(f"select rowid, {columns} from {table} where rowid > ? order by rowid", (last,))
-            while rows := cursor.fetchmany(sq.FETCH):
-                for row in rows:
-                    last = row[0]
-                    yield row
+            for row in cursor:  # one step at a time: a batch would fail whole at the damaged page
+                last = row[0]
+                yield row
             return
         except sqlite3.DatabaseError as exc:
             top = _max_rowid(conn, table) if top is None else top
@@ -110,9 +109,10 @@ def _probe(conn, table, columns, last, top, path, why, report) -> Iterator[tuple
             found = row
             break
         rowid += 1
-    report(Finding("source-unreadable", "error", str(path), None, None,
-                   f"table {table}: the database is damaged ({why}); {failed} row(s) from rowid {start} to "
-                   f"{(found[0] - 1) if found else end} could not be read and are not imported; every readable row is"))
+    if failed:
+        report(Finding("source-unreadable", "error", str(path), None, None,
+                       f"table {table}: the database is damaged ({why}); {failed} row(s) from rowid {start} to "
+                       f"{(found[0] - 1) if found else end} could not be read and are not imported; every readable row is"))
     if found is None:
         return None
     yield found
