@@ -33,7 +33,10 @@ def carried(records: list[dict]) -> list[str]:
     """The source keys a journal's records carry: a message's own (unless its row was lost and
     the record stands for its parts alone) and its parts'."""
     keys = []
+    replaced = {r["replaces"] for r in records if "replaces" in r}  # a partial copy, superseded: its successor carries it
     for r in records:
+        if r.get("seq") in replaced:
+            continue
         if r.get("sourceKey") and not (r.get("type") == "orphan-message" and r.get("reason") == "message-unreadable"):
             keys.append(r["sourceKey"])
         keys += r.get("partKeys", [])
@@ -296,3 +299,45 @@ def test_a_file_that_is_not_a_database_is_a_finding(tmp_path):
     result = run_cli("import", "--from", "opencode", "--source", bad, "--store", tmp_path / "store", "--json")
     assert result.json["sessions"] == [] and result.json["findings"][0]["code"] == "source-unreadable"
     assert bad.read_bytes() == b"not sqlite at all" * 10
+
+
+def test_a_schema_only_database_leaves_the_whole_tree_not_migrated(tmp_path, app):
+    """#13654: opencode.db existed from a schema-only release, so the migration never ran."""
+    data = tmp_path / "opencode"
+    data.mkdir()
+    make_db(data / "opencode.db", [])
+    make_tree(data / "storage", [session_row(SID, directory=str(app))])
+    (session,) = imported(tmp_path, data).json["sessions"]
+    assert session["orphan"] == ["not-migrated"] and session["source_items"] == items()
+    (alone,) = imported(tmp_path, data / "storage", store=tmp_path / "other").json["sessions"]
+    assert alone["orphan"] == ["not-migrated"], "the tree's data folder has a database, even when only the tree is named"
+
+
+def test_a_reply_still_being_generated_is_superseded_once_complete(tmp_path, app):
+    data = tmp_path / "opencode"
+    data.mkdir()
+    db = make_db(data / "opencode.db", [session_row(SID, directory=str(app))])
+    (_m1, _d1, _p1), (mid, reply, parts), *_ = conversation(SID)
+    with sqlite3.connect(db) as conn:
+        conn.execute("update message set data = ? where id = ?", (json.dumps({**reply, "time": {"created": reply["time"]["created"]}}), mid))
+        conn.execute("delete from part where message_id = ? and id > ?", (mid, parts[2][0]))
+    conn.close()
+    (first,) = imported(tmp_path, data).json["sessions"]
+    pending = [r for r in journal(Path(first["path"])) if r.get("sourceKey") == f"message:{mid}"]
+    assert pending[0]["partial"] is True and pending[0]["status"] == "pending"
+    make_db(data / "done.db", [session_row(SID, directory=str(app))])  # the finished rows, moved into place as OpenCode would have them
+    (data / "opencode.db").unlink()
+    (data / "done.db").rename(data / "opencode.db")
+    (second,) = imported(tmp_path, data).json["sessions"]
+    assert second["status"] == "updated" and second["new_records"] == 1
+    final = [r for r in journal(Path(second["path"])) if r.get("sourceKey") == f"message:{mid}"]
+    assert final[-1]["replaces"] == pending[0]["seq"] and final[-1]["status"] == "complete" and len(final[-1]["partKeys"]) == 12
+    assert imported(tmp_path, data).json["sessions"][0]["status"] == "unchanged"
+
+
+def test_a_subagent_session_names_its_parent(tmp_path, app):
+    data = tmp_path / "opencode"
+    data.mkdir()
+    make_db(data / "opencode.db", [session_row(SID, directory=str(app)), {**session_row("ses_child", directory=str(app)), "parent_id": SID}])
+    sessions = by_id(imported(tmp_path, data))
+    assert journal(Path(sessions["opencode-ses_child"]["path"]))[0]["source"]["parent"] == SID

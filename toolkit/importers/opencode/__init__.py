@@ -99,9 +99,11 @@ def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> I
         if storage is not None:
             stores.append(open_tree(storage, report))
         lost = _lost_messages(stores, report)
+        # the tree is what OpenCode no longer reads once a database is there (even one the migration never filled, #13654)
+        migrated = any(s.kind == "db" and s.has_sessions for s in stores) or (storage is not None and bool(_databases(storage.parent)))
         for sid in _session_ids(stores, lost):
             try:
-                session = _session(sid, stores, lost.get(sid, {}), options, report)
+                session = _session(sid, stores, lost.get(sid, {}), migrated, options, report)
             except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
                 report(Finding("source-unreadable", "error", str(source), None, None, f"session {sid} could not be converted ({type(exc).__name__}: {exc}); skipped"))
                 continue
@@ -169,14 +171,14 @@ def _field(row: dict, db: str, json_path: tuple[str, ...]) -> object:
     return value
 
 
-def _status(ref: Ref | None, project: object, stores: list[Store]) -> tuple[str, list[str]]:
+def _status(ref: Ref | None, project: object, migrated: bool) -> tuple[str, list[str]]:
     reasons = []
     if ref is None:
         reasons.append("session-unreadable")
     else:
-        if ref.store.kind == "json" and any(s.kind == "db" and s.sessions for s in stores):
+        if ref.store.kind == "json" and migrated:
             reasons.append("not-migrated")
-        if ref.owner not in ref.store.projects:
+        if ref.store.has_projects and ref.owner not in ref.store.projects:
             reasons.append("project-missing")
     if isinstance(project, str) and project and not is_foreign(project) and Path(project).is_absolute() and not Path(project).is_dir():
         reasons.append("folder-missing")
@@ -187,16 +189,19 @@ def _status(ref: Ref | None, project: object, stores: list[Store]) -> tuple[str,
     return "live", []
 
 
-def _session(sid: str, stores: list[Store], lost: dict[str, list[Ref]], options: Options, report) -> Session:
+def _session(sid: str, stores: list[Store], lost: dict[str, list[Ref]], migrated: bool, options: Options, report) -> Session:
     session = Session(safe_id("opencode", sid), None, None, None, {"app": APP, "key": sid})
     ref, row = _info(sid, stores, report)
     messages = _messages(sid, stores, session, report)
     project = _field(row, "directory", ("directory",)) if row else _cwd(messages)
-    session.status, session.orphan = _status(ref, project, stores)
+    session.status, session.orphan = _status(ref, project, migrated)
     where = ref.store.path if ref is not None else next((s.path for s in stores if sid in s.messages), stores[0].path)
     version = _field(row, "version", ("version",)) if row else None
     session.source = {"app": APP, "tool": _tool(where), "path": str(ref.where if ref and ref.store.kind == "json" else where),
                       "key": sid, "version": f"{ref.store.kind if ref else 'none'}:{version if isinstance(version, str) else 'none'}"}
+    parent = _field(row, "parent_id", ("parentID",)) if row else None
+    if isinstance(parent, str) and parent:
+        session.source["parent"] = parent  # a subagent's session: the session that started it
     session.title = _field(row, "title", ("title",)) if row else None
     session.title = session.title if isinstance(session.title, str) else None
     created = _field(row, "time_created", ("time", "created")) if row else None
@@ -224,6 +229,7 @@ def _messages(sid: str, stores: list[Store], session: Session, report) -> list[t
     """Each message of ``sid`` once (the first store that has it), loaded, in time then id order;
     an unreadable one keeps its place with ``None`` (its parts may still be read)."""
     seen: dict[str, tuple[Ref, dict | None, object]] = {}
+    why: dict[str, tuple[Ref, Exception]] = {}
     for store in stores:
         for ref in store.messages.get(sid, ()):
             if ref.id in seen and seen[ref.id][1] is not None:
@@ -231,11 +237,13 @@ def _messages(sid: str, stores: list[Store], session: Session, report) -> list[t
             try:
                 row, data = store.load(ref)
             except sq.SourceUnreadable as exc:
-                if ref.id not in seen:
-                    seen[ref.id] = (ref, None, None)
-                    report(Finding("source-unreadable", "error", _where(ref), None, None, f"session {sid}: message {ref.id} {exc}; skipped"))
+                seen.setdefault(ref.id, (ref, None, None))
+                why.setdefault(ref.id, (ref, exc))
                 continue
             seen[ref.id] = (ref, data if isinstance(data, dict) else None, row)
+    for mid, (ref, exc) in why.items():
+        if seen[mid][1] is None:  # no store could read it
+            report(Finding("source-unreadable", "error", _where(ref), None, None, f"session {sid}: message {mid} {exc}; its readable parts are kept"))
     return sorted(seen.values(), key=lambda m: (_created(m), m[0].id))
 
 
@@ -252,21 +260,32 @@ def _where(ref: Ref) -> str:
 
 def _parts(mid: str, stores: list[Store], refs: list[Ref] | None, session: Session, report) -> list[tuple[str, dict, object]]:
     """The parts of one message, once each, in id order; an unreadable one is counted."""
-    found: dict[str, Ref] = {}
+    found: dict[str, list[Ref]] = {}
     for ref in refs if refs is not None else [r for s in stores for r in s.parts.get(mid, ())]:
-        found.setdefault(ref.id, ref)
+        found.setdefault(ref.id, []).append(ref)
     out = []
     for pid in sorted(found):
-        ref = found[pid]
         session.source_items += 1
-        try:
-            row, data = ref.store.load(ref)
-        except sq.SourceUnreadable as exc:
+        loaded = _first_readable(found[pid])
+        if isinstance(loaded, Exception):
             session.skip("source-unreadable")
-            report(Finding("source-unreadable", "error", _where(ref), None, None, f"session {session.source['key']}: part {pid} {exc}; skipped"))
+            report(Finding("source-unreadable", "error", _where(found[pid][0]), None, None,
+                           f"session {session.source['key']}: part {pid} {loaded}; skipped"))
             continue
+        row, data = loaded
         out.append((pid, data if isinstance(data, dict) else {}, row))
     return out
+
+
+def _first_readable(refs: list[Ref]) -> tuple[dict, object] | Exception:
+    """The first copy of a part any store can read (a channel database, the tree), or why none."""
+    error: Exception = sq.SourceUnreadable("is unreadable")
+    for ref in refs:
+        try:
+            return ref.store.load(ref)
+        except sq.SourceUnreadable as exc:
+            error = exc
+    return error
 
 
 def _records(sid, stores, messages, lost, session: Session, report) -> None:

@@ -55,7 +55,11 @@ def blocks(part: dict) -> tuple[list[dict], str | None]:
     """The content blocks of one part, and the file it attaches (if any)."""
     kind = part.get("type")
     if kind == "text":
-        return ([{"type": "text", "text": part["text"]}] if isinstance(part.get("text"), str) else []), None
+        if not isinstance(part.get("text"), str):
+            return [], None
+        block = {"type": "text", "text": part["text"]}
+        block.update({flag: True for flag in ("synthetic", "ignored") if part.get(flag) is True})  # added by OpenCode, not typed
+        return [block], None
     if kind == "reasoning":
         return ([{"type": "thinking", "thinking": part["text"]}] if _str(part.get("text")) else []), None
     if kind == "tool":

@@ -51,6 +51,8 @@ class Store:
     parts: dict[str, list[Ref]] = field(default_factory=dict)  # by message id
     part_sessions: dict[str, str] = field(default_factory=dict)  # a part's message id -> its session (DB rows say)
     conn: sqlite3.Connection | None = None
+    has_projects: bool = True  # whether a project table or folder was there to resolve ids against
+    has_sessions: bool = True  # a database with a session table (OpenCode reads it, not the tree)
 
     def load(self, ref: Ref) -> tuple[dict, object]:
         """(the row or file as a dict, the parsed ``data`` object); raises on damage."""
@@ -128,7 +130,9 @@ def open_database(path: Path, stack: contextlib.ExitStack, report: Callable[[Fin
         report(Finding("source-unreadable", "error", str(path), None, None, f"cannot read this database ({exc}); nothing imported from it"))
         return None
     store = Store(path, "db", conn=conn)
+    store.has_projects = "project" in names
     if "session" not in names:
+        store.has_sessions = False
         report(Finding("unknown-format", "warning", str(path), None, None, "no session table: not an OpenCode database, or not migrated yet"))
         return store
     if "project" in names:
@@ -211,7 +215,7 @@ def _dirs(folder: Path) -> list[Path]:
 def open_tree(storage: Path, report: Callable[[Finding], None]) -> Store:
     """List a ``storage/`` tree (pass one).  A project file that does not parse does not resolve
     (the migration skips its sessions, §3.5)."""
-    store = Store(storage, "json")
+    store = Store(storage, "json", has_projects=(storage / "project").is_dir())
     for path in _json_files(storage / "project"):
         try:
             _load_file(Ref(path.stem, "", 0, store, path))
