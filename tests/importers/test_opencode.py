@@ -341,3 +341,28 @@ def test_a_subagent_session_names_its_parent(tmp_path, app):
     make_db(data / "opencode.db", [session_row(SID, directory=str(app)), {**session_row("ses_child", directory=str(app)), "parent_id": SID}])
     sessions = by_id(imported(tmp_path, data))
     assert journal(Path(sessions["opencode-ses_child"]["path"]))[0]["source"]["parent"] == SID
+
+
+@pytest.fixture(scope="module")
+def forty(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("forty")
+    return make_db(folder / "opencode.db", [session_row(f"ses_{n:04d}", base=T0 + n * 10**6) for n in range(40)])
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(page=st.integers(min_value=2, max_value=10**6), at=st.integers(min_value=0, max_value=4000), garbage=st.binary(min_size=8, max_size=200))
+def test_any_damaged_page_still_imports_every_readable_row(tmp_path_factory, forty, page, at, garbage):
+    """Garbage over any page but the first (a table's or an index's): never a traceback, the
+    source untouched, every session's items carried or counted, the store clean."""
+    tmp = tmp_path_factory.mktemp("damaged")
+    data = tmp / "opencode"
+    data.mkdir()
+    db = data / "opencode.db"
+    db.write_bytes(forty.read_bytes())
+    pages = db.stat().st_size // 4096
+    with open(db, "r+b") as handle:
+        handle.seek((2 + page % (pages - 1) - 1) * 4096 + at)
+        handle.write(garbage[: 4096 - at])
+    result = imported(tmp, data, exit_code=None)
+    assert result.exit_code in (0, 4), result.stdout[-2000:]
+    assert sum(s["source_items"] for s in result.json["sessions"]) <= items(40)

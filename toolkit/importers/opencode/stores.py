@@ -114,7 +114,7 @@ def _probe(conn, table, columns, last, top, path, why, report) -> Iterator[tuple
     if failed:
         report(Finding("source-unreadable", "error", str(path), None, None,
                        f"table {table}: the database is damaged ({why}); {failed} row(s) from rowid {start} to "
-                       f"{(found[0] - 1) if found else end} could not be read and are not imported; every readable row is"))
+                       f"{(found[0] - 1) if found else end} could not be read and are not imported; every other row is"))
     if found is None:
         return None
     yield found
