@@ -69,12 +69,13 @@ def session_row(sid: str, project: str = PROJECT, directory: str = "/home/ana/ap
             "time_created": base, "time_updated": base + 60000}
 
 
-def make_db(path: Path, sessions: list[dict], projects: tuple[str, ...] = (PROJECT,), wal: bool = False) -> Path:
+def make_db(path: Path, sessions: list[dict], projects: tuple[str, ...] = (PROJECT,), wal: bool = False, rowid: bool = True) -> Path:
     """A database holding ``sessions`` (session rows) with :func:`conversation` each."""
     conn = sqlite3.connect(path)
     if wal:
         conn.execute("pragma journal_mode=wal")
-    conn.executescript(SCHEMA)
+    statements = [sql.strip() for sql in SCHEMA.split(";") if sql.strip()]
+    conn.executescript(";\n".join(sql + (" WITHOUT ROWID" if not rowid and sql.startswith("CREATE TABLE") else "") for sql in statements) + ";")
     for project in projects:
         conn.execute("insert into project (id,worktree,vcs,time_created,time_updated,sandboxes) values (?,?,?,?,?,?)",
                      (project, "/home/ana/app", "git", T0, T0, "[]"))

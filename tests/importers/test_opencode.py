@@ -366,3 +366,28 @@ def test_any_damaged_page_still_imports_every_readable_row(tmp_path_factory, for
     result = imported(tmp, data, exit_code=None)
     assert result.exit_code in (0, 4), result.stdout[-2000:]
     assert sum(s["source_items"] for s in result.json["sessions"]) <= items(40)
+
+
+def test_tables_without_rowid_are_read_by_id(tmp_path, app):
+    data = tmp_path / "opencode"
+    data.mkdir()
+    db = make_db(data / "opencode.db", [session_row(SID, directory=str(app))], rowid=False)
+    with sqlite3.connect(db) as conn:
+        assert "WITHOUT ROWID" in conn.execute("select sql from sqlite_master where name = 'part'").fetchone()[0]
+    conn.close()
+    (session,) = imported(tmp_path, data).json["sessions"]
+    assert session["source_items"] == items() and not session["skipped"]
+
+
+def test_source_files_are_every_database_and_tree_file(tmp_path, app):
+    from toolkit.importers.opencode import source_files
+
+    data = tmp_path / "opencode"
+    data.mkdir()
+    make_db(data / "opencode.db", [session_row(SID, directory=str(app))])
+    make_db(data / "kilo-dev.db", [])
+    (data / "auth.json").write_text("{}")
+    make_tree(data / "storage", [session_row(SID, directory=str(app))])
+    files = {p.relative_to(data).as_posix() for p in source_files(data)}
+    assert {"opencode.db", "kilo-dev.db", "storage/migration", f"storage/session/{PROJECT}/{SID}.json"} <= files
+    assert "auth.json" not in files

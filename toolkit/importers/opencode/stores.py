@@ -52,11 +52,16 @@ class Store:
     part_sessions: dict[str, str] = field(default_factory=dict)  # a part's message id -> its session (DB rows say)
     conn: sqlite3.Connection | None = None
     has_projects: bool = True  # whether a project table or folder was there to resolve ids against
+    keys: dict[str, str] = field(default_factory=dict)  # a table's key column: rowid, or id
     has_sessions: bool = True  # a database with a session table (OpenCode reads it, not the tree)
 
     def load(self, ref: Ref) -> tuple[dict, object]:
         """(the row or file as a dict, the parsed ``data`` object); raises on damage."""
-        return load_db_row(self.conn, ref.table, ref.where) if self.kind == "db" else _load_file(ref)
+        if self.kind == "json":
+            return _load_file(ref)
+        if ref.table not in self.keys:
+            self.keys[ref.table] = key_column(self.conn, ref.table)
+        return load_db_row(self.conn, ref.table, ref.where, self.keys[ref.table])
 
 
 def _text(value: object) -> str | None:
@@ -75,8 +80,21 @@ def _max_rowid(conn: sqlite3.Connection, table: str) -> int | None:
         return None
 
 
+def key_column(conn: sqlite3.Connection, table: str) -> str:
+    """``rowid``, or ``id`` for a table created WITHOUT ROWID (not what OpenCode's schema does)."""
+    try:
+        conn.execute(f"select rowid from {table} limit 0")
+    except sqlite3.OperationalError as exc:
+        if "no such column" in str(exc):
+            return "id"
+    return "rowid"
+
+
 def salvage(conn: sqlite3.Connection, table: str, columns: str, path: Path, report: Callable[[Finding], None]) -> Iterator[tuple]:
     """Yield ``(rowid, *columns)`` of every row of ``table`` SQLite can read, in rowid order."""
+    if key_column(conn, table) == "id":
+        yield from _by_id(conn, table, columns, path, report)
+        return
     last, top = -(2**63), None
     while True:
         try:
@@ -91,6 +109,17 @@ def salvage(conn: sqlite3.Connection, table: str, columns: str, path: Path, repo
             if found is None:
                 return
             last = found
+
+
+def _by_id(conn, table, columns, path, report) -> Iterator[tuple]:
+    """A WITHOUT ROWID table, keyed by ``id``: read in key order up to a damaged page (text keys
+    cannot be probed one by one), then one finding."""
+    try:
+        for row in conn.execute(f"select id, {columns} from {table} order by id"):
+            yield (_text(row[0]), *row[1:])  # the key as text: a bytes parameter would never equal a text id
+    except sqlite3.DatabaseError as exc:
+        report(Finding("source-unreadable", "error", str(path), None, None,
+                       f"table {table}: the database is damaged ({exc}); the rows after the damage could not be read"))
 
 
 def _probe(conn, table, columns, last, top, path, why, report) -> Iterator[tuple]:
@@ -153,10 +182,10 @@ def open_database(path: Path, stack: contextlib.ExitStack, report: Callable[[Fin
     return store
 
 
-def load_db_row(conn: sqlite3.Connection, table: str, rowid: object) -> tuple[dict, object]:
+def load_db_row(conn: sqlite3.Connection, table: str, key: object, column: str = "rowid") -> tuple[dict, object]:
     """One row as a dict (text decoded, ``data`` parsed); raises :class:`sq.SourceUnreadable`."""
     try:
-        cursor = conn.execute(f"select * from {table} where rowid = ?", (rowid,))
+        cursor = conn.execute(f"select * from {table} where {column} = ?", (key,))
         row = cursor.fetchone()
     except sqlite3.DatabaseError as exc:
         raise sq.SourceUnreadable(f"the row cannot be read ({exc})") from exc
