@@ -391,3 +391,25 @@ def test_source_files_are_every_database_and_tree_file(tmp_path, app):
     files = {p.relative_to(data).as_posix() for p in source_files(data)}
     assert {"opencode.db", "kilo-dev.db", "storage/migration", f"storage/session/{PROJECT}/{SID}.json"} <= files
     assert "auth.json" not in files
+
+
+def test_an_archived_session_and_a_moved_project(tmp_path, app):
+    data = tmp_path / "opencode"
+    data.mkdir()
+    make_db(data / "opencode.db", [{**session_row(SID, directory="/home/ana/old-name"), "time_archived": T0 + 5000}])
+    (session,) = imported(tmp_path, data, "--map", f"/home/ana/old-name={app}").json["sessions"]
+    assert session["project"] == str(app) and session["source_status"] == "orphaned" and session["orphan"] == ["folder-missing"]
+    assert journal(Path(session["path"]))[0]["source"]["archived"] == "2026-08-21T10:00:05.000Z"
+
+
+def test_a_message_one_channel_cannot_read_is_taken_from_another(tmp_path, app):
+    data = tmp_path / "opencode"
+    data.mkdir()
+    damaged = make_db(data / "opencode.db", [session_row(SID, directory=str(app))])
+    with sqlite3.connect(damaged) as conn:
+        conn.execute("update message set data = 'not json'")
+    conn.close()
+    make_db(data / "opencode-beta.db", [session_row(SID, directory=str(app))])
+    result = imported(tmp_path, data)
+    (session,) = result.json["sessions"]
+    assert session["source_items"] == items() and not session["skipped"] and not result.json["findings"]

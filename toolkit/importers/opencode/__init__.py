@@ -148,7 +148,9 @@ def _part_session(store: Store, refs: list[Ref]) -> str | None:
 
 
 def _info(sid: str, stores: list[Store], report) -> tuple[Ref | None, dict | None]:
-    """The first readable session row or file of ``sid``, and the store it is in."""
+    """The first readable session row or file of ``sid``, and the store it is in; a finding for
+    each copy that cannot be read when no other can."""
+    failed = []
     for store in stores:
         ref = store.sessions.get(sid)
         if ref is None:
@@ -157,8 +159,10 @@ def _info(sid: str, stores: list[Store], report) -> tuple[Ref | None, dict | Non
             row, _data = store.load(ref)
             return ref, row
         except sq.SourceUnreadable as exc:
-            report(Finding("source-unreadable", "error", str(ref.where if store.kind == "json" else store.path), None, None,
-                           f"session {sid}: its {'file' if store.kind == 'json' else 'row'} {exc}; its messages are imported as orphaned"))
+            failed.append((ref, exc))
+    for ref, exc in failed:
+        report(Finding("source-unreadable", "error", _where(ref), None, None,
+                       f"session {sid}: its {'file' if ref.store.kind == 'json' else 'row'} {exc}; its messages are imported as orphaned"))
     return None, None
 
 
@@ -190,26 +194,34 @@ def _status(ref: Ref | None, project: object, migrated: bool) -> tuple[str, list
 
 
 def _session(sid: str, stores: list[Store], lost: dict[str, list[Ref]], migrated: bool, options: Options, report) -> Session:
-    session = Session(safe_id("opencode", sid), None, None, None, {"app": APP, "key": sid})
     ref, row = _info(sid, stores, report)
-    messages = _messages(sid, stores, session, report)
+    row = row or {}
+    messages = _messages(sid, stores, report)
     project = _field(row, "directory", ("directory",)) if row else _cwd(messages)
+    title = _field(row, "title", ("title",))
+    session = Session(safe_id("opencode", sid), None, None, title if isinstance(title, str) else None, _source(sid, ref, row, stores),
+                      Raw(value=row) if ref is not None else None)
     session.status, session.orphan = _status(ref, project, migrated)
-    where = ref.store.path if ref is not None else next((s.path for s in stores if sid in s.messages), stores[0].path)
-    version = _field(row, "version", ("version",)) if row else None
-    session.source = {"app": APP, "tool": _tool(where), "path": str(ref.where if ref and ref.store.kind == "json" else where),
-                      "key": sid, "version": f"{ref.store.kind if ref else 'none'}:{version if isinstance(version, str) else 'none'}"}
-    parent = _field(row, "parent_id", ("parentID",)) if row else None
-    if isinstance(parent, str) and parent:
-        session.source["parent"] = parent  # a subagent's session: the session that started it
-    session.title = _field(row, "title", ("title",)) if row else None
-    session.title = session.title if isinstance(session.title, str) else None
-    created = _field(row, "time_created", ("time", "created")) if row else None
-    session.raw = Raw(value=row) if row is not None else None
     session.project = options.project or (apply_map(project, options.mapping) if isinstance(project, str) and project else None)
     _records(sid, stores, messages, lost, session, report)
-    session.created_at = iso_from_ms(created) or next((r.get("t") for r in session.records if r.get("t")), None)
+    created = iso_from_ms(_field(row, "time_created", ("time", "created")))
+    session.created_at = created or next((r.get("t") for r in session.records if r.get("t")), None)
     return session
+
+
+def _source(sid: str, ref: Ref | None, row: dict, stores: list[Store]) -> dict:
+    """The meta's ``source``: where the session row is (or its messages, when it is lost)."""
+    where = ref.store.path if ref is not None else next((s.path for s in stores if sid in s.messages), stores[0].path)
+    version = _field(row, "version", ("version",))
+    source = {"app": APP, "tool": _tool(where), "path": _where(ref) if ref is not None else str(where), "key": sid,
+              "version": f"{ref.store.kind if ref else 'none'}:{version if isinstance(version, str) else 'none'}"}
+    parent = _field(row, "parent_id", ("parentID",))
+    if isinstance(parent, str) and parent:
+        source["parent"] = parent  # a subagent's session: the session that started it
+    archived = iso_from_ms(_field(row, "time_archived", ("time", "archived")))
+    if archived:
+        source["archived"] = archived  # OpenCode hides it from its list
+    return source
 
 
 def _tool(where: Path) -> str:
@@ -225,7 +237,7 @@ def _cwd(messages: list[tuple[Ref, dict | None, object]]) -> str | None:
     return None
 
 
-def _messages(sid: str, stores: list[Store], session: Session, report) -> list[tuple[Ref, dict | None, object]]:
+def _messages(sid: str, stores: list[Store], report) -> list[tuple[Ref, dict | None, object]]:
     """Each message of ``sid`` once (the first store that has it), loaded, in time then id order;
     an unreadable one keeps its place with ``None`` (its parts may still be read)."""
     seen: dict[str, tuple[Ref, dict | None, object]] = {}
