@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import run_cli
@@ -351,6 +351,7 @@ def forty(tmp_path_factory) -> Path:
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(page=st.integers(min_value=2, max_value=10**6), at=st.integers(min_value=0, max_value=4000), garbage=st.binary(min_size=8, max_size=200))
+@example(page=114678, at=1088, garbage=b"\x00" * 23 + b"\x80")  # a session's directory no longer UTF-8: once a traceback
 def test_any_damaged_page_still_imports_every_readable_row(tmp_path_factory, forty, page, at, garbage):
     """Garbage over any page but the first (a table's or an index's): never a traceback, the
     source untouched, every session's items carried or counted, the store clean."""
@@ -413,3 +414,19 @@ def test_a_message_one_channel_cannot_read_is_taken_from_another(tmp_path, app):
     result = imported(tmp_path, data)
     (session,) = result.json["sessions"]
     assert session["source_items"] == items() and not session["skipped"] and not result.json["findings"]
+
+
+def test_a_session_under_the_repository_s_previous_project_id_is_orphaned(tmp_path, app):
+    """#16579: the repository's id changed (an origin added); OpenCode lists the new id's sessions."""
+    (app / ".git").mkdir()
+    (app / ".git" / "opencode").write_text("newremotehash")
+    (app / "src").mkdir()
+    data = tmp_path / "opencode"
+    data.mkdir()
+    make_db(data / "opencode.db", [session_row(SID, directory=str(app / "src")), session_row("ses_new", project="newremotehash", directory=str(app))],
+            projects=(PROJECT, "newremotehash"))
+    cache = (app / ".git" / "opencode").read_bytes()
+    sessions = by_id(imported(tmp_path, data))
+    assert sessions[f"opencode-{SID}"]["orphan"] == ["project-id-changed"]
+    assert sessions["opencode-ses_new"]["orphan"] == [] and sessions["opencode-ses_new"]["source_status"] == "live"
+    assert (app / ".git" / "opencode").read_bytes() == cache

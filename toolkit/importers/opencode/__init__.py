@@ -11,7 +11,8 @@ then the tree).
 Orphaned (OpenCode no longer lists it), with the reasons under ``source.orphan``:
 ``not-migrated`` (only in the JSON tree while the folder has a database: the one-time migration
 skipped or stopped), ``project-missing`` (its ``project_id`` resolves to no project row or
-readable project file), ``session-unreadable`` (messages left whose session row or file is lost),
+readable project file), ``project-id-changed`` (its repository's ``.git/opencode`` names another
+project id: OpenCode lists the sessions of that one), ``session-unreadable`` (messages left whose session row or file is lost),
 ``folder-missing`` (its directory is gone).
 
 Accounting: every message and every part is a source item; a message is a record and its parts
@@ -184,6 +185,8 @@ def _status(ref: Ref | None, project: object, migrated: bool) -> tuple[str, list
             reasons.append("not-migrated")
         if ref.store.has_projects and ref.owner not in ref.store.projects:
             reasons.append("project-missing")
+        elif _current_project_id(project) not in (None, ref.owner):
+            reasons.append("project-id-changed")
     if isinstance(project, str) and project and not is_foreign(project) and Path(project).is_absolute() and not Path(project).is_dir():
         reasons.append("folder-missing")
     if reasons:
@@ -193,12 +196,30 @@ def _status(ref: Ref | None, project: object, migrated: bool) -> tuple[str, list
     return "live", []
 
 
+def _current_project_id(directory: object) -> str | None:
+    """The project id OpenCode cached for ``directory``'s repository (``.git/opencode``, §3.6):
+    what it lists sessions under now.  None when there is no such cache to read."""
+    if not isinstance(directory, str) or not directory or is_foreign(directory) or not Path(directory).is_absolute():
+        return None
+    folder = Path(directory)
+    for candidate in (folder, *folder.parents):
+        cache = candidate / ".git" / "opencode"
+        try:
+            if (candidate / ".git").is_dir():
+                cached = cache.read_text("utf-8").strip() if cache.is_file() else ""
+                return cached or None
+        except (OSError, UnicodeDecodeError):
+            return None
+    return None
+
+
 def _session(sid: str, stores: list[Store], lost: dict[str, list[Ref]], migrated: bool, options: Options, report) -> Session:
     ref, row = _info(sid, stores, report)
     row = row or {}
     messages = _messages(sid, stores, report)
-    project = _field(row, "directory", ("directory",)) if row else _cwd(messages)
+    project = _utf8(_field(row, "directory", ("directory",)) if row else _cwd(messages))
     title = _field(row, "title", ("title",))
+    title = title.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if isinstance(title, str) else None
     session = Session(safe_id("opencode", sid), None, None, title if isinstance(title, str) else None, _source(sid, ref, row, stores),
                       Raw(value=row) if ref is not None else None)
     session.status, session.orphan = _status(ref, project, migrated)
@@ -207,6 +228,15 @@ def _session(sid: str, stores: list[Store], lost: dict[str, list[Ref]], migrated
     created = iso_from_ms(_field(row, "time_created", ("time", "created")))
     session.created_at = created or next((r.get("t") for r in session.records if r.get("t")), None)
     return session
+
+
+def _utf8(text: object) -> str | None:
+    """``text`` when it is a path that can be named (a damaged row's bytes that are not UTF-8
+    cannot: that session goes under _unassigned, its row kept whole under ``raw``)."""
+    try:
+        return text if isinstance(text, str) and text.encode("utf-8") else None
+    except UnicodeEncodeError:
+        return None
 
 
 def _source(sid: str, ref: Ref | None, row: dict, stores: list[Store]) -> dict:

@@ -70,6 +70,14 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _id(value: object) -> str | None:
+    """An id column as text; bytes that are not UTF-8 (a damaged row) spelled out, never a lone
+    surrogate that a journal key or a file name could not hold."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return value if isinstance(value, str) else None
+
+
 # -- databases --------------------------------------------------------------------------------
 
 
@@ -165,20 +173,20 @@ def open_database(path: Path, stack: contextlib.ExitStack, report: Callable[[Fin
         report(Finding("unknown-format", "warning", str(path), None, None, "no session table: not an OpenCode database, or not migrated yet"))
         return store
     if "project" in names:
-        store.projects = {_text(r[1]) for r in salvage(conn, "project", "id", path, report)}
+        store.projects = {_id(r[1]) for r in salvage(conn, "project", "id", path, report)}
     for rowid, sid, pid, created in salvage(conn, "session", "id, project_id, time_created", path, report):
-        if _text(sid):
-            store.sessions[_text(sid)] = Ref(_text(sid), _text(pid) or "", created if isinstance(created, int) else 0, store, rowid, "session")
+        if _id(sid):
+            store.sessions[_id(sid)] = Ref(_id(sid), _id(pid) or "", created if isinstance(created, int) else 0, store, rowid, "session")
     if "message" in names:
         for rowid, mid, sid, created in salvage(conn, "message", "id, session_id, time_created", path, report):
-            if _text(mid) and _text(sid):
-                store.messages.setdefault(_text(sid), []).append(Ref(_text(mid), _text(sid), created if isinstance(created, int) else 0, store, rowid, "message"))
+            if _id(mid) and _id(sid):
+                store.messages.setdefault(_id(sid), []).append(Ref(_id(mid), _id(sid), created if isinstance(created, int) else 0, store, rowid, "message"))
     if "part" in names:
         for rowid, pid, mid, sid in salvage(conn, "part", "id, message_id, session_id", path, report):
-            if _text(pid) and _text(mid):
-                store.parts.setdefault(_text(mid), []).append(Ref(_text(pid), _text(mid), 0, store, rowid, "part"))
-                if _text(sid):
-                    store.part_sessions[_text(mid)] = _text(sid)
+            if _id(pid) and _id(mid):
+                store.parts.setdefault(_id(mid), []).append(Ref(_id(pid), _id(mid), 0, store, rowid, "part"))
+                if _id(sid):
+                    store.part_sessions[_id(mid)] = _id(sid)
     return store
 
 
