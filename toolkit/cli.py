@@ -452,7 +452,7 @@ def _migrate_summary(result, code: int) -> str:
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    from_: Annotated[str, typer.Option("--from", metavar="cursor|vscode|claude|codex|copilot", help="Where to recover chats from: cursor, vscode (also Code - Insiders, Code - OSS, VSCodium), claude (Claude Code transcripts, ~/.claude/projects), codex (Codex CLI rollouts, ~/.codex/sessions and archived_sessions) or copilot (GitHub Copilot CLI session logs, ~/.copilot/session-state/<id>/events.jsonl).", show_default=False)],
+    from_: Annotated[str, typer.Option("--from", metavar="cursor|vscode|claude|codex|copilot|opencode", help="Where to recover chats from: cursor, vscode (also Code - Insiders, Code - OSS, VSCodium), claude (Claude Code transcripts, ~/.claude/projects), codex (Codex CLI rollouts, ~/.codex/sessions and archived_sessions), copilot (GitHub Copilot CLI session logs, ~/.copilot/session-state/<id>/events.jsonl) or opencode (OpenCode and the Kilo CLI: every opencode*.db / kilo.db and the older storage/ JSON tree of ~/.local/share/opencode and ~/.local/share/kilo).", show_default=False)],
     source: Annotated[Optional[list[Path]], typer.Option("--source", metavar="PATH", help="The editor's User folder, one workspaceStorage/<id> folder, or one state.vscdb (Cursor) / session .json or .jsonl (VS Code); for Cursor agent transcripts also ~/.cursor/projects, a project folder or one transcript; for claude a Claude Code root (~/.claude), its projects folder, one project folder or one transcript; for codex a Codex home (~/.codex), its sessions or archived_sessions folder or one rollout; repeatable; default: every install found on this machine.", show_default=False)] = None,
     project: Annotated[Optional[str], typer.Option("--project", metavar="PATH", help="File every imported session under this project path.", show_default=False)] = None,
     map_: Annotated[Optional[list[str]], typer.Option("--map", metavar="OLD=NEW", help="OLD=NEW: re-home sessions of a moved or renamed project folder (repeatable).", show_default=False)] = None,
@@ -466,7 +466,7 @@ def import_(
 ) -> int:
     """Recover chats from an editor's storage into the store as v2 journals, never writing to the source.
 
-    Databases are opened read-only (a snapshot copy when the editor has rows in its write-ahead log) and transcripts are only read, so the sources stay byte-identical. Each session becomes <store>/<project-slug>/cursor-<id>.jsonl, vscode-<id>.jsonl, claude-<sessionId>.jsonl or codex-<id>.jsonl (or _unassigned/ when its project is unknown), with the original JSON of every source row or line under "raw". Re-importing appends only new messages and never rewrites a journal; a session deleted at the source stays in the store, so a nightly `levelsess import --from claude` keeps what Claude Code's 30-day cleanup deletes (`levelsess schedule install` puts that job in this machine's scheduler). Exit 0 when done, 4 when some source rows could not be read or a journal was refused (see the findings), 8 when a source cannot be opened.
+    Databases are opened read-only (a snapshot copy when the editor has rows in its write-ahead log) and transcripts are only read, so the sources stay byte-identical. Each session becomes <store>/<project-slug>/cursor-<id>.jsonl, vscode-<id>.jsonl, claude-<sessionId>.jsonl, codex-<id>.jsonl or opencode-<id>.jsonl (or _unassigned/ when its project is unknown), with the original JSON of every source row or line under "raw". Re-importing appends only new messages and never rewrites a journal; a session deleted at the source stays in the store, so a nightly `levelsess import --from claude` keeps what Claude Code's 30-day cleanup deletes (`levelsess schedule install` puts that job in this machine's scheduler). Exit 0 when done, 4 when some source rows could not be read or a journal was refused (see the findings), 8 when a source cannot be opened.
 
     [bold]Examples[/bold]:
       levelsess import --from cursor                           # every Cursor install on this machine
@@ -477,6 +477,7 @@ def import_(
       levelsess import --from vscode --project ~/code/app --no-raw -v   # file everything under one project
       levelsess import --from cursor --store ~/other-store -q
       levelsess import --from copilot --source ~/.copilot/session-state/<id>/events.jsonl
+      levelsess import --from opencode --source ~/.local/share/opencode   # every channel's DB and the JSON tree
       levelsess import --from claude                           # every Claude Code install: ~/.claude, $CLAUDE_CONFIG_DIR
       levelsess import --from claude --source ~/.claude/projects/-home-ada-app --json
       levelsess import --from codex --source ~/.codex --dry-run
