@@ -355,7 +355,7 @@ class Gemini(ForeignLayout):
         else:
             return None
         ours, theirs = self._votes(chats)
-        if theirs or not (ours or home.name == ".gemini"):
+        if not (home.name == ".gemini" or ours > theirs):  # a stray foreign file is reported, never taken for all
             return None
         return self._folders(chats, home)
 
@@ -417,8 +417,9 @@ class Gemini(ForeignLayout):
         subagent = journal.parent.name != CHATS
         if subagent and folder.whole:
             return None  # Gemini lists no subagent session; shown with its parent's folder when named
-        if state == "clean" and not subagent and facts.hidden_because():
-            reason = f"Gemini does not list it: {facts.hidden_because()}"
+        hidden = None if subagent or not scan.identified else facts.hidden_because()
+        if hidden:
+            reason = f"{reason}; " * bool(reason) + f"Gemini does not list it: {hidden}"
         chats = journal.parent if not subagent else journal.parent.parent
         project = project_root(chats.parent, facts.project_hash) or chats.parent.name
         return SessionRow(facts.session_id or journal.stem, journal, self.name, project, facts.title,
