@@ -530,7 +530,7 @@ def _render_import(out: Output, report, target: Path) -> None:
             f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
 
 
-STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts"}
+STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts", "gemini": "Gemini CLI sessions"}
 APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI"}
 
 

@@ -338,6 +338,11 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     codex = codex_importer.detect()
     for home in codex:
         stores.append(_health("codex", home))
+    from .layouts.gemini import default_roots as gemini_roots
+
+    for home in gemini_roots():
+        if (home / "tmp").is_dir():  # its health counts the sessions its next start deletes (sweep-due)
+            stores.append(_health("gemini", home))
     target = default_store(store)
     stored = imported_ids(target) if claude or codex else set()
     installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
@@ -350,6 +355,10 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
     steps = []
     for health in stores:
         steps += health.advice
+        if health.kind == "gemini" and health.codes.get("sweep-due"):
+            steps.append(f"levelsess fsck {_quote(health.path)}        # {health.codes['sweep-due']} Gemini CLI session(s) its next "
+                         "start deletes, with no trash (sweep-due: unreadable metadata, nothing resumable, older than maxAge or "
+                         f"beyond maxCount); keep a copy first: {_copy_gemini(health.path)}")
     for install in installs:
         if install.app == "claude-code":
             command = f"levelsess import --from claude --source {_quote(install.user)}"
@@ -388,6 +397,15 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
                 steps.append(f"levelsess import --from vscode --source {_quote(install.user)} --orphans-only "
                              f"--map {_quote(moved.project)}=NEW_PATH        # if that folder moved")
     return steps
+
+
+def _copy_gemini(home: Path) -> str:
+    """A command for this OS that copies a Gemini CLI ``tmp`` folder (its sessions) somewhere safe."""
+    import sys
+
+    if sys.platform == "win32":
+        return f'robocopy "{home / "tmp"}" "%USERPROFILE%\\gemini-tmp-copy" /E'
+    return f"cp -a {_quote(home / 'tmp')} ~/gemini-tmp-copy-$(date +%F)"
 
 
 def _copy_command(projects: Path) -> str:

@@ -252,3 +252,17 @@ def test_the_project_is_named_from_the_marker_or_projects_json(tmp_path):
     assert row.project == ROOT and row.layout == "gemini" and row.turns == 2
     (home / "tmp" / SLUG / ".project_root").unlink()
     assert list_sessions([home])[0].project == ROOT
+
+
+def test_doctor_counts_what_the_next_start_deletes(tmp_path, monkeypatch):
+    from toolkit.doctor import diagnose
+
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    home = gemini_home(tmp_path, {name(): every_kind(), name("88888888-0000-4000-8000-000000000000"): _session("88888888-0000-4000-8000-000000000000", [])})
+    before = snapshot(home)
+    result = diagnose(roots=[tmp_path])
+    [health] = [s for s in result.stores if s.kind == "gemini"]
+    assert health.path == home and health.codes.get("sweep-due") == 1
+    assert any("1 Gemini CLI session(s) its next start deletes" in step for step in result.next)
+    assert snapshot(home) == before

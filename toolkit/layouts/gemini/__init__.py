@@ -325,14 +325,15 @@ class Gemini(ForeignLayout):
                     found += self._subagent_folder(sub, home)
         return found
 
-    def _subagent_folder(self, sub: Path, home: Path) -> list[Folder]:
+    def _subagent_folder(self, sub: Path, home: Path, whole: bool = True) -> list[Folder]:
+        """A session's subagent folder (``whole=False`` when it was named itself: its sessions are listed)."""
         try:
             journals = tuple(Path(e.path) for e in entries(sub) if e.name.endswith(".jsonl") and not e.name.startswith("."))
         except PermissionDeniedError as exc:
             return [Folder(sub, self, home, (), problem=str(exc))]
         except NotAStoreError:
             return []
-        return [Folder(sub, self, home, journals)] if journals else []
+        return [Folder(sub, self, home, journals, whole=whole)] if journals else []
 
     def claim_dir(self, path: Path) -> list[Folder] | None:
         home = home_of(path)
@@ -351,7 +352,7 @@ class Gemini(ForeignLayout):
             chats = [path]
         elif path.parent.name == CHATS and path.parent.parent.parent == tmp:  # one session's subagents
             ours, theirs = self._subagent_votes(path)
-            return self._subagent_folder(path, home) if ours and not theirs else None
+            return self._subagent_folder(path, home, whole=False) if ours and not theirs else None
         else:
             return None
         ours, theirs = self._votes(chats)
@@ -418,8 +419,9 @@ class Gemini(ForeignLayout):
         if subagent and folder.whole:
             return None  # Gemini lists no subagent session; shown with its parent's folder when named
         hidden = None if subagent or not scan.identified else facts.hidden_because()
-        if hidden:
+        if hidden:  # shown all the same (the sweep deletes it next): the state and reason say so
             reason = f"{reason}; " * bool(reason) + f"Gemini does not list it: {hidden}"
+            state = "hidden" if state == "clean" else state
         chats = journal.parent if not subagent else journal.parent.parent
         project = project_root(chats.parent, facts.project_hash) or chats.parent.name
         return SessionRow(facts.session_id or journal.stem, journal, self.name, project, facts.title,
