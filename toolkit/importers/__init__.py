@@ -23,7 +23,8 @@ from ..fsck.repair import remove_dead_temps
 from .output import Outcome, Session, journal_path, not_written, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
-             "claude": "toolkit.importers.claude", "codex": "toolkit.importers.codex"}
+             "claude": "toolkit.importers.claude", "codex": "toolkit.importers.codex",
+             "gemini": "toolkit.importers.gemini"}
 
 
 def load(name: str) -> ModuleType:
