@@ -356,9 +356,9 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
     for health in stores:
         steps += health.advice
         if health.kind == "gemini" and health.codes.get("sweep-due"):
-            steps.append(f"levelsess fsck {_quote(health.path)}        # {health.codes['sweep-due']} Gemini CLI session(s) its next "
-                         "start deletes, with no trash (sweep-due: unreadable metadata, nothing resumable, older than maxAge or "
-                         f"beyond maxCount); keep a copy first: {_copy_gemini(health.path)}")
+            steps.append(f"levelsess import --from gemini --source {_quote(health.path)}        # {health.codes['sweep-due']} Gemini "
+                         "CLI session(s) its next start deletes, with no trash (sweep-due in `levelsess fsck "
+                         f"{_quote(health.path)}`): keep them first (or a raw copy: {_copy_gemini(health.path)})")
     for install in installs:
         if install.app == "claude-code":
             command = f"levelsess import --from claude --source {_quote(install.user)}"

@@ -264,5 +264,5 @@ def test_doctor_counts_what_the_next_start_deletes(tmp_path, monkeypatch):
     result = diagnose(roots=[tmp_path])
     [health] = [s for s in result.stores if s.kind == "gemini"]
     assert health.path == home and health.codes.get("sweep-due") == 1
-    assert any("1 Gemini CLI session(s) its next start deletes" in step for step in result.next)
+    assert any("import --from gemini" in step and "1 Gemini CLI session(s) its next start deletes" in step for step in result.next)
     assert snapshot(home) == before

@@ -219,5 +219,5 @@ def folder_findings(layout, folder, scans: list) -> list[Finding]:
             extra = " (with its subagent sessions in chats/{})".format(item.session_id) if subagents and subagents.is_dir() else ""
             found.append(Finding("sweep-due", "warning", str(item.path), None, None,
                                  f"the next Gemini CLI start in {project} deletes this session{extra}: {due[item.path]} "
-                                 f"[{retention.describe()}]"))
+                                 f"[{retention.describe()}]; keep it first: levelsess import --from gemini"))
     return found
