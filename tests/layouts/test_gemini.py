@@ -180,6 +180,14 @@ def test_show_and_export_read_without_writing(tmp_path, command):
     assert snapshot(tmp_path) == before
 
 
+def test_show_reads_a_legacy_json_session(tmp_path):
+    home = full_tree(tmp_path)
+    before = snapshot(home)
+    result = run_cli("show", "22222222", "--store", home)
+    assert result.exit_code == 0 and "old question" in result.stdout and "old answer" in result.stdout
+    assert snapshot(home) == before
+
+
 def test_show_renders_the_resumed_conversation_and_marks_the_rewound_part(tmp_path):
     home = gemini_home(tmp_path)
     out = run_cli("show", SID, "--store", home).stdout
@@ -199,12 +207,18 @@ def test_ls_agrees_with_what_gemini_would_list(tmp_path):
         name(ids[2]): _session(ids[2], [user("a", "task")])[:40] + b"\n" + line(user("b", "x")),  # torn metadata line
         name(ids[3]): b"".join(map(line, [meta(ids[3], kind="subagent"), user("a", "go")])),     # top-level subagent
         name(ids[4]): _session(ids[4], [user("a", "q"), {"$rewindTo": "a"}, gemini("b", "still here")]) + b'{"id":',
+        "session-2026-01-01T00-00-77777777.json": json.dumps({**meta("77777777-0000-4000-8000-000000000000"),
+                                                              "messages": [user("l1", "legacy question")]}, indent=2).encode(),
+        "session-2026-01-01T00-00-78787878.json": json.dumps({**meta("78787878-0000-4000-8000-000000000000"),
+                                                              "messages": [user("l1", "/help")]}, indent=2).encode(),
+        "session-2026-01-01T00-00-79797979.json": b'{\n  "sessionId": "79797979-0000-4000-8000-000000000000",\n  "proj',
     }
     home = gemini_home(tmp_path, files)
     rows = list_sessions([home])
     shown = {r.id for r in rows if "Gemini does not list" not in r.reason}
-    assert shown == set(gemini_lists(chats(home))) == {ids[0], ids[4]}
-    assert len(rows) == 5, "ls still shows the sessions Gemini hides, saying why"
+    assert shown == set(gemini_lists(chats(home))) == {ids[0], ids[4], "77777777-0000-4000-8000-000000000000"}
+    assert len(rows) == 8, "ls still shows the sessions Gemini hides, saying why"
+    assert {r.state for r in rows if r.path.suffix == ".json"} == {"clean", "hidden", "corrupt"}
 
 
 def test_sweep_due_for_each_reason(tmp_path):

@@ -240,6 +240,10 @@ class BaseLayout:
         """Findings about a whole folder that are not about a cache (Gemini: what its sweep deletes)."""
         return []
 
+    def extra_rows(self, folder: Folder) -> list:
+        """Listing rows for sessions in ``folder`` that are not journals (Gemini's legacy whole-file .json)."""
+        return []
+
 
 class ForeignLayout(BaseLayout):
     """Defaults of a layout whose tree belongs to another tool (Claude Code, Codex CLI): no lock

@@ -393,6 +393,14 @@ class Gemini(ForeignLayout):
 
         return folder_findings(self, folder, scans)
 
+    def extra_rows(self, folder: Folder) -> list:
+        """Legacy whole-file ``session-*.json`` sessions in a ``chats/`` folder, read as one document."""
+        from .sweep import legacy_files
+
+        if not folder.whole or folder.path.name != CHATS or folder.problem is not None:
+            return []
+        return [legacy_row(path) for path in legacy_files(folder)]
+
     # -- live writers: no lock file; an open descriptor, a running Gemini --------------------
 
     def session_of(self, journal: Path) -> str | None:
@@ -439,6 +447,38 @@ class Gemini(ForeignLayout):
 
     def trash_paths(self, journal: Path) -> tuple[Path, ...]:
         return (journal,)
+
+
+def legacy_facts(value: dict | None) -> GeminiFacts:
+    """The facts of a legacy whole-file session (its ``messages`` are the chain, §1.3)."""
+    facts = GeminiFacts(meta_first=value is not None)
+    if value is not None:
+        facts.chain.meta.update({k: v for k, v in value.items() if k != "messages"})
+        facts.chain.replace(value["messages"] if isinstance(value.get("messages"), list) else [])
+    return facts
+
+
+def legacy_row(path: Path):
+    """A listing row for a legacy ``.json`` session (never written: shown, checked, imported from)."""
+    from ...index import utc_iso
+    from ...sessions import SessionRow
+    from .sweep import legacy_session
+
+    value, problem = legacy_session(path)
+    facts = legacy_facts(value)
+    try:
+        info = path.stat()
+        size, mtime = info.st_size, utc_iso(info.st_mtime)
+    except OSError:
+        size, mtime = 0, None
+    state, reason = ("corrupt", problem.message) if problem is not None else ("clean", "legacy whole-file .json, read only")
+    hidden = facts.hidden_because()
+    if hidden:
+        reason = f"{reason}; Gemini does not list it: {hidden}"
+        state = "hidden" if state == "clean" else state
+    project = project_root(path.parent.parent, facts.project_hash) or path.parent.parent.name
+    return SessionRow(facts.session_id or path.stem, path, GEMINI.name, project, facts.title, facts.start_time,
+                      facts.last_updated or mtime, facts.turns, facts.model, size, state, reason)
 
 
 GEMINI = Gemini()

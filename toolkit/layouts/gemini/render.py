@@ -29,8 +29,16 @@ def iter_lines(path: Path) -> Iterator[object]:
 
 
 def replay(path: Path) -> Chain:
-    """The session's chain with whole records, and what left it."""
+    """The session's chain with whole records, and what left it (a legacy ``.json``: its messages)."""
     chain = Chain(keep_off=True)
+    if path.suffix == ".json":
+        from .sweep import legacy_session
+
+        value, _problem = legacy_session(path)
+        if value is not None:
+            chain.meta.update({k: v for k, v in value.items() if k != "messages"})
+            chain.replace(value["messages"] if isinstance(value.get("messages"), list) else [])
+        return chain
     for obj in iter_lines(path):
         chain.apply(obj)
     return chain
