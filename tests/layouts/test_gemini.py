@@ -93,8 +93,8 @@ def test_the_grammar_applies_updates_set_and_rewinds(tmp_path):
     scan = scan_journal(chats(home) / name(), GEMINI)
     assert scan.identified and scan.tail is TailState.NONE and not [f for f in scan.findings if f.severity == "error"]
     facts = scan.facts
-    assert list(facts.chain.messages) == [U1, G2, U2], "G1 was updated in place, then rewound; a repeated id is no duplicate"
-    assert facts.chain.updates == 1 and facts.chain.rewinds == 1 and facts.chain.dropped == 1
+    assert list(facts.messages) == [U1, G2, U2], "G1 was updated in place, then rewound; a repeated id is no duplicate"
+    assert facts.updates == 1 and facts.rewinds == 1 and facts.dropped == 1
     assert facts.session_id == SID and facts.project_hash == PROJECT_HASH and facts.turns == 2
     assert facts.title == "README for my-app" and facts.model == "gemini-2.5-pro"
 
@@ -280,3 +280,18 @@ def test_doctor_counts_what_the_next_start_deletes(tmp_path, monkeypatch):
     assert health.path == home and health.codes.get("sweep-due") == 1
     assert any("import --from gemini" in step and "1 Gemini CLI session(s) its next start deletes" in step for step in result.next)
     assert snapshot(home) == before
+
+
+def test_incremental_keeps_the_verdict_and_the_facts(tmp_path, monkeypatch):
+    import time
+
+    from toolkit.fsck import incremental
+
+    monkeypatch.setattr(incremental, "RACY_NS", 50_000_000)  # a file changed within this is read again
+    home = full_tree(tmp_path)
+    time.sleep(0.1)
+    first = check_folders(discover(home), incremental=True)
+    again = check_folders(discover(home), incremental=True)
+    assert again.from_cache == 2, "both session files' verdicts come from the cache"
+    assert sorted(f.code for f in again.findings) == sorted(f.code for f in first.findings)
+    assert [r.to_json() for r in list_sessions([home])] == [r.to_json() for r in list_sessions([home])]

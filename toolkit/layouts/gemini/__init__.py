@@ -46,29 +46,36 @@ def is_session_name(name: str) -> bool:
     return bool(_SESSION.match(name))
 
 
-def _sketch(record: dict) -> tuple:
-    """What a listing keeps of one message: (type, resumable, preview, model)."""
+def _sketch(record: dict) -> list:
+    """What a listing keeps of one message: [type, resumable, preview, model] (plain JSON, so
+    ``fsck --incremental`` can keep the facts)."""
     kind = record.get("type")
     preview = " ".join(text_of(record.get("content")).split())[:120] if kind == "user" else ""
     model = record.get("model") if isinstance(record.get("model"), str) else None
-    return kind, resumable(record), preview, model
+    return [kind if isinstance(kind, str) else None, resumable(record), preview, model]
 
 
 @dataclass
 class GeminiFacts:
-    """What listings, show, the sweep and import need from one session file."""
+    """What listings, show, the sweep and import need from one session file: its metadata (``$set``s
+    merged) and a sketch of each message on the chain Gemini would resume, id -> [type, resumable,
+    preview, model], in order."""
 
-    chain: Chain = field(default_factory=lambda: Chain(_sketch))
+    meta: dict = field(default_factory=dict)
+    messages: dict = field(default_factory=dict)
     meta_first: bool = False   # its first line is the metadata line, whole (what Gemini needs, §1.5)
     first_timestamp: object = None
     last_timestamp: object = None
+    updates: int = 0   # lines that replaced a message still on the chain
+    rewinds: int = 0
+    dropped: int = 0   # messages that left the chain (rewound, or left out of a $set.messages)
 
-    @property
-    def meta(self) -> dict:
-        return self.chain.meta
+    def chain(self) -> Chain:
+        """A chain that goes on from these facts (it shares their metadata and messages)."""
+        return Chain(_sketch, meta=self.meta, messages=self.messages)
 
     def _text(self, key: str) -> str | None:
-        value = self.chain.meta.get(key)
+        value = self.meta.get(key)
         return value if isinstance(value, str) else None
 
     @property
@@ -93,26 +100,27 @@ class GeminiFacts:
 
     @property
     def loadable(self) -> bool:
-        return self.chain.loadable
+        """Gemini loads the file: its metadata has a string sessionId and projectHash (§1.3, §1.5)."""
+        return isinstance(self.meta.get("sessionId"), str) and isinstance(self.meta.get("projectHash"), str)
 
     @property
     def resumable(self) -> bool:
-        return any(s[1] for s in self.chain.messages.values())
+        return any(s[1] for s in self.messages.values())
 
     @property
     def turns(self) -> int:
-        return sum(1 for s in self.chain.messages.values() if s[0] == "user" and s[1])
+        return sum(1 for s in self.messages.values() if s[0] == "user" and s[1])
 
     @property
     def title(self) -> str | None:
         summary = self._text("summary")
         if summary:
             return " ".join(summary.split())[:120]
-        return next((s[2] for s in self.chain.messages.values() if s[0] == "user" and s[1]), None)
+        return next((s[2] for s in self.messages.values() if s[0] == "user" and s[1]), None)
 
     @property
     def model(self) -> str | None:
-        return next((s[3] for s in reversed(self.chain.messages.values()) if s[3]), None)
+        return next((s[3] for s in reversed(self.messages.values()) if s[3]), None)
 
     def hidden_because(self) -> str | None:
         """Why Gemini's session list leaves this file out (``sessionInfo: null``, §1.5), or None."""
@@ -134,6 +142,7 @@ class GeminiRules:
     def __init__(self, reader) -> None:
         self.c = reader
         self.facts = GeminiFacts()
+        self.chain = self.facts.chain()
         self.seen_first = False
 
     def record(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
@@ -145,7 +154,7 @@ class GeminiRules:
         if quiet:
             return
         facts = self.facts
-        kind = facts.chain.apply(obj)
+        kind = self.chain.apply(obj)
         if kind == OTHER:
             c.sink.add("unknown-kind", "an object that is no message ($rewindTo, id), $set or metadata line: Gemini "
                        "skips it", c.lineno, offset, line)
@@ -161,7 +170,8 @@ class GeminiRules:
             facts.last_timestamp = stamp
 
     def finish(self, size: int, tail_state: object) -> None:
-        pass
+        facts, chain = self.facts, self.chain
+        facts.updates, facts.rewinds, facts.dropped = chain.updates, chain.rewinds, chain.dropped
 
 
 def first_record(path: Path) -> tuple[object, bytes]:
@@ -453,8 +463,8 @@ def legacy_facts(value: dict | None) -> GeminiFacts:
     """The facts of a legacy whole-file session (its ``messages`` are the chain, §1.3)."""
     facts = GeminiFacts(meta_first=value is not None)
     if value is not None:
-        facts.chain.meta.update({k: v for k, v in value.items() if k != "messages"})
-        facts.chain.replace(value["messages"] if isinstance(value.get("messages"), list) else [])
+        facts.meta.update({k: v for k, v in value.items() if k != "messages"})
+        facts.chain().replace(value["messages"] if isinstance(value.get("messages"), list) else [])
     return facts
 
 

@@ -83,11 +83,12 @@ class Chain:
     rewind or a ``$set.messages`` dropped (for ``show``; a listing only counts it).
     """
 
-    def __init__(self, sketch=lambda record: record, keep_off: bool = False) -> None:
+    def __init__(self, sketch=lambda record: record, keep_off: bool = False, *, meta: dict | None = None,
+                 messages: dict | None = None) -> None:
         self.sketch = sketch
         self.keep_off = keep_off
-        self.messages: dict[str, object] = {}
-        self.meta: dict = {}
+        self.messages: dict[str, object] = {} if messages is None else messages  # a listing's facts hold these two
+        self.meta: dict = {} if meta is None else meta
         self.off: list[OffChain] = []
         self.dropped = 0   # messages that left the chain (rewound or replaced)
         self.updates = 0   # lines that replaced a message already on the chain
@@ -101,12 +102,12 @@ class Chain:
         elif kind == MESSAGE:
             self.updates += obj["id"] in self.messages
             self.messages[obj["id"]] = self.sketch(obj)  # a dict keeps the first insertion's place
-        elif kind == SET:
-            self.meta.update(obj["$set"])
+        elif kind == SET:  # the message list itself is kept as messages, not again in the metadata
+            self.meta.update({k: v for k, v in obj["$set"].items() if k != "messages"})
             if isinstance(obj["$set"].get("messages"), list):
                 self.replace(obj["$set"]["messages"])
         elif kind == META:
-            self.meta.update(obj)
+            self.meta.update({k: v for k, v in obj.items() if k != "messages"})
         return kind
 
     def rewind(self, target: object) -> None:
@@ -124,7 +125,8 @@ class Chain:
                 new[item["id"] if isinstance(item.get("id"), str) else f"#set-{n}"] = self.sketch(item)
         gone = [mid for mid in self.messages if mid not in new]
         self._drop(gone, None, "left out when the history was rewritten ($set.messages)")
-        self.messages = new
+        self.messages.clear()
+        self.messages.update(new)
 
     def _drop(self, ids: list[str], anchor: str | None, reason: str) -> None:
         if not ids:
