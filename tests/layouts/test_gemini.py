@@ -295,3 +295,24 @@ def test_incremental_keeps_the_verdict_and_the_facts(tmp_path, monkeypatch):
     assert again.from_cache == 2, "both session files' verdicts come from the cache"
     assert sorted(f.code for f in again.findings) == sorted(f.code for f in first.findings)
     assert [r.to_json() for r in list_sessions([home])] == [r.to_json() for r in list_sessions([home])]
+
+
+def test_a_running_gemini_is_recognised_by_its_command_line():
+    from toolkit.live import tool_of
+
+    assert tool_of(("gemini", "--resume", "latest")) == "gemini"
+    assert tool_of(("node", "/usr/lib/node_modules/@google/gemini-cli/dist/index.js")) == "gemini"
+    assert tool_of(("node", "server.js")) is None
+
+
+def test_a_gemini_working_in_the_project_holds_its_sessions(tmp_path, monkeypatch):
+    from toolkit import live
+
+    home = gemini_home(tmp_path)
+    journal = chats(home) / name()
+    proc = live.ToolProcess(4242, "gemini", ("gemini",), ROOT)
+    monkeypatch.setattr(live, "processes", lambda fresh=False: (proc,))
+    assert GEMINI.running(journal) == f"Gemini CLI is running in {ROOT} (pid 4242)"
+    proc = live.ToolProcess(4242, "gemini", ("gemini",), "/elsewhere")
+    monkeypatch.setattr(live, "processes", lambda fresh=False: (proc,))
+    assert GEMINI.running(journal) is None
