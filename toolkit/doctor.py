@@ -63,7 +63,7 @@ class Install:
             document["retention"] = {"cleanupPeriodDays": self.cleanup_days, "from": self.cleanup_source,
                                      "due_at_next_start": self.due, "due_already_in_store": self.kept}
             document["kept_but_gone"] = {"sessions": self.gone, "restore": restore_command(self.gone)}
-        if self.app == "codex":
+        if self.app in ("codex", "gemini"):
             document["in_store"] = self.kept
             document["state_db"] = self.parity
         if self.schedule:
@@ -235,6 +235,21 @@ def _codex(home: Path, store: Path, kept: set[str]) -> Install:
     return install
 
 
+def _gemini(home: Path, store: Path, kept: set[str]) -> Install:
+    """A Gemini CLI folder: its session files, how many the store keeps, the nightly import."""
+    from .importers.output import safe_id
+    from .layouts.gemini import GEMINI
+
+    install = Install("gemini", home)
+    for folder in discover_all([home]):
+        for journal in folder.journals:
+            install.sessions += 1
+            sid = GEMINI.session_of(journal) or journal.stem
+            install.kept += safe_id("gemini", sid) in kept
+    install.schedule = nightly_command(["import", "--from", "gemini", "--source", str(home), "--store", str(store), "-q"])
+    return install
+
+
 def codex_parity(home: Path) -> dict | None:
     """What ``codex doctor`` compares (reading a copy of the state DB): rollouts with no threads
     row, rows whose rollout is gone, rows the picker hides for an empty first message; None
@@ -338,16 +353,16 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     codex = codex_importer.detect()
     for home in codex:
         stores.append(_health("codex", home))
-    from .layouts.gemini import default_roots as gemini_roots
+    from .importers import gemini as gemini_importer
 
-    for home in gemini_roots():
-        if (home / "tmp").is_dir():  # its health counts the sessions its next start deletes (sweep-due)
-            stores.append(_health("gemini", home))
+    gemini = gemini_importer.detect()
+    for home in gemini:  # its health counts the sessions its next start deletes (sweep-due)
+        stores.append(_health("gemini", home))
     target = default_store(store)
-    stored = imported_ids(target) if claude or codex else set()
+    stored = imported_ids(target) if claude or codex or gemini else set()
     installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
                 + [_claude(r, target, stored, kept_claude_sources(target) if claude else None) for r in claude]
-                + [_codex(h, target, stored) for h in codex])
+                + [_codex(h, target, stored) for h in codex] + [_gemini(h, target, stored) for h in gemini])
     return Diagnosis(stores, installs, _next_steps(stores, installs))
 
 
@@ -355,10 +370,6 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
     steps = []
     for health in stores:
         steps += health.advice
-        if health.kind == "gemini" and health.codes.get("sweep-due"):
-            steps.append(f"levelsess import --from gemini --source {_quote(health.path)}        # {health.codes['sweep-due']} Gemini "
-                         "CLI session(s) its next start deletes, with no trash (sweep-due in `levelsess fsck "
-                         f"{_quote(health.path)}`): keep them first (or a raw copy: {_copy_gemini(health.path)})")
     for install in installs:
         if install.app == "claude-code":
             command = f"levelsess import --from claude --source {_quote(install.user)}"
@@ -384,6 +395,14 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install]) -> list[str]
                 steps.append(f"{install.parity['restore']}        # {install.parity['without_row']} rollout(s) with no row in "
                              f"{install.parity['db']}, so `codex resume` does not list them ({install.parity['row_gone']} row(s) "
                              f"whose rollout is gone, {install.parity['empty_first_message']} hidden for an empty first message)")
+        if install.app == "gemini" and install.sessions:
+            due = sum(h.codes.get("sweep-due", 0) for h in stores if h.kind == "gemini" and h.path == install.user)
+            note = (f"; its next start deletes {due} of its sessions, with no trash (sweep-due in `levelsess fsck "
+                    f"{_quote(install.user)}`): keep them first (or a raw copy: {_copy_gemini(install.user)})" if due else "")
+            steps.append(f"levelsess import --from gemini --source {_quote(install.user)}        # {install.sessions} session "
+                         f"file(s), {install.kept} already in the store" + note)
+            if install.schedule:
+                steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
         if install.app == "cursor" and install.sessions:
             steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s); "
                          "read them with `levelsess show ID` or `levelsess export ID` (levelsess does not write chats back "

@@ -278,7 +278,12 @@ def test_doctor_counts_what_the_next_start_deletes(tmp_path, monkeypatch):
     result = diagnose(roots=[tmp_path])
     [health] = [s for s in result.stores if s.kind == "gemini"]
     assert health.path == home and health.codes.get("sweep-due") == 1
-    assert any("import --from gemini" in step and "1 Gemini CLI session(s) its next start deletes" in step for step in result.next)
+    assert any("import --from gemini" in step and "its next start deletes 1 of its sessions" in step for step in result.next)
+    [install] = [i for i in result.installs if i.app == "gemini"]
+    assert (install.user, install.sessions, install.kept) == (home, 2, 0) and install.schedule
+    run_cli("import", "--from", "gemini", "--source", home, "--store", tmp_path / "store")
+    [install] = [i for i in diagnose(str(tmp_path / "store"), roots=[tmp_path]).installs if i.app == "gemini"]
+    assert install.kept == 2, "the nightly import's sessions are counted as kept"
     assert snapshot(home) == before
 
 
