@@ -24,6 +24,7 @@ from toolkit.sessions import list_sessions
 from toolkit.stores import discover
 
 SUB = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+TWIN = "abababab-0000-4000-8000-000000000000"
 
 
 @pytest.fixture(autouse=True)
@@ -212,12 +213,17 @@ def test_ls_agrees_with_what_gemini_would_list(tmp_path):
         "session-2026-01-01T00-00-78787878.json": json.dumps({**meta("78787878-0000-4000-8000-000000000000"),
                                                               "messages": [user("l1", "/help")]}, indent=2).encode(),
         "session-2026-01-01T00-00-79797979.json": b'{\n  "sessionId": "79797979-0000-4000-8000-000000000000",\n  "proj',
+        # a legacy session resumed: Gemini wrote <name>.jsonl beside the .json; it lists the later one
+        f"session-2026-01-01T00-00-{TWIN[:8]}.json": json.dumps({**meta(TWIN, hours=5), "messages": [user("t1", "before")]}).encode(),
+        f"session-2026-01-01T00-00-{TWIN[:8]}.jsonl": _session(TWIN, [user("t1", "before"), user("t2", "after")], hours=1),
     }
     home = gemini_home(tmp_path, files)
     rows = list_sessions([home])
     shown = {r.id for r in rows if "Gemini does not list" not in r.reason}
-    assert shown == set(gemini_lists(chats(home))) == {ids[0], ids[4], "77777777-0000-4000-8000-000000000000"}
-    assert len(rows) == 8, "ls still shows the sessions Gemini hides, saying why"
+    assert shown == set(gemini_lists(chats(home))) == {ids[0], ids[4], "77777777-0000-4000-8000-000000000000", TWIN}
+    assert len(rows) == 10, "ls still shows the sessions Gemini hides, saying why"
+    [twin] = [r for r in rows if r.id == TWIN and "Gemini does not list" not in r.reason]
+    assert twin.path.suffix == ".jsonl" and twin.turns == 2
     assert {r.state for r in rows if r.path.suffix == ".json"} == {"clean", "hidden", "corrupt"}
 
 

@@ -436,7 +436,7 @@ class Gemini(ForeignLayout):
         subagent = journal.parent.name != CHATS
         if subagent and folder.whole:
             return None  # Gemini lists no subagent session; shown with its parent's folder when named
-        hidden = None if subagent or not scan.identified else facts.hidden_because()
+        hidden = None if subagent or not scan.identified else facts.hidden_because() or _twin_wins(journal, facts)
         if hidden:  # shown all the same (the sweep deletes it next): the state and reason say so
             reason = f"{reason}; " * bool(reason) + f"Gemini does not list it: {hidden}"
             state = "hidden" if state == "clean" else state
@@ -457,6 +457,41 @@ class Gemini(ForeignLayout):
 
     def trash_paths(self, journal: Path) -> tuple[Path, ...]:
         return (journal,)
+
+
+def _updated(facts: GeminiFacts) -> float:
+    from ...sessions import instant
+
+    moment = instant(facts.last_updated)
+    return moment.timestamp() if moment is not None else float("-inf")
+
+
+def _twin_wins(path: Path, facts: GeminiFacts) -> str | None:
+    """Resuming a legacy ``.json`` writes ``<name>.jsonl`` beside it with the same sessionId; Gemini's
+    list keeps the one updated last (§1.3).  Why ``path`` is the one left out, or None."""
+    twin = path.with_suffix(".jsonl" if path.suffix == ".json" else ".json")
+    try:
+        if not twin.is_file():
+            return None
+    except OSError:
+        return None
+    if twin.suffix == ".json":
+        from .sweep import legacy_session
+
+        theirs = legacy_facts(legacy_session(twin)[0])
+    else:
+        from ...journal import scan_journal
+        from ...errors import LevelsessError
+
+        try:
+            theirs = scan_journal(twin, GEMINI).facts
+        except LevelsessError:
+            return None
+    if theirs.hidden_because() or theirs.session_id != facts.session_id:
+        return None
+    mine, other = _updated(facts), _updated(theirs)
+    later = other > mine or (other == mine and twin.suffix == ".json")  # a tie: the first listed (.json sorts first)
+    return f"it lists its twin {twin.name} (same session, updated later) instead" if later else None
 
 
 def legacy_facts(value: dict | None) -> GeminiFacts:
@@ -482,7 +517,7 @@ def legacy_row(path: Path):
     except OSError:
         size, mtime = 0, None
     state, reason = ("corrupt", problem.message) if problem is not None else ("clean", "legacy whole-file .json, read only")
-    hidden = facts.hidden_because()
+    hidden = facts.hidden_because() or _twin_wins(path, facts)
     if hidden:
         reason = f"{reason}; Gemini does not list it: {hidden}"
         state = "hidden" if state == "clean" else state
