@@ -531,8 +531,8 @@ def _render_import(out: Output, report, target: Path) -> None:
             f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
 
 
-STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts"}
-APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI"}
+STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts", "gemini": "Gemini CLI sessions"}
+APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
 
 
 @app.command()
@@ -623,7 +623,7 @@ def doctor(
 def schedule(
     ctx: typer.Context,
     action: Annotated[str, typer.Argument(metavar="install|remove|status", help="install (or bring up to date) the nightly keep, remove it, or read back what is installed.", show_default=False)],
-    apps: Annotated[Optional[list[str]], typer.Option("--app", metavar="claude|codex|cursor|vscode|copilot", help="Keep this app's chats (repeatable; default: every app with an install on this machine, or what is installed).", show_default=False)] = None,
+    apps: Annotated[Optional[list[str]], typer.Option("--app", metavar="claude|codex|cursor|vscode|copilot|gemini|opencode", help="Keep this app's chats (repeatable; default: every app with an install on this machine, or what is installed).", show_default=False)] = None,
     at: Annotated[Optional[str], typer.Option("--at", metavar="HH:MM", help="Time of day it runs, local time (default 03:17, or what is installed).", show_default=False)] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="cron|systemd|launchd|schtasks", help="Which scheduler (default: Task Scheduler on Windows, launchd on macOS, the crontab where `crontab` exists, else a systemd user timer).", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be written and run; change nothing.")] = False,

@@ -64,7 +64,7 @@ class Install:
             document["retention"] = {"cleanupPeriodDays": self.cleanup_days, "from": self.cleanup_source,
                                      "due_at_next_start": self.due, "due_already_in_store": self.kept}
             document["kept_but_gone"] = {"sessions": self.gone, "restore": restore_command(self.gone)}
-        if self.app == "codex":
+        if self.app in ("codex", "gemini"):
             document["in_store"] = self.kept
             document["state_db"] = self.parity
         if self.schedule:
@@ -236,6 +236,21 @@ def _codex(home: Path, store: Path, kept: set[str]) -> Install:
     return install
 
 
+def _gemini(home: Path, store: Path, kept: set[str]) -> Install:
+    """A Gemini CLI folder: its session files, how many the store keeps, the nightly import."""
+    from .importers.output import safe_id
+    from .layouts.gemini import GEMINI
+
+    install = Install("gemini", home)
+    for folder in discover_all([home]):
+        for journal in folder.journals:
+            install.sessions += 1
+            sid = GEMINI.session_of(journal) or journal.stem
+            install.kept += safe_id("gemini", sid) in kept
+    install.schedule = nightly_command(["gemini"], store)
+    return install
+
+
 def codex_parity(home: Path) -> dict | None:
     """What ``codex doctor`` compares (reading a copy of the state DB): rollouts with no threads
     row, rows whose rollout is gone, rows the picker hides for an empty first message; None
@@ -335,11 +350,16 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     codex = codex_importer.detect()
     for home in codex:
         stores.append(_health("codex", home))
+    from .importers import gemini as gemini_importer
+
+    gemini = gemini_importer.detect()
+    for home in gemini:  # its health counts the sessions its next start deletes (sweep-due)
+        stores.append(_health("gemini", home))
     target = default_store(store)
-    stored = imported_ids(target) if claude or codex else set()
+    stored = imported_ids(target) if claude or codex or gemini else set()
     installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
                 + [_claude(r, target, stored, kept_claude_sources(target) if claude else None) for r in claude]
-                + [_codex(h, target, stored) for h in codex])
+                + [_codex(h, target, stored) for h in codex] + [_gemini(h, target, stored) for h in gemini])
     mark_scheduled(installs, target)
     return Diagnosis(stores, installs, _next_steps(stores, installs, target))
 
@@ -369,6 +389,14 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install], store: Path)
                 steps.append(f"{install.parity['restore']}        # {install.parity['without_row']} rollout(s) with no row in "
                              f"{install.parity['db']}, so `codex resume` does not list them ({install.parity['row_gone']} row(s) "
                              f"whose rollout is gone, {install.parity['empty_first_message']} hidden for an empty first message)")
+        if install.app == "gemini" and install.sessions:
+            due = sum(h.codes.get("sweep-due", 0) for h in stores if h.kind == "gemini" and h.path == install.user)
+            note = (f"; its next start deletes {due} of its sessions, with no trash (sweep-due in `levelsess fsck "
+                    f"{_quote(install.user)}`): keep them first (or a raw copy: {_copy_gemini(install.user)})" if due else "")
+            steps.append(f"levelsess import --from gemini --source {_quote(install.user)}        # {install.sessions} session "
+                         f"file(s), {install.kept} already in the store" + note)
+            if install.schedule:
+                steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
         if install.app == "cursor" and install.sessions:
             steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s); "
                          "read them with `levelsess show ID` or `levelsess export ID` (levelsess does not write chats back "
@@ -386,6 +414,15 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install], store: Path)
         scheduler, command = nightly[0].schedule
         steps.append(f"{command}        # runs those imports every night ({scheduler})")
     return steps
+
+
+def _copy_gemini(home: Path) -> str:
+    """A command for this OS that copies a Gemini CLI ``tmp`` folder (its sessions) somewhere safe."""
+    import sys
+
+    if sys.platform == "win32":
+        return f'robocopy "{home / "tmp"}" "%USERPROFILE%\\gemini-tmp-copy" /E'
+    return f"cp -a {_quote(home / 'tmp')} ~/gemini-tmp-copy-$(date +%F)"
 
 
 def _copy_command(projects: Path) -> str:

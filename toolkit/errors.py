@@ -425,6 +425,7 @@ CODES: dict[str, CodeInfo] = {
     "dangling-tool-use": CodeInfo("warning", ""),
     "nul-in-content": CodeInfo("warning", ""),
     "symlink": CodeInfo("warning", ""),
+    "sweep-due": CodeInfo("warning", ""),
     "symlinked-folder": CodeInfo("warning", "", SymlinkedFolderError),
     "not-a-journal": CodeInfo("warning", "", NotAJournalError),
     # caches: warnings that a repair rebuilds

@@ -21,6 +21,7 @@ DESCRIPTIONS = {
     LOGICIAN: "a Logician entry log",
     "claude-code": "a Claude Code session",
     "codex": "a Codex CLI rollout",
+    "gemini": "a Gemini CLI session",
     "copilot": "a GitHub Copilot CLI event log",
     "cursor-agent": "a Cursor agent transcript",
     "vscode-log": "a VS Code chat session log",
@@ -42,6 +43,8 @@ def sniff(record: object) -> str | None:
     kind, kind_of = record.get("kind"), record.get("type")
     if type(kind) is int and isinstance(record.get("v"), dict | list):
         return "vscode-log"
+    if _is_gemini(record):
+        return "gemini"
     if isinstance(kind, str) and kind in _LEVELCODE_KINDS and not _has(record, "payload", "uuid", "parentUuid"):
         return LEVELCODE
     if "payload" in record and kind_of in _CODEX_TYPES and not _has(record, "parentUuid", "kind", "role"):
@@ -62,6 +65,15 @@ def sniff(record: object) -> str | None:
         if parent is None or isinstance(parent, str):
             return LOGICIAN
     return None
+
+
+def _is_gemini(record: dict) -> bool:
+    """A Gemini CLI metadata line (string sessionId and projectHash, no message or foreign key), or
+    one of its ``$set`` / ``$rewindTo`` lines (SOURCES-MORE §1.2)."""
+    if len(record) == 1 and ("$set" in record or "$rewindTo" in record):
+        return True
+    return (isinstance(record.get("sessionId"), str) and isinstance(record.get("projectHash"), str)
+            and not _has(record, "id", "type", "uuid", "parentUuid", "payload"))
 
 
 def _has(record: dict, *keys: str) -> bool:

@@ -159,7 +159,7 @@ _SESSION_ID = re.compile(r"[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}")
 #: process names (/proc/<pid>/comm, psutil's name()) worth reading a command line for: the tools
 #: themselves and the runtimes that run their scripts; "codex-" covers the release binaries
 #: (``codex-x86_64-unknown-linux-musl``, cut to 15 characters in comm)
-_NAMES = frozenset({"claude", "claude-code", "codex"}) | _RUNTIMES
+_NAMES = frozenset({"claude", "claude-code", "codex", "gemini"}) | _RUNTIMES
 
 
 def _base(arg: str) -> str:
@@ -189,6 +189,8 @@ def tool_of(argv: tuple[str, ...] | list[str]) -> str | None:
         return "claude-code"
     if first == "codex" or first.startswith("codex-"):
         return "codex"
+    if first == "gemini":  # Gemini CLI's npm bin script
+        return "gemini"
     if first not in _RUNTIMES:
         return None
     script = next((a for a in argv[1:] if not a.startswith("-")), None)  # past the runtime's own options
@@ -199,6 +201,8 @@ def tool_of(argv: tuple[str, ...] | list[str]) -> str | None:
         return "claude-code"
     if "@openai/codex/" in path or name in ("codex", "codex.js"):
         return "codex"
+    if "@google/gemini-cli/" in path or name == "gemini":
+        return "gemini"
     return None
 
 

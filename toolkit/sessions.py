@@ -124,6 +124,7 @@ def list_sessions(paths: list[Path], *, verify: bool = False) -> list[SessionRow
             rows.append(SessionRow(folder.path.name, folder.path, folder.layout.value, None, None, None, None, None, None, 0,
                                    "unreadable", folder.problem))
         rows += [row for row in (_scan_row(folder, journal) for journal in folder.journals) if row is not None]
+        rows += folder.layout.extra_rows(folder)  # sessions that are not journals (Gemini's legacy .json)
     rows.sort(key=_newest_key, reverse=True)
     return rows
 

@@ -368,7 +368,8 @@ def check_folders(
         partial = FolderCheck(folder, sessions, (), *folder_leftovers(folder))
         cache = _judged_cache(partial, memo) if partial.cache_checked else ()
         symlinked += _symlinked_findings(folder, links)  # the report's, not the cache's: they ask for no rebuild
-        extra = cache + tuple(_leftover_findings(partial))
+        extra = cache + tuple(folder.layout.folder_findings(folder, [s.scan for s in sessions if s.scan is not None]))
+        extra += tuple(_leftover_findings(partial))
         if folder.problem is not None:
             extra = (Finding("unreadable", "error", str(folder.path), None, None, folder.problem),) + extra
         if strict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .base import BaseLayout, Folder, Layout
 from .claude_code import CLAUDE_CODE
 from .codex import CODEX
+from .gemini import GEMINI
 from .levelcode import LEVELCODE
 from .logician import LOGICIAN
 
@@ -16,7 +17,9 @@ from .logician import LOGICIAN
 #: Codex claims only folders whose ``rollout-*.jsonl`` files open with a Codex record (or a
 #: ``.codex`` home), so it cannot take what the others claim; it goes before LevelCode, which
 #: would otherwise take a folder of rollouts and call every file foreign.
-ALL: tuple[BaseLayout, ...] = (LOGICIAN, CLAUDE_CODE, CODEX, LEVELCODE)
+#: Gemini claims only a Gemini folder (``tmp/`` beside ``projects.json``, or named ``.gemini``) and its
+#: ``chats/`` folders whose sessions open with a Gemini line.
+ALL: tuple[BaseLayout, ...] = (LOGICIAN, CLAUDE_CODE, CODEX, GEMINI, LEVELCODE)
 _BY_NAME = {layout.name: layout for layout in ALL}
 
 
@@ -25,4 +28,4 @@ def get(name: str | BaseLayout) -> BaseLayout:
     return name if isinstance(name, BaseLayout) else _BY_NAME[name]
 
 
-__all__ = ["ALL", "CLAUDE_CODE", "CODEX", "LEVELCODE", "LOGICIAN", "BaseLayout", "Folder", "Layout", "get"]
+__all__ = ["ALL", "CLAUDE_CODE", "CODEX", "GEMINI", "LEVELCODE", "LOGICIAN", "BaseLayout", "Folder", "Layout", "get"]

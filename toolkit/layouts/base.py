@@ -244,6 +244,14 @@ class BaseLayout:
     def session_id(self, folder: Folder, journal: Path) -> str:
         return journal.stem
 
+    def folder_findings(self, folder: Folder, scans: list) -> list:
+        """Findings about a whole folder that are not about a cache (Gemini: what its sweep deletes)."""
+        return []
+
+    def extra_rows(self, folder: Folder) -> list:
+        """Listing rows for sessions in ``folder`` that are not journals (Gemini's legacy whole-file .json)."""
+        return []
+
 
 class ForeignLayout(BaseLayout):
     """Defaults of a layout whose tree belongs to another tool (Claude Code, Codex CLI): no lock

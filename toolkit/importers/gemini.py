@@ -1,0 +1,211 @@
+"""Keep Gemini CLI sessions (``~/.gemini/tmp/<project>/chats/session-*.jsonl`` and subagent sessions
+``chats/<parentId>/<id>.jsonl``) as LevelCode v2 journals (SOURCES-MORE.md §1, DESIGN.md §5), so
+they outlive Gemini's start-up sweep.
+
+A file is taken for a session only when its own lines say so (the layout's identification).  It
+is read with :class:`~toolkit.importers.sourcelines.SourceReader`: every whole line imports, damage
+is counted and reported with its line and offset.  The metadata line is the journal's meta (under
+``raw``); every other line becomes one record, in file order, its bytes under ``raw``:
+
+- a ``user`` message -> ``user`` (text exact: a string, or blocks when it held parts other than text);
+- a ``gemini`` message -> ``assistant``: ``thinking`` blocks (its thoughts), a ``text`` block, and
+  per tool call a ``tool_use`` block followed by its ``tool_result`` (Gemini keeps both in the one line);
+- ``info`` / ``error`` / ``warning`` -> ``event`` ``gemini:<type>``;
+- a repeated message id is an update: the record carries ``"replaces": true`` and the same
+  ``messageId`` (a reader folds it into the first, as Gemini does);
+- ``$set`` -> ``event`` ``gemini:set`` (its keys); ``$rewindTo`` -> ``event`` ``gemini:rewind``
+  (``to``); a later metadata line -> ``event`` ``gemini:meta``.
+
+So ``source_items`` = the lines read (the metadata line, the meta's raw, included) + skipped.
+``sourceKey`` is ``sha256:<16 hex>`` of the line's bytes (``#2``… for a repeat): the file is
+append-only, so re-importing appends only new lines.  Legacy whole-file ``.json`` sessions are
+not imported yet (they are checked by ``fsck``).  Never writes the source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from ..errors import NotASourceError, PathNotFoundError
+from ..findings import Finding
+from ..layouts.gemini import CHATS, GEMINI, TMP, default_roots, home_of, is_session_name, project_root, sniff_file
+from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
+from ..lines import open_regular
+from .output import AT, Options, Raw, Session, SourceState, safe_id
+from .sourcelines import SourceReader
+from .uris import apply_map
+
+__all__ = ["APP", "Options", "detect", "scan", "session_from_file", "source_files"]
+
+APP = "gemini"
+
+
+def detect() -> list[Path]:
+    """The Gemini CLI folders on this machine that hold project folders."""
+    return [home for home in default_roots() if (home / TMP).is_dir()]
+
+
+def _in_chats(chats: Path) -> list[Path]:
+    found = sorted(p for p in chats.iterdir() if is_session_name(p.name) and p.is_file())
+    for sub in sorted(p for p in chats.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        found += sorted(p for p in sub.iterdir() if p.suffix == ".jsonl" and p.is_file())
+    return found
+
+
+def source_files(source: Path) -> list[Path]:
+    """``--source``: a Gemini folder (~/.gemini), its tmp/, a project folder, a chats/ folder or one session file."""
+    source = Path(source).expanduser()
+    if not source.exists():
+        raise PathNotFoundError(str(source))
+    if source.is_file():
+        return [source]
+    if (source / TMP).is_dir():
+        source = source / TMP
+    if source.name == TMP:
+        return [f for project in sorted(source.iterdir()) if (project / CHATS).is_dir() for f in _in_chats(project / CHATS)]
+    if (source / CHATS).is_dir():
+        return _in_chats(source / CHATS)
+    if source.name == CHATS:
+        return _in_chats(source)
+    raise NotASourceError(f"{source} (expected a Gemini CLI folder (~/.gemini), its tmp/, a project folder, "
+                          "a chats/ folder or a session .jsonl)")
+
+
+def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
+    """Yield every session under ``source`` as a converted :class:`Session`."""
+    for path in source_files(source):
+        if path.suffix != ".jsonl":
+            continue
+        try:
+            session = session_from_file(path, options, report)
+        except OSError as exc:
+            report(Finding("unreadable", "error", str(path), None, None, f"cannot read: {exc.strerror or exc}"))
+            continue
+        if session is not None and not (options.orphans_only and not session.orphaned):
+            yield session
+
+
+def _blocks(content: object) -> object:
+    """A user message's content: its text exactly, or blocks when it holds more than text."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else [content] if isinstance(content, dict) else []
+    if all(isinstance(p, dict) and set(p) == {"text"} and isinstance(p["text"], str) for p in parts):
+        return "".join(p["text"] for p in parts)
+    return [{"type": "text", "text": p["text"]} if isinstance(p, dict) and isinstance(p.get("text"), str) and len(p) == 1
+            else p if isinstance(p, dict) else {"type": "text", "text": str(p)} for p in parts]
+
+
+def _assistant(message: dict) -> list:
+    blocks: list = []
+    for thought in message.get("thoughts") if isinstance(message.get("thoughts"), list) else []:
+        if isinstance(thought, dict):
+            blocks.append({"type": "thinking", "thinking": thought.get("description") if isinstance(thought.get("description"), str) else "",
+                           "subject": thought.get("subject")})
+    text = text_of(message.get("content"))
+    if text:
+        blocks.append({"type": "text", "text": text})
+    for call in message.get("toolCalls") if isinstance(message.get("toolCalls"), list) else []:
+        if isinstance(call, dict):
+            blocks.append({"type": "tool_use", "id": call.get("id"), "name": call.get("name"), "input": call.get("args")})
+            blocks.append({"type": "tool_result", "tool_use_id": call.get("id"), "content": call.get("result"),
+                           "status": call.get("status"), "is_error": call.get("status") == "error"})
+    return blocks
+
+
+def _record(value: dict, kind: str, seen: set[str], t: str) -> dict:
+    if kind == MESSAGE:
+        mid, role = value["id"], value.get("type")
+        t = value["timestamp"] if isinstance(value.get("timestamp"), str) else t
+        if role == "user":
+            record = {"kind": "user", "t": t, "content": _blocks(value.get("content"))}
+        elif role == "gemini":
+            record = {"kind": "assistant", "t": t, "content": _assistant(value)}
+            if isinstance(value.get("model"), str):
+                record["model"] = value["model"]
+        else:
+            record = {"kind": "event", "t": t, "type": f"gemini:{role}", "content": text_of(value.get("content"))}
+        record["messageId"] = mid
+        if mid in seen:
+            record["replaces"] = True
+        seen.add(mid)
+        return record
+    if kind == REWIND:
+        return {"kind": "event", "t": t, "type": "gemini:rewind", "to": value.get("$rewindTo")}
+    if kind == SET:
+        return {"kind": "event", "t": t, "type": "gemini:set", "keys": sorted(value["$set"])}
+    return {"kind": "event", "t": t, "type": "gemini:meta"}
+
+
+def session_from_file(path: Path, options: Options, report: Callable[[Finding], None]) -> Session | None:
+    """Convert one session file; None (and a finding) when it is not one."""
+    where = str(path)
+    if sniff_file(path) != GEMINI.name:
+        report(Finding("unknown-format", "error", where, 1, None, "not a Gemini CLI session (its first line says so); skipped"))
+        return None
+    reader = SourceReader(path, lambda v: classify(v) != OTHER, report, what="Gemini session line")
+    lines = list(reader)
+    if not lines:
+        report(Finding("source-skipped", "warning", where, None, None, "holds no whole line; nothing to import"))
+        return None
+    first = lines[0] if classify(lines[0].value) == META else None
+    meta = dict(first.value) if first is not None else {}
+    for line in lines:  # a resume's $set may carry the id; the first metadata line is the one Gemini wrote
+        if classify(line.value) == SET and "sessionId" in line.value["$set"] and "sessionId" not in meta:
+            meta["sessionId"] = line.value["$set"]["sessionId"]
+    subagent = path.parent.name != CHATS
+    sid = meta.get("sessionId") if isinstance(meta.get("sessionId"), str) and meta["sessionId"] else (path.stem if subagent else None)
+    if sid is None:
+        sid = path.stem  # no metadata line: the file name is all that names it (unique in its folder)
+        report(Finding("source-skipped", "warning", where, 1, 0, "no metadata line (Gemini cannot load this session); "
+                       "imported under its file name"))
+    chats = path.parent.parent if subagent else path.parent
+    root = project_root(chats.parent, meta.get("projectHash") if isinstance(meta.get("projectHash"), str) else None)
+    source = {"app": APP, "path": where, "key": sid, "version": None}
+    if subagent:
+        source["parent"] = path.parent.name
+    if isinstance(meta.get("kind"), str):
+        source["kind"] = meta["kind"]
+    project = options.project or (apply_map(root, options.mapping) if root else None)
+    status = "unknown" if root is None else "live" if Path(root).is_dir() else "orphaned"
+    created = meta.get("startTime") if isinstance(meta.get("startTime"), str) else None
+    session = Session(safe_id("gemini", sid), project, created, None, source, Raw(first.data) if first is not None else None,
+                      status=status, orphan=["folder-missing"] if status == "orphaned" else [])
+    session.raw_at = first.offset if first is not None else None
+    seen: set[str] = set()
+    repeats: dict[str, int] = {}
+    t = created or ""
+    title = None
+    for line in lines[1:] if first is not None else lines:
+        kind = classify(line.value)
+        record = _record(line.value, kind, seen, t)
+        t = record["t"] or t
+        digest = hashlib.sha256(line.data).hexdigest()[:16]
+        repeats[digest] = repeats.get(digest, 0) + 1
+        record["sourceKey"] = f"sha256:{digest}" + (f"#{repeats[digest]}" if repeats[digest] > 1 else "")
+        record[AT] = line.offset
+        record["raw"] = Raw(line.data)
+        session.records.append(record)
+        if kind == SET and isinstance(line.value["$set"].get("summary"), str):
+            title = line.value["$set"]["summary"]
+        if title is None and record["kind"] == "user" and not record.get("replaces"):
+            text = text_of(line.value.get("content")).strip()
+            title = " ".join(text.split())[:120] or None
+    session.title = title or (meta.get("summary") if isinstance(meta.get("summary"), str) else None)
+    session.source_items = reader.records + sum(reader.skipped.values())
+    for reason, count in reader.skipped.items():
+        session.skip(reason, count)
+    session.too_large = list(reader.too_large)
+    session.source_lines = reader.lines
+    session.state = SourceState(where, reader.covered, reader.sha256, [(line.offset, len(line.data)) for line in lines], _reader(path))
+    return session
+
+
+def _reader(path: Path) -> Callable[[int, int], bytes]:
+    def read(offset: int, length: int) -> bytes:
+        with open_regular(path) as handle:
+            handle.seek(offset)
+            return handle.read(length)
+    return read
