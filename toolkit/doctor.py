@@ -320,7 +320,7 @@ def mark_scheduled(installs: list[Install], store: Path) -> None:
             install.scheduled = KEEP_APP[install.app] in found.job.apps
 
 
-KEEP_APP = {"claude-code": "claude", "codex": "codex"}
+KEEP_APP = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
 
 
 def claude_roots() -> list[Path]:
@@ -395,8 +395,6 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install], store: Path)
                     f"{_quote(install.user)}`): keep them first (or a raw copy: {_copy_gemini(install.user)})" if due else "")
             steps.append(f"levelsess import --from gemini --source {_quote(install.user)}        # {install.sessions} session "
                          f"file(s), {install.kept} already in the store" + note)
-            if install.schedule:
-                steps.append(f"run it every night ({install.schedule[0]}): {install.schedule[1]}")
         if install.app == "cursor" and install.sessions:
             steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s); "
                          "read them with `levelsess show ID` or `levelsess export ID` (levelsess does not write chats back "
