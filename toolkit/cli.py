@@ -452,7 +452,7 @@ def _migrate_summary(result, code: int) -> str:
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    from_: Annotated[str, typer.Option("--from", metavar="cursor|vscode|claude|codex|copilot|opencode", help="Where to recover chats from: cursor, vscode (also Code - Insiders, Code - OSS, VSCodium), claude (Claude Code transcripts, ~/.claude/projects), codex (Codex CLI rollouts, ~/.codex/sessions and archived_sessions), copilot (GitHub Copilot CLI session logs, ~/.copilot/session-state/<id>/events.jsonl) or opencode (OpenCode and the Kilo CLI: every opencode*.db / kilo.db and the older storage/ JSON tree of ~/.local/share/opencode and ~/.local/share/kilo).", show_default=False)],
+    from_: Annotated[str, typer.Option("--from", metavar="cursor|vscode|claude|codex|copilot|gemini|opencode", help="Where to recover chats from: cursor, vscode (also Code - Insiders, Code - OSS, VSCodium), claude (Claude Code transcripts, ~/.claude/projects), codex (Codex CLI rollouts, ~/.codex/sessions and archived_sessions), copilot (GitHub Copilot CLI session logs, ~/.copilot/session-state/<id>/events.jsonl), gemini (Gemini CLI sessions, ~/.gemini/tmp/<project>/chats) or opencode (OpenCode and the Kilo CLI: every opencode*.db / kilo.db and the older storage/ JSON tree of ~/.local/share/opencode and ~/.local/share/kilo).", show_default=False)],
     source: Annotated[Optional[list[Path]], typer.Option("--source", metavar="PATH", help="The editor's User folder, one workspaceStorage/<id> folder, or one state.vscdb (Cursor) / session .json or .jsonl (VS Code); for Cursor agent transcripts also ~/.cursor/projects, a project folder or one transcript; for claude a Claude Code root (~/.claude), its projects folder, one project folder or one transcript; for codex a Codex home (~/.codex), its sessions or archived_sessions folder or one rollout; repeatable; default: every install found on this machine.", show_default=False)] = None,
     project: Annotated[Optional[str], typer.Option("--project", metavar="PATH", help="File every imported session under this project path.", show_default=False)] = None,
     map_: Annotated[Optional[list[str]], typer.Option("--map", metavar="OLD=NEW", help="OLD=NEW: re-home sessions of a moved or renamed project folder (repeatable).", show_default=False)] = None,
@@ -478,6 +478,7 @@ def import_(
       levelsess import --from cursor --store ~/other-store -q
       levelsess import --from copilot --source ~/.copilot/session-state/<id>/events.jsonl
       levelsess import --from opencode --source ~/.local/share/opencode   # every channel's DB and the JSON tree
+      levelsess import --from gemini                           # before Gemini CLI's start-up sweep deletes them
       levelsess import --from claude                           # every Claude Code install: ~/.claude, $CLAUDE_CONFIG_DIR
       levelsess import --from claude --source ~/.claude/projects/-home-ada-app --json
       levelsess import --from codex --source ~/.codex --dry-run
