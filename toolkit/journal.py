@@ -244,6 +244,9 @@ class _Classifier:
             self.sink.add("record-too-large", f"a line of {item.length:,} bytes is too large for levelsess to parse here "
                           f"(over {cap_text()}); it may be a whole record, so it is left exactly as it is: a person "
                           "must look at it (nothing is cut)", self.lineno, offset)
+            unread = getattr(self.rules, "unread", None)
+            if unread is not None:  # the layout may still name the record from the line's two ends
+                unread(offset, item.length)
 
     # -- the tail ---------------------------------------------------------------------------
 
@@ -349,7 +352,7 @@ def scan_journal(
         if info.st_size == 0:
             classifier.sink.add("empty-journal", "0-byte journal", None, 0)
         elif info.st_size > SOFT_CAP and "oversize" not in classifier.sink.counts:
-            classifier.sink.add("oversize", f"{info.st_size} bytes, over the {SOFT_CAP >> 20} MiB soft cap", None, None)
+            classifier.sink.add("oversize", f"{info.st_size:,} bytes, over the {SOFT_CAP >> 20} MiB soft cap", None, None)
             if start:  # grown past the cap since: where a full read reports it, first
                 classifier.sink.items.insert(0, classifier.sink.items.pop())
         tail_state, body_end, offset = TailState.NONE, start, start

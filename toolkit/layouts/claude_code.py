@@ -145,6 +145,22 @@ class ClaudeRules:
         self.session_id: str | None = None
         self.turns = 0
         self.first_prompt: str | None = None
+        self.unparsed: set[int] = set()       # chain numbers of records too large to parse here
+
+    def unread(self, offset: int, length: int) -> None:
+        """A line too large to parse (``record-too-large``): when its two ends name a chain record
+        (its type, uuid and parentUuid), it takes its place in the graph, so the records that
+        follow it are not reported as dangling or the chain as broken at it."""
+        from ..peek import read_ends
+
+        fields = read_ends(self.c.sink.path, offset, length)
+        kind, uuid = fields.get("type"), fields.get("uuid")
+        if not (type(kind) is str and kind in CHAIN and type(uuid) is str and "parentUuid" in fields):
+            return
+        self.unparsed.add(len(self.parents))
+        self._chain({key: fields[key] for key in ("type", "uuid", "parentUuid", "isSidechain", "sessionId", "cwd",
+                                                  "version", "subtype", "logicalParentUuid") if key in fields},
+                    kind, uuid, offset, b"", self.c)
 
     def record(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
         c = self.c
@@ -283,6 +299,8 @@ class ClaudeRules:
         """Re-read one chain record from the file (the end of a scan needs a few, never many)."""
         from ..lines import loads
 
+        if number in self.unparsed:  # too large to parse here: nothing more is known of it
+            return None
         try:
             handle.seek(self.where[2 * number + 1])
             obj = loads(handle.readline())
