@@ -1022,7 +1022,7 @@ def restore(
     plan = plan_restore(default_store(_store(ctx, store)), list(sessions), to)
     with _ctrl_c_deferred() as stopped:
         result = run_restore(plan, apply=yes and not dry_run, interrupted=stopped)
-    return _render_restore(out, result, sessions)
+    return _render_restore(out, result, sessions, to=to, store=_store(ctx, store))
 
 
 def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bool, app_=None, source=None, map_=None) -> None:
@@ -1041,7 +1041,9 @@ def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bo
         raise UsageError("name the kept sessions to give back (see `levelsess ls`), or use --undo STAMP or --list")
 
 
-def _render_restore(out: Output, result, keys: list[str]) -> int:
+def _render_restore(out: Output, result, keys: list[str], *, to=None, store: str | None = None) -> int:
+    import shlex
+
     from .report import restore_summary, restore_table
 
     if out.json:
@@ -1055,7 +1057,8 @@ def _render_restore(out: Output, result, keys: list[str]) -> int:
     if result.stamp and not result.undone:
         out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
     if not result.applied and result.plan.steps:
-        out.say("next: levelsess restore " + " ".join(keys) + " --yes", style="bold")
+        given = [*keys, *(["--to", str(to)] if to is not None else []), *(["--store", str(store)] if store else [])]
+        out.say("next: levelsess restore " + shlex.join(given) + " --yes", style="bold")  # the same run, applied
     elif result.applied and not result.undone:
         for session in result.plan.sessions:
             if session.next and any(f.action != "refused" for f in session.files):

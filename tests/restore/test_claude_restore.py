@@ -329,3 +329,19 @@ def test_a_running_tool_that_names_the_session_is_refused_even_before_its_file_e
         proc.wait()
         proc.stdout.close()
     assert restore(sid, "--store", store, "--yes").exit_code == 0, "once it has quit, the session comes back"
+
+
+def test_the_plan_s_next_line_run_as_printed_applies_that_plan(tmp_path):
+    """Followed to its end: the plan's "next:" line names the store and the root it was given."""
+    import shlex
+
+    home, store, main, files, original = _kept(tmp_path, OLD)
+    _delete(main, files)
+    plan = run_cli("restore", main.stem[:8], "--to", str(home), "--store", str(store))
+    assert plan.exit_code == 4, plan.output
+    line = next(l for l in (plan.stdout + plan.stderr).splitlines() if l.startswith("next: "))
+    argv = shlex.split(line.removeprefix("next: "))
+    assert argv[0] == "levelsess"
+    done = run_cli(*argv[1:])
+    assert done.exit_code == 0, done.output
+    assert all(path.read_bytes() == original[path] for path in files)
