@@ -430,9 +430,9 @@ def migrate(
         print_table(out.out, table)
     if result.findings:
         print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
-    if plan.logician:
+    if plan.unversioned:
         kinds = " and ".join({"logician": "Logician sessions", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts"}.get(n, n) for n in plan.others)
-        out.say(f"{len(plan.logician)} folder(s) of {kinds}: one format version so far, nothing to migrate")
+        out.say(f"{len(plan.unversioned)} folder(s) of {kinds}: one format version so far, nothing to migrate")
     out.say(_migrate_summary(result, code))
     if result.interrupted:
         out.fail("interrupted after a completed file", "rerun the same command to finish the migration")

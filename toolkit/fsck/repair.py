@@ -232,7 +232,7 @@ def relink_would_help(scan: JournalScan) -> bool:
     """True when ``fsck --relink`` would mend this journal: a layout that relinks, a dangling
     parent, and nothing else blocking it but the broken chain that parent makes."""
     blocking = scan.codes & UNCORRECTABLE
-    return (scan.identified and getattr(scan.layout, "relinks", False) and "dangling-parent" in scan.codes
+    return (scan.identified and scan.layout.relinks and "dangling-parent" in scan.codes
             and blocking <= RELINKABLE)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -130,30 +130,62 @@ class Rules(Protocol):
 
 
 class Layout(Protocol):
-    """One journal layout.  Instances are singletons in :mod:`toolkit.layouts` (``is`` compares)."""
+    """One journal layout.  Instances are singletons in :mod:`toolkit.layouts` (``is`` compares).
 
+    Every member a caller outside the layouts uses is declared here, grouped by concern;
+    ``tests/test_layout_protocol.py`` checks each registered layout has them all and that no
+    caller reaches for a member this protocol does not declare.
+    """
+
+    # what it is
     name: str          # "levelcode": the value in --json output and listings
+    value: str         # the same name (a layout passes where an enum-like value is expected)
+    describes: str     # how a person calls the format ("a Claude Code transcript")
     key: str           # the field every record has as a string: "kind", "id", "type"
     first_key: bytes   # the key its writers put first (a cut-off first record is judged by it)
-    cache_name: str | None  # "index.json", "meta.json", or None
 
     # identification and records
     def identify(self, obj: object, found: str | None) -> bool: ...
     def is_record(self, obj: dict) -> bool: ...
+    def record_test(self, first: object) -> Callable[[dict], bool]: ...
+    def partial_ok(self, data: bytes) -> bool: ...
     def rules(self, reader) -> Rules: ...
 
-    # discovery
+    # discovery and where levelsess keeps what it saves
     def claim_file(self, path: Path) -> Folder | None: ...
     def claim_dir(self, path: Path) -> list[Folder] | None: ...
     def session_id(self, folder: Folder, journal: Path) -> str: ...
+    def state_dir(self, folder: Folder) -> Path: ...
+    def own_root(self, folder: Folder) -> Path: ...
+    def folder_findings(self, folder: Folder, scans: list) -> list: ...
+    def extra_rows(self, folder: Folder) -> list: ...
 
     # caches
+    cache_name: str | None        # "index.json", "meta.json", or None
+    cache_is_derived: bool        # False: the cache holds what no journal holds (save it first)
+    cache_lists_journals: bool    # True: trashing a journal means refreshing the cache
+    vouchable: bool               # True: a verified cache may stand in for reading the journals
     def cache_findings(self, folder: Folder, scans: list[JournalScan], loaded: Loaded) -> list[Finding]: ...
     def derive_cache(self, folder: Folder, scans: list[JournalScan], loaded: Loaded) -> bytes | None: ...
 
-    # live writers, listings, rendering
+    # live writers (DESIGN.md §2.5, principle 10)
     def lock_path(self, journal: Path) -> Path | None: ...
     def lock_name(self, journal_name: str) -> str | None: ...
+    def writer(self, journal: Path, *, fresh: bool = False) -> str | None: ...
+    def holder(self, journal: Path, *, fresh: bool = False) -> str | None: ...
+    def running(self, journal: Path, *, fresh: bool = False) -> str | None: ...
+    def begin(self) -> None: ...
+    def holding(self, journal: Path, *, force: bool = False) -> AbstractContextManager: ...
+    def session_of(self, journal: Path) -> str | None: ...
+
+    # repairs beyond the tail (fsck --relink), migrations, trash
+    relinks: bool                 # fsck --relink mends a dangling parent in this layout
+    migrates: bool                # `levelsess migrate` moves its journals between schema versions
+    def plan_relinks(self, path: Path) -> list: ...
+    def relink_journal(self, scan: JournalScan, quarantine_root: Path, label: str) -> Path: ...
+    def trash_paths(self, journal: Path) -> tuple[Path, ...]: ...
+
+    # listings and rendering
     def row(self, folder: Folder, journal: Path, scan: JournalScan, state: str, reason: str) -> SessionRow: ...
     def markdown(self, path: Path, title: object) -> Iterator[str]: ...
     def json_open(self, records: Iterator[bytes]) -> bytes: ...
@@ -167,7 +199,10 @@ class BaseLayout:
     first_key = b""
     cache_name: str | None = None
     cache_is_derived = True  # False: the cache holds what no journal holds (save it before replacing)
+    cache_lists_journals = False  # True: the cache names each journal (refresh it when one is trashed)
     vouchable = False        # True: a verified cache may stand in for reading the journals (ls)
+    relinks = False          # True: fsck --relink mends a dangling parent (plan_relinks, relink_journal)
+    migrates = False         # True: `levelsess migrate` moves its journals between schema versions
 
     def __reduce__(self):
         from . import get
@@ -251,6 +286,21 @@ class BaseLayout:
     def extra_rows(self, folder: Folder) -> list:
         """Listing rows for sessions in ``folder`` that are not journals (Gemini's legacy whole-file .json)."""
         return []
+
+    def session_of(self, journal: Path) -> str | None:
+        """The session id the tool's own command line names ``journal`` by, or None."""
+        return None
+
+    def plan_relinks(self, path: Path) -> list:
+        """The splices ``fsck --relink`` would make in ``path`` (none for a layout that does not relink)."""
+        return []
+
+    def relink_journal(self, scan, quarantine_root: Path, label: str) -> Path:
+        raise NotImplementedError(f"the {self.name} layout does not relink")  # callers ask .relinks first
+
+    def trash_paths(self, journal: Path) -> tuple[Path, ...]:
+        """What ``levelsess trash`` moves for the session ``journal`` (the journal; a layout adds its companions)."""
+        return (journal,)
 
 
 class ForeignLayout(BaseLayout):

@@ -162,6 +162,7 @@ class LevelCode(BaseLayout):
     cache_name = "index.json"
     vouchable = True
     cache_lists_journals = True  # index.json names each journal: refresh it when one is trashed
+    migrates = True  # schema versions 1 -> 2 (toolkit.migrate)
     versions = NEWEST_VERSION  # the newest schema this levelsess reads (migrate raises older ones)
 
     def identify(self, obj: object, found: str | None) -> bool:

@@ -201,7 +201,7 @@ class MigrationPlan:
     files: list[FileState]
     findings: list[Finding]
     tidy: list[Path]
-    logician: list[Path]  # folders of the layouts without schema versions (Logician, Claude Code)
+    unversioned: list[Path]  # folders of the layouts without schema versions (Logician, Claude Code, Codex, Gemini)
     others: tuple[str, ...] = ()  # the names of those layouts
 
     def result(self) -> MigrationResult:
@@ -225,15 +225,15 @@ def plan_migration(folders: list[Folder], to: int | None = None,
     Journals are read as ``fsck`` reads them, with ``jobs`` processes (0 = automatic).
     """
     target = check_target(to)
-    files, findings, tidy, logician = [], [], [], []
+    files, findings, tidy, unversioned = [], [], [], []
     others: tuple[str, ...] = ()
-    work = [(j, LEVELCODE, False) for f in folders if f.layout is LEVELCODE
+    work = [(j, f.layout, False) for f in folders if f.layout.migrates
             for j in f.journals if not j.is_symlink()]
     workers = worker_count(jobs, sum(file_size(w[0]) for w in work), len(work))
     scanned = dict(zip((w[0] for w in work), run_scans(work, workers, progress)))
     for folder in folders:
-        if folder.layout is not LEVELCODE:  # the schema migrations are LevelCode's
-            logician.append(folder.path)
+        if not folder.layout.migrates:  # the schema migrations are LevelCode's
+            unversioned.append(folder.path)
             others = (*others, folder.layout.name) if folder.layout.name not in others else others
             continue
         journals = []
@@ -252,7 +252,7 @@ def plan_migration(folders: list[Folder], to: int | None = None,
             files.append(index)
         if any(f.status in ("migrate", "rebuild") for f in journals + [index] if f is not None):
             tidy += _leftovers(folder)
-    return MigrationPlan(target, files, findings, tidy, logician, others)
+    return MigrationPlan(target, files, findings, tidy, unversioned, others)
 
 
 def _refuse_symlinked(states: list[FileState], error: SymlinkedFolderError | None) -> list[Finding]:
