@@ -533,7 +533,10 @@ def _render_import(out: Output, report, target: Path) -> None:
 
 
 STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts", "gemini": "Gemini CLI sessions"}
-APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
+APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI",
+             "copilot": "Copilot CLI"}
+#: Store rows that check a tool's own files: their count is files read, not sessions an import writes.
+TOOL_TREES = frozenset({"claude-code", "codex", "gemini"})
 
 
 @app.command()
@@ -584,7 +587,8 @@ def doctor(
     for column in ("what", "where", "sessions", "size", "errors", "warnings", "locks (stale)"):
         add_column(table, column)
     for health in result.stores:
-        table.add_row(STORE_KINDS.get(health.kind, health.kind), str(health.path), str(health.sessions),
+        table.add_row(STORE_KINDS.get(health.kind, health.kind), str(health.path),
+                      f"{health.sessions} files" if health.kind in TOOL_TREES else str(health.sessions),
                       _mb(health.bytes), Text(str(health.errors), style="bold red" if health.errors else ""),
                       str(health.warnings), f"{health.locks} ({health.stale_locks})" if health.locks else "0")
     for install in result.installs:
@@ -597,7 +601,12 @@ def doctor(
             note = f"{install.kept} in the store"
             if install.parity and (install.parity["without_row"] or install.parity["empty_first_message"]):
                 note += f"; {install.parity['without_row']} with no DB row, {install.parity['empty_first_message']} hidden (empty first message)"
-        table.add_row(APP_NAMES.get(install.app, install.app), str(install.user), str(install.sessions),
+        if install.app in ("gemini", "copilot"):
+            note = f"{install.kept} in the store"
+        if install.count and install.count.problem:
+            note = install.count.problem
+        table.add_row(APP_NAMES.get(install.app, install.app), str(install.user),
+                      install.count.describe() if install.count else str(install.sessions),
                       _mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
     if table.row_count:
         print_table(out.out, table)
