@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli
+from tests.importers.test_copilot import copilot_session
 from tests.importers.vscode_tree import build_tree
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 if not FIXTURES.is_dir():
     FIXTURES = Path("/work/shared/fixtures")
 
-FROM = {"claude-code": "claude", "codex": "codex", "cursor": "cursor", "vscode": "vscode"}
-PREFIX = {"claude-code": "claude-", "codex": "codex-", "cursor": "cursor-", "vscode": "vscode-"}
+FROM = {"claude-code": "claude", "codex": "codex", "cursor": "cursor", "vscode": "vscode", "copilot": "copilot"}
+PREFIX = {"claude-code": "claude-", "codex": "codex-", "cursor": "cursor-", "vscode": "vscode-", "copilot": "copilot-"}
 
 
 def fixture_home(home: Path) -> Path:
@@ -32,6 +33,8 @@ def fixture_home(home: Path) -> Path:
     tree = build_tree(home / "vs")
     (home / ".config" / "Code").mkdir(parents=True)
     tree["user"].rename(home / ".config" / "Code" / "User")
+    for n in range(2):  # Copilot CLI (SOURCES-AGENTS §4): ~/.copilot/session-state/<id>/events.jsonl
+        copilot_session(home / ".copilot", f"0000000{n}-1111-4222-8333-444444444444", home / "code" / "app")
     return home
 
 
