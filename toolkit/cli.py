@@ -85,6 +85,7 @@ class LevelsessGroup(HelpGroup):
         except LevelsessError as exc:
             argv = list(sys.argv[1:] if args is None else args)
             hint = exc.hint.replace("COMMAND", _command_words(self, argv)) if exc.hint else exc.hint
+            hint = _aimed(hint, exc)
             Output().fail(str(exc), hint)
             if "--json" in argv:  # scripts still get one document
                 Output().emit_json({"version": 1, "error": {"type": type(exc).__name__, "message": str(exc),
@@ -115,6 +116,18 @@ def _ctrl_c_in_this_process_only():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _aimed(hint: str | None, exc: LevelsessError) -> str | None:
+    """A damaged journal's hint with the journal's path in the fsck command it names, so the
+    command runs on that file (not on the default store)."""
+    path = getattr(exc, "path", None)
+    if not hint or not isinstance(path, str) or path in ("", "?") or not os.path.isfile(path):
+        return hint
+    import re
+    import shlex
+
+    return re.sub(r"`(levelsess fsck [^`]*)`", lambda m: f"`{m.group(1)} {shlex.quote(path)}`", hint)
 
 
 def _command_words(group, argv: list[str]) -> str:
@@ -291,7 +304,7 @@ def fsck(
     if result.interrupted:
         out.fail("interrupted after a completed step", "rerun the same command to finish the repair")
     return _render_fsck(out, list(result.findings), report, result.exit_code, [a.describe() for a in result.done],
-                        ran="relink" if relink else "salvage" if salvage else "repair")
+                        ran="+".join(n for n, on in (("salvage", salvage), ("relink", relink)) if on) or "repair")
 
 
 def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str] | None = None, ran: str = "check") -> int:

@@ -82,7 +82,7 @@ class NotAJournalError(OperationalError):
 class UnknownFormatError(OperationalError):
     """{detail}"""
 
-    hint = "levelsess reads LevelCode, Logician and Claude Code journals; it wrote nothing to these files"
+    hint = "levelsess reads LevelCode, Logician, Claude Code, Codex CLI and Gemini CLI journals; it wrote nothing to these files"
 
 
 class UnreadableError(OperationalError):
@@ -332,7 +332,7 @@ class UnknownFormatFileError(CorruptionError):
     """the file is not a journal of a layout levelsess knows"""
 
     code = "unknown-format"
-    hint = "levelsess reads LevelCode, Logician and Claude Code journals; it leaves this file alone"
+    hint = "levelsess reads LevelCode, Logician, Claude Code, Codex CLI and Gemini CLI journals; it leaves this file alone"
 
 
 class TooDeepError(CorruptionError):
