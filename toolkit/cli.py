@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -507,8 +508,7 @@ def import_(
             raise UsageError(f"--map {item}: expected OLD=NEW")
         mapping.append((old, new))
     sources = [Path(os.path.abspath(s)) for s in source] if source else importer.detect()  # kept sources name where they were
-    if not sources:
-        raise UsageError(f"no {from_} install found on this machine; point --source at its User folder")
+    _check_sources(from_, sources, given=bool(source))
     target = default_store(_store(ctx, store))
     with _progress(out, "importing sessions", None) as advance:
         report = run_import(from_, sources, target, importer.Options(mapping=mapping, project=project, orphans_only=orphans_only),
@@ -519,6 +519,42 @@ def import_(
         return code
     _render_import(out, report, target)
     return code
+
+
+#: Where each app keeps its chats, for "no install found" (SOURCES*.md).
+INSTALL_PLACES = {
+    "claude": ("Claude Code", "a Claude Code root (~/.claude, or $CLAUDE_CONFIG_DIR) with a projects/ folder"),
+    "codex": ("Codex CLI", "a Codex home (~/.codex, or $CODEX_HOME) with sessions/ or archived_sessions/"),
+    "cursor": ("Cursor", "Cursor's User folder (~/.config/Cursor/User, ~/Library/Application Support/Cursor/User, "
+               "%APPDATA%\\Cursor\\User) or ~/.cursor/projects"),
+    "vscode": ("VS Code", "VS Code's User folder (~/.config/Code/User, ~/Library/Application Support/Code/User, "
+               "%APPDATA%\\Code\\User; also Insiders, Code - OSS, VSCodium)"),
+    "copilot": ("Copilot CLI", "a Copilot CLI home (~/.copilot, or $COPILOT_HOME) with session-state/"),
+    "gemini": ("Gemini CLI", "a Gemini CLI folder (~/.gemini) with tmp/"),
+    "opencode": ("OpenCode or Kilo", "an OpenCode or Kilo data folder (~/.local/share/opencode, ~/.local/share/kilo)"),
+}
+
+
+def _check_sources(from_: str, sources: list[Path], given: bool) -> None:
+    """Refuse, before any work, a --source that is not there or is another tool's folder (saying
+    which, and the import that reads it), and say where an install would be when none is found."""
+    from .errors import NotASourceError, SourceMissingError
+    from .importers.whatis import identify
+
+    app, place = INSTALL_PLACES.get(from_, (from_, "its data folder"))
+    if not sources:  # what to pass is the fix: a usage error, as before
+        raise UsageError(f"no {app} install found on this machine (looked for {place})", hint=(
+            f"point --source at {place.split(' (')[0]} if it is elsewhere (a copied home, another user's)"))
+    for path in sources if given else []:
+        if not os.path.lexists(path):
+            raise SourceMissingError(f"--source {path}: there is nothing at that path", hint=(
+                f"check the path; {app} keeps its chats in {place}, and `levelsess doctor` lists every install it finds"))
+        kind = identify(path)
+        if kind is not None and from_ not in kind.apps:
+            other = kind.apps[0] if kind.apps else None
+            raise NotASourceError(f"{path} is {kind.what}, not {place.split(' (')[0]}", hint=(
+                f"to import it: `levelsess import --from {other} --source {shlex.quote(str(path))}`" if other else
+                f"{app} keeps its chats in {place}"))
 
 
 def _render_import(out: Output, report, target: Path) -> None:

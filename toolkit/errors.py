@@ -60,6 +60,12 @@ class PathNotFoundError(OperationalError):
     hint = "check the path, or pass --store to point at your session store"
 
 
+class SourceMissingError(OperationalError):
+    """{detail}"""
+
+    hint = "check --source, or leave it out to read every install `levelsess doctor` finds"
+
+
 class NotAStoreError(OperationalError):
     """not a levelsess store, project folder, Logician workspace or journal: {detail}"""
 
