@@ -560,25 +560,36 @@ def _check_sources(from_: str, sources: list[Path], given: bool) -> None:
 def _render_import(out: Output, report, target: Path) -> None:
     from rich.table import Table
 
+    from .importers.uris import NOT_HERE
+    from .report import alike_groups
+
     shown = [s for s in report.sessions if out.verbose or s.status != "unchanged"]
     if shown and not out.quiet:
         table = Table(title=f"import from {report.app}" + (" (dry run)" if report.dry_run else ""), title_justify="left")
-        for column in ("session", "project", "records", "new", "status", "orphaned"):
+        for column in ("title", "session", "project", "records", "new", "status", "editor"):
             add_column(table, column)
         for outcome in shown[: None if out.verbose else 30]:
-            table.add_row(outcome.id, outcome.project or "-", str(outcome.records), str(outcome.new_records),
-                          ("would be " if report.dry_run else "") + outcome.status, "yes" if outcome.orphaned else "")
+            editor = "orphaned" if outcome.orphaned else "not on this machine" if NOT_HERE in outcome.orphan else ""
+            table.add_row(printable(outcome.title or "(untitled)"), outcome.id, outcome.project or "-", str(outcome.records),
+                          str(outcome.new_records), ("would be " if report.dry_run else "") + outcome.status, editor)
         if len(shown) > 30 and not out.verbose:
             table.caption = f"… and {len(shown) - 30} more; -v lists every session"
         print_table(out.out, table)
     shown_findings = [f for f in report.findings if f.severity == "error" or not out.quiet]  # -q: errors only
-    if shown_findings:
-        print_table(out.out, findings_table(shown_findings, verbose=out.verbose))
+    single, groups = alike_groups(shown_findings, verbose=out.verbose)
+    if single:
+        print_table(out.out, findings_table(single, verbose=out.verbose))
+    for group in groups:  # N alike warnings (empty transcripts, ...): one line, -v lists each
+        out.line([(group.severity, "yellow"), (f"  {group.code}  x{len(group.paths)}: {group.message} ({group.where}; "
+                                                  "-v lists each)", None)])
     counts = {status: sum(s.status == status for s in report.sessions) for status in ("created", "updated", "unchanged", "skipped")}
     orphaned = sum(s.orphaned for s in report.sessions)
+    elsewhere = sum(NOT_HERE in s.orphan for s in report.sessions)
+    where = [f"{orphaned} orphaned in the editor"] if orphaned else []
+    where += [f"{elsewhere} whose project folder is not on this machine"] if elsewhere else []
     out.say(f"{len(report.sessions)} session(s): {counts['created']} created, {counts['updated']} updated, "
-            f"{counts['unchanged']} unchanged, {counts['skipped']} skipped; {orphaned} orphaned in the editor; "
-            f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
+            f"{counts['unchanged']} unchanged, {counts['skipped']} skipped; " + "; ".join(where + [""])
+            + f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
 
 
 STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts", "gemini": "Gemini CLI sessions"}
