@@ -92,6 +92,9 @@ class LevelsessGroup(HelpGroup):
                 Output().emit_json({"version": 1, "error": {"type": type(exc).__name__, "message": str(exc),
                                                            "hint": hint}, "exit": exc.exit_code})
             sys.exit(exc.exit_code)
+        if code == 130:  # typer's own exit for a Ctrl-C (or SIGTERM) that came while it parsed the arguments
+            Output().fail("interrupted", "rerun the command to continue")
+            sys.exit(EXIT_INTERRUPTED)
         sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -102,21 +105,35 @@ def _ctrl_c_in_this_process_only():
     A terminal sends SIGINT to the whole process group; forked workers inherit this handler
     and ignore it, so the parent stops them cleanly instead of each printing a traceback.
     An ignored SIGINT (``nohup``, a background job) stays ignored."""
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is not signal.default_int_handler:
-        yield
-        return
     parent = os.getpid()
+    term = signal.getsignal(signal.SIGTERM)
 
-    def on_sigint(signum, frame):
+    def on_sigterm(signum, frame):  # `kill PID`, a service manager stopping it: as Ctrl-C (exit 32)
         if os.getpid() == parent:
             raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker dies of it, as before
+        os.kill(os.getpid(), signal.SIGTERM)
 
-    signal.signal(signal.SIGINT, on_sigint)
+    if term is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, on_sigterm)
+    previous = signal.getsignal(signal.SIGINT)
     try:
-        yield
+        if previous is not signal.default_int_handler:
+            yield
+            return
+
+        def on_sigint(signum, frame):
+            if os.getpid() == parent:
+                raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if term is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, term)
 
 
 def _aimed(hint: str | None, exc: LevelsessError) -> str | None:
@@ -159,7 +176,7 @@ VerboseOpt = Annotated[bool, typer.Option("-v", "--verbose", help="Show excerpts
 StoreOpt = Annotated[Optional[str], typer.Option("--store", metavar="PATH", help="Store root (default: $LEVELSESS_HOME or ~/.levelcode/sessions).")]
 PathsArg = Annotated[Optional[list[Path]], typer.Argument(
     metavar="PATH", help="Store roots, project folders, Logician workspaces or single journals (default: the store).",
-    show_default=False)]
+    show_default=False, readable=False)]  # a PATH that cannot be read is the library's operational error (exit 8), not a usage error
 
 
 def _output(ctx: typer.Context, json_: bool, quiet: bool, verbose: bool) -> Output:
@@ -199,10 +216,12 @@ def _ctrl_c_deferred():
     """Turn Ctrl-C into a flag so the current atomic step finishes first."""
     hit = []
     previous = signal.signal(signal.SIGINT, lambda *_: hit.append(True))
+    term = signal.signal(signal.SIGTERM, lambda *_: hit.append(True))  # SIGTERM too: the same clean stop
     try:
         yield lambda: bool(hit)
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, term)
 
 
 def _version(value: bool) -> None:
