@@ -1240,16 +1240,17 @@ def demo(
         runs = []
         for title, repair in (("1. check", False), ("2. repair", True), ("3. check again", False)):
             report = check_folders(discover_all(paths))
-            findings, code = report.findings, report.exit_code
+            findings, code, did = report.findings, report.exit_code, []
             if repair:
                 result = plan_repair(report).execute()
                 findings, code = list(result.findings), result.exit_code
-                for action in result.done:
-                    out.say(f"  did {relative(action.describe(), str(paths[0].parent))}")
+                did = [f"  did {relative(action.describe(), str(paths[0].parent))}" for action in result.done]
             runs.append({"step": title, "exit": code, "findings": [f.to_json() for f in findings]})
             if not out.json:
                 out.out.print()
                 out.line([(f"levelsess fsck{' --repair' if repair else ''}", "bold"), (f"  ({title})", None)])
+                for line in did if not out.quiet else []:  # under the repair step that did them, not the check before it
+                    out.line([(line, None)])
                 if findings:
                     print_table(out.out, findings_table(findings, base=str(paths[0].parent)))
                 out.line(summary_line(findings, report.files, report.records, report.bytes, code))
