@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -85,11 +86,15 @@ class LevelsessGroup(HelpGroup):
         except LevelsessError as exc:
             argv = list(sys.argv[1:] if args is None else args)
             hint = exc.hint.replace("COMMAND", _command_words(self, argv)) if exc.hint else exc.hint
+            hint = _aimed(hint, exc)
             Output().fail(str(exc), hint)
             if "--json" in argv:  # scripts still get one document
                 Output().emit_json({"version": 1, "error": {"type": type(exc).__name__, "message": str(exc),
                                                            "hint": hint}, "exit": exc.exit_code})
             sys.exit(exc.exit_code)
+        if code == 130:  # typer's own exit for a Ctrl-C (or SIGTERM) that came while it parsed the arguments
+            Output().fail("interrupted", "rerun the command to continue")
+            sys.exit(EXIT_INTERRUPTED)
         sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -100,21 +105,47 @@ def _ctrl_c_in_this_process_only():
     A terminal sends SIGINT to the whole process group; forked workers inherit this handler
     and ignore it, so the parent stops them cleanly instead of each printing a traceback.
     An ignored SIGINT (``nohup``, a background job) stays ignored."""
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is not signal.default_int_handler:
-        yield
-        return
     parent = os.getpid()
+    term = signal.getsignal(signal.SIGTERM)
 
-    def on_sigint(signum, frame):
+    def on_sigterm(signum, frame):  # `kill PID`, a service manager stopping it: as Ctrl-C (exit 32)
         if os.getpid() == parent:
             raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker dies of it, as before
+        os.kill(os.getpid(), signal.SIGTERM)
 
-    signal.signal(signal.SIGINT, on_sigint)
+    if term is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, on_sigterm)
+    previous = signal.getsignal(signal.SIGINT)
     try:
-        yield
+        if previous is not signal.default_int_handler:
+            yield
+            return
+
+        def on_sigint(signum, frame):
+            if os.getpid() == parent:
+                raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if term is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, term)
+
+
+def _aimed(hint: str | None, exc: LevelsessError) -> str | None:
+    """A damaged journal's hint with the journal's path in the fsck command it names, so the
+    command runs on that file (not on the default store)."""
+    path = getattr(exc, "path", None)
+    if not hint or not isinstance(path, str) or path in ("", "?") or not os.path.isfile(path):
+        return hint
+    import re
+    import shlex
+
+    return re.sub(r"`(levelsess fsck [^`]*)`", lambda m: f"`{m.group(1)} {shlex.quote(path)}`", hint)
 
 
 def _command_words(group, argv: list[str]) -> str:
@@ -145,7 +176,7 @@ VerboseOpt = Annotated[bool, typer.Option("-v", "--verbose", help="Show excerpts
 StoreOpt = Annotated[Optional[str], typer.Option("--store", metavar="PATH", help="Store root (default: $LEVELSESS_HOME or ~/.levelcode/sessions).")]
 PathsArg = Annotated[Optional[list[Path]], typer.Argument(
     metavar="PATH", help="Store roots, project folders, Logician workspaces or single journals (default: the store).",
-    show_default=False)]
+    show_default=False, readable=False)]  # a PATH that cannot be read is the library's operational error (exit 8), not a usage error
 
 
 def _output(ctx: typer.Context, json_: bool, quiet: bool, verbose: bool) -> Output:
@@ -185,10 +216,12 @@ def _ctrl_c_deferred():
     """Turn Ctrl-C into a flag so the current atomic step finishes first."""
     hit = []
     previous = signal.signal(signal.SIGINT, lambda *_: hit.append(True))
+    term = signal.signal(signal.SIGTERM, lambda *_: hit.append(True))  # SIGTERM too: the same clean stop
     try:
         yield lambda: bool(hit)
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, term)
 
 
 def _version(value: bool) -> None:
@@ -291,7 +324,7 @@ def fsck(
     if result.interrupted:
         out.fail("interrupted after a completed step", "rerun the same command to finish the repair")
     return _render_fsck(out, list(result.findings), report, result.exit_code, [a.describe() for a in result.done],
-                        ran="relink" if relink else "salvage" if salvage else "repair")
+                        ran="+".join(n for n, on in (("salvage", salvage), ("relink", relink)) if on) or "repair")
 
 
 def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str] | None = None, ran: str = "check") -> int:
@@ -494,8 +527,7 @@ def import_(
             raise UsageError(f"--map {item}: expected OLD=NEW")
         mapping.append((old, new))
     sources = [Path(os.path.abspath(s)) for s in source] if source else importer.detect()  # kept sources name where they were
-    if not sources:
-        raise UsageError(f"no {from_} install found on this machine; point --source at its User folder")
+    _check_sources(from_, sources, given=bool(source))
     target = default_store(_store(ctx, store))
     with _progress(out, "importing sessions", None) as advance:
         report = run_import(from_, sources, target, importer.Options(mapping=mapping, project=project, orphans_only=orphans_only),
@@ -508,32 +540,82 @@ def import_(
     return code
 
 
+#: Where each app keeps its chats, for "no install found" (SOURCES*.md).
+INSTALL_PLACES = {
+    "claude": ("Claude Code", "a Claude Code root (~/.claude, or $CLAUDE_CONFIG_DIR) with a projects/ folder"),
+    "codex": ("Codex CLI", "a Codex home (~/.codex, or $CODEX_HOME) with sessions/ or archived_sessions/"),
+    "cursor": ("Cursor", "Cursor's User folder (~/.config/Cursor/User, ~/Library/Application Support/Cursor/User, "
+               "%APPDATA%\\Cursor\\User) or ~/.cursor/projects"),
+    "vscode": ("VS Code", "VS Code's User folder (~/.config/Code/User, ~/Library/Application Support/Code/User, "
+               "%APPDATA%\\Code\\User; also Insiders, Code - OSS, VSCodium)"),
+    "copilot": ("Copilot CLI", "a Copilot CLI home (~/.copilot, or $COPILOT_HOME) with session-state/"),
+    "gemini": ("Gemini CLI", "a Gemini CLI folder (~/.gemini) with tmp/"),
+    "opencode": ("OpenCode or Kilo", "an OpenCode or Kilo data folder (~/.local/share/opencode, ~/.local/share/kilo)"),
+}
+
+
+def _check_sources(from_: str, sources: list[Path], given: bool) -> None:
+    """Refuse, before any work, a --source that is not there or is another tool's folder (saying
+    which, and the import that reads it), and say where an install would be when none is found."""
+    from .errors import NotASourceError, SourceMissingError
+    from .importers.whatis import identify
+
+    app, place = INSTALL_PLACES.get(from_, (from_, "its data folder"))
+    if not sources:  # what to pass is the fix: a usage error, as before
+        raise UsageError(f"no {app} install found on this machine (looked for {place})", hint=(
+            f"point --source at {place.split(' (')[0]} if it is elsewhere (a copied home, another user's)"))
+    for path in sources if given else []:
+        if not os.path.lexists(path):
+            raise SourceMissingError(f"--source {path}: there is nothing at that path", hint=(
+                f"check the path; {app} keeps its chats in {place}, and `levelsess doctor` lists every install it finds"))
+        kind = identify(path)
+        if kind is not None and from_ not in kind.apps:
+            other = kind.apps[0] if kind.apps else None
+            raise NotASourceError(f"{path} is {kind.what}, not {place.split(' (')[0]}", hint=(
+                f"to import it: `levelsess import --from {other} --source {shlex.quote(str(path))}`" if other else
+                f"{app} keeps its chats in {place}"))
+
+
 def _render_import(out: Output, report, target: Path) -> None:
     from rich.table import Table
+
+    from .importers.uris import NOT_HERE
+    from .report import alike_groups
 
     shown = [s for s in report.sessions if out.verbose or s.status != "unchanged"]
     if shown and not out.quiet:
         table = Table(title=f"import from {report.app}" + (" (dry run)" if report.dry_run else ""), title_justify="left")
-        for column in ("session", "project", "records", "new", "status", "orphaned"):
+        for column in ("title", "session", "project", "records", "new", "status", "editor"):
             add_column(table, column)
         for outcome in shown[: None if out.verbose else 30]:
-            table.add_row(outcome.id, outcome.project or "-", str(outcome.records), str(outcome.new_records),
-                          ("would be " if report.dry_run else "") + outcome.status, "yes" if outcome.orphaned else "")
+            editor = "orphaned" if outcome.orphaned else "not on this machine" if NOT_HERE in outcome.orphan else ""
+            table.add_row(printable(outcome.title or "(untitled)"), outcome.id, outcome.project or "-", str(outcome.records),
+                          str(outcome.new_records), ("would be " if report.dry_run else "") + outcome.status, editor)
         if len(shown) > 30 and not out.verbose:
             table.caption = f"… and {len(shown) - 30} more; -v lists every session"
         print_table(out.out, table)
     shown_findings = [f for f in report.findings if f.severity == "error" or not out.quiet]  # -q: errors only
-    if shown_findings:
-        print_table(out.out, findings_table(shown_findings, verbose=out.verbose))
+    single, groups = alike_groups(shown_findings, verbose=out.verbose)
+    if single:
+        print_table(out.out, findings_table(single, verbose=out.verbose))
+    for group in groups:  # N alike warnings (empty transcripts, ...): one line, -v lists each
+        out.line([(group.severity, "yellow"), (f"  {group.code}  x{len(group.paths)}: {group.message} ({group.where}; "
+                                                  "-v lists each)", None)])
     counts = {status: sum(s.status == status for s in report.sessions) for status in ("created", "updated", "unchanged", "skipped")}
     orphaned = sum(s.orphaned for s in report.sessions)
+    elsewhere = sum(NOT_HERE in s.orphan for s in report.sessions)
+    where = [f"{orphaned} orphaned in the editor"] if orphaned else []
+    where += [f"{elsewhere} whose project folder is not on this machine"] if elsewhere else []
     out.say(f"{len(report.sessions)} session(s): {counts['created']} created, {counts['updated']} updated, "
-            f"{counts['unchanged']} unchanged, {counts['skipped']} skipped; {orphaned} orphaned in the editor; "
-            f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
+            f"{counts['unchanged']} unchanged, {counts['skipped']} skipped; " + "; ".join(where + [""])
+            + f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
 
 
 STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts", "gemini": "Gemini CLI sessions"}
-APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
+APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI",
+             "copilot": "Copilot CLI"}
+#: Store rows that check a tool's own files: their count is files read, not sessions an import writes.
+TOOL_TREES = frozenset({"claude-code", "codex", "gemini"})
 
 
 @app.command()
@@ -584,7 +666,8 @@ def doctor(
     for column in ("what", "where", "sessions", "size", "errors", "warnings", "locks (stale)"):
         add_column(table, column)
     for health in result.stores:
-        table.add_row(STORE_KINDS.get(health.kind, health.kind), str(health.path), str(health.sessions),
+        table.add_row(STORE_KINDS.get(health.kind, health.kind), str(health.path),
+                      f"{health.sessions} files" if health.kind in TOOL_TREES else str(health.sessions),
                       _mb(health.bytes), Text(str(health.errors), style="bold red" if health.errors else ""),
                       str(health.warnings), f"{health.locks} ({health.stale_locks})" if health.locks else "0")
     for install in result.installs:
@@ -597,7 +680,12 @@ def doctor(
             note = f"{install.kept} in the store"
             if install.parity and (install.parity["without_row"] or install.parity["empty_first_message"]):
                 note += f"; {install.parity['without_row']} with no DB row, {install.parity['empty_first_message']} hidden (empty first message)"
-        table.add_row(APP_NAMES.get(install.app, install.app), str(install.user), str(install.sessions),
+        if install.app in ("gemini", "copilot"):
+            note = f"{install.kept} in the store"
+        if install.count and install.count.problem:
+            note = install.count.problem
+        table.add_row(APP_NAMES.get(install.app, install.app), str(install.user),
+                      install.count.describe() if install.count else str(install.sessions),
                       _mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
     if table.row_count:
         print_table(out.out, table)
@@ -1155,16 +1243,17 @@ def demo(
         runs = []
         for title, repair in (("1. check", False), ("2. repair", True), ("3. check again", False)):
             report = check_folders(discover_all(paths))
-            findings, code = report.findings, report.exit_code
+            findings, code, did = report.findings, report.exit_code, []
             if repair:
                 result = plan_repair(report).execute()
                 findings, code = list(result.findings), result.exit_code
-                for action in result.done:
-                    out.say(f"  did {relative(action.describe(), str(paths[0].parent))}")
+                did = [f"  did {relative(action.describe(), str(paths[0].parent))}" for action in result.done]
             runs.append({"step": title, "exit": code, "findings": [f.to_json() for f in findings]})
             if not out.json:
                 out.out.print()
                 out.line([(f"levelsess fsck{' --repair' if repair else ''}", "bold"), (f"  ({title})", None)])
+                for line in did if not out.quiet else []:  # under the repair step that did them, not the check before it
+                    out.line([(line, None)])
                 if findings:
                     print_table(out.out, findings_table(findings, base=str(paths[0].parent)))
                 out.line(summary_line(findings, report.files, report.records, report.bytes, code))

@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .counts import Count, count_import
 from .errors import LevelsessError
 from .fsck.check import check_folders
 from .locks import LockState
@@ -52,6 +53,7 @@ class Install:
     scheduled: bool = False          # that nightly keep is installed, as schedule install would write it
     gone: list = field(default_factory=list)  # claude-code: kept sessions whose transcript it no longer has
     parity: dict | None = None  # codex: rollouts vs the state DB's threads rows (restore --app codex)
+    count: Count | None = None  # what `import --from APP --source USER` would recover (toolkit.counts)
 
     @property
     def orphaned(self) -> list:
@@ -59,7 +61,8 @@ class Install:
 
     def to_json(self) -> dict:
         document = {"app": self.app, "user": str(self.user), "db_bytes": self.db_bytes, "sessions": self.sessions,
-                    "orphaned_workspaces": [w.to_json() for w in self.orphaned]}
+                    "orphaned_workspaces": [w.to_json() for w in self.orphaned],
+                    "import": self.count.to_json() if self.count else None}
         if self.app == "claude-code":
             document["retention"] = {"cleanupPeriodDays": self.cleanup_days, "from": self.cleanup_source,
                                      "due_at_next_start": self.due, "due_already_in_store": self.kept}
@@ -127,30 +130,38 @@ def find_logician(roots: list[Path], depth: int = 4) -> list[Path]:
 def _cursor(user: Path) -> Install:
     from .importers import sqlite as db
 
-    install = Install("cursor", user)
-    if not (user / "globalStorage").is_dir() and not (user / "workspaceStorage").is_dir():  # ~/.cursor/projects
-        from .importers.cursor.transcripts import find
-
-        install.sessions = len(find(user) or [])  # agent transcripts, one session each
-        return install
+    install = _counted(Install("cursor", user))  # every era: composers, chat tabs, agent transcripts
     global_db = user / "globalStorage" / "state.vscdb"
     if global_db.exists():
         install.db_bytes = global_db.stat().st_size
-        try:
-            with db.open_db(global_db) as conn:
-                if "cursorDiskKV" in db.tables(conn):
-                    install.sessions = sum(1 for _ in db.keys(conn, "cursorDiskKV", "composerData:"))
-        except LevelsessError:
-            pass
     return install
+
+
+def _counted(install: Install) -> Install:
+    """Give ``install`` the count ``import --from APP --source USER`` would recover (one counting)."""
+    install.count = count_import(IMPORT_NAME[install.app], install.user)
+    install.sessions = install.count.sessions
+    return install
+
+
+#: The ``--from`` name of each install's importer.
+IMPORT_NAME = {"cursor": "cursor", "vscode": "vscode", "claude-code": "claude", "codex": "codex", "gemini": "gemini",
+               "copilot": "copilot"}
 
 
 def _vscode(user: Path) -> Install:
     from .importers.vscode.survey import survey
 
-    install = Install("vscode", user)
-    install.workspaces = survey(user)
-    install.sessions = sum(w.sessions for w in install.workspaces)
+    install = _counted(Install("vscode", user))
+    install.workspaces = survey(user)  # which workspaces VS Code no longer shows
+    return install
+
+
+def _copilot(home: Path, store: Path, kept: set[str]) -> Install:
+    """A GitHub Copilot CLI home (``~/.copilot``): its sessions, how many the store keeps, the nightly import."""
+    install = _counted(Install("copilot", home))
+    install.kept = sum(sid in kept for sid in install.count.ids)
+    install.schedule = nightly_command(["copilot"], store)
     return install
 
 
@@ -202,14 +213,13 @@ def _claude(root: Path, store: Path, kept: set[str], sources: dict[str, str] | N
 
     from .layouts.claude_code import is_subagent
 
-    install = Install("claude-code", root)
+    install = _counted(Install("claude-code", root))  # sessions and their subagents, as import writes them
     install.cleanup_days, install.cleanup_source = claude_retention(root)
     cutoff = time.time() - install.cleanup_days * 86400
     for folder in discover_all([root / "projects"]):
         for journal in folder.journals:
             if is_subagent(journal):
                 continue
-            install.sessions += 1
             try:
                 due = journal.stat().st_mtime < cutoff
             except OSError:
@@ -224,13 +234,8 @@ def _claude(root: Path, store: Path, kept: set[str], sources: dict[str, str] | N
 
 def _codex(home: Path, store: Path, kept: set[str]) -> Install:
     """A Codex CLI home: its rollouts (live and archived), how many the store keeps, the nightly import."""
-    from .layouts.codex import thread_id
-
-    install = Install("codex", home)
-    for folder in discover_all([home]):
-        for journal in folder.journals:
-            install.sessions += 1
-            install.kept += f"codex-{thread_id(journal)}" in kept
+    install = _counted(Install("codex", home))
+    install.kept = sum(sid in kept for sid in install.count.ids)
     install.schedule = nightly_command(["codex"], store)
     install.parity = codex_parity(home)
     return install
@@ -238,15 +243,8 @@ def _codex(home: Path, store: Path, kept: set[str]) -> Install:
 
 def _gemini(home: Path, store: Path, kept: set[str]) -> Install:
     """A Gemini CLI folder: its session files, how many the store keeps, the nightly import."""
-    from .importers.output import safe_id
-    from .layouts.gemini import GEMINI
-
-    install = Install("gemini", home)
-    for folder in discover_all([home]):
-        for journal in folder.journals:
-            install.sessions += 1
-            sid = GEMINI.session_of(journal) or journal.stem
-            install.kept += safe_id("gemini", sid) in kept
+    install = _counted(Install("gemini", home))
+    install.kept = sum(sid in kept for sid in install.count.ids)
     install.schedule = nightly_command(["gemini"], store)
     return install
 
@@ -320,7 +318,7 @@ def mark_scheduled(installs: list[Install], store: Path) -> None:
             install.scheduled = KEEP_APP[install.app] in found.job.apps
 
 
-KEEP_APP = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
+KEEP_APP = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "copilot": "copilot"}
 
 
 def claude_roots() -> list[Path]:
@@ -355,11 +353,15 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     gemini = gemini_importer.detect()
     for home in gemini:  # its health counts the sessions its next start deletes (sweep-due)
         stores.append(_health("gemini", home))
+    from .importers import copilot as copilot_importer
+
+    copilot = copilot_importer.detect()
     target = default_store(store)
-    stored = imported_ids(target) if claude or codex or gemini else set()
+    stored = imported_ids(target) if claude or codex or gemini or copilot else set()
     installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
                 + [_claude(r, target, stored, kept_claude_sources(target) if claude else None) for r in claude]
-                + [_codex(h, target, stored) for h in codex] + [_gemini(h, target, stored) for h in gemini])
+                + [_codex(h, target, stored) for h in codex] + [_gemini(h, target, stored) for h in gemini]
+                + [_copilot(h, target, stored) for h in copilot])
     mark_scheduled(installs, target)
     return Diagnosis(stores, installs, _next_steps(stores, installs, target))
 
@@ -377,26 +379,29 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install], store: Path)
                              f"{install.kept} of them. Import them now: {command}   (or keep a raw copy: "
                              f"{_copy_command(install.user / 'projects')})")
             elif install.sessions:
-                steps.append(f"{install.sessions} Claude Code session(s) in {install.user}; Claude Code deletes each "
+                steps.append(f"Claude Code in {install.user}: {install.count.describe()} session(s) to keep; it deletes each "
                              f"{install.cleanup_days} days after its last write. Keep them: {command}")
             if install.gone:
                 steps.append(f"{restore_command(install.gone)}        # {len(install.gone)} kept session(s) Claude Code "
                              f"no longer has in {install.user}: the plan, then add --yes to give them back")
         if install.app == "codex" and install.sessions:
-            steps.append(f"levelsess import --from codex --source {_quote(install.user)}        # {install.sessions} rollout(s), "
+            steps.append(f"levelsess import --from codex --source {_quote(install.user)}        # {install.count.describe()} session(s), "
                          f"{install.kept} already in the store")
             if install.parity and install.parity["restore"]:
                 steps.append(f"{install.parity['restore']}        # {install.parity['without_row']} rollout(s) with no row in "
                              f"{install.parity['db']}, so `codex resume` does not list them ({install.parity['row_gone']} row(s) "
                              f"whose rollout is gone, {install.parity['empty_first_message']} hidden for an empty first message)")
+        if install.app == "copilot" and install.sessions:
+            steps.append(f"levelsess import --from copilot --source {_quote(install.user)}        # {install.sessions} "
+                         f"session(s), {install.kept} already in the store")
         if install.app == "gemini" and install.sessions:
             due = sum(h.codes.get("sweep-due", 0) for h in stores if h.kind == "gemini" and h.path == install.user)
             note = (f"; its next start deletes {due} of its sessions, with no trash (sweep-due in `levelsess fsck "
                     f"{_quote(install.user)}`): keep them first (or a raw copy: {_copy_gemini(install.user)})" if due else "")
-            steps.append(f"levelsess import --from gemini --source {_quote(install.user)}        # {install.sessions} session "
-                         f"file(s), {install.kept} already in the store" + note)
+            steps.append(f"levelsess import --from gemini --source {_quote(install.user)}        # {install.sessions} "
+                         f"session(s), {install.kept} already in the store" + note)
         if install.app == "cursor" and install.sessions:
-            steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} composer(s); "
+            steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} session(s); "
                          "read them with `levelsess show ID` or `levelsess export ID` (levelsess does not write chats back "
                          "into Cursor: its database is opaque and changes with each version)")
         if install.app == "vscode" and install.orphaned:

@@ -60,6 +60,12 @@ class PathNotFoundError(OperationalError):
     hint = "check the path, or pass --store to point at your session store"
 
 
+class SourceMissingError(OperationalError):
+    """{detail}"""
+
+    hint = "check --source, or leave it out to read every install `levelsess doctor` finds"
+
+
 class NotAStoreError(OperationalError):
     """not a levelsess store, project folder, Logician workspace or journal: {detail}"""
 
@@ -82,7 +88,7 @@ class NotAJournalError(OperationalError):
 class UnknownFormatError(OperationalError):
     """{detail}"""
 
-    hint = "levelsess reads LevelCode, Logician and Claude Code journals; it wrote nothing to these files"
+    hint = "levelsess reads LevelCode, Logician, Claude Code, Codex CLI and Gemini CLI journals; it wrote nothing to these files"
 
 
 class UnreadableError(OperationalError):
@@ -332,7 +338,7 @@ class UnknownFormatFileError(CorruptionError):
     """the file is not a journal of a layout levelsess knows"""
 
     code = "unknown-format"
-    hint = "levelsess reads LevelCode, Logician and Claude Code journals; it leaves this file alone"
+    hint = "levelsess reads LevelCode, Logician, Claude Code, Codex CLI and Gemini CLI journals; it leaves this file alone"
 
 
 class TooDeepError(CorruptionError):

@@ -74,6 +74,11 @@ class Output:
         """One line of text made of (text, style) parts, never wrapped: styled on a terminal;
         elsewhere (a pipe, a file, a test) the text as is, without loading rich."""
         stream = sys.stderr if stderr else sys.stdout
+        if stderr:  # what went to stdout before this line is shown before it (a pipe buffers it)
+            try:
+                sys.stdout.flush()
+            except (OSError, ValueError):
+                pass
         if _plain_stream(stream):
             stream.write("".join(printable(text) for text, _style in parts) + "\n")
             stream.flush()
@@ -199,6 +204,37 @@ def findings_table(findings: list[Finding], title: str | None = None, verbose: b
     return table
 
 
+@dataclass
+class AlikeGroup:
+    """Warnings with the same code and message (N empty transcripts): one line with a count."""
+
+    severity: str
+    code: str
+    message: str
+    paths: list
+
+    @property
+    def where(self) -> str:
+        folders = {os.path.dirname(p.split("#")[0]) for p in self.paths}
+        return f"{len(self.paths)} files in {folders.pop()}" if len(folders) == 1 else f"{len(self.paths)} files, first {self.paths[0]}"
+
+
+def alike_groups(findings: list[Finding], verbose: bool = False, least: int = 3) -> tuple[list[Finding], list[AlikeGroup]]:
+    """Split ``findings`` into those shown one by one and groups of ``least`` or more alike
+    warnings (same code and message), each shown as one line.  Errors, and everything with -v,
+    are shown one by one."""
+    if verbose:
+        return list(findings), []
+    by_kind: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        if f.severity == "warning":
+            by_kind.setdefault((f.code, f.message), []).append(f)
+    grouped = {key for key, members in by_kind.items() if len(members) >= least}
+    single = [f for f in findings if f.severity != "warning" or (f.code, f.message) not in grouped]
+    return single, [AlikeGroup("warning", code, message, [f.path for f in by_kind[(code, message)]]) for code, message in by_kind
+                    if (code, message) in grouped]
+
+
 def name_table(**options) -> Table:
     from rich.table import Table
 
@@ -228,15 +264,33 @@ def print_table(console: Console, table: Table) -> None:
     if table.title:
         console.print(Text(str(table.title), style="bold"), soft_wrap=True)
     cells = [list(column.cells) for column in table.columns]
+    headers = [c.header for c in table.columns]
+    # a card is headed by what names its row: a title and an id when the table has them (an import's
+    # session), else its first two short cells (a finding's severity and code)
+    named = [headers.index(h) for h in ("title",) if h in headers] + [i for i, h in enumerate(headers) if h in ("id", "session")][:1]
+    heading = named if len(named) == 2 else [i for i, h in enumerate(headers) if h not in NAME_COLUMNS][:2]
     for row in range(table.row_count):
-        short = [_plain(cells[i][row]) for i, c in enumerate(table.columns) if c.header not in NAME_COLUMNS]
-        console.print(Text("• ") + Text("  ").join(t for t in short[:2] if t.plain), soft_wrap=True)
+        head = [_plain(cells[i][row]) for i in heading]
+        console.print(Text(bullet(console) + " ") + Text("  ").join(t for t in head if t.plain), soft_wrap=True)
         for i, column in enumerate(table.columns):
             value = _plain(cells[i][row])
-            if value.plain and (column.header in NAME_COLUMNS or i >= 2):
+            if value.plain and i not in heading and (column.header in NAME_COLUMNS or i >= 2 or heading == named):
                 console.print(Text(f"  {column.header}: ", style="dim") + value, soft_wrap=True)
     if table.caption:
         console.print(Text(str(table.caption), style="dim"), soft_wrap=True)
+
+
+def bullet(console: Console) -> str:
+    """``•`` where the output encoding holds it (UTF-8), else ``*``: a latin-1 or ASCII terminal
+    (``LANG=C``, a Windows code page) never gets an escape like ``\\u2022`` for a bullet."""
+    return "\u2022" if is_utf8_encoding(getattr(console, "encoding", None) or getattr(console.file, "encoding", None)) else "*"
+
+
+def is_utf8_encoding(name: str | None) -> bool:
+    try:
+        return codecs.lookup(name or "ascii").name == "utf-8"
+    except LookupError:
+        return False
 
 
 def _needed_width(table: Table) -> int:

@@ -281,7 +281,12 @@ def find_session(paths: list[Path], key: str) -> SessionRow:
     """A session by id, unique id prefix, or journal path."""
     candidate = Path(key).expanduser()
     if candidate.suffix == ".jsonl" and candidate.exists():
-        return list_sessions([candidate], verify=True)[0]
+        row = list_sessions([candidate], verify=True)[0]
+        if row.state == "unknown-format":  # not a journal: no hint may send it to salvage or relink
+            from .errors import UnknownFormatError
+
+            raise UnknownFormatError(f"{candidate}: not a journal of a layout levelsess knows ({row.reason}); nothing was read as one")
+        return row
     every = list_sessions(paths)
     rows = [r for r in every if r.id == key] or [r for r in every if r.id.startswith(key)]
     if not rows:

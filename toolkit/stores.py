@@ -52,11 +52,23 @@ def discover(path: Path) -> list[Folder]:
     raise NotAStoreError(str(path))
 
 
+def _discover_readable(path: Path) -> list[Folder]:
+    """:func:`discover`, with a PATH that may not be read (or looked into) as the operational
+    error it is (exit 8): the path is right, the permissions are not."""
+    from .errors import PermissionDeniedError
+
+    try:
+        return discover(path)
+    except PermissionError as exc:
+        where = path if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)) else exc.filename or path
+        raise PermissionDeniedError(f"cannot read {where}") from exc
+
+
 def discover_all(paths: list[Path]) -> list[Folder]:
     """Discover every PATH, dropping duplicates while keeping order."""
     seen: dict[tuple[Path, bool], Folder] = {}
     for path in paths:  # absolute (links kept): every path a finding names works from any folder
-        for folder in discover(Path(os.path.abspath(path))):
+        for folder in _discover_readable(Path(os.path.abspath(path))):
             where = folder.path.resolve()
             if (where, True) in seen:
                 continue  # the whole folder is already in: its journals with it

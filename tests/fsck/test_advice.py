@@ -178,3 +178,99 @@ def test_every_repair_names_where_the_bytes_went_and_the_path_exists(tmp_path):
     assert "saved to " in verbose.stdout
     for finding in result.json["findings"]:
         assert Path(finding["path"]).exists() or Path(finding["path"]).is_symlink(), finding
+
+
+# --- the chain as a person follows it: each command's own "next:" lines, not a fresh check's ---
+
+CLAUDE_SOURCE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "claude-code" / "projects"
+if not CLAUDE_SOURCE.is_dir():
+    CLAUDE_SOURCE = Path("/work/shared/fixtures/claude-code/projects")
+CLAUDE_PROJECT = "-loru-rnwdo-kwobudct-tkoccuw"
+CLAUDE_SESSION = "d6e0bada-1959-4eec-a9d2-0bfade768d8f.jsonl"
+
+
+def _claude(root: Path, drop: set[int], garbage: int | None = None) -> Path:
+    """A copy of a real Claude Code transcript with messages dropped (their children dangle) and
+    maybe a line cut to invalid JSON (line damage for salvage)."""
+    lines = (CLAUDE_SOURCE / CLAUDE_PROJECT / CLAUDE_SESSION).read_bytes().splitlines(keepends=True)
+    if garbage is not None:
+        lines[garbage] = b'{"type":"user","uuid":\n'
+    journal = root / "claude" / "projects" / CLAUDE_PROJECT / CLAUDE_SESSION
+    journal.parent.mkdir(parents=True)
+    journal.write_bytes(b"".join(line for n, line in enumerate(lines) if n not in drop))
+    return root / "claude" / "projects"
+
+
+def _seq_gap_after_salvage(root: Path) -> Path:
+    store = root / "store"
+    write_journal(store / PROJECT_SLUG / f"{SID}.jsonl", encode([meta(SID)]) + b"{bad\n"
+                  + encode([{"kind": "user", "t": "2026-11-30T09:00:00Z", "seq": 2, "content": "x"}]))
+    return store
+
+
+CHAINS = {
+    "claude_line_damage_and_dangling": lambda root: _claude(root, {11}, garbage=24),
+    "claude_two_dangling_one_session": lambda root: _claude(root, {11, 27}),
+    "salvage_leaves_a_seq_gap": _seq_gap_after_salvage,
+    "spliced": _spliced,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_each_command_prints_its_own_next_step_until_the_chain_ends(tmp_path, name):
+    target = CHAINS[name](tmp_path)
+    result = run_cli("fsck", target)
+    followed: list[str] = []
+    for _ in range(6):
+        hints = _hints(result)
+        if result.exit_code & 4:  # something is left: the run says what to do about it
+            assert hints, f"{name}: exit {result.exit_code} after {followed or ['fsck']} and no next: line\n{result.stderr}"
+        commands = [c for hint in hints for c in COMMAND.findall(hint)]
+        if not commands:
+            break
+        command = commands[0]
+        assert command not in followed, f"{name}: `{command}` suggested again after {followed}"
+        result = run_cli(*shlex.split(command)[1:])  # its own output says what comes next
+        assert "Traceback" not in result.stderr
+        followed.append(command)
+    else:
+        pytest.fail(f"{name}: still suggesting commands after {followed}")
+    final = run_cli("fsck", target)
+    assert final.exit_code == 0 or any("need a person" in h for h in _hints(final)), (name, followed, final.stderr)
+
+
+def test_claude_line_damage_and_a_dangling_parent_is_one_salvage_relink_run(tmp_path):
+    target = _claude(tmp_path, {11}, garbage=24)
+    (hint,) = [c for h in _hints(run_cli("fsck", target)) for c in COMMAND.findall(h)]
+    assert "--salvage --relink --yes" in hint
+    refused = run_cli("fsck", "--relink", "--yes", target)  # the relink alone is refused, and names what fixes it
+    (finding,) = [f for f in run_cli("fsck", "--relink", "--yes", target, "--json").json["findings"] if f["code"] == "relink-refused"]
+    assert "--salvage --relink --yes" in finding["message"]
+    assert any("--salvage --relink --yes" in h for h in _hints(refused))
+    assert run_cli(*shlex.split(hint)[1:]).exit_code in (1, 5)
+    assert run_cli("fsck", target).exit_code == 0
+
+
+def test_two_dangling_parents_in_one_session_count_as_one_session(tmp_path):
+    target = _claude(tmp_path, {11, 27})
+    result = run_cli("fsck", target, "--json").json
+    assert sum(f["code"] == "dangling-parent" for f in result["findings"]) == 2
+    assert sum(f["code"] == "broken-chain" for f in result["findings"]) == 1
+    assert any(h.startswith("1 Claude Code session(s) have a broken parentUuid chain") for h in _hints(run_cli("fsck", target)))
+
+
+@pytest.mark.parametrize("command", ["show", "export", "trash"])
+def test_a_file_that_is_no_journal_is_never_sent_to_salvage(tmp_path, command):
+    text = tmp_path / "notes.jsonl"
+    text.write_bytes(b"hello\nworld\n")
+    result = run_cli(command, text)
+    assert result.exit_code == 8 and "salvage" not in result.stderr and "not a journal" in result.stderr
+
+
+def test_a_damaged_journal_named_by_path_gets_a_hint_aimed_at_that_file(tmp_path):
+    journal = _seq_gap_after_salvage(tmp_path) / PROJECT_SLUG / f"{SID}.jsonl"
+    result = run_cli("export", journal)
+    (command,) = COMMAND.findall(result.stderr)
+    assert command.endswith(shlex.quote(str(journal)))
+    followed = run_cli(*shlex.split(command)[1:])
+    assert followed.exit_code & 1 and "need a person" in followed.stderr

@@ -29,16 +29,25 @@ def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path]
         return steps
     if ran == "check" and _repair_would_act(report, open_):
         steps.append(f"run `levelsess fsck --repair {where}` to fix what is safe to fix (nothing complete is removed)")
+    done = set(ran.split("+"))  # what this run did: check | repair | salvage | relink | salvage+relink
+    acted = {f.path for f in findings if f.repaired}  # journals this run rewrote
     salvageable = _salvageable(report, open_)
-    if salvageable and ran not in ("salvage", "relink"):
-        steps.append(f"{len(salvageable)} journal(s) are damaged mid-file: `levelsess fsck --salvage --yes {where}` rewrites them "
-                     f"from their whole records (originals kept in {_quarantine(salvageable)})")
-    relinkable = _relinkable(report, open_)
-    if relinkable and ran != "relink":
+    both = [(folder, s) for folder, s in salvageable if _relinks(s.scan)]
+    alone = [(folder, s) for folder, s in salvageable if not _relinks(s.scan)]
+    if alone and "salvage" not in done:
+        steps.append(f"{len(alone)} journal(s) are damaged mid-file: `levelsess fsck --salvage --yes {where}` rewrites them "
+                     f"from their whole records (originals kept in {_quarantine([f for f, _s in alone])})")
+    if both and "salvage" not in done:
+        steps.append(f"{len(both)} Claude Code session(s) are damaged mid-file and have a broken parentUuid chain: "
+                     f"`levelsess fsck --salvage --relink --yes {where}` rewrites them from their whole records, then relinks "
+                     f"each dangling parent, so resume shows the whole session (originals kept in "
+                     f"{_quarantine([f for f, _s in both])})")
+    relinkable = _relinkable(report, open_) + len(_salvaged_unlinked(report, done, acted))
+    if relinkable and "relink" not in done:
         steps.append(f"{relinkable} Claude Code session(s) have a broken parentUuid chain: `levelsess fsck --relink --yes {where}` "
                      "relinks each dangling parent to the nearest earlier message, so resume shows the whole session "
                      "(originals kept in quarantine)")
-    people = _need_a_person(report, open_)
+    people = _need_a_person(report, open_, done, acted)
     if people:
         codes = sorted(set().union(*people.values()))
         steps.append(f"{len(people)} journal(s) need a person ({', '.join(codes)}): see the findings, and the "
@@ -95,14 +104,27 @@ def _symlink_steps(report: CheckReport, open_: list[Finding]) -> list[str]:
 
 
 def _salvageable(report: CheckReport, open_: list[Finding]) -> list:
+    """(folder, session) of each journal salvage would rewrite."""
     from .repair import salvage_would_help
 
-    """The folders of the journals salvage would rewrite, one entry per journal."""
     paths = {f.path for f in open_}
     refused = {f.path for f in open_ if f.code == "salvage-refused"}  # suggesting it again would loop
-    return [folder.folder for folder in report.folders for s in folder.sessions
+    return [(folder.folder, s) for folder in report.folders for s in folder.sessions
             if s.scan is not None and str(s.journal) in paths and str(s.journal) not in refused
             and not s.is_symlink and not s.in_use and s.scan.blocked and salvage_would_help(s.scan)]
+
+
+def _salvaged_unlinked(report: CheckReport, done: set[str], acted: set[str]) -> set[str]:
+    """Journals this run salvaged (without --relink) whose parentUuid chain is still to relink."""
+    if "salvage" not in done or "relink" in done:
+        return set()
+    return {str(s.journal) for folder in report.folders for s in folder.sessions
+            if s.scan is not None and str(s.journal) in acted and _relinks(s.scan)}
+
+
+def _relinks(scan) -> bool:
+    """A journal whose chain relink mends once salvage has cut its line damage out."""
+    return getattr(scan.layout, "relinks", False) and "dangling-parent" in scan.codes
 
 
 def _quarantine(folders: list) -> str:
@@ -124,14 +146,29 @@ def _relinkable(report: CheckReport, open_: list[Finding]) -> int:
                and relink_would_help(s.scan))
 
 
-def _need_a_person(report: CheckReport, open_: list[Finding]) -> dict[str, set[str]]:
+def _need_a_person(report: CheckReport, open_: list[Finding], done: set[str] = frozenset(),
+                   acted: set[str] = frozenset()) -> dict[str, set[str]]:
+    """The journals that still need a person (neither repair, salvage nor relink can help, or
+    this run already salvaged or relinked them and this is what is left), with their codes."""
     from .repair import relink_would_help, salvage_would_help
 
-    """The journals that still need a person (neither repair nor salvage can help), with their codes."""
-    refused = {f.path for f in open_ if f.code == "salvage-refused"}
-    refused |= {f.path for f in open_ if f.code == "relink-refused"}
-    helped = {str(s.journal) for f in report.folders for s in f.sessions
-              if s.scan is not None and not s.is_symlink and (salvage_would_help(s.scan) or relink_would_help(s.scan))} - refused
+    salvage_refused = {f.path for f in open_ if f.code == "salvage-refused"}
+    relink_refused = {f.path for f in open_ if f.code == "relink-refused"}
+    helped = set()
+    after = _salvaged_unlinked(report, done, acted)
+    for folder in report.folders:
+        for s in folder.sessions:
+            path = str(s.journal)
+            if s.scan is None or s.is_symlink:
+                continue
+            salvage = (salvage_would_help(s.scan) and path not in salvage_refused
+                       and not ("salvage" in done and path in acted))
+            salvage = salvage or path in after  # salvaged by this run: relink is what is left to run
+            refused = path in relink_refused and not salvage  # "add --salvage" is no final refusal
+            relink = ((relink_would_help(s.scan) or salvage and _relinks(s.scan)) and not refused
+                      and not ("relink" in done and path in acted))
+            if salvage or relink:
+                helped.add(path)
     people: dict[str, set[str]] = {}
     for finding in open_:
         if finding.code in UNCORRECTABLE and finding.code not in _OTHER_ADVICE and finding.path not in helped:

@@ -7,6 +7,8 @@ A journal with any uncorrectable finding is never touched (not even its tail).
 
 from __future__ import annotations
 
+import shlex
+
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -248,7 +250,8 @@ def relink_refusal(journal: Path, scan: JournalScan, salvage: bool) -> str | Non
         return "the chain breaks at a parentUuid cycle, which relink does not mend; it needs a person"
     beyond = sorted(scan.codes & UNCORRECTABLE - RELINKABLE)
     if beyond and salvage_would_help(scan):
-        return f"it also has {', '.join(beyond)}: add --salvage (salvage runs first, then relink)"
+        return (f"it also has {', '.join(beyond)}: `levelsess fsck --salvage --relink --yes {shlex.quote(str(journal))}` "
+                "salvages it first, then relinks it")
     return f"it also has {', '.join(beyond)}, which relink does not mend; it is left exactly as it is"
 
 

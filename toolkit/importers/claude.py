@@ -61,7 +61,7 @@ from ..lines import loads, open_regular
 from .output import ALIAS, AT, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, SourceState, safe_id
 from .sourcelines import SourceLine, SourceReader
 from .spill import from_db, guarded, temp_db, to_db
-from .uris import apply_map, is_foreign
+from .uris import apply_map, folder_status, is_foreign
 
 __all__ = ["APP", "Options", "detect", "scan", "source_files"]
 
@@ -788,7 +788,7 @@ def _place(project: str | None) -> tuple[str, list[str]]:
         return "unknown", []
     if is_foreign(project) or not Path(project).is_absolute():
         return "unknown", []  # another OS's path (a Windows cwd read on Linux): cannot be judged here
-    return ("live", []) if Path(project).is_dir() else ("orphaned", ["folder-missing"])
+    return folder_status(project)
 
 
 def _agent_meta(path: Path) -> dict:

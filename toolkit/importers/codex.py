@@ -55,7 +55,7 @@ from ..lines import loads, open_regular
 from .output import AT, Options, Raw, Session, SourceState, json_object, safe_id
 from .sourcelines import SourceLine, SourceReader
 from .spill import from_db, guarded, temp_db, to_db
-from .uris import apply_map, is_foreign
+from .uris import apply_map, folder_status, is_foreign
 
 __all__ = ["APP", "Options", "detect", "scan", "session_from_rollout", "source_files"]
 
@@ -286,7 +286,7 @@ def _place(cwd: object) -> tuple[str, list[str]]:
         return "unknown", []
     if is_foreign(cwd) or not Path(cwd).is_absolute():
         return "unknown", []  # another OS's path (a Windows cwd read on Linux): cannot be judged here
-    return ("live", []) if Path(cwd).is_dir() else ("orphaned", ["folder-missing"])
+    return folder_status(cwd)
 
 
 def _whole_record(obj: object) -> bool:

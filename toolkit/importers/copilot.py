@@ -24,7 +24,7 @@ from ..findings import Finding
 from ..identify import sniff
 from ..lines import loads
 from .output import Options, Raw, Session, json_object, safe_id
-from .uris import apply_map, is_foreign
+from .uris import apply_map, folder_status, is_foreign
 
 __all__ = ["APP", "Options", "detect", "scan", "session_from_log", "source_files"]
 
@@ -335,8 +335,8 @@ def _place(folder: Path, contexts: list[dict]) -> tuple[object, str | None, str,
     if isinstance(project, str) and project:
         if is_foreign(project) or not Path(project).is_absolute():
             status = "unknown"  # another OS's path (a Windows cwd read on Linux): cannot be judged here
-        elif not Path(project).is_dir():
-            status, orphan = "orphaned", ["folder-missing"]
+        else:
+            status, orphan = folder_status(project)
     return project, title, status, orphan, yaml
 
 

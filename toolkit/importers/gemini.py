@@ -35,7 +35,7 @@ from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, t
 from ..lines import open_regular
 from .output import AT, Options, Raw, Session, SourceState, safe_id
 from .sourcelines import SourceReader
-from .uris import apply_map
+from .uris import apply_map, folder_status
 
 __all__ = ["APP", "Options", "detect", "scan", "session_from_file", "source_files"]
 
@@ -169,10 +169,10 @@ def session_from_file(path: Path, options: Options, report: Callable[[Finding], 
     if isinstance(meta.get("kind"), str):
         source["kind"] = meta["kind"]
     project = options.project or (apply_map(root, options.mapping) if root else None)
-    status = "unknown" if root is None else "live" if Path(root).is_dir() else "orphaned"
+    status, where = ("unknown", []) if root is None else folder_status(root)
     created = meta.get("startTime") if isinstance(meta.get("startTime"), str) else None
     session = Session(safe_id("gemini", sid), project, created, None, source, Raw(first.data) if first is not None else None,
-                      status=status, orphan=["folder-missing"] if status == "orphaned" else [])
+                      status=status, orphan=where)
     session.raw_at = first.offset if first is not None else None
     seen: set[str] = set()
     repeats: dict[str, int] = {}

@@ -212,6 +212,7 @@ class Outcome:
     skipped: tuple[tuple[str, int], ...] = ()  # (reason, count) of source items that became no record
     source_lines: int | None = None
     merged: int = 0
+    title: str | None = None  # the session's title, for the card a person reads
 
     def to_json(self) -> dict:
         out = {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
@@ -227,7 +228,8 @@ class Outcome:
 
 def _outcome(session: Session, path: Path, records: int, new: int, status: str) -> Outcome:
     return Outcome(session.id, session.project, path, records, new, status, session.orphaned, session.status, tuple(session.orphan),
-                   session.source_items, tuple(sorted(session.skipped.items())), session.source_lines, session.merged)
+                   session.source_items, tuple(sorted(session.skipped.items())), session.source_lines, session.merged,
+                   session.title if isinstance(session.title, str) else None)
 
 
 def journal_path(store: Path, session: Session) -> Path:

@@ -83,6 +83,36 @@ def read_workspace_json(folder: Path) -> str | None:
     return None
 
 
+#: Folders whose child is one person's home: ``/home/ada``, ``/Users/ada``, ``C:\\Users\\ada``.
+_HOMES = frozenset({"home", "users"})
+
+#: The reason a project folder is missing because the whole home (or root folder) it lived in is
+#: not on this machine: a copied home, another user's, another machine's tree.  Not an orphan:
+#: the editor on that machine still shows it.
+NOT_HERE = "not-on-this-machine"
+
+
+def home_of(project: str) -> Path:
+    """The top of ``project`` that says which machine it is on: ``/home/x`` or ``/Users/x``
+    (``C:\\Users\\x``), else its first folder (``/srv``, ``/Volumes``)."""
+    parts = Path(project).parts
+    if len(parts) >= 3 and parts[1].strip("\\/").casefold() in _HOMES:
+        return Path(*parts[:3])
+    return Path(*parts[:2]) if len(parts) >= 2 else Path(project)
+
+
+def folder_status(project: str) -> tuple[str, list[str]]:
+    """``(status, reasons)`` of a local absolute project folder: ``live`` when it is a folder here,
+    ``unknown`` with ``not-on-this-machine`` when the home it lived in is not on this machine
+    (nothing here can say the editor lost it), else ``orphaned`` with ``folder-missing``."""
+    target = Path(project)
+    if target.is_dir():
+        return "live", []
+    if not home_of(project).exists():
+        return "unknown", [NOT_HERE]
+    return "orphaned", ["folder-missing"]
+
+
 def classify(uri: str | None) -> tuple[str | None, str, list[str]]:
     """Return ``(project, status, orphan reasons)`` for a workspace URI (SOURCES §1.4)."""
     if uri is None:
@@ -92,10 +122,10 @@ def classify(uri: str | None) -> tuple[str | None, str, list[str]]:
         return project, "unknown", []
     target = Path(project)
     if project.endswith(".code-workspace") or target.name == "workspace.json":
-        exists = target.exists()
-    else:
-        exists = target.is_dir()
-    return project, ("live" if exists else "orphaned"), ([] if exists else ["folder-missing"])
+        if target.exists():
+            return project, "live", []
+        return project, *(("unknown", [NOT_HERE]) if not home_of(project).exists() else ("orphaned", ["folder-missing"]))
+    return project, *folder_status(project)
 
 
 def apply_map(project: str | None, mapping: list[tuple[str, str]]) -> str | None:

@@ -1,0 +1,72 @@
+"""SIGTERM stops levelsess as Ctrl-C does (exit 32, one line, no traceback), with a real process
+and a real signal; a PATH that may not be read is an operational error (exit 8), not a usage error."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import make_store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _catches_sigterm(pid: int) -> bool:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists() or not hasattr(os, "mkfifo"), reason="needs /proc and FIFOs")
+def test_sigterm_exits_32_with_one_line_and_no_traceback(tmp_path):
+    store = make_store(tmp_path / "store", sessions=1)
+    journal = next(store.glob("*/*.jsonl"))
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)  # `export -o FIFO` blocks in open() until a reader comes: a command that is surely running
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "toolkit.cli", "export", str(journal), "-o", str(fifo)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        while proc.poll() is None and not _catches_sigterm(proc.pid):  # its handler is in place
+            os.sched_yield()
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = stderr.decode()
+    assert proc.returncode == 32, text
+    assert "Traceback" not in text and text.startswith("error: interrupted")
+    assert len([line for line in text.splitlines() if line.startswith("error:")]) == 1
+
+
+SETPRIV = shutil.which("setpriv")
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and SETPRIV is None, reason="needs setpriv to drop root's DAC override")
+@pytest.mark.parametrize("command", ["fsck", "ls", "reindex", "migrate", "locks"])
+@pytest.mark.parametrize("what", ["folder", "journal"])
+def test_a_path_that_cannot_be_read_is_exit_8_not_16(tmp_path, command, what):
+    store = make_store(tmp_path / "store", sessions=1)
+    target = store if what == "folder" else next(store.glob("*/*.jsonl"))
+    prefix = [SETPRIV, "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "200"}
+    target.chmod(0)
+    try:
+        proc = subprocess.run([*prefix, sys.executable, "-m", "toolkit.cli", command, str(target)], capture_output=True,
+                              env=env, timeout=120)
+    finally:
+        target.chmod(0o755 if what == "folder" else 0o644)
+    stderr = proc.stderr.decode()
+    assert "Traceback" not in stderr and "Usage:" not in stderr
+    if command == "locks" and what == "journal":  # locks reads lock files only, never a journal
+        assert proc.returncode == 0
+        return
+    assert proc.returncode & 8 and not proc.returncode & 16, (proc.returncode, stderr)
