@@ -124,7 +124,7 @@ def _salvaged_unlinked(report: CheckReport, done: set[str], acted: set[str]) -> 
 
 def _relinks(scan) -> bool:
     """A journal whose chain relink mends once salvage has cut its line damage out."""
-    return getattr(scan.layout, "relinks", False) and "dangling-parent" in scan.codes
+    return scan.layout.relinks and "dangling-parent" in scan.codes
 
 
 def _quarantine(folders: list) -> str:
