@@ -70,10 +70,7 @@ def sdk_session(install: Install, folder: Path, index: TaskIndex, options: Optio
         source["listedIn"] = index.where[sid]
     session = Session(safe_id("cline", sid), None, None, " ".join(title.split())[:120] or None if title else None,
                       source, Raw(value=info) if info else None)
-    if messages.whole and not messages.missing and not isinstance(messages.value, dict):
-        messages.problems.append("is not a session messages object; nothing in it imported")
-        messages.lost_tail = True
-    items = _count(messages, session) if not messages.missing else []
+    items = _count(messages, session, dict) if not messages.missing else []
     _problems(messages, "the session messages", report)
     model = info.get("model") if isinstance(info.get("model"), str) else None
     keys = Keys()

@@ -90,9 +90,11 @@ def load_index(install: Install, report: Callable[[Finding], None]) -> TaskIndex
     if install.tool == "cline":
         path = install.folder.joinpath(*INDEX_FILE)
         loaded = load_json(path)
+        # no file: Cline lists nothing from it; only an extension folder seen without its editor's
+        # state.vscdb (a copy) may have its list in a memento we cannot read
+        index.known = not loaded.missing or install.vscdb is not None or install.key is None
         if not loaded.missing:
             _problems(loaded, "the task list", report)
-            index.known = True
             if loaded.problems and not loaded.whole:
                 index.corrupt.append(str(path))
             index.add(loaded.items, "taskHistory.json")
@@ -120,11 +122,11 @@ def _history_item(install: Install, folder: Path, report) -> dict | None:
     return loaded.value if loaded.whole and isinstance(loaded.value, dict) else None
 
 
-def _count(loaded: Loaded, session: Session) -> list:
+def _count(loaded: Loaded, session: Session, shape: type = list) -> list:
     """The items of a task file: each is a source item; the part lost to damage counts as one skipped."""
     items = loaded.items
-    if not loaded.missing and loaded.whole and not isinstance(loaded.value, list):
-        loaded.problems.append("is not a JSON array; nothing in it imported")
+    if not loaded.missing and loaded.whole and not isinstance(loaded.value, shape):
+        loaded.problems.append(f"is not a JSON {'array' if shape is list else 'object'}; nothing in it imported")
         loaded.lost_tail = True
     session.source_items += len(items)
     if loaded.lost_tail:
