@@ -63,8 +63,8 @@ def load_json(path: Path, items_key: str | None = None) -> Loaded:
     loaded.size = len(data)
     if not data.strip():
         loaded.whole = False
-        loaded.problems.append("is empty (0 bytes or only whitespace)")
-        loaded.lost_tail = bool(data)
+        loaded.problems.append("is empty (0 bytes or only whitespace): a rewrite cut before its first byte")
+        loaded.lost_tail = True  # the tools never write an empty file: what it held is lost
         return loaded
     clean = data[len(BOM):] if data.startswith(BOM) else data
     try:
