@@ -283,3 +283,14 @@ def test_default_source_is_every_install_found(tmp_path, app, isolated_home):
 def test_help_names_cline():
     result = run_cli("import", "--help")
     assert "--from cline" in result.stdout
+
+
+def test_a_missing_file_is_read_from_the_copy_an_interrupted_rewrite_left(tmp_path, app):
+    storage = roo_storage(tmp_path / "cfg", [ROO_TID], cwd=str(app))
+    folder = storage / "tasks" / ROO_TID
+    api = folder / "api_conversation_history.json"
+    api.rename(folder / ".api_conversation_history.json.bak_1787306460000_x1y2.tmp")  # safeWriteJson: renamed aside, new one not in place
+    result = imported(tmp_path, storage)
+    session = by_id(result)[f"roo-{ROO_TID}"]
+    assert session["records"] == 17 and session["skipped"] == {}
+    assert any("bak_1787306460000" in f["message"] for f in codes(result, "source-unreadable"))

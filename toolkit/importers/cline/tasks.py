@@ -122,6 +122,26 @@ def _history_item(install: Install, folder: Path, report) -> dict | None:
     return loaded.value if loaded.whole and isinstance(loaded.value, dict) else None
 
 
+def _load(folder: Path, name: str, report) -> Loaded:
+    """``folder/name``; when it is missing, the newest copy an interrupted write left beside it
+    (Roo's ``.<name>.bak_<ms>_<rand>.tmp`` / ``.<name>.new_…tmp``, Cline's ``<name>.tmp.<ms>.<rand>.json``)."""
+    loaded = load_json(folder / name)
+    if not loaded.missing:
+        return loaded
+    try:
+        copies = [p for p in folder.iterdir() if p.is_file() and (p.name.startswith((f".{name}.bak_", f".{name}.new_"))
+                                                                   or p.name.startswith(f"{name}.tmp."))]
+    except OSError:
+        return loaded
+    for copy in sorted(copies, key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True):
+        kept = load_json(copy)
+        if kept.whole and not kept.problems:
+            report(Finding("source-unreadable", "warning", str(folder / name), None, None,
+                           f"{name} is missing (a rewrite was interrupted); read from the copy it left, {copy.name}"))
+            return kept
+    return loaded
+
+
 def _count(loaded: Loaded, session: Session, shape: type = list) -> list:
     """The items of a task file: each is a source item; the part lost to damage counts as one skipped."""
     items = loaded.items
@@ -179,7 +199,7 @@ def _title(item: dict | None) -> str | None:
 def task_session(install: Install, folder: Path, index: TaskIndex, options: Options, report) -> Session | None:
     """One task folder as a session; None (and a finding) when it holds nothing to import."""
     tid = folder.name
-    files = {name: load_json(folder / name) for name in (API, UI, METADATA)}
+    files = {name: _load(folder, name, report) for name in (API, UI, METADATA)}
     if all(f.missing or (f.whole and f.value == []) for f in files.values()):
         report(Finding("source-skipped", "warning", str(folder), None, None, f"task {tid} holds no messages; nothing to import"))
         return None
