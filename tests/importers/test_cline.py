@@ -268,16 +268,23 @@ def test_cline_4_sessions_from_the_data_folder(tmp_path, app):
 
 def test_default_source_is_every_install_found(tmp_path, app, isolated_home):
     cline_storage(isolated_home / ".config", [TID], cwd=str(app))
-    roo_storage(isolated_home / ".config" / "Cursor" / "..", [ROO_TID], cwd=str(app))
-    cline_storage(isolated_home / ".config" / "Windsurf" / "User" / "globalStorage" / "x" / ".." / "..", [], cwd=str(app))
+    roo = roo_storage(tmp_path / "elsewhere", [ROO_TID], cwd=str(app))
+    windsurf = isolated_home / ".config" / "Windsurf" / "User" / "globalStorage"
+    windsurf.mkdir(parents=True)
+    roo.rename(windsurf / roo.name)
+    task(isolated_home / ".cline" / "data", "1787306500123", cwd=str(app))
     result = run_cli("import", "--from", "cline", "--store", tmp_path / "store", "--json")
     assert result.exit_code == 0, result.stdout
-    assert sorted(s["id"] for s in result.json["sessions"]) == [f"cline-{TID}", f"roo-{ROO_TID}"]
+    assert sorted(s["id"] for s in result.json["sessions"]) == [f"cline-{TID}", "cline-1787306500123", f"roo-{ROO_TID}"]
     from toolkit.importers.cline import survey
 
-    found = {s.tool: s for s in survey()}
-    assert found["cline"].on_disk == 1 and found["cline"].listed == 1 and found["cline"].index == "ok"
-    assert found["roo"].not_listed == 0
+    found = {(s.tool, s.folder.parent.name): s for s in survey()}
+    assert sorted(found) == [("cline", ".cline"), ("cline", "globalStorage"), ("roo", "globalStorage")]
+    listed = found["cline", "globalStorage"]
+    assert (listed.on_disk, listed.listed, listed.not_listed, listed.index) == (1, 1, 0, "ok")
+    own = found["cline", ".cline"]
+    assert (own.on_disk, own.listed, own.not_listed, own.index) == (1, 0, 1, "missing")
+    assert found["roo", "globalStorage"].not_listed == 0 and found["roo", "globalStorage"].folder.parent == windsurf
 
 
 def test_help_names_cline():

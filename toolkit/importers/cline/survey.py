@@ -46,7 +46,8 @@ def survey(sources: list[Path] | None = None) -> list[InstallSurvey]:
         listed_sessions = sdk.load_index(install, findings.append) if sessions else tasks.TaskIndex()
         listed = (names & (set(index.items) | own)) | (sessions & set(listed_sessions.items))
         on_disk = len(names) + len(sessions)
-        state = "corrupt" if index.corrupt else "ok" if index.known else "unknown" if install.tool == "kilo" else "missing"
+        read = bool(index.where) or install.tool == "roo" or install.folder.joinpath(*tasks.INDEX_FILE).is_file()
+        state = "corrupt" if index.corrupt else "ok" if read else "missing" if index.known else "unknown"
         out.append(InstallSurvey(install.tool, install.folder, on_disk, len(listed), on_disk - len(listed),
                                  len(set(index.items) - names), state))
     return out
