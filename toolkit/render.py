@@ -235,7 +235,8 @@ def _levelcode_md(record: dict, state: dict) -> str | None:
 #: Imported bookkeeping events (Claude Code's progress, attachment and metadata lines): counted
 #: at the end of a rendering, not shown one by one; export --format jsonl keeps every one.
 _BOOKKEEPING = frozenset({"progress", "attachment", "file-history-snapshot", "permission-mode", "last-prompt",
-                          "queue-operation", "agent-name", "pr-link", "ai-title", "custom-title", "summary", "mode"})
+                          "queue-operation", "agent-name", "pr-link", "ai-title", "custom-title", "summary", "mode",
+                          "cline-ui", "cline-task-metadata"})  # Cline's panel messages and task metadata (import --from cline)
 
 
 #: What an import keeps for ``restore`` alone (a source line no record carries, the source's state):

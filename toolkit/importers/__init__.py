@@ -24,7 +24,7 @@ from .output import Outcome, Session, journal_path, not_written, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
              "claude": "toolkit.importers.claude", "codex": "toolkit.importers.codex",
-             "opencode": "toolkit.importers.opencode", "gemini": "toolkit.importers.gemini"}
+             "opencode": "toolkit.importers.opencode", "gemini": "toolkit.importers.gemini", "cline": "toolkit.importers.cline"}
 
 
 def load(name: str) -> ModuleType:
