@@ -62,3 +62,51 @@ def test_doctor_on_an_empty_machine(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run_cli("doctor", "--json")
     assert result.exit_code == 0 and result.json["stores"] == [] and result.json["installs"] == []
+
+
+def _steps(result) -> list[list[str]]:
+    """doctor's next steps as argument lists (the comment after a command dropped)."""
+    return [shlex.split(step.split("        #")[0]) for step in result.json["next"]]
+
+
+def test_every_command_doctor_prints_names_its_store_and_an_import_is_advised_only_for_what_it_lacks(tmp_path, monkeypatch):
+    """Followed to the end on the real Codex fixture, with a store that is not the default: import as
+    advised, then doctor advises no import; a rollout Codex no longer has is named with the restore
+    that gives it back, and running that (with --yes) puts it back byte for byte."""
+    import shutil
+
+    from tests.restore.kit import CODEX
+
+    if CODEX is None:
+        import pytest
+
+        pytest.skip("shared/fixtures is not beside the checkout")
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("LEVELSESS_HOME", raising=False)
+    shutil.copytree(CODEX, home / ".codex")
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "elsewhere"
+
+    first = run_cli("doctor", "--json", "--store", str(store))
+    imports = [argv for argv in _steps(first) if argv[:2] == ["levelsess", "import"]]
+    assert imports == [["levelsess", "import", "--from", "codex", "--source", str(home / ".codex"), "--store", str(store)]]
+    assert run_cli(*imports[0][1:]).exit_code == 0
+
+    after = run_cli("doctor", "--json", "--store", str(store))
+    (codex,) = [i for i in after.json["installs"] if i["app"] == "codex"]
+    assert codex["in_store"] == codex["sessions"] == 3
+    assert not [argv for argv in _steps(after) if argv[1] in ("import", "restore")], after.json["next"]
+
+    rollout = next((home / ".codex" / "sessions").rglob("rollout-*.jsonl"))
+    original = rollout.read_bytes()
+    rollout.unlink()
+    gone = run_cli("doctor", "--json", "--store", str(store))
+    (restore,) = [argv for argv in _steps(gone) if argv[1] == "restore"]
+    assert restore[-2:] == ["--store", str(store)]
+    assert run_cli(*restore[1:]).exit_code == 4, "the plan first"
+    assert run_cli(*restore[1:], "--yes").exit_code == 0
+    assert rollout.read_bytes() == original

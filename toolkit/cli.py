@@ -615,7 +615,7 @@ def _render_import(out: Output, report, target: Path) -> None:
 
 STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts", "gemini": "Gemini CLI sessions"}
 APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI",
-             "copilot": "Copilot CLI"}
+             "copilot": "Copilot CLI", "opencode": "OpenCode / Kilo CLI", "cline": "Cline / Roo / Kilo Code"}
 #: Store rows that check a tool's own files: their count is files read, not sessions an import writes.
 TOOL_TREES = frozenset({"claude-code", "codex", "gemini"})
 
@@ -679,11 +679,14 @@ def doctor(
             note = (f"cleanup after {install.cleanup_days} d: {install.due} due, {install.kept} of them in the store" if install.due
                     else f"cleanup after {install.cleanup_days} d") + (f"; {len(install.gone)} kept, gone here" if install.gone else "")
         if install.app == "codex":
-            note = f"{install.kept} in the store"
+            note = f"{install.in_store} in the store"
             if install.parity and (install.parity["without_row"] or install.parity["empty_first_message"]):
                 note += f"; {install.parity['without_row']} with no DB row, {install.parity['empty_first_message']} hidden (empty first message)"
-        if install.app in ("gemini", "copilot"):
-            note = f"{install.kept} in the store"
+        if install.app in ("gemini", "copilot", "opencode", "cursor", "vscode", "cline") and install.sessions:
+            note = "; ".join(filter(None, [f"{install.in_store} in the store", note,
+                                           f"{install.listed} in its own list" if install.listed is not None else ""]))
+        if install.app == "codex" and install.gone:
+            note += f"; {len(install.gone)} kept, gone here"
         if install.count and install.count.problem:
             note = install.count.problem
         table.add_row(APP_NAMES.get(install.app, install.app), str(install.user),

@@ -54,6 +54,9 @@ class Install:
     gone: list = field(default_factory=list)  # claude-code: kept sessions whose transcript it no longer has
     parity: dict | None = None  # codex: rollouts vs the state DB's threads rows (restore --app codex)
     count: Count | None = None  # what `import --from APP --source USER` would recover (toolkit.counts)
+    in_store: int = 0                # of those, how many the store holds
+    listed: int | None = None        # cline: how many of its tasks the tool's own list shows
+    store: Path | None = None        # the store doctor looked at (every command it prints names it)
 
     @property
     def orphaned(self) -> list:
@@ -63,13 +66,17 @@ class Install:
         document = {"app": self.app, "user": str(self.user), "db_bytes": self.db_bytes, "sessions": self.sessions,
                     "orphaned_workspaces": [w.to_json() for w in self.orphaned],
                     "import": self.count.to_json() if self.count else None}
+        if self.count is not None:
+            document["in_store"] = self.in_store
         if self.app == "claude-code":
             document["retention"] = {"cleanupPeriodDays": self.cleanup_days, "from": self.cleanup_source,
                                      "due_at_next_start": self.due, "due_already_in_store": self.kept}
-            document["kept_but_gone"] = {"sessions": self.gone, "restore": restore_command(self.gone)}
+        if self.app in ("claude-code", "codex"):
+            document["kept_but_gone"] = {"sessions": self.gone, "restore": restore_command(self.gone, self.store)}
         if self.app in ("codex", "gemini"):
-            document["in_store"] = self.kept
             document["state_db"] = self.parity
+        if self.listed is not None:
+            document["listed_by_the_tool"] = self.listed
         if self.schedule:
             document["nightly"] = {"scheduler": self.schedule[0], "command": self.schedule[1], "installed": self.scheduled}
         return document
@@ -146,7 +153,7 @@ def _counted(install: Install) -> Install:
 
 #: The ``--from`` name of each install's importer.
 IMPORT_NAME = {"cursor": "cursor", "vscode": "vscode", "claude-code": "claude", "codex": "codex", "gemini": "gemini",
-               "copilot": "copilot"}
+               "copilot": "copilot", "opencode": "opencode", "cline": "cline"}
 
 
 def _vscode(user: Path) -> Install:
@@ -157,12 +164,6 @@ def _vscode(user: Path) -> Install:
     return install
 
 
-def _copilot(home: Path, store: Path, kept: set[str]) -> Install:
-    """A GitHub Copilot CLI home (``~/.copilot``): its sessions, how many the store keeps, the nightly import."""
-    install = _counted(Install("copilot", home))
-    install.kept = sum(sid in kept for sid in install.count.ids)
-    install.schedule = nightly_command(["copilot"], store)
-    return install
 
 
 CLAUDE_DEFAULT_CLEANUP_DAYS = 30
@@ -187,23 +188,44 @@ def claude_retention(root: Path) -> tuple[int, str]:
 
 def kept_claude_sources(store: Path) -> dict[str, str]:
     """The Claude Code sessions the store keeps (not their subagents): id -> transcript path at import."""
+    return kept_sources(store, "claude")
+
+
+def kept_sources(store: Path, prefix: str, children: bool = False) -> dict[str, str]:
+    """The sessions of one app the store keeps (``prefix``-<id> journals; a child whose ``source``
+    names a parent only with ``children``, for an app that writes it a file of its own):
+    id -> the source file's path at import."""
     from .lines import loads, open_regular
 
     found = {}
-    for journal in sorted(store.glob("*/claude-*.jsonl")):
+    for journal in sorted(store.glob(f"*/{prefix}-*.jsonl")):
         try:
             with open_regular(journal) as handle:
                 meta = loads(handle.readline())
         except (OSError, ValueError):
             continue
         source = meta.get("source") if isinstance(meta, dict) else None
-        if isinstance(source, dict) and isinstance(source.get("path"), str) and not source.get("parent"):
+        if isinstance(source, dict) and isinstance(source.get("path"), str) and (children or not source.get("parent")):
             found[meta.get("id")] = source["path"]
     return found
 
 
-def restore_command(ids: list[str]) -> str | None:
-    return f"levelsess restore {' '.join(ids)}" if ids else None
+def gone_from(root: Path, sources: dict[str, str]) -> list[str]:
+    """The kept sessions whose source file was under ``root`` and is there no more."""
+    under = os.path.join(os.path.abspath(root), "")
+    return [sid for sid, path in sources.items() if path.startswith(under) and not os.path.exists(path)]
+
+
+def restore_command(ids: list[str], store: Path | None = None) -> str | None:
+    return f"levelsess restore {' '.join(ids)}{store_flag(store)}" if ids else None
+
+
+def store_flag(store: Path | None) -> str:
+    """`` --store PATH`` when ``store`` is not the one every command finds by itself, so a command
+    doctor prints runs on the store doctor looked at."""
+    if store is None or os.path.abspath(store) == os.path.abspath(default_store(None)):
+        return ""
+    return f" --store {_quote(os.path.abspath(store))}"
 
 
 def _claude(root: Path, store: Path, kept: set[str], sources: dict[str, str] | None = None) -> Install:
@@ -227,8 +249,7 @@ def _claude(root: Path, store: Path, kept: set[str], sources: dict[str, str] | N
             install.due += due
             install.kept += due and f"claude-{journal.stem}" in kept
     install.schedule = nightly_command(["claude"], store)
-    projects = os.path.join(os.path.abspath(root), "projects", "")
-    install.gone = [sid for sid, path in (sources or {}).items() if path.startswith(projects) and not os.path.exists(path)]
+    install.gone = gone_from(root / "projects", sources or {})
     return install
 
 
@@ -238,6 +259,20 @@ def _codex(home: Path, store: Path, kept: set[str]) -> Install:
     install.kept = sum(sid in kept for sid in install.count.ids)
     install.schedule = nightly_command(["codex"], store)
     install.parity = codex_parity(home)
+    install.gone = gone_from(home, kept_sources(store, "codex", children=True))  # a spawned child is a rollout of its own
+    return install
+
+
+def _tool(app: str, folder: Path, store: Path, kept: set[str]) -> Install:
+    """An install whose row is what its importer would recover, how many the store keeps, and
+    the nightly import (Copilot CLI, OpenCode / Kilo CLI, Cline / Roo Code / Kilo Code)."""
+    install = _counted(Install(app, folder))
+    install.kept = sum(sid in kept for sid in install.count.ids)
+    install.schedule = nightly_command([KEEP_APP[app]], store)
+    if app == "cline":
+        from .importers.cline import survey
+
+        install.listed = sum(found.listed for found in survey([folder]))
     return install
 
 
@@ -318,7 +353,8 @@ def mark_scheduled(installs: list[Install], store: Path) -> None:
             install.scheduled = KEEP_APP[install.app] in found.job.apps
 
 
-KEEP_APP = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "copilot": "copilot"}
+KEEP_APP = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "copilot": "copilot", "opencode": "opencode",
+            "cline": "cline"}
 
 
 def claude_roots() -> list[Path]:
@@ -353,70 +389,82 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     gemini = gemini_importer.detect()
     for home in gemini:  # its health counts the sessions its next start deletes (sweep-due)
         stores.append(_health("gemini", home))
-    from .importers import copilot as copilot_importer
+    from .importers import cline as cline_importer, copilot as copilot_importer, opencode as opencode_importer
 
-    copilot = copilot_importer.detect()
+    tools = [("copilot", h) for h in copilot_importer.detect()] + [("opencode", d) for d in opencode_importer.detect()] \
+        + [("cline", g) for g in cline_importer.detect()]
     target = default_store(store)
-    stored = imported_ids(target) if claude or codex or gemini or copilot else set()
+    stored = imported_ids(target) if claude or codex or gemini or tools else set()
     installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
                 + [_claude(r, target, stored, kept_claude_sources(target) if claude else None) for r in claude]
                 + [_codex(h, target, stored) for h in codex] + [_gemini(h, target, stored) for h in gemini]
-                + [_copilot(h, target, stored) for h in copilot])
+                + [_tool(app, folder, target, stored) for app, folder in tools])
+    for install in installs:  # every install: how many of the sessions import would write the store holds
+        install.store = target
+        if install.count is not None:
+            install.in_store = sum(sid in stored for sid in install.count.ids)
     mark_scheduled(installs, target)
     return Diagnosis(stores, installs, _next_steps(stores, installs, target))
 
 
 def _next_steps(stores: list[StoreHealth], installs: list[Install], store: Path) -> list[str]:
+    """What to run next, in order; every command names the store doctor looked at (``store_flag``)
+    and an import is advised only for what the store does not hold yet."""
     steps = []
     for health in stores:
         steps += health.advice
+    flag = store_flag(store)
     for install in installs:
+        name = APP_TITLES.get(install.app, install.app)
+        command = f"levelsess import --from {IMPORT_NAME[install.app]} --source {_quote(install.user)}{flag}"
+        missing = install.sessions - install.in_store
+        held = f"{install.count.describe() if install.count else install.sessions} session(s), {install.in_store} already in the store"
         if install.app == "claude-code":
-            command = f"levelsess import --from claude --source {_quote(install.user)}"
             if install.due > install.kept:
                 steps.append(f"{install.due} Claude Code session(s) in {install.user} are older than cleanupPeriodDays "
                              f"({install.cleanup_days}): its next start deletes them, with no trash; the store holds "
                              f"{install.kept} of them. Import them now: {command}   (or keep a raw copy: "
                              f"{_copy_command(install.user / 'projects')})")
-            elif install.sessions:
-                steps.append(f"Claude Code in {install.user}: {install.count.describe()} session(s) to keep; it deletes each "
-                             f"{install.cleanup_days} days after its last write. Keep them: {command}")
-            if install.gone:
-                steps.append(f"{restore_command(install.gone)}        # {len(install.gone)} kept session(s) Claude Code "
-                             f"no longer has in {install.user}: the plan, then add --yes to give them back")
-        if install.app == "codex" and install.sessions:
-            steps.append(f"levelsess import --from codex --source {_quote(install.user)}        # {install.count.describe()} session(s), "
-                         f"{install.kept} already in the store")
-            if install.parity and install.parity["restore"]:
-                steps.append(f"{install.parity['restore']}        # {install.parity['without_row']} rollout(s) with no row in "
-                             f"{install.parity['db']}, so `codex resume` does not list them ({install.parity['row_gone']} row(s) "
-                             f"whose rollout is gone, {install.parity['empty_first_message']} hidden for an empty first message)")
-        if install.app == "copilot" and install.sessions:
-            steps.append(f"levelsess import --from copilot --source {_quote(install.user)}        # {install.sessions} "
-                         f"session(s), {install.kept} already in the store")
-        if install.app == "gemini" and install.sessions:
+            elif missing > 0:
+                steps.append(f"{command}        # {held}; Claude Code deletes each {install.cleanup_days} days after its last write")
+        elif install.app == "gemini" and install.sessions:
             due = sum(h.codes.get("sweep-due", 0) for h in stores if h.kind == "gemini" and h.path == install.user)
-            note = (f"; its next start deletes {due} of its sessions, with no trash (sweep-due in `levelsess fsck "
-                    f"{_quote(install.user)}`): keep them first (or a raw copy: {_copy_gemini(install.user)})" if due else "")
-            steps.append(f"levelsess import --from gemini --source {_quote(install.user)}        # {install.sessions} "
-                         f"session(s), {install.kept} already in the store" + note)
-        if install.app == "cursor" and install.sessions:
-            steps.append(f"levelsess import --from cursor --source {_quote(install.user)}        # {install.sessions} session(s); "
-                         "read them with `levelsess show ID` or `levelsess export ID` (levelsess does not write chats back "
-                         "into Cursor: its database is opaque and changes with each version)")
+            if due or missing > 0:
+                note = (f"; its next start deletes {due} of its sessions, with no trash (sweep-due in `levelsess fsck "
+                        f"{_quote(install.user)}`): keep them first (or a raw copy: {_copy_gemini(install.user)})" if due else "")
+                steps.append(f"{command}        # {held}" + note)
+        elif install.app == "cursor" and missing > 0:
+            steps.append(f"{command}        # {held}; read them with `levelsess show ID` or `levelsess export ID` (levelsess "
+                         "does not write chats back into Cursor: its database is opaque and changes with each version)")
+        elif install.app == "cline" and missing > 0:
+            listed = f"; {name}'s own list shows {install.listed}" if install.listed is not None else ""
+            steps.append(f"{command}        # {held}{listed}")
+        elif install.app in ("codex", "copilot", "opencode") and missing > 0:
+            steps.append(f"{command}        # {held}")
+        if install.gone:
+            steps.append(f"{restore_command(install.gone, store)}        # {len(install.gone)} kept session(s) {name} "
+                         f"no longer has in {install.user}: the plan, then add --yes to give them back")
+        if install.app == "codex" and install.parity and install.parity["restore"]:
+            steps.append(f"{install.parity['restore']}        # {install.parity['without_row']} rollout(s) with no row in "
+                         f"{install.parity['db']}, so `codex resume` does not list them ({install.parity['row_gone']} row(s) "
+                         f"whose rollout is gone, {install.parity['empty_first_message']} hidden for an empty first message)")
         if install.app == "vscode" and install.orphaned:
             count = sum(w.orphaned_sessions for w in install.orphaned)
-            steps.append(f"levelsess import --from vscode --source {_quote(install.user)} --orphans-only        "
+            steps.append(f"{command} --orphans-only        "
                          f"# {count} chat(s) VS Code no longer shows, in {len(install.orphaned)} workspace(s)")
             moved = next((w for w in install.orphaned if "folder-missing" in w.reasons and w.project), None)
             if moved is not None:
-                steps.append(f"levelsess import --from vscode --source {_quote(install.user)} --orphans-only "
-                             f"--map {_quote(moved.project)}=NEW_PATH        # if that folder moved")
+                steps.append(f"{command} --orphans-only --map {_quote(moved.project)}=NEW_PATH        # if that folder moved")
     nightly = [i for i in installs if i.schedule and i.sessions and not i.scheduled]
     if nightly:  # one job keeps them all (mark_scheduled): one step
         scheduler, command = nightly[0].schedule
         steps.append(f"{command}        # runs those imports every night ({scheduler})")
     return steps
+
+
+#: How a person calls each app.
+APP_TITLES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI",
+              "gemini": "Gemini CLI", "copilot": "Copilot CLI", "opencode": "OpenCode", "cline": "Cline / Roo Code / Kilo Code"}
 
 
 def _copy_gemini(home: Path) -> str:

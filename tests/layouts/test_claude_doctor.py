@@ -39,7 +39,8 @@ def test_doctor_counts_what_the_default_cleanup_deletes(isolated_home):
     result = run_cli("doctor", "--json", _empty(isolated_home))
     assert snapshot(isolated_home / ".claude") == before, "doctor is read-only"
     claude = [i for i in result.json["installs"] if i["app"] == "claude-code"]
-    assert len(claude) == 1 and claude[0]["sessions"] == len(mains)
+    assert len(claude) == 1 and claude[0]["import"]["kinds"]["session"] == len(mains)
+    assert claude[0]["sessions"] == len(mains) + claude[0]["import"]["kinds"]["subagent"], "what import would write"
     retention = claude[0]["retention"]
     assert retention["cleanupPeriodDays"] == 30 and "default" in retention["from"]
     assert retention["due_at_next_start"] == len(mains) // 2
