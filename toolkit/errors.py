@@ -455,6 +455,7 @@ CODES: dict[str, CodeInfo] = {
     "source-skipped": CodeInfo("warning", ""),
     "source-torn": CodeInfo("warning", ""),
     "source-diverged": CodeInfo("warning", ""),
+    "trashed": CodeInfo("warning", ""),
     # restore (principle 10): what it would not write back, and why
     "restore-conflict": CodeInfo("error", ""),
     "restore-unproven": CodeInfo("error", ""),

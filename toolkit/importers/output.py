@@ -204,7 +204,7 @@ class Outcome:
     path: Path
     records: int
     new_records: int
-    status: str  # created | updated | unchanged | skipped
+    status: str  # created | updated | unchanged | skipped | trashed (left out: the user trashed it from the store)
     orphaned: bool
     source_status: str = "live"  # live | orphaned | unknown, as the editor sees it
     orphan: tuple[str, ...] = ()  # why: folder-missing, not-indexed, index-corrupt, editor-unreadable
@@ -548,6 +548,11 @@ def _source_records(session: Session, held: _Held, when: str | None, no_raw: boo
             yield {"kind": "event", "t": when or "", "type": SOURCE_LINE, AT: offset, "raw": Raw(state.read(offset, length))}
     if lines or state.mark() != held.state:
         yield {"kind": "event", "t": when or "", "type": SOURCE_STATE, **state.mark()}
+
+
+def trashed(store: Path, session: Session) -> Outcome:
+    """A session the user trashed from the store (a tombstone): not imported again, counted."""
+    return _outcome(session, journal_path(store, session), 0, 0, "trashed")
 
 
 def not_written(store: Path, session: Session, exc: LevelsessError) -> tuple[Outcome, list[Finding]]:
