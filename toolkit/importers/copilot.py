@@ -381,7 +381,8 @@ def session_from_log(path: Path, data: bytes, options: Options, report: Callable
                        f"holds no whole event ({items} line(s) read): no journal made; an import after it has one picks it up"))
         return None
     line_one = first_number(data)
-    head = events[0] if events[0][0] == line_one and events[0][1].get("type") == "session.start" else None
+    head = events[0] if (events[0][0] == line_one and events[0][1].get("type") == "session.start"
+                         and isinstance(events[0][1].get("data"), dict)) else None  # else line 1 is a record of its own
     log = _Conversation(events, head[0] if head is not None else None)
     start, folder = log.start, path.parent
     project, title, status, orphan, yaml = _place(folder, log.contexts)
