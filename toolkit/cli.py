@@ -483,6 +483,7 @@ def import_(
       levelsess import --from claude                           # every Claude Code install: ~/.claude, $CLAUDE_CONFIG_DIR
       levelsess import --from claude --source ~/.claude/projects/-home-ada-app --json
       levelsess import --from codex --source ~/.codex --dry-run
+      levelsess import --from claude --include-trashed         # also the sessions `levelsess trash` took out
     """
     from .importers import load, run_import
 

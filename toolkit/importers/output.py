@@ -463,10 +463,17 @@ def _looked_at(records, known) -> Iterator[tuple[dict, dict | None]]:
         key = record.get("sourceKey")
         if key not in known:
             yield record, (record if record.get(ALIAS) not in known else None)
-        elif known[key] is not None and not record.get("partial"):  # finished since: supersede it
-            yield record, {**record, "replaces": known[key]}
+        elif known[key] is not None and (not record.get("partial") or _grew(record, known)):
+            yield record, {**record, "replaces": known[key]}  # finished since, or grew (more parts): supersede it
         else:
             yield record, None
+
+
+def _grew(record: dict, known) -> bool:
+    """Whether a record still ``partial`` carries source items its partial copy in the journal does
+    not (a response whose parts were still being written at both imports)."""
+    parts = record.get(PART_KEYS)
+    return isinstance(parts, list) and any(key not in known for key in parts)
 
 
 def _when(session: Session, looked_at: Iterable[tuple[dict, dict | None]]) -> str | None:
