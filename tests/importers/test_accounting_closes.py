@@ -247,3 +247,18 @@ def test_cursor_db_closes(tmp_path):
     report = closes("cursor", tmp_path / "User", tmp_path / "store")
     info["conn"].close() if isinstance(info, dict) and hasattr(info.get("conn"), "close") else None
     assert report["sessions"]
+
+
+def test_a_markdown_file_named_jsonl_is_one_unknown_format_finding(tmp_path):
+    """Identify before reading: not "an empty VS Code session with 638 unreadable lines"."""
+    from tests.importers.vscode_tree import workspace
+
+    user = tmp_path / "User"
+    ws = workspace(user, "ws-md", {"folder": (tmp_path / "app").as_uri()})
+    (ws / "chatSessions").mkdir(parents=True, exist_ok=True)
+    notes = ws / "chatSessions" / "notes.jsonl"
+    notes.write_bytes(b"".join(b"# heading %d\n\nsome *text* {not json}\n" % i for i in range(200)))
+    report = closes("vscode", user, tmp_path / "store")
+    about = [f for f in report["findings"] if f["path"] == str(notes)]
+    assert [f["code"] for f in about] == ["unknown-format"], about
+    assert not [s for s in report["sessions"] if "notes" in s["id"]]
