@@ -492,6 +492,7 @@ def import_(
     orphans_only: Annotated[bool, typer.Option("--orphans-only", help="Import only chats the editor no longer shows (folder missing or renamed, not in its index or catalog, unreadable to the editor).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and convert everything, write nothing; say what would be created or appended.")] = False,
     no_raw: Annotated[bool, typer.Option("--no-raw", help="Leave out each record's original source JSON (\"raw\").")] = False,
+    include_trashed: Annotated[bool, typer.Option("--include-trashed", help="Also import sessions trashed from the store (`levelsess trash`; `levelsess trash --list` lists them), and forget that they were trashed.")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -517,6 +518,7 @@ def import_(
       levelsess import --from claude                           # every Claude Code install: ~/.claude, $CLAUDE_CONFIG_DIR
       levelsess import --from claude --source ~/.claude/projects/-home-ada-app --json
       levelsess import --from codex --source ~/.codex --dry-run
+      levelsess import --from claude --include-trashed         # also the sessions `levelsess trash` took out
     """
     from .importers import load, run_import
 
@@ -533,7 +535,7 @@ def import_(
     target = default_store(_store(ctx, store))
     with _progress(out, "importing sessions", None) as advance:
         report = run_import(from_, sources, target, importer.Options(mapping=mapping, project=project, orphans_only=orphans_only),
-                            dry_run=dry_run, no_raw=no_raw, progress=lambda _o: advance(1))
+                            dry_run=dry_run, no_raw=no_raw, progress=lambda _o: advance(1), include_trashed=include_trashed)
     code = report.exit_code
     if out.json:
         out.emit_json(report.to_json())
@@ -603,13 +605,15 @@ def _render_import(out: Output, report, target: Path) -> None:
     for group in groups:  # N alike warnings (empty transcripts, ...): one line, -v lists each
         out.line([(group.severity, "yellow"), (f"  {group.code}  x{len(group.paths)}: {group.message} ({group.where}; "
                                                   "-v lists each)", None)])
-    counts = {status: sum(s.status == status for s in report.sessions) for status in ("created", "updated", "unchanged", "skipped")}
+    counts = {status: sum(s.status == status for s in report.sessions)
+              for status in ("created", "updated", "unchanged", "skipped", "trashed")}
     orphaned = sum(s.orphaned for s in report.sessions)
     elsewhere = sum(NOT_HERE in s.orphan for s in report.sessions)
+    trashed = f", {counts['trashed']} trashed (left out; --include-trashed)" if counts["trashed"] else ""
     where = [f"{orphaned} orphaned in the editor"] if orphaned else []
     where += [f"{elsewhere} whose project folder is not on this machine"] if elsewhere else []
     out.say(f"{len(report.sessions)} session(s): {counts['created']} created, {counts['updated']} updated, "
-            f"{counts['unchanged']} unchanged, {counts['skipped']} skipped; " + "; ".join(where + [""])
+            f"{counts['unchanged']} unchanged, {counts['skipped']} skipped{trashed}; " + "; ".join(where + [""])
             + f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
 
 
@@ -1037,8 +1041,9 @@ def locks(
 @app.command()
 def trash(
     ctx: typer.Context,
-    sessions: Annotated[list[str], typer.Argument(metavar="ID", help="Session ids (or unique prefixes, or journal paths).", show_default=False)],
+    sessions: Annotated[Optional[list[str]], typer.Argument(metavar="ID", help="Session ids (or unique prefixes, or journal paths).", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would go to the trash; move nothing.")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="List the sessions trashed from the store that an import leaves out (until they are restored from the OS trash or imported with `import --include-trashed`).")] = False,
     paths: Annotated[Optional[list[Path]], typer.Option("--in", metavar="PATH", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -1047,17 +1052,22 @@ def trash(
 ) -> int:
     """Move sessions to the OS trash (never deleted: restore them from there), then reindex.
 
-    A session held by a live writer is refused. Exit 0 when done, 4 when one was refused.
+    A session held by a live writer is refused. An imported session stays trashed: the store notes it (<store>/.levelsess/trashed.jsonl) and `import` leaves it out, counted, until it is put back from the OS trash or imported with `import --include-trashed`; --list lists them. Exit 0 when done, 4 when one was refused.
 
     [bold]Examples[/bold]:
       levelsess trash 2026-11-30T09-00-00-a1b2 --dry-run
       levelsess trash 2026-11-30T09-00-00-a1b2 2026-11-29T18-12-44-zz91
       levelsess trash s1 --in ./.logician --json -v
       levelsess trash 2026-11-30T09-00-00-a1b2 --store ~/other-store -q
+      levelsess trash --list --json
     """
     from .trash import trash_sessions
 
     out = _output(ctx, json_, quiet, verbose)
+    if list_:
+        return _render_trashed(out, ctx, sessions, paths, store)
+    if not sessions:
+        raise UsageError("name the sessions to trash (ID...), or --list the trashed ones")
     rows = [_session_row(ctx, key, paths, store) for key in sessions]
     results = trash_sessions(rows, dry_run=dry_run)
     code = 4 if any(r.status == "refused" for r in results) else 0
@@ -1068,6 +1078,22 @@ def trash(
         verb = {"trashed": "moved to the trash", "would-trash": "would move to the trash", "refused": "refused", "gone": "already gone"}[result.status]
         out.out.print(f"{result.id}: {verb}" + (f" ({result.reason})" if result.reason else ""), markup=False, highlight=False)
     return code
+
+
+def _render_trashed(out: Output, ctx: typer.Context, sessions, paths, store) -> int:
+    from .tombstones import read
+
+    if sessions:
+        raise UsageError("--list takes no session ID")
+    roots = [Path(p) for p in paths] if paths else [default_store(_store(ctx, store))]
+    stones = [(root, stone) for root in roots for stone in read(root).values()]
+    if out.json:
+        out.emit_json({"version": 1, "trashed": [{"store": str(root), **stone.to_json()} for root, stone in stones], "exit": 0})
+        return 0
+    for _root, stone in stones:
+        out.out.print(f"{stone.id}: trashed {stone.t or ''} ({stone.path})", markup=False, highlight=False)
+    out.say(f"{len(stones)} trashed session(s) an import leaves out; `levelsess import --include-trashed` brings them back")
+    return 0
 
 
 @app.command()

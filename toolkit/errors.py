@@ -460,7 +460,9 @@ CODES: dict[str, CodeInfo] = {
     "missing-bubble": CodeInfo("warning", ""),
     "source-skipped": CodeInfo("warning", ""),
     "source-torn": CodeInfo("warning", ""),
+    "source-joined": CodeInfo("warning", ""),
     "source-diverged": CodeInfo("warning", ""),
+    "trashed": CodeInfo("warning", ""),
     # restore (principle 10): what it would not write back, and why
     "restore-conflict": CodeInfo("error", ""),
     "restore-unproven": CodeInfo("error", ""),

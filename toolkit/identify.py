@@ -108,3 +108,39 @@ def sniff_partial(data: bytes, own: bytes) -> bool:
         compact = re.sub(rb"\s+", b"", head)
         return compact.startswith(b"{") and (b'{"' + own + b'":').startswith(compact)
     return match.group(1) == own
+
+
+#: Lines :func:`identify_lines` reads, at most, for a record that says which format a file is.
+IDENTIFY_LINES = 32
+#: Formats a record of almost any shape falls into (a Logician entry is any object with a string
+#: ``id``): a damaged envelope of another format (an extra or a cut key) sniffs as one, so a
+#: record that sniffs only as this says nothing about the file.
+GENERIC = frozenset({LOGICIAN})
+
+
+def identify_lines(data: bytes, limit: int = IDENTIFY_LINES) -> tuple[str | None, bool]:
+    """What wrote the JSONL bytes ``data``: the format of the first record, among the first ``limit``
+    non-blank lines, that sniffs as a specific format (a line that does not parse, sniffs as
+    nothing or only as a :data:`GENERIC` one is passed over, so one damaged line does not make a
+    file foreign); and whether any of those lines parsed as JSON at all (False: not JSONL, e.g. a
+    Markdown file renamed ``.jsonl``).  ``(None, True)``: JSON whose format no line tells."""
+    from .lines import loads
+
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    seen, parsed = 0, False
+    while start < len(data) and seen < limit:
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        line, start = data[start:end], end + 1
+        if not line.strip():
+            continue
+        seen += 1
+        try:
+            value = loads(line)
+        except ValueError:
+            continue
+        parsed = True
+        found = sniff(value)
+        if found is not None and found not in GENERIC:
+            return found, True
+    return None, parsed

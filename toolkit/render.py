@@ -274,10 +274,45 @@ def logician_markdown(path: Path, layout: Layout, title: object) -> Iterator[str
         yield _logician_md(record)
 
 
-def levelcode_markdown(path: Path, layout: Layout, title: object) -> Iterator[str]:
-    """A LevelCode session: its title, then a heading per turn."""
-    state = {"title": title, "turn": 0}
+def superseded(path: Path, layout: Layout) -> dict[int, dict]:
+    """Each seq a later record ``replaces`` (an import's partial reply completed or grown, a source
+    line whose bytes changed since), mapped to the record that replaces it; only those are held."""
+    out: dict[int, dict] = {}
+    with open_regular(path) as handle:
+        if not any(b'"replaces":' in line for line in handle):  # most journals: one cheap pass of bytes
+            return out
     for record in records_of(path, layout):
+        replaced = record.get("replaces")
+        if type(replaced) is int and type(record.get("seq")) is int and replaced < record["seq"]:
+            out[replaced] = record
+    return out
+
+
+def current(records: Iterator[dict], replaced: dict[int, dict]) -> Iterator[dict]:
+    """``records`` as the session now stands: a superseded record gives way, in its place, to the
+    last record of its chain of replacements; a replacement is not shown again where it was appended."""
+    if not replaced:
+        yield from records
+        return
+    seqs = {r["seq"] for r in replaced.values()}
+    for record in records:
+        seq = record.get("seq")
+        if seq in seqs and type(record.get("replaces")) is int and record["replaces"] in replaced:
+            continue  # shown in the place of the record it replaces
+        if seq in replaced:
+            latest, hops = replaced[seq], 0
+            while latest["seq"] in replaced and hops < len(replaced):
+                latest, hops = replaced[latest["seq"]], hops + 1
+            yield latest
+            continue
+        yield record
+
+
+def levelcode_markdown(path: Path, layout: Layout, title: object) -> Iterator[str]:
+    """A LevelCode session: its title, then a heading per turn (a superseded record gives way to
+    the one that replaces it, in its place)."""
+    state = {"title": title, "turn": 0}
+    for record in current(records_of(path, layout), superseded(path, layout)):
         chunk = _levelcode_md(record, state)
         if chunk is not None:
             yield chunk

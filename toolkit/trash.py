@@ -16,6 +16,7 @@ from .locks import LockState, inspect_lock, lock_path
 from .reindex import reindex
 from .sessions import SessionRow
 from .stores import discover
+from .tombstones import bury
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
         if dry_run:
             out.append(Trashed(row.id, paths, "would-trash"))
             continue
+        stone = _tombstone(row) if row.layout == "levelcode" else None
         try:
             moved = _move_to_trash(paths)
         except LevelsessError as exc:
@@ -66,6 +68,14 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
             break
         if get_layout(row.layout).cache_lists_journals:
             folders.add(journal.parent)  # gone or trashed, the index may still list it
+        if paths[0] in moved and stone is not None:
+            try:  # so the next import does not bring it back (toolkit.tombstones)
+                bury(stone[0], [stone[1:]])
+            except LevelsessError as exc:
+                failure = exc
+                out.append(Trashed(row.id, moved, "trashed", f"but the store could not note it ({exc}): "
+                                                            "the next import may bring it back"))
+                break
         if paths[0] in moved:
             out.append(Trashed(row.id, moved, "trashed"))
         else:
@@ -75,6 +85,23 @@ def trash_sessions(rows: list[SessionRow], *, dry_run: bool = False) -> list[Tra
     if failure is not None:
         raise failure
     return out
+
+
+def _tombstone(row: SessionRow) -> tuple[Path, str, Path, dict | None] | None:
+    """(store, session id, journal, meta source) of a LevelCode session, for its tombstone; None
+    when its store cannot be told."""
+    from .lines import loads
+
+    try:
+        store = discover(row.path)[0].store
+        with open(row.path, "rb") as handle:
+            meta = loads(handle.readline(1 << 20).strip().removeprefix(b"\xef\xbb\xbf"))
+    except (LevelsessError, OSError, ValueError):
+        return None
+    meta = meta if isinstance(meta, dict) and meta.get("kind") == "meta" else {}
+    sid = meta.get("id") if isinstance(meta.get("id"), str) else row.id
+    source = meta.get("source") if isinstance(meta.get("source"), dict) else None
+    return store, sid, row.path, source
 
 
 def _symlinked(journal: Path, paths: tuple[Path, ...]):

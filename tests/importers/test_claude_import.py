@@ -16,7 +16,9 @@ from tests.helpers import run_cli, snapshot
 from tests.importers import claude_shapes
 from tests.importers.claude_reader import conversation, journal, journal_conversation, raw_lines, source_records
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "claude-code"
+from tests.importers.cursor_db import FIXTURES as SHARED_FIXTURES
+
+FIXTURES = SHARED_FIXTURES / "claude-code"
 if not FIXTURES.is_dir():  # the real fixtures live in shared/, beside the checkout
     pytest.skip(f"{FIXTURES} is not here (the repository is not checked out beside shared/)", allow_module_level=True)
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from .. import durable
+from .. import durable, tombstones
 from ..errors import FileChangedError, LevelsessError, OperationalError, UsageError
 from ..findings import Finding
 from ..fsck.check import exit_code_for
 from ..fsck.repair import remove_dead_temps
-from .output import Outcome, Session, journal_path, not_written, write_session
+from .output import Outcome, Session, journal_path, not_written, trashed, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
              "claude": "toolkit.importers.claude", "codex": "toolkit.importers.codex",
@@ -52,15 +52,32 @@ class ImportReport:
 
 
 def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run: bool = False, no_raw: bool = False,
-               progress: Callable[[Outcome], None] | None = None) -> ImportReport:
-    """Import every session ``name``'s importer finds under ``sources`` into ``store``."""
+               progress: Callable[[Outcome], None] | None = None, include_trashed: bool = False) -> ImportReport:
+    """Import every session ``name``'s importer finds under ``sources`` into ``store``.
+
+    A session trashed from the store (``levelsess trash``: a tombstone in
+    ``<store>/.levelsess/trashed.jsonl``) is not imported again, but counted (status ``trashed``,
+    a ``trashed`` finding); ``include_trashed`` imports it and drops its tombstone."""
     importer = load(name)
     report = ImportReport(importer.APP, sources=list(sources), dry_run=dry_run)
     touched: set[Path] = set()
     landed: set[Path] = set()
+    stones = tombstones.read(store)
+    raised: list[str] = []
     try:
         for source in sources:
             for session in importer.scan(source, options, report.findings.append):
+                stone = stones.get(session.id)
+                if stone is not None and not include_trashed:
+                    outcome = trashed(store, session)
+                    report.sessions.append(outcome)
+                    report.findings.append(Finding(
+                        "trashed", "warning", str(session.source.get("path") or source), None, None,
+                        f"session {session.id} was trashed from the store{' on ' + stone.t if stone.t else ''} "
+                        f"({stone.path}): not imported again; `import --include-trashed` brings it back"))
+                    if progress:
+                        progress(outcome)
+                    continue
                 try:
                     outcome, found = _write_one(store, session, dry_run, no_raw)
                 except FileChangedError as exc:  # a source rewritten between its two passes: nothing was written
@@ -68,6 +85,8 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                     continue
                 report.sessions.append(outcome)
                 report.findings += found
+                if stone is not None and outcome.status in ("created", "updated", "unchanged") and not dry_run:
+                    raised.append(session.id)
                 if outcome.status in ("created", "updated"):
                     touched.add(outcome.path.parent)
                 if outcome.status in ("created", "updated", "unchanged"):
@@ -79,6 +98,9 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
                 _settle(sorted(touched), sorted(landed), report)
         raise
+    finally:
+        if raised:  # imported again: the tombstones go (one append), even when the run stops later
+            tombstones.unbury(store, raised)
     if landed and not dry_run:
         _settle(sorted(touched), sorted(landed), report)
     return report

@@ -24,7 +24,8 @@ then goes one way, decided by :func:`toolkit.layouts.codex_seen.decide_stream` (
   other stream's copy of an imported item), ``context`` (developer messages, injected user-role
   context, ``turn_context``), ``ui-only`` (task start/complete, token counts…), ``meta-copy``
   (a fork's copy of its parent's ``session_meta``), and SourceReader's damage reasons.  So
-  ``source_items`` = 1 (the ``session_meta`` line, the meta record) + records + skipped.
+  ``source_items`` = merged (the ``session_meta`` line, carried by the meta record) + records + skipped,
+  reported as ``converted``, ``merged`` and ``skipped`` like every importer's.
 
 ``sourceKey`` is ``sha256:<16 hex>`` of the source line's bytes (``#2``… for a repeat): a
 rollout is append-only, and unlike a line number or byte offset the key survives ``fsck
@@ -534,6 +535,7 @@ def _convert(session: Session, rollout: _Rollout) -> None:
     skipped: dict[str, list] = {}  # reason -> [count, the first line numbers]
     for _n, number, decision in rollout.decide():
         if decision.role == "meta":
+            session.merged += 1  # carried by the meta record (its raw)
             continue
         if decision.skip is not None:
             count_lines = skipped.setdefault(decision.skip, [0, []])

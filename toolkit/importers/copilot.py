@@ -21,8 +21,8 @@ from pathlib import Path
 
 from ..errors import NotASourceError, PathNotFoundError
 from ..findings import Finding
-from ..identify import sniff
-from ..lines import loads
+from ..identify import identify_lines
+from ..lines import loads, split_line
 from .output import Options, Raw, Session, json_object, safe_id
 from .uris import apply_map, folder_status, is_foreign
 
@@ -109,6 +109,20 @@ def _events(data: bytes, path: str, report: Callable[[Finding], None]) -> tuple[
         value, used = _parse(line, lines, n)
         if value is None:
             final = n == len(lines) or not any(rest.strip(b" \t\r\0") for rest in lines[n:])
+            pieces = split_line(line, _is_event)
+            whole = [p for p in pieces if p.kind == "record"]
+            if len(whole) > 1 or (whole and not final):  # events run together on one line (`}{`): each imported
+                items += len(whole) - 1
+                for piece in whole:
+                    events.append((number, loads(line[piece.start:piece.end]), line[piece.start:piece.end]))
+                lost = sum(p.end - p.start for p in pieces if p.kind == "cut")
+                report(Finding("source-joined", "warning", path, number, None,
+                               f"{len(whole)} whole event(s) run together on one line; each was imported on its own"
+                               + (f"; {lost:,} bytes of a cut-off event beside them were not" if lost else "")))
+                if lost:
+                    items += 1
+                    skipped.append((number, "cut-record"))
+                continue
             if final:
                 skipped.append((number, "torn-line"))
                 report(Finding("source-torn", "warning", path, number, None, "the last line is incomplete (written mid-turn?); ignored"))
@@ -242,6 +256,14 @@ def _assistant(data: dict, t: str, starts: dict, completes: dict, model: str | N
     return record, calls
 
 
+def first_number(data: bytes) -> int | None:
+    """The line number of the first non-blank line of ``data``."""
+    for number, line in enumerate((data[len(BOM):] if data.startswith(BOM) else data).split(b"\n"), start=1):
+        if line.strip(b" \t\r"):
+            return number
+    return None
+
+
 def first_line(data: bytes) -> bytes | None:
     """The first non-blank line of ``data`` (a leading BOM ignored), without splitting it all."""
     start = len(BOM) if data.startswith(BOM) else 0
@@ -254,19 +276,22 @@ def first_line(data: bytes) -> bytes | None:
     return None
 
 
+def _is_event(value: object) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("type"), str)
+
+
 def is_copilot_log(data: bytes) -> bool:
-    """Whether the first record of ``data`` is a Copilot CLI event (SOURCES-AGENTS §5)."""
-    first = first_line(data)
-    try:
-        return first is not None and sniff(loads(first)) == "copilot"
-    except ValueError:
-        return False
+    """Whether ``data`` is a Copilot CLI event log (SOURCES-AGENTS §5): decided by the first record
+    that identifies a specific format (:func:`toolkit.identify.identify_lines`): damage inside the
+    first line's envelope (``"da}{ta"``, which then sniffs as a generic Logician entry) does not
+    make the whole log foreign."""
+    return identify_lines(data)[0] == "copilot"
 
 
 class _Conversation:
     """The records of one log, built event by event (tool executions joined to their calls)."""
 
-    def __init__(self, events: list[tuple[int, dict, bytes]]) -> None:
+    def __init__(self, events: list[tuple[int, dict, bytes]], first: int | None) -> None:
         def by_call(kind: str) -> dict:
             return {e["data"].get("toolCallId"): e["data"] for _n, e, _r in events if e["type"] == kind and isinstance(e.get("data"), dict)}
 
@@ -277,6 +302,8 @@ class _Conversation:
         self.carried: set[str] = set()  # tool calls an assistant record holds
         self.contexts: list[dict] = []  # session.start / session.resume contexts, in order
         self.ui_only: list[str] = []  # keys of the events that became no record
+        self.first = first  # the number of the log's first line: the meta carries it when it is this session.start
+        self.merged = 0  # events carried inside another record (the meta, an assistant step)
         for number, event, raw in events:
             self.add(number, event, raw)
 
@@ -290,7 +317,9 @@ class _Conversation:
         if kind in UI_ONLY:
             self.ui_only.append(key)
             return
-        if (kind == "session.start" and body is self.start) or (kind in TOOL_EVENTS and body.get("toolCallId") in self.carried):
+        if (kind == "session.start" and body is self.start and number == self.first) or (
+                kind in TOOL_EVENTS and body.get("toolCallId") in self.carried):
+            self.merged += 1
             return  # carried by the meta record / by the assistant record that requested the call
         if kind == "session.model_change" and isinstance(body.get("newModel"), str):
             self.model = body["newModel"]
@@ -347,7 +376,14 @@ def session_from_log(path: Path, data: bytes, options: Options, report: Callable
         report(Finding("unknown-format", "error", where, 1, None, "not a GitHub Copilot CLI event log (its first record says otherwise); skipped"))
         return None
     events, items, skipped = _events(data, where, report)
-    log = _Conversation(events)
+    if not events:
+        report(Finding("source-skipped", "warning", where, None, None,
+                       f"holds no whole event ({items} line(s) read): no journal made; an import after it has one picks it up"))
+        return None
+    line_one = first_number(data)
+    head = events[0] if (events[0][0] == line_one and events[0][1].get("type") == "session.start"
+                         and isinstance(events[0][1].get("data"), dict)) else None  # else line 1 is a record of its own
+    log = _Conversation(events, head[0] if head is not None else None)
     start, folder = log.start, path.parent
     project, title, status, orphan, yaml = _place(folder, log.contexts)
     sid = start.get("sessionId") if isinstance(start.get("sessionId"), str) and start["sessionId"] else None
@@ -356,9 +392,10 @@ def session_from_log(path: Path, data: bytes, options: Options, report: Callable
     source = {"app": APP, "path": where, "key": sid, "version": f"events:{start.get('version', 'none')}"}
     created = start.get("startTime") if isinstance(start.get("startTime"), str) else events[0][1].get("timestamp")
     session = Session(safe_id("copilot", sid), None, created if isinstance(created, str) else None, title, source,
-                      Raw(events[0][2]), log.records, status=status, orphan=orphan)
+                      Raw(head[2]) if head is not None else None, log.records, status=status, orphan=orphan)
     session.project = options.project or _mapped(project, options)
     session.source_items = items
+    session.merged = log.merged
     for _number, reason in skipped:
         session.skip(reason)
     if log.ui_only:

@@ -174,6 +174,7 @@ def session_from_file(path: Path, options: Options, report: Callable[[Finding], 
     session = Session(safe_id("gemini", sid), project, created, None, source, Raw(first.data) if first is not None else None,
                       status=status, orphan=where)
     session.raw_at = first.offset if first is not None else None
+    session.merged = 1 if first is not None else 0  # the metadata line, carried by the meta record
     seen: set[str] = set()
     repeats: dict[str, int] = {}
     t = created or ""

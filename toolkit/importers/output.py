@@ -204,7 +204,7 @@ class Outcome:
     path: Path
     records: int
     new_records: int
-    status: str  # created | updated | unchanged | skipped
+    status: str  # created | updated | unchanged | skipped | trashed (left out: the user trashed it from the store)
     orphaned: bool
     source_status: str = "live"  # live | orphaned | unknown, as the editor sees it
     orphan: tuple[str, ...] = ()  # why: folder-missing, not-indexed, index-corrupt, editor-unreadable
@@ -219,10 +219,11 @@ class Outcome:
                "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned,
                "source_status": self.source_status, "orphan": list(self.orphan),
                "source_items": self.source_items, "carried": self.source_items - sum(n for _, n in self.skipped),
-               "skipped": dict(self.skipped)}
+               "skipped": dict(self.skipped),
+               # every importer, the same keys: source_items == converted + merged + sum(skipped)
+               "converted": self.source_items - self.merged - sum(n for _, n in self.skipped), "merged": self.merged}
         if self.source_lines is not None:
             out["source_lines"] = self.source_lines
-            out["merged"] = self.merged
         return out
 
 
@@ -464,10 +465,17 @@ def _looked_at(records, known) -> Iterator[tuple[dict, dict | None]]:
         key = record.get("sourceKey")
         if key not in known:
             yield record, (record if record.get(ALIAS) not in known else None)
-        elif known[key] is not None and not record.get("partial"):  # finished since: supersede it
-            yield record, {**record, "replaces": known[key]}
+        elif known[key] is not None and (not record.get("partial") or _grew(record, known)):
+            yield record, {**record, "replaces": known[key]}  # finished since, or grew (more parts): supersede it
         else:
             yield record, None
+
+
+def _grew(record: dict, known) -> bool:
+    """Whether a record still ``partial`` carries source items its partial copy in the journal does
+    not (a response whose parts were still being written at both imports)."""
+    parts = record.get(PART_KEYS)
+    return isinstance(parts, list) and any(key not in known for key in parts)
 
 
 def _when(session: Session, looked_at: Iterable[tuple[dict, dict | None]]) -> str | None:
@@ -550,6 +558,11 @@ def _source_records(session: Session, held: _Held, when: str | None, no_raw: boo
             yield {"kind": "event", "t": when or "", "type": SOURCE_LINE, AT: offset, "raw": Raw(state.read(offset, length))}
     if lines or state.mark() != held.state:
         yield {"kind": "event", "t": when or "", "type": SOURCE_STATE, **state.mark()}
+
+
+def trashed(store: Path, session: Session) -> Outcome:
+    """A session the user trashed from the store (a tombstone): not imported again, counted."""
+    return _outcome(session, journal_path(store, session), 0, 0, "trashed")
 
 
 def not_written(store: Path, session: Session, exc: LevelsessError) -> tuple[Outcome, list[Finding]]:

@@ -9,6 +9,8 @@ is a finding:
 - ``source-torn`` (warning): a final line that is not a whole record yet (a session being
   written, or one cut by a crash) — a later import picks it up once it is whole — and NUL
   runs (an interrupted append on a delayed-allocation file system: nothing was there to keep);
+- ``source-joined`` (warning): whole records run together on one line (``}{``): each is imported,
+  the line is named;
 - ``source-unreadable`` (error): bytes mid-file that hold no whole record, a JSON value that is
   not a record of the format.  Those were lost at the source.
 
@@ -178,6 +180,9 @@ class SourceReader:
                           + (f"{kept} whole record(s) before them imported; " if kept else "")
                           + "an import after it is finished picks it up")
             return
+        if kept > 1:  # records run together on one line (a writer that lost a newline): each imported, the line named
+            self._finding("source-joined", number, offset, f"{kept} whole {self.what}s run together on one line (no newline "
+                          "between them); each was imported on its own")
         if cut:
             self._skip("cut-record")
             self._finding("source-unreadable", number, offset, f"{cut:,} bytes of a cut-off {self.what}"

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ...findings import Finding
-from ...lines import loads
+from ...lines import loads, split_line
 from ..output import Options, Raw, Session, iso_from_ms, safe_id
 from ..uris import apply_map, classify, read_workspace_json, subfolders
 
@@ -159,6 +159,21 @@ def _assistant_blocks(blocks: list, line: int) -> list:
     return out
 
 
+def _is_line(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+def _joined(path: Path, number: int, data: bytes, report: Callable[[Finding], None]) -> list[tuple[int, str, object, bytes]]:
+    """The whole records of a line holding several run together (``}{``), each with its own key
+    (``line:<n>``, then ``line:<n>.2``…), and a ``source-joined`` finding; [] when it holds none."""
+    whole = [data[p.start:p.end] for p in split_line(data, _is_line) if p.kind == "record"]
+    if not whole:
+        return []
+    report(Finding("source-joined", "warning", str(path), number, None, f"{len(whole)} whole record(s) run together on line "
+                   f"{number}; each was imported on its own"))
+    return [(number, f"line:{number}" + (f".{i}" if i > 1 else ""), loads(piece), piece) for i, piece in enumerate(whole, start=1)]
+
+
 def sessions(paths: list[Path], options: Options, report: Callable[[Finding], None], projects: Projects) -> Iterator[Session]:
     """One session per transcript file, read-only."""
     for path in paths:
@@ -189,29 +204,37 @@ def _session(path: Path, options: Options, report: Callable[[Finding], None], pr
                 continue
             items += 1
             try:
-                value = loads(data)
+                values = [(number, f"line:{number}", loads(data), data)]
             except ValueError as exc:
-                if complete:
+                values = _joined(path, number, data, report) if complete else []
+                if values:
+                    items += len(values) - 1  # each record on the line is an item (a cut piece beside them: one more)
+                    if len(values) < len(split_line(data, _is_line)):
+                        items += 1
+                        skipped.setdefault("cut-record", []).append(number)
+                elif complete:
                     skipped.setdefault("unreadable", []).append(number)
                     report(Finding("source-unreadable", "error", str(path), number, None, f"line {number} is not JSON ({str(exc)[:80]}); skipped"))
                 else:
                     skipped.setdefault("torn", []).append(number)
                     report(Finding("source-torn", "warning", str(path), number, None,
                                    "the last line is incomplete (written mid-turn?); everything before it was imported"))
-                continue
-            message = value.get("message") if isinstance(value, dict) else None
-            blocks = message.get("content") if isinstance(message, dict) else None
-            role = value.get("role") if isinstance(value, dict) else None
-            if role not in ("user", "assistant") or not isinstance(blocks, list):
-                skipped.setdefault("not-a-message", []).append(number)
-                continue
-            if role == "user":
-                record = _user_record(blocks, created)
-            else:
-                record = {"kind": "assistant", "t": created, "tInferred": True, "content": _assistant_blocks(blocks, number)}
-            record["sourceKey"] = f"line:{number}"
-            record["raw"] = Raw(data, value)
-            records.append(record)
+                if not values:
+                    continue
+            for number, key, value, data in values:
+                message = value.get("message") if isinstance(value, dict) else None
+                blocks = message.get("content") if isinstance(message, dict) else None
+                role = value.get("role") if isinstance(value, dict) else None
+                if role not in ("user", "assistant") or not isinstance(blocks, list):
+                    skipped.setdefault("not-a-message", []).append(number)
+                    continue
+                if role == "user":
+                    record = _user_record(blocks, created)
+                else:
+                    record = {"kind": "assistant", "t": created, "tInferred": True, "content": _assistant_blocks(blocks, number)}
+                record["sourceKey"] = key
+                record["raw"] = Raw(data, value)
+                records.append(record)
     if "not-a-message" in skipped:
         lines = skipped["not-a-message"]
         report(Finding("source-skipped", "warning", str(path), lines[0], None,
@@ -219,6 +242,9 @@ def _session(path: Path, options: Options, report: Callable[[Finding], None], pr
     if not records:
         if items:
             report(Finding("source-skipped", "warning", str(path), None, None, f"no session: none of its {items} line(s) became a record"))
+        else:  # as for an empty Claude Code transcript: said, never silently passed over
+            report(Finding("source-skipped", "warning", str(path), None, None,
+                           "holds no whole record (yet): no journal made; an import after it has one picks it up"))
         return None
     slug = _slug_of(path)
     project = projects.project(slug)

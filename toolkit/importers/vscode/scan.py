@@ -265,17 +265,18 @@ class Scan:
         """A ``.jsonl`` another program wrote is never replayed as an (empty) VS Code session:
         a GitHub Copilot CLI event log is imported as what it is (``copilot-<sessionId>``),
         anything else that is not a VS Code log is a finding."""
-        from ...identify import describe, sniff
-        from ...lines import loads
+        from ...identify import describe, identify_lines
         from .. import copilot
 
-        first = copilot.first_line(data)
-        try:
-            found = sniff(loads(first)) if first is not None else "vscode-log"
-        except ValueError:
+        if not data.strip():
+            return False, None  # an empty log: the replay says so
+        found, json_lines = identify_lines(data)
+        if found == "vscode-log" or (found is None and json_lines):
             return False, None  # a damaged first line: the tolerant replay says what it can
-        if found in ("vscode-log", None):
-            return False, None
+        if found is None:  # identify before reading: no line of it is JSON (a Markdown file renamed .jsonl)
+            self.finding("unknown-format", "error", str(path), "not a VS Code chat session log: no line of it is JSON "
+                         "(not JSONL); skipped")
+            return True, None
         if found == "copilot":
             session = copilot.session_from_log(path, data, self.options, self.report)
             return True, ((session, session.source_items, 0.0) if session is not None else None)
