@@ -7,6 +7,7 @@ a new module here plus its tests; fsck, repair, the reader and the CLI ask the l
 from __future__ import annotations
 
 from .base import BaseLayout, Folder, Layout
+from .registry import NAMES, get
 from .claude_code import CLAUDE_CODE
 from .codex import CODEX
 from .gemini import GEMINI
@@ -20,12 +21,7 @@ from .logician import LOGICIAN
 #: Gemini claims only a Gemini folder (``tmp/`` beside ``projects.json``, or named ``.gemini``) and its
 #: ``chats/`` folders whose sessions open with a Gemini line.
 ALL: tuple[BaseLayout, ...] = (LOGICIAN, CLAUDE_CODE, CODEX, GEMINI, LEVELCODE)
-_BY_NAME = {layout.name: layout for layout in ALL}
-
-
-def get(name: str | BaseLayout) -> BaseLayout:
-    """The layout called ``name`` (a layout passes through): KeyError for an unknown one."""
-    return name if isinstance(name, BaseLayout) else _BY_NAME[name]
+assert [layout.name for layout in ALL] == list(NAMES), "toolkit.layouts.registry.NAMES lists them in this order"
 
 
 __all__ = ["ALL", "CLAUDE_CODE", "CODEX", "GEMINI", "LEVELCODE", "LOGICIAN", "BaseLayout", "Folder", "Layout", "get"]
