@@ -980,8 +980,8 @@ def trash(
 @app.command()
 def restore(
     ctx: typer.Context,
-    sessions: Annotated[Optional[list[str]], typer.Argument(metavar="ID", help="Kept sessions to give back (ids as `levelsess ls` shows them, unique prefixes, a Claude Code sessionId or Codex thread id, or journal paths).", show_default=False)] = None,
-    to: Annotated[Optional[Path], typer.Option("--to", metavar="DIR", help="Write under this tool root instead (a Claude Code root such as ~/.claude, a Codex home such as ~/.codex); default: where the session was, else $CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME or ~/.codex.", show_default=False)] = None,
+    sessions: Annotated[Optional[list[str]], typer.Argument(metavar="ID", help="Kept sessions to give back (ids as `levelsess ls` shows them, unique prefixes, a Claude Code sessionId, Codex thread id or Gemini CLI sessionId, or journal paths).", show_default=False)] = None,
+    to: Annotated[Optional[Path], typer.Option("--to", metavar="DIR", help="Write under this tool root instead (a Claude Code root such as ~/.claude, a Codex home such as ~/.codex, a Gemini CLI folder such as ~/.gemini); default: where the session was, else $CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME or ~/.codex, $GEMINI_CLI_HOME/.gemini or ~/.gemini.", show_default=False)] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Write: without it restore only shows its plan.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (every file it would create or append to, bytes and lines); write nothing.")] = False,
     undo: Annotated[Optional[str], typer.Option("--undo", metavar="STAMP", help="Take back the restore STAMP: remove the files it created and cut the ones it appended to back, each only while it still holds what restore wrote.", show_default=False)] = None,
@@ -994,7 +994,7 @@ def restore(
     verbose: VerboseOpt = False,
     store: StoreOpt = None,
 ) -> int:
-    """Give kept Claude Code sessions and Codex CLI rollouts back where the tool shows them, byte for byte as last imported.
+    """Give kept Claude Code sessions, Codex CLI rollouts and Gemini CLI sessions back where the tool shows them, byte for byte as last imported.
 
     Plans first: without --yes it lists every file it would create or append to and exits 4 (0 when there is nothing to do). With --yes it refuses any file the tool is running on, copies every file it will change into a backup folder with a manifest before its first write, never overwrites or removes a byte, reads every written file back by the tool's own rules and undoes itself when that fails (exit 8). A second run changes nothing. With --app vscode it rebuilds VS Code's own chat lists instead (each workspace's chat index from its session files; --map OLD=NEW copies a renamed folder's chats to its new workspace); with --app codex it sets Codex's backfill back to pending so its next start writes the rows of rollouts its state DB lacks; both under the same contract. Cursor chats are not written back: read them with show or export.
 
@@ -1002,6 +1002,7 @@ def restore(
       levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc          # the plan
       levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc --yes
       levelsess restore codex-019d4719 --to ~/.codex --yes --json
+      levelsess restore gemini-1b2c3d4e --to ~/.gemini --yes          # back into tmp/<project>/chats, subagents too
       levelsess restore 0f2c1d3e --dry-run -v --store ~/other-store
       levelsess restore --list
       levelsess restore --undo 20261130T151236.123456Z -q

@@ -1,0 +1,71 @@
+"""Give kept Gemini CLI sessions back (SOURCES-MORE §1.1): to ``<gemini home>/tmp/<project>/chats/
+<its original file name>`` (a subagent session to ``chats/<parentId>/<id>.jsonl``), byte for byte
+as last imported; a session's kept subagent sessions come back with it.  ``<project>`` is the
+folder the session was in (a slug from ``projects.json``, or the older sha256 of the project
+root); Gemini's own ``projects.json`` and ``.project_root`` are not written.
+``cd <project> && gemini --resume <sessionId>`` then finds it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
+
+from ..errors import UsageError
+from ..layouts.gemini import CHATS, GEMINI, TMP, default_roots
+from .contract import SessionFiles, read_meta
+
+APP = "gemini"
+LAYOUT = GEMINI
+
+
+def session_files(journal: Path, meta: dict, to: Path | None) -> SessionFiles:
+    """The files of the kept session ``journal`` (meta ``meta``), its subagents', and where each goes."""
+    source = meta["source"]
+    root, where = _root(source, to)
+    files = [((journal,), root / where)]
+    if not source.get("parent"):
+        for agent, agent_meta in _subagents(journal.parent, source.get("key")):
+            _agent_root, agent_where = _root(agent_meta["source"], to)
+            files.append(((agent,), root / agent_where))
+    return SessionFiles(meta["id"], root, tuple(files), None if source.get("parent") else _next(meta))
+
+
+def _subagents(folder: Path, key: object) -> list[tuple[Path, dict]]:
+    """The kept journals in ``folder`` that are subagent sessions of the session ``key``."""
+    if not isinstance(key, str) or not key:
+        return []
+    found = []
+    for path in sorted(folder.glob("*.jsonl")):
+        meta = read_meta(path)
+        source = meta.get("source") if meta else None
+        if isinstance(source, dict) and source.get("app") == APP and source.get("parent") == key:
+            found.append((path, meta))
+    return found
+
+
+def _root(source: dict, to: Path | None) -> tuple[Path, PurePath]:
+    """The Gemini home to write under (``--to``, else the one the session was in when it is still
+    there, else this user's: $GEMINI_CLI_HOME/.gemini or ~/.gemini) and the file's path below it."""
+    text = str(source.get("path") or "")
+    original = (PureWindowsPath if text[1:3] in (":\\", ":/") or "\\" in text else PurePosixPath)(text)
+    parts = original.parts
+    depth = 5 if source.get("parent") else 4  # tmp/<project>/chats/[<parentId>/]<file>
+    if len(parts) <= depth or parts[-depth] != TMP or parts[-depth + 2] != CHATS:
+        raise UsageError(f"the kept Gemini session's source path {text!r} does not say which project folder "
+                         "(tmp/<project>/chats) Gemini had it in",
+                         hint="import it from its place under ~/.gemini/tmp, or read it with `levelsess show`")
+    where = PurePath(*parts[-depth:])
+    if to is not None:
+        return Path(to).expanduser(), where
+    was = Path(*parts[:-depth])
+    if isinstance(original, type(PurePath())) and (was / TMP).is_dir():
+        return was, where
+    return default_roots()[0], where
+
+
+def _next(meta: dict) -> str:
+    sid = meta["source"].get("key") or meta["id"].removeprefix("gemini-")
+    project = meta.get("project")
+    resume = f"gemini --resume {shlex.quote(str(sid))}"
+    return f"cd {shlex.quote(project)} && {resume}" if isinstance(project, str) and project else resume
