@@ -228,7 +228,7 @@ def fsck(
     strict: Annotated[bool, typer.Option("--strict", help="Validate every record against schemas/ and count warnings as errors.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Also check and repair sessions whose lock is held by a live or uncheckable owner.")] = False,
     salvage: Annotated[bool, typer.Option("--salvage", help="Rebuild journals damaged mid-file from byte-exact slices (needs --yes); the original goes to .levelsess/quarantine/ (for Claude Code, to levelsess's own data folder).")] = False,
-    relink: Annotated[bool, typer.Option("--relink", help="Claude Code: make a broken parentUuid chain whole again in a new journal (each dangling parentUuid value spliced to the nearest earlier message; needs --yes); the original goes to quarantine.")] = False,
+    relink: Annotated[bool, typer.Option("--relink", help="Claude Code: make a broken parentUuid chain whole again in a new journal (each dangling parentUuid value spliced to the nearest earlier message); Gemini CLI: rebuild a torn or missing metadata line from what the file proves, so Gemini's start-up sweep keeps the session. Needs --yes (or --dry-run); the original goes to quarantine. Example: levelsess fsck ~/.gemini --relink --yes")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm --salvage or --relink (or set LEVELSESS_SALVAGE=YES).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Worker processes for reading journals (0 = automatic).", min=0)] = 0,
     incremental: Annotated[bool, typer.Option("--incremental", help="Skip journals unchanged since the last --incremental check (same inode, size, mtime, ctime and last 4 KiB), and read a journal that only grew from where that check stopped; remembers its verdicts in levelsess's user cache folder, never in a store.")] = False,
@@ -239,7 +239,7 @@ def fsck(
 ) -> int:
     """Check journals, locks and caches; with --repair, fix exactly what is safe to fix.
 
-    A check is read-only: it writes nothing at all. A repair cuts only bytes after the last newline that are proven to hold no record (saved under <store>/.levelsess/recovered/<folder>/ first; for Claude Code, in levelsess's own data folder, never in its tree); a file with damage earlier in it, or whose last line holds a whole record among other bytes, is left untouched for a person (or for --salvage, or --relink for a broken Claude Code chain). Layouts: LevelCode, Logician, Claude Code and Codex CLI rollouts, told apart by the files' own records; a file of any other shape (a Cursor agent transcript, text) is reported as unknown-format and never written, nor is any cache beside it.
+    A check is read-only: it writes nothing at all. A repair cuts only bytes after the last newline that are proven to hold no record (saved under <store>/.levelsess/recovered/<folder>/ first; for Claude Code, in levelsess's own data folder, never in its tree); a file with damage earlier in it, or whose last line holds a whole record among other bytes, is left untouched for a person (or for --salvage, or --relink for a broken Claude Code chain or a lost Gemini CLI metadata line). Layouts: LevelCode, Logician, Claude Code and Codex CLI rollouts, told apart by the files' own records; a file of any other shape (a Cursor agent transcript, text) is reported as unknown-format and never written, nor is any cache beside it.
 
     Exit codes (bit flags): 0 clean, 1 corrected, 4 left uncorrected, 8 operational error, 16 usage error, 32 interrupted.
 
@@ -251,6 +251,7 @@ def fsck(
       levelsess fsck ~/.claude/projects                    # Claude Code transcripts: lines, tails and the parentUuid chain
       levelsess fsck ~/.codex                              # Codex CLI rollouts (sessions/ and archived_sessions/)
       levelsess fsck ~/.claude/projects/-Users-ada-app --relink --yes   # resume shows the whole session again
+      levelsess fsck ~/.gemini --relink --yes          # Gemini sessions with a torn metadata line: listed again, not swept
       levelsess fsck --repair --dry-run -v                 # preview every repair step
       levelsess fsck --strict --force --jobs 4 -q --store ~/other-store
       levelsess fsck --incremental -q                      # editor start-up / nightly: re-read only what changed
