@@ -161,3 +161,27 @@ def test_a_gemini_appending_during_the_rescue_loses_no_line(tmp_path, monkeypatc
     if result.exit_code & 1:  # rescued: loadable, and Gemini lists it
         assert run_cli("fsck", session).exit_code == 0
         assert gemini_lists(chats(home)) == [SID]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="names processes the Linux way")
+def test_no_rescue_while_gemini_runs_in_the_project(tmp_path):
+    import subprocess
+
+    project = tmp_path / "my-app"
+    project.mkdir()
+    home = gemini_home(tmp_path, {name(): torn(every_kind())})
+    (home / "tmp" / SLUG / ".project_root").write_text(str(project))
+    exe = tmp_path / "bin" / "gemini"
+    exe.parent.mkdir()
+    exe.symlink_to(os.path.realpath(sys.executable))
+    proc = subprocess.Popen([str(exe), "-c", "import time; print('ok', flush=True); time.sleep(120)"], cwd=project,
+                            stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().strip() == b"ok"
+        before = snapshot(home)
+        done = run_cli("fsck", home, "--relink", "--yes", "--json")
+        assert done.exit_code == 4 and "in-use" in codes(done), done.json["findings"]
+        assert snapshot(home) == before
+    finally:
+        proc.kill()
+        proc.wait()

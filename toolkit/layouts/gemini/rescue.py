@@ -62,8 +62,20 @@ def needs(scan) -> bool:
     return scan.identified and "missing-meta" in scan.codes
 
 
+_PLANS: dict[tuple, MetaPlan | str] = {}  # (path, size, mtime): a plan is asked for several times per run
+
+
 def plan_meta(scan) -> MetaPlan | str:
     """The metadata line to rebuild for ``scan.path``, or why it cannot be (reads only)."""
+    key = (str(scan.path), scan.size, scan.mtime_ns)
+    if key not in _PLANS:
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        _PLANS[key] = _plan_meta(scan)
+    return _PLANS[key]
+
+
+def _plan_meta(scan) -> MetaPlan | str:
     from ...journal import TailState
 
     path = scan.path
@@ -71,26 +83,32 @@ def plan_meta(scan) -> MetaPlan | str:
     if blocking:
         return f"it also has {', '.join(blocking)}, which a rebuilt metadata line does not mend; it is left exactly as it is"
     end = scan.body_end if scan.tail is TailState.TORN else scan.size
+    records: list = []
+    torn, keep_from, prefix = 0, 0, b""
     try:
         with open(path, "rb") as handle:
-            data = handle.read(end)
+            position = 0
+            while position < end and (raw := handle.readline(end - position)):
+                number, position = len(records), position + len(raw)
+                value = _parse(raw.rstrip(b"\n"))
+                if number == 0 and not torn and not records and value is None and not prefix:
+                    prefix = raw.rstrip(b"\n")  # the torn first line: only bytes of one line, never a whole record among them
+                    torn, keep_from = len(prefix), len(raw)
+                    records.append(None)
+                    continue
+                if value is None and raw.strip():
+                    return "a line other than the first does not parse either; run `levelsess fsck --salvage --yes` first"
+                records.append(value)
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
-    lines = data.split(b"\n")
-    torn, keep_from, prefix = 0, 0, b""
-    first = _parse(lines[0])
-    if first is None:  # the torn first line: only bytes of one line, never a whole record among them
-        prefix = lines[0]
+    if prefix or torn:
         if any(prefix.find(o, 1) > 0 for o in _OPENINGS):
             return "its first line holds the start of another line after the torn one: it may hold a whole record, so it is left for a person"
-        if not _bad_lines_only_first(lines):
-            return "a line other than the first does not parse either; run `levelsess fsck --salvage --yes` first"
-        torn, keep_from = len(prefix), len(prefix) + 1
-        if len(lines) < 2 or keep_from > len(data):
+        if keep_from >= end:
             return "it holds nothing after its torn first line"
-    elif classify(first) == META:
+    elif records and classify(records[0]) == META:
         return "its first line is a whole metadata line"
-    records = [v for v in (_parse(raw) for raw in lines[1 if torn else 0:]) if v is not None]
+    records = [v for v in records if v is not None]
     values = _prove(path, records, prefix)
     if isinstance(values, str):
         return values
@@ -132,10 +150,6 @@ def _parse(raw: bytes) -> object:
         return loads(raw)
     except ValueError:
         return None
-
-
-def _bad_lines_only_first(lines: list[bytes]) -> bool:
-    return all(_parse(raw) is not None for raw in lines[1:] if raw.strip())
 
 
 def _prefix_value(prefix: bytes, key: str) -> str | None:
