@@ -168,3 +168,14 @@ def test_any_prefix_becomes_the_source_and_no_byte_is_ever_removed(kept_once, tm
         assert result.exit_code == 4 and [f["code"] for f in result.json["findings"]] == ["restore-conflict"]
         assert after == before
     assert before is None or after.startswith(before), "restore never removes or changes a byte"
+
+
+def test_an_old_session_s_next_line_says_to_resume_it_directly(tmp_path):
+    old = every_kind(hours=24 * 45)
+    home = gemini_home(tmp_path, {name(): old})
+    store = tmp_path / "store"
+    do_import("gemini", home, store)
+    (chats(home) / name()).unlink()
+    done = restore(SID, "--store", store, "--yes")
+    assert done.exit_code == 0 and (chats(home) / name()).read_bytes() == old
+    assert done.json["sessions"][0]["next"].startswith(f"cd /home/ana/src/my-app && gemini --resume {SID}   # resume it directly")

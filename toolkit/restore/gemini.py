@@ -28,7 +28,7 @@ def session_files(journal: Path, meta: dict, to: Path | None) -> SessionFiles:
         for agent, agent_meta in _subagents(journal.parent, source.get("key")):
             _agent_root, agent_where = _root(agent_meta["source"], to)
             files.append(((agent,), root / agent_where))
-    return SessionFiles(meta["id"], root, tuple(files), None if source.get("parent") else _next(meta))
+    return SessionFiles(meta["id"], root, tuple(files), None if source.get("parent") else _next(meta, journal, root))
 
 
 def _subagents(folder: Path, key: object) -> list[tuple[Path, dict]]:
@@ -64,8 +64,32 @@ def _root(source: dict, to: Path | None) -> tuple[Path, PurePath]:
     return default_roots()[0], where
 
 
-def _next(meta: dict) -> str:
+def _next(meta: dict, journal: Path, root: Path) -> str:
+    """``cd <project> && gemini --resume <id>``; and, for a session older than the sweep's maxAge,
+    that only resuming it keeps it (a plain start there deletes it, SOURCES-MORE §1.6)."""
     sid = meta["source"].get("key") or meta["id"].removeprefix("gemini-")
     project = meta.get("project")
     resume = f"gemini --resume {shlex.quote(str(sid))}"
-    return f"cd {shlex.quote(project)} && {resume}" if isinstance(project, str) and project else resume
+    line = f"cd {shlex.quote(project)} && {resume}" if isinstance(project, str) and project else resume
+    old = _too_old(journal, root)
+    return f"{line}   # resume it directly: {old}" if old else line
+
+
+def _too_old(journal: Path, root: Path) -> str | None:
+    """Why Gemini's next plain start in the project deletes the restored session, or None."""
+    import time
+
+    from ..journal import iter_records
+    from ..layouts.gemini.sweep import _instant, load_retention
+
+    retention = load_retention(root)
+    hours = retention.max_age_hours
+    if not retention.active or hours is None:
+        return None
+    latest = None
+    for _line, _offset, record in iter_records(journal):
+        stamp = _instant(record.get("t"))
+        latest = stamp if stamp is not None and (latest is None or stamp > latest) else latest
+    if latest is None or latest >= time.time() - hours * 3600:
+        return None
+    return f"it was last updated over {retention.max_age} ago, and a plain `gemini` start there deletes such sessions"
