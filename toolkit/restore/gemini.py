@@ -22,6 +22,10 @@ LAYOUT = GEMINI
 def session_files(journal: Path, meta: dict, to: Path | None) -> SessionFiles:
     """The files of the kept session ``journal`` (meta ``meta``), its subagents', and where each goes."""
     source = meta["source"]
+    if source.get("legacy") or str(source.get("path") or "").endswith(".json"):
+        raise UsageError(f"{meta['id']} was kept from a legacy whole-file .json session, which Gemini CLI reads but never "
+                         "writes again; restore does not write it back",
+                         hint=f"read it with `levelsess show {meta['id']}` or `levelsess export {meta['id']}`")
     root, where = _root(source, to)
     files = [((journal,), root / where)]
     if not source.get("parent"):
