@@ -179,3 +179,15 @@ def test_an_old_session_s_next_line_says_to_resume_it_directly(tmp_path):
     done = restore(SID, "--store", store, "--yes")
     assert done.exit_code == 0 and (chats(home) / name()).read_bytes() == old
     assert done.json["sessions"][0]["next"].startswith(f"cd /home/ana/src/my-app && gemini --resume {SID}   # resume it directly")
+
+
+def test_a_session_kept_without_its_metadata_line_is_not_written_back(tmp_path):
+    data = every_kind() + line({"$set": {"sessionId": SID}})
+    home = gemini_home(tmp_path, {name(): data[data.index(b"\n") + 1:]})
+    store = tmp_path / "store"
+    do_import("gemini", home, store)
+    (chats(home) / name()).unlink()
+    before = tree(home)
+    result = restore(SID, "--store", store, "--yes")
+    assert result.exit_code == 16 and "without its metadata line" in result.stderr
+    assert tree(home) == before

@@ -26,13 +26,28 @@ def session_files(journal: Path, meta: dict, to: Path | None) -> SessionFiles:
         raise UsageError(f"{meta['id']} was kept from a legacy whole-file .json session, which Gemini CLI reads but never "
                          "writes again; restore does not write it back",
                          hint=f"read it with `levelsess show {meta['id']}` or `levelsess export {meta['id']}`")
+    _loadable(meta, journal)
     root, where = _root(source, to)
     files = [((journal,), root / where)]
     if not source.get("parent"):
         for agent, agent_meta in _subagents(journal.parent, source.get("key")):
+            if agent_meta.get("raw") is None:
+                continue  # a subagent session kept without its metadata line: Gemini would not load it either
             _agent_root, agent_where = _root(agent_meta["source"], to)
             files.append(((agent,), root / agent_where))
     return SessionFiles(meta["id"], root, tuple(files), None if source.get("parent") else _next(meta, journal, root))
+
+
+def _loadable(meta: dict, journal: Path) -> None:
+    """Refuse a session kept without its metadata line (lost before the import): written back, Gemini
+    could not load it and its next start would delete it, so restore's own check would undo it.
+    (One imported with --no-raw keeps no line at all: the contract refuses it, restore-unproven.)"""
+    from ..journal import iter_records
+
+    if meta.get("raw") is None and any(record.get("raw") is not None for _l, _o, record in iter_records(journal)):
+        raise UsageError(f"{meta['id']} was kept without its metadata line (Gemini had lost it before the import): written "
+                         "back, Gemini CLI could not load it and its next start would delete it; nothing written",
+                         hint=f"read it with `levelsess show {meta['id']}` or `levelsess export {meta['id']}`")
 
 
 def _subagents(folder: Path, key: object) -> list[tuple[Path, dict]]:
