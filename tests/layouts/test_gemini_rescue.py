@@ -185,3 +185,24 @@ def test_no_rescue_while_gemini_runs_in_the_project(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keep=st.integers(min_value=0, max_value=10**4))
+def test_any_cut_of_the_metadata_line_is_rescued_keeping_every_other_byte(tmp_path_factory, keep):
+    """Cut anywhere inside the metadata line (its newline kept): the rescued file opens with a whole
+    metadata line Gemini loads, the rest is byte-identical, and a second rescue changes nothing."""
+    good = every_kind() + line({"$set": {"sessionId": SID}})
+    cut = keep % good.index(b"\n")
+    broken = torn(good, cut)
+    home = gemini_home(tmp_path_factory.mktemp("cut"), {name(): broken})
+    session = chats(home) / name()
+    done = run_cli("fsck", home, "--relink", "--yes")
+    assert done.exit_code == 1, done.stdout
+    after = session.read_bytes()
+    assert rest_of(after) == rest_of(broken)
+    assert gemini_lists(chats(home)) == [SID]
+    assert run_cli("fsck", home, "--relink", "--yes").exit_code == 0 and session.read_bytes() == after
