@@ -5,7 +5,7 @@ later reader must find it).
 
 usage: race_appender.py PATH LAYOUT COUNT [--go] [--pause SECONDS] [--stop FILE] [--parent UUID]
 
-LAYOUT: claude | levelcode1 | levelcode2 (the record shape).  COUNT: records to append (0: until
+LAYOUT: claude | gemini | levelcode1 | levelcode2 (the record shape; gemini: a Gemini CLI user message).  COUNT: records to append (0: until
 the --stop file exists).  --go: wait for a line on stdin before the first record (so a test can
 start it at the worst moment without paying for the interpreter's start there).
 """
@@ -29,6 +29,9 @@ def record(layout: str, number: int, parent: str | None, seq: int) -> tuple[byte
                 f'"timestamp":"2026-12-02T10:00:{number % 60:02d}.000Z","sessionId":"race",'
                 f'"message":{{"role":"user","content":"{text}"}}}}')
         return line.encode(), me
+    if layout == "gemini":
+        return (f'{{"id":"{uuidlib.uuid4()}","timestamp":"2026-12-02T10:00:{number % 60:02d}.000Z","type":"user",'
+                f'"content":[{{"text":"{text}"}}]}}').encode(), None
     if layout == "levelcode2":
         return f'{{"kind":"user","t":"2026-12-02T10:00:00Z","content":"{text}","seq":{seq}}}'.encode(), None
     return f'{{"kind":"user","t":"2026-12-02T10:00:00Z","content":"{text}"}}'.encode(), None
@@ -37,7 +40,7 @@ def record(layout: str, number: int, parent: str | None, seq: int) -> tuple[byte
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("path")
-    parser.add_argument("layout", choices=["claude", "levelcode1", "levelcode2"])
+    parser.add_argument("layout", choices=["claude", "gemini", "levelcode1", "levelcode2"])
     parser.add_argument("count", type=int)
     parser.add_argument("--go", action="store_true")
     parser.add_argument("--pause", type=float, default=0.0)

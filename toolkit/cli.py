@@ -261,7 +261,7 @@ def fsck(
     strict: Annotated[bool, typer.Option("--strict", help="Validate every record against schemas/ and count warnings as errors.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Also check and repair sessions whose lock is held by a live or uncheckable owner.")] = False,
     salvage: Annotated[bool, typer.Option("--salvage", help="Rebuild journals damaged mid-file from byte-exact slices (needs --yes); the original goes to .levelsess/quarantine/ (for Claude Code, to levelsess's own data folder).")] = False,
-    relink: Annotated[bool, typer.Option("--relink", help="Claude Code: make a broken parentUuid chain whole again in a new journal (each dangling parentUuid value spliced to the nearest earlier message; needs --yes); the original goes to quarantine.")] = False,
+    relink: Annotated[bool, typer.Option("--relink", help="Claude Code: make a broken parentUuid chain whole again in a new journal (each dangling parentUuid value spliced to the nearest earlier message); Gemini CLI: rebuild a torn or missing metadata line from what the file proves, so Gemini's start-up sweep keeps the session. Needs --yes (or --dry-run); the original goes to quarantine. Example: levelsess fsck ~/.gemini --relink --yes")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm --salvage or --relink (or set LEVELSESS_SALVAGE=YES).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Worker processes for reading journals (0 = automatic).", min=0)] = 0,
     incremental: Annotated[bool, typer.Option("--incremental", help="Skip journals unchanged since the last --incremental check (same inode, size, mtime, ctime and last 4 KiB), and read a journal that only grew from where that check stopped; remembers its verdicts in levelsess's user cache folder, never in a store.")] = False,
@@ -272,7 +272,7 @@ def fsck(
 ) -> int:
     """Check journals, locks and caches; with --repair, fix exactly what is safe to fix.
 
-    A check is read-only: it writes nothing at all. A repair cuts only bytes after the last newline that are proven to hold no record (saved under <store>/.levelsess/recovered/<folder>/ first; for Claude Code, in levelsess's own data folder, never in its tree); a file with damage earlier in it, or whose last line holds a whole record among other bytes, is left untouched for a person (or for --salvage, or --relink for a broken Claude Code chain). Layouts: LevelCode, Logician, Claude Code and Codex CLI rollouts, told apart by the files' own records; a file of any other shape (a Cursor agent transcript, text) is reported as unknown-format and never written, nor is any cache beside it.
+    A check is read-only: it writes nothing at all. A repair cuts only bytes after the last newline that are proven to hold no record (saved under <store>/.levelsess/recovered/<folder>/ first; for Claude Code, in levelsess's own data folder, never in its tree); a file with damage earlier in it, or whose last line holds a whole record among other bytes, is left untouched for a person (or for --salvage, or --relink for a broken Claude Code chain or a lost Gemini CLI metadata line). Layouts: LevelCode, Logician, Claude Code and Codex CLI rollouts, told apart by the files' own records; a file of any other shape (a Cursor agent transcript, text) is reported as unknown-format and never written, nor is any cache beside it.
 
     Exit codes (bit flags): 0 clean, 1 corrected, 4 left uncorrected, 8 operational error, 16 usage error, 32 interrupted.
 
@@ -284,6 +284,7 @@ def fsck(
       levelsess fsck ~/.claude/projects                    # Claude Code transcripts: lines, tails and the parentUuid chain
       levelsess fsck ~/.codex                              # Codex CLI rollouts (sessions/ and archived_sessions/)
       levelsess fsck ~/.claude/projects/-Users-ada-app --relink --yes   # resume shows the whole session again
+      levelsess fsck ~/.gemini --relink --yes          # Gemini sessions with a torn metadata line: listed again, not swept
       levelsess fsck --repair --dry-run -v                 # preview every repair step
       levelsess fsck --strict --force --jobs 4 -q --store ~/other-store
       levelsess fsck --incremental -q                      # editor start-up / nightly: re-read only what changed
@@ -1099,8 +1100,8 @@ def _render_trashed(out: Output, ctx: typer.Context, sessions, paths, store) -> 
 @app.command()
 def restore(
     ctx: typer.Context,
-    sessions: Annotated[Optional[list[str]], typer.Argument(metavar="ID", help="Kept sessions to give back (ids as `levelsess ls` shows them, unique prefixes, a Claude Code sessionId or Codex thread id, or journal paths).", show_default=False)] = None,
-    to: Annotated[Optional[Path], typer.Option("--to", metavar="DIR", help="Write under this tool root instead (a Claude Code root such as ~/.claude, a Codex home such as ~/.codex); default: where the session was, else $CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME or ~/.codex.", show_default=False)] = None,
+    sessions: Annotated[Optional[list[str]], typer.Argument(metavar="ID", help="Kept sessions to give back (ids as `levelsess ls` shows them, unique prefixes, a Claude Code sessionId, Codex thread id or Gemini CLI sessionId, or journal paths).", show_default=False)] = None,
+    to: Annotated[Optional[Path], typer.Option("--to", metavar="DIR", help="Write under this tool root instead (a Claude Code root such as ~/.claude, a Codex home such as ~/.codex, a Gemini CLI folder such as ~/.gemini); default: where the session was, else $CLAUDE_CONFIG_DIR or ~/.claude, $CODEX_HOME or ~/.codex, $GEMINI_CLI_HOME/.gemini or ~/.gemini.", show_default=False)] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Write: without it restore only shows its plan.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (every file it would create or append to, bytes and lines); write nothing.")] = False,
     undo: Annotated[Optional[str], typer.Option("--undo", metavar="STAMP", help="Take back the restore STAMP: remove the files it created and cut the ones it appended to back, each only while it still holds what restore wrote.", show_default=False)] = None,
@@ -1113,7 +1114,7 @@ def restore(
     verbose: VerboseOpt = False,
     store: StoreOpt = None,
 ) -> int:
-    """Give kept Claude Code sessions and Codex CLI rollouts back where the tool shows them, byte for byte as last imported.
+    """Give kept Claude Code sessions, Codex CLI rollouts and Gemini CLI sessions back where the tool shows them, byte for byte as last imported.
 
     Plans first: without --yes it lists every file it would create or append to and exits 4 (0 when there is nothing to do). With --yes it refuses any file the tool is running on, copies every file it will change into a backup folder with a manifest before its first write, never overwrites or removes a byte, reads every written file back by the tool's own rules and undoes itself when that fails (exit 8). A second run changes nothing. With --app vscode it rebuilds VS Code's own chat lists instead (each workspace's chat index from its session files; --map OLD=NEW copies a renamed folder's chats to its new workspace); with --app codex it sets Codex's backfill back to pending so its next start writes the rows of rollouts its state DB lacks; both under the same contract. Cursor chats are not written back: read them with show or export.
 
@@ -1121,6 +1122,7 @@ def restore(
       levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc          # the plan
       levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc --yes
       levelsess restore codex-019d4719 --to ~/.codex --yes --json
+      levelsess restore gemini-1b2c3d4e --to ~/.gemini --yes          # back into tmp/<project>/chats, subagents too
       levelsess restore 0f2c1d3e --dry-run -v --store ~/other-store
       levelsess restore --list
       levelsess restore --undo 20261130T151236.123456Z -q

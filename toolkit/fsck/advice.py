@@ -42,6 +42,13 @@ def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path]
                      f"`levelsess fsck --salvage --relink --yes {where}` rewrites them from their whole records, then relinks "
                      f"each dangling parent, so resume shows the whole session (originals kept in "
                      f"{_quarantine([f for f, _s in both])})")
+    rescuable = sum(1 for folder in report.folders for s in folder.sessions
+                    if s.scan is not None and not s.is_symlink and not s.in_use and str(s.journal) in {f.path for f in open_}
+                    and _rebuilds_meta(s.scan))
+    if rescuable and "relink" not in done:
+        steps.append(f"{rescuable} Gemini CLI session(s) lost their metadata line (Gemini deletes them at its next start): "
+                     f"`levelsess fsck --relink --yes {where}` rebuilds it from what each file proves, every message line "
+                     "kept byte for byte (originals kept in quarantine)")
     relinkable = _relinkable(report, open_) + len(_salvaged_unlinked(report, done, acted))
     if relinkable and "relink" not in done:
         steps.append(f"{relinkable} Claude Code session(s) have a broken parentUuid chain: `levelsess fsck --relink --yes {where}` "
@@ -111,7 +118,15 @@ def _salvageable(report: CheckReport, open_: list[Finding]) -> list:
     refused = {f.path for f in open_ if f.code == "salvage-refused"}  # suggesting it again would loop
     return [(folder.folder, s) for folder in report.folders for s in folder.sessions
             if s.scan is not None and str(s.journal) in paths and str(s.journal) not in refused
-            and not s.is_symlink and not s.in_use and s.scan.blocked and salvage_would_help(s.scan)]
+            and not s.is_symlink and not s.in_use and s.scan.blocked and salvage_would_help(s.scan)
+            and not _rebuilds_meta(s.scan)]
+
+
+def _rebuilds_meta(scan) -> bool:
+    """Gemini: ``--relink`` rebuilds this session's lost metadata line (salvage would not make it loadable)."""
+    from .repair import relink_would_help
+
+    return hasattr(scan.layout, "relink_needed") and relink_would_help(scan)
 
 
 def _salvaged_unlinked(report: CheckReport, done: set[str], acted: set[str]) -> set[str]:

@@ -218,8 +218,9 @@ def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: 
             fixes = tuple(sorted(scan.codes & (SALVAGEABLE | {"unterminated-tail"})))
             actions.append(Action("salvage", journal, f"rewrite from byte-exact slices; original to {folder.state_dir / QUARANTINE}/", fixes, folder, scan))
         if relink and (relink_would_help(scan) or (actions and scan.codes & {"dangling-parent"})):
-            actions.append(Action("relink", journal, _relink_detail(journal, scan, folder, bool(actions)),
-                                  tuple(sorted(scan.codes & (RELINKABLE | {"unterminated-tail", "torn-tail"}))), folder, scan))
+            own = getattr(scan.layout, "relink_fixes", None)  # a layout whose relink mends something else (Gemini: its metadata line)
+            fixes = own(scan) if own is not None else tuple(sorted(scan.codes & (RELINKABLE | {"unterminated-tail", "torn-tail"})))
+            actions.append(Action("relink", journal, _relink_detail(journal, scan, folder, bool(actions)), fixes, folder, scan))
         return actions
     if scan.tail is TailState.UNTERMINATED:
         return [Action("terminate-tail", journal, "append the missing newline", ("unterminated-tail",), folder, scan)]
@@ -233,13 +234,22 @@ def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: 
 def relink_would_help(scan: JournalScan) -> bool:
     """True when ``fsck --relink`` would mend this journal: a layout that relinks, a dangling
     parent, and nothing else blocking it but the broken chain that parent makes."""
+    if scan.identified and hasattr(scan.layout, "relink_needed"):  # Gemini: a torn or missing metadata line
+        return scan.layout.relink_needed(scan) and scan.layout.relink_refusal(scan) is None
     blocking = scan.codes & UNCORRECTABLE
     return (scan.identified and scan.layout.relinks and "dangling-parent" in scan.codes
             and blocking <= RELINKABLE)
 
 
 def relink_refusal(journal: Path, scan: JournalScan, salvage: bool) -> str | None:
-    """Why ``--relink`` leaves a journal with a broken chain or a dangling parent as it is."""
+    """Why ``--relink`` leaves a journal with a broken chain or a dangling parent (Gemini: a lost
+    metadata line) as it is."""
+    if scan.identified and hasattr(scan.layout, "relink_needed"):
+        if not scan.layout.relink_needed(scan):
+            return None
+        if journal.is_symlink():
+            return f"a symlinked journal is never written through; relink the file it points to, {journal.resolve()}"
+        return scan.layout.relink_refusal(scan)
     if not scan.codes & RELINKABLE or not scan.identified or relink_would_help(scan):
         return None
     if journal.is_symlink():
@@ -257,6 +267,8 @@ def relink_refusal(journal: Path, scan: JournalScan, salvage: bool) -> str | Non
 
 def _relink_detail(journal: Path, scan: JournalScan, folder: Folder, after_salvage: bool) -> str:
     where = f"original to {folder.state_dir / QUARANTINE}/"
+    if hasattr(scan.layout, "relink_detail"):
+        return f"{scan.layout.relink_detail(scan)}; {where}"
     if after_salvage:
         return f"after salvage, relink each dangling parentUuid to the nearest earlier message; {where}"
     try:

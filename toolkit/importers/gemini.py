@@ -18,8 +18,15 @@ is counted and reported with its line and offset.  The metadata line is the jour
 
 So ``source_items`` = the lines read (the metadata line, the meta's raw, included) + skipped.
 ``sourceKey`` is ``sha256:<16 hex>`` of the line's bytes (``#2``… for a repeat): the file is
-append-only, so re-importing appends only new lines.  Legacy whole-file ``.json`` sessions are
-not imported yet (they are checked by ``fsck``).  Never writes the source.
+append-only, so re-importing appends only new lines.
+
+A legacy whole-file ``session-*.json`` (§1.3: one JSON document, rewritten whole by the Gemini
+that wrote it) is read as one document: its metadata (every key but ``messages``) is the meta's
+``raw``, each message one record (its object under ``raw``, ``sourceKey`` ``message:<id>``), so
+``source_items`` = 1 + its messages, an item that is not a message counted as skipped.  When its
+resumed twin ``<name>.jsonl`` (same sessionId) is there too, it is kept as ``gemini-<id>-json``
+beside the twin's ``gemini-<id>``.  It is not written back by ``restore`` (Gemini never writes a
+``.json`` again).  Never writes the source.
 """
 
 from __future__ import annotations
@@ -47,8 +54,12 @@ def detect() -> list[Path]:
     return [home for home in default_roots() if (home / TMP).is_dir()]
 
 
+def _is_legacy(path: Path) -> bool:
+    return path.name.startswith("session-") and path.suffix == ".json" and path.parent.name == CHATS
+
+
 def _in_chats(chats: Path) -> list[Path]:
-    found = sorted(p for p in chats.iterdir() if is_session_name(p.name) and p.is_file())
+    found = sorted(p for p in chats.iterdir() if (is_session_name(p.name) or _is_legacy(p)) and p.is_file())
     for sub in sorted(p for p in chats.iterdir() if p.is_dir() and not p.name.startswith(".")):
         found += sorted(p for p in sub.iterdir() if p.suffix == ".jsonl" and p.is_file())
     return found
@@ -76,10 +87,10 @@ def source_files(source: Path) -> list[Path]:
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
     """Yield every session under ``source`` as a converted :class:`Session`."""
     for path in source_files(source):
-        if path.suffix != ".jsonl":
+        if path.suffix not in (".jsonl", ".json") or (path.suffix == ".json" and not _is_legacy(path)):
             continue
         try:
-            session = session_from_file(path, options, report)
+            session = (legacy_session_from_file if path.suffix == ".json" else session_from_file)(path, options, report)
         except OSError as exc:
             report(Finding("unreadable", "error", str(path), None, None, f"cannot read: {exc.strerror or exc}"))
             continue
@@ -210,3 +221,54 @@ def _reader(path: Path) -> Callable[[int, int], bytes]:
             handle.seek(offset)
             return handle.read(length)
     return read
+
+
+def legacy_session_from_file(path: Path, options: Options, report: Callable[[Finding], None]) -> Session | None:
+    """Convert one legacy whole-file ``.json`` session (read as one document); None (and a finding) when it is not one."""
+    from ..layouts.gemini.sweep import legacy_session
+
+    where = str(path)
+    value, problem = legacy_session(path)
+    if problem is not None:
+        report(problem)
+        return None
+    if value is None or not (isinstance(value.get("sessionId"), str) and value["sessionId"] and isinstance(value.get("projectHash"), str)):
+        report(Finding("unknown-format", "error", where, None, None,
+                       "not a Gemini CLI legacy session (no sessionId and projectHash); skipped"))
+        return None
+    sid = value["sessionId"]
+    metadata = {k: v for k, v in value.items() if k != "messages"}
+    twin = path.with_suffix(".jsonl")
+    key = sid + "-json" if twin.is_file() and GEMINI.session_of(twin) == sid else sid
+    root = project_root(path.parent.parent, value["projectHash"])
+    source = {"app": APP, "path": where, "key": sid, "version": None, "legacy": True}
+    if isinstance(value.get("kind"), str):
+        source["kind"] = value["kind"]
+    project = options.project or (apply_map(root, options.mapping) if root else None)
+    status = "unknown" if root is None else "live" if Path(root).is_dir() else "orphaned"
+    created = value.get("startTime") if isinstance(value.get("startTime"), str) else None
+    session = Session(safe_id("gemini", key), project, created, None, source, metadata,
+                      status=status, orphan=["folder-missing"] if status == "orphaned" else [])
+    messages = value.get("messages") if isinstance(value.get("messages"), list) else []
+    seen: set[str] = set()
+    keys: dict[str, int] = {}
+    t = created or ""
+    title = None
+    for message in messages:
+        if classify(message) != MESSAGE:
+            session.skip("not-a-message")
+            report(Finding("source-skipped", "warning", where, None, None,
+                           "an item of messages[] that is not a message (no string id); skipped"))
+            continue
+        record = _record(message, MESSAGE, seen, t)
+        t = record["t"] or t
+        keys[message["id"]] = keys.get(message["id"], 0) + 1
+        record["sourceKey"] = f"message:{message['id']}" + (f"#{keys[message['id']]}" if keys[message["id"]] > 1 else "")
+        record["raw"] = message
+        session.records.append(record)
+        if title is None and record["kind"] == "user" and not record.get("replaces"):
+            title = " ".join(text_of(message.get("content")).strip().split())[:120] or None
+    summary = value.get("summary")
+    session.title = (" ".join(summary.split())[:120] if isinstance(summary, str) and summary.strip() else None) or title
+    session.source_items = 1 + len(messages)
+    return session

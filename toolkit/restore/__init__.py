@@ -3,7 +3,7 @@ principle 10; issue 22).
 
 The only command that writes inside another tool's tree.  One module per app, registered here
 by the ``source.app`` its kept journals name (:mod:`.claude`: Claude Code transcripts and their
-subagents; :mod:`.codex`: Codex CLI rollouts), each saying which files a kept session is and
+subagents; :mod:`.codex`: Codex CLI rollouts; :mod:`.gemini`: Gemini CLI sessions and theirs), each saying which files a kept session is and
 where they go; :mod:`.kept` rebuilds a file from the store and proves its bytes; the contract
 every app follows (plan, back up, write, verify, undo) is :mod:`.contract` and :mod:`.backups`.
 An app that restores without a session id (a database row, an index) is another module here,
@@ -22,7 +22,7 @@ from ..errors import UsageError
 from .contract import RestorePlan, RestoreResult, apply_plan, plan_session, preview, read_meta
 
 #: meta.source.app of a kept session -> the module that gives it back
-APPS = {"claude-code": "toolkit.restore.claude", "codex": "toolkit.restore.codex"}
+APPS = {"claude-code": "toolkit.restore.claude", "codex": "toolkit.restore.codex", "gemini": "toolkit.restore.gemini"}
 #: ``restore --app NAME``: apps whose chats come back without a session id (a database row, an index);
 #: each module gives ``run_app(source, maps, apply)``, ``rows(result)``, ``summary(result)`` and ``NEXT``
 APP_RESTORES = {"vscode": "toolkit.restore.vscode", "codex": "toolkit.restore.codex_state"}
@@ -74,14 +74,14 @@ def list_restores() -> list[dict]:
 
 def _journal(store: Path, key: str) -> Path:
     """The kept journal ``key`` names: a journal path, an id, or a unique prefix of one, with or
-    without its ``claude-`` / ``codex-``; a session and its own subagents match as the session."""
+    without its ``claude-`` / ``codex-`` / ``gemini-``; a session and its own subagents match as the session."""
     from ..sessions import list_sessions
 
     candidate = Path(key).expanduser()
     if candidate.suffix == ".jsonl" and candidate.is_file():
         return candidate
     rows = list_sessions([store])
-    wanted = (key, f"claude-{key}", f"codex-{key}")
+    wanted = (key, f"claude-{key}", f"codex-{key}", f"gemini-{key}")
     matches = [r for r in rows if r.id in wanted] or [r for r in rows if r.id.startswith(wanted)]
     heads = [r for r in matches if all(other.id.startswith(r.id) for other in matches)]
     if len(heads) == 1:
@@ -98,5 +98,5 @@ def _app(key: str, meta: dict | None):
     if app in APPS:
         return importlib.import_module(APPS[app])
     why = _OTHERS.get(app, f"it came from {app}" if app else "it is a levelsess session, not one kept from another tool")
-    raise UsageError(f"{key}: restore gives back sessions kept from Claude Code or Codex CLI; {why}",
+    raise UsageError(f"{key}: restore gives back sessions kept from Claude Code, Codex CLI or Gemini CLI; {why}",
                      hint=f"read it with `levelsess show {key}` or `levelsess export {key}`")

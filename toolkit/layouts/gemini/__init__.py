@@ -458,6 +458,39 @@ class Gemini(ForeignLayout):
     def trash_paths(self, journal: Path) -> tuple[Path, ...]:
         return (journal,)
 
+    # -- fsck --relink: rebuild a torn or missing metadata line (:mod:`.rescue`) -------------
+
+    relinks = True
+
+    def relink_needed(self, scan) -> bool:
+        """The session's metadata line is torn or missing (Gemini cannot load it; its sweep deletes it)."""
+        from .rescue import needs
+
+        return needs(scan)
+
+    def relink_refusal(self, scan) -> str | None:
+        """Why the metadata line cannot be rebuilt (the value that cannot be proven), or None."""
+        from .rescue import plan_meta
+
+        plan = plan_meta(scan)
+        return plan if isinstance(plan, str) else None
+
+    def relink_detail(self, scan) -> str:
+        from .rescue import plan_meta
+
+        plan = plan_meta(scan)
+        return plan if isinstance(plan, str) else plan.describe()
+
+    def relink_fixes(self, scan) -> tuple[str, ...]:
+        from .rescue import fixes
+
+        return fixes(scan)
+
+    def relink_journal(self, scan, quarantine_root: Path, label: str) -> Path:
+        from .rescue import rescue_journal
+
+        return rescue_journal(scan, quarantine_root, label)
+
 
 def _updated(facts: GeminiFacts) -> float:
     from ...sessions import instant

@@ -219,5 +219,7 @@ def folder_findings(layout, folder, scans: list) -> list[Finding]:
             extra = " (with its subagent sessions in chats/{})".format(item.session_id) if subagents and subagents.is_dir() else ""
             found.append(Finding("sweep-due", "warning", str(item.path), None, None,
                                  f"the next Gemini CLI start in {project} deletes this session{extra}: {due[item.path]} "
-                                 f"[{retention.describe()}]; keep it first: levelsess import --from gemini"))
+                                 f"[{retention.describe()}]; keep it first: levelsess import --from gemini"
+                                 + (f"; then rebuild its metadata line: levelsess fsck --relink --yes {item.path}"
+                                    if item.hidden and "metadata" in item.hidden and item.path.suffix == ".jsonl" else "")))
     return found
