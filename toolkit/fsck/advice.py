@@ -126,7 +126,7 @@ def _rebuilds_meta(scan) -> bool:
     """Gemini: ``--relink`` rebuilds this session's lost metadata line (salvage would not make it loadable)."""
     from .repair import relink_would_help
 
-    return hasattr(scan.layout, "relink_needed") and relink_would_help(scan)
+    return scan.identified and scan.layout.relink_needed(scan) is not None and relink_would_help(scan)
 
 
 def _salvaged_unlinked(report: CheckReport, done: set[str], acted: set[str]) -> set[str]:

@@ -218,8 +218,9 @@ def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: 
             fixes = tuple(sorted(scan.codes & (SALVAGEABLE | {"unterminated-tail"})))
             actions.append(Action("salvage", journal, f"rewrite from byte-exact slices; original to {folder.state_dir / QUARANTINE}/", fixes, folder, scan))
         if relink and (relink_would_help(scan) or (actions and scan.codes & {"dangling-parent"})):
-            own = getattr(scan.layout, "relink_fixes", None)  # a layout whose relink mends something else (Gemini: its metadata line)
-            fixes = own(scan) if own is not None else tuple(sorted(scan.codes & (RELINKABLE | {"unterminated-tail", "torn-tail"})))
+            fixes = scan.layout.relink_fixes(scan)  # a layout whose relink mends something else (Gemini: its metadata line)
+            if fixes is None:
+                fixes = tuple(sorted(scan.codes & (RELINKABLE | {"unterminated-tail", "torn-tail"})))
             actions.append(Action("relink", journal, _relink_detail(journal, scan, folder, bool(actions)), fixes, folder, scan))
         return actions
     if scan.tail is TailState.UNTERMINATED:
@@ -234,8 +235,9 @@ def _journal_actions(journal: Path, scan: JournalScan, folder: Folder, salvage: 
 def relink_would_help(scan: JournalScan) -> bool:
     """True when ``fsck --relink`` would mend this journal: a layout that relinks, a dangling
     parent, and nothing else blocking it but the broken chain that parent makes."""
-    if scan.identified and hasattr(scan.layout, "relink_needed"):  # Gemini: a torn or missing metadata line
-        return scan.layout.relink_needed(scan) and scan.layout.relink_refusal(scan) is None
+    own = scan.layout.relink_needed(scan) if scan.identified else None
+    if own is not None:  # a layout's own rule (Gemini: a torn or missing metadata line)
+        return own and scan.layout.relink_refusal(scan) is None
     blocking = scan.codes & UNCORRECTABLE
     return (scan.identified and scan.layout.relinks and "dangling-parent" in scan.codes
             and blocking <= RELINKABLE)
@@ -244,8 +246,9 @@ def relink_would_help(scan: JournalScan) -> bool:
 def relink_refusal(journal: Path, scan: JournalScan, salvage: bool) -> str | None:
     """Why ``--relink`` leaves a journal with a broken chain or a dangling parent (Gemini: a lost
     metadata line) as it is."""
-    if scan.identified and hasattr(scan.layout, "relink_needed"):
-        if not scan.layout.relink_needed(scan):
+    own = scan.layout.relink_needed(scan) if scan.identified else None
+    if own is not None:
+        if not own:
             return None
         if journal.is_symlink():
             return f"a symlinked journal is never written through; relink the file it points to, {journal.resolve()}"
@@ -267,8 +270,9 @@ def relink_refusal(journal: Path, scan: JournalScan, salvage: bool) -> str | Non
 
 def _relink_detail(journal: Path, scan: JournalScan, folder: Folder, after_salvage: bool) -> str:
     where = f"original to {folder.state_dir / QUARANTINE}/"
-    if hasattr(scan.layout, "relink_detail"):
-        return f"{scan.layout.relink_detail(scan)}; {where}"
+    own = scan.layout.relink_detail(scan)
+    if own is not None:
+        return f"{own}; {where}"
     if after_salvage:
         return f"after salvage, relink each dangling parentUuid to the nearest earlier message; {where}"
     try:

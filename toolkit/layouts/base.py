@@ -183,6 +183,12 @@ class Layout(Protocol):
     migrates: bool                # `levelsess migrate` moves its journals between schema versions
     def plan_relinks(self, path: Path) -> list: ...
     def relink_journal(self, scan: JournalScan, quarantine_root: Path, label: str) -> Path: ...
+    # a layout whose relink mends something else than a parentUuid chain (Gemini: a lost
+    # metadata line) answers these; None from them means "the parentUuid chain rule"
+    def relink_needed(self, scan: JournalScan) -> bool | None: ...
+    def relink_refusal(self, scan: JournalScan) -> str | None: ...
+    def relink_detail(self, scan: JournalScan) -> str | None: ...
+    def relink_fixes(self, scan: JournalScan) -> tuple[str, ...] | None: ...
     def trash_paths(self, journal: Path) -> tuple[Path, ...]: ...
 
     # listings and rendering
@@ -205,7 +211,7 @@ class BaseLayout:
     migrates = False         # True: `levelsess migrate` moves its journals between schema versions
 
     def __reduce__(self):
-        from . import get
+        from .registry import get
 
         return get, (self.name,)
 
@@ -297,6 +303,23 @@ class BaseLayout:
 
     def relink_journal(self, scan, quarantine_root: Path, label: str) -> Path:
         raise NotImplementedError(f"the {self.name} layout does not relink")  # callers ask .relinks first
+
+    def relink_needed(self, scan) -> bool | None:
+        """Whether relink would mend ``scan`` by a rule of this layout's own; None: by the parentUuid
+        chain rule (a dangling parent), which :mod:`toolkit.fsck.repair` applies."""
+        return None
+
+    def relink_refusal(self, scan) -> str | None:
+        """Why this layout's own relink cannot mend ``scan`` (the value it cannot prove), or None."""
+        return None
+
+    def relink_detail(self, scan) -> str | None:
+        """What this layout's own relink would write, for the plan; None: the chain rule's splices."""
+        return None
+
+    def relink_fixes(self, scan) -> tuple[str, ...] | None:
+        """The finding codes this layout's own relink mends; None: the chain rule's."""
+        return None
 
     def trash_paths(self, journal: Path) -> tuple[Path, ...]:
         """What ``levelsess trash`` moves for the session ``journal`` (the journal; a layout adds its companions)."""
