@@ -6,29 +6,18 @@ write; writing goes through :mod:`toolkit.durable` in the callers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 from .errors import CODES
-from .journal import JournalScan, LevelCodeFacts, LogicianFacts
+from .journal import JournalScan
 from .lines import dumps, loads, read_regular
 
 SEED_FIELDS = ("id", "title", "createdAt", "updatedAt", "turns", "model", "preview")
 
 
-@dataclass(frozen=True)
-class Loaded:
-    """A cache file as found: ``state`` is missing | unreadable | corrupt | ok.
-
-    Unreadable (permission denied, EIO, not a regular file) is an operational problem, never
-    corruption: only bytes that were read and do not parse are corrupt, and only those may be
-    replaced by a rebuild (DESIGN.md §1, principle 8)."""
-
-    state: str
-    value: object = None
-    detail: str = ""
-    raw: bytes | None = None  # the bytes judged (ok or corrupt), so a rebuild can keep exactly those
+from .scan import Loaded  # noqa: E402,F401 (a cache as found: below the layouts that judge it)
 
 
 def load_cache(path: Path) -> Loaded:
@@ -68,8 +57,7 @@ def utc_iso(seconds: float) -> str:
 
 def index_entry(scan: JournalScan, v2: bool) -> dict:
     """Return the §2.3 index entry for one journal."""
-    facts = scan.facts
-    assert isinstance(facts, LevelCodeFacts)
+    facts = scan.facts  # LevelCodeFacts (toolkit.layouts.levelcode)
     meta = facts.meta or {}
     sid = meta.get("id")
     entry = {
@@ -159,10 +147,13 @@ def workspace_of(session_dir: Path) -> str | None:
     return None
 
 
+#: The facts of a Logician session folder with no journal to read.
+_NO_ENTRIES = SimpleNamespace(ids=frozenset(), first_timestamp=None, last_timestamp=None, last_id=None)
+
+
 def build_meta(session_dir: Path, scan: JournalScan | None, old: object) -> dict:
     """Return the meta.json a Logician session folder should hold (§2.2 rebuild rules)."""
-    facts = scan.facts if scan is not None else LogicianFacts()
-    assert isinstance(facts, LogicianFacts)
+    facts = scan.facts if scan is not None else _NO_ENTRIES  # LogicianFacts (toolkit.layouts.logician)
     kept = dict(old) if isinstance(old, dict) else {}
     if facts.last_timestamp is not None:
         updated = facts.last_timestamp

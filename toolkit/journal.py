@@ -12,39 +12,27 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
-from .errors import NotAJournalError, PathNotFoundError, PermissionDeniedError, UNCORRECTABLE, UnreadableError
-from .findings import Finding, FindingSink
+from .errors import NotAJournalError, PathNotFoundError, PermissionDeniedError, UnreadableError
+from .findings import FindingSink
 from .identify import describe, sniff
-from .layouts import LEVELCODE, BaseLayout, get as get_layout
-from .layouts.levelcode import KNOWN_KINDS, NEWEST_VERSION, LevelCodeFacts, preview_of  # noqa: F401 (re-exported)
-from .layouts.logician import LogicianFacts  # noqa: F401 (re-exported)
+from .layouts.registry import get as get_layout  # the reader takes a layout (or its name); it imports none
+from .scan import JournalScan, TailState  # noqa: F401 (the reader's results: below the layouts that read them)
 from .lines import (LINE_CAP, BeyondLimits, Batch, Overlong, Piece, Tail, cap_text, holds_record, iter_batches,
                     leading_object, loads, open_regular, split_line)
+
+if TYPE_CHECKING:
+    from .layouts.base import BaseLayout
 
 SOFT_CAP = 20 << 20
 BOM = b"\xef\xbb\xbf"
 _loads = orjson.loads
 _JSONError = orjson.JSONDecodeError
-
-
-class TailState(str, Enum):
-    """The bytes after the last newline, as the tail classifier judged them (one rule, one place).
-
-    TORN is the only state a repair may cut: the bytes were proven to hold no record of the
-    layout.  HELD means they may hold one (spliced records, a JSON value that is not a record,
-    a line too long to inspect, an unidentified file): a finding blocks the file for a person.
-    """
-
-    NONE = "none"
-    UNTERMINATED = "unterminated"
-    TORN = "torn"
-    HELD = "held"
 
 
 @dataclass
@@ -61,51 +49,6 @@ class _FillerRun:
 
 class _Foreign(Exception):
     """Raised inside the classifier when the first record is not of the expected layout."""
-
-
-@dataclass(frozen=True)
-class JournalScan:
-    """The result of reading one journal: findings, sizes, tail state and derived facts."""
-
-    path: Path
-    layout: BaseLayout
-    size: int
-    mtime_ns: int
-    records: int
-    body_end: int  # offset just past the last newline
-    tail: TailState
-    findings: tuple[Finding, ...]
-    facts: object  # the layout's facts (what its caches and listings are derived from)
-    foreign: str | None = None  # set when the file is not of ``layout``: what it looks like
-    # with checkpoint=True: (the reader's state after the last terminated line, that line's end),
-    # from which a later scan of the same file grown since can go on (fsck --incremental)
-    resume_state: tuple[bytes, int] | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def identified(self) -> bool:
-        """True unless the file's own records say it is not a journal of ``layout``."""
-        return self.foreign is None
-
-    @property
-    def codes(self) -> set[str]:
-        return {f.code for f in self.findings}
-
-    @property
-    def blocked(self) -> bool:
-        """True when a finding needs a person: the file must not be modified at all."""
-        return any(f.code in UNCORRECTABLE and f.code != "schema-violation" for f in self.findings)
-
-    @property
-    def version(self) -> int | None:
-        return getattr(self.facts, "version", None)
-
-    def unchanged(self) -> bool:
-        """True when the journal still has the size and mtime it had when it was scanned."""
-        try:
-            info = os.stat(self.path)
-        except OSError:
-            return False
-        return (info.st_size, info.st_mtime_ns) == (self.size, self.mtime_ns)
 
 
 class _Classifier:
@@ -328,7 +271,7 @@ def open_journal(path: Path):
 
 def scan_journal(
     path: Path,
-    layout: BaseLayout | str = LEVELCODE,
+    layout: BaseLayout | str = "levelcode",
     *,
     strict: bool = False,
     validator: Callable | None = None,
@@ -477,7 +420,7 @@ def _unidentified(classifier: _Classifier, handle, tail_state: TailState) -> Tai
     return TailState.HELD
 
 
-def iter_records(path: Path, layout: BaseLayout | str = LEVELCODE) -> Iterator[tuple[int, int, dict]]:
+def iter_records(path: Path, layout: BaseLayout | str = "levelcode") -> Iterator[tuple[int, int, dict]]:
     """Yield ``(line, offset, record)`` for each record; raise a CorruptionError on damage.
 
     A torn tail ends the iteration quietly (it is not an acknowledged record); a whole record

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from .encode import dumps
 from .journal import BOM, iter_records
-from .layouts import BaseLayout as Layout, get as get_layout
-from .layouts.base import PLACEHOLDER_MODELS
+from .layouts.base import PLACEHOLDER_MODELS, BaseLayout as Layout
+from .layouts.registry import get as get_layout
 from .lines import open_regular
 
 

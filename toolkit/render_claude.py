@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .journal import iter_records, scan_journal
-from .layouts.claude_code import CHAIN, PLACEHOLDER_MODELS, added_only, is_subagent, split_user, _subagents
+from .layouts.base import PLACEHOLDER_MODELS
+from .layouts.claude_records import CHAIN, _subagents, added_only, is_subagent, split_user
 from .render import _demote, _fenced, _summary, _text, dumps, image_md, you_and_added
 
 

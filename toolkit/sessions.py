@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -21,32 +20,11 @@ from .errors import LevelsessError, NotAJournalError, UsageError
 from .journal import TailState, open_journal, scan_journal
 from .lines import Batch, iter_batches, loads
 from .locks import LockState, inspect_lock, lock_path
+from .rows import SessionRow, instant  # noqa: F401 (the listing's row, below the layouts that build it)
 from .stores import Folder, discover_all
 from .verified import trusted_index
 
 TAIL_CODES = {"torn-tail", "unterminated-tail"}
-
-
-@dataclass
-class SessionRow:
-    id: str
-    path: Path
-    layout: str
-    project: str | None
-    title: object
-    created_at: object
-    updated_at: object
-    turns: int | None
-    model: object
-    bytes: int
-    state: str  # clean | torn | corrupt | locked | unreadable
-    reason: str = ""
-    from_index: bool = False
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "path": str(self.path), "layout": self.layout, "project": self.project, "title": self.title,
-                "createdAt": self.created_at, "updatedAt": self.updated_at, "turns": self.turns, "model": self.model,
-                "bytes": self.bytes, "state": self.state, "reason": self.reason}
 
 
 def _lock_state(journal: Path, layout=None) -> tuple[str | None, str]:
@@ -145,21 +123,6 @@ def _with_project(row: SessionRow, folder: Folder, project: str | None) -> Sessi
 
 _RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
 _SINCE_FORMS = "use an ISO date or time (2026-11-01, 2026-11-01T09:00:00+01:00) or an age like 7d, 12h, 30m, 2w"
-
-
-def instant(value: object) -> datetime | None:
-    """An ISO-8601 timestamp as an aware datetime (``Z`` or an offset; none means UTC), or None.
-
-    One C-level ``fromisoformat`` call: cheaper than testing for the canonical ``...Z`` form
-    first, so every timestamp is parsed (about 0.1 µs each; 10,000 rows cost ~1 ms).
-    """
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 class SinceBound(str):

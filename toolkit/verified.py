@@ -28,7 +28,7 @@ from .index import Loaded, build_index, index_drift
 from .journal import JournalScan
 from .lines import dumps, loads, open_regular, read_regular
 from .locks import process_start
-from .stores import Folder
+from .layouts.base import Folder
 
 VERIFIED = "verified"
 FORMAT = 1

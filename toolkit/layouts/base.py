@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..errors import NotAStoreError, PermissionDeniedError
 
-if TYPE_CHECKING:  # only for annotations: these modules import the layouts themselves
+if TYPE_CHECKING:  # only for annotations
     from ..findings import Finding
-    from ..index import Loaded
-    from ..journal import JournalScan
-    from ..sessions import SessionRow
+    from ..rows import SessionRow
+    from ..scan import JournalScan, Loaded
 
 STATE_DIR = ".levelsess"
 #: Models that are no model, never a session's model: Claude Code's own placeholder messages

@@ -18,21 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .base import PLACEHOLDER_MODELS, Folder, ForeignLayout, entries, home_roots
+from .claude_records import (CHAIN, SUBAGENTS, TOP_LEVEL_TYPES, _INJECTED, _ELEMENT, _subagents, added_only,  # noqa: F401
+                             is_subagent, prompt_text, split_user, typed_part)
 from ..errors import NotAStoreError, PermissionDeniedError
 
-CHAIN = frozenset({"user", "assistant", "system", "progress", "attachment"})
-#: Record types seen at the top level of a transcript (SOURCES-AGENTS §1.5); content blocks
-#: (text, thinking, tool_use, tool_result, image) are never among them.
-TOP_LEVEL_TYPES = CHAIN | {"summary", "file-history-snapshot", "queue-operation", "permission-mode", "last-prompt",
-                           "ai-title", "custom-title", "agent-name", "pr-link", "mode"}
-#: User text that Claude Code or an IDE injected, not typed (a command's ``<command-name>``, a
-#: ``<system-reminder>``, VS Code's and JetBrains' ``<ide_opened_file>`` / ``<ide_selection>``, a
-#: caveat): never a title, never a turn.
-_INJECTED = re.compile(r"^\s*(<[a-z][a-z_-]*>|Caveat:|This session is being continued from a previous conversation)")
-#: One whole injected element at the start of a text: ``<tag>…</tag>`` (the same tag).
-_ELEMENT = re.compile(r"\s*<([a-z][a-z_-]*)>.*?</\1>", re.S)
 _LEADING = re.compile(rb'^\s*\{\s*"(parentUuid|type)"\s*:')
-SUBAGENTS = "subagents"
+
 
 
 def default_roots() -> list[Path]:
@@ -72,57 +63,6 @@ class ClaudeFacts:
     def title(self) -> str | None:
         """custom-title > ai-title > a summary of this conversation > the first typed prompt."""
         return self.custom_title or self.ai_title or next((s for _leaf, s in self.summaries), None) or self.first_prompt
-
-
-def typed_part(text: str) -> str | None:
-    """What a person typed in one text, or None when all of it was added: whole injected elements
-    at its start (``<system-reminder>…</system-reminder>``) are the tool's, the text after them
-    the person's; a text opening with an injected marker and no typed text after it is added."""
-    rest, end = text, 0
-    while _INJECTED.match(rest) and (element := _ELEMENT.match(rest)):
-        end += element.end()
-        rest = rest[element.end():]
-    if not rest.strip() or _INJECTED.match(rest):
-        return None
-    return rest.strip() if end else rest
-
-
-def split_user(content: object) -> tuple[str | None, tuple[int, ...]]:
-    """The one rule for a Claude Code user record's content (ls, show, export, import titles):
-    ``(typed, added)``.  ``typed`` is the text the person typed (its typed blocks joined; "[image]"
-    for an image alone), None when nothing was typed: a tool result, or only text the tool or the
-    IDE added.  ``added`` are the indices of the text blocks the tool added, for list content."""
-    if isinstance(content, str):
-        return typed_part(content), ()
-    if not isinstance(content, list) or any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
-        return None, ()  # a tool result is never a prompt, whatever text rides with it
-    typed, added, image = [], [], False
-    for i, block in enumerate(content):
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
-            part = typed_part(block["text"])
-            if part is not None:
-                typed.append(part)
-            elif block["text"].strip():
-                added.append(i)
-        elif block.get("type") == "image":
-            image = True
-    text = "\n".join(typed)
-    return (text or ("[image]" if image else None)), tuple(added)
-
-
-def prompt_text(content: object) -> str | None:
-    """The text a person typed in a user record's content, or None (tool results, injected text)."""
-    return split_user(content)[0]
-
-
-def added_only(content: object) -> bool:
-    """True when the content holds text and all of it was added by the tool (never typed)."""
-    typed, added = split_user(content)
-    if typed is not None:
-        return False
-    return bool(added) or (isinstance(content, str) and bool(content.strip()))
 
 
 class ClaudeRules:
@@ -471,16 +411,7 @@ def _session_journals(project: Path) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def _subagents(session: Path) -> list[Path]:
-    folder = session / SUBAGENTS
-    try:
-        return sorted(p for p in folder.iterdir() if p.name.startswith("agent-") and p.suffix == ".jsonl")
-    except OSError:
-        return []
 
-
-def is_subagent(journal: Path) -> bool:
-    return journal.parent.name == SUBAGENTS and journal.name.startswith("agent-")
 
 
 class ClaudeCode(ForeignLayout):
@@ -673,7 +604,7 @@ class ClaudeCode(ForeignLayout):
 
     def row(self, folder, journal, scan, state, reason):
         from ..index import utc_iso
-        from ..sessions import SessionRow
+        from ..rows import SessionRow
 
         facts = scan.facts
         if (facts.sidechain or is_subagent(journal)) and folder.whole:

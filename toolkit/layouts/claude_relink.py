@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import LevelsessError, RelinkRefusedError
-from .claude_code import CHAIN, CLAUDE_CODE
+from .claude_records import CHAIN
+
+CLAUDE_CODE = "claude-code"  # the layout, by name (the reader resolves it): relink sits below the layout
 
 @dataclass(frozen=True)
 class Splice:

@@ -436,7 +436,7 @@ class Codex(ForeignLayout):
 
     def row(self, folder, journal, scan, state, reason):
         from ..index import utc_iso
-        from ..sessions import SessionRow
+        from ..rows import SessionRow
 
         facts = scan.facts
         return SessionRow(facts.session_id or self.session_id(folder, journal), journal, self.name, facts.cwd, facts.title,

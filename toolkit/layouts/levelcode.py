@@ -227,7 +227,7 @@ class LevelCode(BaseLayout):
 
     def row(self, folder, journal, scan, state, reason):
         from ..index import build_index
-        from ..sessions import SessionRow
+        from ..rows import SessionRow
 
         entry = build_index([scan], version=2)[1][0]
         project = (scan.facts.meta or {}).get("project")

@@ -145,7 +145,7 @@ class Logician(BaseLayout):
 
     def row(self, folder, journal, scan, state, reason):
         from ..index import load_cache, utc_iso
-        from ..sessions import SessionRow
+        from ..rows import SessionRow
 
         facts = scan.facts
         meta = load_cache(folder.cache)

@@ -23,8 +23,9 @@ from ..errors import OPERATIONAL, DurabilityError, FileChangedError, LevelsessEr
 from ..findings import Finding
 from ..fsck.check import worker_count, run_scans, scan_one, file_size, exit_code_for
 from ..index import build_index, dump_cache, index_document, index_drift, load_cache
-from ..journal import BOM, NEWEST_VERSION, JournalScan, foreign_only, scan_journal
+from ..journal import BOM, JournalScan, foreign_only, scan_journal
 from ..layouts import LEVELCODE
+from ..layouts.levelcode import NEWEST_VERSION
 from ..lines import Batch, Tail, iter_batches, loads
 from ..locks import LockState, inspect_lock, lock_path, process_start
 from ..stores import Folder, discover

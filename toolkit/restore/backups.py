@@ -26,7 +26,7 @@ from ..errors import FileChangedError, FileInUseError, UsageError
 from ..findings import Finding
 from ..layouts import get as get_layout
 from ..lines import loads, open_regular, read_regular
-from .contract import APPEND, CREATE, FileStep, SessionPlan, file_digest, missing_dirs
+from .steps import APPEND, CREATE, FileStep, SessionPlan, file_digest, missing_dirs
 
 MANIFEST = "manifest.json"
 
@@ -205,7 +205,7 @@ def _tool_running(entry: dict) -> str | None:
     """A running tool that uses a replaced database without holding it open at this instant (Codex CLI)."""
     if entry.get("app") != "codex":
         return None
-    from .codex_state import running
+    from .dbfile import codex_running as running
 
     return running(Path(entry["home"]), Path(entry["files"][0]["path"]))
 

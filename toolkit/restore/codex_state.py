@@ -29,6 +29,7 @@ from ..findings import Finding
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, is_rollout_name, thread_id
 from .. import durable
 from . import backups, dbfile
+from .dbfile import codex_running as running  # noqa: F401 (who uses the DB: below the backups that ask it too)
 
 _STATE = re.compile(r"state_(\d+)\.sqlite")
 PENDING = {"status": "pending", "last_watermark": None}
@@ -197,48 +198,6 @@ def plan(home: Path | None = None) -> StatePlan:
     change = {"table": "backfill_state", "row": {"id": 1}, "before": found.backfill, "after": dict(PENDING)}
     return StatePlan(found, change, f"{len(found.missing)} rollout(s) have no threads row: Codex re-scans every rollout "
                      "at its next start and writes them", dbfile.state(found.db))
-
-
-def running(home: Path, db: Path) -> str | None:
-    """A process using Codex's state DB: one holding a file of it open to write, or a running
-    Codex whose home (or sqlite home) is this one (any Codex whose environment cannot be read)."""
-    from ..live import processes, writers_of
-
-    for path in dbfile.group(db):
-        who = writers_of(path, fresh=True)
-        if who is not None:
-            return f"{path.name} is {who}"
-    for proc in processes(fresh=True):
-        if proc.tool == "codex" and _uses(proc.pid, home, db.parent):
-            return f"Codex is running{' in ' + proc.cwd if proc.cwd else ''} (pid {proc.pid})"
-    return None
-
-
-def _uses(pid: int, home: Path, folder: Path) -> bool:
-    """Whether the Codex process ``pid`` works on this home or DB folder (True when unknown)."""
-    env = _environ(pid)
-    if env is None:
-        return True
-    own = env.get("CODEX_HOME") or (os.path.join(env["HOME"], ".codex") if env.get("HOME") else None)
-    if own is None:
-        return True
-    theirs = {os.path.realpath(own)} | ({os.path.realpath(env["CODEX_SQLITE_HOME"])} if env.get("CODEX_SQLITE_HOME") else set())
-    return bool(theirs & {os.path.realpath(home), os.path.realpath(folder)})
-
-
-def _environ(pid: int) -> dict[str, str] | None:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            raw = handle.read()
-        return dict(item.split("=", 1) for item in os.fsdecode(raw).split("\0") if "=" in item)
-    except OSError:
-        pass
-    try:
-        import psutil
-
-        return psutil.Process(pid).environ()
-    except Exception:  # noqa: BLE001 - gone, not ours, or no way to read it: unknown
-        return None
 
 
 def apply_state(found: StatePlan) -> StateResult:

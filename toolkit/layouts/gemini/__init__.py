@@ -12,7 +12,6 @@ document and never written (:mod:`.sweep` checks them with the folder).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -22,9 +21,8 @@ from pathlib import Path
 from ..base import Folder, ForeignLayout, entries
 from ...errors import NotAStoreError, PermissionDeniedError
 from .chat import META, OTHER, Chain, is_message_shape, resumable, text_of
+from .places import CHATS, TMP, _is_dir, _projects, home_of, project_root, project_sha  # noqa: F401
 
-TMP = "tmp"
-CHATS = "chats"
 _SESSION = re.compile(r"^session-.*\.jsonl$")
 _OPENINGS = (b'{"sessionId":', b'{"id":', b'{"$set":', b'{"$rewindTo":')
 _FOREIGN_KEYS = re.compile(rb'"(parentUuid|uuid|payload|leafUuid|isSidechain|parentId)"\s*:')
@@ -205,63 +203,6 @@ def sniff_file(path: Path) -> str | None:
     return GEMINI.name if GEMINI.identify(record, found) else found
 
 
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except OSError:
-        return False
-
-
-def home_of(path: Path) -> Path | None:
-    """The Gemini folder ``path`` lies in (the parent of its ``tmp``), or None."""
-    for parent in (path, *path.parents):
-        if parent.name == TMP and parent.parent != parent:
-            return parent.parent
-        if _is_dir(parent / TMP) and (parent.name == ".gemini" or (parent / "projects.json").is_file()):
-            return parent
-    return None
-
-
-def project_sha(root: str) -> str:
-    """``projectHash``: sha256 of the project root's path, as Gemini computes it (§1.1)."""
-    return hashlib.sha256(root.encode("utf-8")).hexdigest()
-
-
-def _projects(home: str) -> dict[str, str]:
-    """``projects.json``'s path -> slug map (empty when missing or unreadable: Gemini resets it too)."""
-    from ...lines import loads
-
-    try:
-        with open(os.path.join(home, "projects.json"), "rb") as handle:
-            value = loads(handle.read(1 << 22))
-    except (OSError, ValueError):
-        return {}
-    projects = value.get("projects") if isinstance(value, dict) else None
-    return {k: v for k, v in projects.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(projects, dict) else {}
-
-
-def project_root(project_dir: Path, project_hash: str | None = None) -> str | None:
-    """The project a ``tmp/<slug>`` (or ``tmp/<sha256>``) folder belongs to: its ``.project_root``
-    marker, else ``projects.json``, else the path whose sha256 is the folder name or the file's
-    ``projectHash``; None when nothing proves it."""
-    try:
-        with open(project_dir / ".project_root", "rb") as handle:
-            marker = handle.read(1 << 16).decode("utf-8").strip()
-        if marker:
-            return marker
-    except (OSError, UnicodeDecodeError):
-        pass
-    home = project_dir.parent.parent
-    known = _projects(str(home))
-    for root, slug in known.items():
-        if slug == project_dir.name:
-            return root
-    for root in known:
-        if project_sha(root) in (project_dir.name, project_hash):
-            return root
-    return None
-
-
 def _chat_folders(project_dir: Path) -> list[Path]:
     chats = project_dir / CHATS
     return [chats] if _is_dir(chats) else []
@@ -430,7 +371,7 @@ class Gemini(ForeignLayout):
 
     def row(self, folder, journal, scan, state, reason):
         from ...index import utc_iso
-        from ...sessions import SessionRow
+        from ...rows import SessionRow
 
         facts = scan.facts
         subagent = journal.parent.name != CHATS
@@ -493,7 +434,7 @@ class Gemini(ForeignLayout):
 
 
 def _updated(facts: GeminiFacts) -> float:
-    from ...sessions import instant
+    from ...rows import instant
 
     moment = instant(facts.last_updated)
     return moment.timestamp() if moment is not None else float("-inf")
@@ -539,7 +480,7 @@ def legacy_facts(value: dict | None) -> GeminiFacts:
 def legacy_row(path: Path):
     """A listing row for a legacy ``.json`` session (never written: shown, checked, imported from)."""
     from ...index import utc_iso
-    from ...sessions import SessionRow
+    from ...rows import SessionRow
     from .sweep import legacy_session
 
     value, problem = legacy_session(path)

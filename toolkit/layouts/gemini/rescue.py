@@ -121,7 +121,7 @@ def fixes(scan) -> tuple[str, ...]:
     rebuilt session is one Gemini's next start keeps (resumable, not a subagent, not too old)."""
     import time
 
-    from . import home_of
+    from .places import home_of
     from .sweep import _instant, load_retention
 
     codes = set(scan.codes & MENDS)
@@ -165,7 +165,7 @@ def _prefix_value(prefix: bytes, key: str) -> str | None:
 
 
 def _prove(path: Path, records: list, prefix: bytes) -> dict | str:
-    from . import CHATS, project_root, project_sha
+    from .places import CHATS, project_root, project_sha
 
     subagent = path.parent.name != CHATS
     chats = path.parent.parent if subagent else path.parent

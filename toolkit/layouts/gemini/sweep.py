@@ -139,7 +139,7 @@ def plan_sweep(candidates: list[Candidate], retention: Retention, now: float, *,
 
 
 def _instant(value: object) -> float | None:
-    from ...sessions import instant
+    from ...rows import instant
 
     moment = instant(value)
     return moment.timestamp() if moment is not None else None
@@ -198,7 +198,7 @@ def legacy_files(folder) -> list[Path]:
 
 def folder_findings(layout, folder, scans: list) -> list[Finding]:
     """The legacy files' findings and one ``sweep-due`` warning per file the next start deletes."""
-    from . import CHATS, home_of, project_root
+    from .places import CHATS, home_of, project_root
 
     if folder.path.name != CHATS or home_of(folder.path) is None:
         return []  # a subagent folder: Gemini's sweep never lists it (it goes with its parent)
