@@ -884,10 +884,10 @@ def ls_(
     return code
 
 
-def _session_row(ctx: typer.Context, key: str, paths, store):
+def _session_row(ctx: typer.Context, key: str, paths, store, *, known: bool = True):
     from .sessions import find_session
 
-    return find_session(_targets(ctx, paths, store), key)
+    return find_session(_targets(ctx, paths, store), key, known=known)
 
 
 @app.command()
@@ -1069,7 +1069,7 @@ def trash(
         return _render_trashed(out, ctx, sessions, paths, store)
     if not sessions:
         raise UsageError("name the sessions to trash (ID...), or --list the trashed ones")
-    rows = [_session_row(ctx, key, paths, store) for key in sessions]
+    rows = [_session_row(ctx, key, paths, store, known=False) for key in sessions]  # trash refuses a non-journal itself (exit 4)
     results = trash_sessions(rows, dry_run=dry_run)
     code = 4 if any(r.status == "refused" for r in results) else 0
     if out.json:

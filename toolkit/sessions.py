@@ -240,12 +240,12 @@ def grep(path: Path, needle: str, progress: Callable[[int], None] | None = None)
     return None
 
 
-def find_session(paths: list[Path], key: str) -> SessionRow:
+def find_session(paths: list[Path], key: str, *, known: bool = True) -> SessionRow:
     """A session by id, unique id prefix, or journal path."""
     candidate = Path(key).expanduser()
     if candidate.suffix == ".jsonl" and candidate.exists():
         row = list_sessions([candidate], verify=True)[0]
-        if row.state == "unknown-format":  # not a journal: no hint may send it to salvage or relink
+        if known and row.state == "unknown-format":  # not a journal: no hint may send it to salvage or relink
             from .errors import UnknownFormatError
 
             raise UnknownFormatError(f"{candidate}: not a journal of a layout levelsess knows ({row.reason}); nothing was read as one")

@@ -194,7 +194,8 @@ def test_synthetic_global_nulls_imports_with_findings(tmp_path):
     assert turns[0]["content"] == "Synthetic question alpha."
     assert [b["type"] for b in turns[2]["content"]] == ["tool_use", "tool_result"]
     assert turns[2]["content"][0]["input"] == {"path": "/fixture/v016/project/synthetic.ts"}
-    assert session["orphaned"], "its workspace folder does not exist on this machine"
+    assert not session["orphaned"] and session["orphan"] == ["not-on-this-machine"], \
+        "its workspace folder (/fixture/...) is on no folder of this machine: not lost by the editor"
 
 
 def test_orphans_only_map_dry_run_and_no_raw(tmp_path, modern):
