@@ -721,7 +721,7 @@ def doctor(
 def schedule(
     ctx: typer.Context,
     action: Annotated[str, typer.Argument(metavar="install|remove|status", help="install (or bring up to date) the nightly keep, remove it, or read back what is installed.", show_default=False)],
-    apps: Annotated[Optional[list[str]], typer.Option("--app", metavar="claude|codex|cursor|vscode|copilot|gemini|opencode", help="Keep this app's chats (repeatable; default: every app with an install on this machine, or what is installed).", show_default=False)] = None,
+    apps: Annotated[Optional[list[str]], typer.Option("--app", metavar="claude|codex|cursor|vscode|copilot|gemini|opencode|cline", help="Keep this app's chats (repeatable; cline also keeps Roo Code and Kilo Code; default: every app with an install on this machine, or what is installed).", show_default=False)] = None,
     at: Annotated[Optional[str], typer.Option("--at", metavar="HH:MM", help="Time of day it runs, local time (default 03:17, or what is installed).", show_default=False)] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="cron|systemd|launchd|schtasks", help="Which scheduler (default: Task Scheduler on Windows, launchd on macOS, the crontab where `crontab` exists, else a systemd user timer).", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be written and run; change nothing.")] = False,
@@ -737,6 +737,7 @@ def schedule(
     [bold]Examples[/bold]:
       levelsess schedule install                        # every app found on this machine, at 03:17
       levelsess schedule install --app claude --app codex --at 02:30 --dry-run
+      levelsess schedule install --app cline --app opencode   # Cline, Roo Code, Kilo Code and OpenCode / Kilo CLI
       levelsess schedule install --scheduler systemd --store ~/other-store -v
       levelsess schedule status --json
       levelsess schedule remove -q
