@@ -64,7 +64,7 @@ class LevelsessGroup(HelpGroup):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:  # typer would make it exit 130; DESIGN §3 says 32
-            raise Interrupted("Ctrl-C") from None
+            raise Interrupted(stopped_by()) from None
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D401
         tolerant_streams()  # an encoding that cannot hold a title or path degrades to escapes, never a traceback
@@ -81,7 +81,7 @@ class LevelsessGroup(HelpGroup):
             exc.show()
             sys.exit(EXIT_USAGE)
         except _ABORTS:
-            Output().fail("interrupted", "rerun the command to continue")
+            Output().fail(f"interrupted: {stopped_by()}", "rerun the command to continue")
             sys.exit(EXIT_INTERRUPTED)
         except LevelsessError as exc:
             argv = list(sys.argv[1:] if args is None else args)
@@ -93,9 +93,21 @@ class LevelsessGroup(HelpGroup):
                                                            "hint": hint}, "exit": exc.exit_code})
             sys.exit(exc.exit_code)
         if code == 130:  # typer's own exit for a Ctrl-C (or SIGTERM) that came while it parsed the arguments
-            Output().fail("interrupted", "rerun the command to continue")
+            Output().fail(f"interrupted: {stopped_by()}", "rerun the command to continue")
             sys.exit(EXIT_INTERRUPTED)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+#: The signals that stopped this run, in order (a handler notes each before it acts on it).
+_SIGNALS: list[int] = []
+
+
+def stopped_by() -> str:
+    """What stopped the run, for "interrupted: ...": ``Ctrl-C`` for SIGINT (a terminal), the
+    signal's name for anything else (``SIGTERM``: `kill PID`, a service manager, a timeout)."""
+    if not _SIGNALS or _SIGNALS[-1] == signal.SIGINT:
+        return "Ctrl-C"
+    return signal.Signals(_SIGNALS[-1]).name
 
 
 @contextlib.contextmanager
@@ -110,6 +122,7 @@ def _ctrl_c_in_this_process_only():
 
     def on_sigterm(signum, frame):  # `kill PID`, a service manager stopping it: as Ctrl-C (exit 32)
         if os.getpid() == parent:
+            _SIGNALS.append(signum)
             raise KeyboardInterrupt
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker dies of it, as before
         os.kill(os.getpid(), signal.SIGTERM)
@@ -124,6 +137,7 @@ def _ctrl_c_in_this_process_only():
 
         def on_sigint(signum, frame):
             if os.getpid() == parent:
+                _SIGNALS.append(signum)
                 raise KeyboardInterrupt
 
         signal.signal(signal.SIGINT, on_sigint)
@@ -215,8 +229,13 @@ def _progress(out: Output, label: str, total: int | None):
 def _ctrl_c_deferred():
     """Turn Ctrl-C into a flag so the current atomic step finishes first."""
     hit = []
-    previous = signal.signal(signal.SIGINT, lambda *_: hit.append(True))
-    term = signal.signal(signal.SIGTERM, lambda *_: hit.append(True))  # SIGTERM too: the same clean stop
+
+    def note(signum, _frame):
+        hit.append(signum)
+        _SIGNALS.append(signum)  # for the "interrupted" line: Ctrl-C or SIGTERM
+
+    previous = signal.signal(signal.SIGINT, note)
+    term = signal.signal(signal.SIGTERM, note)  # SIGTERM too: the same clean stop
     try:
         yield lambda: bool(hit)
     finally:
@@ -322,7 +341,7 @@ def fsck(
         for action in result.done:
             out.out.print(f"did {action.describe()}", markup=False, soft_wrap=True)
     if result.interrupted:
-        out.fail("interrupted after a completed step", "rerun the same command to finish the repair")
+        out.fail(f"interrupted ({stopped_by()}) after a completed step", "rerun the same command to finish the repair")
     return _render_fsck(out, list(result.findings), report, result.exit_code, [a.describe() for a in result.done],
                         ran="+".join(n for n, on in (("salvage", salvage), ("relink", relink)) if on) or "repair")
 
@@ -468,7 +487,7 @@ def migrate(
         out.say(f"{len(plan.unversioned)} folder(s) of {kinds}: one format version so far, nothing to migrate")
     out.say(_migrate_summary(result, code))
     if result.interrupted:
-        out.fail("interrupted after a completed file", "rerun the same command to finish the migration")
+        out.fail(f"interrupted ({stopped_by()}) after a completed file", "rerun the same command to finish the migration")
     return code
 
 
