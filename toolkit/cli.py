@@ -841,7 +841,7 @@ def ls_(
     verbose: VerboseOpt = False,
     store: StoreOpt = None,
 ) -> int:
-    """List sessions, newest first: title, last activity, turns, model, size and state (clean, torn, corrupt, locked).
+    """List sessions, newest first: title, project, last activity, turns, model, size and state (clean, torn, corrupt, locked).
 
     The journals are the truth: a folder whose index.json is fresh is listed from it (plus a lock and last-byte check per journal); any other folder is read in full. Read-only.
 
@@ -854,6 +854,7 @@ def ls_(
     """
     from rich.table import Table
 
+    from .report import fit_column
     from .sessions import grep, list_sessions, parse_since, relative_time
 
     out = _output(ctx, json_, quiet, verbose)
@@ -887,15 +888,17 @@ def ls_(
                        "total": total, "exit": code})
         return code
     table = Table(title_justify="left", show_edge=False)
-    for column in ("title", "updated", "turns", "model", "size", "state", "id"):
+    for column in ("title", "project", "updated", "turns", "model", "size", "state", "id"):
         add_column(table, column, no_wrap=True if column in ("updated", "size") else None)
     for row in shown:
         title = row.title if isinstance(row.title, str) and row.title else "(untitled)"
         if row.path in hits:
             title += f"\n  … {hits[row.path]}"
-        table.add_row(printable(title), relative_time(row.updated_at), "-" if row.turns is None else str(row.turns), printable(row.model or "-"),
+        table.add_row(printable(title), printable(row.project or "-"), relative_time(row.updated_at),
+                      "-" if row.turns is None else str(row.turns), printable(row.model or "-"),
                       _mb(row.bytes), Text(row.state, style=STATE_STYLE.get(row.state, "")), row.id)
     if shown:
+        fit_column(table, "project", out.out, give_way={"title": 30})  # a long path is cut in the middle to keep the table; --json has it whole
         print_table(out.out, table)
     more = f" (showing {len(shown)}; --limit 0 for all)" if len(shown) < total else ""
     unreadable = sum(r.state == "unreadable" for r in rows)
