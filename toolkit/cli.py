@@ -208,18 +208,25 @@ def _targets(ctx: typer.Context, paths: list[Path] | None, store: str | None) ->
 
 
 @contextlib.contextmanager
-def _progress(out: Output, label: str, total: int | None):
+def _progress(out: Output, label: str, total, *, unit: str = "items"):
     """Yield an advance(n) callback; draws a bar on stderr only when it is a terminal.
 
-    ``total=None`` counts without a known end (a pulsing bar)."""
-    if out.json or out.quiet or not sys.stderr.isatty() or (total is not None and total < 2):
+    ``total=None`` counts without a known end (a pulsing bar); a callable total is asked only
+    when the bar is drawn (a count that costs a walk of the sources).  ``unit="bytes"`` shows
+    sizes (``1.2/3.4 MB``) instead of counts."""
+    if out.json or out.quiet or not sys.stderr.isatty():
         yield lambda n=1: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    if callable(total):
+        total = total()
+    if total is not None and total < 2:
+        yield lambda n=1: None
+        return
+    from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     # styles as styles, never as markup: the console reads none (a label or path could hold brackets)
     with Progress(TextColumn("{task.description}", style="progress.description", markup=False), BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(),
+                  DownloadColumn() if unit == "bytes" else MofNCompleteColumn(), TimeElapsedColumn(),
                   console=out.err, transient=True) as bar:
         task = bar.add_task(label, total=total)
         yield lambda n=1: bar.advance(task, n)
@@ -539,7 +546,7 @@ def import_(
       levelsess import --from codex --source ~/.codex --dry-run
       levelsess import --from claude --include-trashed         # also the sessions `levelsess trash` took out
     """
-    from .importers import load, run_import
+    from .importers import load, run_import, source_bytes
 
     out = _output(ctx, json_, quiet, verbose)
     importer = load(from_)
@@ -552,9 +559,9 @@ def import_(
     sources = [Path(os.path.abspath(s)) for s in source] if source else importer.detect()  # kept sources name where they were
     _check_sources(from_, sources, given=bool(source))
     target = default_store(_store(ctx, store))
-    with _progress(out, "importing sessions", None) as advance:
+    with _progress(out, f"importing from {from_}", lambda: source_bytes(from_, sources), unit="bytes") as advance:
         report = run_import(from_, sources, target, importer.Options(mapping=mapping, project=project, orphans_only=orphans_only),
-                            dry_run=dry_run, no_raw=no_raw, progress=lambda _o: advance(1), include_trashed=include_trashed)
+                            dry_run=dry_run, no_raw=no_raw, include_trashed=include_trashed, read=advance)
     code = report.exit_code
     if out.json:
         out.emit_json(report.to_json())
