@@ -5,6 +5,7 @@ project that is simply not on this machine said so (not "orphaned in the editor"
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -87,3 +88,45 @@ def test_a_missing_folder_in_a_home_that_is_here_is_orphaned(tmp_path):
 def test_any_path_under_a_home_that_is_not_here_is_not_on_this_machine(parts):
     for top in ("/home/levelsess-nobody-here", "/Users/levelsess-nobody-here", "/levelsess-no-such-root"):
         assert folder_status("/".join([top, *parts])) == ("unknown", [NOT_HERE])
+
+
+def _import_on_a_terminal(claude_root, store, *extra):
+    from tests.helpers import on_a_terminal
+
+    return on_a_terminal("import", "--from", "claude", "--source", str(claude_root), "--store", str(store), *extra,
+                         env={"COLUMNS": "100", "NO_COLOR": "1"}, stderr_too=True)
+
+
+def test_import_on_a_terminal_draws_a_bar_with_the_bytes_it_will_read(claude_root, tmp_path):
+    code, shown = _import_on_a_terminal(claude_root, tmp_path / "s")
+    assert code == 0
+    readings = re.findall(r"importing from claude\s.*?(\d+\.\d)/(\d+\.\d) MB", shown)
+    assert readings, shown[:500]
+    totals = {total for _done, total in readings}
+    assert len(totals) == 1  # the total is known from the start, and never changes
+    assert readings[-1][0] == readings[-1][1]  # it ends full
+    from toolkit.importers import source_bytes
+
+    assert f"{source_bytes('claude', [claude_root]) / 1e6:.1f}" == totals.pop()
+
+
+@pytest.mark.parametrize("extra", [("--json",), ("-q",)])
+def test_import_draws_no_bar_for_a_script_or_with_quiet(claude_root, tmp_path, extra):
+    code, shown = _import_on_a_terminal(claude_root, tmp_path / "s", *extra)
+    assert code == 0 and "importing from" not in shown
+
+
+def test_import_draws_no_bar_where_stderr_is_not_a_terminal(claude_root, tmp_path):
+    result = _cli("import", "--from", "claude", "--source", claude_root, "--store", tmp_path / "s")
+    assert result.returncode == 0 and b"importing from" not in result.stderr and b"\r" not in result.stderr
+
+
+@pytest.mark.parametrize("tool, app", [("claude-code", "claude"), ("codex", "codex")])
+def test_what_an_import_reports_reading_adds_up_to_its_total(tmp_path, tool, app):
+    from toolkit.importers import load, run_import, source_bytes
+
+    source = tmp_path / tool
+    shutil.copytree(FIXTURES / tool, source)
+    read = []
+    run_import(app, [source], tmp_path / "store", load(app).Options(), dry_run=True, read=read.append)
+    assert read and all(n >= 0 for n in read) and sum(read) == source_bytes(app, [source]) > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import orjson
+import pytest
 
 from tests.helpers import PROJECT_SLUG, logician_session, make_store, run_cli, session_records, snapshot, write_journal
 from toolkit.schema import document_errors
@@ -125,3 +126,33 @@ def test_strict_and_plain_checks_agree_on_the_index(tmp_path):
     assert run_cli("fsck", "--strict", "--repair", "--store", store).exit_code in (4,)
     assert run_cli("reindex", "--check", "--store", store).exit_code == 0
     assert run_cli("ls", "--json", "--store", store).json["sessions"][0]["state"] == "clean"
+
+
+NOT_JOURNALS = {"text": b"# notes\nhello\n", "json-of-another-shape": b'{"a":1}\n{"b":2}\n', "binary": bytes(range(256)) * 2,
+                "cursor-transcript": b'{"role":"user","message":{"content":[{"type":"text","text":"hi"}]}}\n'}
+
+
+@pytest.mark.parametrize("shape", sorted(NOT_JOURNALS))
+@pytest.mark.parametrize("beside", [False, True], ids=["alone", "beside-a-journal"])
+def test_reindex_of_a_file_that_is_not_a_journal_is_fscks_exit_8_and_line(tmp_path, shape, beside):
+    store = make_store(tmp_path / "store", sessions=1) if beside else tmp_path / "store"
+    path = write_journal(store / PROJECT_SLUG / "notes.jsonl", NOT_JOURNALS[shape])
+    before = snapshot(store)
+    fsck = run_cli("fsck", path)
+    assert fsck.exit_code == 8 and "Traceback" not in fsck.stderr
+    for args in ((), ("--check",), ("--full",)):
+        result = run_cli("reindex", path, *args)
+        assert result.exit_code == 8, (args, result.stdout, result.stderr)
+        assert result.stderr.splitlines()[0] == fsck.stderr.splitlines()[0], result.stderr
+        assert result.stdout == "", result.stdout  # one line on stderr, no findings table
+    scripted = run_cli("reindex", path, "--json")
+    assert scripted.exit_code == 8 and scripted.json["exit"] == 8 and scripted.json["error"]["type"] == "UnknownFormatError"
+    assert snapshot(store) == before  # nothing written beside it, not even its neighbours' index
+
+
+def test_reindex_of_a_journal_and_a_file_that_is_not_one_refuses_that_folder(tmp_path):
+    store = make_store(tmp_path / "store", sessions=1)
+    journal = next(store.glob("*/*.jsonl"))
+    notes = write_journal(store / PROJECT_SLUG / "notes.jsonl", NOT_JOURNALS["text"])
+    result = run_cli("reindex", journal, notes, "--json")
+    assert result.exit_code == 4 and [f["code"] for f in result.json["findings"]] == ["unknown-format"]

@@ -152,6 +152,27 @@ class TestCrontab:
         assert run_cli("import", "--from", "claude", "--source", claude_home, "--store", direct).exit_code == 0
         assert kept and kept == sorted(p.relative_to(direct) for p in direct.glob("*/claude-*.jsonl")), ran.stderr
 
+    def test_a_machine_with_cline_gets_its_import_in_the_job_and_it_runs(self, crontab, claude_home, isolated_home, tmp_path):
+        """`import --from cline` joins the nightly keep: found by default, read back, and its line runs."""
+        from tests.importers.cline_data import cline_storage
+
+        storage = cline_storage(isolated_home / ".config", ["1787306400123", "1787306500123"])
+        store = tmp_path / "store"
+        assert run_cli("schedule", "install", "--store", store).exit_code == 0  # no --app: every app found here
+        status = run_cli("schedule", "status", "--json")
+        assert status.exit_code == 0 and status.json["matches"], status.stderr
+        assert "cline" in status.json["apps"] and "claude" in status.json["apps"]
+        cline = next(c for c in status.json["commands"] if c[c.index("--from") + 1] == "cline")
+        assert cline[cline.index("--source") + 1] == str(storage)
+        lines = crontab.read_text().splitlines()
+        job = next(line for line in lines[lines.index(schedule.MARK):lines.index(schedule.END)] if not line.startswith("#"))
+        assert shlex.join(cline).replace("%", "\\%") in job
+        env = {"HOME": str(isolated_home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}  # cron's bare environment
+        ran = subprocess.run(cline, env=env, capture_output=True, text=True, timeout=300)
+        assert ran.returncode == 0, ran.stderr
+        assert sorted(p.name for p in store.glob("*/cline-*.jsonl")) == ["cline-1787306400123.jsonl", "cline-1787306500123.jsonl"]
+        assert run_cli("schedule", "install", "--app", "cline", "--store", store, "--dry-run").exit_code == 0
+
     def test_the_crontab_as_it_was_is_saved_before_it_is_replaced(self, crontab, isolated_home, tmp_path):
         crontab.write_text(USER_CRONTAB)
         result = run_cli("schedule", "install", "--app", "codex", "--store", tmp_path / "s", "--json")

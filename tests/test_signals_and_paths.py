@@ -1,5 +1,5 @@
-"""SIGTERM stops levelsess as Ctrl-C does (exit 32, one line, no traceback), with a real process
-and a real signal; a PATH that may not be read is an operational error (exit 8), not a usage error."""
+"""SIGTERM stops levelsess as Ctrl-C does (exit 32, one line naming the signal, no traceback), with a
+real process and a real signal; a PATH that may not be read is an operational error (exit 8), not a usage error."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def _catches_sigterm(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists() or not hasattr(os, "mkfifo"), reason="needs /proc and FIFOs")
-def test_sigterm_exits_32_with_one_line_and_no_traceback(tmp_path):
+@pytest.mark.parametrize("signum, says", [(signal.SIGTERM, "error: interrupted: SIGTERM"), (signal.SIGINT, "error: interrupted: Ctrl-C")],
+                         ids=["SIGTERM", "SIGINT"])
+def test_a_signal_exits_32_with_one_line_naming_it_and_no_traceback(tmp_path, signum, says):
     store = make_store(tmp_path / "store", sessions=1)
     journal = next(store.glob("*/*.jsonl"))
     fifo = tmp_path / "out.fifo"
@@ -36,14 +38,15 @@ def test_sigterm_exits_32_with_one_line_and_no_traceback(tmp_path):
     try:
         while proc.poll() is None and not _catches_sigterm(proc.pid):  # its handler is in place
             os.sched_yield()
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     text = stderr.decode()
     assert proc.returncode == 32, text
-    assert "Traceback" not in text and text.startswith("error: interrupted")
+    assert "Traceback" not in text and text.splitlines()[0] == says, text
+    assert (signum == signal.SIGTERM) == ("Ctrl-C" not in text)  # a `kill` is not called a Ctrl-C
     assert len([line for line in text.splitlines() if line.startswith("error:")]) == 1
 
 

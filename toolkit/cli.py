@@ -64,7 +64,7 @@ class LevelsessGroup(HelpGroup):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:  # typer would make it exit 130; DESIGN §3 says 32
-            raise Interrupted("Ctrl-C") from None
+            raise Interrupted(stopped_by()) from None
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D401
         tolerant_streams()  # an encoding that cannot hold a title or path degrades to escapes, never a traceback
@@ -81,7 +81,7 @@ class LevelsessGroup(HelpGroup):
             exc.show()
             sys.exit(EXIT_USAGE)
         except _ABORTS:
-            Output().fail("interrupted", "rerun the command to continue")
+            Output().fail(f"interrupted: {stopped_by()}", "rerun the command to continue")
             sys.exit(EXIT_INTERRUPTED)
         except LevelsessError as exc:
             argv = list(sys.argv[1:] if args is None else args)
@@ -93,9 +93,21 @@ class LevelsessGroup(HelpGroup):
                                                            "hint": hint}, "exit": exc.exit_code})
             sys.exit(exc.exit_code)
         if code == 130:  # typer's own exit for a Ctrl-C (or SIGTERM) that came while it parsed the arguments
-            Output().fail("interrupted", "rerun the command to continue")
+            Output().fail(f"interrupted: {stopped_by()}", "rerun the command to continue")
             sys.exit(EXIT_INTERRUPTED)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+#: The signals that stopped this run, in order (a handler notes each before it acts on it).
+_SIGNALS: list[int] = []
+
+
+def stopped_by() -> str:
+    """What stopped the run, for "interrupted: ...": ``Ctrl-C`` for SIGINT (a terminal), the
+    signal's name for anything else (``SIGTERM``: `kill PID`, a service manager, a timeout)."""
+    if not _SIGNALS or _SIGNALS[-1] == signal.SIGINT:
+        return "Ctrl-C"
+    return signal.Signals(_SIGNALS[-1]).name
 
 
 @contextlib.contextmanager
@@ -110,6 +122,7 @@ def _ctrl_c_in_this_process_only():
 
     def on_sigterm(signum, frame):  # `kill PID`, a service manager stopping it: as Ctrl-C (exit 32)
         if os.getpid() == parent:
+            _SIGNALS.append(signum)
             raise KeyboardInterrupt
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker dies of it, as before
         os.kill(os.getpid(), signal.SIGTERM)
@@ -124,6 +137,7 @@ def _ctrl_c_in_this_process_only():
 
         def on_sigint(signum, frame):
             if os.getpid() == parent:
+                _SIGNALS.append(signum)
                 raise KeyboardInterrupt
 
         signal.signal(signal.SIGINT, on_sigint)
@@ -194,18 +208,25 @@ def _targets(ctx: typer.Context, paths: list[Path] | None, store: str | None) ->
 
 
 @contextlib.contextmanager
-def _progress(out: Output, label: str, total: int | None):
+def _progress(out: Output, label: str, total, *, unit: str = "items"):
     """Yield an advance(n) callback; draws a bar on stderr only when it is a terminal.
 
-    ``total=None`` counts without a known end (a pulsing bar)."""
-    if out.json or out.quiet or not sys.stderr.isatty() or (total is not None and total < 2):
+    ``total=None`` counts without a known end (a pulsing bar); a callable total is asked only
+    when the bar is drawn (a count that costs a walk of the sources).  ``unit="bytes"`` shows
+    sizes (``1.2/3.4 MB``) instead of counts."""
+    if out.json or out.quiet or not sys.stderr.isatty():
         yield lambda n=1: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    if callable(total):
+        total = total()
+    if total is not None and total < 2:
+        yield lambda n=1: None
+        return
+    from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     # styles as styles, never as markup: the console reads none (a label or path could hold brackets)
     with Progress(TextColumn("{task.description}", style="progress.description", markup=False), BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(),
+                  DownloadColumn() if unit == "bytes" else MofNCompleteColumn(), TimeElapsedColumn(),
                   console=out.err, transient=True) as bar:
         task = bar.add_task(label, total=total)
         yield lambda n=1: bar.advance(task, n)
@@ -215,8 +236,13 @@ def _progress(out: Output, label: str, total: int | None):
 def _ctrl_c_deferred():
     """Turn Ctrl-C into a flag so the current atomic step finishes first."""
     hit = []
-    previous = signal.signal(signal.SIGINT, lambda *_: hit.append(True))
-    term = signal.signal(signal.SIGTERM, lambda *_: hit.append(True))  # SIGTERM too: the same clean stop
+
+    def note(signum, _frame):
+        hit.append(signum)
+        _SIGNALS.append(signum)  # for the "interrupted" line: Ctrl-C or SIGTERM
+
+    previous = signal.signal(signal.SIGINT, note)
+    term = signal.signal(signal.SIGTERM, note)  # SIGTERM too: the same clean stop
     try:
         yield lambda: bool(hit)
     finally:
@@ -323,7 +349,7 @@ def fsck(
         for action in result.done:
             out.out.print(f"did {action.describe()}", markup=False, soft_wrap=True)
     if result.interrupted:
-        out.fail("interrupted after a completed step", "rerun the same command to finish the repair")
+        out.fail(f"interrupted ({stopped_by()}) after a completed step", "rerun the same command to finish the repair")
     return _render_fsck(out, list(result.findings), report, result.exit_code, [a.describe() for a in result.done],
                         ran="+".join(n for n, on in (("salvage", salvage), ("relink", relink)) if on) or "repair")
 
@@ -469,7 +495,7 @@ def migrate(
         out.say(f"{len(plan.unversioned)} folder(s) of {kinds}: one format version so far, nothing to migrate")
     out.say(_migrate_summary(result, code))
     if result.interrupted:
-        out.fail("interrupted after a completed file", "rerun the same command to finish the migration")
+        out.fail(f"interrupted ({stopped_by()}) after a completed file", "rerun the same command to finish the migration")
     return code
 
 
@@ -521,7 +547,7 @@ def import_(
       levelsess import --from codex --source ~/.codex --dry-run
       levelsess import --from claude --include-trashed         # also the sessions `levelsess trash` took out
     """
-    from .importers import load, run_import
+    from .importers import load, run_import, source_bytes
 
     out = _output(ctx, json_, quiet, verbose)
     importer = load(from_)
@@ -534,9 +560,9 @@ def import_(
     sources = [Path(os.path.abspath(s)) for s in source] if source else importer.detect()  # kept sources name where they were
     _check_sources(from_, sources, given=bool(source))
     target = default_store(_store(ctx, store))
-    with _progress(out, "importing sessions", None) as advance:
+    with _progress(out, f"importing from {from_}", lambda: source_bytes(from_, sources), unit="bytes") as advance:
         report = run_import(from_, sources, target, importer.Options(mapping=mapping, project=project, orphans_only=orphans_only),
-                            dry_run=dry_run, no_raw=no_raw, progress=lambda _o: advance(1), include_trashed=include_trashed)
+                            dry_run=dry_run, no_raw=no_raw, include_trashed=include_trashed, read=advance)
     code = report.exit_code
     if out.json:
         out.emit_json(report.to_json())
@@ -722,7 +748,7 @@ def doctor(
 def schedule(
     ctx: typer.Context,
     action: Annotated[str, typer.Argument(metavar="install|remove|status", help="install (or bring up to date) the nightly keep, remove it, or read back what is installed.", show_default=False)],
-    apps: Annotated[Optional[list[str]], typer.Option("--app", metavar="claude|codex|cursor|vscode|copilot|gemini|opencode", help="Keep this app's chats (repeatable; default: every app with an install on this machine, or what is installed).", show_default=False)] = None,
+    apps: Annotated[Optional[list[str]], typer.Option("--app", metavar="claude|codex|cursor|vscode|copilot|gemini|opencode|cline", help="Keep this app's chats (repeatable; cline also keeps Roo Code and Kilo Code; default: every app with an install on this machine, or what is installed).", show_default=False)] = None,
     at: Annotated[Optional[str], typer.Option("--at", metavar="HH:MM", help="Time of day it runs, local time (default 03:17, or what is installed).", show_default=False)] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="cron|systemd|launchd|schtasks", help="Which scheduler (default: Task Scheduler on Windows, launchd on macOS, the crontab where `crontab` exists, else a systemd user timer).", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be written and run; change nothing.")] = False,
@@ -738,6 +764,7 @@ def schedule(
     [bold]Examples[/bold]:
       levelsess schedule install                        # every app found on this machine, at 03:17
       levelsess schedule install --app claude --app codex --at 02:30 --dry-run
+      levelsess schedule install --app cline --app opencode   # Cline, Roo Code, Kilo Code and OpenCode / Kilo CLI
       levelsess schedule install --scheduler systemd --store ~/other-store -v
       levelsess schedule status --json
       levelsess schedule remove -q
@@ -822,7 +849,7 @@ def ls_(
     verbose: VerboseOpt = False,
     store: StoreOpt = None,
 ) -> int:
-    """List sessions, newest first: title, last activity, turns, model, size and state (clean, torn, corrupt, locked).
+    """List sessions, newest first: title, project, last activity, turns, model, size and state (clean, torn, corrupt, locked).
 
     The journals are the truth: a folder whose index.json is fresh is listed from it (plus a lock and last-byte check per journal); any other folder is read in full. Read-only.
 
@@ -835,6 +862,7 @@ def ls_(
     """
     from rich.table import Table
 
+    from .report import fit_column
     from .sessions import grep, list_sessions, parse_since, relative_time
 
     out = _output(ctx, json_, quiet, verbose)
@@ -868,15 +896,17 @@ def ls_(
                        "total": total, "exit": code})
         return code
     table = Table(title_justify="left", show_edge=False)
-    for column in ("title", "updated", "turns", "model", "size", "state", "id"):
+    for column in ("title", "project", "updated", "turns", "model", "size", "state", "id"):
         add_column(table, column, no_wrap=True if column in ("updated", "size") else None)
     for row in shown:
         title = row.title if isinstance(row.title, str) and row.title else "(untitled)"
         if row.path in hits:
             title += f"\n  … {hits[row.path]}"
-        table.add_row(printable(title), relative_time(row.updated_at), "-" if row.turns is None else str(row.turns), printable(row.model or "-"),
+        table.add_row(printable(title), printable(row.project or "-"), relative_time(row.updated_at),
+                      "-" if row.turns is None else str(row.turns), printable(row.model or "-"),
                       _mb(row.bytes), Text(row.state, style=STATE_STYLE.get(row.state, "")), row.id)
     if shown:
+        fit_column(table, "project", out.out, give_way={"title": 30})  # a long path is cut in the middle to keep the table; --json has it whole
         print_table(out.out, table)
     more = f" (showing {len(shown)}; --limit 0 for all)" if len(shown) < total else ""
     unreadable = sum(r.state == "unreadable" for r in rows)

@@ -51,9 +51,30 @@ def whole_folders(folders: list[Folder]) -> list[Folder]:
     return list(out.values())
 
 
+def _named_foreign_only(folders: list[Folder]) -> str | None:
+    """Why nothing can be done, when every target names single files and none of them is a journal
+    of a layout levelsess knows (the one line fsck prints for the same files); else None.
+
+    A single file stands for its whole folder (:func:`whole_folders`), so without this a text file
+    named on the command line would be one refusal among its neighbours instead of the error."""
+    if not folders or any(folder.whole for folder in folders):
+        return None
+    scans = []
+    for folder in folders:
+        for journal in folder.journals:
+            try:
+                scans.append(scan_journal(journal, folder.layout))
+            except LevelsessError:  # unreadable, or not a file: the folder pass reports it
+                return None
+    return foreign_only(scans)
+
+
 def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = False,
             progress: Callable[[int], None] | None = None) -> ReindexResult:
     """Rebuild (or with ``check_only`` compare) each folder's cache from its journals."""
+    why = _named_foreign_only(folders)
+    if why:  # `reindex notes.jsonl`: refused as `fsck notes.jsonl` refuses it, before its folder is read
+        return ReindexResult((), (), (), (), check_only, foreign_only=why)
     written, unchanged, refused, findings, skipped, no_cache = [], [], [], [], [], []
     scanned: list[JournalScan] = []
     for folder in whole_folders(folders):

@@ -286,6 +286,43 @@ def bullet(console: Console) -> str:
     return "\u2022" if is_utf8_encoding(getattr(console, "encoding", None) or getattr(console.file, "encoding", None)) else "*"
 
 
+def ellipsis(console: Console) -> str:
+    """``…`` where the output encoding holds it, else ``...`` (see :func:`bullet`)."""
+    return "\u2026" if is_utf8_encoding(getattr(console, "encoding", None) or getattr(console.file, "encoding", None)) else "..."
+
+
+def middle(text: str, width: int, dots: str = "\u2026") -> str:
+    """``text`` at most ``width`` characters, cut in the middle: a path keeps its root and, longer,
+    its last folders (``/home/ada/…/code/thin.ly``)."""
+    if len(text) <= width:
+        return text
+    keep = max(width - len(dots), 2)
+    head = keep // 3
+    return text[:head] + dots + text[len(text) - (keep - head):]
+
+
+def fit_column(table: Table, name: str, console: Console, least: int = 20, give_way: dict[str, int] | None = None) -> None:
+    """Cut the cells of column ``name`` in the middle so the table fits the console, when that is
+    all it takes (the column gets at least ``least`` characters); otherwise leave them whole, and
+    :func:`print_table` prints one card per row with each value on its own line.  ``give_way``
+    names columns that keep up to that many characters before this one gets more (a title stays
+    readable rather than folded into a narrow column).  Terminal only: ``--json`` never goes
+    through a table."""
+    column = next((c for c in table.columns if c.header == name), None)
+    cells = list(column.cells) if column is not None else []
+    if not cells:
+        return
+    longest = max(len(_plain(cell).plain) for cell in cells + [name])
+    room = console.width - (_needed_width(table) - longest)
+    for other in table.columns:  # _needed_width counts a wrapping column as 12 characters at most
+        if other.header in (give_way or {}) and other.cells:
+            room -= max(0, min(max(len(_plain(c).plain) for c in other.cells), give_way[other.header]) - 12)
+    if room >= longest or room < least:
+        return
+    dots = ellipsis(console)
+    column._cells[:] = [middle(_plain(cell).plain, room, dots) for cell in cells]
+
+
 def is_utf8_encoding(name: str | None) -> bool:
     try:
         return codecs.lookup(name or "ascii").name == "utf-8"

@@ -26,7 +26,7 @@ from pathlib import Path
 from . import durable
 from .errors import SchedulerError, UsageError
 
-APPS = ("claude", "codex", "cursor", "vscode", "copilot", "gemini", "opencode")
+APPS = ("claude", "codex", "cursor", "vscode", "copilot", "gemini", "opencode", "cline")
 MARK = "# levelsess nightly keep (managed by levelsess schedule)"
 END = "# end of levelsess nightly keep"
 UNIT = "levelsess-keep"
@@ -138,7 +138,7 @@ def plan_job(apps: list[str] | None, at: str | None, store: Path) -> Job:
             raise UsageError(f"--app {app}: levelsess keeps {', '.join(APPS)}")
     chosen = list(dict.fromkeys(apps)) if apps else [a for a in APPS if load(a).detect()]
     if not chosen:
-        raise UsageError("found no Claude Code, Codex, Cursor, VS Code, Copilot CLI, Gemini CLI or OpenCode install to keep",
+        raise UsageError("found no Claude Code, Codex, Cursor, VS Code, Copilot CLI, Gemini CLI, OpenCode or Cline (Roo, Kilo Code) install to keep",
                          hint="name one with --app " + "|".join(APPS))
     store_text = os.path.abspath(store)
     exe, commands, missing = levelsess_argv(), [], []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,12 +53,17 @@ class ImportReport:
 
 
 def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run: bool = False, no_raw: bool = False,
-               progress: Callable[[Outcome], None] | None = None, include_trashed: bool = False) -> ImportReport:
+               progress: Callable[[Outcome], None] | None = None, include_trashed: bool = False,
+               read: Callable[[int], None] | None = None) -> ImportReport:
     """Import every session ``name``'s importer finds under ``sources`` into ``store``.
 
     A session trashed from the store (``levelsess trash``: a tombstone in
     ``<store>/.levelsess/trashed.jsonl``) is not imported again, but counted (status ``trashed``,
-    a ``trashed`` finding); ``include_trashed`` imports it and drops its tombstone."""
+    a ``trashed`` finding); ``include_trashed`` imports it and drops its tombstone.
+
+    ``read(n)`` is told the bytes of each source file as its first session arrives, and the rest of
+    a source's bytes when it is done: together they add up to :func:`source_bytes` (a progress bar
+    with a total)."""
     importer = load(name)
     report = ImportReport(importer.APP, sources=list(sources), dry_run=dry_run)
     touched: set[Path] = set()
@@ -66,7 +72,10 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     raised: list[str] = []
     try:
         for source in sources:
+            sizes = _file_sizes(importer, source) if read else {}
             for session in importer.scan(source, options, report.findings.append):
+                if read and (size := sizes.pop(str(session.source.get("path")), None)) is not None:
+                    read(size)
                 stone = stones.get(session.id)
                 if stone is not None and not include_trashed:
                     outcome = trashed(store, session)
@@ -93,6 +102,8 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                     landed.add(outcome.path.parent)
                 if progress:
                     progress(outcome)
+            if read and sizes:  # files that made no session, or share one (a database): done all the same
+                read(sum(sizes.values()))
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
         if landed and not dry_run:
             with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
@@ -104,6 +115,25 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     if landed and not dry_run:
         _settle(sorted(touched), sorted(landed), report)
     return report
+
+
+def _file_sizes(importer: ModuleType, source: Path) -> dict[str, int]:
+    """The files an import of ``source`` reads (the importer's ``source_files``), with their sizes."""
+    sizes: dict[str, int] = {}
+    try:
+        files = importer.source_files(source)
+    except (LevelsessError, OSError):  # the scan reports what it cannot read
+        return sizes
+    for path in files:
+        with contextlib.suppress(OSError):
+            sizes.setdefault(str(path), os.stat(path).st_size)
+    return sizes
+
+
+def source_bytes(name: str, sources: list[Path]) -> int:
+    """The bytes an import of ``sources`` reads: the total of :func:`run_import`'s ``read``."""
+    importer = load(name)
+    return sum(sum(_file_sizes(importer, source).values()) for source in sources)
 
 
 def _write_one(store: Path, session: Session, dry_run: bool, no_raw: bool) -> tuple[Outcome, list[Finding]]:
