@@ -1121,9 +1121,17 @@ def _render_trashed(out: Output, ctx: typer.Context, sessions, paths, store) -> 
     if out.json:
         out.emit_json({"version": 1, "trashed": [{"store": str(root), **stone.to_json()} for root, stone in stones], "exit": 0})
         return 0
+    if not stones:
+        out.say("no session is trashed from " + ", ".join(map(str, roots)) + ": every import brings back all it finds")
+        return 0
     for _root, stone in stones:
         out.out.print(f"{stone.id}: trashed {stone.t or ''} ({stone.path})", markup=False, highlight=False)
-    out.say(f"{len(stones)} trashed session(s) an import leaves out; `levelsess import --include-trashed` brings them back")
+    out.say(f"{len(stones)} trashed session(s) an import leaves out; to bring them back:")
+    from .doctor import store_flag
+    from .tombstones import import_name
+
+    for root, app in dict.fromkeys((root, import_name(stone)) for root, stone in stones):
+        out.say(f"next: levelsess import --from {app or 'APP'} --include-trashed{store_flag(root)}", style="bold")
     return 0
 
 

@@ -55,6 +55,7 @@ class Install:
     parity: dict | None = None  # codex: rollouts vs the state DB's threads rows (restore --app codex)
     count: Count | None = None  # what `import --from APP --source USER` would recover (toolkit.counts)
     in_store: int = 0                # of those, how many the store holds
+    trashed: int = 0                 # of those, how many were trashed from the store (import leaves them out)
     listed: int | None = None        # cline: how many of its tasks the tool's own list shows
     store: Path | None = None        # the store doctor looked at (every command it prints names it)
 
@@ -68,6 +69,7 @@ class Install:
                     "import": self.count.to_json() if self.count else None}
         if self.count is not None:
             document["in_store"] = self.in_store
+            document["trashed"] = self.trashed
         if self.app == "claude-code":
             document["retention"] = {"cleanupPeriodDays": self.cleanup_days, "from": self.cleanup_source,
                                      "due_at_next_start": self.due, "due_already_in_store": self.kept}
@@ -395,6 +397,9 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
         + [("cline", g) for g in cline_importer.detect()]
     target = default_store(store)
     stored = imported_ids(target) if claude or codex or gemini or tools else set()
+    from .tombstones import read as read_tombstones
+
+    trashed = set(read_tombstones(target))  # trashed on purpose: never advised for import again
     installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
                 + [_claude(r, target, stored, kept_claude_sources(target) if claude else None) for r in claude]
                 + [_codex(h, target, stored) for h in codex] + [_gemini(h, target, stored) for h in gemini]
@@ -403,6 +408,7 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
         install.store = target
         if install.count is not None:
             install.in_store = sum(sid in stored for sid in install.count.ids)
+            install.trashed = sum(sid in trashed and sid not in stored for sid in install.count.ids)
     mark_scheduled(installs, target)
     return Diagnosis(stores, installs, _next_steps(stores, installs, target))
 
@@ -417,8 +423,9 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install], store: Path)
     for install in installs:
         name = APP_TITLES.get(install.app, install.app)
         command = f"levelsess import --from {IMPORT_NAME[install.app]} --source {_quote(install.user)}{flag}"
-        missing = install.sessions - install.in_store
-        held = f"{install.count.describe() if install.count else install.sessions} session(s), {install.in_store} already in the store"
+        missing = install.sessions - install.in_store - install.trashed
+        held = (f"{install.count.describe() if install.count else install.sessions} session(s), {install.in_store} already in "
+                f"the store" + (f", {install.trashed} trashed from it (left out)" if install.trashed else ""))
         if install.app == "claude-code":
             if install.due > install.kept:
                 steps.append(f"{install.due} Claude Code session(s) in {install.user} are older than cleanupPeriodDays "

@@ -99,3 +99,13 @@ def unbury(store: Path, ids: list[str]) -> None:
     """Drop the tombstones of ``ids`` (imported again with ``--include-trashed``)."""
     when = _now()
     _append(store, [{"kind": "untrashed", "id": sid, "t": when} for sid in ids])
+
+
+#: The ``import --from`` name of a journal id's prefix (``claude-…``, ``roo-…``).
+_IMPORTERS = {"claude": "claude", "codex": "codex", "gemini": "gemini", "copilot": "copilot", "opencode": "opencode",
+              "cline": "cline", "roo": "cline", "kilo": "cline", "cursor": "cursor", "vscode": "vscode"}
+
+
+def import_name(stone: Tombstone) -> str | None:
+    """The ``import --from`` name that brings ``stone`` back (from the journal id's prefix), or None."""
+    return _IMPORTERS.get(stone.id.split("-", 1)[0])

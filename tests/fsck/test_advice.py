@@ -264,7 +264,10 @@ def test_a_file_that_is_no_journal_is_never_sent_to_salvage(tmp_path, command):
     text = tmp_path / "notes.jsonl"
     text.write_bytes(b"hello\nworld\n")
     result = run_cli(command, text)
-    assert result.exit_code == 8 and "salvage" not in result.stderr and "not a journal" in result.stderr
+    said = result.stdout + result.stderr
+    assert "salvage" not in said and "not a journal" in said
+    assert result.exit_code == (4 if command == "trash" else 8), "trash refuses what it does not know (exit 4, DESIGN §5)"
+    assert text.read_bytes() == b"hello\nworld\n"
 
 
 def test_a_damaged_journal_named_by_path_gets_a_hint_aimed_at_that_file(tmp_path):

@@ -102,3 +102,29 @@ def test_a_dry_run_counts_a_trashed_session_and_writes_nothing(world):
                            "--include-trashed", env=env))
     assert {s["id"]: s["status"] for s in dry["sessions"]}[victim["id"]] == "created"
     assert tomb.read_bytes() == data and not Path(victim["path"]).exists()
+
+
+def test_the_list_s_next_line_brings_it_back_and_doctor_never_advises_importing_it(world):
+    """Followed to the end: ``trash --list`` names the import that brings a trashed session back,
+    with the store; doctor does not count a trashed session as one to keep."""
+    import shlex
+
+    env, root, store, _trash = world
+    env = {**env, "CLAUDE_CONFIG_DIR": str(root)}
+    first = _json(_levelsess("import", "--from", "claude", "--source", root, "--store", store, "--json", env=env))
+    victim = next(s for s in first["sessions"] if s["status"] == "created")
+    assert _levelsess("trash", victim["id"], "--store", store, env=env).returncode == 0
+    doctor = _json(_levelsess("doctor", "--json", "--store", store, env=env))
+    (claude,) = [i for i in doctor["installs"] if i["app"] == "claude-code"]
+    assert claude["trashed"] == 1 and claude["in_store"] + claude["trashed"] == claude["sessions"]
+    assert not [step for step in doctor["next"] if step.startswith("levelsess import")], doctor["next"]
+
+    listed = _levelsess("trash", "--list", "--store", store, env=env)
+    (line,) = [l for l in (listed.stdout + listed.stderr).decode().splitlines() if l.startswith("next: ")]
+    argv = shlex.split(line.removeprefix("next: "))
+    assert argv[:4] == ["levelsess", "import", "--from", "claude"] and argv[-2:] == ["--store", str(store)]
+    back = _json(_levelsess(*argv[1:], "--source", root, "--json", env=env))
+    assert [s["status"] for s in back["sessions"] if s["id"] == victim["id"]] == ["created"]
+    assert Path(victim["path"]).exists()
+    empty = _levelsess("trash", "--list", "--store", store, env=env)
+    assert b"no session is trashed" in empty.stdout + empty.stderr
