@@ -462,6 +462,15 @@ def running(plan: InstallPlan) -> str | None:
     return editors_using(data) if data is not None else editors_using(None, mention="cline")
 
 
+def running_on(folder: Path) -> str | None:
+    """Who runs on the install ``folder`` now (for undo): see :func:`running`."""
+    try:
+        install = resolve(folder)
+    except LevelsessError:
+        return None
+    return running(InstallPlan(install))
+
+
 # -- apply ---------------------------------------------------------------------------------------
 
 
