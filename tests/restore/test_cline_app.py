@@ -264,3 +264,18 @@ def test_any_unlisted_subset_ends_up_listed_and_every_entry_there_is_untouched(l
         assert json.loads(new)[:len(listed)] == json.loads(old)
         after = tree(root)
         assert restore("--app", "cline", "--source", storage, "--yes").exit_code == 0 and tree(root) == after
+
+
+def test_doctor_names_the_restore_when_tasks_are_on_disk_but_not_listed(tmp_path):
+    from tests.helpers import run_cli
+
+    config = Path(os.environ["XDG_CONFIG_HOME"])
+    storage = data.cline_storage(config, IDS, listed=IDS[:1])
+    store = tmp_path / "store"
+    store.mkdir()
+    result = run_cli("doctor", "--json", "--store", store)
+    steps = json.dumps(result.json)
+    assert f"levelsess restore --app cline --source {storage}" in steps, steps
+    assert restore("--app", "cline", "--source", storage, "--yes").exit_code == 0
+    again = json.dumps(run_cli("doctor", "--json", "--store", store).json)
+    assert "restore --app cline" not in again
