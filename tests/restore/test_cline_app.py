@@ -279,3 +279,16 @@ def test_doctor_names_the_restore_when_tasks_are_on_disk_but_not_listed(tmp_path
     assert restore("--app", "cline", "--source", storage, "--yes").exit_code == 0
     again = json.dumps(run_cli("doctor", "--json", "--store", store).json)
     assert "restore --app cline" not in again
+
+
+def test_an_entry_cline_hides_is_kept_as_it_is_and_named(tmp_path):
+    storage = cline(tmp_path, IDS[:2])
+    path = storage / "state" / "taskHistory.json"
+    entries = json.loads(path.read_bytes())
+    del entries[1]["task"]  # Cline's history shows only `item.ts && item.task`
+    data.write(path, entries)
+    old = path.read_bytes()
+    result = restore("--app", "cline", "--source", storage, "--yes")
+    assert result.exit_code == 4  # that task is still not shown: not clean
+    assert any(f["code"] == "restore-refused" and IDS[1] in f["path"] for f in result.json["findings"])
+    assert path.read_bytes().startswith(old[:-1] + b",") and set(cline_listed(storage)) == {IDS[0], IDS[2], IDS[3]}

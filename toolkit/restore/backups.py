@@ -204,7 +204,7 @@ def _state(path: Path) -> dict | None:
 def _tool_running(entry: dict) -> str | None:
     """A running tool that uses a replaced file without holding it open at this instant (Codex CLI; an editor running Cline)."""
     if entry.get("app") == "cline":  # an editor running the extension rewrites the list it would get back
-        from .cline_list import running_on
+        from .cline_live import running_on
 
         return running_on(Path(entry["folder"]))
     if entry.get("app") != "codex":
