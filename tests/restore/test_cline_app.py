@@ -292,3 +292,23 @@ def test_an_entry_cline_hides_is_kept_as_it_is_and_named(tmp_path):
     assert result.exit_code == 4  # that task is still not shown: not clean
     assert any(f["code"] == "restore-refused" and IDS[1] in f["path"] for f in result.json["findings"])
     assert path.read_bytes().startswith(old[:-1] + b",") and set(cline_listed(storage)) == {IDS[0], IDS[2], IDS[3]}
+
+
+def test_every_install_found_is_restored_without_source_and_a_failed_verify_undoes_the_whole_run(tmp_path, monkeypatch):
+    from toolkit.findings import Finding
+    from toolkit.restore import cline_list
+
+    config = Path(os.environ["XDG_CONFIG_HOME"])
+    clines = cline(config, IDS[:1])
+    roo = data.roo_storage(config, ["r1", "r2"], items=["r1"])
+    before = tree(config)
+    real = cline_list.verify
+    monkeypatch.setattr(cline_list, "verify", lambda plan: [Finding("restore-verify-failed", "error", "x", None, None, "read back wrong")])
+    failed = restore("--app", "cline", "--yes")
+    assert (failed.exit_code, failed.json["undone"]) == (8, True)
+    assert tree(config) == before, "the rewritten list and every history_item.json made are taken back"
+    monkeypatch.setattr(cline_list, "verify", real)  # (monkeypatch.undo would take the isolated HOME back too)
+    result = restore("--app", "cline", "--yes")
+    assert result.exit_code == 0, result.stdout
+    assert {p["folder"] for p in result.json["installs"]} == {str(clines), str(roo)}
+    assert set(cline_listed(clines)) == set(IDS) and set(roo_listed(roo)) == {"r1", "r2"}
