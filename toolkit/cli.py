@@ -1144,8 +1144,8 @@ def restore(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (every file it would create or append to, bytes and lines); write nothing.")] = False,
     undo: Annotated[Optional[str], typer.Option("--undo", metavar="STAMP", help="Take back the restore STAMP: remove the files it created and cut the ones it appended to back, each only while it still holds what restore wrote.", show_default=False)] = None,
     list_: Annotated[bool, typer.Option("--list", help="List past restores with their stamps.")] = False,
-    app_: Annotated[Optional[str], typer.Option("--app", metavar="APP", help="Restore an app's own chat list instead of kept sessions: vscode (rebuild every workspace's chat index from its session files, copy orphans with --map, repair logs VS Code cannot open); codex (make rollouts that have no row in Codex's state DB visible in `codex resume` again).", show_default=False)] = None,
-    source: Annotated[Optional[Path], typer.Option("--source", metavar="DIR", help="With --app: the app's folder (VS Code: its User folder, e.g. ~/.config/Code/User; Codex: its home, e.g. ~/.codex); default: the one on this machine.", show_default=False)] = None,
+    app_: Annotated[Optional[str], typer.Option("--app", metavar="APP", help="Restore an app's own chat list instead of kept sessions: vscode (rebuild every workspace's chat index from its session files, copy orphans with --map, repair logs VS Code cannot open); codex (make rollouts that have no row in Codex's state DB visible in `codex resume` again); cline (make Cline, Roo Code and Kilo Code list every task folder on disk again: Cline's taskHistory.json, Roo's history_item.json).", show_default=False)] = None,
+    source: Annotated[Optional[Path], typer.Option("--source", metavar="DIR", help="With --app: the app's folder (VS Code: its User folder, e.g. ~/.config/Code/User; Codex: its home, e.g. ~/.codex; Cline, Roo Code, Kilo Code: the extension's globalStorage folder, e.g. ~/.config/Code/User/globalStorage/saoudrizwan.claude-dev, or ~/.cline/data); default: the one on this machine.", show_default=False)] = None,
     map_: Annotated[Optional[list[str]], typer.Option("--map", metavar="OLD=NEW", help="With --app vscode: the chats of the folder OLD (renamed or moved) go to the workspace VS Code uses for NEW (repeatable).", show_default=False)] = None,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -1154,7 +1154,7 @@ def restore(
 ) -> int:
     """Give kept Claude Code sessions, Codex CLI rollouts and Gemini CLI sessions back where the tool shows them, byte for byte as last imported.
 
-    Plans first: without --yes it lists every file it would create or append to and exits 4 (0 when there is nothing to do). With --yes it refuses any file the tool is running on, copies every file it will change into a backup folder with a manifest before its first write, never overwrites or removes a byte, reads every written file back by the tool's own rules and undoes itself when that fails (exit 8). A second run changes nothing. With --app vscode it rebuilds VS Code's own chat lists instead (each workspace's chat index from its session files; --map OLD=NEW copies a renamed folder's chats to its new workspace); with --app codex it sets Codex's backfill back to pending so its next start writes the rows of rollouts its state DB lacks; both under the same contract. Cursor chats are not written back: read them with show or export.
+    Plans first: without --yes it lists every file it would create or append to and exits 4 (0 when there is nothing to do). With --yes it refuses any file the tool is running on, copies every file it will change into a backup folder with a manifest before its first write, never overwrites or removes a byte, reads every written file back by the tool's own rules and undoes itself when that fails (exit 8). A second run changes nothing. With --app vscode it rebuilds VS Code's own chat lists instead (each workspace's chat index from its session files; --map OLD=NEW copies a renamed folder's chats to its new workspace); with --app codex it sets Codex's backfill back to pending so its next start writes the rows of rollouts its state DB lacks; with --app cline it adds an entry to Cline's task list (Roo Code, Kilo Code: a history_item.json) for every task folder the extension does not list, keeping every entry there as it is; all under the same contract. Cursor chats are not written back: read them with show or export.
 
     [bold]Examples[/bold]:
       levelsess restore claude-0f2c1d3e-aaaa-4bbb-8ccc-123456789abc          # the plan
@@ -1167,6 +1167,7 @@ def restore(
       levelsess restore --app vscode --source ~/.config/Code/User          # the plan for VS Code's chat lists
       levelsess restore --app vscode --map ~/old-name=~/new-name --yes
       levelsess restore --app codex --source ~/.codex          # rollouts Codex's state DB has no row for
+      levelsess restore --app cline --source ~/.config/Code/User/globalStorage/saoudrizwan.claude-dev          # tasks Cline's history does not list
     """
     from .restore import list_restores, plan_restore, restore as run_restore, undo_restore
 

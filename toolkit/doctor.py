@@ -446,6 +446,9 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install], store: Path)
         elif install.app == "cline" and missing > 0:
             listed = f"; {name}'s own list shows {install.listed}" if install.listed is not None else ""
             steps.append(f"{command}        # {held}{listed}")
+        if install.app == "cline" and install.listed is not None and install.sessions > install.listed:
+            steps.append(f"levelsess restore --app cline --source {_quote(install.user)}        # {install.sessions - install.listed} "
+                         f"task(s) on disk that {name}'s own list does not show: the plan, then add --yes")
         elif install.app in ("codex", "copilot", "opencode") and missing > 0:
             steps.append(f"{command}        # {held}")
         if install.gone:

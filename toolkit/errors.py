@@ -468,6 +468,9 @@ CODES: dict[str, CodeInfo] = {
     "restore-unproven": CodeInfo("error", ""),
     "restore-verify-failed": CodeInfo("error", ""),
     "undo-refused": CodeInfo("error", ""),
+    "restore-refused": CodeInfo("error", ""),
+    "listed-without-folder": CodeInfo("warning", ""),
+    "index-corrupt": CodeInfo("warning", "keep its whole entries"),
     # migrate refusals (§6)
     "seq-conflict": CodeInfo("error", "", SeqConflictError),
     "no-downgrade": CodeInfo("error", "", NoDowngradeError),

@@ -277,3 +277,95 @@ def processes(fresh: bool = False) -> tuple[ToolProcess, ...]:
         table = _proc_tools() if sys.platform.startswith("linux") and os.path.isdir("/proc/self") else _psutil_tools()
         _PROCESSES = (time.monotonic(), table)
     return _PROCESSES[1]
+
+
+# -- editors of the VS Code family --------------------------------------------------------------
+#
+# An extension (Cline, Roo Code, Kilo Code) writes its files from the editor's extension host; the
+# editor holds its own ``state.vscdb`` open, but between two writes no descriptor shows a task
+# file.  What shows is the editor: a process of the VS Code family whose user data folder
+# (``--user-data-dir``, else the host's default) is the one the extension's folder is in.
+
+#: process name -> the host folder its default user data folder is named after
+EDITORS = {"code": "Code", "code-insiders": "Code - Insiders", "cursor": "Cursor", "codium": "VSCodium", "vscodium": "VSCodium",
+           "windsurf": "Windsurf", "positron": "Positron", "antigravity": "Antigravity", "code-oss": "Code - OSS"}
+
+
+def _default_data_dir(host: str) -> Path:
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / host
+    if os.name == "nt":
+        return Path(os.environ.get("APPDATA") or home) / host
+    return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / host
+
+
+def _data_dir_of(argv: tuple[str, ...]) -> str | None:
+    for n, arg in enumerate(argv):
+        if arg.startswith("--user-data-dir="):
+            return arg.split("=", 1)[1]
+        if arg == "--user-data-dir" and n + 1 < len(argv):
+            return argv[n + 1]
+    return None
+
+
+def _argv_of(pid: int) -> tuple[str, ...] | None:
+    raw = _read(f"/proc/{pid}/cmdline", 1 << 16)
+    if raw:
+        return tuple(os.fsdecode(a) for a in raw.rstrip(b"\0").split(b"\0"))
+    return None
+
+
+def _named_processes() -> list[tuple[int, str]]:
+    """(pid, process name) of every other process."""
+    me = os.getpid()
+    if sys.platform.startswith("linux") and os.path.isdir("/proc/self"):
+        out = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != me:
+                comm = _read(f"/proc/{entry}/comm", 64)
+                if comm is not None:
+                    out.append((int(entry), comm.decode("utf-8", "replace").strip()))
+        return out
+    import psutil
+
+    return [(p.info["pid"], p.info["name"] or "") for p in psutil.process_iter(["pid", "name"]) if p.info["pid"] != me]
+
+
+def _cmdline(pid: int) -> tuple[str, ...] | None:
+    argv = _argv_of(pid) if sys.platform.startswith("linux") else None
+    if argv is None:
+        try:
+            import psutil
+
+            argv = tuple(psutil.Process(pid).cmdline())
+        except Exception:  # noqa: BLE001 - gone, or not ours to read
+            return None
+    return argv
+
+
+def editors_using(data_dir: Path | None, *, mention: str | None = None) -> str | None:
+    """"<name> (pid N) is running on <folder>" for an editor of the VS Code family whose user data
+    folder is ``data_dir``; with ``data_dir`` None (an extension folder outside an editor's, such as
+    ``~/.cline/data``), any editor or runtime whose command line mentions ``mention``."""
+    wanted = os.path.realpath(data_dir) if data_dir is not None else None
+    remote = data_dir is not None and any(part.startswith(".") and part.endswith("-server") for part in Path(data_dir).parts)
+    for pid, name in _named_processes():
+        base = _base(name).lower()
+        if wanted is not None and not remote and base not in EDITORS:
+            continue
+        if (wanted is None or remote) and base not in EDITORS and base not in _RUNTIMES:
+            continue
+        argv = _cmdline(pid)
+        if not argv:
+            continue
+        if wanted is None or remote:
+            needle = mention if wanted is None else str(Path(data_dir).parent)
+            if needle and any(needle in arg for arg in argv):
+                return f"{name} (pid {pid}) is running"
+            continue
+        given = _data_dir_of(argv)
+        theirs = given if given is not None else str(_default_data_dir(EDITORS[base]))
+        if os.path.realpath(theirs) == wanted:
+            return f"{name} (pid {pid}) is running on {data_dir}"
+    return None

@@ -134,3 +134,38 @@ def vscode_chats(store: Path, db: Path) -> dict[str, str]:
         if entry.get("isEmpty") is not True and found is not None and vscode_opens(found):
             listed[sid] = entry["title"]
     return listed
+
+
+# -- Cline / Roo Code / Kilo Code (SOURCES-MORE §4.3) -----------------------------------------------
+
+
+def cline_listed(storage: Path) -> dict[str, str] | None:
+    """What Cline's history shows: ``JSON.parse`` of ``state/taskHistory.json`` (None when it throws or
+    is no array), each entry with ``item.ts && item.task``, the first of an id (``Array.find``): id -> task."""
+    try:
+        value = json.loads((storage / "state" / "taskHistory.json").read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(value, list):
+        return None
+    shown: dict[str, str] = {}
+    for item in value:
+        if isinstance(item, dict) and isinstance(item.get("id"), str) and item.get("ts") and isinstance(item.get("task"), str) and item["task"]:
+            shown.setdefault(item["id"], item["task"])
+    return shown
+
+
+def roo_listed(storage: Path) -> dict[str, str]:
+    """What Roo's reconcile lists: each ``tasks/<id>/`` (not ``_``/``.``) whose ``history_item.json`` parses with an id."""
+    shown: dict[str, str] = {}
+    tasks = storage / "tasks"
+    for folder in sorted(tasks.iterdir()) if tasks.is_dir() else []:
+        if not folder.is_dir() or folder.name.startswith(("_", ".")):
+            continue
+        try:
+            item = json.loads((folder / "history_item.json").read_bytes().decode("utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(item, dict) and item.get("id"):
+            shown[folder.name] = item.get("task")
+    return shown

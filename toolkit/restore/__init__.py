@@ -25,7 +25,7 @@ from .contract import RestorePlan, RestoreResult, apply_plan, plan_session, prev
 APPS = {"claude-code": "toolkit.restore.claude", "codex": "toolkit.restore.codex", "gemini": "toolkit.restore.gemini"}
 #: ``restore --app NAME``: apps whose chats come back without a session id (a database row, an index);
 #: each module gives ``run_app(source, maps, apply)``, ``rows(result)``, ``summary(result)`` and ``NEXT``
-APP_RESTORES = {"vscode": "toolkit.restore.vscode", "codex": "toolkit.restore.codex_state"}
+APP_RESTORES = {"vscode": "toolkit.restore.vscode", "codex": "toolkit.restore.codex_state", "cline": "toolkit.restore.cline_list"}
 _OTHERS = {"cursor": "Cursor is out of scope for writing back (its database is opaque and changes with every version)",
            "vscode": "VS Code chats are not written back by session id"}
 

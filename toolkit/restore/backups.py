@@ -202,7 +202,11 @@ def _state(path: Path) -> dict | None:
 
 
 def _tool_running(entry: dict) -> str | None:
-    """A running tool that uses a replaced database without holding it open at this instant (Codex CLI)."""
+    """A running tool that uses a replaced file without holding it open at this instant (Codex CLI; an editor running Cline)."""
+    if entry.get("app") == "cline":  # an editor running the extension rewrites the list it would get back
+        from .cline_live import running_on
+
+        return running_on(Path(entry["folder"]))
     if entry.get("app") != "codex":
         return None
     from .dbfile import codex_running as running
