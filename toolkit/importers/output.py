@@ -102,6 +102,38 @@ def encode(record: dict) -> bytes:
     return line[:-1] + b',"raw":' + raw.data + b"}"
 
 
+def line_digest(value: object) -> int:
+    """A source line's fingerprint, from its parsed value (so the journal's copy under ``raw`` and
+    the source's bytes compare alike): 8 bytes of the sha256 of its compact JSON, as a signed int."""
+    return int.from_bytes(hashlib.sha256(_dumps(value)).digest()[:8], "big", signed=True)
+
+
+def _line_values(record: dict, raw: object) -> list | None:
+    """The values of the source lines ``record`` carries under ``raw`` (a merged record's list), in
+    the order of its line keys; None when it carries none."""
+    if raw is None:
+        return None
+    if isinstance(raw, Raw):
+        try:
+            raw = loads(raw.data)
+        except ValueError:
+            return None
+    at = record.get(AT)
+    if isinstance(at, list) and isinstance(raw, list) and len(raw) == len(at) > 0:
+        return raw
+    return [raw]
+
+
+def line_keys(record: dict) -> list[tuple[str, ...]]:
+    keys = record.get(LINE_KEYS)
+    if isinstance(keys, list):
+        return [tuple(k) for k in keys]
+    key, alias = record.get("sourceKey"), record.get(ALIAS)
+    parts = record.get(PART_KEYS)
+    head = tuple(k for k in (key, alias) if isinstance(k, str))
+    return [head] + [(k,) for k in (parts if isinstance(parts, list) else ()) if isinstance(k, str)]
+
+
 def safe_id(prefix: str, source_id: str) -> str:
     """``prefix-<id>``, or ``prefix-h<sha256>`` when the id has unsafe characters (SOURCES §4.1)."""
     if _SAFE_ID.fullmatch(source_id) and not source_id.startswith("."):
@@ -117,6 +149,15 @@ ALIAS = "_alias"
 PART_KEYS = "partKeys"
 #: On a ``compact`` record: its ``coversThrough`` is the seq of the record written just before it.
 COVERS_PREVIOUS = "_coversPrevious"
+#: On a record carrying source lines: per line, the keys under which the journal may hold that
+#: line (its own, then an alias); default: ``sourceKey`` (then ``_alias``), then each of ``partKeys``.
+LINE_KEYS = "_lineKeys"
+#: On a record: when the journal holds its first line only under its ``_alias`` (kept off the
+#: conversation's chain, now on it), the kept copy is superseded by this one.
+SUPERSEDES_ALIAS = "_supersedesAlias"
+#: On a record superseding several kept ones (one response's parts first kept one by one): the
+#: seqs, past ``replaces``, that it supersedes too.
+ALSO_REPLACES = "alsoReplaces"
 
 
 #: On a record carrying source lines under ``raw``: their byte offsets in the source file.
@@ -379,7 +420,7 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool) -> tu
         had = len(known)
     finally:
         known.close()
-        held.carried.close()
+        held.close()
     status = "updated" if new or extra else "unchanged"
     return _outcome(session, path, had + new, new, status), []
 
@@ -400,7 +441,7 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
             for seq, record in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
                 out.write(encode(_numbered(record, seq)) + b"\n")
         finally:
-            held.carried.close()
+            held.close()
     return _outcome(session, path, count, count, "created")
 
 
@@ -428,14 +469,14 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict], no_r
     try:
         extra = []
         if session.title is not None and session.title != title:  # the title record goes first: a pass for its time
-            extra = _title(session, _when(session, _looked_at(records, known)), title)
+            extra = _title(session, _when(session, _looked_at(records, known, held)), title)
         after = _After(session.created_at)
-        new = (record for record in after.new(_looked_at(records, known), held.carried) if record is not None)
+        new = (record for record in after.new(_looked_at(records, known, held), held.carried) if record is not None)
         written = _append(path, chain(extra, new, after.source_records(session, held, no_raw)), last_seq)
         had = len(known)
     finally:
         known.close()
-        held.carried.close()
+        held.close()
     if not written:
         return _outcome(session, path, had, 0, "unchanged"), findings
     return _outcome(session, path, had + after.count, after.count, "updated"), findings
@@ -457,18 +498,41 @@ def _append(path: Path, records: Iterable[dict], seq: int) -> int:
     return count
 
 
-def _looked_at(records, known) -> Iterator[tuple[dict, dict | None]]:
+def _looked_at(records, known, held: _Held | None = None) -> Iterator[tuple[dict, dict | None]]:
     """Each record looked at, with what the journal lacks of it: itself, its supersession (a
-    partial copy it completes) or None."""
+    partial copy it completes, a kept copy whose source lines changed or grew, or that was kept
+    off the chain the record is on now) or None."""
+    lines = held.lines if held is not None else None
+    replaced: set[int] = set()  # kept seqs superseded by this import already
     select = getattr(records, "select", None)  # a lazy source converts only what may be new
-    for record in select(known) if select is not None else records:
+    for record in (select(known, lines) if select is not None and lines is not None else
+                   select(known) if select is not None else records):
         key = record.get("sourceKey")
         if key not in known:
-            yield record, (record if record.get(ALIAS) not in known else None)
+            alias = record.get(ALIAS)
+            if alias not in known:
+                yield record, record
+                continue
+            seqs = lines.changed(record, moved=bool(record.get(SUPERSEDES_ALIAS))) if lines is not None else None
+            yield record, _superseding(record, seqs, replaced)
         elif known[key] is not None and (not record.get("partial") or _grew(record, known)):
+            replaced.add(known[key])
             yield record, {**record, "replaces": known[key]}  # finished since, or grew (more parts): supersede it
         else:
-            yield record, None
+            yield record, _superseding(record, lines.changed(record) if lines is not None else None, replaced)
+
+
+def _superseding(record: dict, seqs: list[int] | None, replaced: set[int]) -> dict | None:
+    """``record`` superseding the kept records ``seqs`` (its first line's first), or None when they
+    are none, or all superseded by this import already (a later part of the same change)."""
+    seqs = [s for s in seqs or () if s not in replaced]
+    if not seqs:
+        return None
+    replaced.update(seqs)
+    out = {**record, "replaces": seqs[0]}
+    if len(seqs) > 1:
+        out[ALSO_REPLACES] = seqs[1:]
+    return out
 
 
 def _grew(record: dict, known) -> bool:
@@ -515,7 +579,7 @@ def _additions(session: Session, records, known: KnownKeys, title: object, held:
     """How many records a journal lacks (or whose partial copy they complete); and whether it
     lacks anything else: a title change, source lines no record carries, the source's new state."""
     after = _After(session.created_at)
-    for _addition in after.new(_looked_at(records, known), held.carried):
+    for _addition in after.new(_looked_at(records, known, held), held.carried):
         pass
     state = session.state
     extra = bool(_title(session, after.when, title)) or (
@@ -531,6 +595,59 @@ class _Held:
 
     carried: Offsets = field(default_factory=Offsets)  # one per source line: on disk past a few thousand
     state: dict | None = None
+    lines: KeptLines = field(default_factory=lambda: KeptLines())
+
+    def close(self) -> None:
+        self.carried.close()
+        self.lines.close()
+
+
+class KeptLines:
+    """Per source line the journal carries (by its key): the seq of the last record carrying it and
+    its :func:`line_digest`; on disk past a few thousand, like :class:`KnownKeys`."""
+
+    def __init__(self) -> None:
+        self.seqs, self.digests = KnownKeys(), KnownKeys()
+
+    def keep(self, record: dict) -> None:
+        seq = record.get("seq")
+        if type(seq) is not int or record.get("sourceKey") is None:
+            return
+        values = _line_values(record, record.get("raw"))
+        keys = line_keys(record)
+        if values is None or len(values) != len(keys):
+            return
+        for alternatives, value in zip(keys, values):
+            if alternatives:
+                self.seqs[alternatives[0]] = seq
+                self.digests[alternatives[0]] = line_digest(value)
+
+    def changed(self, record: dict, *, moved: bool = False) -> list[int] | None:
+        """The seqs of the kept records carrying ``record``'s lines, when any of those lines is new,
+        changed bytes, or (``moved``) its first is held only under its alias; else None."""
+        values = _line_values(record, record.get("raw"))
+        keys = line_keys(record)
+        if values is None or len(values) != len(keys):
+            return None
+        return self.changed_lines(list(zip(keys, (line_digest(v) for v in values))), moved=moved)
+
+    def changed_lines(self, lines: list[tuple[tuple[str, ...], int]], *, moved: bool = False) -> list[int] | None:
+        seqs, differs = [], False
+        for n, (alternatives, digest) in enumerate(lines):
+            for rank, key in enumerate(alternatives):
+                seq = self.seqs.get(key)
+                if seq is not None:
+                    differs |= self.digests.get(key) != digest or (moved and n == 0 and rank > 0)
+                    if seq not in seqs:
+                        seqs.append(seq)
+                    break
+            else:
+                differs = True  # a line the journal does not hold yet (a response's later part)
+        return seqs if differs and seqs else None
+
+    def close(self) -> None:
+        self.seqs.close()
+        self.digests.close()
 
 
 def _carries(record: dict, into: Offsets) -> None:
@@ -609,7 +726,7 @@ def _existing(path: Path) -> tuple[KnownKeys, int, object, _Held]:
         last_seq, title = _read_journal(path, known, held)
     except BaseException:
         known.close()
-        held.carried.close()
+        held.close()
         raise
     return known, last_seq, title, held
 
@@ -619,6 +736,7 @@ def _read_journal(path: Path, known: KnownKeys, held: _Held) -> tuple[int, objec
     for _line, _offset, record in iter_records(path):
         kind = record.get("kind")
         _carries(record, held.carried)
+        held.lines.keep(record)
         if kind == "meta":
             title = record.get("title")
             continue
