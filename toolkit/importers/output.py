@@ -516,8 +516,9 @@ def _looked_at(records, known, held: _Held | None = None) -> Iterator[tuple[dict
             seqs = lines.changed(record, moved=bool(record.get(SUPERSEDES_ALIAS))) if lines is not None else None
             yield record, _superseding(record, seqs, replaced)
         elif known[key] is not None and (not record.get("partial") or _grew(record, known)):
-            replaced.add(known[key])
-            yield record, {**record, "replaces": known[key]}  # finished since, or grew (more parts): supersede it
+            # finished since, or grew (more parts): supersede it, and any part kept on its own meanwhile
+            changed = lines.changed(record) if lines is not None else None
+            yield record, _superseding(record, [known[key], *(changed or ())], replaced)
         else:
             yield record, _superseding(record, lines.changed(record) if lines is not None else None, replaced)
 
@@ -624,7 +625,8 @@ class KeptLines:
 
     def changed(self, record: dict, *, moved: bool = False) -> list[int] | None:
         """The seqs of the kept records carrying ``record``'s lines, when any of those lines is new,
-        changed bytes, or (``moved``) its first is held only under its alias; else None."""
+        changed bytes, is held by another record than the rest, or (``moved``) its first is held only
+        under its alias; else None."""
         values = _line_values(record, record.get("raw"))
         keys = line_keys(record)
         if values is None or len(values) != len(keys):
@@ -643,7 +645,8 @@ class KeptLines:
                     break
             else:
                 differs = True  # a line the journal does not hold yet (a response's later part)
-        return seqs if differs and seqs else None
+        # lines held by several records (a response's part kept on its own meanwhile) are one record now
+        return seqs if seqs and (differs or len(seqs) > 1) else None
 
     def close(self) -> None:
         self.seqs.close()
