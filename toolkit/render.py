@@ -310,17 +310,19 @@ def current(records: Iterator[dict], replaced: dict[int, dict]) -> Iterator[dict
 
 
 def _in_place(record: dict, replaced: dict[int, dict], replacements: set[int]) -> dict | None:
-    """What stands at ``record``'s place: itself, its latest replacement, or nothing."""
+    """What stands at ``record``'s place: itself, its latest replacement, or nothing (a replacement
+    stands in its copy's place, unless it is ``moved``: the conversation's order changed, and it
+    stands where it was appended)."""
     seq = record.get("seq")
     if not replaced or type(seq) is not int:
         return record
-    if seq in replacements:
+    if seq in replacements and record.get("moved") is not True:
         return None  # shown in the place of the record it replaces
     latest, hops = record, 0
     while type(latest.get("seq")) is int and latest["seq"] in replaced and hops <= len(replaced):
         latest, hops = replaced[latest["seq"]], hops + 1
-        if latest is ABSORBED:
-            return None
+        if latest is ABSORBED or latest.get("moved") is True:
+            return None  # absorbed by another, or shown where its replacement was appended
     return latest
 
 

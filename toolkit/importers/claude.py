@@ -676,7 +676,7 @@ class _Records:
         self.shown_title = None
         try:
             for unit_id, unit in plan.units_of():
-                if maybe_new(unit[0].key, unit[0].key + ":off") or changed(unit, True):
+                if maybe_new(unit[0].key, unit[0].key + ":off") or changed(unit, True) or (lines is not None and lines.reorder):
                     yield self._unit(unit, partial=unit_id == plan.partial)
                 for it in unit:
                     yield from after.get(it.n, ())

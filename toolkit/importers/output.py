@@ -158,6 +158,9 @@ SUPERSEDES_ALIAS = "_supersedesAlias"
 #: On a record superseding several kept ones (one response's parts first kept one by one): the
 #: seqs, past ``replaces``, that it supersedes too.
 ALSO_REPLACES = "alsoReplaces"
+#: On a record superseding one (or new) after the conversation's order changed (a record kept off
+#: the chain is on it now: a repaired break): shown where it is appended, not in its copy's place.
+MOVED = "moved"
 
 
 #: On a record carrying source lines under ``raw``: their byte offsets in the source file.
@@ -498,42 +501,28 @@ def _append(path: Path, records: Iterable[dict], seq: int) -> int:
     return count
 
 
-def _looked_at(records, known, held: _Held | None = None) -> Iterator[tuple[dict, dict | None]]:
+def _looked_at(records, known, held: _Held) -> Iterator[tuple[dict, dict | None]]:
     """Each record looked at, with what the journal lacks of it: itself, its supersession (a
     partial copy it completes, a kept copy whose source lines changed or grew, or that was kept
-    off the chain the record is on now) or None."""
-    lines = held.lines if held is not None else None
-    replaced: set[int] = set()  # kept seqs superseded by this import already
+    off the chain the record is on now) or None.  Once a record moves onto the conversation, the
+    records after it are appended again too (``moved``), so the session reads in its new order."""
+    lines = held.lines
+    lines.begin()
     select = getattr(records, "select", None)  # a lazy source converts only what may be new
-    for record in (select(known, lines) if select is not None and lines is not None else
-                   select(known) if select is not None else records):
+    for record in select(known, lines) if select is not None else records:
         key = record.get("sourceKey")
-        if key not in known:
-            alias = record.get(ALIAS)
-            if alias not in known:
-                yield record, record
-                continue
-            seqs = lines.changed(record, moved=bool(record.get(SUPERSEDES_ALIAS))) if lines is not None else None
-            yield record, _superseding(record, seqs, replaced)
-        elif known[key] is not None and (not record.get("partial") or _grew(record, known)):
+        if key not in known and record.get(ALIAS) not in known:
+            yield record, (lines.superseding(record, []) if lines.reorder else record)
+            continue
+        partial = known.get(key) if key in known else None
+        if partial is not None and (not record.get("partial") or _grew(record, known)):
             # finished since, or grew (more parts): supersede it, and any part kept on its own meanwhile
-            changed = lines.changed(record) if lines is not None else None
-            yield record, _superseding(record, [known[key], *(changed or ())], replaced)
+            seqs = [partial, *(lines.changed(record) or ())]
         else:
-            yield record, _superseding(record, lines.changed(record) if lines is not None else None, replaced)
-
-
-def _superseding(record: dict, seqs: list[int] | None, replaced: set[int]) -> dict | None:
-    """``record`` superseding the kept records ``seqs`` (its first line's first), or None when they
-    are none, or all superseded by this import already (a later part of the same change)."""
-    seqs = [s for s in seqs or () if s not in replaced]
-    if not seqs:
-        return None
-    replaced.update(seqs)
-    out = {**record, "replaces": seqs[0]}
-    if len(seqs) > 1:
-        out[ALSO_REPLACES] = seqs[1:]
-    return out
+            seqs = lines.changed(record, moved=key not in known and bool(record.get(SUPERSEDES_ALIAS)))
+        if seqs is None and lines.reorder and record.get(SUPERSEDES_ALIAS):
+            seqs = lines.holders(record)  # after a record that moved: appended again, in the new order
+        yield record, lines.superseding(record, seqs)
 
 
 def _grew(record: dict, known) -> bool:
@@ -605,10 +594,17 @@ class _Held:
 
 class KeptLines:
     """Per source line the journal carries (by its key): the seq of the last record carrying it and
-    its :func:`line_digest`; on disk past a few thousand, like :class:`KnownKeys`."""
+    its :func:`line_digest`; on disk past a few thousand, like :class:`KnownKeys`.  During one pass
+    over the source's records (:meth:`begin`): the kept seqs superseded so far, and whether a
+    record moved onto the conversation (then the ones after it are appended again, in order)."""
 
     def __init__(self) -> None:
         self.seqs, self.digests = KnownKeys(), KnownKeys()
+        self.replaced: set[int] = set()
+        self.reorder = False
+
+    def begin(self) -> None:
+        self.replaced, self.reorder = set(), False
 
     def keep(self, record: dict) -> None:
         seq = record.get("seq")
@@ -623,30 +619,63 @@ class KeptLines:
                 self.seqs[alternatives[0]] = seq
                 self.digests[alternatives[0]] = line_digest(value)
 
-    def changed(self, record: dict, *, moved: bool = False) -> list[int] | None:
-        """The seqs of the kept records carrying ``record``'s lines, when any of those lines is new,
-        changed bytes, is held by another record than the rest, or (``moved``) its first is held only
-        under its alias; else None."""
+    def _lines(self, record: dict) -> list[tuple[tuple[str, ...], int]] | None:
         values = _line_values(record, record.get("raw"))
         keys = line_keys(record)
         if values is None or len(values) != len(keys):
             return None
-        return self.changed_lines(list(zip(keys, (line_digest(v) for v in values))), moved=moved)
+        return list(zip(keys, (line_digest(v) for v in values)))
+
+    def changed(self, record: dict, *, moved: bool = False) -> list[int] | None:
+        """The seqs of the kept records carrying ``record``'s lines, when any of those lines is new,
+        changed bytes, is held by another record than the rest or by one superseded in this pass,
+        or (``moved``) its first is held only under its alias; else None."""
+        lines = self._lines(record)
+        return None if lines is None else self.changed_lines(lines, moved=moved)
+
+    def holders(self, record: dict) -> list[int] | None:
+        lines = self._lines(record)
+        if lines is None:
+            return None
+        return self._walk(lines, False)[0] or None
 
     def changed_lines(self, lines: list[tuple[tuple[str, ...], int]], *, moved: bool = False) -> list[int] | None:
+        seqs, differs = self._walk(lines, moved)
+        # lines held by several records (a response's part kept on its own meanwhile) are one record now
+        return seqs if seqs and (differs or len(seqs) > 1) else None
+
+    def _walk(self, lines, moved: bool) -> tuple[list[int], bool]:
         seqs, differs = [], False
         for n, (alternatives, digest) in enumerate(lines):
             for rank, key in enumerate(alternatives):
                 seq = self.seqs.get(key)
                 if seq is not None:
-                    differs |= self.digests.get(key) != digest or (moved and n == 0 and rank > 0)
+                    if moved and n == 0 and rank > 0:
+                        differs = self.reorder = True  # kept off the chain, on it now
+                    differs |= self.digests.get(key) != digest or seq in self.replaced
                     if seq not in seqs:
                         seqs.append(seq)
                     break
             else:
                 differs = True  # a line the journal does not hold yet (a response's later part)
-        # lines held by several records (a response's part kept on its own meanwhile) are one record now
-        return seqs if seqs and (differs or len(seqs) > 1) else None
+        return seqs, differs
+
+    def superseding(self, record: dict, seqs: list[int] | None) -> dict | None:
+        """``record`` superseding the kept records ``seqs`` (its first line's first, past those this
+        pass superseded already); itself when they all were (its lines' copy gave way to a record
+        without them); None for no seqs (nothing changed)."""
+        if seqs is None:
+            return None
+        live = [s for s in seqs if s not in self.replaced]
+        out = dict(record)
+        if live:
+            self.replaced.update(live)
+            out["replaces"] = live[0]
+            if len(live) > 1:
+                out[ALSO_REPLACES] = live[1:]
+        if self.reorder and record.get(SUPERSEDES_ALIAS):
+            out[MOVED] = True
+        return out if live or out.get(MOVED) else record
 
     def close(self) -> None:
         self.seqs.close()
