@@ -620,6 +620,8 @@ class KeptLines:
                 self.digests[alternatives[0]] = line_digest(value)
 
     def _lines(self, record: dict) -> list[tuple[tuple[str, ...], int]] | None:
+        if LINE_KEYS not in record and ALIAS not in record:
+            return None  # a source whose key is no line's identity (Codex: a hash of the bytes, shared with a mirror)
         values = _line_values(record, record.get("raw"))
         keys = line_keys(record)
         if values is None or len(values) != len(keys):
