@@ -598,8 +598,11 @@ class KeptLines:
     over the source's records (:meth:`begin`): the kept seqs superseded so far, and whether a
     record moved onto the conversation (then the ones after it are appended again, in order)."""
 
+    #: A line's entry: its record's seq above 32 bits of its digest, in one int64 (a seq past 2**31 is not held).
+    _SEQ_LIMIT = 1 << 31
+
     def __init__(self) -> None:
-        self.seqs, self.digests = KnownKeys(), KnownKeys()
+        self.held = KnownKeys()
         self.replaced: set[int] = set()
         self.reorder = False
 
@@ -614,10 +617,11 @@ class KeptLines:
         keys = line_keys(record)
         if values is None or len(values) != len(keys):
             return
+        if seq >= self._SEQ_LIMIT:
+            return
         for alternatives, value in zip(keys, values):
             if alternatives:
-                self.seqs[alternatives[0]] = seq
-                self.digests[alternatives[0]] = line_digest(value)
+                self.held[alternatives[0]] = (seq << 32) | (line_digest(value) & 0xFFFFFFFF)
 
     def _lines(self, record: dict) -> list[tuple[tuple[str, ...], int]] | None:
         if LINE_KEYS not in record and ALIAS not in record:
@@ -650,11 +654,12 @@ class KeptLines:
         seqs, differs = [], False
         for n, (alternatives, digest) in enumerate(lines):
             for rank, key in enumerate(alternatives):
-                seq = self.seqs.get(key)
-                if seq is not None:
+                entry = self.held.get(key)
+                if entry is not None:
+                    seq = entry >> 32
                     if moved and n == 0 and rank > 0:
                         differs = self.reorder = True  # kept off the chain, on it now
-                    differs |= self.digests.get(key) != digest or seq in self.replaced
+                    differs |= (entry & 0xFFFFFFFF) != (digest & 0xFFFFFFFF) or seq in self.replaced
                     if seq not in seqs:
                         seqs.append(seq)
                     break
@@ -680,8 +685,7 @@ class KeptLines:
         return out if live or out.get(MOVED) else record
 
     def close(self) -> None:
-        self.seqs.close()
-        self.digests.close()
+        self.held.close()
 
 
 def _carries(record: dict, into: Offsets) -> None:
