@@ -160,3 +160,26 @@ def test_whichever_parents_break_the_relinked_session_is_kept_whole(tmp_path_fac
     kept = _parents_kept(journal)
     repaired = _parents_of(source)
     assert kept == {u: repaired[u] for u in kept} and set(kept) == set(_parents_kept(once))
+
+
+def test_show_json_and_ls_count_the_session_as_it_stands(tmp_path):
+    """``show --json`` (and ``export --format json``) give each record as it stands, a replacement in
+    its copy's place; ``export --format jsonl`` keeps every line; ls counts each prompt once."""
+    lines = TRANSCRIPT.read_bytes().split(b"\n")
+    chain = _chain_lines(lines)
+    journal, once, _source = _repaired_and_kept(tmp_path, _dangling(lines, [chain[len(chain) // 2]]), ("--relink",))
+    shown = run_cli("show", journal, "--json").json
+    assert [r.get("sourceKey") for r in shown["records"]] == [r.get("sourceKey") for r in _now(journal)[1:]]
+    assert len(shown["records"]) < len(journal.read_bytes().splitlines()) - 1
+    exported = run_cli("export", journal, "--format", "json").json
+    assert exported == shown
+    result = run_cli("export", journal, "--format", "jsonl", "-o", tmp_path / "copy.jsonl")
+    assert result.exit_code == 0 and (tmp_path / "copy.jsonl").read_bytes() == journal.read_bytes()
+    keys = [r.get("sourceKey") for r in shown["records"] if r.get("kind") in ("user", "assistant")]
+    assert len(keys) == len(set(keys)), "no record twice"
+    turns = {}
+    for path in (journal, once):
+        listing = run_cli("ls", "--store", path.parents[1], "--json").json
+        rows = listing["sessions"] if isinstance(listing, dict) else listing
+        turns[path] = next(r["turns"] for r in rows if r["id"] == journal.stem)
+    assert turns[journal] == turns[once]
