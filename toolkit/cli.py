@@ -965,7 +965,7 @@ def show(
 def export(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(metavar="ID", help="Session id (or a unique prefix, or a journal path).", show_default=False)],
-    format_: Annotated[Optional[str], typer.Option("--format", "-f", metavar="md|jsonl|json", help="md (Copy as Markdown; the default), jsonl (the journal's bytes, exactly) or json (one document: each record as the journal spells it).", show_default=False)] = None,
+    format_: Annotated[Optional[str], typer.Option("--format", "-f", metavar="md|jsonl|json", help="md (Copy as Markdown; the default), jsonl (the journal's bytes, exactly) or json (one document: the session as it stands, a superseded record given way to its replacement, each record as the journal spells it).", show_default=False)] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write to this file instead of stdout: a regular file is replaced atomically, a pipe or device is written into; a session journal, lock or cache is refused.", show_default=False)] = None,
     paths: Annotated[Optional[list[Path]], typer.Option("--in", metavar="PATH", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
     json_: Annotated[bool, typer.Option("--json", help="With -o: print one JSON document saying what was written (session, format, output, bytes). Without -o: the export itself is that document, so --format json is implied and md or jsonl is refused.")] = False,
