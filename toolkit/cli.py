@@ -914,10 +914,10 @@ def ls_(
     return code
 
 
-def _session_row(ctx: typer.Context, key: str, paths, store, *, known: bool = True):
+def _session_row(ctx: typer.Context, key: str, paths, store, *, known: bool = True, note=None):
     from .sessions import find_session
 
-    return find_session(_targets(ctx, paths, store), key, known=known)
+    return find_session(_targets(ctx, paths, store), key, known=known, note=note)
 
 
 @app.command()
@@ -944,7 +944,7 @@ def show(
     from .render import as_json, markdown
 
     out = _output(ctx, json_, quiet, verbose)
-    row = _session_row(ctx, session, paths, store)
+    row = _session_row(ctx, session, paths, store, note=lambda text: out.say(f"note: {text}", style="yellow"))
     layout = get_layout(row.layout)
     if out.json:
         for chunk in as_json(row.path, layout):
@@ -994,7 +994,7 @@ def export(
     format_ = format_ or ("json" if out.json and output is None else "md")
     if format_ not in ("md", "jsonl", "json"):
         raise UsageError(f"--format {format_}: choose md, jsonl or json")
-    row = _session_row(ctx, session, paths, store)
+    row = _session_row(ctx, session, paths, store, note=lambda text: out.say(f"note: {text}", style="yellow"))
     layout = get_layout(row.layout)
     if format_ == "jsonl":
         chunks = iter(lambda handle=open(row.path, "rb"): handle.read(1 << 20), b"")  # noqa: SIM115

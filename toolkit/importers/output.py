@@ -364,7 +364,7 @@ def _write_journal(store: Path, session: Session, *, dry_run: bool, no_raw: bool
     fitted = fit_id(session.id, durable.name_max(whole.parent))
     if fitted != session.id and not os.path.lexists(whole):  # (an earlier import's journal keeps its name)
         session.source, session.id = {**session.source, "id": session.id}, fitted  # the meta keeps the whole id
-    path = journal_path(store, session)
+    path = _same_id(store, journal_path(store, session))
     records = session.records if not no_raw else _Stripped(session.records)
     if path.is_symlink():
         return _outcome(session, path, 0, 0, "skipped"), [Finding("symlink", "warning", str(path), None, None,
@@ -381,6 +381,22 @@ def _write_journal(store: Path, session: Session, *, dry_run: bool, no_raw: bool
             return _write(store, session, path, records, planned, no_raw)
     except SymlinkedFolderError as exc:  # .levelsess/recovered, or a folder that became a link since: nothing written
         return _symlinked(session, path, exc)
+
+
+def _same_id(store: Path, path: Path) -> Path:
+    """``path``, or the journal an earlier import wrote for the same session id in another project
+    folder (its project since mapped with ``--map``, or chosen with ``--project``): one session id
+    is one journal, extended where it is (the most recently written, when an older import left two)."""
+    if os.path.lexists(path):
+        return path
+    try:
+        found = [folder / path.name for folder in store.iterdir()
+                 if folder.name[:1] != "." and folder != path.parent and os.path.isfile(folder / path.name)]
+    except OSError:
+        return path
+    if not found:
+        return path
+    return max(found, key=lambda p: (p.stat().st_mtime_ns, str(p)))
 
 
 def _symlinked(session: Session, path: Path, error: SymlinkedFolderError) -> tuple[Outcome, list[Finding]]:
