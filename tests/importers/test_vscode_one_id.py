@@ -63,3 +63,19 @@ def test_a_session_file_without_session_id_is_named_by_its_stem(tmp_path):
     report = _import("--source", tree["user"], "--store", tmp_path / "store")
     assert f"vscode-{stem}" in {s["id"] for s in report["sessions"]}
     assert (folder / f"{stem}.json").read_bytes() == before
+
+
+def test_a_log_with_entries_run_together_imports_with_a_source_joined_finding(tmp_path):
+    tree = build_tree(tmp_path / "home")
+    log = next(p for p in tree["user"].rglob("chatSessions/*.jsonl") if p.stem == "s-mut")
+    lines = log.read_bytes().split(b"\n")
+    lines[2:4] = [lines[2] + lines[3]]
+    log.write_bytes(b"\n".join(lines))
+    before = log.read_bytes()
+    report = _import("--source", tree["user"], "--store", tmp_path / "store")
+    joined = [f for f in report["findings"] if f["code"] == "source-joined"]
+    assert len(joined) == 1 and joined[0]["line"] == 3 and Path(joined[0]["path"]) == log
+    assert log.read_bytes() == before
+    (mut,) = [s for s in report["sessions"] if s["id"] == "vscode-s-mut"]
+    assert mut["source_items"] == mut["converted"] + mut["merged"] + sum(mut["skipped"].values())
+    assert "editor-unreadable" in mut["orphan"]

@@ -284,6 +284,10 @@ class Scan:
         return True, None
 
     def _log_findings(self, path: Path, stem: str, jsonl: Replayed) -> None:
+        for line, count in jsonl.joined:
+            self.finding("source-joined", "warning", str(path), f"session {stem}: {count} whole entr{'y' if count == 1 else 'ies'} "
+                         f"run together on line {line} (no newline between them), so VS Code cannot open this session; "
+                         "levelsess applied each in order", line)
         for line, message in jsonl.problems:
             self.finding("source-unreadable", "error", str(path), message, line)
         if jsonl.torn_tail:
