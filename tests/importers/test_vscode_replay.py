@@ -600,7 +600,7 @@ def test_replay_matches_a_reference_model(scenario):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(where=st.integers(1, 38), count=st.integers(2, 3))
+@given(where=st.integers(1, 37), count=st.integers(2, 3))
 def test_entries_run_together_on_one_line_are_each_applied_and_named(where, count):
     """A writer that lost a newline: the entries on that line are applied in order (the state is the
     whole log's), the line is named in ``joined``, and VS Code (which cannot open it) is said to."""
