@@ -124,6 +124,19 @@ def _line_values(record: dict, raw: object) -> list | None:
     return [raw]
 
 
+def offset_line_key(value: object) -> str | None:
+    """A line's identity when its key is a hash of its bytes (Codex): its time and type
+    (``timestamp``, ``type``, ``payload.type``; a journal holding two lines alike holds neither by
+    it); None for a line without them."""
+    if not isinstance(value, dict):
+        return None
+    payload = value.get("payload") if isinstance(value.get("payload"), dict) else {}
+    parts = (value.get("timestamp"), value.get("type"), payload.get("type"))
+    if not all(isinstance(p, str) for p in parts[:2]):
+        return None
+    return f"line:{parts[0]}:{parts[1]}:{parts[2] if isinstance(parts[2], str) else ''}"
+
+
 def line_keys(record: dict) -> list[tuple[str, ...]]:
     keys = record.get(LINE_KEYS)
     if isinstance(keys, list):
@@ -158,6 +171,9 @@ SUPERSEDES_ALIAS = "_supersedesAlias"
 #: On a record superseding several kept ones (one response's parts first kept one by one): the
 #: seqs, past ``replaces``, that it supersedes too.
 ALSO_REPLACES = "alsoReplaces"
+#: On a record of a source whose key is a hash of the line's bytes (Codex): the line's identity
+#: (:func:`offset_line_key`), so a line whose bytes changed in place supersedes its kept copy.
+LINE_ID = "_lineId"
 #: On a record superseding one (or new) after the conversation's order changed (a record kept off
 #: the chain is on it now: a repaired break): shown where it is appended, not in its copy's place.
 MOVED = "moved"
@@ -528,8 +544,25 @@ def _looked_at(records, known, held: _Held) -> Iterator[tuple[dict, dict | None]
     for record in select(known, lines) if select is not None else records:
         key = record.get("sourceKey")
         if key not in known and record.get(ALIAS) not in known:
+            identity = record.get(LINE_ID)
+            if isinstance(identity, str):  # a new key: a new line, or one whose bytes changed in place
+                values = _line_values(record, record.get("raw"))
+                entry = lines.held.get(identity)
+                seqs = (lines.changed_lines([((identity,), line_digest(values[0]))])
+                        if values and len(values) == 1 and entry is not None and entry >= 0 else None)
+                if seqs and any(s in lines.seen for s in seqs):
+                    seqs = []  # its copy stands for another line still there (a mirror whose key it had): both kept
+                if seqs is not None or entry is None or entry < 0:
+                    yield record, (lines.superseding(record, seqs) if seqs else record)
+                else:
+                    yield record, None  # the same line, only spelled otherwise (whitespace): nothing new
+                continue
             yield record, (lines.superseding(record, []) if lines.reorder else record)
             continue
+        if LINE_ID in record:
+            entry = lines.held.get(key)
+            if entry is not None and entry >= 0:
+                lines.seen.add(entry >> 32)
         partial = known.get(key) if key in known else None
         if partial is not None and (not record.get("partial") or _grew(record, known)):
             # finished since, or grew (more parts): supersede it, and any part kept on its own meanwhile
@@ -621,9 +654,11 @@ class KeptLines:
         self.held = KnownKeys()
         self.replaced: set[int] = set()
         self.reorder = False
+        self.seen: set[int] = set()
 
     def begin(self) -> None:
         self.replaced, self.reorder = set(), False
+        self.seen: set[int] = set()  # kept seqs whose own key a record of this pass has (Codex: a mirror's key)
 
     def keep(self, record: dict) -> None:
         seq = record.get("seq")
@@ -635,6 +670,12 @@ class KeptLines:
             return
         if seq >= self._SEQ_LIMIT:
             return
+        if isinstance(record.get("sourceKey"), str) and record["sourceKey"].startswith("sha256:") and len(values) == 1:
+            identity = offset_line_key(values[0])  # a Codex line: also held by its time and type
+            if identity is not None:
+                before = self.held.get(identity)
+                alike = before is not None and (before < 0 or before >> 32 != record.get("replaces"))
+                self.held[identity] = -1 if alike else (seq << 32) | (line_digest(values[0]) & 0xFFFFFFFF)
         for alternatives, value in zip(keys, values):
             if alternatives:
                 self.held[alternatives[0]] = (seq << 32) | (line_digest(value) & 0xFFFFFFFF)
