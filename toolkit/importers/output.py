@@ -444,6 +444,7 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool) -> tu
         return _outcome(session, path, len(records), len(records), "created"), []
     try:
         known, _last_seq, title, held = _existing(path)
+        held.lines.same_source = held.path == session.source.get("path")
     except TornTailError:  # an import killed mid-append: the write trims it and carries on
         return _outcome(session, path, 0, 0, "updated"), []
     except DurabilityError:
@@ -497,6 +498,7 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict], no_r
                                 saved_to=str(saved)))
     try:
         known, last_seq, title, held = _existing(path)
+        held.lines.same_source = held.path == session.source.get("path")
     except DurabilityError:
         raise  # no room for its keys: not the journal's fault
     except LevelsessError as exc:
@@ -545,7 +547,7 @@ def _looked_at(records, known, held: _Held) -> Iterator[tuple[dict, dict | None]
         key = record.get("sourceKey")
         if key not in known and record.get(ALIAS) not in known:
             identity = record.get(LINE_ID)
-            if isinstance(identity, str):  # a new key: a new line, or one whose bytes changed in place
+            if isinstance(identity, str) and lines.same_source:  # a new key: a new line, or one whose bytes changed in place
                 values = _line_values(record, record.get("raw"))
                 entry = lines.held.get(identity)
                 seqs = (lines.changed_lines([((identity,), line_digest(values[0]))])
@@ -635,6 +637,7 @@ class _Held:
     carried: Offsets = field(default_factory=Offsets)  # one per source line: on disk past a few thousand
     state: dict | None = None
     lines: KeptLines = field(default_factory=lambda: KeptLines())
+    path: object = None  # the source file its meta names
 
     def close(self) -> None:
         self.carried.close()
@@ -655,6 +658,7 @@ class KeptLines:
         self.replaced: set[int] = set()
         self.reorder = False
         self.seen: set[int] = set()
+        self.same_source = False  # the journal's meta names the file read (a line's time and type say which line it is)
 
     def begin(self) -> None:
         self.replaced, self.reorder = set(), False
@@ -834,6 +838,8 @@ def _read_journal(path: Path, known: KnownKeys, held: _Held) -> tuple[int, objec
         held.lines.keep(record)
         if kind == "meta":
             title = record.get("title")
+            source = record.get("source")
+            held.path = source.get("path") if isinstance(source, dict) else None
             continue
         if isinstance(record.get("seq"), int):
             last_seq = record["seq"]
