@@ -644,6 +644,11 @@ class _Held:
         self.lines.close()
 
 
+#: A journal's kept lines held in a dict before they move to a temporary database, and its pages in
+#: memory (KiB): a re-import holds these beside the journal's keys, so they are kept small.
+KNOWN_LINES_IN_MEMORY, LINES_CACHE_KIB = 8192, 1024
+
+
 class KeptLines:
     """Per source line the journal carries (by its key): the seq of the last record carrying it and
     its :func:`line_digest`; on disk past a few thousand, like :class:`KnownKeys`.  During one pass
@@ -654,7 +659,7 @@ class KeptLines:
     _SEQ_LIMIT = 1 << 31
 
     def __init__(self) -> None:
-        self.held = KnownKeys()
+        self.held = KnownKeys(in_memory=KNOWN_LINES_IN_MEMORY, cache_kib=LINES_CACHE_KIB)  # small: beside the journal's keys
         self.replaced: set[int] = set()
         self.reorder = False
         self.seen: set[int] = set()
@@ -664,9 +669,14 @@ class KeptLines:
         self.replaced, self.reorder = set(), False
         self.seen: set[int] = set()  # kept seqs whose own key a record of this pass has (Codex: a mirror's key)
 
+    #: The sources whose records are compared line by line (their key prefix): Claude Code (by uuid)
+    #: and Codex CLI (by time and type); another importer's records cost nothing here.
+    COMPARED = ("claude:", "sha256:")
+
     def keep(self, record: dict) -> None:
         seq = record.get("seq")
-        if type(seq) is not int or record.get("sourceKey") is None:
+        key = record.get("sourceKey")
+        if type(seq) is not int or not isinstance(key, str) or not key.startswith(self.COMPARED):
             return
         values = _line_values(record, record.get("raw"))
         keys = line_keys(record)
