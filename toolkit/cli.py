@@ -914,10 +914,10 @@ def ls_(
     return code
 
 
-def _session_row(ctx: typer.Context, key: str, paths, store, *, known: bool = True):
+def _session_row(ctx: typer.Context, key: str, paths, store, *, known: bool = True, note=None):
     from .sessions import find_session
 
-    return find_session(_targets(ctx, paths, store), key, known=known)
+    return find_session(_targets(ctx, paths, store), key, known=known, note=note)
 
 
 @app.command()
@@ -944,7 +944,7 @@ def show(
     from .render import as_json, markdown
 
     out = _output(ctx, json_, quiet, verbose)
-    row = _session_row(ctx, session, paths, store)
+    row = _session_row(ctx, session, paths, store, note=lambda text: out.say(f"note: {text}", style="yellow"))
     layout = get_layout(row.layout)
     if out.json:
         for chunk in as_json(row.path, layout):
@@ -965,7 +965,7 @@ def show(
 def export(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(metavar="ID", help="Session id (or a unique prefix, or a journal path).", show_default=False)],
-    format_: Annotated[Optional[str], typer.Option("--format", "-f", metavar="md|jsonl|json", help="md (Copy as Markdown; the default), jsonl (the journal's bytes, exactly) or json (one document: each record as the journal spells it).", show_default=False)] = None,
+    format_: Annotated[Optional[str], typer.Option("--format", "-f", metavar="md|jsonl|json", help="md (Copy as Markdown; the default), jsonl (the journal's bytes, exactly) or json (one document: the session as it stands, a superseded record given way to its replacement, each record as the journal spells it).", show_default=False)] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write to this file instead of stdout: a regular file is replaced atomically, a pipe or device is written into; a session journal, lock or cache is refused.", show_default=False)] = None,
     paths: Annotated[Optional[list[Path]], typer.Option("--in", metavar="PATH", help="Look in these stores or workspaces (default: the store).", show_default=False)] = None,
     json_: Annotated[bool, typer.Option("--json", help="With -o: print one JSON document saying what was written (session, format, output, bytes). Without -o: the export itself is that document, so --format json is implied and md or jsonl is refused.")] = False,
@@ -994,7 +994,7 @@ def export(
     format_ = format_ or ("json" if out.json and output is None else "md")
     if format_ not in ("md", "jsonl", "json"):
         raise UsageError(f"--format {format_}: choose md, jsonl or json")
-    row = _session_row(ctx, session, paths, store)
+    row = _session_row(ctx, session, paths, store, note=lambda text: out.say(f"note: {text}", style="yellow"))
     layout = get_layout(row.layout)
     if format_ == "jsonl":
         chunks = iter(lambda handle=open(row.path, "rb"): handle.read(1 << 20), b"")  # noqa: SIM115

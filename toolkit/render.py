@@ -274,38 +274,73 @@ def logician_markdown(path: Path, layout: Layout, title: object) -> Iterator[str
         yield _logician_md(record)
 
 
+#: In :func:`superseded`: a seq a later record supersedes together with another (``alsoReplaces``:
+#: one response's parts first kept one by one), shown nowhere (its replacement stands in the first's place).
+ABSORBED: dict = {}
+
+
 def superseded(path: Path, layout: Layout) -> dict[int, dict]:
     """Each seq a later record ``replaces`` (an import's partial reply completed or grown, a source
-    line whose bytes changed since), mapped to the record that replaces it; only those are held."""
+    line whose bytes changed since, a record kept off the chain that is on it now), mapped to the
+    record that replaces it (:data:`ABSORBED` for its ``alsoReplaces``); only those are held."""
     out: dict[int, dict] = {}
     with open_regular(path) as handle:
         if not any(b'"replaces":' in line for line in handle):  # most journals: one cheap pass of bytes
             return out
     for record in records_of(path, layout):
-        replaced = record.get("replaces")
-        if type(replaced) is int and type(record.get("seq")) is int and replaced < record["seq"]:
+        replaced, seq = record.get("replaces"), record.get("seq")
+        if type(replaced) is int and type(seq) is int and replaced < seq:
             out[replaced] = record
+            also = record.get("alsoReplaces")
+            for other in also if isinstance(also, list) else ():
+                if type(other) is int and other < seq:
+                    out[other] = ABSORBED
     return out
 
 
 def current(records: Iterator[dict], replaced: dict[int, dict]) -> Iterator[dict]:
     """``records`` as the session now stands: a superseded record gives way, in its place, to the
-    last record of its chain of replacements; a replacement is not shown again where it was appended."""
-    if not replaced:
-        yield from records
-        return
-    seqs = {r["seq"] for r in replaced.values()}
+    last record of its chain of replacements; a replacement is not shown again where it was
+    appended; a record superseded with another (``alsoReplaces``) is not shown."""
+    replacements = {r["seq"] for r in replaced.values() if r is not ABSORBED}
     for record in records:
-        seq = record.get("seq")
-        if seq in seqs and type(record.get("replaces")) is int and record["replaces"] in replaced:
-            continue  # shown in the place of the record it replaces
-        if seq in replaced:
-            latest, hops = replaced[seq], 0
-            while latest["seq"] in replaced and hops < len(replaced):
-                latest, hops = replaced[latest["seq"]], hops + 1
-            yield latest
-            continue
-        yield record
+        shown = _in_place(record, replaced, replacements)
+        if shown is not None:
+            yield shown
+
+
+def _in_place(record: dict, replaced: dict[int, dict], replacements: set[int]) -> dict | None:
+    """What stands at ``record``'s place: itself, its latest replacement, or nothing (a replacement
+    stands in its copy's place, unless it is ``moved``: the conversation's order changed, and it
+    stands where it was appended)."""
+    seq = record.get("seq")
+    if not replaced or type(seq) is not int:
+        return record
+    if seq in replacements and record.get("moved") is not True:
+        return None  # shown in the place of the record it replaces
+    latest, hops = record, 0
+    while type(latest.get("seq")) is int and latest["seq"] in replaced and hops <= len(replaced):
+        latest, hops = replaced[latest["seq"]], hops + 1
+        if latest is ABSORBED or latest.get("moved") is True:
+            return None  # absorbed by another, or shown where its replacement was appended
+    return latest
+
+
+def current_bytes(path: Path, layout: Layout) -> tuple[Iterator[bytes], int]:
+    """The journal's records as the session now stands (:func:`current`), each as its journal bytes,
+    and how many superseded records are left out."""
+    replaced = superseded(path, layout)
+    if not replaced:
+        return (raw for _record, raw in record_bytes(path, layout)), 0
+    replacements = {r["seq"] for r in replaced.values() if r is not ABSORBED}
+    raws = {record["seq"]: raw for record, raw in record_bytes(path, layout) if record.get("seq") in replacements}
+
+    def chunks() -> Iterator[bytes]:
+        for record, raw in record_bytes(path, layout):
+            shown = _in_place(record, replaced, replacements)
+            if shown is not None:
+                yield raw if shown is record else raws[shown["seq"]]
+    return chunks(), len(replaced)
 
 
 def levelcode_markdown(path: Path, layout: Layout, title: object) -> Iterator[str]:
@@ -322,12 +357,14 @@ def levelcode_markdown(path: Path, layout: Layout, title: object) -> Iterator[st
 
 
 def as_json(path: Path, layout: Layout) -> Iterator[bytes]:
-    """The session as one JSON document, chunk by chunk: each record is its journal bytes.
+    """The session as one JSON document, chunk by chunk: each record is its journal bytes, as the
+    session now stands (a superseded record gives way, in its place, to the one that replaces it:
+    the record a reader means; ``export --format jsonl`` keeps every line).
 
     LevelCode: ``{"meta": <meta>, "records": [...]}``; Logician: ``{"entries": [...]}``.
     Every record stays on one line, exactly as the journal holds it, so no value changes and
     no depth of nesting that fsck accepts can fail."""
-    records = (raw for _record, raw in record_bytes(path, layout))
+    records, _superseded = current_bytes(path, layout)
     yield get_layout(layout).json_open(records)
     empty = True
     for raw in records:

@@ -240,8 +240,11 @@ def grep(path: Path, needle: str, progress: Callable[[int], None] | None = None)
     return None
 
 
-def find_session(paths: list[Path], key: str, *, known: bool = True) -> SessionRow:
-    """A session by id, unique id prefix, or journal path."""
+def find_session(paths: list[Path], key: str, *, known: bool = True, note=None) -> SessionRow:
+    """A session by id, unique id prefix, or journal path.  With ``note`` (show, export: reading),
+    journals that hold one session id (in two project folders: an older import stored it twice)
+    are one session: the most recently active is read, and ``note`` is told which and where the
+    others are."""
     candidate = Path(key).expanduser()
     if candidate.suffix == ".jsonl" and candidate.exists():
         row = list_sessions([candidate], verify=True)[0]
@@ -254,6 +257,12 @@ def find_session(paths: list[Path], key: str, *, known: bool = True) -> SessionR
     rows = [r for r in every if r.id == key] or [r for r in every if r.id.startswith(key)]
     if not rows:
         raise UsageError(f"no session {key!r} in {', '.join(map(str, paths))}; see `levelsess ls`")
+    if len(rows) > 1 and note is not None and len({r.id for r in rows}) == 1:
+        current = max(rows, key=_newest_key)  # (rows come newest first; max keeps the first of equals)
+        others = ", ".join(str(r.path) for r in rows if r is not current)
+        note(f"{len(rows)} journals hold session {current.id} (an older import stored it twice): reading {current.path}, "
+             f"the most recently active; the other copy: {others}")
+        return current
     if len(rows) > 1:
         exact = all(r.id == key for r in rows)
         listed = ", ".join(str(r.path) if exact else r.id for r in rows[:4])

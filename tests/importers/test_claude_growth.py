@@ -50,6 +50,7 @@ def effective(journal: Path) -> list[dict]:
     """The journal's records, a superseded one (named by a later ``replaces``) left out."""
     records = [loads(line) for line in journal.read_bytes().splitlines()]
     gone = {r["replaces"] for r in records if isinstance(r.get("replaces"), int)}
+    gone |= {seq for r in records for seq in r.get("alsoReplaces", ())}
     return [r for r in records[1:] if r.get("seq") not in gone]
 
 
@@ -98,8 +99,6 @@ def _once(tmp: Path, transcript: Path) -> tuple[Counter, int]:
     return _ONCE[transcript]
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 23 item 2): a response whose first part was kept off the chain in the "
-                   "prefix (an off-chain event, by its alias) loses its later parts when the grown file puts it on the chain")
 def test_a_response_first_kept_off_the_chain_keeps_its_later_parts(tmp_path):
     transcript = TRANSCRIPTS[-1]
     lines = transcript.read_bytes().split(b"\n")
@@ -125,8 +124,6 @@ def test_a_partial_reply_that_grew_supersedes_its_partial_copy(tmp_path):
     assert sum(1 for r in effective(grown) if r.get("replaces")) == 1
 
 
-@pytest.mark.xfail(strict=False, reason="open (issue 23 item 2): a few cuts still lose a later part of a response (see "
-                   "test_a_response_first_kept_off_the_chain_keeps_its_later_parts); the partial-grew class is fixed")
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(which=st.integers(0, len(TRANSCRIPTS) - 2), where=st.floats(0, 1, exclude_max=True), torn=st.booleans())
 def test_a_grown_transcript_holds_each_block_once(tmp_path_factory, which, where, torn):

@@ -594,3 +594,30 @@ def test_replay_matches_a_reference_model(scenario):
     assert not result.editor_unreadable and not result.torn_tail
     assert result.mutations == len(lines)
     assert result.state == model
+
+
+# --- entries run together on one line (issue 23 item 3) -----------------------------------
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(where=st.integers(1, 37), count=st.integers(2, 3))
+def test_entries_run_together_on_one_line_are_each_applied_and_named(where, count):
+    """A writer that lost a newline: the entries on that line are applied in order (the state is the
+    whole log's), the line is named in ``joined``, and VS Code (which cannot open it) is said to."""
+    lines = log(*LONG_LOG).split(b"\n")
+    joined = b"".join(lines[where:where + count])
+    data = b"\n".join(lines[:where] + [joined] + lines[where + count:])
+    result = replay_jsonl(data)
+    assert result.state == FINAL
+    assert result.joined == [(where + 1, count)]
+    assert result.problems == [] and result.editor_unreadable and not result.torn_tail
+    assert result.mutations == 40 and result.skipped == []
+
+
+def test_a_whole_entry_spliced_with_a_cut_one_is_applied_and_the_rest_named():
+    lines = log(*LONG_LOG).split(b"\n")
+    lines[5] = lines[5][: len(lines[5]) // 2] + lines[6]
+    del lines[6]
+    result = replay_jsonl(b"\n".join(lines))
+    assert result.joined == [] and [line for line, _ in result.problems] == [6]
+    assert "no entry" in result.problems[0][1] and result.mutations == 39

@@ -58,7 +58,8 @@ from ..layouts.claude_code import (CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAG
                                    prompt_text, split_user)
 from ..index import utc_iso
 from ..lines import loads, open_regular
-from .output import ALIAS, AT, COVERS_PREVIOUS, PART_KEYS, Options, Raw, Session, SourceState, safe_id
+from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Raw, Session, SourceState,
+                     line_digest, safe_id)
 from .sourcelines import SourceLine, SourceReader
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, folder_status, is_foreign
@@ -647,10 +648,11 @@ class _Records:
     def __iter__(self) -> Iterator[dict]:
         return self.select(None)
 
-    def select(self, known) -> Iterator[dict]:
+    def select(self, known, lines=None) -> Iterator[dict]:
         """The records, converted; with ``known`` (a journal's source keys, a partial record's mapped
         to its seq: a dict or a :class:`~toolkit.importers.spill.KnownKeys`), only those that may
-        be new to it: the rest are skipped before conversion."""
+        be new to it: the rest are skipped before conversion, unless ``lines`` (the journal's
+        :class:`~toolkit.importers.output.KeptLines`) says their source lines changed since."""
         def maybe_new(key: str, alias: str) -> bool:
             if known is None:
                 return True
@@ -658,6 +660,13 @@ class _Records:
             if seq is not _ABSENT:
                 return seq is not None  # a partial record: its whole version may supersede it
             return alias not in known
+
+        def changed(items: list[_Item], unit: bool) -> bool:
+            if lines is None:
+                return False
+            keys = [(it.key, it.key + ":off") for it in items] if unit else [(items[0].key + ":off", items[0].key)]
+            digests = [line_digest(self.t.value(it)[0]) for it in items]
+            return lines.changed_lines(list(zip(keys, digests)), moved=unit) is not None
 
         plan = self.plan
         after: dict[int, list[dict]] = {}
@@ -667,14 +676,14 @@ class _Records:
         self.shown_title = None
         try:
             for unit_id, unit in plan.units_of():
-                if maybe_new(unit[0].key, unit[0].key + ":off"):
+                if maybe_new(unit[0].key, unit[0].key + ":off") or changed(unit, True) or (lines is not None and lines.reorder):
                     yield self._unit(unit, partial=unit_id == plan.partial)
                 for it in unit:
                     yield from after.get(it.n, ())
             yield from loose
             for item in plan.rest_items():
                 key = item.key + ":off" if item.uuid is not None else item.key
-                if maybe_new(key, item.key if item.uuid is not None else key):
+                if maybe_new(key, item.key if item.uuid is not None else key) or (item.uuid is not None and changed([item], False)):
                     yield self._rest(item)
                 elif item.uuid is None and item.kind in _TITLES:
                     self._rest(item)  # not new, but the titles after it are judged against it
@@ -697,6 +706,8 @@ class _Records:
             record = _event(value, t)
         record["sourceKey"] = head.key
         record[ALIAS] = head.key + ":off"
+        record[LINE_KEYS] = [(it.key, it.key + ":off") for it in unit]
+        record[SUPERSEDES_ALIAS] = True  # kept off the chain before (a break since repaired, a cut): now on it
         if len(unit) > 1:
             record["parts"] = len(unit)
             record[PART_KEYS] = [it.key for it in unit[1:]]

@@ -53,7 +53,7 @@ from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, hom
 from ..layouts.codex_seen import (MIRROR_WINDOW, Decision, Replay, Sketch, as_envelope, context_cwd, decide_stream, is_legacy_meta,
                                   message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
-from .output import AT, Options, Raw, Session, SourceState, json_object, safe_id
+from .output import AT, LINE_ID, Options, Raw, Session, SourceState, json_object, offset_line_key, safe_id
 from .sourcelines import SourceLine, SourceReader
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, folder_status, is_foreign
@@ -494,6 +494,9 @@ class _Rollout:
                 record["sourceKey"] = keys[group]
                 record[AT] = offset
                 record["raw"] = Raw(data)
+                identity = offset_line_key(loads(data)) if group == n else None  # (a mirror's key is another line's)
+                if identity is not None:
+                    record[LINE_ID] = identity
                 yield record
         finally:
             self.close()

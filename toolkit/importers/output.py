@@ -102,6 +102,51 @@ def encode(record: dict) -> bytes:
     return line[:-1] + b',"raw":' + raw.data + b"}"
 
 
+def line_digest(value: object) -> int:
+    """A source line's fingerprint, from its parsed value (so the journal's copy under ``raw`` and
+    the source's bytes compare alike): 8 bytes of the sha256 of its compact JSON, as a signed int."""
+    return int.from_bytes(hashlib.sha256(_dumps(value)).digest()[:8], "big", signed=True)
+
+
+def _line_values(record: dict, raw: object) -> list | None:
+    """The values of the source lines ``record`` carries under ``raw`` (a merged record's list), in
+    the order of its line keys; None when it carries none."""
+    if raw is None:
+        return None
+    if isinstance(raw, Raw):
+        try:
+            raw = loads(raw.data)
+        except ValueError:
+            return None
+    at = record.get(AT)
+    if isinstance(at, list) and isinstance(raw, list) and len(raw) == len(at) > 0:
+        return raw
+    return [raw]
+
+
+def offset_line_key(value: object) -> str | None:
+    """A line's identity when its key is a hash of its bytes (Codex): its time and type
+    (``timestamp``, ``type``, ``payload.type``; a journal holding two lines alike holds neither by
+    it); None for a line without them."""
+    if not isinstance(value, dict):
+        return None
+    payload = value.get("payload") if isinstance(value.get("payload"), dict) else {}
+    parts = (value.get("timestamp"), value.get("type"), payload.get("type"))
+    if not all(isinstance(p, str) for p in parts[:2]):
+        return None
+    return f"line:{parts[0]}:{parts[1]}:{parts[2] if isinstance(parts[2], str) else ''}"
+
+
+def line_keys(record: dict) -> list[tuple[str, ...]]:
+    keys = record.get(LINE_KEYS)
+    if isinstance(keys, list):
+        return [tuple(k) for k in keys]
+    key, alias = record.get("sourceKey"), record.get(ALIAS)
+    parts = record.get(PART_KEYS)
+    head = tuple(k for k in (key, alias) if isinstance(k, str))
+    return [head] + [(k,) for k in (parts if isinstance(parts, list) else ()) if isinstance(k, str)]
+
+
 def safe_id(prefix: str, source_id: str) -> str:
     """``prefix-<id>``, or ``prefix-h<sha256>`` when the id has unsafe characters (SOURCES §4.1)."""
     if _SAFE_ID.fullmatch(source_id) and not source_id.startswith("."):
@@ -117,6 +162,21 @@ ALIAS = "_alias"
 PART_KEYS = "partKeys"
 #: On a ``compact`` record: its ``coversThrough`` is the seq of the record written just before it.
 COVERS_PREVIOUS = "_coversPrevious"
+#: On a record carrying source lines: per line, the keys under which the journal may hold that
+#: line (its own, then an alias); default: ``sourceKey`` (then ``_alias``), then each of ``partKeys``.
+LINE_KEYS = "_lineKeys"
+#: On a record: when the journal holds its first line only under its ``_alias`` (kept off the
+#: conversation's chain, now on it), the kept copy is superseded by this one.
+SUPERSEDES_ALIAS = "_supersedesAlias"
+#: On a record superseding several kept ones (one response's parts first kept one by one): the
+#: seqs, past ``replaces``, that it supersedes too.
+ALSO_REPLACES = "alsoReplaces"
+#: On a record of a source whose key is a hash of the line's bytes (Codex): the line's identity
+#: (:func:`offset_line_key`), so a line whose bytes changed in place supersedes its kept copy.
+LINE_ID = "_lineId"
+#: On a record superseding one (or new) after the conversation's order changed (a record kept off
+#: the chain is on it now: a repaired break): shown where it is appended, not in its copy's place.
+MOVED = "moved"
 
 
 #: On a record carrying source lines under ``raw``: their byte offsets in the source file.
@@ -320,7 +380,7 @@ def _write_journal(store: Path, session: Session, *, dry_run: bool, no_raw: bool
     fitted = fit_id(session.id, durable.name_max(whole.parent))
     if fitted != session.id and not os.path.lexists(whole):  # (an earlier import's journal keeps its name)
         session.source, session.id = {**session.source, "id": session.id}, fitted  # the meta keeps the whole id
-    path = journal_path(store, session)
+    path = _same_id(store, journal_path(store, session))
     records = session.records if not no_raw else _Stripped(session.records)
     if path.is_symlink():
         return _outcome(session, path, 0, 0, "skipped"), [Finding("symlink", "warning", str(path), None, None,
@@ -337,6 +397,22 @@ def _write_journal(store: Path, session: Session, *, dry_run: bool, no_raw: bool
             return _write(store, session, path, records, planned, no_raw)
     except SymlinkedFolderError as exc:  # .levelsess/recovered, or a folder that became a link since: nothing written
         return _symlinked(session, path, exc)
+
+
+def _same_id(store: Path, path: Path) -> Path:
+    """``path``, or the journal an earlier import wrote for the same session id in another project
+    folder (its project since mapped with ``--map``, or chosen with ``--project``): one session id
+    is one journal, extended where it is (the most recently written, when an older import left two)."""
+    if os.path.lexists(path):
+        return path
+    try:
+        found = [folder / path.name for folder in store.iterdir()
+                 if folder.name[:1] != "." and folder != path.parent and os.path.isfile(folder / path.name)]
+    except OSError:
+        return path
+    if not found:
+        return path
+    return max(found, key=lambda p: (p.stat().st_mtime_ns, str(p)))
 
 
 def _symlinked(session: Session, path: Path, error: SymlinkedFolderError) -> tuple[Outcome, list[Finding]]:
@@ -368,6 +444,7 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool) -> tu
         return _outcome(session, path, len(records), len(records), "created"), []
     try:
         known, _last_seq, title, held = _existing(path)
+        held.lines.same_source = held.path == session.source.get("path")
     except TornTailError:  # an import killed mid-append: the write trims it and carries on
         return _outcome(session, path, 0, 0, "updated"), []
     except DurabilityError:
@@ -379,7 +456,7 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool) -> tu
         had = len(known)
     finally:
         known.close()
-        held.carried.close()
+        held.close()
     status = "updated" if new or extra else "unchanged"
     return _outcome(session, path, had + new, new, status), []
 
@@ -400,7 +477,7 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
             for seq, record in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
                 out.write(encode(_numbered(record, seq)) + b"\n")
         finally:
-            held.carried.close()
+            held.close()
     return _outcome(session, path, count, count, "created")
 
 
@@ -421,6 +498,7 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict], no_r
                                 saved_to=str(saved)))
     try:
         known, last_seq, title, held = _existing(path)
+        held.lines.same_source = held.path == session.source.get("path")
     except DurabilityError:
         raise  # no room for its keys: not the journal's fault
     except LevelsessError as exc:
@@ -428,14 +506,14 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict], no_r
     try:
         extra = []
         if session.title is not None and session.title != title:  # the title record goes first: a pass for its time
-            extra = _title(session, _when(session, _looked_at(records, known)), title)
+            extra = _title(session, _when(session, _looked_at(records, known, held)), title)
         after = _After(session.created_at)
-        new = (record for record in after.new(_looked_at(records, known), held.carried) if record is not None)
+        new = (record for record in after.new(_looked_at(records, known, held), held.carried) if record is not None)
         written = _append(path, chain(extra, new, after.source_records(session, held, no_raw)), last_seq)
         had = len(known)
     finally:
         known.close()
-        held.carried.close()
+        held.close()
     if not written:
         return _outcome(session, path, had, 0, "unchanged"), findings
     return _outcome(session, path, had + after.count, after.count, "updated"), findings
@@ -457,18 +535,45 @@ def _append(path: Path, records: Iterable[dict], seq: int) -> int:
     return count
 
 
-def _looked_at(records, known) -> Iterator[tuple[dict, dict | None]]:
+def _looked_at(records, known, held: _Held) -> Iterator[tuple[dict, dict | None]]:
     """Each record looked at, with what the journal lacks of it: itself, its supersession (a
-    partial copy it completes) or None."""
+    partial copy it completes, a kept copy whose source lines changed or grew, or that was kept
+    off the chain the record is on now) or None.  Once a record moves onto the conversation, the
+    records after it are appended again too (``moved``), so the session reads in its new order."""
+    lines = held.lines
+    lines.begin()
     select = getattr(records, "select", None)  # a lazy source converts only what may be new
-    for record in select(known) if select is not None else records:
+    for record in select(known, lines) if select is not None else records:
         key = record.get("sourceKey")
-        if key not in known:
-            yield record, (record if record.get(ALIAS) not in known else None)
-        elif known[key] is not None and (not record.get("partial") or _grew(record, known)):
-            yield record, {**record, "replaces": known[key]}  # finished since, or grew (more parts): supersede it
+        if key not in known and record.get(ALIAS) not in known:
+            identity = record.get(LINE_ID)
+            if isinstance(identity, str) and lines.same_source:  # a new key: a new line, or one whose bytes changed in place
+                values = _line_values(record, record.get("raw"))
+                entry = lines.held.get(identity)
+                seqs = (lines.changed_lines([((identity,), line_digest(values[0]))])
+                        if values and len(values) == 1 and entry is not None and entry >= 0 else None)
+                if seqs and any(s in lines.seen for s in seqs):
+                    seqs = []  # its copy stands for another line still there (a mirror whose key it had): both kept
+                if seqs is not None or entry is None or entry < 0:
+                    yield record, (lines.superseding(record, seqs) if seqs else record)
+                else:
+                    yield record, None  # the same line, only spelled otherwise (whitespace): nothing new
+                continue
+            yield record, (lines.superseding(record, []) if lines.reorder else record)
+            continue
+        if LINE_ID in record:
+            entry = lines.held.get(key)
+            if entry is not None and entry >= 0:
+                lines.seen.add(entry >> 32)
+        partial = known.get(key) if key in known else None
+        if partial is not None and (not record.get("partial") or _grew(record, known)):
+            # finished since, or grew (more parts): supersede it, and any part kept on its own meanwhile
+            seqs = [partial, *(lines.changed(record) or ())]
         else:
-            yield record, None
+            seqs = lines.changed(record, moved=key not in known and bool(record.get(SUPERSEDES_ALIAS)))
+        if seqs is None and lines.reorder and record.get(SUPERSEDES_ALIAS):
+            seqs = lines.holders(record)  # after a record that moved: appended again, in the new order
+        yield record, lines.superseding(record, seqs)
 
 
 def _grew(record: dict, known) -> bool:
@@ -515,7 +620,7 @@ def _additions(session: Session, records, known: KnownKeys, title: object, held:
     """How many records a journal lacks (or whose partial copy they complete); and whether it
     lacks anything else: a title change, source lines no record carries, the source's new state."""
     after = _After(session.created_at)
-    for _addition in after.new(_looked_at(records, known), held.carried):
+    for _addition in after.new(_looked_at(records, known, held), held.carried):
         pass
     state = session.state
     extra = bool(_title(session, after.when, title)) or (
@@ -531,6 +636,127 @@ class _Held:
 
     carried: Offsets = field(default_factory=Offsets)  # one per source line: on disk past a few thousand
     state: dict | None = None
+    lines: KeptLines = field(default_factory=lambda: KeptLines())
+    path: object = None  # the source file its meta names
+
+    def close(self) -> None:
+        self.carried.close()
+        self.lines.close()
+
+
+#: A journal's kept lines held in a dict before they move to a temporary database, and its pages in
+#: memory (KiB): a re-import holds these beside the journal's keys, so they are kept small.
+KNOWN_LINES_IN_MEMORY, LINES_CACHE_KIB = 8192, 1024
+
+
+class KeptLines:
+    """Per source line the journal carries (by its key): the seq of the last record carrying it and
+    its :func:`line_digest`; on disk past a few thousand, like :class:`KnownKeys`.  During one pass
+    over the source's records (:meth:`begin`): the kept seqs superseded so far, and whether a
+    record moved onto the conversation (then the ones after it are appended again, in order)."""
+
+    #: A line's entry: its record's seq above 32 bits of its digest, in one int64 (a seq past 2**31 is not held).
+    _SEQ_LIMIT = 1 << 31
+
+    def __init__(self) -> None:
+        self.held = KnownKeys(in_memory=KNOWN_LINES_IN_MEMORY, cache_kib=LINES_CACHE_KIB)  # small: beside the journal's keys
+        self.replaced: set[int] = set()
+        self.reorder = False
+        self.seen: set[int] = set()
+        self.same_source = False  # the journal's meta names the file read (a line's time and type say which line it is)
+
+    def begin(self) -> None:
+        self.replaced, self.reorder = set(), False
+        self.seen: set[int] = set()  # kept seqs whose own key a record of this pass has (Codex: a mirror's key)
+
+    #: The sources whose records are compared line by line (their key prefix): Claude Code (by uuid)
+    #: and Codex CLI (by time and type); another importer's records cost nothing here.
+    COMPARED = ("claude:", "sha256:")
+
+    def keep(self, record: dict) -> None:
+        seq = record.get("seq")
+        key = record.get("sourceKey")
+        if type(seq) is not int or not isinstance(key, str) or not key.startswith(self.COMPARED):
+            return
+        values = _line_values(record, record.get("raw"))
+        keys = line_keys(record)
+        if values is None or len(values) != len(keys):
+            return
+        if seq >= self._SEQ_LIMIT:
+            return
+        if isinstance(record.get("sourceKey"), str) and record["sourceKey"].startswith("sha256:") and len(values) == 1:
+            identity = offset_line_key(values[0])  # a Codex line: also held by its time and type
+            if identity is not None:
+                before = self.held.get(identity)
+                alike = before is not None and (before < 0 or before >> 32 != record.get("replaces"))
+                self.held[identity] = -1 if alike else (seq << 32) | (line_digest(values[0]) & 0xFFFFFFFF)
+        for alternatives, value in zip(keys, values):
+            if alternatives:
+                self.held[alternatives[0]] = (seq << 32) | (line_digest(value) & 0xFFFFFFFF)
+
+    def _lines(self, record: dict) -> list[tuple[tuple[str, ...], int]] | None:
+        if LINE_KEYS not in record and ALIAS not in record:
+            return None  # a source whose key is no line's identity (Codex: a hash of the bytes, shared with a mirror)
+        values = _line_values(record, record.get("raw"))
+        keys = line_keys(record)
+        if values is None or len(values) != len(keys):
+            return None
+        return list(zip(keys, (line_digest(v) for v in values)))
+
+    def changed(self, record: dict, *, moved: bool = False) -> list[int] | None:
+        """The seqs of the kept records carrying ``record``'s lines, when any of those lines is new,
+        changed bytes, is held by another record than the rest or by one superseded in this pass,
+        or (``moved``) its first is held only under its alias; else None."""
+        lines = self._lines(record)
+        return None if lines is None else self.changed_lines(lines, moved=moved)
+
+    def holders(self, record: dict) -> list[int] | None:
+        lines = self._lines(record)
+        if lines is None:
+            return None
+        return self._walk(lines, False)[0] or None
+
+    def changed_lines(self, lines: list[tuple[tuple[str, ...], int]], *, moved: bool = False) -> list[int] | None:
+        seqs, differs = self._walk(lines, moved)
+        # lines held by several records (a response's part kept on its own meanwhile) are one record now
+        return seqs if seqs and (differs or len(seqs) > 1) else None
+
+    def _walk(self, lines, moved: bool) -> tuple[list[int], bool]:
+        seqs, differs = [], False
+        for n, (alternatives, digest) in enumerate(lines):
+            for rank, key in enumerate(alternatives):
+                entry = self.held.get(key)
+                if entry is not None:
+                    seq = entry >> 32
+                    if moved and n == 0 and rank > 0:
+                        differs = self.reorder = True  # kept off the chain, on it now
+                    differs |= (entry & 0xFFFFFFFF) != (digest & 0xFFFFFFFF) or seq in self.replaced
+                    if seq not in seqs:
+                        seqs.append(seq)
+                    break
+            else:
+                differs = True  # a line the journal does not hold yet (a response's later part)
+        return seqs, differs
+
+    def superseding(self, record: dict, seqs: list[int] | None) -> dict | None:
+        """``record`` superseding the kept records ``seqs`` (its first line's first, past those this
+        pass superseded already); itself when they all were (its lines' copy gave way to a record
+        without them); None for no seqs (nothing changed)."""
+        if seqs is None:
+            return None
+        live = [s for s in seqs if s not in self.replaced]
+        out = dict(record)
+        if live:
+            self.replaced.update(live)
+            out["replaces"] = live[0]
+            if len(live) > 1:
+                out[ALSO_REPLACES] = live[1:]
+        if self.reorder and record.get(SUPERSEDES_ALIAS):
+            out[MOVED] = True
+        return out if live or out.get(MOVED) else record
+
+    def close(self) -> None:
+        self.held.close()
 
 
 def _carries(record: dict, into: Offsets) -> None:
@@ -609,7 +835,7 @@ def _existing(path: Path) -> tuple[KnownKeys, int, object, _Held]:
         last_seq, title = _read_journal(path, known, held)
     except BaseException:
         known.close()
-        held.carried.close()
+        held.close()
         raise
     return known, last_seq, title, held
 
@@ -619,8 +845,11 @@ def _read_journal(path: Path, known: KnownKeys, held: _Held) -> tuple[int, objec
     for _line, _offset, record in iter_records(path):
         kind = record.get("kind")
         _carries(record, held.carried)
+        held.lines.keep(record)
         if kind == "meta":
             title = record.get("title")
+            source = record.get("source")
+            held.path = source.get("path") if isinstance(source, dict) else None
             continue
         if isinstance(record.get("seq"), int):
             last_seq = record["seq"]

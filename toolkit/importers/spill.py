@@ -66,10 +66,13 @@ class KnownKeys:
     #: or not (``known.setdefault(key)``).  Writes wait in a short list, in order, until a read.
     _UPSERT = "INSERT INTO known VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET seq = excluded.seq WHERE ?3"
 
-    def __init__(self) -> None:
+    def __init__(self, in_memory: int | None = None, cache_kib: int | None = None) -> None:
+        """``in_memory`` keys in a dict before they move to a database of ``cache_kib`` pages in
+        memory (defaults: :data:`KNOWN_IN_MEMORY`, :data:`CACHE_KIB`)."""
         self._dict: dict[str, int | None] | None = {}
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[str | bytes, int | None, bool]] = []
+        self._in_memory, self._cache_kib = in_memory, cache_kib
 
     def __setitem__(self, key: str, seq: int | None) -> None:
         """A later record with the same key wins."""
@@ -93,8 +96,10 @@ class KnownKeys:
             self._dict[key] = seq
         else:
             self._dict.setdefault(key, None)
-        if len(self._dict) > KNOWN_IN_MEMORY:
+        if len(self._dict) > (KNOWN_IN_MEMORY if self._in_memory is None else min(self._in_memory, KNOWN_IN_MEMORY)):
             self._db = temp_db()
+            if self._cache_kib is not None and self._cache_kib < CACHE_KIB:
+                self._db.execute(f"PRAGMA cache_size=-{int(self._cache_kib)}")
             self._db.execute("CREATE TABLE known (key BLOB PRIMARY KEY, seq INTEGER) WITHOUT ROWID")
             self._db.executemany("INSERT INTO known VALUES (?, ?)", ((to_db(k), v) for k, v in self._dict.items()))
             self._dict = None

@@ -59,6 +59,7 @@ class LevelCodeRules:
         self.expect_seq = 1
         self.last_seq = 0
         self.future = False
+        self.turn_seqs: set[int] = set()  # the seqs of the prompts counted: a record that replaces one is no new turn
 
     def record(self, obj: object, offset: int, line: bytes, quiet: bool = False) -> None:
         c = self.c
@@ -98,9 +99,16 @@ class LevelCodeRules:
             # a turn is a prompt someone typed: not a tool result, text the tool injected, or a
             # fork's copy of its parent's turn (importers mark those)
             if not (obj.get("toolResult") or obj.get("injected") or obj.get("inherited")):
-                facts.turns += 1
-                if facts.turns == 1:
-                    facts.preview = preview_of(obj.get("content"), obj.get("added"))
+                # a re-import's copy of a prompt (its source line changed, or it moved onto the
+                # conversation: ``replaces``) is the same turn, counted once
+                also = obj.get("alsoReplaces")
+                copies = [obj.get("replaces"), *(also if isinstance(also, list) else ())]
+                if not any(type(c) is int and c in self.turn_seqs for c in copies):
+                    facts.turns += 1
+                    if facts.turns == 1:
+                        facts.preview = preview_of(obj.get("content"), obj.get("added"))
+                if type(obj.get("seq")) is int:
+                    self.turn_seqs.add(obj["seq"])
         elif kind == "assistant":
             model = obj.get("model")
             if model and not (isinstance(model, str) and model in PLACEHOLDER_MODELS):

@@ -20,7 +20,7 @@ import copy
 import math
 from dataclasses import dataclass, field
 
-from ...lines import loads
+from ...lines import loads, split_line
 from ..sqlite import SourceUnreadable
 
 __all__ = [
@@ -53,6 +53,7 @@ class Replayed:
     lines: int = 0  # non-empty lines: the log's source items
     skipped: list[int] = field(default_factory=list)  # numbers of the lines not applied (torn tail included)
     bom: list[int] = field(default_factory=list)  # numbers of the lines that began with a UTF-8 BOM
+    joined: list[tuple[int, int]] = field(default_factory=list)  # (line, entries) of whole entries run together on one line
 
 
 def _empty_session() -> dict:
@@ -234,6 +235,10 @@ def _parse(line: bytes) -> tuple[object, str | None]:
     return value, "invalid UTF-8 replaced with U+FFFD (line applied)"
 
 
+def _is_entry(value: object) -> bool:
+    return isinstance(value, dict) and _as_index(value.get("kind")) in (0, 1, 2, 3)
+
+
 def _reason(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return text if len(text) <= 80 else text[:77] + "..."
@@ -274,6 +279,23 @@ def _entry_line(out: Replayed, state: list, number: int, line: bytes, final: boo
     try:
         entry, note = _parse(line)
     except ValueError as exc:
+        pieces = split_line(line, _is_entry)
+        whole = [line[p.start:p.end] for p in pieces if p.kind == "record"]
+        if len(whole) > 1 or (whole and not final):
+            # entries run together on one line (a writer that lost a newline): VS Code cannot open
+            # the log; each whole entry is applied in order, the rest of the line named
+            out.editor_unreadable = True
+            if len(whole) > 1:
+                out.joined.append((number, len(whole)))
+            for piece in whole:
+                _entry_line(out, state, number, piece, False, start)
+            cut = sum(p.end - p.start for p in pieces if p.kind != "record")
+            if cut and not (final and pieces[-1].kind != "record"):
+                out.problems.append((number, f"{cut:,} bytes beside {len(whole)} whole entr{'y' if len(whole) == 1 else 'ies'} "
+                                             "are no entry; those bytes skipped"))
+            elif final and pieces[-1].kind != "record":
+                out.torn_tail = True
+            return
         if final:
             out.torn_tail = True
         else:

@@ -284,6 +284,10 @@ class Scan:
         return True, None
 
     def _log_findings(self, path: Path, stem: str, jsonl: Replayed) -> None:
+        for line, count in jsonl.joined:
+            self.finding("source-joined", "warning", str(path), f"session {stem}: {count} whole entr{'y' if count == 1 else 'ies'} "
+                         f"run together on line {line} (no newline between them), so VS Code cannot open this session; "
+                         "levelsess applied each in order", line)
         for line, message in jsonl.problems:
             self.finding("source-unreadable", "error", str(path), message, line)
         if jsonl.torn_tail:
@@ -308,8 +312,10 @@ class Scan:
                 tally.skip("deleted" if request is None else "not-an-object", f"requests[{n}]")
         state = normalise(state)
         sid = state.get("sessionId") if isinstance(state.get("sessionId"), str) and state["sessionId"] else None
-        if sid is None and not legacy and (store.kind == "file" or "version" not in state):
-            sid = export_id(state)  # "Export Chat" output: no sessionId, and any file name (chat.json)
+        if sid is None and not legacy and store.kind == "file":
+            # "Export Chat" output elsewhere: no sessionId, and any file name (chat.json); inside
+            # chatSessions/ the file's stem is VS Code's own key for the session
+            sid = export_id(state)
             key = sid
         sid = sid or stem
         requests = state.get("requests") or []
