@@ -644,13 +644,6 @@ def _render_import(out: Output, report, target: Path) -> None:
             + f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
 
 
-STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts", "gemini": "Gemini CLI sessions"}
-APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI",
-             "copilot": "Copilot CLI", "opencode": "OpenCode / Kilo CLI", "cline": "Cline / Roo / Kilo Code"}
-#: Store rows that check a tool's own files: their count is files read, not sessions an import writes.
-TOOL_TREES = frozenset({"claude-code", "codex", "gemini"})
-
-
 @app.command()
 def doctor(
     ctx: typer.Context,
@@ -675,9 +668,8 @@ def doctor(
       levelsess doctor --bundle support.zip --include-paths        # with paths and names as they are
       levelsess doctor --store ~/other-store -q
     """
-    from rich.table import Table
-
     from .doctor import diagnose
+    from .render_cli.doctor import render_doctor
 
     out = _output(ctx, json_, quiet, verbose)
     for path in paths or []:  # a folder named on the command line must exist, as for every other command
@@ -695,52 +687,7 @@ def doctor(
     if out.json:
         out.emit_json({**result.to_json(), **({"bundle": str(bundle)} if bundle else {})})
         return 0
-    table = Table(title="levelsess doctor", title_justify="left")
-    for column in ("what", "where", "sessions", "size", "errors", "warnings", "locks (stale)"):
-        add_column(table, column)
-    for health in result.stores:
-        table.add_row(STORE_KINDS.get(health.kind, health.kind), str(health.path),
-                      f"{health.sessions} files" if health.kind in TOOL_TREES else str(health.sessions),
-                      _mb(health.bytes), Text(str(health.errors), style="bold red" if health.errors else ""),
-                      str(health.warnings), f"{health.locks} ({health.stale_locks})" if health.locks else "0")
-    for install in result.installs:
-        orphans = sum(w.orphaned_sessions for w in install.orphaned)
-        note = f"{orphans} orphaned" if install.app == "vscode" and orphans else ""
-        if install.app == "claude-code":
-            note = (f"cleanup after {install.cleanup_days} d: {install.due} due, {install.kept} of them in the store" if install.due
-                    else f"cleanup after {install.cleanup_days} d") + (f"; {len(install.gone)} kept, gone here" if install.gone else "")
-        if install.app == "codex":
-            note = f"{install.in_store} in the store"
-            if install.parity and (install.parity["without_row"] or install.parity["empty_first_message"]):
-                note += f"; {install.parity['without_row']} with no DB row, {install.parity['empty_first_message']} hidden (empty first message)"
-        if install.app in ("gemini", "copilot", "opencode", "cursor", "vscode", "cline") and install.sessions:
-            note = "; ".join(filter(None, [f"{install.in_store} in the store", note,
-                                           f"{install.listed} in its own list" if install.listed is not None else ""]))
-        if install.app == "codex" and install.gone:
-            note += f"; {len(install.gone)} kept, gone here"
-        if install.count and install.count.problem:
-            note = install.count.problem
-        table.add_row(APP_NAMES.get(install.app, install.app), str(install.user),
-                      install.count.describe() if install.count else str(install.sessions),
-                      _mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
-    if table.row_count:
-        print_table(out.out, table)
-    else:
-        out.say("found no store, Logician workspace, Claude Code, Cursor or VS Code install")
-    for install in result.installs:
-        if install.app == "vscode" and install.orphaned:
-            orphans = Table(title=f"VS Code chats it no longer shows ({install.user})", title_justify="left")
-            for column in ("workspace", "folder", "why", "chats"):
-                add_column(orphans, column)
-            for workspace in install.orphaned:
-                why = ", ".join(workspace.reasons) or ("index-corrupt" if workspace.index == "corrupt" else "not-indexed")
-                orphans.add_row(workspace.id, workspace.project or "(no folder)", why, str(workspace.orphaned_sessions))
-            print_table(out.out, orphans)
-    if result.next:
-        out.out.print()
-        out.line([("next", "bold")])
-        for step in result.next:  # never hard-wrapped: a command copied from a narrow terminal still runs
-            out.line([(f"  {step}", None)])
+    render_doctor(out, result)
     return 0
 
 
@@ -828,10 +775,6 @@ def _render_schedule_status(out: Output, found) -> int:
     return found.exit_code
 
 
-def _mb(size: int) -> str:
-    return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size:,} B"
-
-
 STATE_STYLE = {"clean": "green", "torn": "yellow", "corrupt": "bold red", "locked": "cyan", "unreadable": "bold red"}
 
 
@@ -862,7 +805,7 @@ def ls_(
     """
     from rich.table import Table
 
-    from .report import fit_column
+    from .report import fit_column, mb
     from .sessions import grep, list_sessions, parse_since, relative_time
 
     out = _output(ctx, json_, quiet, verbose)
@@ -904,7 +847,7 @@ def ls_(
             title += f"\n  … {hits[row.path]}"
         table.add_row(printable(title), printable(row.project or "-"), relative_time(row.updated_at),
                       "-" if row.turns is None else str(row.turns), printable(row.model or "-"),
-                      _mb(row.bytes), Text(row.state, style=STATE_STYLE.get(row.state, "")), row.id)
+                      mb(row.bytes), Text(row.state, style=STATE_STYLE.get(row.state, "")), row.id)
     if shown:
         fit_column(table, "project", out.out, give_way={"title": 30})  # a long path is cut in the middle to keep the table; --json has it whole
         print_table(out.out, table)

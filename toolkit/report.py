@@ -347,6 +347,11 @@ def _plain(cell: object) -> Text:
     return cell.copy() if isinstance(cell, Text) else Text(str(cell))
 
 
+def mb(size: int) -> str:
+    """A size for a table cell: bytes below 100 kB, else MB with one decimal."""
+    return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size:,} B"
+
+
 def common_base(paths: list) -> str | None:
     """The folder that all target paths share (for shorter, readable tables)."""
     folders = [os.path.abspath(p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))) for p in paths]
