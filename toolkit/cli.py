@@ -775,9 +775,6 @@ def _render_schedule_status(out: Output, found) -> int:
     return found.exit_code
 
 
-STATE_STYLE = {"clean": "green", "torn": "yellow", "corrupt": "bold red", "locked": "cyan", "unreadable": "bold red"}
-
-
 @app.command("ls")
 def ls_(
     ctx: typer.Context,
@@ -803,58 +800,19 @@ def ls_(
       levelsess ls --verify --limit 0 -v
       levelsess ls --store ~/other-store -q
     """
-    from rich.table import Table
-
-    from .report import fit_column, mb
-    from .sessions import grep, list_sessions, parse_since, relative_time
+    from .render_cli.sessions import render_ls
+    from .sessions import select_sessions
 
     out = _output(ctx, json_, quiet, verbose)
     targets = _targets(ctx, paths, store)
-    if not paths and not targets[0].exists():  # a new user: no store yet is not an error
-        if out.json:
-            out.emit_json({"version": 1, "sessions": [], "total": 0, "exit": 0})
-        else:
-            out.say(f"no sessions yet (no store at {targets[0]})")
-        return 0
-    rows = list_sessions(targets, verify=verify)
-    if project:
-        needle = project.casefold()
-        rows = [r for r in rows if needle in str(r.project or "").casefold() or needle in r.path.parent.name.casefold()]
-    if since:
-        bound = parse_since(since)
-        rows = [r for r in rows if isinstance(r.updated_at, str) and r.updated_at >= bound]
-    hits = {}
-    if grep_:
-        with _progress(out, "searching", None) as advance:
-            for row in rows:
-                hit = grep(row.path, grep_, progress=advance)
-                if hit is not None:
-                    hits[row.path] = hit
-        rows = [r for r in rows if r.path in hits]
-    total = len(rows)
-    shown = rows[:limit] if limit else rows
-    code = 8 if any(r.state == "unreadable" for r in rows) else 0  # something could not be listed: not clean
+    with _progress(out, "searching", None) if grep_ else contextlib.nullcontext() as advance:
+        listing = select_sessions(targets, default=not paths, verify=verify, project=project, since=since, needle=grep_,
+                                  limit=limit, progress=advance)
     if out.json:
-        out.emit_json({"version": 1, "sessions": [{**r.to_json(), **({"match": hits[r.path]} if r.path in hits else {})} for r in shown],
-                       "total": total, "exit": code})
-        return code
-    table = Table(title_justify="left", show_edge=False)
-    for column in ("title", "project", "updated", "turns", "model", "size", "state", "id"):
-        add_column(table, column, no_wrap=True if column in ("updated", "size") else None)
-    for row in shown:
-        title = row.title if isinstance(row.title, str) and row.title else "(untitled)"
-        if row.path in hits:
-            title += f"\n  … {hits[row.path]}"
-        table.add_row(printable(title), printable(row.project or "-"), relative_time(row.updated_at),
-                      "-" if row.turns is None else str(row.turns), printable(row.model or "-"),
-                      mb(row.bytes), Text(row.state, style=STATE_STYLE.get(row.state, "")), row.id)
-    if shown:
-        fit_column(table, "project", out.out, give_way={"title": 30})  # a long path is cut in the middle to keep the table; --json has it whole
-        print_table(out.out, table)
-    more = f" (showing {len(shown)}; --limit 0 for all)" if len(shown) < total else ""
-    unreadable = sum(r.state == "unreadable" for r in rows)
-    out.say(f"{total} session(s){more}" + (f"; {unreadable} could not be read (state unreadable)" if unreadable else ""))
-    return code
+        out.emit_json(listing.to_json())
+    else:
+        render_ls(out, listing)
+    return listing.exit_code
 
 
 def _session_row(ctx: typer.Context, key: str, paths, store, *, known: bool = True):
