@@ -938,36 +938,16 @@ def locks(
       levelsess locks --json
       levelsess locks --store ~/other-store -q -v
     """
-    from rich.table import Table
-
-    from .locks import break_stale as remove_stale
-    from .locks import inspect_lock
+    from .locks import survey_locks
+    from .render_cli.sessions import render_locks
 
     out = _output(ctx, json_, quiet, verbose)
-    found = [(info, folder) for folder in discover_all(_targets(ctx, paths, store))
-             for info in map(inspect_lock, sorted(folder.path.glob("*.jsonl.lock"))) if info is not None]
-    outcome = remove_stale(found) if break_stale else {}
-    broken = [path for path, why in outcome.items() if why is None]
-    rows = [{"path": str(i.path), "session": i.path.name[: -len(".lock")], "pid": i.pid, "host": i.host,
-             "age": round(i.age, 1), "state": i.state.value, "why": outcome.get(i.path) or i.reason, "heartbeat_ok": i.heartbeat_ok,
-             "removed": i.path in broken} for i, _folder in found]
-    code = 1 if broken else 0
+    report = survey_locks(discover_all(_targets(ctx, paths, store)), remove_stale=break_stale)
     if out.json:
-        out.emit_json({"version": 1, "locks": rows, "exit": code})
-        return code
-    if rows:
-        table = Table(title_justify="left", show_edge=False)
-        for column in ("session", "pid", "host", "age", "state", "why"):
-            add_column(table, column)
-        for row in rows:
-            state = row["state"] + (" (removed)" if row["removed"] else "")
-            style = {"live": "green", "stale": "yellow", "unknown": "cyan"}.get(row["state"], "")
-            table.add_row(row["session"], str(row["pid"] or "-"), str(row["host"] or "-"), f"{row['age']:.0f}s",
-                          Text(state, style=style), row["why"])
-        print_table(out.out, table)
-    stale = sum(r["state"] == "stale" and not r["removed"] for r in rows)
-    out.say(f"{len(rows)} lock(s), {len(broken)} removed" + (f"; {stale} stale: `levelsess locks --break-stale` removes them" if stale else ""))
-    return code
+        out.emit_json(report.to_json())
+    else:
+        render_locks(out, report)
+    return report.exit_code
 
 
 @app.command()

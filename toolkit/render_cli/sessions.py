@@ -40,3 +40,26 @@ def _sessions_table(listing, shown):
                       "-" if row.turns is None else str(row.turns), printable(row.model or "-"),
                       mb(row.bytes), Text(row.state, style=STATE_STYLE.get(row.state, "")), row.id)
     return table
+
+
+def render_locks(out: Output, report) -> None:
+    """The locks as a table, then how many were removed and how many stale ones are left."""
+    rows = report.rows
+    if rows:
+        print_table(out.out, _locks_table(rows))
+    stale = sum(r["state"] == "stale" and not r["removed"] for r in rows)
+    out.say(f"{len(rows)} lock(s), {len(report.removed)} removed" + (f"; {stale} stale: `levelsess locks --break-stale` removes them" if stale else ""))
+
+
+def _locks_table(rows: list[dict]):
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title_justify="left", show_edge=False)
+    for column in ("session", "pid", "host", "age", "state", "why"):
+        add_column(table, column)
+    for row in rows:
+        state = row["state"] + (" (removed)" if row["removed"] else "")
+        table.add_row(row["session"], str(row["pid"] or "-"), str(row["host"] or "-"), f"{row['age']:.0f}s",
+                      Text(state, style=LOCK_STYLE.get(row["state"], "")), row["why"])
+    return table
