@@ -315,7 +315,33 @@ def fsck(
       levelsess fsck --strict --force --jobs 4 -q --store ~/other-store
       levelsess fsck --incremental -q                      # editor start-up / nightly: re-read only what changed
     """
+    from .render_cli.checks import render_fsck, render_fsck_plan, render_fsck_repair
+
     out = _output(ctx, json_, quiet, verbose)
+    _check_fsck_flags(repair=repair, dry_run=dry_run, salvage=salvage, relink=relink, yes=yes, incremental=incremental)
+    targets = _targets(ctx, paths, store)
+    folders = discover_all(targets)
+    out.base = common_base(targets)
+    with _progress(out, "checking", sum(len(f.journals) for f in folders)) as advance:
+        report = check_folders(folders, strict=strict, force=force, jobs=jobs, progress=advance, incremental=incremental)
+    report.refuse_foreign_only(targets)
+    out.targets = targets
+    if not (repair or salvage or relink or dry_run):
+        render_fsck(out, report.findings, report, report.exit_code)
+        return report.exit_code
+    plan = plan_repair(report, salvage=salvage, relink=relink, force=force)
+    if dry_run:
+        render_fsck_plan(out, report, [a.describe() for a in plan.actions])
+        return report.exit_code
+    with _ctrl_c_deferred() as stopped, _progress(out, "repairing", len(plan.actions)) as advance:
+        result = plan.execute(progress=lambda _a: advance(1), should_stop=stopped)
+    ran = "+".join(n for n, on in (("salvage", salvage), ("relink", relink)) if on) or "repair"
+    render_fsck_repair(out, report, result, ran, stopped_by())
+    return result.exit_code
+
+
+def _check_fsck_flags(*, repair: bool, dry_run: bool, salvage: bool, relink: bool, yes: bool, incremental: bool) -> None:
+    """Reject contradictory or unconfirmed fsck flags before any work, naming them."""
     salvage_ok = yes or os.environ.get("LEVELSESS_SALVAGE") == "YES"
     if salvage and not (salvage_ok or dry_run):
         raise UsageError("--salvage rewrites journals: confirm with --yes (or LEVELSESS_SALVAGE=YES), or add --dry-run to preview")
@@ -325,61 +351,6 @@ def fsck(
         raise UsageError("--yes only confirms --salvage or --relink; add one of them or drop --yes")
     if incremental and (writes := [n for n, on in (("--repair", repair), ("--salvage", salvage), ("--relink", relink), ("--dry-run", dry_run)) if on]):
         raise UsageError(f"--incremental only checks: drop {writes[0]} (a repair reads every journal in full), or drop --incremental")
-    targets = _targets(ctx, paths, store)
-    folders = discover_all(targets)
-    out.base = common_base(targets)
-    total = sum(len(f.journals) for f in folders)
-    with _progress(out, "checking", total) as advance:
-        report = check_folders(folders, strict=strict, force=force, jobs=jobs, progress=advance, incremental=incremental)
-    report.refuse_foreign_only(targets)
-    out.targets = targets
-    if not (repair or salvage or relink or dry_run):
-        return _render_fsck(out, report.findings, report, report.exit_code)
-    plan = plan_repair(report, salvage=salvage, relink=relink, force=force)
-    steps = [a.describe() for a in plan.actions]
-    if dry_run:
-        if not out.json:
-            for step in steps:
-                out.out.print(f"would {step}", markup=False, soft_wrap=True)
-            out.say(f"{len(steps)} repair step(s) planned; nothing written (--dry-run)")
-        return _render_fsck(out, report.findings, report, report.exit_code, steps)
-    with _ctrl_c_deferred() as stopped, _progress(out, "repairing", len(steps)) as advance:
-        result = plan.execute(progress=lambda _a: advance(1), should_stop=stopped)
-    if out.verbose and not out.json:
-        for action in result.done:
-            out.out.print(f"did {action.describe()}", markup=False, soft_wrap=True)
-    if result.interrupted:
-        out.fail(f"interrupted ({stopped_by()}) after a completed step", "rerun the same command to finish the repair")
-    return _render_fsck(out, list(result.findings), report, result.exit_code, [a.describe() for a in result.done],
-                        ran="+".join(n for n, on in (("salvage", salvage), ("relink", relink)) if on) or "repair")
-
-
-def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str] | None = None, ran: str = "check") -> int:
-    from .fsck.advice import next_steps
-
-    if out.json:
-        doc = fsck_json(findings, report.files, report.records, report.bytes, exit_code, steps)
-        if report.from_cache is not None:  # --incremental
-            doc["from_cache"] = report.from_cache
-            doc["resumed"] = report.resumed or 0
-        out.emit_json(doc)
-        return exit_code
-    shown = [f for f in findings if f.severity == "error" or not out.quiet]
-    if shown:
-        print_table(out.out, findings_table(shown, verbose=out.verbose, base=out.base))
-    if not out.quiet:
-        out.line(summary_line(findings, report.files, report.records, report.bytes, exit_code))
-        if report.not_checked:
-            out.say(f"{report.not_checked} session(s) not checked: locked by a live or uncheckable writer", style="yellow")
-        if report.from_cache is not None:
-            grown = f" ({report.resumed} of them only grew: read from where the last check stopped)" if report.resumed else ""
-            out.say(f"{report.files - report.from_cache} journal(s) read{grown}, {report.from_cache} unchanged since the last "
-                    "--incremental check (verdict from the cache)")
-        if report.cache_error:
-            out.say(report.cache_error, style="yellow")
-        for step in next_steps(report, list(findings), out.targets, ran):
-            out.say(f"next: {step}", style="cyan")
-    return exit_code
 
 
 @app.command()
@@ -404,6 +375,7 @@ def reindex(
       levelsess reindex --store ~/other-store --json -q
     """
     from .reindex import reindex as run_reindex
+    from .render_cli.checks import render_reindex
 
     out = _output(ctx, json_, quiet, verbose)
     targets = _targets(ctx, paths, store)
@@ -411,21 +383,12 @@ def reindex(
     out.base = common_base(targets)
     with _progress(out, "reindexing", len(folders)) as advance:
         result = run_reindex(folders, check_only=check, full=full, progress=advance)
-    if result.foreign_only:
-        raise UnknownFormatError(f"{', '.join(map(str, targets))}: {result.foreign_only}")
-    code = result.exit_code
+    result.refuse_foreign_only(targets)
     if out.json:
-        out.emit_json({"version": 1, "written": [str(p) for p in result.written], "unchanged": [str(p) for p in result.unchanged],
-                       "refused": [str(p) for p in result.refused], "no_cache": [str(p) for p in result.no_cache],
-                       "findings": [f.to_json() for f in result.findings], "exit": code})
-        return code
-    if result.findings:
-        print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
-    verb = "differ" if check else "written"
-    if result.no_cache:
-        out.say(f"{len(result.no_cache)} folder(s) of a layout that keeps no cache (Claude Code, Codex CLI): nothing to rebuild there")
-    out.say(f"{len(result.written)} cache(s) {verb}, {len(result.unchanged)} unchanged, {len(result.refused)} refused  [exit {code}]")
-    return code
+        out.emit_json(result.to_json())
+    else:
+        render_reindex(out, result)
+    return result.exit_code
 
 
 @app.command()
@@ -456,57 +419,26 @@ def migrate(
       levelsess migrate --to 2 --jobs 4 -v
       levelsess migrate --store ~/other-store -q
     """
-    from .migrate import STEPS, plan_migration
-    from .report import migrate_json, migrate_table
+    from .migrate import plan_migration
+    from .render_cli.checks import render_migrate
 
     out = _output(ctx, json_, quiet, verbose)
     targets = _targets(ctx, paths, store)
     folders = discover_all(targets)
     out.base = common_base(targets)
-    total = sum(len(f.journals) for f in folders)
-    with _progress(out, "reading", total) as advance:
+    with _progress(out, "reading", sum(len(f.journals) for f in folders)) as advance:
         plan = plan_migration(folders, to, progress=advance, jobs=jobs)
-    if why := plan.result().foreign_only:
-        raise UnknownFormatError(f"{', '.join(map(str, targets))}: {why}")
-    if list_:
-        result = plan.result()
-        code = 0 if not any(f.status == "refused" for f in result.files) else 4
-        if out.json:
-            out.emit_json(migrate_json(result, code, steps=list(STEPS.values())))
-            return code
-        print_table(out.out, migrate_table(result, base=out.base, steps=list(STEPS.values()), everything=True))
-        return code
-    if dry_run:
-        result = plan.result()
+    plan.result().refuse_foreign_only(targets)
+    if list_ or dry_run:
+        result = plan.result(listing=list_)
     else:
         with _ctrl_c_deferred() as stopped, _progress(out, "migrating", plan.work_bytes) as advance:
             result = plan.execute(keep_backup=keep_backup, progress=advance, should_stop=stopped, jobs=jobs)
-    code = result.exit_code
     if out.json:
-        out.emit_json(migrate_json(result, code))
-        return code
-    table = migrate_table(result, base=out.base, everything=out.verbose)
-    if table.row_count and not out.quiet:
-        print_table(out.out, table)
-    if result.findings:
-        print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
-    if plan.unversioned:
-        kinds = " and ".join({"logician": "Logician sessions", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts"}.get(n, n) for n in plan.others)
-        out.say(f"{len(plan.unversioned)} folder(s) of {kinds}: one format version so far, nothing to migrate")
-    out.say(_migrate_summary(result, code))
-    if result.interrupted:
-        out.fail(f"interrupted ({stopped_by()}) after a completed file", "rerun the same command to finish the migration")
-    return code
-
-
-def _migrate_summary(result, code: int) -> str:
-    if result.dry_run:
-        return (f"would migrate {result.count('migrate')} journal(s) and rebuild {result.count('rebuild')} index file(s) to v{result.to}; "
-                f"{result.count('up-to-date')} up to date, {result.count('refused')} refused; nothing written (--dry-run)  [exit {code}]")
-    backups = ", ".join(str(p) for p in result.backups)
-    kept = f"; originals kept in {backups}" if backups else ""
-    return (f"{result.count('migrated')} journal(s) migrated to v{result.to}, {result.count('rebuilt')} index file(s) rebuilt, "
-            f"{result.count('up-to-date')} up to date, {result.count('refused')} refused, {result.count('pending')} pending{kept}  [exit {code}]")
+        out.emit_json(result.to_json())
+    else:
+        render_migrate(out, plan, result, stopped_by())
+    return result.exit_code
 
 
 @app.command("import")

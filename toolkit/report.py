@@ -420,15 +420,6 @@ def _v(version) -> str:
     return "-" if version is None else f"v{version}"
 
 
-def migrate_json(result, exit_code: int, steps: list | None = None) -> dict:
-    document = {"version": 1, "to": result.to, "dry_run": result.dry_run, "files": [f.to_json() for f in result.files],
-                "findings": [f.to_json() for f in result.findings], "backups": [str(p) for p in result.backups],
-                "interrupted": result.interrupted, "exit": exit_code}
-    if steps is not None:
-        document["steps"] = [{"format": s.format, "from": s.from_v, "to": s.to_v, "summary": s.summary} for s in steps]
-    return document
-
-
 # -- restore ---------------------------------------------------------------------------------------
 
 _RESTORE_ACTIONS = {"create": ("create", "created", "cyan"), "append": ("append", "appended", "cyan"),
