@@ -1118,34 +1118,21 @@ def demo(
       levelsess demo --json -q
       levelsess demo -v --store ~/any   # common options are accepted; the demo never touches a store
     """
-    from .demo import build_demo
+    from .demo import build_demo, run_demo
+    from .render_cli.checks import render_demo
 
     out = _output(ctx, json_, quiet, verbose)
     with build_demo(keep=keep) as paths:
         out.say(f"Demo store in {paths[0].parent}: the editor was killed mid-append (torn journal), its lock\n"
                 "was left behind, index.json was cut off, and a Logician meta.json ran ahead of its journal.")
-        runs = []
-        for title, repair in (("1. check", False), ("2. repair", True), ("3. check again", False)):
-            report = check_folders(discover_all(paths))
-            findings, code, did = report.findings, report.exit_code, []
-            if repair:
-                result = plan_repair(report).execute()
-                findings, code = list(result.findings), result.exit_code
-                did = [f"  did {relative(action.describe(), str(paths[0].parent))}" for action in result.done]
-            runs.append({"step": title, "exit": code, "findings": [f.to_json() for f in findings]})
-            if not out.json:
-                out.out.print()
-                out.line([(f"levelsess fsck{' --repair' if repair else ''}", "bold"), (f"  ({title})", None)])
-                for line in did if not out.quiet else []:  # under the repair step that did them, not the check before it
-                    out.line([(line, None)])
-                if findings:
-                    print_table(out.out, findings_table(findings, base=str(paths[0].parent)))
-                out.line(summary_line(findings, report.files, report.records, report.bytes, code))
+        result = run_demo(paths)
         if out.json:
-            out.emit_json({"version": 1, "store": [str(p) for p in paths], "runs": runs, "exit": runs[-1]["exit"]})
-        elif keep:
-            out.say(f"demo store kept at {paths[0].parent}")
-    return runs[-1]["exit"]
+            out.emit_json(result.to_json())
+        else:
+            render_demo(out, result)
+            if keep:
+                out.say(f"demo store kept at {paths[0].parent}")
+    return result.exit_code
 
 
 chaos_app = App(cls=HelpGroup, help="The kill -9 harness: prove that no acknowledged record is lost (DESIGN.md §7).",

@@ -95,3 +95,16 @@ def _migrate_summary(result, code: int) -> str:
     kept = f"; originals kept in {backups}" if backups else ""
     return (f"{result.count('migrated')} journal(s) migrated to v{result.to}, {result.count('rebuilt')} index file(s) rebuilt, "
             f"{result.count('up-to-date')} up to date, {result.count('refused')} refused, {result.count('pending')} pending{kept}  [exit {code}]")
+
+
+def render_demo(out: Output, result) -> None:
+    """Each demo step as its fsck command would print it: the repairs it did, findings, summary line."""
+    base = str(result.paths[0].parent)
+    for step in result.steps:
+        out.out.print()
+        out.line([(f"levelsess fsck{' --repair' if step.repair else ''}", "bold"), (f"  ({step.title})", None)])
+        for action in step.done if not out.quiet else []:  # under the repair step that did them, not the check before it
+            out.line([(f"  did {relative(action.describe(), base)}", None)])
+        if step.findings:
+            print_table(out.out, findings_table(step.findings, base=base))
+        out.line(summary_line(step.findings, step.report.files, step.report.records, step.report.bytes, step.exit_code))
