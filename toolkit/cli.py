@@ -1179,69 +1179,35 @@ def chaos_run(
       levelsess chaos run --seed 1234 --replay 7 --keep -q        # rerun a reproducer's cycle
     """
     from chaos.harness import Config, run as run_chaos
-    from chaos.targets import TARGETS, run_target
+    from chaos.targets import run_target
+
+    from .render_cli.chaos import live_chaos, render_chaos
 
     out_ = _output(ctx, json_, quiet, verbose)
+    _check_chaos_flags(target, layout, fs, lazyfs)
+    config = Config(cycles=cycles, duration=duration, writers=writers, seed=seed if seed is not None else int.from_bytes(os.urandom(4), "big"),
+                    mode=mode, fs=fs, lazyfs=lazyfs, layout=layout, unsafe=unsafe, shared_file=shared_file, no_lock=no_lock,
+                    writer_cmd=writer_cmd, largest=largest, out=out, keep=keep, replay=replay)
+    with live_chaos(out_) as on_cycle:
+        report = run_target(config, target, on_cycle) if target else run_chaos(config, on_cycle)
+    document = report.to_json(command=config.command())
+    if out_.json:
+        out_.emit_json(document)
+    else:
+        render_chaos(out_, report, document, out)
+    return report.exit_code
+
+
+def _check_chaos_flags(target: str | None, layout: str, fs: str, lazyfs: str | None) -> None:
+    """Reject an unknown --target or --layout, and --fs / --lazyfs with --target, before any work."""
+    from chaos.targets import TARGETS
+
     if target is not None and target not in TARGETS:
         raise UsageError(f"--target {target}: choose one of {', '.join(TARGETS)}")
     if layout not in ("levelcode", "logician", "both"):
         raise UsageError(f"--layout {layout}: choose levelcode, logician or both")
     if target is not None and (fs != "disk" or lazyfs is not None):
         raise UsageError(f"--target {target} kills levelsess's own commands on disk; drop --fs / --lazyfs")
-    config = Config(cycles=cycles, duration=duration, writers=writers, seed=seed if seed is not None else int.from_bytes(os.urandom(4), "big"),
-                    mode=mode, fs=fs, lazyfs=lazyfs, layout=layout, unsafe=unsafe, shared_file=shared_file, no_lock=no_lock,
-                    writer_cmd=writer_cmd, largest=largest, out=out, keep=keep, replay=replay)
-    with _live_chaos(out_) as on_cycle:
-        report = run_target(config, target, on_cycle) if target else run_chaos(config, on_cycle)
-    code = 0 if report.ok else 4
-    document = {"version": 1, **report.to_json(), "command": config.command(), "exit": code}
-    if out_.json:
-        out_.emit_json(document)
-        return code
-    out_.out.print(_chaos_table(document))
-    for violation in report.violations[:20 if not out_.verbose else None]:
-        out_.line([("violation", "bold red"), (f" cycle {violation['cycle']}: {violation['kind']} "
-                                                f"{violation['path'] or ''} - {violation['detail']}", None)])
-    if report.violations and out:
-        out_.say(f"reproducers in {out} (each has repro.json with the seed and the replay command)")
-    out_.say(("nothing lost, no violation" if report.ok else f"{report.lost} ACKed record(s) lost, {len(report.violations)} violation(s)") + f"  [exit {code}]",
-             style="green" if report.ok else "bold red")
-    return code
-
-
-@contextlib.contextmanager
-def _live_chaos(out: Output):
-    if out.json or out.quiet or not sys.stderr.isatty():
-        yield lambda report: None
-        return
-    from rich.live import Live
-
-    with Live(console=out.err, transient=True, refresh_per_second=4) as live:
-        yield lambda report: live.update(_chaos_table({**report.to_json(), "exit": 0 if report.ok else 4}))
-
-
-def _chaos_table(document: dict):
-    from rich.table import Table
-
-    on = " on lazyfs" if document.get("fs") == "lazyfs" else ""
-    table = Table(title=f"chaos {document['mode']}{on} (seed {document['seed']})", title_justify="left", show_header=False)
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    rows = (("cycles", "cycles"), ("kills", "kills"), ("ACKed records", "acked"), ("lost", "lost"),
-            ("records torn mid-write", "torn_records"), ("bytes trimmed by repair", "trimmed_bytes"),
-            ("bytes LazyFS discarded (power cuts)", "discarded_bytes"), ("cycles that discarded bytes", "dropped_cycles"),
-            ("cycles that filled LazyFS's cache", "cache_full"),
-            ("false corruption", "false_corruption"), ("cycles per minute", "cycles_per_minute"))
-    for label, key in rows:
-        if key in document:
-            table.add_row(label, f"{document[key]:,}" if isinstance(document[key], int) else str(document[key]))
-    for kind, counts in document.get("landings", {}).items():
-        table.add_row(f"{kind}: torn / unterminated / between records",
-                      " / ".join(f"{counts.get(where, 0):,}" for where in ("torn", "unterminated", "between")))
-    if str(document["mode"]).startswith("target:"):
-        table.add_row("kills mid-run", str(document.get("mid_run_kills", 0)))
-    table.add_row("violations", str(len(document["violations"])), style="bold red" if document["violations"] else "green")
-    return table
 
 
 @chaos_app.command("writer", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
