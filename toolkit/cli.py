@@ -19,7 +19,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import __version__, _help
-from .errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, LevelsessError, PathNotFoundError, UnknownFormatError, UsageError
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, LevelsessError, PathNotFoundError, UsageError
 
 
 def _lazy(module: str, name: str):
@@ -32,12 +32,9 @@ def _lazy(module: str, name: str):
     return call
 
 
-Text = _lazy("rich.text", "Text")
 check_folders, plan_repair = _lazy(".fsck.check", "check_folders"), _lazy(".fsck.repair", "plan_repair")
-Output, add_column, common_base, findings_table, fsck_json, print_table, printable, relative, summary_line, \
-    tolerant_streams, write_json = (_lazy(".report", name) for name in (
-        "Output", "add_column", "common_base", "findings_table", "fsck_json", "print_table", "printable", "relative",
-        "summary_line", "tolerant_streams", "write_json"))
+Output, add_column, common_base, findings_table, print_table, printable, write_json = (_lazy(".report", name) for name in (
+    "Output", "add_column", "common_base", "findings_table", "print_table", "printable", "write_json"))
 from .streams import tolerant_streams  # noqa: E402 (light: called before every command)
 default_store, discover_all = _lazy(".stores", "default_store"), _lazy(".stores", "discover_all")
 
@@ -649,6 +646,7 @@ def schedule(
       levelsess schedule remove -q
     """
     from . import schedule as nightly
+    from .render_cli.schedule import render_schedule, render_schedule_status
 
     out = _output(ctx, json_, quiet, verbose)
     if action not in ("install", "remove", "status"):
@@ -660,51 +658,14 @@ def schedule(
     backend, given = nightly.scheduler(scheduler), Path(_store(ctx, store)) if _store(ctx, store) else None
     if action == "status":
         found = nightly.status(backend, apps, at, given, default_store(None))
-        return _render_schedule_status(out, found)
+        return render_schedule_status(out, found)
     run = nightly.install if action == "install" else lambda b, *_a, dry_run: nightly.remove(b, dry_run)
     outcome = run(backend, apps, at, given, default_store(None), dry_run=dry_run)
     if out.json:
         out.emit_json(outcome.to_json())
         return 0
-    _render_schedule(out, outcome)
+    render_schedule(out, outcome)
     return 0
-
-
-def _render_schedule(out: Output, outcome) -> None:
-    where = f"{outcome.status.scheduler} ({outcome.status.where})"
-    done = {("install", True): "installed the nightly keep in", ("install", False): "the nightly keep is already installed, as it would be written, in",
-            ("remove", True): "removed the nightly keep from", ("remove", False): "no nightly keep is installed in"}[outcome.action, outcome.changed]
-    if outcome.dry_run and outcome.changed:
-        done = "would " + ("install the nightly keep in" if outcome.action == "install" else "remove the nightly keep from")
-    if outcome.text and (out.verbose or outcome.dry_run):
-        out.line([(outcome.text.rstrip("\n"), None)])
-    for command in outcome.ran:
-        out.say(f"{'would run' if outcome.dry_run else 'ran'}: {command}")
-    for note in (*outcome.notes, *([outcome.status.note] if outcome.status.note and outcome.action == "install" else [])):
-        out.say(note, "yellow")
-    out.say(f"{done} {where}" + ("; nothing changed" if not outcome.changed else "") + (f"; the crontab as it was: {outcome.backup}" if outcome.backup else ""))
-    if outcome.todo:
-        out.say(f"{outcome.status.scheduler} cannot be asked from here; to enable it, run:")
-        for command in outcome.todo:
-            out.line([(f"  {command}", None)], stderr=True)
-
-
-def _render_schedule_status(out: Output, found) -> int:
-    if out.json:
-        out.emit_json({"version": 1, **found.to_json(), "exit": found.exit_code})
-        return found.exit_code
-    if found.installed_text and not out.quiet:
-        out.line([(found.installed_text.rstrip("\n"), None)])
-    if not found.installed:
-        out.say(f"no nightly keep is installed in {found.scheduler} ({found.where}); next: levelsess schedule install")
-    elif not found.matches:
-        out.say(f"the nightly keep in {found.scheduler} differs from what install would write now; next: levelsess schedule install", "yellow")
-    else:
-        out.say(f"the nightly keep is installed in {found.scheduler} ({found.where}) and matches what install would write"
-                + ("" if found.active is not False else "; but it is not enabled: levelsess schedule install"))
-    if found.note:
-        out.say(found.note, "yellow")
-    return found.exit_code
 
 
 @app.command("ls")
@@ -981,20 +942,21 @@ def restore(
       levelsess restore --app vscode --map ~/old-name=~/new-name --yes
       levelsess restore --app codex --source ~/.codex          # rollouts Codex's state DB has no row for
     """
+    from .render_cli.restore import render_restore, render_restore_runs, render_undo, restore_app
     from .restore import list_restores, plan_restore, restore as run_restore, undo_restore
 
     out = _output(ctx, json_, quiet, verbose)
     _check_restore_flags(sessions, to, yes, dry_run, undo, list_, app_, source, map_)
     if app_ is not None:
-        return _restore_app(out, app_, source, map_ or [], apply=yes and not dry_run)
+        return restore_app(out, app_, source, map_ or [], apply=yes and not dry_run)
     if list_:
-        return _render_restore_runs(out, list_restores())
+        return render_restore_runs(out, list_restores())
     if undo is not None:
-        return _render_undo(out, undo_restore(undo, dry_run=dry_run))
+        return render_undo(out, undo_restore(undo, dry_run=dry_run))
     plan = plan_restore(default_store(_store(ctx, store)), list(sessions), to)
     with _ctrl_c_deferred() as stopped:
         result = run_restore(plan, apply=yes and not dry_run, interrupted=stopped)
-    return _render_restore(out, result, sessions, to=to, store=_store(ctx, store))
+    return render_restore(out, result, sessions, to=to, store=_store(ctx, store))
 
 
 def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bool, app_=None, source=None, map_=None) -> None:
@@ -1011,93 +973,6 @@ def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bo
         raise UsageError("--list only lists: it takes no --undo, --yes or --dry-run")
     if not sessions and undo is None and not list_ and app_ is None:
         raise UsageError("name the kept sessions to give back (see `levelsess ls`), or use --undo STAMP or --list")
-
-
-def _render_restore(out: Output, result, keys: list[str], *, to=None, store: str | None = None) -> int:
-    import shlex
-
-    from .report import restore_summary, restore_table
-
-    if out.json:
-        out.emit_json(result.to_json())
-        return result.exit_code
-    if not out.quiet:
-        print_table(out.out, restore_table(result))
-    if result.findings:
-        print_table(out.out, findings_table([f for f in result.findings if f.severity == "error" or not out.quiet], verbose=out.verbose))
-    out.say(restore_summary(result))
-    if result.stamp and not result.undone:
-        out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
-    if not result.applied and result.plan.steps:
-        given = [*keys, *(["--to", str(to)] if to is not None else []), *(["--store", str(store)] if store else [])]
-        out.say("next: levelsess restore " + shlex.join(given) + " --yes", style="bold")  # the same run, applied
-    elif result.applied and not result.undone:
-        for session in result.plan.sessions:
-            if session.next and any(f.action != "refused" for f in session.files):
-                out.say(f"next: {session.next}", style="bold")
-    return result.exit_code
-
-
-def _restore_app(out: Output, name: str, source, maps: list[str], *, apply: bool) -> int:
-    from rich.table import Table
-
-    from .restore import app_restore
-
-    module = app_restore(name)
-    result = module.run_app(source, maps, apply=apply)
-    if out.json:
-        out.emit_json(result.to_json())
-        return result.exit_code
-    rows = module.rows(result)
-    if rows and not out.quiet:
-        table = Table(title=f"restore --app {name}" + ("" if result.applied else " plan (nothing written; --yes applies it)"), title_justify="left")
-        for column in ("file", "action", "what"):
-            add_column(table, column)
-        for row in rows:
-            table.add_row(*row)
-        print_table(out.out, table)
-    if result.findings:
-        print_table(out.out, findings_table([f for f in result.findings if f.severity == "error" or not out.quiet], verbose=out.verbose))
-    out.say(module.summary(result))
-    if result.stamp and not result.undone:
-        out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
-    if not result.applied and rows:
-        import shlex
-
-        out.say(f"next: levelsess restore --app {name}" + (f" --source {shlex.quote(str(source))}" if source else "")
-                + "".join(f" --map {shlex.quote(m)}" for m in maps) + " --yes", style="bold")
-    elif result.stamp and not result.undone:
-        out.say(f"next: {module.NEXT}", style="bold")
-    return result.exit_code
-
-
-def _render_undo(out: Output, result) -> int:
-    from .report import undo_table
-
-    if out.json:
-        out.emit_json(result.to_json())
-        return result.exit_code
-    if not out.quiet:
-        print_table(out.out, undo_table(result))
-    if result.findings:
-        print_table(out.out, findings_table(list(result.findings), verbose=out.verbose))
-    refused = len(result.findings)
-    done = "would be as before the restore" if result.dry_run else "as before the restore"
-    out.say(f"undo of {result.stamp}: {len(result.entries) - refused} file(s) and folder(s) {done}, {refused} refused "
-            f"(left as they are){' (dry run: nothing changed)' if result.dry_run else ''}  [exit {result.exit_code}]")
-    return result.exit_code
-
-
-def _render_restore_runs(out: Output, runs: list[dict]) -> int:
-    from .report import restore_runs_table
-
-    if out.json:
-        out.emit_json({"version": 1, "restores": runs, "exit": 0})
-    elif runs:
-        print_table(out.out, restore_runs_table(runs))
-    else:
-        out.say("no restore on this machine yet")
-    return 0
 
 
 @app.command()
