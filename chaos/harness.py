@@ -147,10 +147,17 @@ class Report:
         return self.lost == 0 and not self.violations
 
     @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 4  # something lost or a violation: problems left uncorrected
+
+    @property
     def cycles_per_minute(self) -> float:
         return self.cycles * 60 / self.elapsed if self.elapsed else 0.0
 
-    def to_json(self) -> dict:
+    def to_json(self, command: str | None = None) -> dict:
+        """The counts so far; with ``command`` (the run's command line), the whole --json document."""
+        if command is not None:
+            return {"version": 1, **self.to_json(), "command": command, "exit": self.exit_code}
         document = asdict(self)
         if not self.mode.startswith("target:"):
             document.pop("mid_run_kills")

@@ -19,7 +19,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import __version__, _help
-from .errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, LevelsessError, PathNotFoundError, UnknownFormatError, UsageError
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, LevelsessError, PathNotFoundError, UsageError
 
 
 def _lazy(module: str, name: str):
@@ -32,12 +32,9 @@ def _lazy(module: str, name: str):
     return call
 
 
-Text = _lazy("rich.text", "Text")
 check_folders, plan_repair = _lazy(".fsck.check", "check_folders"), _lazy(".fsck.repair", "plan_repair")
-Output, add_column, common_base, findings_table, fsck_json, print_table, printable, relative, summary_line, \
-    tolerant_streams, write_json = (_lazy(".report", name) for name in (
-        "Output", "add_column", "common_base", "findings_table", "fsck_json", "print_table", "printable", "relative",
-        "summary_line", "tolerant_streams", "write_json"))
+Output, add_column, common_base, findings_table, print_table, printable, write_json = (_lazy(".report", name) for name in (
+    "Output", "add_column", "common_base", "findings_table", "print_table", "printable", "write_json"))
 from .streams import tolerant_streams  # noqa: E402 (light: called before every command)
 default_store, discover_all = _lazy(".stores", "default_store"), _lazy(".stores", "discover_all")
 
@@ -315,7 +312,33 @@ def fsck(
       levelsess fsck --strict --force --jobs 4 -q --store ~/other-store
       levelsess fsck --incremental -q                      # editor start-up / nightly: re-read only what changed
     """
+    from .render_cli.checks import render_fsck, render_fsck_plan, render_fsck_repair
+
     out = _output(ctx, json_, quiet, verbose)
+    _check_fsck_flags(repair=repair, dry_run=dry_run, salvage=salvage, relink=relink, yes=yes, incremental=incremental)
+    targets = _targets(ctx, paths, store)
+    folders = discover_all(targets)
+    out.base = common_base(targets)
+    with _progress(out, "checking", sum(len(f.journals) for f in folders)) as advance:
+        report = check_folders(folders, strict=strict, force=force, jobs=jobs, progress=advance, incremental=incremental)
+    report.refuse_foreign_only(targets)
+    out.targets = targets
+    if not (repair or salvage or relink or dry_run):
+        render_fsck(out, report.findings, report, report.exit_code)
+        return report.exit_code
+    plan = plan_repair(report, salvage=salvage, relink=relink, force=force)
+    if dry_run:
+        render_fsck_plan(out, report, [a.describe() for a in plan.actions])
+        return report.exit_code
+    with _ctrl_c_deferred() as stopped, _progress(out, "repairing", len(plan.actions)) as advance:
+        result = plan.execute(progress=lambda _a: advance(1), should_stop=stopped)
+    ran = "+".join(n for n, on in (("salvage", salvage), ("relink", relink)) if on) or "repair"
+    render_fsck_repair(out, report, result, ran, stopped_by())
+    return result.exit_code
+
+
+def _check_fsck_flags(*, repair: bool, dry_run: bool, salvage: bool, relink: bool, yes: bool, incremental: bool) -> None:
+    """Reject contradictory or unconfirmed fsck flags before any work, naming them."""
     salvage_ok = yes or os.environ.get("LEVELSESS_SALVAGE") == "YES"
     if salvage and not (salvage_ok or dry_run):
         raise UsageError("--salvage rewrites journals: confirm with --yes (or LEVELSESS_SALVAGE=YES), or add --dry-run to preview")
@@ -325,61 +348,6 @@ def fsck(
         raise UsageError("--yes only confirms --salvage or --relink; add one of them or drop --yes")
     if incremental and (writes := [n for n, on in (("--repair", repair), ("--salvage", salvage), ("--relink", relink), ("--dry-run", dry_run)) if on]):
         raise UsageError(f"--incremental only checks: drop {writes[0]} (a repair reads every journal in full), or drop --incremental")
-    targets = _targets(ctx, paths, store)
-    folders = discover_all(targets)
-    out.base = common_base(targets)
-    total = sum(len(f.journals) for f in folders)
-    with _progress(out, "checking", total) as advance:
-        report = check_folders(folders, strict=strict, force=force, jobs=jobs, progress=advance, incremental=incremental)
-    report.refuse_foreign_only(targets)
-    out.targets = targets
-    if not (repair or salvage or relink or dry_run):
-        return _render_fsck(out, report.findings, report, report.exit_code)
-    plan = plan_repair(report, salvage=salvage, relink=relink, force=force)
-    steps = [a.describe() for a in plan.actions]
-    if dry_run:
-        if not out.json:
-            for step in steps:
-                out.out.print(f"would {step}", markup=False, soft_wrap=True)
-            out.say(f"{len(steps)} repair step(s) planned; nothing written (--dry-run)")
-        return _render_fsck(out, report.findings, report, report.exit_code, steps)
-    with _ctrl_c_deferred() as stopped, _progress(out, "repairing", len(steps)) as advance:
-        result = plan.execute(progress=lambda _a: advance(1), should_stop=stopped)
-    if out.verbose and not out.json:
-        for action in result.done:
-            out.out.print(f"did {action.describe()}", markup=False, soft_wrap=True)
-    if result.interrupted:
-        out.fail(f"interrupted ({stopped_by()}) after a completed step", "rerun the same command to finish the repair")
-    return _render_fsck(out, list(result.findings), report, result.exit_code, [a.describe() for a in result.done],
-                        ran="+".join(n for n, on in (("salvage", salvage), ("relink", relink)) if on) or "repair")
-
-
-def _render_fsck(out: Output, findings, report, exit_code: int, steps: list[str] | None = None, ran: str = "check") -> int:
-    from .fsck.advice import next_steps
-
-    if out.json:
-        doc = fsck_json(findings, report.files, report.records, report.bytes, exit_code, steps)
-        if report.from_cache is not None:  # --incremental
-            doc["from_cache"] = report.from_cache
-            doc["resumed"] = report.resumed or 0
-        out.emit_json(doc)
-        return exit_code
-    shown = [f for f in findings if f.severity == "error" or not out.quiet]
-    if shown:
-        print_table(out.out, findings_table(shown, verbose=out.verbose, base=out.base))
-    if not out.quiet:
-        out.line(summary_line(findings, report.files, report.records, report.bytes, exit_code))
-        if report.not_checked:
-            out.say(f"{report.not_checked} session(s) not checked: locked by a live or uncheckable writer", style="yellow")
-        if report.from_cache is not None:
-            grown = f" ({report.resumed} of them only grew: read from where the last check stopped)" if report.resumed else ""
-            out.say(f"{report.files - report.from_cache} journal(s) read{grown}, {report.from_cache} unchanged since the last "
-                    "--incremental check (verdict from the cache)")
-        if report.cache_error:
-            out.say(report.cache_error, style="yellow")
-        for step in next_steps(report, list(findings), out.targets, ran):
-            out.say(f"next: {step}", style="cyan")
-    return exit_code
 
 
 @app.command()
@@ -404,6 +372,7 @@ def reindex(
       levelsess reindex --store ~/other-store --json -q
     """
     from .reindex import reindex as run_reindex
+    from .render_cli.checks import render_reindex
 
     out = _output(ctx, json_, quiet, verbose)
     targets = _targets(ctx, paths, store)
@@ -411,21 +380,12 @@ def reindex(
     out.base = common_base(targets)
     with _progress(out, "reindexing", len(folders)) as advance:
         result = run_reindex(folders, check_only=check, full=full, progress=advance)
-    if result.foreign_only:
-        raise UnknownFormatError(f"{', '.join(map(str, targets))}: {result.foreign_only}")
-    code = result.exit_code
+    result.refuse_foreign_only(targets)
     if out.json:
-        out.emit_json({"version": 1, "written": [str(p) for p in result.written], "unchanged": [str(p) for p in result.unchanged],
-                       "refused": [str(p) for p in result.refused], "no_cache": [str(p) for p in result.no_cache],
-                       "findings": [f.to_json() for f in result.findings], "exit": code})
-        return code
-    if result.findings:
-        print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
-    verb = "differ" if check else "written"
-    if result.no_cache:
-        out.say(f"{len(result.no_cache)} folder(s) of a layout that keeps no cache (Claude Code, Codex CLI): nothing to rebuild there")
-    out.say(f"{len(result.written)} cache(s) {verb}, {len(result.unchanged)} unchanged, {len(result.refused)} refused  [exit {code}]")
-    return code
+        out.emit_json(result.to_json())
+    else:
+        render_reindex(out, result)
+    return result.exit_code
 
 
 @app.command()
@@ -456,57 +416,26 @@ def migrate(
       levelsess migrate --to 2 --jobs 4 -v
       levelsess migrate --store ~/other-store -q
     """
-    from .migrate import STEPS, plan_migration
-    from .report import migrate_json, migrate_table
+    from .migrate import plan_migration
+    from .render_cli.checks import render_migrate
 
     out = _output(ctx, json_, quiet, verbose)
     targets = _targets(ctx, paths, store)
     folders = discover_all(targets)
     out.base = common_base(targets)
-    total = sum(len(f.journals) for f in folders)
-    with _progress(out, "reading", total) as advance:
+    with _progress(out, "reading", sum(len(f.journals) for f in folders)) as advance:
         plan = plan_migration(folders, to, progress=advance, jobs=jobs)
-    if why := plan.result().foreign_only:
-        raise UnknownFormatError(f"{', '.join(map(str, targets))}: {why}")
-    if list_:
-        result = plan.result()
-        code = 0 if not any(f.status == "refused" for f in result.files) else 4
-        if out.json:
-            out.emit_json(migrate_json(result, code, steps=list(STEPS.values())))
-            return code
-        print_table(out.out, migrate_table(result, base=out.base, steps=list(STEPS.values()), everything=True))
-        return code
-    if dry_run:
-        result = plan.result()
+    plan.result().refuse_foreign_only(targets)
+    if list_ or dry_run:
+        result = plan.result(listing=list_)
     else:
         with _ctrl_c_deferred() as stopped, _progress(out, "migrating", plan.work_bytes) as advance:
             result = plan.execute(keep_backup=keep_backup, progress=advance, should_stop=stopped, jobs=jobs)
-    code = result.exit_code
     if out.json:
-        out.emit_json(migrate_json(result, code))
-        return code
-    table = migrate_table(result, base=out.base, everything=out.verbose)
-    if table.row_count and not out.quiet:
-        print_table(out.out, table)
-    if result.findings:
-        print_table(out.out, findings_table(list(result.findings), verbose=out.verbose, base=out.base))
-    if plan.unversioned:
-        kinds = " and ".join({"logician": "Logician sessions", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts"}.get(n, n) for n in plan.others)
-        out.say(f"{len(plan.unversioned)} folder(s) of {kinds}: one format version so far, nothing to migrate")
-    out.say(_migrate_summary(result, code))
-    if result.interrupted:
-        out.fail(f"interrupted ({stopped_by()}) after a completed file", "rerun the same command to finish the migration")
-    return code
-
-
-def _migrate_summary(result, code: int) -> str:
-    if result.dry_run:
-        return (f"would migrate {result.count('migrate')} journal(s) and rebuild {result.count('rebuild')} index file(s) to v{result.to}; "
-                f"{result.count('up-to-date')} up to date, {result.count('refused')} refused; nothing written (--dry-run)  [exit {code}]")
-    backups = ", ".join(str(p) for p in result.backups)
-    kept = f"; originals kept in {backups}" if backups else ""
-    return (f"{result.count('migrated')} journal(s) migrated to v{result.to}, {result.count('rebuilt')} index file(s) rebuilt, "
-            f"{result.count('up-to-date')} up to date, {result.count('refused')} refused, {result.count('pending')} pending{kept}  [exit {code}]")
+        out.emit_json(result.to_json())
+    else:
+        render_migrate(out, plan, result, stopped_by())
+    return result.exit_code
 
 
 @app.command("import")
@@ -644,13 +573,6 @@ def _render_import(out: Output, report, target: Path) -> None:
             + f"store {target}{' (dry run: nothing written)' if report.dry_run else ''}  [exit {report.exit_code}]")
 
 
-STORE_KINDS = {"levelcode": "LevelCode store", "logician": "Logician workspace", "claude-code": "Claude Code projects", "codex": "Codex CLI rollouts", "gemini": "Gemini CLI sessions"}
-APP_NAMES = {"cursor": "Cursor", "vscode": "VS Code", "claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI",
-             "copilot": "Copilot CLI", "opencode": "OpenCode / Kilo CLI", "cline": "Cline / Roo / Kilo Code"}
-#: Store rows that check a tool's own files: their count is files read, not sessions an import writes.
-TOOL_TREES = frozenset({"claude-code", "codex", "gemini"})
-
-
 @app.command()
 def doctor(
     ctx: typer.Context,
@@ -675,9 +597,8 @@ def doctor(
       levelsess doctor --bundle support.zip --include-paths        # with paths and names as they are
       levelsess doctor --store ~/other-store -q
     """
-    from rich.table import Table
-
     from .doctor import diagnose
+    from .render_cli.doctor import render_doctor
 
     out = _output(ctx, json_, quiet, verbose)
     for path in paths or []:  # a folder named on the command line must exist, as for every other command
@@ -695,52 +616,7 @@ def doctor(
     if out.json:
         out.emit_json({**result.to_json(), **({"bundle": str(bundle)} if bundle else {})})
         return 0
-    table = Table(title="levelsess doctor", title_justify="left")
-    for column in ("what", "where", "sessions", "size", "errors", "warnings", "locks (stale)"):
-        add_column(table, column)
-    for health in result.stores:
-        table.add_row(STORE_KINDS.get(health.kind, health.kind), str(health.path),
-                      f"{health.sessions} files" if health.kind in TOOL_TREES else str(health.sessions),
-                      _mb(health.bytes), Text(str(health.errors), style="bold red" if health.errors else ""),
-                      str(health.warnings), f"{health.locks} ({health.stale_locks})" if health.locks else "0")
-    for install in result.installs:
-        orphans = sum(w.orphaned_sessions for w in install.orphaned)
-        note = f"{orphans} orphaned" if install.app == "vscode" and orphans else ""
-        if install.app == "claude-code":
-            note = (f"cleanup after {install.cleanup_days} d: {install.due} due, {install.kept} of them in the store" if install.due
-                    else f"cleanup after {install.cleanup_days} d") + (f"; {len(install.gone)} kept, gone here" if install.gone else "")
-        if install.app == "codex":
-            note = f"{install.in_store} in the store"
-            if install.parity and (install.parity["without_row"] or install.parity["empty_first_message"]):
-                note += f"; {install.parity['without_row']} with no DB row, {install.parity['empty_first_message']} hidden (empty first message)"
-        if install.app in ("gemini", "copilot", "opencode", "cursor", "vscode", "cline") and install.sessions:
-            note = "; ".join(filter(None, [f"{install.in_store} in the store", note,
-                                           f"{install.listed} in its own list" if install.listed is not None else ""]))
-        if install.app == "codex" and install.gone:
-            note += f"; {len(install.gone)} kept, gone here"
-        if install.count and install.count.problem:
-            note = install.count.problem
-        table.add_row(APP_NAMES.get(install.app, install.app), str(install.user),
-                      install.count.describe() if install.count else str(install.sessions),
-                      _mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
-    if table.row_count:
-        print_table(out.out, table)
-    else:
-        out.say("found no store, Logician workspace, Claude Code, Cursor or VS Code install")
-    for install in result.installs:
-        if install.app == "vscode" and install.orphaned:
-            orphans = Table(title=f"VS Code chats it no longer shows ({install.user})", title_justify="left")
-            for column in ("workspace", "folder", "why", "chats"):
-                add_column(orphans, column)
-            for workspace in install.orphaned:
-                why = ", ".join(workspace.reasons) or ("index-corrupt" if workspace.index == "corrupt" else "not-indexed")
-                orphans.add_row(workspace.id, workspace.project or "(no folder)", why, str(workspace.orphaned_sessions))
-            print_table(out.out, orphans)
-    if result.next:
-        out.out.print()
-        out.line([("next", "bold")])
-        for step in result.next:  # never hard-wrapped: a command copied from a narrow terminal still runs
-            out.line([(f"  {step}", None)])
+    render_doctor(out, result)
     return 0
 
 
@@ -770,6 +646,7 @@ def schedule(
       levelsess schedule remove -q
     """
     from . import schedule as nightly
+    from .render_cli.schedule import render_schedule, render_schedule_status
 
     out = _output(ctx, json_, quiet, verbose)
     if action not in ("install", "remove", "status"):
@@ -781,58 +658,14 @@ def schedule(
     backend, given = nightly.scheduler(scheduler), Path(_store(ctx, store)) if _store(ctx, store) else None
     if action == "status":
         found = nightly.status(backend, apps, at, given, default_store(None))
-        return _render_schedule_status(out, found)
+        return render_schedule_status(out, found)
     run = nightly.install if action == "install" else lambda b, *_a, dry_run: nightly.remove(b, dry_run)
     outcome = run(backend, apps, at, given, default_store(None), dry_run=dry_run)
     if out.json:
         out.emit_json(outcome.to_json())
         return 0
-    _render_schedule(out, outcome)
+    render_schedule(out, outcome)
     return 0
-
-
-def _render_schedule(out: Output, outcome) -> None:
-    where = f"{outcome.status.scheduler} ({outcome.status.where})"
-    done = {("install", True): "installed the nightly keep in", ("install", False): "the nightly keep is already installed, as it would be written, in",
-            ("remove", True): "removed the nightly keep from", ("remove", False): "no nightly keep is installed in"}[outcome.action, outcome.changed]
-    if outcome.dry_run and outcome.changed:
-        done = "would " + ("install the nightly keep in" if outcome.action == "install" else "remove the nightly keep from")
-    if outcome.text and (out.verbose or outcome.dry_run):
-        out.line([(outcome.text.rstrip("\n"), None)])
-    for command in outcome.ran:
-        out.say(f"{'would run' if outcome.dry_run else 'ran'}: {command}")
-    for note in (*outcome.notes, *([outcome.status.note] if outcome.status.note and outcome.action == "install" else [])):
-        out.say(note, "yellow")
-    out.say(f"{done} {where}" + ("; nothing changed" if not outcome.changed else "") + (f"; the crontab as it was: {outcome.backup}" if outcome.backup else ""))
-    if outcome.todo:
-        out.say(f"{outcome.status.scheduler} cannot be asked from here; to enable it, run:")
-        for command in outcome.todo:
-            out.line([(f"  {command}", None)], stderr=True)
-
-
-def _render_schedule_status(out: Output, found) -> int:
-    if out.json:
-        out.emit_json({"version": 1, **found.to_json(), "exit": found.exit_code})
-        return found.exit_code
-    if found.installed_text and not out.quiet:
-        out.line([(found.installed_text.rstrip("\n"), None)])
-    if not found.installed:
-        out.say(f"no nightly keep is installed in {found.scheduler} ({found.where}); next: levelsess schedule install")
-    elif not found.matches:
-        out.say(f"the nightly keep in {found.scheduler} differs from what install would write now; next: levelsess schedule install", "yellow")
-    else:
-        out.say(f"the nightly keep is installed in {found.scheduler} ({found.where}) and matches what install would write"
-                + ("" if found.active is not False else "; but it is not enabled: levelsess schedule install"))
-    if found.note:
-        out.say(found.note, "yellow")
-    return found.exit_code
-
-
-def _mb(size: int) -> str:
-    return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size:,} B"
-
-
-STATE_STYLE = {"clean": "green", "torn": "yellow", "corrupt": "bold red", "locked": "cyan", "unreadable": "bold red"}
 
 
 @app.command("ls")
@@ -860,58 +693,19 @@ def ls_(
       levelsess ls --verify --limit 0 -v
       levelsess ls --store ~/other-store -q
     """
-    from rich.table import Table
-
-    from .report import fit_column
-    from .sessions import grep, list_sessions, parse_since, relative_time
+    from .render_cli.sessions import render_ls
+    from .sessions import select_sessions
 
     out = _output(ctx, json_, quiet, verbose)
     targets = _targets(ctx, paths, store)
-    if not paths and not targets[0].exists():  # a new user: no store yet is not an error
-        if out.json:
-            out.emit_json({"version": 1, "sessions": [], "total": 0, "exit": 0})
-        else:
-            out.say(f"no sessions yet (no store at {targets[0]})")
-        return 0
-    rows = list_sessions(targets, verify=verify)
-    if project:
-        needle = project.casefold()
-        rows = [r for r in rows if needle in str(r.project or "").casefold() or needle in r.path.parent.name.casefold()]
-    if since:
-        bound = parse_since(since)
-        rows = [r for r in rows if isinstance(r.updated_at, str) and r.updated_at >= bound]
-    hits = {}
-    if grep_:
-        with _progress(out, "searching", None) as advance:
-            for row in rows:
-                hit = grep(row.path, grep_, progress=advance)
-                if hit is not None:
-                    hits[row.path] = hit
-        rows = [r for r in rows if r.path in hits]
-    total = len(rows)
-    shown = rows[:limit] if limit else rows
-    code = 8 if any(r.state == "unreadable" for r in rows) else 0  # something could not be listed: not clean
+    with _progress(out, "searching", None) if grep_ else contextlib.nullcontext() as advance:
+        listing = select_sessions(targets, default=not paths, verify=verify, project=project, since=since, needle=grep_,
+                                  limit=limit, progress=advance)
     if out.json:
-        out.emit_json({"version": 1, "sessions": [{**r.to_json(), **({"match": hits[r.path]} if r.path in hits else {})} for r in shown],
-                       "total": total, "exit": code})
-        return code
-    table = Table(title_justify="left", show_edge=False)
-    for column in ("title", "project", "updated", "turns", "model", "size", "state", "id"):
-        add_column(table, column, no_wrap=True if column in ("updated", "size") else None)
-    for row in shown:
-        title = row.title if isinstance(row.title, str) and row.title else "(untitled)"
-        if row.path in hits:
-            title += f"\n  … {hits[row.path]}"
-        table.add_row(printable(title), printable(row.project or "-"), relative_time(row.updated_at),
-                      "-" if row.turns is None else str(row.turns), printable(row.model or "-"),
-                      _mb(row.bytes), Text(row.state, style=STATE_STYLE.get(row.state, "")), row.id)
-    if shown:
-        fit_column(table, "project", out.out, give_way={"title": 30})  # a long path is cut in the middle to keep the table; --json has it whole
-        print_table(out.out, table)
-    more = f" (showing {len(shown)}; --limit 0 for all)" if len(shown) < total else ""
-    unreadable = sum(r.state == "unreadable" for r in rows)
-    out.say(f"{total} session(s){more}" + (f"; {unreadable} could not be read (state unreadable)" if unreadable else ""))
-    return code
+        out.emit_json(listing.to_json())
+    else:
+        render_ls(out, listing)
+    return listing.exit_code
 
 
 def _session_row(ctx: typer.Context, key: str, paths, store, *, known: bool = True, note=None):
@@ -1037,36 +831,16 @@ def locks(
       levelsess locks --json
       levelsess locks --store ~/other-store -q -v
     """
-    from rich.table import Table
-
-    from .locks import break_stale as remove_stale
-    from .locks import inspect_lock
+    from .locks import survey_locks
+    from .render_cli.sessions import render_locks
 
     out = _output(ctx, json_, quiet, verbose)
-    found = [(info, folder) for folder in discover_all(_targets(ctx, paths, store))
-             for info in map(inspect_lock, sorted(folder.path.glob("*.jsonl.lock"))) if info is not None]
-    outcome = remove_stale(found) if break_stale else {}
-    broken = [path for path, why in outcome.items() if why is None]
-    rows = [{"path": str(i.path), "session": i.path.name[: -len(".lock")], "pid": i.pid, "host": i.host,
-             "age": round(i.age, 1), "state": i.state.value, "why": outcome.get(i.path) or i.reason, "heartbeat_ok": i.heartbeat_ok,
-             "removed": i.path in broken} for i, _folder in found]
-    code = 1 if broken else 0
+    report = survey_locks(discover_all(_targets(ctx, paths, store)), remove_stale=break_stale)
     if out.json:
-        out.emit_json({"version": 1, "locks": rows, "exit": code})
-        return code
-    if rows:
-        table = Table(title_justify="left", show_edge=False)
-        for column in ("session", "pid", "host", "age", "state", "why"):
-            add_column(table, column)
-        for row in rows:
-            state = row["state"] + (" (removed)" if row["removed"] else "")
-            style = {"live": "green", "stale": "yellow", "unknown": "cyan"}.get(row["state"], "")
-            table.add_row(row["session"], str(row["pid"] or "-"), str(row["host"] or "-"), f"{row['age']:.0f}s",
-                          Text(state, style=style), row["why"])
-        print_table(out.out, table)
-    stale = sum(r["state"] == "stale" and not r["removed"] for r in rows)
-    out.say(f"{len(rows)} lock(s), {len(broken)} removed" + (f"; {stale} stale: `levelsess locks --break-stale` removes them" if stale else ""))
-    return code
+        out.emit_json(report.to_json())
+    else:
+        render_locks(out, report)
+    return report.exit_code
 
 
 @app.command()
@@ -1169,20 +943,21 @@ def restore(
       levelsess restore --app codex --source ~/.codex          # rollouts Codex's state DB has no row for
       levelsess restore --app cline --source ~/.config/Code/User/globalStorage/saoudrizwan.claude-dev          # tasks Cline's history does not list
     """
+    from .render_cli.restore import render_restore, render_restore_runs, render_undo, restore_app
     from .restore import list_restores, plan_restore, restore as run_restore, undo_restore
 
     out = _output(ctx, json_, quiet, verbose)
     _check_restore_flags(sessions, to, yes, dry_run, undo, list_, app_, source, map_)
     if app_ is not None:
-        return _restore_app(out, app_, source, map_ or [], apply=yes and not dry_run)
+        return restore_app(out, app_, source, map_ or [], apply=yes and not dry_run)
     if list_:
-        return _render_restore_runs(out, list_restores())
+        return render_restore_runs(out, list_restores())
     if undo is not None:
-        return _render_undo(out, undo_restore(undo, dry_run=dry_run))
+        return render_undo(out, undo_restore(undo, dry_run=dry_run))
     plan = plan_restore(default_store(_store(ctx, store)), list(sessions), to)
     with _ctrl_c_deferred() as stopped:
         result = run_restore(plan, apply=yes and not dry_run, interrupted=stopped)
-    return _render_restore(out, result, sessions, to=to, store=_store(ctx, store))
+    return render_restore(out, result, sessions, to=to, store=_store(ctx, store))
 
 
 def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bool, app_=None, source=None, map_=None) -> None:
@@ -1199,93 +974,6 @@ def _check_restore_flags(sessions, to, yes: bool, dry_run: bool, undo, list_: bo
         raise UsageError("--list only lists: it takes no --undo, --yes or --dry-run")
     if not sessions and undo is None and not list_ and app_ is None:
         raise UsageError("name the kept sessions to give back (see `levelsess ls`), or use --undo STAMP or --list")
-
-
-def _render_restore(out: Output, result, keys: list[str], *, to=None, store: str | None = None) -> int:
-    import shlex
-
-    from .report import restore_summary, restore_table
-
-    if out.json:
-        out.emit_json(result.to_json())
-        return result.exit_code
-    if not out.quiet:
-        print_table(out.out, restore_table(result))
-    if result.findings:
-        print_table(out.out, findings_table([f for f in result.findings if f.severity == "error" or not out.quiet], verbose=out.verbose))
-    out.say(restore_summary(result))
-    if result.stamp and not result.undone:
-        out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
-    if not result.applied and result.plan.steps:
-        given = [*keys, *(["--to", str(to)] if to is not None else []), *(["--store", str(store)] if store else [])]
-        out.say("next: levelsess restore " + shlex.join(given) + " --yes", style="bold")  # the same run, applied
-    elif result.applied and not result.undone:
-        for session in result.plan.sessions:
-            if session.next and any(f.action != "refused" for f in session.files):
-                out.say(f"next: {session.next}", style="bold")
-    return result.exit_code
-
-
-def _restore_app(out: Output, name: str, source, maps: list[str], *, apply: bool) -> int:
-    from rich.table import Table
-
-    from .restore import app_restore
-
-    module = app_restore(name)
-    result = module.run_app(source, maps, apply=apply)
-    if out.json:
-        out.emit_json(result.to_json())
-        return result.exit_code
-    rows = module.rows(result)
-    if rows and not out.quiet:
-        table = Table(title=f"restore --app {name}" + ("" if result.applied else " plan (nothing written; --yes applies it)"), title_justify="left")
-        for column in ("file", "action", "what"):
-            add_column(table, column)
-        for row in rows:
-            table.add_row(*row)
-        print_table(out.out, table)
-    if result.findings:
-        print_table(out.out, findings_table([f for f in result.findings if f.severity == "error" or not out.quiet], verbose=out.verbose))
-    out.say(module.summary(result))
-    if result.stamp and not result.undone:
-        out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
-    if not result.applied and rows:
-        import shlex
-
-        out.say(f"next: levelsess restore --app {name}" + (f" --source {shlex.quote(str(source))}" if source else "")
-                + "".join(f" --map {shlex.quote(m)}" for m in maps) + " --yes", style="bold")
-    elif result.stamp and not result.undone:
-        out.say(f"next: {module.NEXT}", style="bold")
-    return result.exit_code
-
-
-def _render_undo(out: Output, result) -> int:
-    from .report import undo_table
-
-    if out.json:
-        out.emit_json(result.to_json())
-        return result.exit_code
-    if not out.quiet:
-        print_table(out.out, undo_table(result))
-    if result.findings:
-        print_table(out.out, findings_table(list(result.findings), verbose=out.verbose))
-    refused = len(result.findings)
-    done = "would be as before the restore" if result.dry_run else "as before the restore"
-    out.say(f"undo of {result.stamp}: {len(result.entries) - refused} file(s) and folder(s) {done}, {refused} refused "
-            f"(left as they are){' (dry run: nothing changed)' if result.dry_run else ''}  [exit {result.exit_code}]")
-    return result.exit_code
-
-
-def _render_restore_runs(out: Output, runs: list[dict]) -> int:
-    from .report import restore_runs_table
-
-    if out.json:
-        out.emit_json({"version": 1, "restores": runs, "exit": 0})
-    elif runs:
-        print_table(out.out, restore_runs_table(runs))
-    else:
-        out.say("no restore on this machine yet")
-    return 0
 
 
 @app.command()
@@ -1306,34 +994,21 @@ def demo(
       levelsess demo --json -q
       levelsess demo -v --store ~/any   # common options are accepted; the demo never touches a store
     """
-    from .demo import build_demo
+    from .demo import build_demo, run_demo
+    from .render_cli.checks import render_demo
 
     out = _output(ctx, json_, quiet, verbose)
     with build_demo(keep=keep) as paths:
         out.say(f"Demo store in {paths[0].parent}: the editor was killed mid-append (torn journal), its lock\n"
                 "was left behind, index.json was cut off, and a Logician meta.json ran ahead of its journal.")
-        runs = []
-        for title, repair in (("1. check", False), ("2. repair", True), ("3. check again", False)):
-            report = check_folders(discover_all(paths))
-            findings, code, did = report.findings, report.exit_code, []
-            if repair:
-                result = plan_repair(report).execute()
-                findings, code = list(result.findings), result.exit_code
-                did = [f"  did {relative(action.describe(), str(paths[0].parent))}" for action in result.done]
-            runs.append({"step": title, "exit": code, "findings": [f.to_json() for f in findings]})
-            if not out.json:
-                out.out.print()
-                out.line([(f"levelsess fsck{' --repair' if repair else ''}", "bold"), (f"  ({title})", None)])
-                for line in did if not out.quiet else []:  # under the repair step that did them, not the check before it
-                    out.line([(line, None)])
-                if findings:
-                    print_table(out.out, findings_table(findings, base=str(paths[0].parent)))
-                out.line(summary_line(findings, report.files, report.records, report.bytes, code))
+        result = run_demo(paths)
         if out.json:
-            out.emit_json({"version": 1, "store": [str(p) for p in paths], "runs": runs, "exit": runs[-1]["exit"]})
-        elif keep:
-            out.say(f"demo store kept at {paths[0].parent}")
-    return runs[-1]["exit"]
+            out.emit_json(result.to_json())
+        else:
+            render_demo(out, result)
+            if keep:
+                out.say(f"demo store kept at {paths[0].parent}")
+    return result.exit_code
 
 
 chaos_app = App(cls=HelpGroup, help="The kill -9 harness: prove that no acknowledged record is lost (DESIGN.md §7).",
@@ -1380,69 +1055,35 @@ def chaos_run(
       levelsess chaos run --seed 1234 --replay 7 --keep -q        # rerun a reproducer's cycle
     """
     from chaos.harness import Config, run as run_chaos
-    from chaos.targets import TARGETS, run_target
+    from chaos.targets import run_target
+
+    from .render_cli.chaos import live_chaos, render_chaos
 
     out_ = _output(ctx, json_, quiet, verbose)
+    _check_chaos_flags(target, layout, fs, lazyfs)
+    config = Config(cycles=cycles, duration=duration, writers=writers, seed=seed if seed is not None else int.from_bytes(os.urandom(4), "big"),
+                    mode=mode, fs=fs, lazyfs=lazyfs, layout=layout, unsafe=unsafe, shared_file=shared_file, no_lock=no_lock,
+                    writer_cmd=writer_cmd, largest=largest, out=out, keep=keep, replay=replay)
+    with live_chaos(out_) as on_cycle:
+        report = run_target(config, target, on_cycle) if target else run_chaos(config, on_cycle)
+    document = report.to_json(command=config.command())
+    if out_.json:
+        out_.emit_json(document)
+    else:
+        render_chaos(out_, report, document, out)
+    return report.exit_code
+
+
+def _check_chaos_flags(target: str | None, layout: str, fs: str, lazyfs: str | None) -> None:
+    """Reject an unknown --target or --layout, and --fs / --lazyfs with --target, before any work."""
+    from chaos.targets import TARGETS
+
     if target is not None and target not in TARGETS:
         raise UsageError(f"--target {target}: choose one of {', '.join(TARGETS)}")
     if layout not in ("levelcode", "logician", "both"):
         raise UsageError(f"--layout {layout}: choose levelcode, logician or both")
     if target is not None and (fs != "disk" or lazyfs is not None):
         raise UsageError(f"--target {target} kills levelsess's own commands on disk; drop --fs / --lazyfs")
-    config = Config(cycles=cycles, duration=duration, writers=writers, seed=seed if seed is not None else int.from_bytes(os.urandom(4), "big"),
-                    mode=mode, fs=fs, lazyfs=lazyfs, layout=layout, unsafe=unsafe, shared_file=shared_file, no_lock=no_lock,
-                    writer_cmd=writer_cmd, largest=largest, out=out, keep=keep, replay=replay)
-    with _live_chaos(out_) as on_cycle:
-        report = run_target(config, target, on_cycle) if target else run_chaos(config, on_cycle)
-    code = 0 if report.ok else 4
-    document = {"version": 1, **report.to_json(), "command": config.command(), "exit": code}
-    if out_.json:
-        out_.emit_json(document)
-        return code
-    out_.out.print(_chaos_table(document))
-    for violation in report.violations[:20 if not out_.verbose else None]:
-        out_.line([("violation", "bold red"), (f" cycle {violation['cycle']}: {violation['kind']} "
-                                                f"{violation['path'] or ''} - {violation['detail']}", None)])
-    if report.violations and out:
-        out_.say(f"reproducers in {out} (each has repro.json with the seed and the replay command)")
-    out_.say(("nothing lost, no violation" if report.ok else f"{report.lost} ACKed record(s) lost, {len(report.violations)} violation(s)") + f"  [exit {code}]",
-             style="green" if report.ok else "bold red")
-    return code
-
-
-@contextlib.contextmanager
-def _live_chaos(out: Output):
-    if out.json or out.quiet or not sys.stderr.isatty():
-        yield lambda report: None
-        return
-    from rich.live import Live
-
-    with Live(console=out.err, transient=True, refresh_per_second=4) as live:
-        yield lambda report: live.update(_chaos_table({**report.to_json(), "exit": 0 if report.ok else 4}))
-
-
-def _chaos_table(document: dict):
-    from rich.table import Table
-
-    on = " on lazyfs" if document.get("fs") == "lazyfs" else ""
-    table = Table(title=f"chaos {document['mode']}{on} (seed {document['seed']})", title_justify="left", show_header=False)
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    rows = (("cycles", "cycles"), ("kills", "kills"), ("ACKed records", "acked"), ("lost", "lost"),
-            ("records torn mid-write", "torn_records"), ("bytes trimmed by repair", "trimmed_bytes"),
-            ("bytes LazyFS discarded (power cuts)", "discarded_bytes"), ("cycles that discarded bytes", "dropped_cycles"),
-            ("cycles that filled LazyFS's cache", "cache_full"),
-            ("false corruption", "false_corruption"), ("cycles per minute", "cycles_per_minute"))
-    for label, key in rows:
-        if key in document:
-            table.add_row(label, f"{document[key]:,}" if isinstance(document[key], int) else str(document[key]))
-    for kind, counts in document.get("landings", {}).items():
-        table.add_row(f"{kind}: torn / unterminated / between records",
-                      " / ".join(f"{counts.get(where, 0):,}" for where in ("torn", "unterminated", "between")))
-    if str(document["mode"]).startswith("target:"):
-        table.add_row("kills mid-run", str(document.get("mid_run_kills", 0)))
-    table.add_row("violations", str(len(document["violations"])), style="bold red" if document["violations"] else "green")
-    return table
 
 
 @chaos_app.command("writer", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -82,3 +83,48 @@ def build_demo(keep: bool = False) -> Iterator[list[Path]]:
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class DemoStep:
+    """One fsck run of the demo: its title, what it found and exits with, and (a repair) what it did."""
+
+    title: str
+    repair: bool
+    report: object  # the CheckReport the step started from (its counts are the summary line's)
+    findings: list
+    exit_code: int
+    done: list = field(default_factory=list)  # the repair's actions, in order
+
+    def to_json(self) -> dict:
+        return {"step": self.title, "exit": self.exit_code, "findings": [f.to_json() for f in self.findings]}
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    paths: list[Path]
+    steps: list[DemoStep]
+
+    @property
+    def exit_code(self) -> int:
+        return self.steps[-1].exit_code
+
+    def to_json(self) -> dict:
+        return {"version": 1, "store": [str(p) for p in self.paths], "runs": [s.to_json() for s in self.steps], "exit": self.exit_code}
+
+
+def run_demo(paths: list[Path]) -> DemoResult:
+    """Check the demo store, repair it, check it again (what ``levelsess fsck`` and ``fsck --repair`` do)."""
+    from .fsck.check import check_folders
+    from .fsck.repair import plan_repair
+    from .stores import discover_all
+
+    steps = []
+    for title, repair in (("1. check", False), ("2. repair", True), ("3. check again", False)):
+        report = check_folders(discover_all(paths))
+        if repair:
+            result = plan_repair(report).execute()
+            steps.append(DemoStep(title, True, report, list(result.findings), result.exit_code, list(result.done)))
+        else:
+            steps.append(DemoStep(title, False, report, report.findings, report.exit_code))
+    return DemoResult(paths, steps)

@@ -12,7 +12,7 @@ import errno
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
@@ -147,6 +147,40 @@ def break_stale(found: list[tuple[LockInfo, object]]) -> dict[Path, str | None]:
             continue
         out[info.path] = None if removed else "left: it changed since it was judged (another process took it)"
     return out
+
+
+@dataclass(frozen=True)
+class LockReport:
+    """The locks found in some folders (``levelsess locks``), and which stale ones were removed."""
+
+    found: list[tuple[LockInfo, object]]  # each lock with its Folder
+    outcome: dict[Path, str | None] = field(default_factory=dict)  # break_stale's answer, when asked
+
+    @property
+    def removed(self) -> list[Path]:
+        return [path for path, why in self.outcome.items() if why is None]
+
+    @property
+    def rows(self) -> list[dict]:
+        removed = self.removed
+        return [{"path": str(i.path), "session": i.path.name[: -len(".lock")], "pid": i.pid, "host": i.host,
+                 "age": round(i.age, 1), "state": i.state.value, "why": self.outcome.get(i.path) or i.reason,
+                 "heartbeat_ok": i.heartbeat_ok, "removed": i.path in removed} for i, _folder in self.found]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.removed else 0  # a stale lock removed is a problem corrected
+
+    def to_json(self) -> dict:
+        return {"version": 1, "locks": self.rows, "exit": self.exit_code}
+
+
+def survey_locks(folders: list, *, remove_stale: bool = False) -> LockReport:
+    """Every session lock in ``folders`` (:class:`~toolkit.layouts.base.Folder`), judged; with
+    ``remove_stale``, the stale ones removed (:func:`break_stale`)."""
+    found = [(info, folder) for folder in folders
+             for info in map(inspect_lock, sorted(folder.path.glob("*.jsonl.lock"))) if info is not None]
+    return LockReport(found, break_stale(found) if remove_stale else {})
 
 
 def lock_content(pid: int | None = None) -> bytes:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import durable
-from .errors import LevelsessError, NotAJournalError, SymlinkedFolderError
+from .errors import LevelsessError, NotAJournalError, SymlinkedFolderError, UnknownFormatError
 from .findings import Finding
 from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for
 from .fsck.repair import rebuild_cache, remove_dead_temps, write_refusal
@@ -39,6 +39,16 @@ class ReindexResult:
         if self.refused or (self.check_only and any(f.code not in ("unreadable", "not-a-journal") for f in self.findings)):
             code |= 4
         return code
+
+    def to_json(self) -> dict:
+        return {"version": 1, "written": [str(p) for p in self.written], "unchanged": [str(p) for p in self.unchanged],
+                "refused": [str(p) for p in self.refused], "no_cache": [str(p) for p in self.no_cache],
+                "findings": [f.to_json() for f in self.findings], "exit": self.exit_code}
+
+    def refuse_foreign_only(self, targets: list) -> None:
+        """Raise one clear error when the journals found are all of layouts levelsess does not know."""
+        if self.foreign_only:
+            raise UnknownFormatError(f"{', '.join(map(str, targets))}: {self.foreign_only}")
 
 
 def whole_folders(folders: list[Folder]) -> list[Folder]:

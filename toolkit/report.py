@@ -347,6 +347,11 @@ def _plain(cell: object) -> Text:
     return cell.copy() if isinstance(cell, Text) else Text(str(cell))
 
 
+def mb(size: int) -> str:
+    """A size for a table cell: bytes below 100 kB, else MB with one decimal."""
+    return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size:,} B"
+
+
 def common_base(paths: list) -> str | None:
     """The folder that all target paths share (for shorter, readable tables)."""
     folders = [os.path.abspath(p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))) for p in paths]
@@ -413,15 +418,6 @@ def migrate_table(result, base: str | None = None, steps: list | None = None, ev
 
 def _v(version) -> str:
     return "-" if version is None else f"v{version}"
-
-
-def migrate_json(result, exit_code: int, steps: list | None = None) -> dict:
-    document = {"version": 1, "to": result.to, "dry_run": result.dry_run, "files": [f.to_json() for f in result.files],
-                "findings": [f.to_json() for f in result.findings], "backups": [str(p) for p in result.backups],
-                "interrupted": result.interrupted, "exit": exit_code}
-    if steps is not None:
-        document["steps"] = [{"format": s.format, "from": s.from_v, "to": s.to_v, "summary": s.summary} for s in steps]
-    return document
 
 
 # -- restore ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -238,6 +239,58 @@ def grep(path: Path, needle: str, progress: Callable[[int], None] | None = None)
                             start = max(0, at - 40)
                             return " ".join(text[start : at + len(needle) + 40].split())
     return None
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What ``ls`` lists: the sessions that passed its filters, newest first, and the grep hits."""
+
+    rows: list[SessionRow]
+    limit: int = 0  # show at most this many (0 = all)
+    hits: dict[Path, str] = field(default_factory=dict)  # journal -> the matching text, for --grep
+    missing: Path | None = None  # the default store, when there is none yet (a new user: not an error)
+
+    @property
+    def shown(self) -> list[SessionRow]:
+        return self.rows[: self.limit] if self.limit else self.rows
+
+    @property
+    def unreadable(self) -> int:
+        return sum(r.state == "unreadable" for r in self.rows)
+
+    @property
+    def exit_code(self) -> int:
+        return 8 if self.unreadable else 0  # something could not be listed: not clean
+
+    def to_json(self) -> dict:
+        return {"version": 1, "sessions": [{**r.to_json(), **({"match": self.hits[r.path]} if r.path in self.hits else {})}
+                                           for r in self.shown], "total": len(self.rows), "exit": self.exit_code}
+
+
+def select_sessions(paths: list[Path], *, default: bool = False, verify: bool = False, project: str | None = None,
+                    since: str | None = None, needle: str | None = None, limit: int = 0,
+                    progress: Callable[[int], None] | None = None) -> Listing:
+    """The sessions under ``paths`` whose project (path or folder name) holds ``project``, updated
+    since ``since`` (:func:`parse_since`), whose message text holds ``needle`` (:func:`grep`).
+
+    ``default``: ``paths`` is the default store, which may not exist yet (an empty listing)."""
+    if default and not paths[0].exists():
+        return Listing([], limit, missing=paths[0])
+    rows = list_sessions(paths, verify=verify)
+    if project:
+        wanted = project.casefold()
+        rows = [r for r in rows if wanted in str(r.project or "").casefold() or wanted in r.path.parent.name.casefold()]
+    if since:
+        bound = parse_since(since)
+        rows = [r for r in rows if isinstance(r.updated_at, str) and r.updated_at >= bound]
+    hits = {}
+    if needle:
+        for row in rows:
+            hit = grep(row.path, needle, progress=progress)
+            if hit is not None:
+                hits[row.path] = hit
+        rows = [r for r in rows if r.path in hits]
+    return Listing(rows, limit, hits)
 
 
 def find_session(paths: list[Path], key: str, *, known: bool = True, note=None) -> SessionRow:

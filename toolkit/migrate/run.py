@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import durable, locks, verified
-from ..errors import OPERATIONAL, DurabilityError, FileChangedError, LevelsessError, LockBusyError, SymlinkedFolderError
+from ..errors import OPERATIONAL, DurabilityError, FileChangedError, LevelsessError, LockBusyError, SymlinkedFolderError, UnknownFormatError
 from ..findings import Finding
 from ..fsck.check import worker_count, run_scans, scan_one, file_size, exit_code_for
 from ..index import build_index, dump_cache, index_document, index_drift, load_cache
@@ -29,7 +29,7 @@ from ..layouts.levelcode import NEWEST_VERSION
 from ..lines import Batch, Tail, iter_batches, loads
 from ..locks import LockState, inspect_lock, lock_path, process_start
 from ..stores import Folder, discover
-from .registry import NEWEST, chain, check_target
+from .registry import NEWEST, STEPS, chain, check_target
 
 BACKUP = "backup"
 PARTIAL = ".partial"
@@ -69,9 +69,12 @@ class MigrationResult:
     backups: tuple[Path, ...]
     dry_run: bool
     interrupted: bool = False
+    listing: bool = False  # `migrate --list`: every file's version and the known steps; 4 only for a refused file
 
     @property
     def exit_code(self) -> int:
+        if self.listing:
+            return 4 if any(f.status == "refused" for f in self.files) else 0
         code = exit_code_for(f for f in self.findings if f.code in OPERATIONAL)
         if any(f.status == "refused" for f in self.files):
             code |= 4
@@ -83,6 +86,19 @@ class MigrationResult:
 
     def count(self, *statuses: str) -> int:
         return sum(f.status in statuses for f in self.files)
+
+    def to_json(self) -> dict:
+        document = {"version": 1, "to": self.to, "dry_run": self.dry_run, "files": [f.to_json() for f in self.files],
+                    "findings": [f.to_json() for f in self.findings], "backups": [str(p) for p in self.backups],
+                    "interrupted": self.interrupted, "exit": self.exit_code}
+        if self.listing:
+            document["steps"] = [{"format": s.format, "from": s.from_v, "to": s.to_v, "summary": s.summary} for s in STEPS.values()]
+        return document
+
+    def refuse_foreign_only(self, targets: list) -> None:
+        """Raise one clear error when the journals found are all of layouts levelsess does not know."""
+        if why := self.foreign_only:
+            raise UnknownFormatError(f"{', '.join(map(str, targets))}: {why}")
 
     @property
     def foreign_only(self) -> str | None:
@@ -205,9 +221,9 @@ class MigrationPlan:
     unversioned: list[Path]  # folders of the layouts without schema versions (Logician, Claude Code, Codex, Gemini)
     others: tuple[str, ...] = ()  # the names of those layouts
 
-    def result(self) -> MigrationResult:
-        """The plan as a dry-run result."""
-        return MigrationResult(self.to, tuple(self.files), tuple(self.findings), (), dry_run=True)
+    def result(self, *, listing: bool = False) -> MigrationResult:
+        """The plan as a dry-run result (``listing``: as ``migrate --list`` shows it)."""
+        return MigrationResult(self.to, tuple(self.files), tuple(self.findings), (), dry_run=True, listing=listing)
 
     @property
     def work_bytes(self) -> int:
