@@ -11,7 +11,9 @@ measures in one run:
   bare       read each file whole, split on b"\\n", orjson.loads every line (the ceiling)
   import     `levelsess import --from claude --source TREE --store EMPTY --json` as a subprocess
              under tests/bench/probe.py's PROBE: wall time (start-up included) and peak RSS
-  re-import  the same command on that store: nothing new, nothing written
+  re-import  the same command on that store: nothing new, nothing written (it reads every file,
+             and keeps what it saw: toolkit/importers/unchanged.py)
+  unchanged  the same command again: no file changed, so none is read (issue 27)
 
 and prints each next to the bare parse as a ratio, with MB/s (MB is 10**6 bytes).  Target
 (issue 13): bounded memory, < 200 MiB peak, whatever the tree's size.  It also checks the
@@ -74,13 +76,22 @@ def main(argv: list[str] | None = None) -> int:
         wall, rss, report, store = best
         again, again_rss, second = run_import(tree, store)
         assert {s["status"] for s in second["sessions"]} == {"unchanged"}, "a re-import finds nothing new"
+        cached, cached_rss, third = run_import(tree, store)  # issue 27: the settled run is kept, nothing read
+        assert third["from_cache"] == len(third["sessions"]) and third["read"] == 0, "an unchanged tree is not read"
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "toolkit.cli", "--version"], capture_output=True, check=True)
+        startup = time.perf_counter() - started
         written = sum(p.stat().st_size for p in store.rglob("*.jsonl"))
         doc = {"bytes": size, "files": len(files), "sessions": len(report["sessions"]), "written_bytes": written, "results": [
             {"name": "bare", "seconds": round(base, 3), "mb_per_s": round(size / MB / base, 1), "vs_bare": 1.0, "rss_mib": None},
             {"name": "import", "seconds": round(wall, 3), "mb_per_s": round(size / MB / wall, 1), "vs_bare": round(base / wall, 2),
              "rss_mib": round(rss, 1)},
             {"name": "re-import", "seconds": round(again, 3), "mb_per_s": round(size / MB / again, 1),
-             "vs_bare": round(base / again, 2), "rss_mib": round(again_rss, 1)}]}
+             "vs_bare": round(base / again, 2), "rss_mib": round(again_rss, 1)},
+            {"name": "unchanged", "seconds": round(cached, 3), "mb_per_s": round(size / MB / cached, 1),
+             "vs_bare": round(base / cached, 2), "rss_mib": round(cached_rss, 1)}],
+            "startup_seconds": round(startup, 3),
+            "unchanged_vs_import_net_of_startup": round((wall - startup) / max(cached - startup, 1e-3), 1)}
         if args.json:
             print(json.dumps(doc, indent=2))
         else:
@@ -89,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             for r in doc["results"]:
                 rss = f"  peak RSS {r['rss_mib']} MiB" if r["rss_mib"] is not None else ""
                 print(f"  {r['name']:<9} {r['seconds']:>7.2f} s  {r['mb_per_s']:>7.1f} MB/s  {r['vs_bare']:.2f}x bare{rss}")
+            print(f"  an unchanged tree re-imported: {doc['unchanged_vs_import_net_of_startup']}x faster than the first "
+                  f"import, net of start-up ({startup:.2f} s; target >= 50x, issue 27)")
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     return 0

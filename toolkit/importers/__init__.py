@@ -21,6 +21,7 @@ from ..errors import FileChangedError, LevelsessError, OperationalError, UsageEr
 from ..findings import Finding
 from ..fsck.check import exit_code_for
 from ..fsck.repair import remove_dead_temps
+from . import unchanged
 from .output import Outcome, Session, journal_path, not_written, trashed, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
@@ -41,6 +42,8 @@ class ImportReport:
     findings: list[Finding] = field(default_factory=list)
     sources: list[Path] = field(default_factory=list)
     dry_run: bool = False
+    read: int = 0        # sessions read from their sources
+    from_cache: int = 0  # sessions whose sources had not changed since the last import (not read)
 
     @property
     def exit_code(self) -> int:
@@ -49,7 +52,7 @@ class ImportReport:
     def to_json(self) -> dict:
         return {"version": 1, "source": self.app, "sources": [str(p) for p in self.sources],
                 "sessions": [s.to_json() for s in self.sessions], "findings": [f.to_json() for f in self.findings],
-                "dry_run": self.dry_run, "exit": self.exit_code}
+                "dry_run": self.dry_run, "read": self.read, "from_cache": self.from_cache, "exit": self.exit_code}
 
 
 def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run: bool = False, no_raw: bool = False,
@@ -70,9 +73,27 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     landed: set[Path] = set()
     stones = tombstones.read(store)
     raised: list[str] = []
+    trashed_ids = set(stones)
+    done: list = []  # (cache, files, outcomes, findings) of each source read in full
     try:
         for source in sources:
             sizes = _file_sizes(importer, source) if read else {}
+            cache = unchanged.cache_path(store, name, source, options, no_raw, include_trashed)
+            files = unchanged.files_of(importer, source)
+            recalled = unchanged.recall(cache, files, trashed_ids)
+            if recalled is not None:  # nothing it read last time changed: nothing to read (issue 27)
+                outcomes, found = recalled
+                report.sessions += outcomes
+                report.findings += found
+                report.from_cache += len(outcomes)
+                for outcome in outcomes:
+                    if progress:
+                        progress(outcome)
+                if read and sizes:
+                    read(sum(sizes.values()))
+                continue
+            first = (len(report.sessions), len(report.findings))
+            unchanged.forget(cache)  # until this source's run is done and durable
             for session in importer.scan(source, options, report.findings.append):
                 if read and (size := sizes.pop(str(session.source.get("path")), None)) is not None:
                     read(size)
@@ -104,6 +125,9 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                     progress(outcome)
             if read and sizes:  # files that made no session, or share one (a database): done all the same
                 read(sum(sizes.values()))
+            report.read += len(report.sessions) - first[0]
+            if not dry_run:
+                done.append((cache, files, report.sessions[first[0]:], report.findings[first[1]:]))
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
         if landed and not dry_run:
             with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
@@ -114,6 +138,10 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             tombstones.unbury(store, raised)
     if landed and not dry_run:
         _settle(sorted(touched), sorted(landed), report)
+    for cache, files, outcomes, found in done:  # after the journals and indexes are durable
+        if not any(f.severity == "error" for f in found):  # a source with errors is read again next time
+            with contextlib.suppress(LevelsessError):
+                unchanged.remember(cache, files, trashed_ids, outcomes, found)
     return report
 
 

@@ -1,0 +1,154 @@
+"""A re-import of an unchanged source reads none of it, and says and writes exactly what a full
+re-import would (issue 27, toolkit/importers/unchanged.py).
+
+Two stores take every import of the same source side by side: one keeps its import cache, the
+other has it removed before each run (a full read).  After every change to the source (a file
+grown, cut, rewritten in place with its mtime put back, replaced, removed, added, only touched),
+the two stores hold the same bytes and the two reports the same sessions, statuses and findings;
+only an untouched source is served from the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+from tests.helpers import run_cli
+from tests.restore.kit import CLAUDE, CODEX
+
+if CLAUDE is None:
+    pytest.skip("shared/fixtures is not beside the checkout", allow_module_level=True)
+
+CACHE = Path(".levelsess") / "import-cache"
+
+
+def _store_bytes(store: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(store)): p.read_bytes() for p in sorted(store.rglob("*.jsonl"))
+            if p.is_file() and ".levelsess" not in p.parts}
+
+
+def _import(app: str, source: Path, store: Path, *, cached: bool) -> dict:
+    if not cached:
+        shutil.rmtree(store / CACHE, ignore_errors=True)
+    result = run_cli("import", "--from", app, "--source", source, "--store", store, "--json")
+    assert "Traceback" not in result.stderr
+    return result.json
+
+
+def _said(report: dict) -> list:
+    return sorted((s["id"], s["status"], s["records"], s["new_records"], s["orphaned"], tuple(s["orphan"]))
+                  for s in report["sessions"]), sorted((f["code"], f["path"], f["message"]) for f in report["findings"])
+
+
+def _transcripts(source: Path) -> list[Path]:
+    return sorted(p for p in source.rglob("*.jsonl") if p.is_file())
+
+
+def _change(kind: str, path: Path, source: Path) -> None:
+    data = path.read_bytes()
+    info = os.stat(path)
+    lines = data.splitlines(keepends=True)
+    if kind == "grow":
+        path.write_bytes(data + lines[-1])
+    elif kind == "cut":
+        path.write_bytes(b"".join(lines[: max(1, len(lines) // 2)]))
+    elif kind == "rewrite-same-size-mtime-back":  # one byte changed inside a string, the mtime put back
+        at = data.index(b'"type"') + 2
+        path.write_bytes(data[:at] + (b"T" if data[at:at + 1] == b"t" else b"t") + data[at + 1:])
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    elif kind == "replace":  # the same bytes in a new file (a sync tool, a restore from backup)
+        path.unlink()
+        path.write_bytes(data)
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    elif kind == "remove":
+        path.unlink()
+    elif kind == "touch":
+        os.utime(path)
+    elif kind == "add":
+        path.with_name("0bb1b6e8-0000-4000-8000-00000000abcd.jsonl").write_bytes(data)
+
+
+KINDS = ["grow", "cut", "rewrite-same-size-mtime-back", "replace", "remove", "touch", "add", "none"]
+
+
+def _small_claude(root: Path) -> Path:
+    """The fixture's Claude Code projects but its two large ones (each example imports it a few times)."""
+    shutil.copytree(CLAUDE, root, ignore=lambda folder, names: [n for n in names if n in (
+        "-Ftuwt-cruqtcuw-Domu-Kuwtoans-byc-kwo", "Z--03-NDV-Dftcor-Nmmoat")])
+    return root
+
+
+@settings(max_examples=15, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 10 ** 6)), min_size=1, max_size=3))
+def test_a_cached_import_says_and_writes_what_a_full_one_does(tmp_path_factory, changes):
+    tmp = tmp_path_factory.mktemp("unchanged")
+    source = _small_claude(tmp / ".claude")
+    cached, full = tmp / "cached", tmp / "full"
+    assert _said(_import("claude", source, cached, cached=True)) == _said(_import("claude", source, full, cached=False))
+    settled = False  # the last run found nothing new: the cache holds it
+    for kind, pick in changes:
+        pick_is_read = False
+        if kind != "none":
+            files = _transcripts(source)
+            chosen = files[pick % len(files)]
+            pick_is_read = chosen.parent.name != "subagents" or chosen.name.startswith("agent-")
+            _change(kind, chosen, source)
+        a, b = _import("claude", source, cached, cached=True), _import("claude", source, full, cached=False)
+        assert _said(a) == _said(b), kind
+        assert _store_bytes(cached) == _store_bytes(full), kind
+        assert b["from_cache"] == 0
+        if kind == "none" and settled:
+            assert a["from_cache"] == len(a["sessions"]) and a["read"] == 0, "nothing changed: nothing read"
+        elif kind in ("grow", "cut", "rewrite-same-size-mtime-back", "replace", "remove") and pick_is_read:
+            assert a["from_cache"] == 0, kind
+        settled = all(s["status"] in ("unchanged", "skipped", "trashed") for s in b["sessions"]) and not any(
+            f["severity"] == "error" for f in b["findings"])
+
+
+def test_an_unchanged_codex_home_and_a_trash_in_between(tmp_path):
+    source = tmp_path / ".codex"
+    shutil.copytree(CODEX, source)
+    store = tmp_path / "store"
+    first = _import("codex", source, store, cached=True)
+    settled = _import("codex", source, store, cached=True)  # read: what it says of journals it just wrote is known now
+    assert settled["from_cache"] == 0 and {s["status"] for s in settled["sessions"]} == {"unchanged"}
+    again = _import("codex", source, store, cached=True)
+    assert again["from_cache"] == len(first["sessions"]) and again["read"] == 0
+    assert _said(again) == _said(settled)
+    victim = first["sessions"][0]
+    assert run_cli("trash", victim["id"], "--store", store).exit_code == 0
+    after = _import("codex", source, store, cached=True)
+    assert after["from_cache"] == 0, "a trash changes the store: read again"
+    assert [s["status"] for s in after["sessions"] if s["id"] == victim["id"]] == ["trashed"]
+    assert _import("codex", source, store, cached=True)["from_cache"] == len(first["sessions"])
+
+
+def test_a_project_folder_that_appears_is_seen_without_a_change_to_the_source(tmp_path):
+    """Whether a session is orphaned depends on its project folder, not on its files."""
+    source = tmp_path / ".claude"
+    shutil.copytree(CLAUDE, source)
+    store = tmp_path / "store"
+    first = _import("claude", source, store, cached=True)
+    project = next(s["project"] for s in first["sessions"] if s["project"] and not os.path.isdir(s["project"])
+                   and s["project"].startswith("/") and not s["project"].startswith("/proc"))
+    made, folder = [], Path(project)
+    while not folder.exists():  # only the folders this test makes are removed after it
+        made.append(folder)
+        folder = folder.parent
+    try:
+        os.makedirs(project)
+    except OSError:
+        pytest.skip(f"cannot make {project} here")
+    try:
+        again = _import("claude", source, store, cached=True)
+        assert again["from_cache"] == 0
+        full = _import("claude", source, tmp_path / "full", cached=False)
+        assert [s["orphan"] for s in again["sessions"]] == [s["orphan"] for s in full["sessions"]]
+    finally:
+        for folder in made:  # innermost first, each empty
+            os.rmdir(folder)
