@@ -199,9 +199,9 @@ def _texts(record: dict) -> Iterator[str]:
         elif isinstance(value, list):
             for block in value:
                 if isinstance(block, dict):
-                    for field in ("text", "thinking", "content"):
-                        if isinstance(block.get(field), str):
-                            yield block[field]
+                    for key in ("text", "thinking", "content"):
+                        if isinstance(block.get(key), str):
+                            yield block[key]
 
 
 def grep(path: Path, needle: str, progress: Callable[[int], None] | None = None) -> str | None:
