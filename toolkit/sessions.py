@@ -249,6 +249,7 @@ class Listing:
     limit: int = 0  # show at most this many (0 = all)
     hits: dict[Path, str] = field(default_factory=dict)  # journal -> the matching text, for --grep
     missing: Path | None = None  # the default store, when there is none yet (a new user: not an error)
+    copies: dict[str, list[Path]] = field(default_factory=dict)  # id -> other journals holding it (older imports)
 
     @property
     def shown(self) -> list[SessionRow]:
@@ -263,7 +264,8 @@ class Listing:
         return 8 if self.unreadable else 0  # something could not be listed: not clean
 
     def to_json(self) -> dict:
-        return {"version": 1, "sessions": [{**r.to_json(), **({"match": self.hits[r.path]} if r.path in self.hits else {})}
+        return {"version": 1, "sessions": [{**r.to_json(), **({"match": self.hits[r.path]} if r.path in self.hits else {}),
+                                            **({"copies": [str(p) for p in self.copies[r.id]]} if r.id in self.copies else {})}
                                            for r in self.shown], "total": len(self.rows), "exit": self.exit_code}
 
 
@@ -276,7 +278,7 @@ def select_sessions(paths: list[Path], *, default: bool = False, verify: bool = 
     ``default``: ``paths`` is the default store, which may not exist yet (an empty listing)."""
     if default and not paths[0].exists():
         return Listing([], limit, missing=paths[0])
-    rows = list_sessions(paths, verify=verify)
+    rows, copies = one_per_id(list_sessions(paths, verify=verify))
     if project:
         wanted = project.casefold()
         rows = [r for r in rows if wanted in str(r.project or "").casefold() or wanted in r.path.parent.name.casefold()]
@@ -290,7 +292,21 @@ def select_sessions(paths: list[Path], *, default: bool = False, verify: bool = 
             if hit is not None:
                 hits[row.path] = hit
         rows = [r for r in rows if r.path in hits]
-    return Listing(rows, limit, hits)
+    return Listing(rows, limit, hits, copies={r.id: copies[r.id] for r in rows if r.id in copies})
+
+
+def one_per_id(rows: list[SessionRow]) -> tuple[list[SessionRow], dict[str, list[Path]]]:
+    """One row per session id: journals an older import stored twice (one id in two project
+    folders) are one session, listed by its most recently active journal (the one ``show``
+    reads), with the others' paths.  Rows without an id stay as they are."""
+    groups: dict[tuple, list[SessionRow]] = {}
+    for row in rows:  # one store's LevelCode journals only (two Logician workspaces may each have an "s1")
+        if row.id and row.layout == "levelcode":
+            groups.setdefault((row.id, str(row.path.parent.parent)), []).append(row)
+    current = {key: max(group, key=_newest_key) for key, group in groups.items() if len(group) > 1}
+    dropped = {id(r) for key, keep in current.items() for r in groups[key] if r is not keep}
+    copies = {key[0]: [r.path for r in groups[key] if r is not keep] for key, keep in current.items()}
+    return [r for r in rows if id(r) not in dropped], copies
 
 
 def find_session(paths: list[Path], key: str, *, known: bool = True, note=None) -> SessionRow:

@@ -49,6 +49,12 @@ def test_show_reads_the_current_copy_of_a_store_an_older_import_doubled(tmp_path
     assert "matches" not in shown.stderr and "2 journals hold session vscode-s-renamed" in shown.stderr
     listed = run_cli("export", "vscode-s-renamed", "--store", store, "--format", "json")
     assert listed.exit_code == 0 and json.loads(listed.stdout)["meta"]["id"] == "vscode-s-renamed"
+    ls = run_cli("ls", "--store", store, "--json")
+    rows = [r for r in ls.json["sessions"] if r["id"] == "vscode-s-renamed"]
+    assert len(rows) == 1 and len(rows[0]["copies"]) == 1, "ls lists one session per id, naming the other copy"
+    assert ls.json["total"] == len(report["sessions"]), "ls counts what import wrote, once each"
+    human = run_cli("ls", "--store", store)
+    assert "older import's copy" in human.stdout + human.stderr
 
 
 def test_a_session_file_without_session_id_is_named_by_its_stem(tmp_path):

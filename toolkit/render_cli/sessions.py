@@ -21,6 +21,9 @@ def render_ls(out: Output, listing) -> None:
     total, unreadable = len(listing.rows), listing.unreadable
     more = f" (showing {len(shown)}; --limit 0 for all)" if len(shown) < total else ""
     out.say(f"{total} session(s){more}" + (f"; {unreadable} could not be read (state unreadable)" if unreadable else ""))
+    if listing.copies:  # an older import stored these ids twice: one session each, listed once
+        out.say(f"note: {len(listing.copies)} session(s) are also held by an older import's copy (listed once, by the "
+                "most recently active journal; --json names the copies under \"copies\")")
 
 
 def _sessions_table(listing, shown):
