@@ -17,6 +17,7 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("COLUMNS", "200")
     for name in list(os.environ):
         if name.startswith("LEVELSESS_") or name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "USERPROFILE", "WSL_DISTRO_NAME"):

@@ -23,7 +23,6 @@ from tests.restore.kit import CLAUDE, CODEX
 if CLAUDE is None:
     pytest.skip("shared/fixtures is not beside the checkout", allow_module_level=True)
 
-CACHE = Path(".levelsess") / "import-cache"
 
 
 def _store_bytes(store: Path) -> dict[str, bytes]:
@@ -33,7 +32,10 @@ def _store_bytes(store: Path) -> dict[str, bytes]:
 
 def _import(app: str, source: Path, store: Path, *, cached: bool) -> dict:
     if not cached:
-        shutil.rmtree(store / CACHE, ignore_errors=True)
+        from toolkit.importers.unchanged import cache_path
+        from toolkit.importers.output import Options
+
+        cache_path(store, app, source, Options(), False, False).unlink(missing_ok=True)
     result = run_cli("import", "--from", app, "--source", source, "--store", store, "--json")
     assert "Traceback" not in result.stderr
     return result.json

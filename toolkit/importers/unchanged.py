@@ -1,8 +1,9 @@
 """A re-import of a source that has not changed reads none of it (issue 27, first slice).
 
-After an import of one source (``--from APP --source DIR``) into a store, levelsess keeps beside
-the store (``<store>/.levelsess/import-cache/<key>.json``, written through :mod:`toolkit.durable`)
-what the run saw and what it reported:
+After an import of one source (``--from APP --source DIR``) into a store, levelsess keeps in the
+user's cache folder (``~/.cache/levelsess/import-cache/<store>/<key>.json`` on Linux, written
+through :mod:`toolkit.durable`; never in the store or the source) what the run saw and what it
+reported:
 
 - each file the importer reads (its ``source_files``): device, inode, size, mtime, ctime and the
   sha256 of its last 4 KiB;
@@ -32,7 +33,6 @@ import orjson
 
 from .. import durable
 from ..findings import Finding
-from ..layouts.base import STATE_DIR
 from ..lines import loads
 from .output import Outcome
 
@@ -49,7 +49,13 @@ def _key(app: str, source: Path, options, no_raw: bool, include_trashed: bool) -
 
 
 def cache_path(store: Path, app: str, source: Path, options, no_raw: bool, include_trashed: bool) -> Path:
-    return Path(store) / STATE_DIR / FOLDER / f"{_key(app, source, options, no_raw, include_trashed)}.json"
+    """In the user's cache folder, never in the store or the source: a store holds journals only,
+    and an import that finds nothing new writes nothing there."""
+    import platformdirs
+
+    where = hashlib.sha256(os.path.abspath(store).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return (Path(platformdirs.user_cache_dir("levelsess", appauthor=False)) / FOLDER / where
+            / f"{_key(app, source, options, no_raw, include_trashed)}.json")
 
 
 def _file(path: str) -> list | None:
