@@ -10,7 +10,7 @@ from pathlib import Path
 CLI = Path(__file__).resolve().parents[1] / "toolkit" / "cli.py"
 MOST = 30
 #: Bodies another change was rewriting while the CLI was thinned; thin them next, then drop them here.
-KNOWN = {"import_", "show", "export", "trash"}
+KNOWN: set[str] = set()  # every command body is within the limit
 
 
 def _body_lines(function: ast.FunctionDef) -> int:

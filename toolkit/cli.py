@@ -778,9 +778,7 @@ def export(
       levelsess export s1 --in ./.logician --json > s1.json            # the session as one JSON document
       levelsess export 2026-11 --store ~/other-store -q -v   # -q: no 'wrote' line; -v: every step
     """
-    from . import durable
-    from .layouts import get as get_layout
-    from .render import as_json, markdown
+    from .render import export_chunks
 
     out = _output(ctx, json_, quiet, verbose)
     if out.json and output is None and format_ not in (None, "json"):
@@ -789,27 +787,27 @@ def export(
     if format_ not in ("md", "jsonl", "json"):
         raise UsageError(f"--format {format_}: choose md, jsonl or json")
     row = _session_row(ctx, session, paths, store, note=lambda text: out.say(f"note: {text}", style="yellow"))
-    layout = get_layout(row.layout)
-    if format_ == "jsonl":
-        chunks = iter(lambda handle=open(row.path, "rb"): handle.read(1 << 20), b"")  # noqa: SIM115
-    elif format_ == "json":
-        chunks = as_json(row.path, layout)
-    else:
-        chunks = (c.encode("utf-8", "backslashreplace") for c in markdown(row.path, layout, row.title))
-    written = 0
-    if output is not None:
-        with durable.output_writer(output) as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-                written += len(chunk)
-        if out.json:
-            out.emit_json({"version": 1, "session": row.id, "path": str(row.path), "format": format_, "output": str(output),
-                           "bytes": written, "exit": 0})
-        out.say(f"wrote {output}")
-    else:
+    return _write_export(out, row, export_chunks(row, format_), output, format_)
+
+
+def _write_export(out: Output, row, chunks, output: Path | None, format_: str) -> int:
+    """The export's bytes to ``output`` (through durable: whole or not at all) or to stdout."""
+    from . import durable
+
+    if output is None:
         for chunk in chunks:
             sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
+        return 0
+    written = 0
+    with durable.output_writer(output) as handle:
+        for chunk in chunks:
+            handle.write(chunk)
+            written += len(chunk)
+    if out.json:
+        out.emit_json({"version": 1, "session": row.id, "path": str(row.path), "format": format_, "output": str(output),
+                       "bytes": written, "exit": 0})
+    out.say(f"wrote {output}")
     return 0
 
 

@@ -371,3 +371,17 @@ def as_json(path: Path, layout: Layout) -> Iterator[bytes]:
         yield (b"[\n    " if empty else b",\n    ") + raw
         empty = False
     yield (b"[]" if empty else b"\n  ]") + b"\n}\n"
+
+
+def export_chunks(row, format_: str) -> Iterator[bytes]:
+    """The bytes ``levelsess export`` writes for the session ``row``: ``jsonl`` the journal's exact
+    bytes, ``json`` the session as it stands, ``md`` its Markdown."""
+    layout = get_layout(row.layout)
+    if format_ == "jsonl":
+        with open_regular(row.path) as handle:
+            while chunk := handle.read(1 << 20):
+                yield chunk
+    elif format_ == "json":
+        yield from as_json(row.path, layout)
+    else:
+        yield from (c.encode("utf-8", "backslashreplace") for c in markdown(row.path, layout, row.title))
