@@ -45,7 +45,7 @@ from ..importers.cline.places import Install, detect, resolve
 from ..importers.cline.tasks import INDEX_FILE, ITEM, _memento
 from .cline_items import _ts, history_item, task_folders
 from .cline_live import running
-from .steps import file_digest, missing_dirs
+from .steps import AppResult, file_digest, missing_dirs
 
 APP = "cline"
 TOOLS = {"cline": "Cline", "roo": "Roo Code", "kilo": "Kilo Code"}
@@ -124,20 +124,8 @@ class ClinePlan:
         return {"installs": [p.to_json() for p in self.installs]}
 
 
-@dataclass(frozen=True)
-class ClineResult:
-    plan: ClinePlan
-    applied: bool
-    findings: tuple[Finding, ...]
-    exit_code: int
-    stamp: str | None = None
-    folder: Path | None = None
-    undone: bool = False
-
-    def to_json(self) -> dict:
-        return {"version": 1, "app": APP, "applied": self.applied, "stamp": self.stamp,
-                "backup": str(self.folder) if self.folder else None, **self.plan.to_json(), "undone": self.undone,
-                "findings": [f.to_json() for f in self.findings], "exit": self.exit_code}
+class ClineResult(AppResult):
+    app = APP
 
 
 # -- Cline's list --------------------------------------------------------------------------------

@@ -142,3 +142,23 @@ def missing_dirs(folder: Path) -> list[Path]:
         out.append(folder)
         folder = folder.parent
     return out[::-1]
+
+
+@dataclass(frozen=True)
+class AppResult:
+    """What ``restore --app APP`` did (or, not applied, would do): the plan, the findings, the
+    backup run's stamp and folder, and whether a failed verify undid it."""
+
+    plan: object
+    applied: bool
+    findings: tuple[Finding, ...]
+    exit_code: int
+    stamp: str | None = None
+    folder: Path | None = None
+    undone: bool = False
+    app = ""  # the --app name (a subclass sets it)
+
+    def to_json(self) -> dict:
+        return {"version": 1, "app": self.app, "applied": self.applied, "stamp": self.stamp,
+                "backup": str(self.folder) if self.folder else None, **self.plan.to_json(), "undone": self.undone,
+                "findings": [f.to_json() for f in self.findings], "exit": self.exit_code}

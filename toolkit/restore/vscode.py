@@ -42,6 +42,7 @@ from ..importers.vscode.sources import INDEX_KEY, default_user_dirs
 from ..lines import loads
 from ..live import snapshot, writers_of
 from .contract import file_digest, missing_dirs
+from .steps import AppResult
 
 APP = "vscode"
 SIDECARS = ("-wal", "-shm", "-journal")  # a database is these files with it: backed up and undone together
@@ -128,20 +129,8 @@ class VscodePlan:
                 "repairs": [r.to_json() for r in self.repairs]}
 
 
-@dataclass(frozen=True)
-class VscodeResult:
-    plan: VscodePlan
-    applied: bool
-    findings: tuple[Finding, ...]
-    exit_code: int
-    stamp: str | None = None
-    folder: Path | None = None
-    undone: bool = False
-
-    def to_json(self) -> dict:
-        return {"version": 1, "app": APP, "applied": self.applied, "stamp": self.stamp,
-                "backup": str(self.folder) if self.folder else None, **self.plan.to_json(), "undone": self.undone,
-                "findings": [f.to_json() for f in self.findings], "exit": self.exit_code}
+class VscodeResult(AppResult):
+    app = APP
 
 
 # -- reading a store -----------------------------------------------------------------------------
