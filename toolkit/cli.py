@@ -585,9 +585,9 @@ def doctor(
     verbose: VerboseOpt = False,
     store: StoreOpt = None,
 ) -> int:
-    """Find every store, Logician workspace, Claude Code, Cursor and VS Code install on this machine; show their health and the next commands to run.
+    """Find every store, Logician workspace and chat tool install on this machine; show their health and the next commands to run.
 
-    Looks at the LevelCode store ($LEVELSESS_HOME, ~/.levelcode/sessions or --store), Logician workspaces under PATH, every Claude Code root ($CLAUDE_CONFIG_DIR, ~/.claude, a Windows home seen from WSL: its transcripts' health, how many its next start-up's cleanup will delete, per cleanupPeriodDays in settings.json, and how many of those the store already keeps), every Codex CLI home ($CODEX_HOME, ~/.codex), with for each the import that keeps its sessions and the `levelsess schedule install` command that runs it every night, and every Cursor and VS Code (Insiders, OSS, VSCodium) install found per OS. For VS Code it lists the workspaces holding chats VS Code no longer shows (folder renamed or moved, missing from the index). Read-only: it writes nothing.
+    Looks at the LevelCode store ($LEVELSESS_HOME, ~/.levelcode/sessions or --store), Logician workspaces under PATH, every Claude Code root ($CLAUDE_CONFIG_DIR, ~/.claude, a Windows home seen from WSL: its transcripts' health, how many its next start-up's cleanup will delete, per cleanupPeriodDays in settings.json, and how many of those the store already keeps), every Codex CLI home ($CODEX_HOME, ~/.codex), Gemini CLI ($GEMINI_CLI_HOME/.gemini, ~/.gemini), Copilot CLI (~/.copilot), OpenCode and Kilo CLI data folders, and Cline, Roo Code and Kilo Code storage in every editor, with for each how many sessions an import would write (the same count `import --dry-run` gives), how many the store already keeps, the import for the rest, the restore for kept sessions the tool no longer has, and the one `levelsess schedule install` command that keeps them all every night; and every Cursor and VS Code (Insiders, OSS, VSCodium) install found per OS. For VS Code it lists the workspaces holding chats VS Code no longer shows (folder renamed or moved, missing from the index). Every command it prints names the store it looked at. Read-only: it writes nothing.
 
     [bold]Examples[/bold]:
       levelsess doctor
