@@ -19,6 +19,8 @@ from tests.helpers import make_store, run_cli
 from toolkit import cli
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The command line's own modules (toolkit/cli/): the shell, not the library.
+CLI_MODULES = {f"toolkit.cli.{p.stem}" for p in (ROOT / "toolkit" / "cli").glob("*.py") if p.stem not in ("__init__", "__main__")}
 
 
 def _run(code: str, *args: str) -> subprocess.CompletedProcess:
@@ -42,7 +44,7 @@ def test_version_and_help_load_no_library_module(args):
     assert result.returncode == 0, result.stderr
     loaded = _loaded(result)
     assert {m for m in loaded if m.startswith("toolkit")} <= {"toolkit", "toolkit.cli", "toolkit._help",
-                                                             "toolkit.errors", "toolkit.streams"}
+                                                             "toolkit.errors", "toolkit.streams", *CLI_MODULES}
     assert not {m for m in loaded if m.split(".")[0] in ("pydantic", "pygments", "markdown_it", "psutil", "orjson", "rich")}
     assert ("Usage: levelsess" if "--help" in args else "levelsess 0.") in result.stdout
 

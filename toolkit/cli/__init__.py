@@ -1,0 +1,76 @@
+"""The ``levelsess`` command line: a thin typer shell over the library.
+
+Each command parses its arguments, makes one library call, renders the result and exits
+with its code (DESIGN.md §3).  Known errors print one line with a next step; anything else
+is a bug and shows its traceback (without locals: journals hold user content).
+
+``base`` holds the app and what every command shares; the commands live in ``checks``, ``keep``,
+``sessions``, ``give`` and ``harness``, imported here in the order ``--help`` lists them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import typer
+
+from . import checks, keep, sessions, give, harness  # noqa: F401 (each registers its commands, in this order)
+from .base import app
+
+_GROUP_FLAGS = frozenset({"--json", "-q", "--quiet", "-v", "--verbose"})
+_GROUP_VALUES = frozenset({"--store"})
+
+
+def _invoked_command(argv: list[str]):
+    """The registered command (or sub-typer) that argv runs, when that is certain; else None.
+
+    Certain means: every word before it is one of main_options' flags or --store with its value.
+    ``--help``, ``--version``, no command, an unknown word or option: None (the whole app is built)."""
+    words = iter(argv)
+    for arg in words:
+        if arg in _GROUP_VALUES:
+            next(words, None)
+        elif arg.startswith(tuple(f"{o}=" for o in _GROUP_VALUES)) or arg in _GROUP_FLAGS:
+            continue
+        elif arg.startswith("-"):
+            return None
+        else:
+            for info in app.registered_commands:
+                if (info.name or typer.main.get_command_name(info.callback.__name__)) == arg:
+                    return info
+            for info in app.registered_groups:
+                if getattr(info, "name", None) == arg:
+                    return info
+            return None
+    return None
+
+
+@contextlib.contextmanager
+def _only(invoked):
+    """Build the click group with just the invoked command: typer otherwise builds every command's
+    parameters (~15 ms) to run one (start-up, DESIGN.md §8).  What that command parses, prints and
+    exits with is the same: the group's own options, the command and its help are built as usual."""
+    commands, groups = app.registered_commands, app.registered_groups
+    app.registered_commands = [c for c in commands if c is invoked]
+    app.registered_groups = [g for g in groups if g is invoked]
+    try:
+        yield
+    finally:
+        app.registered_commands, app.registered_groups = commands, groups
+
+
+_NO_COMMAND = object()
+
+
+def main() -> None:
+    """Console entry point."""
+    argv = sys.argv[1:]
+    # --version first: its eager callback prints and exits before any other option or command is looked at
+    invoked = _NO_COMMAND if argv[:1] == ["--version"] else _invoked_command(argv)
+    with _only(invoked) if invoked is not None else contextlib.nullcontext():
+        app()
+
+
+if __name__ == "__main__":
+    main()

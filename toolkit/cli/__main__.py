@@ -1,0 +1,5 @@
+"""``python -m toolkit.cli``."""
+
+from . import main
+
+main()
