@@ -309,7 +309,8 @@ class Mount:
                                          start_new_session=True, restore_signals=False, cwd=self.ctl)
         except OSError as exc:
             raise OperationalError(f"cannot start LazyFS {self.binary}: {exc.strerror or exc}; build it with: {build_command()}", hint="") from None
-        threading.Thread(target=self._drain, daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
         self._save_state()
         self._wait_mounted()
 
@@ -318,6 +319,8 @@ class Mount:
             self.stderr_tail = (self.stderr_tail + chunk)[-4000:]
 
     def _why_not(self) -> str:
+        if self.proc is not None and self.proc.poll() is not None and getattr(self, "_drainer", None) is not None:
+            self._drainer.join(timeout=10)  # LazyFS exited: what it said is all in the pipe (a busy machine reads it late)
         lines = [line.strip() for line in self.stderr_tail.decode("utf-8", "replace").splitlines()
                  if line.strip() and "max threads" not in line]
         for line in self._log_lines():
