@@ -315,8 +315,11 @@ class Mount:
         self._wait_mounted()
 
     def _drain(self) -> None:
-        for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):
-            self.stderr_tail = (self.stderr_tail + chunk)[-4000:]
+        try:
+            for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):
+                self.stderr_tail = (self.stderr_tail + chunk)[-4000:]
+        except (ValueError, OSError):  # stop() closed the pipe while this read: nothing more to keep
+            pass
 
     def _why_not(self) -> str:
         if self.proc is not None and self.proc.poll() is not None and getattr(self, "_drainer", None) is not None:
