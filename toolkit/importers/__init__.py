@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,9 +76,9 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     done: list = []  # (cache, files, outcomes, findings) of each source read in full
     try:
         for source in sources:
-            sizes = _file_sizes(importer, source) if read else {}
             cache = unchanged.cache_path(store, name, source, options, no_raw, include_trashed)
-            files = unchanged.files_of(importer, source)
+            files = unchanged.files_of(importer, source)  # one listing: the cache's check and the progress total
+            sizes = unchanged.sizes(files) if read else {}
             recalled = unchanged.recall(cache, files, trashed_ids)
             if recalled is not None:  # nothing it read last time changed: nothing to read (issue 27)
                 outcomes, found = recalled
@@ -145,23 +144,10 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     return report
 
 
-def _file_sizes(importer: ModuleType, source: Path) -> dict[str, int]:
-    """The files an import of ``source`` reads (the importer's ``source_files``), with their sizes."""
-    sizes: dict[str, int] = {}
-    try:
-        files = importer.source_files(source)
-    except (LevelsessError, OSError):  # the scan reports what it cannot read
-        return sizes
-    for path in files:
-        with contextlib.suppress(OSError):
-            sizes.setdefault(str(path), os.stat(path).st_size)
-    return sizes
-
-
 def source_bytes(name: str, sources: list[Path]) -> int:
     """The bytes an import of ``sources`` reads: the total of :func:`run_import`'s ``read``."""
     importer = load(name)
-    return sum(sum(_file_sizes(importer, source).values()) for source in sources)
+    return sum(sum(unchanged.sizes(unchanged.files_of(importer, source)).values()) for source in sources)
 
 
 def _write_one(store: Path, session: Session, dry_run: bool, no_raw: bool) -> tuple[Outcome, list[Finding]]:

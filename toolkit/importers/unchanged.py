@@ -87,6 +87,11 @@ def files_of(importer, source: Path) -> dict[str, list | None] | None:
     return {str(path): _file(str(path)) for path in sorted(map(str, files))}
 
 
+def sizes(files: dict[str, list | None] | None) -> dict[str, int]:
+    """The size of each listed file that could be read (the import's progress total)."""
+    return {path: stamp[2] for path, stamp in (files or {}).items() if stamp is not None}
+
+
 def _projects(outcomes: list[Outcome]) -> dict[str, bool]:
     return {p: os.path.isdir(p) for p in sorted({o.project for o in outcomes if isinstance(o.project, str)})}
 
