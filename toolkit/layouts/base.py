@@ -117,7 +117,11 @@ def _listing(folder: str) -> list[os.DirEntry]:
 
 
 class Rules(Protocol):
-    """Per-journal record rules: fed every parsed record, in order; they hold the facts."""
+    """Per-journal record rules: fed every parsed record, in order; they hold the facts.
+
+    Optionally ``unread(offset, length)``: told of a line too large to parse here
+    (``record-too-large``), so the rules can still place the record it may be (Claude Code reads
+    its uuid from the line's two ends, :mod:`toolkit.peek`); rules without it ignore such lines."""
 
     facts: object
 
