@@ -137,8 +137,6 @@ def find_logician(roots: list[Path], depth: int = 4) -> list[Path]:
 
 
 def _cursor(user: Path) -> Install:
-    from .importers import sqlite as db
-
     install = _counted(Install("cursor", user))  # every era: composers, chat tabs, agent transcripts
     global_db = user / "globalStorage" / "state.vscdb"
     if global_db.exists():
