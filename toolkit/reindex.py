@@ -80,8 +80,12 @@ def _named_foreign_only(folders: list[Folder]) -> str | None:
 
 
 def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = False,
-            progress: Callable[[int], None] | None = None) -> ReindexResult:
-    """Rebuild (or with ``check_only`` compare) each folder's cache from its journals."""
+            progress: Callable[[int], None] | None = None, memo=None) -> ReindexResult:
+    """Rebuild (or with ``check_only`` compare) each folder's cache from its journals.
+
+    ``memo`` (an :class:`~toolkit.fsck.incremental.IncrementalCache`, import's): a journal unchanged
+    since it was last scanned is not read again, and one that only grew is read from where that
+    scan stopped; the scans, and so the cache, are those a full read gives."""
     why = _named_foreign_only(folders)
     if why:  # `reindex notes.jsonl`: refused as `fsck notes.jsonl` refuses it, before its folder is read
         return ReindexResult((), (), (), (), check_only, foreign_only=why)
@@ -107,7 +111,7 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
         readable = True
         for journal in folder.journals:
             try:
-                scans.append(scan_journal(journal, folder.layout))
+                scans.append(scan_journal(journal, folder.layout) if memo is None else _remembered(memo, folder, journal))
             except NotAJournalError as exc:  # a folder or FIFO named like a journal: no data, no entry
                 findings.append(Finding("not-a-journal", "warning", str(journal), None, None, str(exc)))
             except LevelsessError as exc:  # reported; the folder is refused
@@ -157,3 +161,27 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
     why = None if written or skipped or no_cache else foreign_only(scanned)
     return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped), why,
                          tuple(no_cache))
+
+
+def _remembered(memo, folder: Folder, journal: Path) -> JournalScan:
+    """``journal``'s scan: as the memo kept it, read on from where it stopped, or read in full."""
+    cached = memo.lookup(folder.path, journal, folder.layout.name)
+    if cached is not None:
+        return cached
+    resume = memo.resume_point(folder.path, journal, folder.layout.name)
+    scan = None
+    if resume is not None:
+        try:
+            scan = scan_journal(journal, folder.layout, resume=resume, checkpoint=True)
+        except LevelsessError:
+            raise
+        except Exception:  # noqa: BLE001 - a state this version cannot use (unpickling fails many ways): read it all
+            scan = None
+    if scan is None:
+        try:
+            scan = scan_journal(journal, folder.layout, checkpoint=True)
+        except LevelsessError:
+            memo.record(journal, None)
+            raise
+    memo.record(journal, scan, resumed=resume is not None)
+    return scan

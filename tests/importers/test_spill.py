@@ -127,6 +127,6 @@ def test_a_full_temporary_folder_while_holding_a_journals_keys_is_one_line_too(t
     before = journal.read_bytes()
     monkeypatch.setattr(spill, "KNOWN_IN_MEMORY", 10)
     _capped(monkeypatch, spill, pages=8)  # 32 KiB: not the 5,000 keys
-    result = run_cli("import", "--from", "claude", "--source", str(root), "--store", str(store), "--json")
+    result = run_cli("import", "--from", "claude", "--source", str(root), "--store", str(store), "--json", "--reread")
     assert result.exit_code == EXIT_OPERATIONAL and result.json["error"]["type"] == "DurabilityError", result.stdout
     assert journal.read_bytes() == before

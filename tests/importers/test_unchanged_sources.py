@@ -92,7 +92,6 @@ def test_a_cached_import_says_and_writes_what_a_full_one_does(tmp_path_factory, 
     source = _small_claude(tmp / ".claude")
     cached, full = tmp / "cached", tmp / "full"
     assert _said(_import("claude", source, cached, cached=True)) == _said(_import("claude", source, full, cached=False))
-    settled = False  # the last run found nothing new: the cache holds it
     for kind, pick in changes:
         pick_is_read = False
         if kind != "none":
@@ -104,12 +103,11 @@ def test_a_cached_import_says_and_writes_what_a_full_one_does(tmp_path_factory, 
         assert _said(a) == _said(b), kind
         assert _store_bytes(cached) == _store_bytes(full), kind
         assert b["from_cache"] == 0
-        if kind == "none" and settled:
-            assert a["from_cache"] == len(a["sessions"]) and a["read"] == 0, "nothing changed: nothing read"
-        elif kind in ("grow", "cut", "rewrite-same-size-mtime-back", "replace", "remove") and pick_is_read:
-            assert a["from_cache"] == 0, kind
-        settled = all(s["status"] in ("unchanged", "skipped", "trashed") for s in b["sessions"]) and not any(
-            f["severity"] == "error" for f in b["findings"])
+        if kind == "none":
+            assert a["from_cache"] > 0, "nothing changed: the units that met no finding are not read"
+        elif kind in ("grow", "cut", "rewrite-same-size-mtime-back", "replace") and pick_is_read and any(
+                chosen.stem in s["id"] for s in b["sessions"]):
+            assert a["from_cache"] < len(a["sessions"]), kind  # the changed file's unit is read
 
 
 def test_an_unchanged_codex_home_and_a_trash_in_between(tmp_path):
@@ -117,8 +115,11 @@ def test_an_unchanged_codex_home_and_a_trash_in_between(tmp_path):
     shutil.copytree(CODEX, source)
     store = tmp_path / "store"
     first = _import("codex", source, store, cached=True)
-    settled = _import("codex", source, store, cached=True)  # read: what it says of journals it just wrote is known now
-    assert settled["from_cache"] == 0 and {s["status"] for s in settled["sessions"]} == {"unchanged"}
+    settled = _import("codex", source, store, cached=True)  # what it says of the journals the first one wrote: kept
+    assert {s["status"] for s in settled["sessions"]} == {"unchanged"}
+    full = tmp_path / "full"
+    _import("codex", source, full, cached=False)
+    assert _said(settled) == _said(_import("codex", source, full, cached=False)), "as a full read says it"
     again = _import("codex", source, store, cached=True)
     assert again["from_cache"] == len(first["sessions"]) and again["read"] == 0
     assert _said(again) == _said(settled)
@@ -148,7 +149,7 @@ def test_a_project_folder_that_appears_is_seen_without_a_change_to_the_source(tm
         pytest.skip(f"cannot make {project} here")
     try:
         again = _import("claude", source, store, cached=True)
-        assert again["from_cache"] == 0
+        assert again["from_cache"] < len(again["sessions"]), "the sessions of that project are read again"
         full = _import("claude", source, tmp_path / "full", cached=False)
         assert [s["orphan"] for s in again["sessions"]] == [s["orphan"] for s in full["sessions"]]
     finally:

@@ -238,9 +238,12 @@ def _decode_scan(entry: dict, journal: Path) -> JournalScan:
 class IncrementalCache:
     """The cache of one check run: look journals up before scanning, record scans after."""
 
-    def __init__(self, strict: bool) -> None:
+    def __init__(self, strict: bool, *, root: Path | None = None, racy_ns: int | None = None) -> None:
+        """``root``: another folder of the user's cache (``import`` keeps its own, for the indexes it
+        rebuilds); ``racy_ns``: how close to its read a journal's change makes its entry untrusted."""
         self.strict = strict
-        self.root = cache_dir()
+        self.root = cache_dir() if root is None else root
+        self._racy_ns = racy_ns
         self.where: dict[Path, Path] = {}      # folder -> its cache file
         self.files: dict[Path, dict] = {}      # cache file -> {journal key: entry}
         self.states: dict[Path, dict] = {}     # cache file -> {journal key: base64 reader state}, read when needed
@@ -251,6 +254,10 @@ class IncrementalCache:
         self.hits = 0
         self.resumed = 0  # journals that had only grown: read from where the last check stopped
         self.error: str | None = None
+
+    @property
+    def racy_ns(self) -> int:
+        return RACY_NS if self._racy_ns is None else self._racy_ns
 
     def _entries(self, folder: Path) -> tuple[Path, dict]:
         where = self.where.get(folder)
@@ -273,7 +280,7 @@ class IncrementalCache:
             return None
         try:
             if (entry["layout"] != layout_name or entry["strict"] != self.strict
-                    or stamp[4] >= entry["read_ns"] - RACY_NS or tail != entry["tail_sha256"]):
+                    or stamp[4] >= entry["read_ns"] - self.racy_ns or tail != entry["tail_sha256"]):
                 return None
             scan = _decode_scan(entry, journal)
         except (KeyError, TypeError, ValueError, AttributeError, ImportError):
@@ -344,7 +351,7 @@ class IncrementalCache:
             resume = entry["resume"]
             old = entry["stamp"]
             if (stamp is None or entry["layout"] != layout_name or entry["strict"] != self.strict
-                    or stamp[:2] != old[:2] or stamp[2] <= old[2] or old[4] >= entry["read_ns"] - RACY_NS):
+                    or stamp[:2] != old[:2] or stamp[2] <= old[2] or old[4] >= entry["read_ns"] - self.racy_ns):
                 return None
             at = resume["at"]
             if not (isinstance(at, int) and 0 < at <= old[2]) or _prefix_hash(journal, at) != resume["prefix_sha256"]:

@@ -21,7 +21,7 @@ from ..findings import Finding
 from ..fsck.check import exit_code_for
 from ..fsck.repair import remove_dead_temps
 from . import unchanged
-from .output import Outcome, Session, journal_path, not_written, trashed, write_session
+from .output import Outcome, Session, journal_path, not_written, trashed, write_resumed, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
              "claude": "toolkit.importers.claude", "codex": "toolkit.importers.codex",
@@ -43,6 +43,7 @@ class ImportReport:
     dry_run: bool = False
     read: int = 0        # sessions read from their sources
     from_cache: int = 0  # sessions whose sources had not changed since the last import (not read)
+    resumed: int = 0     # sessions whose source only grew: read from where the last import stopped
 
     @property
     def exit_code(self) -> int:
@@ -51,12 +52,13 @@ class ImportReport:
     def to_json(self) -> dict:
         return {"version": 1, "source": self.app, "sources": [str(p) for p in self.sources],
                 "sessions": [s.to_json() for s in self.sessions], "findings": [f.to_json() for f in self.findings],
-                "dry_run": self.dry_run, "read": self.read, "from_cache": self.from_cache, "exit": self.exit_code}
+                "dry_run": self.dry_run, "read": self.read, "resumed": self.resumed, "from_cache": self.from_cache,
+                "exit": self.exit_code}
 
 
 def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run: bool = False, no_raw: bool = False,
                progress: Callable[[Outcome], None] | None = None, include_trashed: bool = False,
-               read: Callable[[int], None] | None = None) -> ImportReport:
+               read: Callable[[int], None] | None = None, reread: bool = False) -> ImportReport:
     """Import every session ``name``'s importer finds under ``sources`` into ``store``.
 
     A session trashed from the store (``levelsess trash``: a tombstone in
@@ -65,7 +67,11 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
 
     ``read(n)`` is told the bytes of each source file as its first session arrives, and the rest of
     a source's bytes when it is done: together they add up to :func:`source_bytes` (a progress bar
-    with a total)."""
+    with a total).
+
+    A unit of the source (a transcript with its subagents, a rollout) that has not changed since
+    the last import is not read: its outcomes come from :mod:`toolkit.importers.unchanged`'s cache,
+    unless ``reread``."""
     importer = load(name)
     report = ImportReport(importer.APP, sources=list(sources), dry_run=dry_run)
     touched: set[Path] = set()
@@ -73,60 +79,44 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     stones = tombstones.read(store)
     raised: list[str] = []
     trashed_ids = set(stones)
-    done: list = []  # (cache, files, outcomes, findings) of each source read in full
+    done: list = []  # (cache, each unit's entry) of each source
     try:
         for source in sources:
             cache = unchanged.cache_path(store, name, source, options, no_raw, include_trashed)
-            files = unchanged.files_of(importer, source)  # one listing: the cache's check and the progress total
-            sizes = unchanged.sizes(files) if read else {}
-            recalled = unchanged.recall(cache, files, trashed_ids)
-            if recalled is not None:  # nothing it read last time changed: nothing to read (issue 27)
-                outcomes, found = recalled
-                report.sessions += outcomes
-                report.findings += found
-                report.from_cache += len(outcomes)
-                for outcome in outcomes:
-                    if progress:
-                        progress(outcome)
-                if read and sizes:
-                    read(sum(sizes.values()))
-                continue
-            first = (len(report.sessions), len(report.findings))
-            unchanged.forget(cache)  # until this source's run is done and durable
-            for session in importer.scan(source, options, report.findings.append):
-                if read and (size := sizes.pop(str(session.source.get("path")), None)) is not None:
-                    read(size)
-                stone = stones.get(session.id)
-                if stone is not None and not include_trashed:
-                    outcome = trashed(store, session)
-                    report.sessions.append(outcome)
-                    report.findings.append(Finding(
-                        "trashed", "warning", str(session.source.get("path") or source), None, None,
-                        f"session {session.id} was trashed from the store{' on ' + stone.t if stone.t else ''} "
-                        f"({stone.path}): not imported again; `import --include-trashed` brings it back"))
-                    if progress:
-                        progress(outcome)
-                    continue
-                try:
-                    outcome, found = _write_one(store, session, dry_run, no_raw)
-                except FileChangedError as exc:  # a source rewritten between its two passes: nothing was written
-                    report.findings.append(Finding("source-unreadable", "error", str(session.source.get("path")), None, None, str(exc)))
-                    continue
-                report.sessions.append(outcome)
-                report.findings += found
-                if stone is not None and outcome.status in ("created", "updated", "unchanged") and not dry_run:
-                    raised.append(session.id)
-                if outcome.status in ("created", "updated"):
-                    touched.add(outcome.path.parent)
-                if outcome.status in ("created", "updated", "unchanged"):
-                    landed.add(outcome.path.parent)
-                if progress:
-                    progress(outcome)
-            if read and sizes:  # files that made no session, or share one (a database): done all the same
-                read(sum(sizes.values()))
-            report.read += len(report.sessions) - first[0]
+            kept = unchanged.Kept(None if reread else cache, trashed_ids)
             if not dry_run:
-                done.append((cache, files, report.sessions[first[0]:], report.findings[first[1]:]))
+                unchanged.forget(cache)  # until this source's run is done and durable
+            entries: dict[str, dict | None] = {}
+            for unit in unchanged.units_of(importer, source, report.findings.append):
+                stamped = unchanged.stamps(unit)
+                first = (len(report.sessions), len(report.findings))
+                recalled = kept.recall(unit, stamped)
+                if recalled is not None:  # nothing it read last time changed: nothing to read (issue 27)
+                    outcomes, found = recalled
+                    report.sessions += outcomes
+                    report.findings += found
+                    report.from_cache += len(outcomes)
+                    for outcome in outcomes:
+                        if progress:
+                            progress(outcome)
+                    states = kept.states(unit)
+                elif not dry_run and _resume(store, importer, kept, unit, stamped, report, progress, touched, landed,
+                                             states := {}):
+                    pass  # only one file grew: read from where the last import stopped
+                else:
+                    states, clean = {}, True
+                    for session in unchanged.scan_unit(importer, source, unit, options, report.findings.append):
+                        clean &= _one(store, source, session, stones, report, dry_run, no_raw, include_trashed, raised, touched,
+                                      landed, progress, states)
+                    report.read += len(report.sessions) - first[0]
+                    if not clean:  # what a write met (a lock, a repair) is not what the next import meets
+                        states = None
+                if read:  # the unit's files are done, whether they made sessions or not
+                    read(unchanged.sizes(unit, stamped))
+                entries[unit.key] = (None if states is None else
+                                     unchanged.entry(stamped, report.sessions[first[0]:], report.findings[first[1]:], states))
+            if not dry_run:
+                done.append((cache, entries))
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
         if landed and not dry_run:
             with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
@@ -137,17 +127,102 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             tombstones.unbury(store, raised)
     if landed and not dry_run:
         _settle(sorted(touched), sorted(landed), report)
-    for cache, files, outcomes, found in done:  # after the journals and indexes are durable
-        if not any(f.severity == "error" for f in found):  # a source with errors is read again next time
-            with contextlib.suppress(LevelsessError):
-                unchanged.remember(cache, files, trashed_ids, outcomes, found)
+    for cache, entries in done:  # after the journals and indexes are durable
+        with contextlib.suppress(LevelsessError):
+            unchanged.remember(cache, trashed_ids - set(raised), entries)
     return report
+
+
+def _resume(store: Path, importer, kept: unchanged.Kept, unit: unchanged.Unit, stamped: dict | None, report: ImportReport,
+            progress: Callable[[Outcome], None] | None, touched: set[Path], landed: set[Path], states: dict) -> bool:
+    """Import a unit one of whose files only grew, reading only its new bytes (issue 27): True when
+    done; False when it must be read in full (nothing was written, nothing reported)."""
+    resume_unit = getattr(importer, "resume_unit", None)
+    grown = kept.grown(unit, stamped) if resume_unit is not None else None
+    if grown is None:
+        return False
+    path, entry = grown
+    items = resume_unit(unit, path, entry)
+    if items is None:
+        return False
+    resumed = [item for item in items if not isinstance(item, Outcome)]
+    if len(resumed) != 1:
+        return False
+    one = resumed[0]
+    journal = entry["journals"].get(str(one.journal))
+    written = write_resumed(store, one.session, one.journal, one.session.records, journal, one.had, one.after, one.when, one.held)
+    if written is None:
+        return False
+    for item in items:
+        if isinstance(item, Outcome):
+            outcome, found = item, []
+            report.from_cache += 1
+            if entry["resume"].get(item.id) is not None:
+                states[item.id] = entry["resume"][item.id]
+        else:
+            (outcome, found), session = written, item.session
+            report.resumed += 1
+            if outcome.status == "updated":
+                touched.add(outcome.path.parent)
+                landed.add(outcome.path.parent)
+                state = session.resume_state(outcome) if session.resume_state else None
+                if state is not None:
+                    states[session.id] = state
+        report.sessions.append(outcome)
+        report.findings += found
+        if progress:
+            progress(outcome)
+    return True
+
+
+def _one(store: Path, source: Path, session: Session, stones: dict, report: ImportReport, dry_run: bool, no_raw: bool,
+         include_trashed: bool, raised: list[str], touched: set[Path], landed: set[Path],
+         progress: Callable[[Outcome], None] | None, states: dict) -> bool:
+    """Write one session the importer yielded (or count it trashed), into ``report``; False when
+    writing it met something (a finding of the write's own)."""
+    stone = stones.get(session.id)
+    if stone is not None and not include_trashed:
+        outcome = trashed(store, session)
+        report.sessions.append(outcome)
+        report.findings.append(Finding(
+            "trashed", "warning", str(session.source.get("path") or source), None, None,
+            f"session {session.id} was trashed from the store{' on ' + stone.t if stone.t else ''} "
+            f"({stone.path}): not imported again; `import --include-trashed` brings it back"))
+        if progress:
+            progress(outcome)
+        return True
+    try:
+        outcome, found = _write_one(store, session, dry_run, no_raw)
+    except FileChangedError as exc:  # a source rewritten between its two passes: nothing was written
+        report.findings.append(Finding("source-unreadable", "error", str(session.source.get("path")), None, None, str(exc)))
+        return False
+    report.sessions.append(outcome)
+    report.findings += found
+    if stone is not None and outcome.status in ("created", "updated", "unchanged") and not dry_run:
+        raised.append(session.id)
+    if outcome.status in ("created", "updated"):
+        touched.add(outcome.path.parent)
+    if outcome.status in ("created", "updated", "unchanged"):
+        landed.add(outcome.path.parent)
+        if session.resume_state is not None and not dry_run and not found:
+            state = session.resume_state(outcome)
+            if state is not None:
+                states[session.id] = state
+    if progress:
+        progress(outcome)
+    return not found
 
 
 def source_bytes(name: str, sources: list[Path]) -> int:
     """The bytes an import of ``sources`` reads: the total of :func:`run_import`'s ``read``."""
     importer = load(name)
-    return sum(sum(unchanged.sizes(unchanged.files_of(importer, source)).values()) for source in sources)
+    total = 0
+    for source in sources:
+        try:
+            total += sum(unchanged.sizes(unit, None) for unit in unchanged.units_of(importer, source, lambda _f: None))
+        except (LevelsessError, OSError):  # the import itself says why
+            continue
+    return total
 
 
 def _write_one(store: Path, session: Session, dry_run: bool, no_raw: bool) -> tuple[Outcome, list[Finding]]:
@@ -182,7 +257,14 @@ def _settle(touched: list[Path], landed: list[Path], report: ImportReport) -> No
 
     for folder in touched:  # the new journals' renames, made durable once per folder
         durable.fsync_dir(folder)
+    from ..fsck.incremental import IncrementalCache, cache_dir
+
     folders = [found for folder in landed for found in discover(folder)[:1]]
     for folder in folders:  # temp files of an import that was killed mid-write
         report.findings += remove_dead_temps(folder)
-    report.findings += reindex(folders).findings
+    # the journals an import only appended to are read on from where its last reindex stopped; a
+    # store's journals are only ever appended to or replaced (a repair renames), so an entry is
+    # trusted right after it is read (no racy window, which guards against same-size rewrites)
+    memo = IncrementalCache(False, root=cache_dir().parent / "import-index", racy_ns=0)
+    report.findings += reindex(folders, memo=memo).findings
+    memo.save()

@@ -58,13 +58,14 @@ from ..layouts.claude_code import (CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAG
                                    prompt_text, split_user)
 from ..index import utc_iso
 from ..lines import loads, open_regular
-from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Raw, Session, SourceState,
-                     line_digest, safe_id)
+from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Session,
+                     SourceState, line_digest, safe_id)
 from .sourcelines import SourceLine, SourceReader
 from .spill import from_db, guarded, temp_db, to_db
+from .unchanged import Unit
 from .uris import apply_map, folder_status, is_foreign
 
-__all__ = ["APP", "Options", "detect", "scan", "source_files"]
+__all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "source_files", "units"]
 
 APP = "claude-code"
 #: Bytes of source lines an import group (a session with its subagents) keeps parsed between its
@@ -694,31 +695,7 @@ class _Records:
         return item.stamp or self.created or ""
 
     def _unit(self, unit: list[_Item], *, partial: bool) -> dict:
-        head = unit[0]
-        pairs = [self.t.value(it) for it in unit]
-        value = pairs[0][0]
-        t = self._when(head)
-        if head.kind == "assistant":
-            record = _assistant([v for v, _ in pairs], t)
-        elif head.kind == "user":
-            record = _user(value, t, head)
-        else:
-            record = _event(value, t)
-        record["sourceKey"] = head.key
-        record[ALIAS] = head.key + ":off"
-        record[LINE_KEYS] = [(it.key, it.key + ":off") for it in unit]
-        record[SUPERSEDES_ALIAS] = True  # kept off the chain before (a break since repaired, a cut): now on it
-        if len(unit) > 1:
-            record["parts"] = len(unit)
-            record[PART_KEYS] = [it.key for it in unit[1:]]
-            record[AT] = [it.offset for it in unit]
-            record["raw"] = Raw(b"[" + b",".join(data for _, data in pairs) + b"]")
-        else:
-            record[AT] = head.offset
-            record["raw"] = Raw(pairs[0][1])
-        if partial:
-            record["partial"] = True  # a response still being written: superseded once it is whole
-        return record
+        return _unit_record(unit, [self.t.value(it) for it in unit], self._when(unit[0]), partial=partial)
 
     def _rest(self, item: _Item) -> dict:
         value, data = self.t.value(item)
@@ -731,20 +708,56 @@ class _Records:
                 record["message"] = value["message"]
             record["sourceKey"], record[ALIAS] = item.key + ":off", item.key
         else:
-            field_rank = _TITLES.get(item.kind)
-            title = value.get(field_rank[0]) if field_rank else None
-            if (field_rank and field_rank[1] == self.title_rank and isinstance(title, str) and title != self.shown_title
-                    and _titles(item, value, self.plan)):
-                record = {"kind": "title", "t": t, "title": title}
-                self.shown_title = title
-            elif field_rank and title == self.shown_title:
-                record = {**_event(value, t), "sameTitle": True}  # rewritten unchanged (ai-title, often): no new title
-            else:
-                record = _event(value, t)
-            record["sourceKey"] = item.key
+            record, self.shown_title = _meta_record(item, value, t, self.title_rank, self.shown_title,
+                                                    lambda: _titles(item, value, self.plan))
         record[AT] = item.offset
         record["raw"] = Raw(data)
         return record
+
+
+def _meta_record(item: _Item, value: dict, t: str, rank: int, shown: str | None,
+                 titles: Callable[[], bool]) -> tuple[dict, str | None]:
+    """The record of a line off the chain with no uuid (a title, other metadata), and the title
+    shown after it: a title of the file's highest kind that differs from the one shown is a
+    ``title`` record (``titles()``: a summary names this conversation)."""
+    field_rank = _TITLES.get(item.kind)
+    title = value.get(field_rank[0]) if field_rank else None
+    if field_rank and field_rank[1] == rank and isinstance(title, str) and title != shown and titles():
+        record = {"kind": "title", "t": t, "title": title}
+        shown = title
+    elif field_rank and title == shown:
+        record = {**_event(value, t), "sameTitle": True}  # rewritten unchanged (ai-title, often): no new title
+    else:
+        record = _event(value, t)
+    record["sourceKey"] = item.key
+    return record, shown
+
+
+def _unit_record(unit: list[_Item], pairs: list[tuple[dict, bytes]], t: str, *, partial: bool) -> dict:
+    """The journal record of one unit (a record, or the parts of one API response), from its lines."""
+    head = unit[0]
+    value = pairs[0][0]
+    if head.kind == "assistant":
+        record = _assistant([v for v, _ in pairs], t)
+    elif head.kind == "user":
+        record = _user(value, t, head)
+    else:
+        record = _event(value, t)
+    record["sourceKey"] = head.key
+    record[ALIAS] = head.key + ":off"
+    record[LINE_KEYS] = [(it.key, it.key + ":off") for it in unit]
+    record[SUPERSEDES_ALIAS] = True  # kept off the chain before (a break since repaired, a cut): now on it
+    if len(unit) > 1:
+        record["parts"] = len(unit)
+        record[PART_KEYS] = [it.key for it in unit[1:]]
+        record[AT] = [it.offset for it in unit]
+        record["raw"] = Raw(b"[" + b",".join(data for _, data in pairs) + b"]")
+    else:
+        record[AT] = head.offset
+        record["raw"] = Raw(pairs[0][1])
+    if partial:
+        record["partial"] = True  # a response still being written: superseded once it is whole
+    return record
 
 
 def _titles(item: _Item, value: dict, plan: _Plan) -> bool:
@@ -826,6 +839,9 @@ def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, projec
     session = Session(sid, options.project or (apply_map(project, options.mapping) if project else None), created, title,
                       source, None, status=status, orphan=orphan)
     session.records = _Records(transcript, plan, title_rank=rank, links=list(links), created=created)
+    session.records.line_title = line_title
+    if grp == 0 and not whole_sidechain:  # a main conversation: a later import may read only what it adds
+        session.resume_state = lambda outcome: _capture(transcript, plan, session.records, session, list(links), outcome)
     session.state = transcript.state(grp)
     session.merged = plan.merged
     session.source_lines = lines
@@ -959,30 +975,401 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
                      skipped=dict(sub.reader.skipped), lines=sub.reader.lines, too_large=sub.reader.too_large)
 
 
+def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
+    """One unit per session with its subagents (what :func:`scan_unit` reads together), and the
+    files its conversion also looks at: each subagent's ``.meta.json``, and the session's
+    transcript when only its subagents were named."""
+    found = []
+    for main, agents in _groups(source, report):
+        deps = [agent.parent / (agent.stem + ".meta.json") for agent in agents]
+        if main is None:
+            deps.append(agents[0].parent.parent.parent / f"{agents[0].parent.parent.name}.jsonl")
+        found.append(Unit(str(main or agents[0]), tuple(([main] if main else []) + agents), tuple(deps), (main, agents)))
+    return found
+
+
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
     """Yield every Claude Code session under ``source`` (and each of its subagents) as a converted :class:`Session`."""
-    for main, agents in _groups(source, report):
-        where = main or agents[0]
-        db = _Db()  # what the group's sessions hold per record, until the last of them is written
+    for unit in units(source, report):
+        yield from scan_unit(unit, options, report)
+
+
+def scan_unit(unit: Unit, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
+    """The sessions of one unit: a transcript and its subagents."""
+    main, agents = unit.handle
+    where = main or agents[0]
+    db = _Db()  # what the group's sessions hold per record, until the last of them is written
+    try:
         try:
-            try:
-                with guarded("reading a transcript"):
-                    sessions = list(_sessions(main, agents, options, report, db))
-            except DurabilityError:
-                raise  # the temporary folder is full: so it is for the sessions after this one
-            except OSError as exc:
-                report(Finding("unreadable", "error", str(where), None, None, f"cannot read: {exc.strerror or exc}; not imported"))
+            with guarded("reading a transcript"):
+                sessions = list(_sessions(main, agents, options, report, db))
+        except DurabilityError:
+            raise  # the temporary folder is full: so it is for the sessions after this one
+        except OSError as exc:
+            report(Finding("unreadable", "error", str(where), None, None, f"cannot read: {exc.strerror or exc}; not imported"))
+            return
+        except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
+            report(Finding("source-unreadable", "error", str(where), None, None,
+                           f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
+            return
+        for session in sessions:
+            if not len(session.records) and not session.too_large:  # a record too large to parse is kept all the same
+                report(Finding("source-skipped", "warning", session.source["path"], None, None,
+                               "holds no whole record (yet): no journal made; an import after it has one picks it up"))
                 continue
-            except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
-                report(Finding("source-unreadable", "error", str(where), None, None,
-                               f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
-                continue
-            for session in sessions:
-                if not len(session.records) and not session.too_large:  # a record too large to parse is kept all the same
-                    report(Finding("source-skipped", "warning", session.source["path"], None, None,
-                                   "holds no whole record (yet): no journal made; an import after it has one picks it up"))
-                    continue
-                if not (options.orphans_only and not session.orphaned):
-                    yield session
-        finally:
-            db.close()
+            if not (options.orphans_only and not session.orphaned):
+                yield session
+    finally:
+        db.close()
+
+
+# -- a transcript that only grew: read from where the last import stopped (issue 27) -----------------
+
+#: A transcript with more records than this is read in full on each import that sees it change
+#: (what a resume keeps of it, a hash per uuid, stays small).
+RESUME_RECORDS = 200_000
+
+
+def _h(value: bytes | str) -> str:
+    return hashlib.sha256(value if isinstance(value, bytes) else value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _base_key(key: str) -> str:
+    return key.split("#", 1)[0]
+
+
+def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: Session, links: list,
+             outcome: Outcome) -> dict | None:
+    """What resuming the main conversation of ``transcript`` needs, after its journal was written
+    (``outcome``); None when a resume could not be proven to write what a full read would."""
+    reader, db, table = transcript.reader, transcript.db, transcript.table
+    if (reader.sha256 is None or reader.too_large or reader.skipped or outcome.after is None
+            or outcome.keys is None or transcript.count > RESUME_RECORDS or reader.covered != reader.end
+            or db.one(f"SELECT COUNT(*) FROM {table} WHERE grp != 0")):
+        return None
+    leaf = db.one(f"SELECT uuid FROM {table} WHERE flags & {_CHAIN} AND NOT flags & {_SIDE} ORDER BY n DESC LIMIT 1")
+    if leaf is None:
+        return None
+    stamp = db.one(f"SELECT stamp FROM {table} ORDER BY n DESC LIMIT 1")
+    hkeys: dict[str, int] = {}
+    for (key,) in db.conn.execute(f"SELECT key FROM {table} WHERE uuid IS NULL"):
+        base = _base_key(from_db(key))
+        hkeys[base] = hkeys.get(base, 0) + 1
+    if plan.first_stamp() is None:  # its time is the file's mtime, which a growth changes
+        return None
+    order = {n: k for k, n in enumerate(row[0] for row in db.conn.execute(f"SELECT n FROM {plan.shown} ORDER BY unit, pos"))}
+    # the subagent links a re-import looks at before the new records: those after a record of the chain
+    last_t = lambda found: next((link["t"] for link in reversed(found) if link.get("t")), None)  # noqa: E731
+    anchored = [link for _k, _i, link in sorted((order[a.n], i, link) for i, (a, link) in enumerate(links)
+                                               if a is not None and a.n in order)]
+    loose = [link for anchor, link in links if anchor is None]
+    partial = None
+    if plan.partial is not None:  # a response still being written: a later import supersedes its record (its seq)
+        parts = [n for (n,) in db.conn.execute(f"SELECT n FROM {plan.shown} WHERE unit = ? ORDER BY pos", (plan.partial,))]
+        items = [transcript.item(n) for n in parts]
+        seq = (outcome.after[2] or {}).get(items[0].key) if len(outcome.after) > 2 and outcome.after[2] else None
+        if seq is None:
+            return None
+        uses: set[str] = set()
+        for n in parts:
+            found = db.one(f"SELECT uses FROM {table} WHERE n = ?", (n,))
+            uses.update(loads(found) if found else ())
+        later = [link for k, i, link in sorted((order[a.n], i, link) for i, (a, link) in enumerate(links)
+                                                if a is not None and a.n in order and order[a.n] >= order[parts[0]])]
+        partial = _partial_state(items, seq, uses, db.one(f"SELECT msg FROM {table} WHERE n = ?", (parts[0],)), last_t(later))
+    return {"path": str(transcript.path), "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
+            "lines": reader.lines, "leaf": from_db(leaf), "stamp": from_db(stamp), "count": transcript.count,
+            "rank": records.title_rank, "line_title": records.line_title, "shown": records.shown_title,
+            "prompt": _first_prompt(transcript, plan), "created": session.created_at,
+            "uuids": sorted(_h(from_db(u)) for (u,) in db.conn.execute(f"SELECT uuid FROM {table} WHERE uuid IS NOT NULL")),
+            "msgs": sorted(_h(m) for (m,) in db.conn.execute(f"SELECT DISTINCT msg FROM {table} WHERE msg IS NOT NULL")),
+            "hkeys": hkeys, "links_when": last_t(anchored), "loose_when": last_t(loose), "has_loose": bool(loose),
+            "source_items": session.source_items, "merged": session.merged, "source_lines": session.source_lines,
+            "seq": outcome.after[0], "title": outcome.after[1], "keys": outcome.keys, "partial": partial}
+
+
+def _partial_state(items: list[_Item], seq: int, uses: set[str], msg: bytes | None, after_when: str | None) -> dict:
+    """What a resume needs of the response still being written: its parts (where they are), its
+    record's seq, its calls, its message and the time of the links shown after it."""
+    return {"seq": seq, "items": [[it.n, it.line, it.offset, it.size, it.kind, it.uuid, it.parent, it.stamp,
+                                   it.results.decode() if it.results else None, it.key] for it in items],
+            "uses": sorted(uses), "msg": _h(msg) if msg is not None else None, "after_when": after_when}
+
+
+class Resumed(NamedTuple):
+    """A main transcript read from where the last import stopped: the session (its ``records`` the
+    records a full re-import would append, in order), and what its writer checks and continues."""
+
+    session: Session
+    journal: Path
+    had: int
+    after: tuple
+    when: str | None
+    held: frozenset  # the keys of the records it supersedes (the journal holds them already)
+
+
+def resume_unit(unit: Unit, grown: str, kept: dict) -> list | None:
+    """A unit whose main transcript only grew since the last import (``kept``: that import's entry,
+    :mod:`toolkit.importers.unchanged`): its main session resumed (:class:`Resumed`), then the
+    unit's other sessions' outcomes as kept; None when it must be read in full."""
+    main, _agents = unit.handle
+    if main is None or str(main) != grown:
+        return None
+    sid = safe_id("claude", _session_id(main))
+    outcomes = kept["outcomes"]
+    mine = [o for o in outcomes if o.id == sid]
+    state = kept["resume"].get(sid)
+    if len(mine) != 1 or state is None or mine[0].status != "unchanged" or state.get("path") != str(main):
+        return None
+    outcome = mine[0]
+    resumed = resume(main, state, outcome.project, sid, {"app": APP, "path": str(main)},
+                     (outcome.source_status, outcome.orphan), outcome.path)
+    if resumed is None:
+        return None
+    return [resumed if o is outcome else o for o in outcomes]
+
+
+def resume(path: Path, state: dict, project: str | None, sid: str, source: dict, status: tuple,
+           journal: Path) -> Resumed | None:
+    """The session of a transcript that only grew since ``state`` was kept, from its new lines
+    alone, or None when they do anything but continue its conversation (then it is read in full):
+    the bytes before must hash as they did, and every new record must be whole, of a new uuid,
+    each the child of the one before (the first, of the last import's leaf), no response's part
+    already kept, no subagent's result, no summary."""
+    digest = hashlib.sha256()
+    try:
+        with open_regular(path) as handle:
+            left = state["covered"]
+            while left:
+                block = handle.read(min(left, 1 << 20))
+                if not block:
+                    return None
+                digest.update(block)
+                left -= len(block)
+    except OSError:
+        return None
+    if digest.hexdigest() != state["sha256"]:
+        return None
+    said: list[Finding] = []
+    reader = SourceReader(path, CLAUDE_CODE.is_record, said.append, what="Claude Code record", start=state["covered"],
+                          number=state["number"], digest=digest)
+    uuids, msgs, fresh = set(state["uuids"]), set(state["msgs"]), set()
+    hkeys = dict(state["hkeys"])
+    items: list[tuple[_Item, int, dict, bytes]] = []
+    stamp, parent = state["stamp"], state["leaf"]
+    try:
+        for src in reader:
+            value = src.value
+            if isinstance(value.get("timestamp"), str):
+                stamp = value["timestamp"]
+            row, flags = _row(len(items), src, value, stamp)
+            item = _Item.of((row[0], row[3], row[4], row[5], row[6], row[7], row[8], row[9], row[13], row[15]))
+            if item.uuid is not None:
+                own = _h(item.uuid)
+                logical = from_db(row[10])
+                effective = logical if flags & _PNULL else item.parent
+                if flags & _SIDE or own in uuids or effective != parent or row[14] is not None:
+                    return None
+                uuids.add(own)
+                parent = item.uuid
+                if row[11] is not None:  # a response's part: its first part kept already would merge it there
+                    if _h(row[11]) in msgs:
+                        return None
+                    fresh.add(_h(row[11]))
+            else:
+                if item.kind == "summary":
+                    return None
+                base = item.key
+                hkeys[base] = hkeys.get(base, 0) + 1
+                if hkeys[base] > 1:
+                    item = item._replace(key=f"{base}#{hkeys[base]}")
+            items.append((item, flags, value, src.data))
+    except OSError:
+        return None
+    if said or reader.skipped or reader.too_large or not items or reader.sha256 is None:
+        return None
+    return _resumed_session(items, state, reader, project, sid, source, status, journal, sorted(uuids), msgs | fresh, hkeys)
+
+
+def _resumed_session(items: list, state: dict, reader: SourceReader, project: str | None, sid: str, source: dict,
+                     status: tuple, journal: Path, uuids: list, msgs: set, hkeys: dict) -> Resumed:
+    """The records a full re-import would append for ``items`` (the new lines, all continuing the
+    conversation), in its order: the new chain's units, then the new lines off it."""
+    created = state["created"]
+    chain_items = [(it, flags, value, data) for it, flags, value, data in items if it.uuid is not None]
+    heads: dict[bytes, int] = {}
+    unit_of = []
+    for pos, (it, flags, value, data) in enumerate(chain_items):
+        msg = _msg_of(value) if flags & _ASSISTANT else None
+        unit_of.append(heads.setdefault(msg, pos) if msg is not None else pos)
+    order = sorted(range(len(chain_items)), key=lambda pos: (unit_of[pos], pos))
+    units: list[list[int]] = []
+    for pos in order:
+        if units and unit_of[units[-1][0]] == unit_of[pos]:
+            units[-1].append(pos)
+        else:
+            units.append([pos])
+    partial = _partial_unit(units, chain_items, items)
+    old = state.get("partial")
+    superseded = None  # the response still being written at the last import, whole now: superseded first
+    if old is not None and (partial is not None or any(chain_items[u[0]][0].kind == "assistant" for u in units)
+                            or not _still_partial(old, items)):
+        superseded = _superseding(old, reader.path, created)
+        if superseded is None:
+            return None
+    records = [superseded] if superseded is not None else []
+    for unit in units:
+        parts = [chain_items[pos] for pos in unit]
+        record = _unit_record([p[0] for p in parts], [(p[2], p[3]) for p in parts], parts[0][0].stamp or created or "",
+                              partial=unit is partial)
+        records.append(record)
+    rank, line_title, shown = state["rank"], state["line_title"], state["shown"]
+    rest = [(it, value, data) for it, _flags, value, data in items if it.uuid is None]
+    for it, value, _data in rest:  # the file's highest kind of title, and its last one, with the new lines
+        field_rank = _TITLES.get(it.kind)
+        text = value.get(field_rank[0]) if field_rank else None
+        if field_rank and field_rank[1] >= rank and isinstance(text, str):
+            if field_rank[1] > rank:
+                shown = None  # no earlier title of that kind: none was shown
+            rank, line_title = field_rank[1], text
+    for it, value, data in rest:
+        record, shown = _meta_record(it, value, it.stamp or created or "", rank, shown, lambda: True)
+        record[AT] = it.offset
+        record["raw"] = Raw(data)
+        records.append(record)
+    when = created  # the time of the last record a full re-import looks at (a title change and the source state take it)
+    first = 1 if superseded is not None else 0
+    for t in [state["links_when"], *([superseded["t"], old["after_when"]] if superseded is not None else []),
+              *(r.get("t") for r in records[first:first + len(units)]), state["loose_when"],
+              *(r.get("t") for r in records[first + len(units):])]:
+        when = t or when
+    prompt = state["prompt"]
+    if prompt is None:
+        prompt = _prompt_of([chain_items[unit[0]] for unit in units])
+    title = line_title or prompt
+    session = Session(sid, project, created, title, source, None, status=status[0], orphan=list(status[1]))
+    session.records = records
+    session.merged = state["merged"] + len(chain_items) - len(units)
+    session.source_lines = state["source_lines"] + reader.lines
+    session.source_items = state["source_items"] + len(items)
+    session.state = SourceState(str(reader.path), reader.covered, reader.sha256, (), lambda _o, _l: b"")
+    leaf = chain_items[-1][0].uuid if chain_items else state["leaf"]
+    count = state["count"] + len(items)
+    stamp = items[-1][0].stamp
+
+    def keep(outcome: Outcome) -> dict | None:
+        if outcome.after is None or outcome.keys is None or count > RESUME_RECORDS:
+            return None
+        kept_partial = old if superseded is None else None
+        if partial is not None:
+            parts = [chain_items[pos] for pos in partial]
+            seq = (outcome.after[2] or {}).get(parts[0][0].key) if len(outcome.after) > 2 else None
+            if seq is None:
+                return None
+            uses = {b["id"] for _it, _f, value, _d in parts for b in _content_of(value)
+                    if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)}
+            kept_partial = _partial_state([p[0] for p in parts], seq, uses, _msg_of(parts[0][2]), None)
+        return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
+                "lines": state["lines"] + reader.lines, "leaf": leaf, "stamp": stamp, "count": count, "rank": rank,
+                "line_title": line_title, "shown": shown, "prompt": prompt, "uuids": uuids, "msgs": sorted(msgs),
+                "hkeys": hkeys, "source_items": session.source_items, "merged": session.merged,
+                "source_lines": session.source_lines, "seq": outcome.after[0], "title": outcome.after[1],
+                "keys": outcome.keys, "partial": kept_partial}
+
+    session.resume_state = keep
+    held = frozenset([superseded["sourceKey"], *superseded.get(PART_KEYS, ())]) if superseded is not None else frozenset()
+    return Resumed(session, journal, state["keys"], (state["seq"], state["title"]), when, held)
+
+
+def _content_of(value: dict) -> list | tuple:
+    message = value.get("message") if isinstance(value.get("message"), dict) else {}
+    return message.get("content") if isinstance(message.get("content"), list) else ()
+
+
+def _still_partial(old: dict, items: list) -> bool:
+    """Whether the response still being written at the last import still may be: nothing but its
+    own tool results (or its own parts) came after it (as :meth:`_Plan._partial` judges)."""
+    uses = set(old["uses"])
+    for it, flags, value, _data in items:
+        if not flags & _CHAIN or flags & _SIDE or not flags & (_USER | _ASSISTANT):
+            continue
+        if flags & _USER and it.results is not None and set(loads(it.results)) <= uses:
+            continue
+        if flags & _ASSISTANT and old["msg"] is not None and _h(_msg_of(value) or b"") == old["msg"]:
+            continue
+        return False
+    return True
+
+
+def _superseding(old: dict, path: Path, created: str | None) -> dict | None:
+    """The record of the response kept ``partial`` at the last import, whole now, superseding its
+    kept copy (``replaces`` its seq), converted from its lines re-read; None if they changed."""
+    items = [_Item(n, line, offset, size, kind, uuid, parent, stamp, results.encode() if results else None, key)
+             for n, line, offset, size, kind, uuid, parent, stamp, results, key in old["items"]]
+    pairs = []
+    try:
+        with open_regular(path) as handle:
+            for item in items:
+                handle.seek(item.offset)
+                data = handle.read(item.size)
+                try:
+                    value = loads(data)
+                except ValueError:
+                    return None
+                if type(value) is not dict or value.get("type") != item.kind or value.get("uuid") != item.uuid:
+                    return None
+                pairs.append((value, data))
+    except OSError:
+        return None
+    record = dict(_unit_record(items, pairs, items[0].stamp or created or "", partial=False))
+    record["replaces"] = old["seq"]
+    return record
+
+
+def _msg_of(value: dict) -> bytes | None:
+    message = value.get("message") if isinstance(value.get("message"), dict) else {}
+    if not isinstance(message.get("id"), str):
+        return None
+    request = value.get("requestId")
+    return _ids([message["id"], request if isinstance(request, str) else None])
+
+
+def _partial_unit(units: list[list[int]], chain_items: list, items: list) -> list[int] | None:
+    """The new unit of a response that may still be being written (as :meth:`_Plan._partial`
+    judges it; a unit kept whole before stays whole: more lines after it cannot make it partial)."""
+    head = next((unit for unit in reversed(units) if chain_items[unit[0]][0].kind == "assistant"), None)
+    if head is None:
+        return None
+    if chain_items[head[-1]][1] & _STOP:
+        return None
+    last = max(chain_items[pos][0].n for pos in head)
+    uses: set = set()
+    for pos in head:
+        value = chain_items[pos][2]
+        message = value.get("message") if isinstance(value.get("message"), dict) else {}
+        content = message.get("content") if isinstance(message.get("content"), list) else ()
+        uses.update(b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str))
+    msg = _msg_of(chain_items[head[0]][2])
+    for it, flags, value, _data in items[last + 1:]:
+        if not flags & _CHAIN or flags & _SIDE or not flags & (_USER | _ASSISTANT):
+            continue
+        if flags & _USER and it.results is not None and set(loads(it.results)) <= uses:
+            continue
+        if flags & _ASSISTANT and _msg_of(value) == msg:
+            continue
+        return None
+    return head
+
+
+def _prompt_of(heads: list) -> str | None:
+    """The first prompt typed among these unit heads (as :func:`_first_prompt`)."""
+    for it, flags, value, _data in heads:
+        if not flags & _USER or it.results is not None:
+            continue
+        message = value.get("message") if isinstance(value.get("message"), dict) else {}
+        if value.get("isMeta") is True or value.get("isCompactSummary") is True:
+            continue
+        text = prompt_text(message.get("content"))
+        if text is not None and not text.startswith(_INTERRUPT):
+            return " ".join(text.split())[:120]
+    return None

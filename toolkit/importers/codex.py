@@ -55,6 +55,7 @@ from ..layouts.codex_seen import (MIRROR_WINDOW, Decision, Replay, Sketch, as_en
 from ..lines import loads, open_regular
 from .output import AT, LINE_ID, Options, Raw, Session, SourceState, json_object, offset_line_key, safe_id
 from .sourcelines import SourceLine, SourceReader
+from .unchanged import Unit
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, folder_status, is_foreign
 
@@ -101,27 +102,41 @@ def source_files(source: Path) -> list[Path]:
     return _rollouts(source)
 
 
-def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
-    """Yield every rollout under ``source`` as a converted :class:`Session`."""
-    names: dict[Path, dict[str, str]] = {}
+def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
+    """One unit per rollout; each also depends on its home's ``session_index.jsonl`` (thread names)."""
+    names: dict[Path, dict[str, str]] = {}  # read once per home, when a rollout of it is read
+    found = []
     for path in _rollouts(source):
         home = home_of(path.parent)
-        if home not in names:
-            names[home] = thread_names(home / "session_index.jsonl")
-        try:
-            with guarded("reading a rollout"):
-                session = session_from_rollout(path, options, report, names[home])
-        except DurabilityError:
-            raise  # the temporary folder is full: so it is for the rollouts after this one
-        except OSError as exc:  # a permission error among them
-            report(Finding("unreadable", "error", str(path), None, None, f"cannot read: {exc.strerror or exc}"))
-            continue
-        except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
-            report(Finding("source-unreadable", "error", str(path), None, None,
-                           f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
-            continue
-        if session is not None and not (options.orphans_only and not session.orphaned):
-            yield session
+        found.append(Unit(str(path), (path,), (home / "session_index.jsonl",), (path, home, names)))
+    return found
+
+
+def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
+    """Yield every rollout under ``source`` as a converted :class:`Session`."""
+    for unit in units(source, report):
+        yield from scan_unit(unit, options, report)
+
+
+def scan_unit(unit: Unit, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
+    """The session of one rollout."""
+    path, home, names = unit.handle
+    if home not in names:
+        names[home] = thread_names(home / "session_index.jsonl")
+    try:
+        with guarded("reading a rollout"):
+            session = session_from_rollout(path, options, report, names[home])
+    except DurabilityError:
+        raise  # the temporary folder is full: so it is for the rollouts after this one
+    except OSError as exc:  # a permission error among them
+        report(Finding("unreadable", "error", str(path), None, None, f"cannot read: {exc.strerror or exc}"))
+        return
+    except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
+        report(Finding("source-unreadable", "error", str(path), None, None,
+                       f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
+        return
+    if session is not None and not (options.orphans_only and not session.orphaned):
+        yield session
 
 
 def thread_names(path: Path) -> dict[str, str]:

@@ -234,6 +234,9 @@ class Session:
     # record-too-large: the writer keeps their bytes beside the store (keep_too_large)
     too_large: list = field(default_factory=list)
     state: SourceState | None = None  # a line-based source: what restore needs to give it back
+    # after its write: what a later import needs to read only what the source adds (issue 27), given
+    # the write's Outcome; None when that import must read it all
+    resume_state: Callable[[Outcome], dict | None] | None = None
     raw_at: int | None = None  # the offset of the source line under the meta's raw
 
     def skip(self, reason: str, count: int = 1) -> None:
@@ -273,6 +276,12 @@ class Outcome:
     source_lines: int | None = None
     merged: int = 0
     title: str | None = None  # the session's title, for the card a person reads
+    # after a write: the source keys the journal holds now (what a re-read counts as ``records``),
+    # when counted; the import cache's prediction of the next, unchanged, import (issue 27)
+    keys: int | None = field(default=None, compare=False)
+    # after a write (or a read that found nothing new): the journal's last seq and its title, which a
+    # resumed import continues from (issue 27)
+    after: tuple | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         out = {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
@@ -287,10 +296,43 @@ class Outcome:
         return out
 
 
-def _outcome(session: Session, path: Path, records: int, new: int, status: str) -> Outcome:
+def _outcome(session: Session, path: Path, records: int, new: int, status: str, keys: int | None = None,
+             after: tuple | None = None) -> Outcome:
     return Outcome(session.id, session.project, path, records, new, status, session.orphaned, session.status, tuple(session.orphan),
                    session.source_items, tuple(sorted(session.skipped.items())), session.source_lines, session.merged,
-                   session.title if isinstance(session.title, str) else None)
+                   session.title if isinstance(session.title, str) else None, keys, after)
+
+
+#: Past this many new keys a write stops counting them (memory stays flat): its outcome's ``keys`` is None.
+COUNT_KEYS = 200_000
+
+
+class _KeyCount:
+    """The distinct source keys (``sourceKey`` and ``partKeys``) of the records a write adds, as a
+    re-read of the journal counts them; ``None`` past :data:`COUNT_KEYS`."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] | None = set()
+
+    def add(self, record: dict) -> None:
+        if self.keys is None:
+            return
+        key = record.get("sourceKey")
+        if key is not None:
+            self.keys.add(key)
+        parts = record.get(PART_KEYS)
+        if isinstance(parts, list):
+            self.keys.update(parts)
+        if len(self.keys) > COUNT_KEYS:
+            self.keys = None
+
+    def total(self, known=None) -> int | None:
+        """How many keys the journal holds after the write (``known``: those it held before)."""
+        if self.keys is None:
+            return None
+        if known is None:
+            return len(self.keys)
+        return len(known) + sum(1 for key in self.keys if key not in known)
 
 
 def journal_path(store: Path, session: Session) -> Path:
@@ -443,7 +485,7 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool) -> tu
     if not path.exists():
         return _outcome(session, path, len(records), len(records), "created"), []
     try:
-        known, _last_seq, title, held = _existing(path)
+        known, last_seq, title, held = _existing(path)
         held.lines.same_source = held.path == session.source.get("path")
     except TornTailError:  # an import killed mid-append: the write trims it and carries on
         return _outcome(session, path, 0, 0, "updated"), []
@@ -458,6 +500,8 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool) -> tu
         known.close()
         held.close()
     status = "updated" if new or extra else "unchanged"
+    if status == "unchanged":
+        return _outcome(session, path, had, 0, status, had, (last_seq, title, None)), []
     return _outcome(session, path, had + new, new, status), []
 
 
@@ -469,16 +513,22 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
         meta = session.meta(no_raw)
         _carries(meta, held.carried)
         out.write(encode(meta) + b"\n")
+        keys = _KeyCount()
+        partials = {}
         for count, record in enumerate(records, start=1):
             _carries(record, held.carried)
+            keys.add(record)
+            if record.get("partial") is True:
+                partials[record.get("sourceKey")] = count
             when = record.get("t") or when
             out.write(encode(_numbered(record, count)) + b"\n")
+        last = count
         try:
-            for seq, record in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
-                out.write(encode(_numbered(record, seq)) + b"\n")
+            for last, record in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
+                out.write(encode(_numbered(record, last)) + b"\n")
         finally:
             held.close()
-    return _outcome(session, path, count, count, "created")
+    return _outcome(session, path, count, count, "created", keys.total(), (last, session.title, partials))
 
 
 def _numbered(record: dict, seq: int) -> dict:
@@ -509,22 +559,61 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict], no_r
             extra = _title(session, _when(session, _looked_at(records, known, held)), title)
         after = _After(session.created_at)
         new = (record for record in after.new(_looked_at(records, known, held), held.carried) if record is not None)
-        written = _append(path, chain(extra, new, after.source_records(session, held, no_raw)), last_seq)
+        partials: dict = {}
+        written = _append(path, chain(extra, new, after.source_records(session, held, no_raw)), last_seq, partials)
         had = len(known)
+        keys = after.keys.total(known)
     finally:
         known.close()
         held.close()
     if not written:
-        return _outcome(session, path, had, 0, "unchanged"), findings
-    return _outcome(session, path, had + after.count, after.count, "updated"), findings
+        return _outcome(session, path, had, 0, "unchanged", had, (last_seq, title, None)), findings
+    return _outcome(session, path, had + after.count, after.count, "updated", keys,
+                    (last_seq + written, session.title if extra else title, partials)), findings
 
 
-def _append(path: Path, records: Iterable[dict], seq: int) -> int:
+def write_resumed(store: Path, session: Session, path: Path, records: list[dict], journal: list, had: int,
+                  after: tuple, when: str | None, held: frozenset = frozenset()) -> tuple[Outcome, list[Finding]] | None:
+    """Append what a source that only grew adds to its journal, from where the last import left it
+    (issue 27): ``records`` are the records a full re-import would append, in its order (``when``: the
+    time of the last record it looks at); the
+    journal must still be as that import left it (``journal``: its inode, size and mtime; ``had``
+    source keys, of which ``held`` are keys of records it supersedes; ``after``: its last seq and
+    title), checked under the session lock, else None
+    (nothing written: read the source in full).  A title change goes first and the source's new
+    state last, as :func:`_extend` writes them."""
+    last_seq, title = after[:2]
+    confinement = durable.Confinement.of((store,), (store / ".levelsess",))
+    if path.is_symlink() or confinement.refusal(path.parent) is not None:
+        return None
+    try:
+        with durable.confined(confinement), locks.holding(path):
+            info = os.stat(path)
+            if [info.st_ino, info.st_size, info.st_mtime_ns] != journal:
+                return None
+            extra = _title(session, when, title)
+            keys = _KeyCount()
+            for record in records:
+                keys.add(record)
+            tail = [{"kind": "event", "t": when or "", "type": SOURCE_STATE, **session.state.mark()}]
+            partials: dict = {}
+            written = _append(path, chain(extra, records, tail), last_seq, partials)
+    except LockBusyError as exc:
+        return _outcome(session, path, 0, 0, "skipped"), [Finding("locked", "warning", str(path), None, None,
+                                                                  f"not updated: {exc}; import again when the editor is closed")]
+    total = None if keys.keys is None else len(keys.keys - held)  # ``held``: keys of records superseded, not new
+    return _outcome(session, path, had + len(records), len(records), "updated", None if total is None else had + total,
+                    (last_seq + written, session.title if extra else title, partials)), []
+
+
+def _append(path: Path, records: Iterable[dict], seq: int, partials: dict | None = None) -> int:
     """Append ``records`` numbered from ``seq`` + 1, about :data:`APPEND_BATCH` bytes at a time;
-    return how many.  A kill between two batches leaves whole records, which the next import
-    counts as held and continues after."""
+    return how many (and into ``partials`` the seq of each ``partial`` one, by its key).  A kill
+    between two batches leaves whole records, which the next import counts as held and continues after."""
     batch, size, count = [], 0, 0
     for count, record in enumerate(records, start=1):
+        if partials is not None and record.get("partial") is True:
+            partials[record.get("sourceKey")] = seq + count
         batch.append(encode(_numbered(record, seq + count)))
         size += len(batch[-1])
         if size >= APPEND_BATCH:
@@ -601,12 +690,14 @@ class _After:
 
     def __init__(self, when: str | None) -> None:
         self.count, self.when = 0, when
+        self.keys = _KeyCount()
 
     def new(self, looked_at: Iterable[tuple[dict, dict | None]], carried: Offsets) -> Iterator[dict | None]:
         for record, addition in looked_at:
             self.when = record.get("t") or self.when
             if addition is not None:
                 self.count += 1
+                self.keys.add(addition)
                 _carries(addition, carried)
             yield addition
 

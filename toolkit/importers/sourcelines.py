@@ -77,6 +77,11 @@ class SourceReader:
     # and their sha256 (None when a line was too large to hold, so the bytes could not be hashed)
     covered: int = 0
     sha256: str | None = None
+    # a read resumed where an earlier one stopped (issue 27): the offset of a line start, the line
+    # number before it, and the sha256 of the bytes before it (continued over the rest)
+    start: int = 0
+    number: int = 0
+    digest: object = None
 
     def _skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + count
@@ -85,11 +90,13 @@ class SourceReader:
         self.report(Finding(code, "error" if code == "source-unreadable" else "warning", str(self.path), line, offset, message))
 
     def __iter__(self) -> Iterator[SourceLine]:
-        digest: hashlib._Hash | None = hashlib.sha256()
+        digest: hashlib._Hash | None = self.digest if self.digest is not None else hashlib.sha256()
         with open_regular(self.path) as handle:
-            number = 0
-            offset = 0
-            for item in iter_batches(handle):
+            number = self.number
+            offset = self.covered = self.end = self.start
+            if self.start:
+                handle.seek(self.start)
+            for item in iter_batches(handle, start=self.start):
                 if type(item) is Batch:
                     offset = item.offset
                     for line in item.lines:
@@ -103,6 +110,7 @@ class SourceReader:
                             line, start = line[3:], start + 3
                         yield from self._line(number, start, line, final=False)
                     self.end = self.covered = offset
+                    self.number = number
                 elif type(item) is Overlong:
                     digest = None  # its bytes are never held: the source cannot be hashed
                     number += 1

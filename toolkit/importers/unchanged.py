@@ -1,33 +1,40 @@
-"""A re-import of a source that has not changed reads none of it (issue 27, first slice).
+"""A re-import reads only the sources that changed since the last import (issue 27).
 
-After an import of one source (``--from APP --source DIR``) into a store, levelsess keeps in the
-user's cache folder (``~/.cache/levelsess/import-cache/<store>/<key>.json`` on Linux, written
-through :mod:`toolkit.durable`; never in the store or the source) what the run saw and what it
-reported:
+An import walks its source as *units*: the files one conversation is read from (a Claude Code
+transcript with its subagents, a Codex rollout, a Gemini session; an importer without units is
+one unit, its whole source).  After an import of one source (``--from APP --source DIR``) into a
+store, levelsess keeps in the user's cache folder (``~/.cache/levelsess/import-cache/<store>/
+<key>.json`` on Linux, written through :mod:`toolkit.durable`; never in the store or the source),
+per unit, what the run saw and what the next import would report of it:
 
-- each file the importer reads (its ``source_files``): device, inode, size, mtime, ctime and the
-  sha256 of its last 4 KiB;
-- each journal the run left in the store: its size, mtime and inode;
+- each file the unit is read from, and each it depends on (Codex's thread names): device, inode,
+  size, mtime, ctime and the sha256 of its last 4 KiB;
+- each journal the unit's sessions have in the store: its inode, size and mtime;
 - whether each session's project folder existed (it decides "orphaned" and "not on this
-  machine"), and the sessions the store had trashed;
-- the run's outcomes and findings.
+  machine"), and the sessions the store has trashed;
+- its outcomes and findings as a re-import would say them: a unit that found nothing new as it
+  was; one whose journals this run wrote, and that met no finding, as ``unchanged``, holding the
+  source keys the write left (:attr:`~toolkit.importers.output.Outcome.keys`).
 
-Only a run that found nothing new is kept (every session ``unchanged``, ``skipped`` or
-``trashed``): the next import of the same source into the same store, with the same options,
-first compares all of that with what is on disk now.  When nothing differs, every file is as it
-was when it was read (a rewrite in place changes ctime, which no one can set back; a file that
-grew or was cut changes size; one replaced changes inode), so reading it again would find
-nothing new: the run reports exactly what that run reported, and writes nothing.  Anything else
-(one file, one journal, one folder, an option) and the whole source is read as before, and the
-cache is written anew.  A cache that cannot be read, or of another version, is ignored.
+The next import of the same source into the same store, with the same options, compares each
+unit with the disk.  When nothing of it differs, every file is as it was when it was read (a
+rewrite in place changes ctime, which no one can set back; a file that grew or was cut changes
+size; one replaced changes inode), and every journal as this tool left it, so reading it again
+would find nothing new: the unit's outcomes and findings are reported as kept, and nothing is
+read or written.  Anything else (one file, one journal, one folder) and the unit is read as
+before; an option or a trash changes the key or the kept trash, and every unit is read.  A
+cache that cannot be read, or of another version, is ignored.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -36,11 +43,23 @@ from ..findings import Finding
 from ..lines import loads
 from .output import Outcome
 
-VERSION = 1
+VERSION = 2
 FOLDER = "import-cache"
-#: The statuses of a run that found nothing new: only such a run is kept, and replayed as it was.
-SETTLED = frozenset({"unchanged", "skipped", "trashed"})
+#: The statuses a re-import reports as they were.
+SETTLED = frozenset({"unchanged", "trashed"})
+#: The statuses whose journal this run wrote: a re-import reports them ``unchanged``.
+WRITTEN = frozenset({"created", "updated"})
 TAIL = 4096
+
+
+class Unit(NamedTuple):
+    """The files one conversation is read from (``files``, counted in the progress total), those
+    it also depends on (``deps``), a stable ``key``, and what the importer needs to read it."""
+
+    key: str
+    files: tuple[Path, ...]
+    deps: tuple[Path, ...] = ()
+    handle: object = None
 
 
 def _key(app: str, source: Path, options, no_raw: bool, include_trashed: bool) -> str:
@@ -58,7 +77,7 @@ def cache_path(store: Path, app: str, source: Path, options, no_raw: bool, inclu
             / f"{_key(app, source, options, no_raw, include_trashed)}.json")
 
 
-def _file(path: str) -> list | None:
+def stamp(path: str) -> list | None:
     """What says a source file is the one read: identity, size, times, its last bytes."""
     try:
         info = os.stat(path)
@@ -78,65 +97,161 @@ def _journal(path: Path) -> list | None:
     return [info.st_ino, info.st_size, info.st_mtime_ns]
 
 
-def files_of(importer, source: Path) -> dict[str, list | None] | None:
-    """The fingerprint of every file an import of ``source`` reads, or None when they cannot be listed."""
+def units_of(importer, source: Path, report: Callable[[Finding], None]) -> list[Unit]:
+    """The units of an import of ``source``: the importer's own (``units``), or the whole source as one."""
+    listing = getattr(importer, "units", None)
+    if listing is not None:
+        return listing(source, report)
     try:
-        files = importer.source_files(source)
-    except Exception:  # noqa: BLE001 - a source that cannot be listed is simply read as before
+        files = tuple(Path(p) for p in importer.source_files(source))
+    except Exception:  # noqa: BLE001 - a source that cannot be listed is read as before (scan says why)
+        files = None
+    return [Unit("*", files if files is not None else (), (), None if files is not None else False)]
+
+
+def scan_unit(importer, source: Path, unit: Unit, options, report: Callable[[Finding], None]) -> Iterator:
+    if getattr(importer, "units", None) is not None:
+        return importer.scan_unit(unit, options, report)
+    return importer.scan(source, options, report)
+
+
+def stamps(unit: Unit) -> dict[str, list | None] | None:
+    """The fingerprint of every file ``unit`` is read from or depends on; None when it cannot be listed."""
+    if unit.handle is False:
         return None
-    return {str(path): _file(str(path)) for path in sorted(map(str, files))}
+    marks = {str(path): stamp(str(path)) for path in sorted({str(p) for p in unit.files})}
+    for path in sorted({str(p) for p in unit.deps} - set(marks)):  # a file it looks at that may well not be there
+        marks[path] = stamp(path) or ("absent" if not os.path.lexists(path) else None)
+    return marks
 
 
-def sizes(files: dict[str, list | None] | None) -> dict[str, int]:
-    """The size of each listed file that could be read (the import's progress total)."""
-    return {path: stamp[2] for path, stamp in (files or {}).items() if stamp is not None}
+def sizes(unit: Unit, stamped: dict[str, list | None] | None) -> int:
+    """The bytes of the unit's files (the import's progress total)."""
+    total = 0
+    for path in unit.files:
+        mark = (stamped or {}).get(str(path)) or stamp(str(path))
+        total += mark[2] if mark else 0
+    return total
+
+
+def files_of(importer, source: Path) -> list[Path]:
+    """Every file an import of ``source`` reads (its units' files), or none when they cannot be listed."""
+    try:
+        return [path for unit in units_of(importer, source, lambda _f: None) for path in unit.files]
+    except Exception:  # noqa: BLE001 - the import itself says why
+        return []
 
 
 def _projects(outcomes: list[Outcome]) -> dict[str, bool]:
     return {p: os.path.isdir(p) for p in sorted({o.project for o in outcomes if isinstance(o.project, str)})}
 
 
-def recall(path: Path, files: dict | None, trashed: set[str]) -> tuple[list[Outcome], list[Finding]] | None:
-    """The outcomes and findings of the last import, as ``unchanged``, when nothing it depended on
-    changed; else None (read the source)."""
-    if files is None:
-        return None
-    try:
-        cached = loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(cached, dict) or cached.get("version") != VERSION or cached.get("files") != files:
-        return None
-    if sorted(cached.get("trashed", [])) != sorted(trashed):
-        return None
-    try:
-        outcomes = [_outcome(o) for o in cached["sessions"]]
-        findings = [Finding(**f) for f in cached["findings"]]
-        journals = cached["journals"]
-    except (KeyError, TypeError):
-        return None
-    if any(_journal(Path(p)) != stamp for p, stamp in journals.items()):
-        return None
-    if _projects(outcomes) != cached.get("projects"):
-        return None
-    return outcomes, findings
+class Kept:
+    """The cache of one source's last import: each unit's entry, usable when the trash is as it was."""
+
+    def __init__(self, path: Path | None, trashed: set[str]) -> None:
+        self.units: dict = {}
+        if path is None:  # --reread
+            return
+        try:
+            cached = loads(path.read_bytes())
+        except (OSError, ValueError):
+            return
+        if (isinstance(cached, dict) and cached.get("version") == VERSION and isinstance(cached.get("units"), dict)
+                and sorted(cached.get("trashed", [])) == sorted(trashed)):
+            self.units = cached["units"]
+
+    def recall(self, unit: Unit, stamped: dict | None) -> tuple[list[Outcome], list[Finding]] | None:
+        """The unit's outcomes and findings, as kept, when nothing it depends on changed; else None (read it)."""
+        entry = self.units.get(unit.key)
+        if stamped is None or not isinstance(entry, dict) or entry.get("files") != stamped:
+            return None
+        try:
+            outcomes = [_outcome(o) for o in entry["sessions"]]
+            findings = [Finding(**f) for f in entry["findings"]]
+            journals = entry["journals"]
+        except (KeyError, TypeError):
+            return None
+        if any(_journal(Path(p)) != mark for p, mark in journals.items()):
+            return None
+        if _projects(outcomes) != entry.get("projects"):
+            return None
+        return outcomes, findings
 
 
-def remember(path: Path, files: dict | None, trashed: set[str], outcomes: list[Outcome], findings: list[Finding]) -> None:
-    """Keep what this import saw and reported, for the next one (nothing when it could not list its files)."""
-    if files is None or any(stamp is None for stamp in files.values()):
+    def states(self, unit: Unit) -> dict:
+        """What resuming the unit's sessions needs, as kept (a unit recalled keeps it for the next import)."""
+        entry = self.units.get(unit.key)
+        return dict(entry.get("resume") or {}) if isinstance(entry, dict) else {}
+
+    def grown(self, unit: Unit, stamped: dict | None) -> tuple[str, dict] | None:
+        """(the one file of ``unit`` that only grew, the unit's entry) when nothing else it depends
+        on changed, its journals are as kept and it met no finding; else None."""
+        entry = self.units.get(unit.key)
+        if stamped is None or not isinstance(entry, dict) or entry.get("findings") or not entry.get("resume"):
+            return None
+        before = entry.get("files")
+        if not isinstance(before, dict) or set(before) != set(stamped):
+            return None
+        changed = [path for path in stamped if stamped[path] != before[path]]
+        if len(changed) != 1:
+            return None
+        old, new = before[changed[0]], stamped[changed[0]]
+        if not (isinstance(old, list) and isinstance(new, list) and old[:2] == new[:2] and new[2] > old[2]):
+            return None  # not the same file (device, inode), or not larger
+        try:
+            outcomes = [_outcome(o) for o in entry["sessions"]]
+            journals = entry["journals"]
+        except (KeyError, TypeError):
+            return None
+        if any(_journal(Path(p)) != mark for p, mark in journals.items()) or _projects(outcomes) != entry.get("projects"):
+            return None
+        return changed[0], {"outcomes": outcomes, "journals": journals, "resume": entry["resume"]}
+
+
+def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding], resume: dict | None = None) -> dict | None:
+    """What the next import of this unit reports when nothing of it changes, or None when that is
+    known only by reading it again: an error, or a write whose keys were not counted.  (The caller
+    passes no entry for a unit whose write met a finding of its own: a lock, a repaired tail.)
+    What reading the source found (a skipped mirror, a torn last line) is found again."""
+    if stamped is None or any(mark is None for mark in stamped.values()):
+        return None
+    if any(f.severity == "error" for f in findings):
+        return None
+    kept = []
+    for outcome in outcomes:
+        if outcome.status in SETTLED:
+            kept.append(outcome)
+        elif outcome.status in WRITTEN and outcome.keys is not None:
+            kept.append(dataclasses.replace(outcome, records=outcome.keys, new_records=0, status="unchanged"))
+        else:
+            return None
+    return {"files": stamped, "outcomes": kept, "findings": findings, "resume": resume or {}}
+
+
+def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> None:
+    """Keep each unit's entry for the next import (after the run's journals and indexes are durable)."""
+    units = {}
+    for key, value in entries.items():
+        if value is None:
+            continue
+        outcomes = value["outcomes"]
+        journals = {str(o.path): _journal(o.path) for o in outcomes if o.status == "unchanged"}
+        if any(mark is None for mark in journals.values()):
+            continue
+        units[key] = {"files": value["files"], "journals": journals, "projects": _projects(outcomes),
+                      "sessions": [{**dataclasses.asdict(o), "path": str(o.path), "keys": None, "after": None} for o in outcomes],
+                      "findings": [dataclasses.asdict(f) for f in value["findings"]], "resume": value["resume"]}
+    if not units:
+        forget(path)
         return
-    if any(o.status not in SETTLED for o in outcomes):  # what a re-import says of a journal it just wrote is
-        return  # only known from that re-import: the first one that finds nothing new is kept
-    journals = {str(o.path): _journal(o.path) for o in outcomes if o.status in ("created", "updated", "unchanged")}
-    if any(stamp is None for stamp in journals.values()):
-        return
-    document = {"version": VERSION, "files": files, "trashed": sorted(trashed), "journals": journals,
-                "projects": _projects(outcomes),
-                "sessions": [{**dataclasses.asdict(o), "path": str(o.path)} for o in outcomes],
-                "findings": [dataclasses.asdict(f) for f in findings]}
     durable.ensure_dir(path.parent)
-    durable.atomic_write(path, orjson.dumps(document))
+    document = {"version": VERSION, "trashed": sorted(trashed), "units": units}
+    try:
+        data = orjson.dumps(document)
+    except TypeError:  # a lone surrogate (a title cut mid-emoji): as a \u escape, which loads reads back
+        data = json.dumps(document, ensure_ascii=True).encode("ascii")
+    durable.atomic_write(path, data)
 
 
 def forget(path: Path) -> None:

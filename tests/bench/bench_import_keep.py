@@ -1,0 +1,159 @@
+#!/usr/bin/env python
+"""The nightly keep at the speed of a check (issue 27) - a standalone script, not a pytest test.
+
+    python tests/bench/bench_import_keep.py [--from claude|codex] [--size-mb 300] [--grow 10] [--out DIR] [--json]
+
+Builds (or reuses, with --out) a tree: for claude, the ``projects/`` tree of tests/bench/bench_claude.py
+(the real anonymised fixtures, copied under new ids); for codex, a Codex home of rollouts of
+tests/bench/codex_rollout.py's shape, of 200 to 4,000 records each.  Then measures, in one run,
+each as a subprocess (wall time, start-up included; peak RSS from tests/bench/probe.py's probe):
+
+  fsck        `levelsess fsck TREE` (automatic jobs), the baseline of the first import
+  import      the first `import --from APP --source TREE --store EMPTY`
+  unchanged   the same import again, nothing changed: nothing is read (baseline: import)
+  grown       after GROW % of the transcripts (rollouts) grew by a turn: only what they added is
+              read (baseline: import); then the same change imported into a copy of the store
+              with `--reread` (every file read in full), and the two stores' journals compared
+              byte for byte
+
+and prints each figure next to its baseline as a ratio, net of start-up for the fast ones
+(`--version`'s time).  Targets (issue 27): unchanged >= 50x and grown >= 10x faster than the
+first import, the first import <= 4x fsck, every peak RSS < 150 MiB.  MB is 10**6 bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_fsck import MB, MIB, warm  # noqa: E402
+from grow import grow_claude, grow_codex  # noqa: E402
+from probe import PROBE  # noqa: E402
+
+
+def _run(args: list[str], env: dict) -> tuple[float, float, dict | None]:
+    """(wall seconds, peak RSS MiB, --json output or None) of ``levelsess ARGS`` under the probe."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "rss"
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", PROBE, str(report), *args], capture_output=True, env=env)
+        wall = time.perf_counter() - started
+        if proc.returncode not in (0, 1, 4):
+            raise SystemExit(f"levelsess {' '.join(args)} failed (exit {proc.returncode}): "
+                             f"{proc.stderr.decode(errors='replace')[-2000:]}")
+        try:
+            doc = json.loads(proc.stdout)
+        except ValueError:
+            doc = None
+        return wall, int(report.read_text()) / MIB, doc
+
+
+def _build_codex(home: Path, size_mb: int) -> None:
+    from codex_rollout import records
+
+    rng = random.Random(27)
+    made, n = 0, 0
+    while made < size_mb * MB:
+        n += 1
+        day = home / "sessions" / "2026" / "05" / f"{5 + n % 20:02d}"
+        day.mkdir(parents=True, exist_ok=True)
+        thread = f"019e0000-0000-7000-8000-{n:012x}"
+        path = day / f"rollout-2026-05-05T00-00-00-{thread}.jsonl"
+        with open(path, "wb") as out:
+            for k, record in enumerate(records(rng.randint(200, 4000))):
+                if record.get("type") == "session_meta":
+                    record["payload"]["id"] = thread
+                out.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
+                del k
+        made += path.stat().st_size
+
+
+def _transcripts(app: str, tree: Path) -> list[Path]:
+    if app == "claude":
+        return sorted(p for p in tree.glob("*/*.jsonl") if p.is_file())
+    return sorted(tree.rglob("rollout-*.jsonl"))
+
+
+def _journals(store: Path) -> dict[str, Path]:
+    return {str(p.relative_to(store)): p for p in store.rglob("*.jsonl") if ".levelsess" not in p.parts}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--from", dest="app", choices=("claude", "codex"), default="claude")
+    parser.add_argument("--size-mb", type=int, default=300)
+    parser.add_argument("--grow", type=float, default=10.0, help="percent of the transcripts that grow by a turn")
+    parser.add_argument("--out", type=Path, help="build the tree here and keep it (reused when it exists)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    temp = Path(tempfile.mkdtemp(prefix="levelsess-bench-keep-"))
+    env = {**os.environ, "XDG_CACHE_HOME": str(temp / "cache")}  # this run's import cache, nobody else's
+    try:
+        pristine = (args.out or temp / "built") / ("projects" if args.app == "claude" else ".codex")
+        if not pristine.is_dir():
+            if args.app == "claude":
+                from bench_claude import build
+
+                build(pristine, args.size_mb)
+            else:
+                _build_codex(pristine, args.size_mb)
+        tree = temp / "tree" / pristine.name
+        shutil.copytree(pristine, tree)  # grown here, never in the kept tree
+        files = _transcripts(args.app, tree)
+        size = warm(files)
+        store, full = temp / "store", temp / "full"
+        importing = ["import", "--from", args.app, "--source", str(tree), "--json"]
+        startup = min(_run(["--version"], env)[0] for _ in range(3))
+        fsck = _run(["fsck", str(tree), "--json"], env)
+        first = _run([*importing, "--store", str(store)], env)
+        unchanged = _run([*importing, "--store", str(store)], env)
+        assert unchanged[2] and unchanged[2]["read"] == 0, "nothing changed: nothing is read"
+        shutil.copytree(store, full)
+        rng = random.Random(2027)
+        grown_files = rng.sample(files, max(1, round(len(files) * args.grow / 100)))
+        added = sum((grow_claude(p, rng) if args.app == "claude" else grow_codex(p, rng)) for p in grown_files)
+        grown = _run([*importing, "--store", str(store)], env)
+        reread = _run([*importing, "--store", str(full), "--reread"], env)
+        a, b = _journals(store), _journals(full)
+        same = a.keys() == b.keys() and all(filecmp.cmp(a[k], b[k], shallow=False) for k in a)
+        net = lambda wall: max(wall - startup, 1e-3)  # noqa: E731
+        doc = {"app": args.app, "bytes": size, "files": len(files), "grown_files": len(grown_files), "grown_bytes": added,
+               "startup_seconds": round(startup, 3), "same_journals_as_reread": same,
+               "results": [{"name": name, "seconds": round(run[0], 3), "rss_mib": round(run[1], 1)}
+                           for name, run in (("fsck", fsck), ("import", first), ("unchanged", unchanged), ("grown", grown),
+                                             ("grown --reread", reread))],
+               "import_vs_fsck": round(first[0] / fsck[0], 2),
+               "unchanged_faster": round(net(first[0]) / net(unchanged[0]), 1),
+               "grown_faster": round(net(first[0]) / net(grown[0]), 1),
+               "reread_faster": round(net(first[0]) / net(reread[0]), 1),
+               "grown_report": {k: grown[2].get(k) for k in ("read", "resumed", "from_cache")} if grown[2] else None}
+        if args.json:
+            print(json.dumps(doc, indent=2))
+        else:
+            print(f"{args.app}: {len(files)} files, {size / MB:,.0f} MB; {len(grown_files)} grew by {added / 1000:,.0f} kB; "
+                  f"start-up {startup:.2f} s")
+            for r in doc["results"]:
+                print(f"  {r['name']:<15} {r['seconds']:>7.2f} s  peak RSS {r['rss_mib']:>6.1f} MiB")
+            print(f"  first import vs fsck:            {doc['import_vs_fsck']}x slower (target <= 4x)")
+            print(f"  unchanged re-import:             {doc['unchanged_faster']}x faster than the first import, net of "
+                  "start-up (target >= 50x)")
+            print(f"  after {args.grow:g} % grew:                {doc['grown_faster']}x faster (target >= 10x); "
+                  f"read in full: {doc['reread_faster']}x; {doc['grown_report']}")
+            print(f"  the same journals as a full re-read: {same}")
+        return 0 if same else 1
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,133 @@
+"""A transcript that only grew is read from where the last import stopped, and the store ends up
+byte for byte as a full re-import leaves it (issue 27, toolkit/importers/claude.py ``resume``).
+
+Two stores take every import of the same Claude Code tree side by side: one with the import
+cache (units unchanged are not read, a transcript that only grew is resumed), the other with
+``--reread`` (every file read in full).  After every kind of change (a turn added, a response in
+several lines, one still unfinished and then finished, a new title, a metadata line, a line being
+written, a file cut, rewritten in place with its mtime put back, replaced, a subagent grown), the
+journals hold the same bytes and the reports the same sessions, counts and findings.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+from tests.bench.claude_transcript import write as write_transcript
+from tests.bench.grow import grow_claude
+from tests.helpers import run_cli
+from tests.restore.kit import CLAUDE
+
+if CLAUDE is None:
+    pytest.skip("shared/fixtures is not beside the checkout", allow_module_level=True)
+
+
+def _journals(store: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(store)): p.read_bytes() for p in sorted(store.rglob("*.jsonl"))
+            if p.is_file() and ".levelsess" not in p.parts}
+
+
+def _import(source: Path, store: Path, *extra: str) -> dict:
+    result = run_cli("import", "--from", "claude", "--source", source, "--store", store, "--json", *extra)
+    assert "Traceback" not in result.stderr
+    return result.json
+
+
+def _said(report: dict) -> tuple:
+    sessions = sorted((s["id"], s["status"], s["records"], s["new_records"], s["source_items"], s["merged"], s.get("source_lines"),
+                       tuple(sorted(s["skipped"].items())), s["orphaned"], tuple(s["orphan"])) for s in report["sessions"])
+    return sessions, sorted((f["code"], f["path"], f["line"], f["message"]) for f in report["findings"])
+
+
+def _tree(root: Path) -> Path:
+    """The fixture's smaller projects, and two generated transcripts (one long)."""
+    shutil.copytree(CLAUDE / "projects", root, ignore=lambda folder, names: [n for n in names if n in (
+        "-Ftuwt-cruqtcuw-Domu-Kuwtoans-byc-kwo", "Z--03-NDV-Dftcor-Nmmoat")])
+    for n, count in ((1, 40), (2, 400)):
+        made = write_transcript(root.parent / f"gen-{n}", count)
+        (root / f"-home-ada-gen-{n}").mkdir()
+        made.rename(root / f"-home-ada-gen-{n}" / f"5e55a0e1-0000-4000-8000-00000000000{n}.jsonl")
+    return root
+
+
+def _mains(root: Path) -> list[Path]:
+    return sorted(p for p in root.glob("*/*.jsonl") if p.is_file())
+
+
+def _change(kind: str, path: Path, rng: random.Random) -> None:
+    info = os.stat(path)
+    if kind == "turn":
+        grow_claude(path, rng, turns=rng.randint(1, 3), parts=rng.randint(1, 3))
+    elif kind == "unfinished":
+        grow_claude(path, rng, parts=2, unfinished=True)
+    elif kind == "title":
+        grow_claude(path, rng, title=f"title {rng.randint(0, 3)}")
+    elif kind == "meta":
+        grow_claude(path, rng, meta=True)
+    elif kind == "torn":
+        grow_claude(path, rng, torn=True)
+    elif kind == "cut":
+        data = path.read_bytes()
+        path.write_bytes(data[: data.rfind(b"\n", 0, max(1, len(data) - 1)) + 1])
+    elif kind == "rewrite":  # one byte inside a string, then a turn, the size as grown, the mtime put back
+        data = path.read_bytes()
+        at = data.index(b'"type"') + 2
+        path.write_bytes(data[:at] + (b"T" if data[at:at + 1] == b"t" else b"t") + data[at + 1:])
+        grow_claude(path, rng)
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    elif kind == "replace":
+        data = path.read_bytes()
+        path.unlink()
+        path.write_bytes(data)
+        grow_claude(path, rng)
+
+
+KINDS = ["turn", "unfinished", "title", "meta", "torn", "cut", "rewrite", "replace"]
+
+
+@settings(max_examples=8, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 2 ** 32), st.lists(st.lists(st.sampled_from(KINDS), min_size=1, max_size=3), min_size=1, max_size=3))
+def test_a_resumed_import_writes_and_says_what_a_full_one_does(tmp_path_factory, seed, rounds):
+    rng = random.Random(seed)
+    tmp = tmp_path_factory.mktemp("resumed")
+    source = _tree(tmp / "projects")
+    cached, full = tmp / "cached", tmp / "full"
+    assert _said(_import(source, cached)) == _said(_import(source, full, "--reread"))
+    resumed = 0
+    for kinds in rounds:
+        for kind in kinds:
+            _change(kind, rng.choice(_mains(source)), rng)
+        a, b = _import(source, cached), _import(source, full, "--reread")
+        assert _said(a) == _said(b), kinds
+        assert _journals(cached) == _journals(full), kinds
+        assert b["resumed"] == b["from_cache"] == 0
+        resumed += a["resumed"]
+
+
+def test_a_grown_transcript_is_resumed_not_read(tmp_path):
+    """A turn added to a long transcript: only its new lines are read, and a third import reads nothing."""
+    path = write_transcript(tmp_path, 2000)
+    source = tmp_path / "projects"
+    store, full = tmp_path / "store", tmp_path / "full"
+    first = _import(source, store)
+    _import(source, full, "--reread")
+    grow_claude(path, random.Random(7), turns=2, parts=2)
+    again = _import(source, store)
+    assert again["resumed"] == 1 and again["read"] == 0
+    assert [s["status"] for s in again["sessions"]] == ["updated"] and again["sessions"][0]["new_records"] == 4
+    assert _said(again) == _said(_import(source, full, "--reread"))
+    assert _journals(store) == _journals(full)
+    third = _import(source, store)
+    assert third["from_cache"] == len(first["sessions"]) and third["read"] == third["resumed"] == 0
+    grow_claude(path, random.Random(8), title="a new title")  # resumed from the state the resume kept
+    fourth = _import(source, store)
+    assert fourth["resumed"] == 1
+    assert _said(fourth) == _said(_import(source, full, "--reread"))
+    assert _journals(store) == _journals(full)
