@@ -33,6 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_fsck import MB, bare, cli_command, in_process, journals, measure, measure_cli, warm  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "claude-code" / "projects"
+if not FIXTURES.is_dir():  # a worktree elsewhere: the team machine's shared/, as tests/importers/cursor_db.py
+    FIXTURES = Path("/work/shared/fixtures/claude-code/projects")
 
 
 def build(projects: Path, size_mb: int) -> int:

@@ -6,6 +6,8 @@
 #: RSS of the mm it replaces, which after vfork/fork is the parent's), so a pytest worker
 #: that had grown to 150 MiB would make every child look like 150 MiB.  VmHWM belongs to the
 #: new program's memory alone.  Elsewhere, fall back to ru_maxrss (bytes on macOS, KiB else).
+#: ``argv[1].children`` gets the peak RSS of the largest worker process it forked (ru_maxrss of
+#: its reaped children: a forked worker's starts at the parent's RSS when it forked, as it should).
 PROBE = r"""
 import atexit, sys
 def _peak():
@@ -23,6 +25,10 @@ _report = sys.argv[1]
 def _write():
     with open(_report, "w") as out:
         out.write(str(_peak()))
+    import resource  # the largest of its worker processes (reaped by now), beside it, for who wants it
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    with open(_report + ".children", "w") as out:
+        out.write(str(children if sys.platform == "darwin" else children * 1024))
 atexit.register(_write)
 sys.argv = ["levelsess", *sys.argv[2:]]
 from toolkit.cli import main

@@ -2,8 +2,8 @@
 byte for byte as a full re-import leaves it (issue 27, toolkit/importers/claude.py ``resume``).
 
 Two stores take every import of the same Claude Code tree side by side: one with the import
-cache (units unchanged are not read, a transcript that only grew is resumed), the other with
-``--reread`` (every file read in full).  After every kind of change (a turn added, a response in
+cache (units unchanged are not read, a transcript that only grew is resumed) in two worker
+processes, the other with ``--reread`` (every file read in full) in one.  After every kind of change (a turn added, a response in
 several lines, one still unfinished and then finished, a new title, a metadata line, a line being
 written, a file cut, rewritten in place with its mtime put back, replaced, a subagent grown), the
 journals hold the same bytes and the reports the same sessions, counts and findings.
@@ -99,12 +99,12 @@ def test_a_resumed_import_writes_and_says_what_a_full_one_does(tmp_path_factory,
     tmp = tmp_path_factory.mktemp("resumed")
     source = _tree(tmp / "projects")
     cached, full = tmp / "cached", tmp / "full"
-    assert _said(_import(source, cached)) == _said(_import(source, full, "--reread"))
+    assert _said(_import(source, cached, "--jobs", "2")) == _said(_import(source, full, "--reread", "--jobs", "1"))
     resumed = 0
     for kinds in rounds:
         for kind in kinds:
             _change(kind, rng.choice(_mains(source)), rng)
-        a, b = _import(source, cached), _import(source, full, "--reread")
+        a, b = _import(source, cached, "--jobs", "2"), _import(source, full, "--reread", "--jobs", "1")
         assert _said(a) == _said(b), kinds
         assert _journals(cached) == _journals(full), kinds
         assert b["resumed"] == b["from_cache"] == 0

@@ -10,6 +10,8 @@ import stat
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "codex"
+if not FIXTURES.is_dir():  # a worktree elsewhere: the team machine's shared/, as tests/importers/cursor_db.py
+    FIXTURES = Path("/work/shared/fixtures/codex")
 SMALL = "archived_sessions/rollout-2026-03-31T21-32-15-019d4719-5460-7b10-bdb3-4728ca6f3192.jsonl"
 SUBAGENT = "sessions/2026/04/10/rollout-2026-04-10T09-55-11-019d781a-be34-7041-abb1-577f9360b907.jsonl"
 BIG = "archived_sessions/rollout-2026-03-23T19-51-32-019d1d8a-4053-7f93-b610-7061e9b7a152.jsonl"

@@ -24,6 +24,7 @@ def import_(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and convert everything, write nothing; say what would be created or appended.")] = False,
     no_raw: Annotated[bool, typer.Option("--no-raw", help="Leave out each record's original source JSON (\"raw\").")] = False,
     include_trashed: Annotated[bool, typer.Option("--include-trashed", help="Also import sessions trashed from the store (`levelsess trash`; `levelsess trash --list` lists them), and forget that they were trashed.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Worker processes importing sessions, for claude and codex (0 = automatic, as fsck: one per core for 32 MiB or more; 1 = none). The journals and the report are the same whatever N. Example: levelsess import --from claude --jobs 2", min=0)] = 0,
     reread: Annotated[bool, typer.Option("--reread", help="Read every source file again, even those unchanged since the last import into this store (which an import otherwise skips: it kept what that import saw, in the user's cache folder). Example: levelsess import --from claude --reread")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -50,6 +51,7 @@ def import_(
       levelsess import --from claude                           # every Claude Code install: ~/.claude, $CLAUDE_CONFIG_DIR
       levelsess import --from claude --source ~/.claude/projects/-home-ada-app --json
       levelsess import --from codex --source ~/.codex --dry-run
+      levelsess import --from claude --jobs 2                  # two worker processes (default: one per core)
       levelsess import --from claude --include-trashed         # also the sessions `levelsess trash` took out
       levelsess import --from claude --reread                  # read even the transcripts unchanged since the last import
     """
@@ -68,7 +70,7 @@ def import_(
     target = default_store(_store(ctx, store))
     with _progress(out, f"importing from {from_}", lambda: source_bytes(from_, sources), unit="bytes") as advance:
         report = run_import(from_, sources, target, importer.Options(mapping=mapping, project=project, orphans_only=orphans_only),
-                            dry_run=dry_run, no_raw=no_raw, include_trashed=include_trashed, read=advance, reread=reread)
+                            dry_run=dry_run, no_raw=no_raw, include_trashed=include_trashed, read=advance, reread=reread, jobs=jobs)
     code = report.exit_code
     if out.json:
         out.emit_json(report.to_json())

@@ -20,7 +20,7 @@ from ..errors import FileChangedError, LevelsessError, OperationalError, UsageEr
 from ..findings import Finding
 from ..fsck.check import exit_code_for
 from ..fsck.repair import remove_dead_temps
-from . import unchanged
+from . import parallel, unchanged
 from .output import Outcome, Session, journal_path, not_written, trashed, write_resumed, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
@@ -58,7 +58,7 @@ class ImportReport:
 
 def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run: bool = False, no_raw: bool = False,
                progress: Callable[[Outcome], None] | None = None, include_trashed: bool = False,
-               read: Callable[[int], None] | None = None, reread: bool = False) -> ImportReport:
+               read: Callable[[int], None] | None = None, reread: bool = False, jobs: int = 1) -> ImportReport:
     """Import every session ``name``'s importer finds under ``sources`` into ``store``.
 
     A session trashed from the store (``levelsess trash``: a tombstone in
@@ -71,7 +71,11 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
 
     A unit of the source (a transcript with its subagents, a rollout) that has not changed since
     the last import is not read: its outcomes come from :mod:`toolkit.importers.unchanged`'s cache,
-    unless ``reread``."""
+    unless ``reread``; one that only grew is read from where the last import stopped.
+
+    ``jobs``: worker processes for an importer whose source splits into independent units
+    (:mod:`toolkit.importers.parallel`); 0 = automatic, as ``fsck --jobs``; 1 = this process
+    alone.  The journals, the report and the order of everything in it are the same."""
     importer = load(name)
     report = ImportReport(importer.APP, sources=list(sources), dry_run=dry_run)
     touched: set[Path] = set()
@@ -87,34 +91,41 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             if not dry_run:
                 unchanged.forget(cache)  # until this source's run is done and durable
             entries: dict[str, dict | None] = {}
-            for unit in unchanged.units_of(importer, source, report.findings.append):
-                stamped = unchanged.stamps(unit)
-                first = (len(report.sessions), len(report.findings))
-                recalled = kept.recall(unit, stamped)
-                if recalled is not None:  # nothing it read last time changed: nothing to read (issue 27)
-                    outcomes, found = recalled
-                    report.sessions += outcomes
-                    report.findings += found
-                    report.from_cache += len(outcomes)
-                    for outcome in outcomes:
-                        if progress:
-                            progress(outcome)
-                    states = kept.states(unit)
-                elif not dry_run and _resume(store, importer, kept, unit, stamped, report, progress, touched, landed,
-                                             states := {}):
-                    pass  # only one file grew: read from where the last import stopped
-                else:
-                    states, clean = {}, True
-                    for session in unchanged.scan_unit(importer, source, unit, options, report.findings.append):
-                        clean &= _one(store, source, session, stones, report, dry_run, no_raw, include_trashed, raised, touched,
-                                      landed, progress, states)
-                    report.read += len(report.sessions) - first[0]
-                    if not clean:  # what a write met (a lock, a repair) is not what the next import meets
-                        states = None
+            units = unchanged.units_of(importer, source, report.findings.append)
+            context = _Context(store, importer, source, options, kept, stones, dry_run, no_raw, include_trashed)
+
+            def take(part: _Part, unit: unchanged.Unit) -> None:  # in the order of the units, whoever read them
+                report.sessions += part.sessions
+                report.findings += part.findings
+                report.read += part.read
+                report.resumed += part.resumed
+                report.from_cache += part.from_cache
+                touched.update(part.touched)
+                landed.update(part.landed)
+                raised.extend(part.raised)
+                for outcome in part.sessions:
+                    if progress:
+                        progress(outcome)
                 if read:  # the unit's files are done, whether they made sessions or not
-                    read(unchanged.sizes(unit, stamped))
-                entries[unit.key] = (None if states is None else
-                                     unchanged.entry(stamped, report.sessions[first[0]:], report.findings[first[1]:], states))
+                    read(part.size)
+                entries[unit.key] = part.entry
+
+            workers = (parallel.worker_count(jobs, sum(unchanged.sizes(u, None) for u in units), len(units))
+                       if jobs != 1 and len(units) > 1 and parallel.supports(importer) else 1)
+            if workers > 1:
+                parallel.run([importer.unit_key(u) for u in units], lambda i: _process(context, units[i]), workers,
+                             lambda i, part: take(part, units[i]))
+            else:
+                for unit in units:
+                    part = _Part()
+                    try:
+                        _process(context, unit, part)
+                    except BaseException:  # what it wrote is still settled below
+                        touched.update(part.touched)
+                        landed.update(part.landed)
+                        raised.extend(part.raised)
+                        raise
+                    take(part, unit)
             if not dry_run:
                 done.append((cache, entries))
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
@@ -133,7 +144,65 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     return report
 
 
-def _resume(store: Path, importer, kept: unchanged.Kept, unit: unchanged.Unit, stamped: dict | None, report: ImportReport,
+@dataclass
+class _Context:
+    """What every unit of one source is imported with."""
+
+    store: Path
+    importer: object
+    source: Path
+    options: object
+    kept: unchanged.Kept
+    stones: dict
+    dry_run: bool
+    no_raw: bool
+    include_trashed: bool
+
+
+@dataclass
+class _Part:
+    """What one unit came to, for :func:`run_import` to report in the order of the units."""
+
+    sessions: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    read: int = 0
+    resumed: int = 0
+    from_cache: int = 0
+    touched: set = field(default_factory=set)
+    landed: set = field(default_factory=set)
+    raised: list = field(default_factory=list)
+    entry: dict | None = None
+    size: int = 0
+
+
+def _process(context: _Context, unit: unchanged.Unit, part: _Part | None = None) -> _Part:
+    """Import one unit (into ``part``): as kept, if nothing of it changed; from where the last
+    import stopped, if only one file grew; else read in full (issue 27)."""
+    part = _Part() if part is None else part
+    stamped = unchanged.stamps(unit)
+    part.size = unchanged.sizes(unit, stamped)
+    recalled = context.kept.recall(unit, stamped)
+    if recalled is not None:  # nothing it read last time changed: nothing to read
+        part.sessions, part.findings = recalled
+        part.from_cache = len(part.sessions)
+        states = context.kept.states(unit)
+    elif not context.dry_run and _resume(context.store, context.importer, context.kept, unit, stamped, part, None,
+                                         part.touched, part.landed, states := {}):
+        pass  # only one file grew: read from where the last import stopped
+    else:
+        states, clean = {}, True
+        for session in unchanged.scan_unit(context.importer, context.source, unit, context.options, part.findings.append):
+            clean &= _one(context.store, context.source, session, context.stones, part, context.dry_run, context.no_raw,
+                          context.include_trashed, part.raised, part.touched, part.landed, None, states)
+        part.read = len(part.sessions)
+        if not clean:  # what a write met (a lock, a repair) is not what the next import meets
+            states = None
+    if states is not None:
+        part.entry = unchanged.entry(stamped, part.sessions, part.findings, states)
+    return part
+
+
+def _resume(store: Path, importer, kept: unchanged.Kept, unit: unchanged.Unit, stamped: dict | None, report: _Part,
             progress: Callable[[Outcome], None] | None, touched: set[Path], landed: set[Path], states: dict) -> bool:
     """Import a unit one of whose files only grew, reading only its new bytes (issue 27): True when
     done; False when it must be read in full (nothing was written, nothing reported)."""
@@ -175,7 +244,7 @@ def _resume(store: Path, importer, kept: unchanged.Kept, unit: unchanged.Unit, s
     return True
 
 
-def _one(store: Path, source: Path, session: Session, stones: dict, report: ImportReport, dry_run: bool, no_raw: bool,
+def _one(store: Path, source: Path, session: Session, stones: dict, report: _Part, dry_run: bool, no_raw: bool,
          include_trashed: bool, raised: list[str], touched: set[Path], landed: set[Path],
          progress: Callable[[Outcome], None] | None, states: dict) -> bool:
     """Write one session the importer yielded (or count it trashed), into ``report``; False when

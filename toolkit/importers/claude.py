@@ -65,7 +65,7 @@ from .spill import from_db, guarded, temp_db, to_db
 from .unchanged import Unit
 from .uris import apply_map, folder_status, is_foreign
 
-__all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "source_files", "units"]
+__all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "source_files", "unit_key", "units"]
 
 APP = "claude-code"
 #: Bytes of source lines an import group (a session with its subagents) keeps parsed between its
@@ -986,6 +986,14 @@ def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
             deps.append(agents[0].parent.parent.parent / f"{agents[0].parent.parent.name}.jsonl")
         found.append(Unit(str(main or agents[0]), tuple(([main] if main else []) + agents), tuple(deps), (main, agents)))
     return found
+
+
+def unit_key(unit: Unit) -> str:
+    """What a unit's session ids start with: units that share it may write the same journal (a
+    transcript named like another's subagent), so they are imported one after the other."""
+    main, agents = unit.handle
+    sid = main.stem if main is not None else agents[0].parent.parent.name
+    return re.split(r"-(?:agent|side)-", sid, maxsplit=1)[0].lower()
 
 
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:

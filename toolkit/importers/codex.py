@@ -59,7 +59,7 @@ from .unchanged import Unit
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, folder_status, is_foreign
 
-__all__ = ["APP", "Options", "detect", "scan", "session_from_rollout", "source_files"]
+__all__ = ["APP", "Options", "detect", "scan", "scan_unit", "session_from_rollout", "source_files", "unit_key", "units"]
 
 APP = "codex"
 WHY = {"mirror": "the other stream's copy of an imported item", "context": "context Codex injected or never showed",
@@ -110,6 +110,19 @@ def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
         home = home_of(path.parent)
         found.append(Unit(str(path), (path,), (home / "session_index.jsonl",), (path, home, names)))
     return found
+
+
+def unit_key(unit: Unit) -> str:
+    """The thread id a rollout's session is named after, as far as its first record or its name
+    says: rollouts that share it (a copy in archived_sessions) write one journal, one after the other."""
+    path = unit.handle[0]
+    try:
+        first, _partial = first_record(path)
+    except Exception:  # noqa: BLE001 - unreadable here: scan_unit reports it
+        first = None
+    payload = first.get("payload") if isinstance(first, dict) else None
+    sid = payload.get("id") if isinstance(payload, dict) else first.get("id") if isinstance(first, dict) else None  # legacy: bare
+    return (sid if isinstance(sid, str) and sid else thread_id(path) or str(path)).lower()
 
 
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:

@@ -1,0 +1,83 @@
+"""`import --jobs N` (issue 27): worker processes write the same journals, the same index and the
+same report, in the same order, as one process does, for Claude Code and Codex CLI sources."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_cli
+from tests.importers.cursor_db import FIXTURES as SHARED_FIXTURES
+from toolkit import forked
+from toolkit.importers import claude, parallel, run_import
+from toolkit.importers.unchanged import Unit
+
+CLAUDE = SHARED_FIXTURES / "claude-code"
+CODEX = SHARED_FIXTURES / "codex"
+pytestmark = [pytest.mark.skipif(not CLAUDE.is_dir() or not CODEX.is_dir(), reason="the real fixtures are not here"),
+              pytest.mark.skipif(not forked.available(), reason="no os.fork: --jobs imports in this process")]
+
+
+def store_files(store: Path) -> dict[str, bytes]:
+    """Every file of a store but levelsess's stat cache (inodes, times), indexes without their time."""
+    out = {}
+    for path in sorted(store.rglob("*")):
+        rel = path.relative_to(store).as_posix()
+        if path.is_file() and not rel.startswith(".levelsess/verified/"):
+            data = path.read_bytes()
+            out[rel] = re.sub(rb'"generatedAt": "[^"]*"', b"", data) if path.name == "index.json" else data
+    return out
+
+
+def imported(app: str, source: Path, store: Path, *extra: str) -> tuple[int, str]:
+    result = run_cli("import", "--from", app, "--source", str(source), "--store", str(store), "--json", *extra)
+    return result.exit_code, result.stdout.replace(str(store), "STORE")
+
+
+@pytest.mark.parametrize("app, fixtures", [("claude", CLAUDE), ("codex", CODEX)])
+def test_jobs_2_writes_the_journals_and_report_of_jobs_1(tmp_path, app, fixtures):
+    source = tmp_path / "source"
+    shutil.copytree(fixtures, source)
+    one = imported(app, source, tmp_path / "one", "--jobs", "1")
+    two = imported(app, source, tmp_path / "two", "--jobs", "2")
+    assert one[0] in (0, 4) and one == two
+    assert '"status": "created"' in one[1]
+    assert store_files(tmp_path / "one") == store_files(tmp_path / "two")
+    # a re-import in workers finds nothing new, as one process does (from the import cache), and so
+    # does one that reads every source again
+    again_one = imported(app, source, tmp_path / "one", "--jobs", "1")
+    again_two = imported(app, source, tmp_path / "two", "--jobs", "2")
+    assert again_one == again_two and '"status": "created"' not in again_two[1]
+    assert store_files(tmp_path / "one") == store_files(tmp_path / "two")
+    reread_one = imported(app, source, tmp_path / "one", "--jobs", "1", "--reread")
+    reread_two = imported(app, source, tmp_path / "two", "--jobs", "2", "--reread")
+    assert reread_one == reread_two and '"status": "created"' not in reread_two[1]
+
+
+def test_progress_and_bytes_read_arrive_in_the_serial_order(tmp_path):
+    source = tmp_path / "source"
+    shutil.copytree(CLAUDE, source)
+    seen: dict[int, tuple[list, list]] = {}
+    for jobs in (1, 2):
+        outcomes, read = [], []
+        report = run_import("claude", [source], tmp_path / f"store-{jobs}", claude.Options(), progress=outcomes.append,
+                            read=read.append, jobs=jobs)
+        seen[jobs] = ([(o.id, o.status, o.records) for o in outcomes], read)
+        assert [o.id for o in report.sessions] == [o[0] for o in seen[jobs][0]]
+    assert seen[1] == seen[2] and seen[1][0]
+
+
+def test_units_that_may_share_a_journal_go_to_one_worker_in_order():
+    # a transcript named like another's subagent writes the journal that subagent would: never two workers at once
+    keys = [claude.unit_key(Unit(stem, (), (), (Path(f"p/{stem}.jsonl"), []))) for stem in ("abc", "other", "abc-agent-x", "ABC-side-y", "z")]
+    assert keys[0] == keys[2] == keys[3] != keys[1]
+    assert parallel.batches(keys) == [[0, 2, 3], [1], [4]]
+
+
+def test_import_help_shows_jobs_with_an_example():
+    result = run_cli("import", "--help")
+    assert result.exit_code == 0
+    assert "--jobs" in result.stdout and "levelsess import --from claude --jobs 2" in result.stdout

@@ -1,0 +1,87 @@
+"""Import a source's independent units in worker processes, reported as one process would (issue 27).
+
+An importer that can (``units``, ``unit_key``, ``scan_unit``: Claude Code, Codex CLI) splits a
+source into units that share nothing: a transcript with its subagents, a rollout.  With
+``import --jobs N`` each of N forked workers (:mod:`toolkit.forked`) takes the next units and does
+for each exactly what a serial run does (the import cache, a resume, or a read in full, and its
+writes through :mod:`toolkit.importers.output`); the parent does nothing meanwhile but put what
+each unit came to back in the order of the units: the report, the progress and the findings are
+those of a serial run, whatever finished first.  It keeps the rest to itself: the tombstones, the
+settling of the folders (one fsync each, their indexes), the import cache's file.
+
+Units whose session ids could meet (the importer's ``unit_key``: a transcript named like
+another's subagent, a rollout copied into archived_sessions) go to one worker, in order, so
+which one creates a journal and which one extends it is the serial run's answer.  A worker that
+dies (killed, out of memory) leaves its units to the parent, which imports them itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+#: Units given to a worker at a time: one key's units (they must stay together), merged with the
+#: next keys' only when there are more keys than the queue holds (forked.MAX_BATCHES).
+_MAX_BATCHES = 4000
+
+
+def supports(importer) -> bool:
+    return all(hasattr(importer, name) for name in ("units", "unit_key", "scan_unit"))
+
+
+def worker_count(jobs: int, total_bytes: int, units: int) -> int:
+    """``--jobs``: N as asked (at most one per unit), 0 as ``fsck`` (every core for 32 MiB or more)."""
+    from .. import forked
+    from ..fsck.check import worker_count as fsck_workers
+
+    if jobs == 1 or not forked.available():
+        return 1
+    return fsck_workers(jobs, total_bytes, units)
+
+
+def batches(keys: list[str]) -> list[list[int]]:
+    """Unit indexes grouped by key (first appearance order), each group whole in one batch."""
+    groups: dict[str, list[int]] = {}
+    for index, key in enumerate(keys):
+        groups.setdefault(key, []).append(index)
+    ordered = list(groups.values())
+    if not ordered:
+        return []
+    size = -(-len(ordered) // _MAX_BATCHES)
+    return [sorted(i for group in ordered[n:n + size] for i in group) for n in range(0, len(ordered), size)]
+
+
+def run(keys: list[str], process: Callable[[int], object], jobs: int, emit: Callable[[int, object], None]) -> None:
+    """``process(i)`` for every unit ``i`` in ``jobs`` workers; ``emit(i, result)`` in the parent, in
+    unit order.  Units a lost worker left are processed here."""
+    from .. import forked
+
+    plan = batches(keys)
+    pending: dict[int, object] = {}
+    state = {"next": 0}
+
+    def work(batch: list[int]) -> list:
+        return [(index, process(index)) for index in batch]
+
+    def release() -> None:
+        while state["next"] in pending:
+            emit(state["next"], pending.pop(state["next"]))
+            state["next"] += 1
+
+    def done(_number: int, results: list) -> None:
+        for index, result in results:
+            pending[index] = result
+        results.clear()  # (map_batches keeps the list: what it held is the report's now)
+        release()
+
+    try:
+        forked.map_batches(work, plan, jobs, done)
+    except (OSError, forked.WorkerLost):  # no pipes or processes left, a worker killed: the rest imported here
+        pass
+    except BaseException:  # the run stops: what the workers finished is still reported and settled
+        for index in sorted(pending):
+            emit(index, pending.pop(index))
+        raise
+    for index in range(state["next"], len(keys)):
+        if index not in pending:
+            pending[index] = process(index)
+        release()
