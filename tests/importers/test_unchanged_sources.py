@@ -155,3 +155,22 @@ def test_a_project_folder_that_appears_is_seen_without_a_change_to_the_source(tm
     finally:
         for folder in made:  # innermost first, each empty
             os.rmdir(folder)
+
+
+def test_a_gemini_session_is_read_again_when_what_names_its_project_changes(tmp_path):
+    """A Gemini session's project comes from the folder's ``.project_root`` and ``projects.json``:
+    a change to either is read again, as a full import would say it."""
+    from tests.layouts.gemini import SLUG, every_kind, gemini_home, name
+
+    home = gemini_home(tmp_path, {name(): every_kind(), name("5e55a0e1-0000-4000-8000-00000000beef"): every_kind(
+        "5e55a0e1-0000-4000-8000-00000000beef")})
+    store, full = tmp_path / "store", tmp_path / "full"
+    first = _import("gemini", home, store, cached=True)
+    _import("gemini", home, full, cached=False)
+    again = _import("gemini", home, store, cached=True)
+    assert again["from_cache"] == len(first["sessions"]) == 2 and again["read"] == 0
+    (home / "tmp" / SLUG / ".project_root").write_text("/somewhere/else")
+    moved = _import("gemini", home, store, cached=True)
+    assert moved["from_cache"] == 0, "the marker names another project: every session of the folder is read"
+    assert _said(moved) == _said(_import("gemini", home, full, cached=False))
+    assert _store_bytes(store) == _store_bytes(full)

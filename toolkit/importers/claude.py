@@ -1035,7 +1035,9 @@ def scan_unit(unit: Unit, options: Options, report: Callable[[Finding], None]) -
 
 #: A transcript with more records than this is read in full on each import that sees it change
 #: (what a resume keeps of it, a hash per uuid, stays small).
-RESUME_RECORDS = 200_000
+RESUME_RECORDS = 100_000
+#: A transcript that grew by more than this is read in full (what a resume reads is held in memory).
+RESUME_BYTES = 16 << 20
 
 
 def _h(value: bytes | str) -> str:
@@ -1065,7 +1067,8 @@ def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: S
         hkeys[base] = hkeys.get(base, 0) + 1
     if plan.first_stamp() is None:  # its time is the file's mtime, which a growth changes
         return None
-    order = {n: k for k, n in enumerate(row[0] for row in db.conn.execute(f"SELECT n FROM {plan.shown} ORDER BY unit, pos"))}
+    order = ({n: k for k, n in enumerate(row[0] for row in db.conn.execute(f"SELECT n FROM {plan.shown} ORDER BY unit, pos"))}
+             if links else {})  # where each record is shown: only the links placed after one need it
     # the subagent links a re-import looks at before the new records: those after a record of the chain
     last_t = lambda found: next((link["t"] for link in reversed(found) if link.get("t")), None)  # noqa: E731
     anchored = [link for _k, _i, link in sorted((order[a.n], i, link) for i, (a, link) in enumerate(links)
@@ -1157,6 +1160,11 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
     except OSError:
         return None
     if digest.hexdigest() != state["sha256"]:
+        return None
+    try:
+        if path.stat().st_size - state["covered"] > RESUME_BYTES:
+            return None
+    except OSError:
         return None
     said: list[Finding] = []
     reader = SourceReader(path, CLAUDE_CODE.is_record, said.append, what="Claude Code record", start=state["covered"],

@@ -42,6 +42,7 @@ from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, t
 from ..lines import open_regular
 from .output import AT, Options, Raw, Session, SourceState, safe_id
 from .sourcelines import SourceReader
+from .unchanged import Unit
 from .uris import apply_map, folder_status
 
 __all__ = ["APP", "Options", "detect", "scan", "session_from_file", "source_files"]
@@ -84,18 +85,39 @@ def source_files(source: Path) -> list[Path]:
                           "a chats/ folder or a session .jsonl)")
 
 
+def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
+    """One unit per session file; each also depends on what names its project (the project
+    folder's ``.project_root``, ``projects.json``) and, for a legacy ``.json``, on its ``.jsonl`` twin."""
+    found = []
+    for path in source_files(source):
+        if path.suffix not in (".jsonl", ".json"):
+            continue
+        chats = path.parent.parent if path.parent.name != CHATS else path.parent
+        deps = [chats.parent / ".project_root", chats.parent.parent.parent / "projects.json"]
+        if path.suffix == ".json":
+            deps.append(path.with_suffix(".jsonl"))
+        found.append(Unit(str(path), (path,), tuple(deps), path))
+    return found
+
+
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
     """Yield every session under ``source`` as a converted :class:`Session`."""
-    for path in source_files(source):
-        if path.suffix not in (".jsonl", ".json") or (path.suffix == ".json" and not _is_legacy(path)):
-            continue
-        try:
-            session = (legacy_session_from_file if path.suffix == ".json" else session_from_file)(path, options, report)
-        except OSError as exc:
-            report(Finding("unreadable", "error", str(path), None, None, f"cannot read: {exc.strerror or exc}"))
-            continue
-        if session is not None and not (options.orphans_only and not session.orphaned):
-            yield session
+    for unit in units(source, report):
+        yield from scan_unit(unit, options, report)
+
+
+def scan_unit(unit: Unit, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
+    """The session of one file."""
+    path = unit.handle
+    if path.suffix == ".json" and not _is_legacy(path):
+        return
+    try:
+        session = (legacy_session_from_file if path.suffix == ".json" else session_from_file)(path, options, report)
+    except OSError as exc:
+        report(Finding("unreadable", "error", str(path), None, None, f"cannot read: {exc.strerror or exc}"))
+        return
+    if session is not None and not (options.orphans_only and not session.orphaned):
+        yield session
 
 
 def _blocks(content: object) -> object:
