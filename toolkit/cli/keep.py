@@ -146,6 +146,8 @@ def _render_import(out: Output, report, target: Path) -> None:
     elsewhere = sum(NOT_HERE in s.orphan for s in report.sessions)
     trashed = f", {counts['trashed']} trashed (left out; --include-trashed)" if counts["trashed"] else ""
     where = [f"{orphaned} orphaned in the editor"] if orphaned else []
+    where += [f"{report.from_cache} not read (unchanged since the last import)"] if report.from_cache else []
+    where += [f"{report.resumed} read from where the last import stopped"] if report.resumed else []
     where += [f"{elsewhere} whose project folder is not on this machine"] if elsewhere else []
     out.say(f"{len(report.sessions)} session(s): {counts['created']} created, {counts['updated']} updated, "
             f"{counts['unchanged']} unchanged, {counts['skipped']} skipped{trashed}; " + "; ".join(where + [""])
