@@ -390,6 +390,12 @@ class IncrementalCache:
             entries[key] = entry
         self.dirty.add(where)
 
+    def remember_scan(self, folder: Path, journal: Path, scan: JournalScan, stamp: list[int], read_ns: int) -> None:
+        """Keep a scan made elsewhere (an import's worker, :func:`read_back`) as if this run had made it."""
+        where, _entries = self._entries(folder)
+        self.before[journal] = (where, os.path.abspath(journal), stamp, read_ns)
+        self.record(journal, scan)
+
     def forget_missing(self, folder: Path, journals: list[Path]) -> None:
         """Drop entries of journals a whole folder no longer holds."""
         where, entries = self._entries(folder)
@@ -419,6 +425,21 @@ class IncrementalCache:
         except (LevelsessError, OSError) as exc:
             self.error = f"the incremental-check cache could not be written: {exc}"
         self.dirty.clear()
+
+
+def read_back(journal: Path, layout_name: str = "levelcode") -> tuple[JournalScan, list[int], int] | None:
+    """A journal just written, read as ``reindex`` reads it (with a checkpoint to go on from), with
+    its stamp taken before: what :meth:`IncrementalCache.remember_scan` keeps; None if it cannot be read."""
+    from ..journal import scan_journal
+
+    read_ns = time.time_ns()
+    stamp, _tail = _probe(journal)
+    if stamp is None:
+        return None
+    try:
+        return scan_journal(journal, layout_name, checkpoint=True), stamp, read_ns
+    except LevelsessError:
+        return None
 
 
 def _sidecar(where: Path) -> Path:

@@ -84,6 +84,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     raised: list[str] = []
     trashed_ids = set(stones)
     done: list = []  # (cache, each unit's entry) of each source
+    memo = _index_memo()
     try:
         for source in sources:
             cache = unchanged.cache_path(store, name, source, options, no_raw, include_trashed)
@@ -109,10 +110,14 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                 if read:  # the unit's files are done, whether they made sessions or not
                     read(part.size)
                 entries[unit.key] = part.entry
+                for journal, scanned in part.scans:
+                    if scanned is not None:
+                        memo.remember_scan(journal.parent, journal, *scanned)
 
             workers = (parallel.worker_count(jobs, sum(unchanged.sizes(u, None) for u in units), len(units))
                        if jobs != 1 and len(units) > 1 and parallel.supports(importer) else 1)
             if workers > 1:
+                context.read_back = not dry_run
                 parallel.run([importer.unit_key(u) for u in units], lambda i: _process(context, units[i]), workers,
                              lambda i, part: take(part, units[i]))
             else:
@@ -131,13 +136,13 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
         if landed and not dry_run:
             with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
-                _settle(sorted(touched), sorted(landed), report)
+                _settle(sorted(touched), sorted(landed), report, memo)
         raise
     finally:
         if raised:  # imported again: the tombstones go (one append), even when the run stops later
             tombstones.unbury(store, raised)
     if landed and not dry_run:
-        _settle(sorted(touched), sorted(landed), report)
+        _settle(sorted(touched), sorted(landed), report, memo)
     for cache, entries in done:  # after the journals and indexes are durable
         with contextlib.suppress(LevelsessError):
             unchanged.remember(cache, trashed_ids - set(raised), entries)
@@ -157,6 +162,7 @@ class _Context:
     dry_run: bool
     no_raw: bool
     include_trashed: bool
+    read_back: bool = False
 
 
 @dataclass
@@ -173,6 +179,7 @@ class _Part:
     raised: list = field(default_factory=list)
     entry: dict | None = None
     size: int = 0
+    scans: list = field(default_factory=list)  # (journal, read_back) of the journals a worker wrote
 
 
 def _process(context: _Context, unit: unchanged.Unit, part: _Part | None = None) -> _Part:
@@ -199,6 +206,10 @@ def _process(context: _Context, unit: unchanged.Unit, part: _Part | None = None)
             states = None
     if states is not None:
         part.entry = unchanged.entry(stamped, part.sessions, part.findings, states)
+    if context.read_back:  # a worker: its journals read now, while in the page cache, not by the settle
+        from ..fsck.incremental import read_back
+
+        part.scans = [(o.path, read_back(o.path)) for o in part.sessions if o.status in ("created", "updated")]
     return part
 
 
@@ -313,7 +324,18 @@ def _write_one(store: Path, session: Session, dry_run: bool, no_raw: bool) -> tu
     return not_written(store, session, error)
 
 
-def _settle(touched: list[Path], landed: list[Path], report: ImportReport) -> None:
+def _index_memo():
+    """What the import's reindex read of each journal (:class:`~toolkit.fsck.incremental.IncrementalCache`,
+    in the user's cache folder): a journal it only appended to is read from where that read
+    stopped.  A store's journals are only ever appended to or replaced (a repair renames), so an
+    entry is trusted right after it is read (no racy window, which guards against same-size
+    rewrites in place)."""
+    from ..fsck.incremental import IncrementalCache, cache_dir
+
+    return IncrementalCache(False, root=cache_dir().parent / "import-index", racy_ns=0)
+
+
+def _settle(touched: list[Path], landed: list[Path], report: ImportReport, memo) -> None:
     """fsync each folder that got new journals; in every folder the import's sessions live in,
     remove this tool's dead temp files and bring the index up to date.
 
@@ -326,14 +348,8 @@ def _settle(touched: list[Path], landed: list[Path], report: ImportReport) -> No
 
     for folder in touched:  # the new journals' renames, made durable once per folder
         durable.fsync_dir(folder)
-    from ..fsck.incremental import IncrementalCache, cache_dir
-
     folders = [found for folder in landed for found in discover(folder)[:1]]
     for folder in folders:  # temp files of an import that was killed mid-write
         report.findings += remove_dead_temps(folder)
-    # the journals an import only appended to are read on from where its last reindex stopped; a
-    # store's journals are only ever appended to or replaced (a repair renames), so an entry is
-    # trusted right after it is read (no racy window, which guards against same-size rewrites)
-    memo = IncrementalCache(False, root=cache_dir().parent / "import-index", racy_ns=0)
     report.findings += reindex(folders, memo=memo).findings
     memo.save()
