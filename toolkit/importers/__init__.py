@@ -89,8 +89,6 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
         for source in sources:
             cache = unchanged.cache_path(store, name, source, options, no_raw, include_trashed)
             kept = unchanged.Kept(None if reread else cache, trashed_ids)
-            if not dry_run:
-                unchanged.forget(cache)  # until this source's run is done and durable
             entries: dict[str, dict | None] = {}
             units = unchanged.units_of(importer, source, report.findings.append)
             context = _Context(store, importer, source, options, kept, stones, dry_run, no_raw, include_trashed)
@@ -114,24 +112,49 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                     if scanned is not None:
                         memo.remember_scan(journal.parent, journal, *scanned)
 
-            workers = (parallel.worker_count(jobs, sum(unchanged.sizes(u, None) for u in units), len(units))
-                       if jobs != 1 and len(units) > 1 and parallel.supports(importer) else 1)
+            ready: dict[int, _Part] = {}  # what each unit came to, until those before it are reported
+            for index, unit in enumerate(units):  # the units as kept (nothing of them changed): here, at once
+                part = _recalled(context, unit)
+                if part is not None:
+                    ready[index] = part
+            todo = [index for index in range(len(units)) if index not in ready]
+            if todo and ready and hasattr(importer, "unit_key"):  # a unit that may write a journal a kept one reads:
+                keys = [importer.unit_key(unit) for unit in units]  # both go in order, as one process does
+                busy = {keys[index] for index in todo}
+                for index in [i for i in ready if keys[i] in busy]:
+                    del ready[index]
+                todo = [index for index in range(len(units)) if index not in ready]
+            as_kept = not todo and set(kept.units) == {unit.key for unit in units}  # the cache file stays as it is
+            if not dry_run and not as_kept:
+                unchanged.forget(cache)  # until this source's run is done and durable
+            reported = [0]
+
+            def release(index: int | None = None, part: _Part | None = None) -> None:
+                if index is not None:
+                    ready[index] = part
+                while reported[0] in ready:
+                    take(ready.pop(reported[0]), units[reported[0]])
+                    reported[0] += 1
+
+            release()
+            workers = (parallel.worker_count(jobs, sum(unchanged.sizes(units[i], None) for i in todo), len(todo))
+                       if jobs != 1 and len(todo) > 1 and parallel.supports(importer) else 1)
             if workers > 1:
                 context.read_back = not dry_run
-                parallel.run([importer.unit_key(u) for u in units], lambda i: _process(context, units[i]), workers,
-                             lambda i, part: take(part, units[i]))
+                parallel.run([importer.unit_key(units[i]) for i in todo], lambda k: _process(context, units[todo[k]]), workers,
+                             lambda k, part: release(todo[k], part))
             else:
-                for unit in units:
+                for index in todo:
                     part = _Part()
                     try:
-                        _process(context, unit, part)
+                        _process(context, units[index], part)
                     except BaseException:  # what it wrote is still settled below
                         touched.update(part.touched)
                         landed.update(part.landed)
                         raised.extend(part.raised)
                         raise
-                    take(part, unit)
-            if not dry_run:
+                    release(index, part)
+            if not dry_run and not as_kept:
                 done.append((cache, entries))
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
         if landed and not dry_run:
@@ -180,6 +203,19 @@ class _Part:
     entry: dict | None = None
     size: int = 0
     scans: list = field(default_factory=list)  # (journal, read_back) of the journals a worker wrote
+
+
+def _recalled(context: _Context, unit: unchanged.Unit) -> _Part | None:
+    """The unit as the import cache kept it, when nothing of it changed; else None."""
+    stamped = unchanged.stamps(unit)
+    recalled = context.kept.recall(unit, stamped)
+    if recalled is None:
+        return None
+    part = _Part(size=unchanged.sizes(unit, stamped))
+    part.sessions, part.findings = recalled
+    part.from_cache = len(part.sessions)
+    part.entry = unchanged.entry(stamped, part.sessions, part.findings, context.kept.states(unit))
+    return part
 
 
 def _process(context: _Context, unit: unchanged.Unit, part: _Part | None = None) -> _Part:

@@ -240,8 +240,8 @@ def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> 
         if any(mark is None for mark in journals.values()):
             continue
         units[key] = {"files": value["files"], "journals": journals, "projects": _projects(outcomes),
-                      "sessions": [{**dataclasses.asdict(o), "path": str(o.path), "keys": None, "after": None} for o in outcomes],
-                      "findings": [dataclasses.asdict(f) for f in value["findings"]], "resume": value["resume"]}
+                      "sessions": [{**_fields(o), "path": str(o.path), "keys": None, "after": None} for o in outcomes],
+                      "findings": [_fields(f) for f in value["findings"]], "resume": value["resume"]}
     if not units:
         forget(path)
         return
@@ -252,6 +252,11 @@ def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> 
     except TypeError:  # a lone surrogate (a title cut mid-emoji): as a \u escape, which loads reads back
         data = json.dumps(document, ensure_ascii=True).encode("ascii")
     durable.atomic_write(path, data)
+
+
+def _fields(value) -> dict:
+    """A dataclass's fields (their values are strings, numbers and tuples of them: no copy needed)."""
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
 
 
 def forget(path: Path) -> None:
