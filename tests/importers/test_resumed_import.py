@@ -131,3 +131,25 @@ def test_a_grown_transcript_is_resumed_not_read(tmp_path):
     assert fourth["resumed"] == 1
     assert _said(fourth) == _said(_import(source, full, "--reread"))
     assert _journals(store) == _journals(full)
+
+
+@pytest.mark.parametrize("kinds", [["turn", "unfinished", "turn"], ["unfinished", "meta", "turn"], ["title", "turn"]])
+def test_a_transcript_with_inline_sidechains_is_resumed_too(tmp_path, kinds):
+    """Claude Code 1.0.x kept subagents inline (``isSidechain``): each is a session of its own,
+    which gets the file's new state when its main conversation grows; what follows a response is
+    judged where Claude Code's own list of the conversation's records puts it."""
+    source = tmp_path / "projects"
+    shutil.copytree(CLAUDE / "projects" / "-Ftuwt-cruqtcuw-Domu-Kuwtoans-byc-kwo", source / "-Ftuwt-cruqtcuw-Domu-Kuwtoans-byc-kwo")
+    store, full = tmp_path / "store", tmp_path / "full"
+    first = _import(source, store)
+    assert len(first["sessions"]) == 3, "the fixture's transcript holds two inline sidechains"
+    _import(source, full, "--reread")
+    rng = random.Random(len(kinds))
+    resumed = 0
+    for kind in kinds:
+        _change(kind, _mains(source)[0], rng)
+        a, b = _import(source, store), _import(source, full, "--reread")
+        assert _said(a) == _said(b), kind
+        assert _journals(store) == _journals(full), kind
+        resumed += a["resumed"]
+    assert resumed > 0

@@ -261,13 +261,15 @@ def _resume(store: Path, importer, kept: unchanged.Kept, unit: unchanged.Unit, s
     items = resume_unit(unit, path, entry)
     if items is None:
         return False
-    resumed = [item for item in items if not isinstance(item, Outcome)]
-    if len(resumed) != 1:
-        return False
-    one = resumed[0]
-    journal = entry["journals"].get(str(one.journal))
-    written = write_resumed(store, one.session, one.journal, one.session.records, journal, one.had, one.after, one.when, one.held)
-    if written is None:
+    written = {}
+    for one in (item for item in items if not isinstance(item, Outcome)):  # (the main conversation first)
+        journal = entry["journals"].get(str(one.journal))
+        done = write_resumed(store, one.session, one.journal, one.session.records, journal, one.had, one.after, one.when,
+                             one.held)
+        if done is None:
+            return False  # a journal changed meanwhile: read it all (what was appended is found held)
+        written[id(one)] = done
+    if not written:
         return False
     for item in items:
         if isinstance(item, Outcome):
@@ -276,7 +278,7 @@ def _resume(store: Path, importer, kept: unchanged.Kept, unit: unchanged.Unit, s
             if entry["resume"].get(item.id) is not None:
                 states[item.id] = entry["resume"][item.id]
         else:
-            (outcome, found), session = written, item.session
+            (outcome, found), session = written[id(item)], item.session
             report.resumed += 1
             if outcome.status == "updated":
                 touched.add(outcome.path.parent)

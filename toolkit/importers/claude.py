@@ -827,7 +827,7 @@ def _agent_meta(path: Path) -> dict:
 def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, project: str | None, options: Options, *,
            whole_sidechain: bool, extra_source: dict, links: list[tuple[_Item | None, dict]] = (),
            title: str | None = None, skipped: dict[str, int] | None = None, lines: int | None = None,
-           too_large: list | None = None) -> Session:
+           too_large: list | None = None, sides: tuple[str, ...] = ()) -> Session:
     plan = _Plan(transcript, grp, whole_sidechain=whole_sidechain)
     rank, line_title = _title_rank(transcript, plan)
     title = line_title or title or _first_prompt(transcript, plan)
@@ -841,7 +841,13 @@ def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, projec
     session.records = _Records(transcript, plan, title_rank=rank, links=list(links), created=created)
     session.records.line_title = line_title
     if grp == 0 and not whole_sidechain:  # a main conversation: a later import may read only what it adds
-        session.resume_state = lambda outcome: _capture(transcript, plan, session.records, session, list(links), outcome)
+        session.resume_state = lambda outcome: _capture(transcript, plan, session.records, session, list(links), outcome,
+                                                        sides)
+    elif grp != 0:  # an inline sidechain: what grows is its main conversation; it only gets the file's new state
+        head = (transcript.item(db_n) if (db_n := transcript.db.one(f"SELECT n FROM {plan.shown} WHERE pos = ?", (plan.partial,)))
+                is not None else None) if plan.partial is not None else None
+        looked = (head.stamp or created or "") if head is not None else None  # a re-import looks at its partial record again
+        session.resume_state = lambda outcome: _side_state(session, outcome, looked)
     session.state = transcript.state(grp)
     session.merged = plan.merged
     session.source_lines = lines
@@ -961,7 +967,8 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
             skipped["in-sidechain-session"] = moved
         yield _build(transcript, 0, parent_id, parent_sid, project, options, whole_sidechain=False,
                      extra_source={}, links=links, skipped=skipped, lines=transcript.reader.lines,
-                     too_large=transcript.reader.too_large)
+                     too_large=transcript.reader.too_large,
+                     sides=tuple(safe_id("claude", f"{parent_sid}-side-{root}") for root in groups))
         for root, grp in groups.items():
             yield _build(transcript, grp, safe_id("claude", f"{parent_sid}-side-{root}"), f"{parent_sid}/sidechain/{root}",
                          project, options, whole_sidechain=True, extra_source={"parent": parent_id, "sidechainRoot": root},
@@ -1048,15 +1055,24 @@ def _base_key(key: str) -> str:
     return key.split("#", 1)[0]
 
 
+def _side_state(session: Session, outcome: Outcome, looked: str | None) -> dict | None:
+    """What resuming an inline sidechain's journal needs: it gets no record, only the file's new
+    state, at the time of the last record a re-import looks at (``looked``: its partial one, if any)."""
+    if outcome.after is None or outcome.keys is None:
+        return None
+    return {"side": True, "created": session.created_at, "when": looked or session.created_at, "seq": outcome.after[0],
+            "title": outcome.after[1], "keys": outcome.keys}
+
+
 def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: Session, links: list,
-             outcome: Outcome) -> dict | None:
+             outcome: Outcome, sides: tuple[str, ...] = ()) -> dict | None:
     """What resuming the main conversation of ``transcript`` needs, after its journal was written
     (``outcome``); None when a resume could not be proven to write what a full read would."""
     reader, db, table = transcript.reader, transcript.db, transcript.table
     if (reader.sha256 is None or reader.too_large or reader.skipped or outcome.after is None
-            or outcome.keys is None or transcript.count > RESUME_RECORDS or reader.covered != reader.end
-            or db.one(f"SELECT COUNT(*) FROM {table} WHERE grp != 0")):
+            or outcome.keys is None or transcript.count > RESUME_RECORDS or reader.covered != reader.end):
         return None
+    side_rows = db.one(f"SELECT COUNT(*) FROM {table} WHERE grp != 0")
     leaf = db.one(f"SELECT uuid FROM {table} WHERE flags & {_CHAIN} AND NOT flags & {_SIDE} ORDER BY n DESC LIMIT 1")
     if leaf is None:
         return None
@@ -1087,7 +1103,8 @@ def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: S
             uses.update(loads(found) if found else ())
         later = [link for k, i, link in sorted((order[a.n], i, link) for i, (a, link) in enumerate(links)
                                                 if a is not None and a.n in order and order[a.n] >= order[parts[0]])]
-        partial = _partial_state(items, seq, uses, db.one(f"SELECT msg FROM {table} WHERE n = ?", (parts[0],)), last_t(later))
+        partial = _partial_state(items, seq, uses, db.one(f"SELECT msg FROM {table} WHERE n = ?", (parts[0],)), last_t(later),
+                                 max(parts))
     return {"path": str(transcript.path), "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
             "lines": reader.lines, "leaf": from_db(leaf), "stamp": from_db(stamp), "count": transcript.count,
             "rank": records.title_rank, "line_title": records.line_title, "shown": records.shown_title,
@@ -1096,15 +1113,18 @@ def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: S
             "msgs": sorted(_h(m) for (m,) in db.conn.execute(f"SELECT DISTINCT msg FROM {table} WHERE msg IS NOT NULL")),
             "hkeys": hkeys, "links_when": last_t(anchored), "loose_when": last_t(loose), "has_loose": bool(loose),
             "source_items": session.source_items, "merged": session.merged, "source_lines": session.source_lines,
-            "seq": outcome.after[0], "title": outcome.after[1], "keys": outcome.keys, "partial": partial}
+            "seq": outcome.after[0], "title": outcome.after[1], "keys": outcome.keys, "partial": partial,
+            "side_rows": side_rows, "sides": list(sides), "skipped": dict(session.skipped)}
 
 
-def _partial_state(items: list[_Item], seq: int, uses: set[str], msg: bytes | None, after_when: str | None) -> dict:
+def _partial_state(items: list[_Item], seq: int, uses: set[str], msg: bytes | None, after_when: str | None,
+                   last: int) -> dict:
     """What a resume needs of the response still being written: its parts (where they are), its
-    record's seq, its calls, its message and the time of the links shown after it."""
+    record's seq, its calls, its message, the time of the links shown after it, and the record
+    number of its last part (what follows it is judged from there)."""
     return {"seq": seq, "items": [[it.n, it.line, it.offset, it.size, it.kind, it.uuid, it.parent, it.stamp,
                                    it.results.decode() if it.results else None, it.key] for it in items],
-            "uses": sorted(uses), "msg": _h(msg) if msg is not None else None, "after_when": after_when}
+            "uses": sorted(uses), "msg": _h(msg) if msg is not None else None, "after_when": after_when, "last": last}
 
 
 class Resumed(NamedTuple):
@@ -1132,12 +1152,29 @@ def resume_unit(unit: Unit, grown: str, kept: dict) -> list | None:
     state = kept["resume"].get(sid)
     if len(mine) != 1 or state is None or mine[0].status != "unchanged" or state.get("path") != str(main):
         return None
+    sides = {side: kept["resume"].get(side) for side in state.get("sides", ())}
+    if any(side is None or not side.get("side") for side in sides.values()):
+        return None
     outcome = mine[0]
     resumed = resume(main, state, outcome.project, sid, {"app": APP, "path": str(main)},
                      (outcome.source_status, outcome.orphan), outcome.path)
     if resumed is None:
         return None
-    return [resumed if o is outcome else o for o in outcomes]
+    return [resumed if o is outcome else _side_resumed(o, sides[o.id], resumed.session.state) if o.id in sides else o
+            for o in outcomes]
+
+
+def _side_resumed(outcome: Outcome, state: dict, source_state: SourceState) -> Resumed:
+    """An inline sidechain of a transcript that only grew: no record, only the file's new state."""
+    session = Session(outcome.id, outcome.project, state["created"], outcome.title, {"app": APP, "path": source_state.path},
+                      None, status=outcome.source_status, orphan=list(outcome.orphan))
+    session.records = []
+    session.source_items, session.skipped = outcome.source_items, dict(outcome.skipped)
+    session.source_lines, session.merged = outcome.source_lines, outcome.merged
+    session.state = source_state
+    session.resume_state = lambda written: {**state, "seq": written.after[0], "title": written.after[1], "keys": written.keys} \
+        if written.after is not None and written.keys is not None else None
+    return Resumed(session, outcome.path, state["keys"], (state["seq"], state["title"]), state["when"], frozenset())
 
 
 def resume(path: Path, state: dict, project: str | None, sid: str, source: dict, status: tuple,
@@ -1225,11 +1262,15 @@ def _resumed_session(items: list, state: dict, reader: SourceReader, project: st
             units[-1].append(pos)
         else:
             units.append([pos])
-    partial = _partial_unit(units, chain_items, items)
+    # what follows a response is judged by position in the conversation's own list of records, which
+    # an inline sidechain's records left (as :meth:`_Plan._partial` slices it): the new records sit
+    # ``side_rows`` places earlier there than in the file
+    side_rows = state.get("side_rows", 0)
+    partial = _partial_unit(units, chain_items, items, side_rows)
     old = state.get("partial")
     superseded = None  # the response still being written at the last import, whole now: superseded first
     if old is not None and (partial is not None or any(chain_items[u[0]][0].kind == "assistant" for u in units)
-                            or not _still_partial(old, items)):
+                            or not _still_partial(old, items[max(0, old["last"] + 1 - (state["count"] - side_rows)):])):
         superseded = _superseding(old, reader.path, created)
         if superseded is None:
             return None
@@ -1255,7 +1296,8 @@ def _resumed_session(items: list, state: dict, reader: SourceReader, project: st
         records.append(record)
     when = created  # the time of the last record a full re-import looks at (a title change and the source state take it)
     first = 1 if superseded is not None else 0
-    for t in [state["links_when"], *([superseded["t"], old["after_when"]] if superseded is not None else []),
+    head_t = (old["items"][0][7] or created or "") if old is not None else None  # a partial record is looked at, whole or not
+    for t in [state["links_when"], *([head_t, old["after_when"]] if old is not None else []),
               *(r.get("t") for r in records[first:first + len(units)]), state["loose_when"],
               *(r.get("t") for r in records[first + len(units):])]:
         when = t or when
@@ -1268,6 +1310,7 @@ def _resumed_session(items: list, state: dict, reader: SourceReader, project: st
     session.merged = state["merged"] + len(chain_items) - len(units)
     session.source_lines = state["source_lines"] + reader.lines
     session.source_items = state["source_items"] + len(items)
+    session.skipped = dict(state.get("skipped", {}))  # (the records moved to inline sidechains' sessions)
     session.state = SourceState(str(reader.path), reader.covered, reader.sha256, (), lambda _o, _l: b"")
     leaf = chain_items[-1][0].uuid if chain_items else state["leaf"]
     count = state["count"] + len(items)
@@ -1284,7 +1327,8 @@ def _resumed_session(items: list, state: dict, reader: SourceReader, project: st
                 return None
             uses = {b["id"] for _it, _f, value, _d in parts for b in _content_of(value)
                     if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)}
-            kept_partial = _partial_state([p[0] for p in parts], seq, uses, _msg_of(parts[0][2]), None)
+            kept_partial = _partial_state([p[0] for p in parts], seq, uses, _msg_of(parts[0][2]), None,
+                                          state["count"] + max(p[0].n for p in parts))
         return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
                 "lines": state["lines"] + reader.lines, "leaf": leaf, "stamp": stamp, "count": count, "rank": rank,
                 "line_title": line_title, "shown": shown, "prompt": prompt, "uuids": uuids, "msgs": sorted(msgs),
@@ -1350,7 +1394,7 @@ def _msg_of(value: dict) -> bytes | None:
     return _ids([message["id"], request if isinstance(request, str) else None])
 
 
-def _partial_unit(units: list[list[int]], chain_items: list, items: list) -> list[int] | None:
+def _partial_unit(units: list[list[int]], chain_items: list, items: list, side_rows: int = 0) -> list[int] | None:
     """The new unit of a response that may still be being written (as :meth:`_Plan._partial`
     judges it; a unit kept whole before stays whole: more lines after it cannot make it partial)."""
     head = next((unit for unit in reversed(units) if chain_items[unit[0]][0].kind == "assistant"), None)
@@ -1366,7 +1410,7 @@ def _partial_unit(units: list[list[int]], chain_items: list, items: list) -> lis
         content = message.get("content") if isinstance(message.get("content"), list) else ()
         uses.update(b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str))
     msg = _msg_of(chain_items[head[0]][2])
-    for it, flags, value, _data in items[last + 1:]:
+    for it, flags, value, _data in items[last + 1 + side_rows:]:
         if not flags & _CHAIN or flags & _SIDE or not flags & (_USER | _ASSISTANT):
             continue
         if flags & _USER and it.results is not None and set(loads(it.results)) <= uses:
