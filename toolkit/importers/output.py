@@ -431,14 +431,20 @@ def _write_journal(store: Path, session: Session, *, dry_run: bool, no_raw: bool
     symlinked = confinement.refusal(path.parent)
     if symlinked is not None:
         return _symlinked(session, path, symlinked)
-    planned = _plan(session, path, records, no_raw)  # read-only: a re-import with nothing new touches nothing
-    if dry_run or planned[0].status in ("unchanged", "skipped"):
-        return planned
+    read: list = []  # what the plan read of the journal, for the write to use if it is still as read
+    planned = _plan(session, path, records, no_raw, None if dry_run else read)  # read-only: nothing new touches nothing
     try:
-        with durable.confined(confinement):
-            return _write(store, session, path, records, planned, no_raw)
-    except SymlinkedFolderError as exc:  # .levelsess/recovered, or a folder that became a link since: nothing written
-        return _symlinked(session, path, exc)
+        if dry_run or planned[0].status in ("unchanged", "skipped"):
+            return planned
+        try:
+            with durable.confined(confinement):
+                return _write(store, session, path, records, planned, no_raw, read)
+        except SymlinkedFolderError as exc:  # .levelsess/recovered, or a folder that became a link since: nothing written
+            return _symlinked(session, path, exc)
+    finally:
+        for known, _last_seq, _title, held, _stamp in read:
+            known.close()
+            held.close()
 
 
 def _same_id(store: Path, path: Path) -> Path:
@@ -465,7 +471,7 @@ def _symlinked(session: Session, path: Path, error: SymlinkedFolderError) -> tup
 
 
 def _write(store: Path, session: Session, path: Path, records, planned: tuple[Outcome, list[Finding]],
-           no_raw: bool) -> tuple[Outcome, list[Finding]]:
+           no_raw: bool, read: list) -> tuple[Outcome, list[Finding]]:
     if planned[0].status == "created":
         with durable.new_dirs(path.parent):  # a failed write leaves no empty project folder
             try:  # linked into place, so it can never replace a journal that appeared meanwhile
@@ -474,17 +480,19 @@ def _write(store: Path, session: Session, path: Path, records, planned: tuple[Ou
                 pass  # it did appear: extend it under the lock like any existing journal
     try:
         with locks.holding(path):
-            return _extend(store, session, path, records, no_raw)
+            return _extend(store, session, path, records, no_raw, read)
     except LockBusyError as exc:
         return _outcome(session, path, 0, 0, "skipped"), [Finding("locked", "warning", str(path), None, None,
                                                                   f"not updated: {exc}; import again when the editor is closed")]
 
 
-def _plan(session: Session, path: Path, records: list[dict], no_raw: bool) -> tuple[Outcome, list[Finding]]:
-    """What a write would do, reading only (--dry-run)."""
+def _plan(session: Session, path: Path, records: list[dict], no_raw: bool, read: list | None = None) -> tuple[Outcome, list[Finding]]:
+    """What a write would do, reading only (--dry-run).  Into ``read`` (when given) what it read of
+    a journal it would extend, with the journal's stamp, for the write to use (the caller closes it)."""
     if not path.exists():
         return _outcome(session, path, len(records), len(records), "created"), []
     try:
+        stamp = _stamp(path)
         known, last_seq, title, held = _existing(path)
         held.lines.same_source = held.path == session.source.get("path")
     except TornTailError:  # an import killed mid-append: the write trims it and carries on
@@ -493,12 +501,17 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool) -> tu
         raise  # no room for its keys: not the journal's fault
     except LevelsessError as exc:
         return _refused(session, path, exc)
+    kept = False
     try:
         new, extra = _additions(session, records, known, title, held, no_raw)
         had = len(known)
+        if (new or extra) and read is not None and stamp is not None:
+            read.append((known, last_seq, title, held, stamp))
+            kept = True
     finally:
-        known.close()
-        held.close()
+        if not kept:
+            known.close()
+            held.close()
     status = "updated" if new or extra else "unchanged"
     if status == "unchanged":
         return _outcome(session, path, had, 0, status, had, (last_seq, title, None)), []
@@ -538,7 +551,18 @@ def _numbered(record: dict, seq: int) -> dict:
     return record
 
 
-def _extend(store: Path, session: Session, path: Path, records: list[dict], no_raw: bool) -> tuple[Outcome, list[Finding]]:
+def _stamp(path: Path) -> tuple | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _extend(store: Path, session: Session, path: Path, records: list[dict], no_raw: bool,
+            read: list | None = None) -> tuple[Outcome, list[Finding]]:
+    """Append what the journal lacks, under the session lock (held by the caller).  ``read``: what
+    the plan read of it, used when the journal is still as it was then (else read again)."""
     findings = []
     saved = _trim_torn_tail(store, path)
     if saved is not None:
@@ -546,13 +570,16 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict], no_r
         findings.append(Finding("torn-tail", "error", str(path), None, None,
                                 f"an interrupted append's incomplete record was saved to {saved} and trimmed", repaired=True,
                                 saved_to=str(saved)))
-    try:
-        known, last_seq, title, held = _existing(path)
-        held.lines.same_source = held.path == session.source.get("path")
-    except DurabilityError:
-        raise  # no room for its keys: not the journal's fault
-    except LevelsessError as exc:
-        return _refused(session, path, exc)
+    if read and saved is None and _stamp(path) == read[0][4]:
+        known, last_seq, title, held, _stamp_then = read.pop()  # (closed here, below)
+    else:
+        try:
+            known, last_seq, title, held = _existing(path)
+            held.lines.same_source = held.path == session.source.get("path")
+        except DurabilityError:
+            raise  # no room for its keys: not the journal's fault
+        except LevelsessError as exc:
+            return _refused(session, path, exc)
     try:
         extra = []
         if session.title is not None and session.title != title:  # the title record goes first: a pass for its time
