@@ -436,6 +436,7 @@ class _Rollout:
         self.db.execute("CREATE INDEX line_offset ON line (offset, n)")  # restore's lines no record carries, read by offset
         self.codes = self.groups = b""
         self._handle = None
+        self.listed: dict[int, tuple] = {}  # offset -> (n, size, hash) of the line a pass of _Lines is at
 
     def _write(self, rows: list, calls: list, exits: list) -> None:
         self.db.executemany("INSERT INTO line (n, line, offset, size, hash, kind, text, alt, call) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
@@ -483,6 +484,9 @@ class _Rollout:
 
     def value(self, n: int, offset: int, size: int, digest: str) -> tuple[dict, bytes]:
         """Record ``n`` and its bytes, re-read at its offset; refused if they are not those read first."""
+        return as_envelope(loads(data := self._bytes(n, offset, size, digest))), data
+
+    def _bytes(self, n: int, offset: int, size: int, digest: str) -> bytes:
         if self._handle is None:
             self._handle = open_regular(self.path)
         self._handle.seek(offset)
@@ -491,13 +495,15 @@ class _Rollout:
             self.close()
             raise FileChangedError(f"{self.path} changed while it was being imported (rewritten?): record {n + 1} is no "
                                    "longer the one it was; import again")
-        return as_envelope(loads(data)), data
+        return data
 
     def read_line(self, offset: int, _length: int) -> bytes:
         """The bytes of the (last) record at ``offset``, re-read; the handle is closed after a pass of :class:`_Lines`."""
-        n, size, digest = self.db.execute("SELECT n, size, hash FROM line WHERE offset = ? ORDER BY n DESC LIMIT 1",
-                                          (offset,)).fetchone()
-        return self.value(n, offset, size, digest)[1]
+        row = self.listed.get(offset)  # the line :class:`_Lines` just listed (a pass of restore's lines)
+        if row is None:
+            row = self.db.execute("SELECT n, size, hash FROM line WHERE offset = ? ORDER BY n DESC LIMIT 1", (offset,)).fetchone()
+        n, size, digest = row
+        return self._bytes(n, offset, size, digest)
 
     def records(self, created: str | None) -> Iterator[dict]:
         """The journal's records, converted from the re-read lines."""
@@ -508,7 +514,9 @@ class _Rollout:
             for n, offset, size, digest, repeat in self.db.execute("SELECT n, offset, size, hash, repeat FROM line ORDER BY n"):
                 keys[n] = f"sha256:{digest}" + (f"#{repeat}" if repeat > 1 else "")
                 keys.pop(n - MIRROR_WINDOW - 1, None)
-                envelope, data = self.value(n, offset, size, digest)
+                data = self._bytes(n, offset, size, digest)
+                value = loads(data)
+                envelope = as_envelope(value)
                 if isinstance(envelope.get("timestamp"), str):
                     t = envelope["timestamp"]
                 if envelope["type"] == "turn_context" and isinstance(envelope["payload"].get("model"), str):
@@ -516,13 +524,13 @@ class _Rollout:
                 role, skip, group, inherited = self.decision(n)
                 if role == "meta" or skip is not None:
                     continue
+                identity = offset_line_key(value) if group == n else None  # (a mirror's key is another line's)
                 record = _record(role, envelope, t, model, exits)
                 if inherited:
                     record["inherited"] = True
                 record["sourceKey"] = keys[group]
                 record[AT] = offset
                 record["raw"] = Raw(data)
-                identity = offset_line_key(loads(data)) if group == n else None  # (a mirror's key is another line's)
                 if identity is not None:
                     record[LINE_ID] = identity
                 yield record
@@ -542,9 +550,14 @@ class _Lines:
         self.rollout = rollout
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
+        listed = self.rollout.listed
         try:
-            yield from self.rollout.db.execute("SELECT offset, size FROM line ORDER BY n")
+            for n, offset, size, digest in self.rollout.db.execute("SELECT n, offset, size, hash FROM line ORDER BY n"):
+                listed.clear()  # (several records may share an offset: lifted from one damaged line)
+                listed[offset] = (n, size, digest)
+                yield offset, size
         finally:
+            listed.clear()
             self.rollout.close()
 
 
