@@ -409,9 +409,10 @@ class Scan:
         tally, line = Tally(), Timeline()
         clock = Clock(None, self.generations)
         first_uri = None
-        for bubble_key in keys_by_rowid(conn, f"bubbleId:{cid}:"):
+        rows = BubbleRows(conn, f"bubbleId:{cid}:")
+        for bubble_key in rows.order:
             tally.items += 1
-            found = self._bubble(conn, path, bubble_key, tally)
+            found = self._bubble(rows, path, bubble_key, tally)
             if found is None:
                 continue
             bubble, raw = found
@@ -475,11 +476,11 @@ class Scan:
                     return uris[0]
         return None
 
-    def _bubble(self, conn: sqlite3.Connection, path: Path, bubble_key: str, tally: Tally) -> tuple[dict, Raw] | None:
+    def _bubble(self, rows: BubbleRows, path: Path, bubble_key: str, tally: Tally) -> tuple[dict, Raw] | None:
         """One ``bubbleId:`` row, parsed; a NULL, missing or bad row is counted and reported."""
-        raw = db.raw_value(conn, KV, bubble_key)
-        if raw is None:
-            if db.has_key(conn, KV, bubble_key):
+        raw = rows.values.get(bubble_key, _MISSING)
+        if raw is None or raw is _MISSING:
+            if raw is None:
                 tally.skip("unreadable", bubble_key)
                 self.finding("source-unreadable", "error", path, bubble_key, "the value is NULL; skipped")
             else:
@@ -511,6 +512,7 @@ class Scan:
         tally, line = Tally(), Timeline()
         referenced: set[str] = set()
         first_uri = None
+        rows = BubbleRows(conn, prefix)
         for index, header in enumerate(headers):
             tally.items += 1
             bid = header.get("bubbleId") if isinstance(header, dict) else None
@@ -524,7 +526,7 @@ class Scan:
             if isinstance(inline.get(bid), dict):
                 bubble = inline[bid]
             else:
-                found = self._bubble(conn, path, bubble_key, tally)
+                found = self._bubble(rows, path, bubble_key, tally)
                 if found is None:
                     continue
                 bubble, raw_row = found
@@ -537,11 +539,11 @@ class Scan:
             line.add(record, bubble)
         # orphans: in the database's write order, each without a time taking its neighbour's
         clock = Clock(next((r["t"] for r in reversed(line.records) if r.get("t")), created), self.generations)
-        for bubble_key in keys_by_rowid(conn, prefix):
+        for bubble_key in rows.order:
             if bubble_key in referenced:
                 continue
             tally.items += 1
-            found = self._bubble(conn, path, bubble_key, tally)
+            found = self._bubble(rows, path, bubble_key, tally)
             if found is None:
                 continue
             record = convert_bubble(found[0], bubble_key, clock, model, False, raw=found[1])
@@ -576,14 +578,34 @@ def _bubble_owners(conn: sqlite3.Connection) -> list[str]:
     return owners
 
 
-def keys_by_rowid(conn: sqlite3.Connection, prefix: str) -> Iterator[str]:
-    """The keys of ``cursorDiskKV`` starting with ``prefix``, in the order the database wrote them
-    (rowid: a replaced row is re-inserted, so it counts as written last), streaming."""
-    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    cursor = conn.execute(f"select key from {KV} where key >= ? and key < ? order by rowid", (prefix, upper))
-    while rows := cursor.fetchmany(db.FETCH):
-        for (key,) in rows:
-            yield key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else key
+_MISSING = object()
+
+
+class BubbleRows:
+    """One composer's ``bubbleId:<cid>:*`` rows, read in one pass over its key range (the unique
+    index) instead of a query per bubble, which cost as much again as reading them (issue 27):
+    each key's value (bytes, None for NULL), and the keys in the order the database wrote them
+    (rowid: a replaced row is re-inserted, so it counts as written last).
+
+    The values are the bytes the session's records keep under ``raw`` anyway (the same objects),
+    so holding them here adds no copy."""
+
+    __slots__ = ("values", "order")
+
+    def __init__(self, conn: sqlite3.Connection, prefix: str) -> None:
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        self.values: dict[str, bytes | None] = {}
+        written: list[tuple[int, str]] = []
+        cursor = conn.execute(f"select rowid, key, value from {KV} where key >= ? and key < ?", (prefix, upper))
+        while batch := cursor.fetchmany(db.FETCH):
+            for rowid, key, value in batch:
+                key = key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else key
+                written.append((rowid, key))
+                if key not in self.values:  # (a table without a unique key: the first row, as a lookup finds it)
+                    self.values[key] = value if value is None or type(value) is bytes else (
+                        value.encode("utf-8") if isinstance(value, str) else bytes(value))
+        written.sort()
+        self.order = [key for _rowid, key in written]
 
 
 def _archive(session: Session, composer: dict) -> None:
