@@ -13,6 +13,7 @@ from .. import sqlite as db
 from ..output import Options, Raw, Session, iso_from_ms, safe_id
 from ..uris import apply_map, classify
 from .convert import Clock, bubble_text, convert_bubble, iso, model_name, orphan_event, request_time, settle_times, skip_reason
+from .replay import MISSING as _MISSING, BubbleRows, Replay
 from .sources import Sources, Workspace
 
 APP = "cursor"
@@ -410,6 +411,7 @@ class Scan:
         clock = Clock(None, self.generations)
         first_uri = None
         rows = BubbleRows(conn, f"bubbleId:{cid}:")
+        replay = Replay(rows) if rows.spilled else None
         for bubble_key in rows.order:
             tally.items += 1
             found = self._bubble(rows, path, bubble_key, tally)
@@ -422,6 +424,8 @@ class Scan:
             if record is None:
                 self.unknown(path, bubble_key, tally, bubble)
                 continue
+            if replay is not None:
+                record = replay.keep(record, bubble_key, None, None, False, None)
             line.add(record, bubble)
         if not line.records:
             return self.account(tally, None, path, key)
@@ -429,7 +433,10 @@ class Scan:
         settle_times(line.records, line.requests, iso(head.get("createdAt")) or _mtime(path))
         source = {"app": APP, "path": str(path), "key": key, "version": "rows:none", "deleted": reason == "deleted"}
         session = Session(safe_id("cursor", cid), None, iso(head.get("createdAt")) or line.records[0]["t"], head.get("name") or None,
-                          source, {"rawHeader": head} if head else None, line.records, status="orphaned", orphan=[reason])
+                          source, {"rawHeader": head} if head else None, line.records if replay is None else replay,
+                          status="orphaned", orphan=[reason])
+        if replay is not None and session.title is None:
+            session.title = replay.title
         session = self.place(session, self.head_workspace.get(cid), first_uri)
         return self.account(tally, session, path, key)
 
@@ -478,7 +485,7 @@ class Scan:
 
     def _bubble(self, rows: BubbleRows, path: Path, bubble_key: str, tally: Tally) -> tuple[dict, Raw] | None:
         """One ``bubbleId:`` row, parsed; a NULL, missing or bad row is counted and reported."""
-        raw = rows.values.get(bubble_key, _MISSING)
+        raw = rows.get(bubble_key)
         if raw is None or raw is _MISSING:
             if raw is None:
                 tally.skip("unreadable", bubble_key)
@@ -513,6 +520,7 @@ class Scan:
         referenced: set[str] = set()
         first_uri = None
         rows = BubbleRows(conn, prefix)
+        replay = Replay(rows) if rows.spilled else None  # a large chat: its records are kept as its rows
         for index, header in enumerate(headers):
             tally.items += 1
             bid = header.get("bubbleId") if isinstance(header, dict) else None
@@ -532,10 +540,13 @@ class Scan:
                 bubble, raw_row = found
             if first_uri is None and bubble.get("type", header.get("type")) == 1 and isinstance(bubble.get("workspaceUris"), list):
                 first_uri = next((u for u in bubble["workspaceUris"] if isinstance(u, str)), None)
-            record = convert_bubble(bubble, bubble_key, clock, model, busy or bid in generating, header.get("type"), raw_row)
+            partial = busy or bid in generating
+            record = convert_bubble(bubble, bubble_key, clock, model, partial, header.get("type"), raw_row)
             if record is None:
                 self.unknown(path, bubble_key, tally, bubble, header.get("type"))
                 continue
+            if replay is not None:
+                record = replay.keep(record, bubble_key, bubble if raw_row is None else None, model, partial, header.get("type"))
             line.add(record, bubble)
         # orphans: in the database's write order, each without a time taking its neighbour's
         clock = Clock(next((r["t"] for r in reversed(line.records) if r.get("t")), created), self.generations)
@@ -550,7 +561,7 @@ class Scan:
             if record is None:
                 self.unknown(path, bubble_key, tally, found[0])
                 continue
-            line.records.append(orphan_event(record))
+            line.records.append(orphan_event(record) if replay is None else replay.keep(record, bubble_key, None, model, False, None, True))
             line.requests.append(None)
         if not line.records:
             return self.account(tally, None, path, key)
@@ -562,7 +573,10 @@ class Scan:
             raw = {**raw, "rawHeader": self.heads[cid]}
         version = f"split:{composer.get('_v', 'none')}"
         session = Session(safe_id("cursor", cid), None, created or line.records[0]["t"], composer.get("name") or None,
-                          {"app": APP, "path": str(path), "key": key, "version": version}, raw, line.records)
+                          {"app": APP, "path": str(path), "key": key, "version": version}, raw,
+                          line.records if replay is None else replay)
+        if replay is not None and session.title is None:
+            session.title = replay.title  # as the writer names a chat from a list of records
         session.first_uri = first_uri
         _archive(session, composer)
         return self.account(tally, session, path, key)
@@ -576,36 +590,6 @@ def _bubble_owners(conn: sqlite3.Connection) -> list[str]:
         if not owners or owners[-1] != cid:
             owners.append(cid)
     return owners
-
-
-_MISSING = object()
-
-
-class BubbleRows:
-    """One composer's ``bubbleId:<cid>:*`` rows, read in one pass over its key range (the unique
-    index) instead of a query per bubble, which cost as much again as reading them (issue 27):
-    each key's value (bytes, None for NULL), and the keys in the order the database wrote them
-    (rowid: a replaced row is re-inserted, so it counts as written last).
-
-    The values are the bytes the session's records keep under ``raw`` anyway (the same objects),
-    so holding them here adds no copy."""
-
-    __slots__ = ("values", "order")
-
-    def __init__(self, conn: sqlite3.Connection, prefix: str) -> None:
-        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-        self.values: dict[str, bytes | None] = {}
-        written: list[tuple[int, str]] = []
-        cursor = conn.execute(f"select rowid, key, value from {KV} where key >= ? and key < ?", (prefix, upper))
-        while batch := cursor.fetchmany(db.FETCH):
-            for rowid, key, value in batch:
-                key = key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else key
-                written.append((rowid, key))
-                if key not in self.values:  # (a table without a unique key: the first row, as a lookup finds it)
-                    self.values[key] = value if value is None or type(value) is bytes else (
-                        value.encode("utf-8") if isinstance(value, str) else bytes(value))
-        written.sort()
-        self.order = [key for _rowid, key in written]
 
 
 def _archive(session: Session, composer: dict) -> None:
