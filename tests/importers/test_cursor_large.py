@@ -34,7 +34,7 @@ def test_the_fixtures_kept_as_rows_import_to_the_same_bytes(tmp_path, monkeypatc
     source.parent.mkdir()
     shutil.copyfile(CURSOR / fixture, source)
     runs = []
-    for limit in (16 << 20, 0):
+    for limit in (1 << 30, 0):
         monkeypatch.setattr(replay, "ROWS_IN_MEMORY", limit)
         store = tmp_path / f"store-{limit}"
         result = _import(source, store)

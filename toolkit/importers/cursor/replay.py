@@ -3,7 +3,7 @@
 A composer's ``bubbleId:<cid>:*`` rows are read in one pass over its key range (the unique index)
 instead of a query per bubble, which cost as much again as reading them.  A converted record holds
 its row's bytes (under ``raw``) and the text taken out of them (its content): the bubble twice.  For
-most composers that is a few MB; past :data:`ROWS_IN_MEMORY` bytes of rows (a chat of a few thousand
+most composers that is a few MB; past :data:`ROWS_IN_MEMORY` bytes of rows (a chat of two thousand
 bubbles) the rows move to a private temporary database (:func:`..spill.temp_db`) and the session's
 records become a :class:`Replay`: per record only what converting its row again takes, converted
 when the writer reads it.  So memory stays flat whatever a chat's size, and the journal is the same,
@@ -23,7 +23,7 @@ from .convert import convert_bubble, orphan_event
 
 KV = "cursorDiskKV"
 #: Bytes of one composer's rows held in memory; past it they go to a temporary database.
-ROWS_IN_MEMORY = 16 << 20
+ROWS_IN_MEMORY = 8 << 20
 MISSING = object()
 
 
