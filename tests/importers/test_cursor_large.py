@@ -1,19 +1,16 @@
-"""import --from cursor of a large chat keeps its rows, not its records (issue 27), and reads one
-conversation ahead in a thread: the journals and the report are the same, byte for byte."""
+"""import --from cursor of a large chat keeps its rows, not its records (issue 27): the journals
+and the report are the same, byte for byte."""
 
 from __future__ import annotations
 
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import run_cli
 from tests.importers.cursor_db import CURSOR, add_bubble, modern_user_dir, new_db, put
-from toolkit.findings import Finding
 from toolkit.importers.cursor import replay
-from toolkit.importers.cursor.ahead import read_ahead
 
 
 def _journals(store: Path) -> dict[str, bytes]:
@@ -83,54 +80,3 @@ def test_a_chat_kept_as_rows_imports_and_extends_to_the_same_bytes(tmp_path, mon
         runs[mode] = (_journals(store), _report(first, store), _report(second, store))
         assert bool(replayed) == (mode == "rows"), "a chat is replayed from its rows only past ROWS_IN_MEMORY"
     assert runs["rows"] == runs["records"]
-
-
-def _finding(n: int) -> Finding:
-    return Finding("source-skipped", "warning", f"p{n}", None, None, "m")
-
-
-def test_read_ahead_yields_in_order_each_finding_before_its_item():
-    seen: list[object] = []
-
-    def make(note):
-        for n in range(5):
-            note(_finding(n))
-            yield n
-        note(_finding(99))
-
-    for item in read_ahead(make, seen.append):
-        seen.append(item)
-    assert seen == [x for n in range(5) for x in (_finding(n), n)] + [_finding(99)]
-
-
-def test_read_ahead_raises_the_readers_error_where_it_happened():
-    seen: list[object] = []
-
-    def make(note):
-        yield 1
-        note(_finding(2))
-        raise ValueError("bad row")
-
-    with pytest.raises(ValueError, match="bad row"):
-        for item in read_ahead(make, seen.append):
-            seen.append(item)
-    assert seen == [1, _finding(2)]
-
-
-def test_read_ahead_stops_its_reader_when_the_caller_stops():
-    closed = threading.Event()
-
-    def make(_note):
-        try:
-            n = 0
-            while True:
-                n += 1
-                yield n
-        finally:
-            closed.set()
-
-    items = read_ahead(make, lambda f: None)
-    assert [next(items), next(items)] == [1, 2]
-    items.close()
-    assert closed.is_set(), "the reader's generator was closed (its database with it) before close() returned"
-    assert not any(t.name == "levelsess-cursor-reader" for t in threading.enumerate())

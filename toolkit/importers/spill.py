@@ -49,10 +49,9 @@ def guarded(what: str) -> Iterator[None]:
                               "/var/tmp)") from exc
 
 
-def temp_db(*, shared: bool = False) -> sqlite3.Connection:
-    """A private temporary database, in one transaction that is never committed.  ``shared``: used
-    by one thread after another (filled by a reader, read by the writer), never by two at once."""
-    conn = sqlite3.connect("", isolation_level=None, check_same_thread=not shared)
+def temp_db() -> sqlite3.Connection:
+    """A private temporary database, in one transaction that is never committed."""
+    conn = sqlite3.connect("", isolation_level=None)
     for pragma in (f"cache_size=-{CACHE_KIB}", "journal_mode=OFF", "synchronous=OFF", "temp_store=FILE"):
         conn.execute(f"PRAGMA {pragma}")
     conn.execute("BEGIN")

@@ -21,7 +21,6 @@ from pathlib import Path
 from ...findings import Finding
 from ..output import Session
 from . import transcripts
-from .ahead import read_ahead
 from .scan import APP, Options, Scan
 from .sources import default_user_dirs, detect, resolve
 
@@ -29,21 +28,16 @@ __all__ = ["APP", "Options", "default_user_dirs", "detect", "resolve", "scan", "
 
 
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
-    """Yield every Cursor conversation under ``source`` as a converted :class:`Session`, read in a
-    thread one conversation ahead of the caller (:mod:`.ahead`: what it sees is the same)."""
+    """Yield every Cursor conversation under ``source`` as a converted :class:`Session`."""
     sources = resolve(source)
-
-    def sessions(note: Callable[[Finding], None]) -> Iterator[Session]:
-        if sources.transcripts:
-            found = transcripts.sessions(sources.transcripts, options, note, transcripts.Projects(default_user_dirs()))
-        else:
-            found = Scan(sources, options, note).sessions()
-        for session in found:
-            if options.orphans_only and not session.orphaned:
-                continue
-            yield session
-
-    yield from read_ahead(sessions, report)
+    scanner = Scan(sources, options, report)
+    found = scanner.sessions()
+    if sources.transcripts:
+        found = transcripts.sessions(sources.transcripts, options, report, transcripts.Projects(default_user_dirs()))
+    for session in found:
+        if options.orphans_only and not session.orphaned:
+            continue
+        yield session
 
 
 def source_files(source: Path) -> list[Path]:

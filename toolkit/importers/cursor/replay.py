@@ -65,7 +65,7 @@ class BubbleRows:
         return self.ids is not None
 
     def _move_to_disk(self) -> None:
-        self.spill = temp_db(shared=True)  # filled here (the reader thread), read by the writer
+        self.spill = temp_db()
         with guarded("keeping a large chat's rows"):
             self.spill.execute("create table row (id integer primary key, value blob)")
         self.ids = {}
