@@ -28,6 +28,11 @@ size); pass --size-mb 720 for a ~1 GB file.  Rows are inserted in random key ord
 transactions.  Then, with the page cache warm,
 it measures (best of --repeat):
 
+  bare        the floor any reader pays: SELECT key, value FROM cursorDiskKV streamed
+              (fetchmany, values as bytes), orjson.loads of every composerData:* and bubbleId:*
+              value, nothing kept; a subprocess like the others (start-up included).  The
+              import's time is printed as a ratio to it (DESIGN §8: a figure beside its
+              baseline from the same run; issue 27 asks for at most 2x)
   naive       a load-everything reader like the prior tools (saharmor/cursor-chat-view):
               SELECT key, value FROM cursorDiskKV + fetchall(), orjson-parse every composerData
               and bubble row into dicts kept in memory, group by composer, order by headers,
@@ -83,7 +88,10 @@ GENERATOR_VERSION = 1
 MB = 1_000_000
 MIB = 1 << 20
 MARKER = "bench-cursor.json"
-FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "cursor" / "bubbles-2025-12.jsonl"
+#: shared/ beside the repo (a clone in /work/main, or a worktree one level deeper: the nearest wins)
+FIXTURE = next((p / "shared" / "fixtures" / "cursor" / "bubbles-2025-12.jsonl" for p in Path(__file__).resolve().parents[3:]
+                if (p / "shared" / "fixtures" / "cursor" / "bubbles-2025-12.jsonl").is_file()),
+               Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "cursor" / "bubbles-2025-12.jsonl")
 
 # DESIGN §8 at 1024 MB; everything but the workspace count scales linearly with --size-mb
 BASE_MB = 1024
@@ -599,6 +607,47 @@ with open(report, "wb") as out:
 """
 
 
+#: The floor of any reader of the same rows: one streamed pass over cursorDiskKV, each composerData
+#: and bubble value parsed with orjson and dropped.  Values as bytes (text_factory, as an importer
+#: must: SOURCES §1.2).  Writes its counts and peak RSS (VmHWM) as JSON to argv[2].
+BARE = r"""
+import sys, time
+started = time.perf_counter()
+import sqlite3
+from pathlib import Path
+import orjson
+db, report = Path(sys.argv[1]), sys.argv[2]
+conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
+conn.text_factory = bytes
+cursor = conn.execute("SELECT key, value FROM cursorDiskKV")
+rows = composers = bubbles = 0
+loads = orjson.loads
+while batch := cursor.fetchmany(512):
+    rows += len(batch)
+    for key, value in batch:
+        if key.startswith(b"bubbleId:"):
+            if value is not None:
+                loads(value)
+            bubbles += 1
+        elif key.startswith(b"composerData:"):
+            if value is not None:
+                loads(value)
+            composers += 1
+seconds = time.perf_counter() - started
+peak = 0
+with open("/proc/self/status") as status:
+    for line in status:
+        if line.startswith("VmHWM:"):
+            peak = int(line.split()[1]) * 1024
+if not peak:
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak if sys.platform == "darwin" else peak * 1024
+with open(report, "wb") as out:
+    out.write(orjson.dumps({"rows": rows, "composers": composers, "bubble_rows": bubbles, "seconds_inside": seconds, "peak_rss": peak}))
+"""
+
+
 @dataclass
 class Result:
     name: str
@@ -608,22 +657,32 @@ class Result:
     exit: int | None = None
     mb_per_s: float | None = None
     bubbles_per_s: float | None = None
+    x_bare: float | None = None  # best time / the bare scan's best time, same run
 
     @property
     def best(self) -> float:
         return min(self.seconds)
 
 
-def run_naive(db: Path) -> tuple[float, dict]:
+def run_reader(script: str, name: str, db: Path) -> tuple[float, dict]:
+    """Run a reader script in a subprocess: its wall time and the counts it reports."""
     with tempfile.TemporaryDirectory() as folder:
-        report = Path(folder) / "naive.json"
+        report = Path(folder) / f"{name}.json"
         gc.collect()
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", NAIVE, str(db), str(report)], capture_output=True, check=False)
+        proc = subprocess.run([sys.executable, "-c", script, str(db), str(report)], capture_output=True, check=False)
         wall = time.perf_counter() - started
         if proc.returncode != 0:
-            raise SystemExit(f"the naive reader exited {proc.returncode}:\n{proc.stderr.decode(errors='replace')[-2000:]}")
+            raise SystemExit(f"the {name} reader exited {proc.returncode}:\n{proc.stderr.decode(errors='replace')[-2000:]}")
         return wall, orjson.loads(report.read_bytes())
+
+
+def run_naive(db: Path) -> tuple[float, dict]:
+    return run_reader(NAIVE, "naive", db)
+
+
+def run_bare(db: Path) -> tuple[float, dict]:
+    return run_reader(BARE, "bare", db)
 
 
 def cli_command() -> list[str]:
@@ -770,6 +829,17 @@ def main(argv: list[str] | None = None) -> int:
         say(f"DB: {size / MB:.1f} MB, {facts['rows']} cursorDiskKV rows, page cache warmed")
         cli = cli_command()
         results: dict[str, Result] = {}
+        bare = results["bare"] = Result("bare", "SELECT key, value FROM cursorDiskKV streamed; orjson.loads each composerData + bubble value, nothing kept")
+        bare_counts = None
+        for n in range(args.repeat):
+            say(f"bare scan + parse, run {n + 1}/{args.repeat} ...")
+            wall, bare_counts = run_bare(db)
+            bare.seconds.append(wall)
+            bare.rss_mib = max(bare.rss_mib or 0, round(bare_counts["peak_rss"] / MIB, 1))
+            bare.exit = 0
+        if (bare_counts["composers"], bare_counts["bubble_rows"]) != (info["composers"], bubble_rows):
+            problems.append(f"the bare scan saw {bare_counts['composers']} composers and {bare_counts['bubble_rows']} bubble rows, "
+                            f"the build wrote {info['composers']} and {bubble_rows}")
         naive_counts = None
         if not args.no_naive:
             result = results["naive"] = Result("naive", "SELECT key, value FROM cursorDiskKV; fetchall(); orjson-parse composers + bubbles, all in memory")
@@ -827,6 +897,7 @@ def main(argv: list[str] | None = None) -> int:
         for result in results.values():
             result.mb_per_s = round(size / MB / result.best, 1)
             result.bubbles_per_s = round(bubble_rows / result.best)
+            result.x_bare = round(result.best / bare.best, 2)
 
         families = {f: {**c, "mean_bytes": round(c["bytes"] / c["rows"]) if c["rows"] else 0} for f, c in info["families"].items()}
         doc = {
@@ -840,7 +911,9 @@ def main(argv: list[str] | None = None) -> int:
                     "MB/s = DB file bytes / time (MB = 10**6); bubbles/s = bubble rows (orphans included) / time; "
                     "peak RSS = VmHWM of that process (MiB)",
             "results": [{**asdict(r), "best": round(r.best, 3), "seconds": [round(s, 3) for s in r.seconds]} for r in results.values()],
+            "bare": bare_counts,
             "naive": naive_counts,
+            "import_x_bare": results["import"].x_bare if "import" in results else None,
             "import": {"available": not missing, "message": missing, "verified": verified or None},
             "problems": problems,
         }
@@ -874,14 +947,16 @@ def _print_report(doc: dict, results: list[Result]) -> None:
     print(f"machine: {machine['cpus']} CPUs, Python {machine['python']}, SQLite {machine['sqlite']}, orjson {machine['orjson']}, {machine['platform']}")
     print(doc["note"])
     print()
-    header = f"{'run':<10} {'seconds':>9} {'MB/s':>8} {'bubbles/s':>10} {'peak RSS MiB':>13}  what"
+    header = f"{'run':<10} {'seconds':>9} {'x bare':>7} {'MB/s':>8} {'bubbles/s':>10} {'peak RSS MiB':>13}  what"
     print(header)
     print("-" * (len(header) + 70))
     for r in results:
         rss = f"{r.rss_mib:.0f}" if r.rss_mib is not None else "-"
-        print(f"{r.name:<10} {r.best:>9.2f} {r.mb_per_s:>8.1f} {r.bubbles_per_s:>10} {rss:>13}  {r.what}")
+        print(f"{r.name:<10} {r.best:>9.2f} {r.x_bare:>7.2f} {r.mb_per_s:>8.1f} {r.bubbles_per_s:>10} {rss:>13}  {r.what}")
     if not doc["import"]["available"]:
-        print(f"{'import':<10} {'-':>9} {'-':>8} {'-':>10} {'-':>13}  not measured: {doc['import']['message']}")
+        print(f"{'import':<10} {'-':>9} {'-':>7} {'-':>8} {'-':>10} {'-':>13}  not measured: {doc['import']['message']}")
+    if doc["import_x_bare"] is not None:
+        print(f"import / bare = {doc['import_x_bare']:.2f} (issue 27: at most 2)")
     naive = doc["naive"]
     if naive:
         print()

@@ -147,7 +147,9 @@ def assistant_blocks(bubble: dict) -> list[dict]:
     tool = bubble.get("toolFormerData")
     if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]:
         tool_id = tool.get("toolCallId") or bubble.get("bubbleId") or ""
-        args = next((obj for obj in (json_object(tool.get("rawArgs")), json_object(tool.get("params"))) if obj is not None), None)
+        args = json_object(tool.get("rawArgs"))
+        if args is None:  # (params parsed only when rawArgs gives no object: it usually does)
+            args = json_object(tool.get("params"))
         if args is None:
             raw = tool.get("rawArgs") if tool.get("rawArgs") is not None else tool.get("params")
             args = {"raw": raw} if raw is not None else {}

@@ -13,6 +13,7 @@ from .. import sqlite as db
 from ..output import Options, Raw, Session, iso_from_ms, safe_id
 from ..uris import apply_map, classify
 from .convert import Clock, bubble_text, convert_bubble, iso, model_name, orphan_event, request_time, settle_times, skip_reason
+from .replay import MISSING as _MISSING, BubbleRows, Replay
 from .sources import Sources, Workspace
 
 APP = "cursor"
@@ -409,9 +410,11 @@ class Scan:
         tally, line = Tally(), Timeline()
         clock = Clock(None, self.generations)
         first_uri = None
-        for bubble_key in keys_by_rowid(conn, f"bubbleId:{cid}:"):
+        rows = BubbleRows(conn, f"bubbleId:{cid}:")
+        replay = Replay(rows) if rows.spilled else None
+        for bubble_key in rows.order:
             tally.items += 1
-            found = self._bubble(conn, path, bubble_key, tally)
+            found = self._bubble(rows, path, bubble_key, tally)
             if found is None:
                 continue
             bubble, raw = found
@@ -421,6 +424,8 @@ class Scan:
             if record is None:
                 self.unknown(path, bubble_key, tally, bubble)
                 continue
+            if replay is not None:
+                record = replay.keep(record, bubble_key, None, None, False, None)
             line.add(record, bubble)
         if not line.records:
             return self.account(tally, None, path, key)
@@ -428,7 +433,10 @@ class Scan:
         settle_times(line.records, line.requests, iso(head.get("createdAt")) or _mtime(path))
         source = {"app": APP, "path": str(path), "key": key, "version": "rows:none", "deleted": reason == "deleted"}
         session = Session(safe_id("cursor", cid), None, iso(head.get("createdAt")) or line.records[0]["t"], head.get("name") or None,
-                          source, {"rawHeader": head} if head else None, line.records, status="orphaned", orphan=[reason])
+                          source, {"rawHeader": head} if head else None, line.records if replay is None else replay,
+                          status="orphaned", orphan=[reason])
+        if replay is not None and session.title is None:
+            session.title = replay.title
         session = self.place(session, self.head_workspace.get(cid), first_uri)
         return self.account(tally, session, path, key)
 
@@ -475,11 +483,11 @@ class Scan:
                     return uris[0]
         return None
 
-    def _bubble(self, conn: sqlite3.Connection, path: Path, bubble_key: str, tally: Tally) -> tuple[dict, Raw] | None:
+    def _bubble(self, rows: BubbleRows, path: Path, bubble_key: str, tally: Tally) -> tuple[dict, Raw] | None:
         """One ``bubbleId:`` row, parsed; a NULL, missing or bad row is counted and reported."""
-        raw = db.raw_value(conn, KV, bubble_key)
-        if raw is None:
-            if db.has_key(conn, KV, bubble_key):
+        raw = rows.get(bubble_key)
+        if raw is None or raw is _MISSING:
+            if raw is None:
                 tally.skip("unreadable", bubble_key)
                 self.finding("source-unreadable", "error", path, bubble_key, "the value is NULL; skipped")
             else:
@@ -511,6 +519,8 @@ class Scan:
         tally, line = Tally(), Timeline()
         referenced: set[str] = set()
         first_uri = None
+        rows = BubbleRows(conn, prefix)
+        replay = Replay(rows) if rows.spilled else None  # a large chat: its records are kept as its rows
         for index, header in enumerate(headers):
             tally.items += 1
             bid = header.get("bubbleId") if isinstance(header, dict) else None
@@ -524,31 +534,34 @@ class Scan:
             if isinstance(inline.get(bid), dict):
                 bubble = inline[bid]
             else:
-                found = self._bubble(conn, path, bubble_key, tally)
+                found = self._bubble(rows, path, bubble_key, tally)
                 if found is None:
                     continue
                 bubble, raw_row = found
             if first_uri is None and bubble.get("type", header.get("type")) == 1 and isinstance(bubble.get("workspaceUris"), list):
                 first_uri = next((u for u in bubble["workspaceUris"] if isinstance(u, str)), None)
-            record = convert_bubble(bubble, bubble_key, clock, model, busy or bid in generating, header.get("type"), raw_row)
+            partial = busy or bid in generating
+            record = convert_bubble(bubble, bubble_key, clock, model, partial, header.get("type"), raw_row)
             if record is None:
                 self.unknown(path, bubble_key, tally, bubble, header.get("type"))
                 continue
+            if replay is not None:
+                record = replay.keep(record, bubble_key, bubble if raw_row is None else None, model, partial, header.get("type"))
             line.add(record, bubble)
         # orphans: in the database's write order, each without a time taking its neighbour's
         clock = Clock(next((r["t"] for r in reversed(line.records) if r.get("t")), created), self.generations)
-        for bubble_key in keys_by_rowid(conn, prefix):
+        for bubble_key in rows.order:
             if bubble_key in referenced:
                 continue
             tally.items += 1
-            found = self._bubble(conn, path, bubble_key, tally)
+            found = self._bubble(rows, path, bubble_key, tally)
             if found is None:
                 continue
             record = convert_bubble(found[0], bubble_key, clock, model, False, raw=found[1])
             if record is None:
                 self.unknown(path, bubble_key, tally, found[0])
                 continue
-            line.records.append(orphan_event(record))
+            line.records.append(orphan_event(record) if replay is None else replay.keep(record, bubble_key, None, model, False, None, True))
             line.requests.append(None)
         if not line.records:
             return self.account(tally, None, path, key)
@@ -560,7 +573,10 @@ class Scan:
             raw = {**raw, "rawHeader": self.heads[cid]}
         version = f"split:{composer.get('_v', 'none')}"
         session = Session(safe_id("cursor", cid), None, created or line.records[0]["t"], composer.get("name") or None,
-                          {"app": APP, "path": str(path), "key": key, "version": version}, raw, line.records)
+                          {"app": APP, "path": str(path), "key": key, "version": version}, raw,
+                          line.records if replay is None else replay)
+        if replay is not None and session.title is None:
+            session.title = replay.title  # as the writer names a chat from a list of records
         session.first_uri = first_uri
         _archive(session, composer)
         return self.account(tally, session, path, key)
@@ -574,16 +590,6 @@ def _bubble_owners(conn: sqlite3.Connection) -> list[str]:
         if not owners or owners[-1] != cid:
             owners.append(cid)
     return owners
-
-
-def keys_by_rowid(conn: sqlite3.Connection, prefix: str) -> Iterator[str]:
-    """The keys of ``cursorDiskKV`` starting with ``prefix``, in the order the database wrote them
-    (rowid: a replaced row is re-inserted, so it counts as written last), streaming."""
-    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    cursor = conn.execute(f"select key from {KV} where key >= ? and key < ? order by rowid", (prefix, upper))
-    while rows := cursor.fetchmany(db.FETCH):
-        for (key,) in rows:
-            yield key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else key
 
 
 def _archive(session: Session, composer: dict) -> None:
