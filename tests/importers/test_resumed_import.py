@@ -153,3 +153,18 @@ def test_a_transcript_with_inline_sidechains_is_resumed_too(tmp_path, kinds):
         assert _journals(store) == _journals(full), kind
         resumed += a["resumed"]
     assert resumed > 0
+
+
+@given(st.lists(st.text(min_size=1, max_size=20), max_size=300), st.lists(st.text(min_size=1, max_size=20), max_size=50))
+@settings(max_examples=60, deadline=None)
+def test_what_a_resume_keeps_of_the_ids_it_saw_never_forgets_one(added, later):
+    """The uuids and message ids a resume checks new lines against (a Bloom filter): every id added
+    is "maybe seen", before and after it is kept and loaded, and with more added since."""
+    from toolkit.importers.claude import _seen, _Seen
+
+    seen = _Seen.load(_seen(added))
+    assert all(digest in seen for digest in added)
+    for digest in later:
+        seen.add(digest)
+    again = _Seen.load(seen.dump())
+    assert all(digest in again for digest in added + later)

@@ -41,6 +41,7 @@ about 11 bytes a record, and each record is converted from its line, re-read at 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -1047,12 +1048,55 @@ RESUME_RECORDS = 100_000
 RESUME_BYTES = 16 << 20
 
 
+class _Seen:
+    """A set of hashed ids kept small (a Bloom filter of about 12 bits an id, 6 probes): "maybe
+    seen" for every id added, and for about 1 in 400 others; a resume treats "maybe" as seen and
+    reads the file in full, so a false "maybe" costs time, never a record."""
+
+    PROBES = 6
+
+    def __init__(self, bits: bytearray, size: int) -> None:
+        self.bits, self.size = bits, size
+
+    @classmethod
+    def sized(cls, count: int) -> _Seen:
+        size = max(1024, count * 12 + 1024)
+        return cls(bytearray((size + 7) // 8), size)
+
+    def _spots(self, digest: str) -> list[int]:
+        whole = int(hashlib.sha256(digest.encode()).hexdigest()[:48], 16)
+        return [(whole >> (i * 40)) % self.size for i in range(self.PROBES)]
+
+    def add(self, digest: str) -> None:
+        for spot in self._spots(digest):
+            self.bits[spot >> 3] |= 1 << (spot & 7)
+
+    def __contains__(self, digest: str) -> bool:
+        return all(self.bits[spot >> 3] & (1 << (spot & 7)) for spot in self._spots(digest))
+
+    def dump(self) -> list:
+        return [self.size, base64.b64encode(bytes(self.bits)).decode("ascii")]
+
+    @classmethod
+    def load(cls, value: list) -> _Seen:
+        return cls(bytearray(base64.b64decode(value[1])), value[0])
+
+
 def _h(value: bytes | str) -> str:
     return hashlib.sha256(value if isinstance(value, bytes) else value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _base_key(key: str) -> str:
     return key.split("#", 1)[0]
+
+
+def _seen(digests) -> list:
+    """``digests`` as a kept :class:`_Seen` (sized for them, with room to grow)."""
+    digests = list(digests)
+    seen = _Seen.sized(2 * len(digests) + 256)
+    for digest in digests:
+        seen.add(digest)
+    return seen.dump()
 
 
 def _side_state(session: Session, outcome: Outcome, looked: str | None) -> dict | None:
@@ -1109,8 +1153,8 @@ def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: S
             "lines": reader.lines, "leaf": from_db(leaf), "stamp": from_db(stamp), "count": transcript.count,
             "rank": records.title_rank, "line_title": records.line_title, "shown": records.shown_title,
             "prompt": _first_prompt(transcript, plan), "created": session.created_at,
-            "uuids": sorted(_h(from_db(u)) for (u,) in db.conn.execute(f"SELECT uuid FROM {table} WHERE uuid IS NOT NULL")),
-            "msgs": sorted(_h(m) for (m,) in db.conn.execute(f"SELECT DISTINCT msg FROM {table} WHERE msg IS NOT NULL")),
+            "uuids": _seen(_h(from_db(u)) for (u,) in db.conn.execute(f"SELECT uuid FROM {table} WHERE uuid IS NOT NULL")),
+            "msgs": _seen(_h(m) for (m,) in db.conn.execute(f"SELECT DISTINCT msg FROM {table} WHERE msg IS NOT NULL")),
             "hkeys": hkeys, "links_when": last_t(anchored), "loose_when": last_t(loose), "has_loose": bool(loose),
             "source_items": session.source_items, "merged": session.merged, "source_lines": session.source_lines,
             "seq": outcome.after[0], "title": outcome.after[1], "keys": outcome.keys, "partial": partial,
@@ -1206,7 +1250,11 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
     said: list[Finding] = []
     reader = SourceReader(path, CLAUDE_CODE.is_record, said.append, what="Claude Code record", start=state["covered"],
                           number=state["number"], digest=digest)
-    uuids, msgs, fresh = set(state["uuids"]), set(state["msgs"]), set()
+    try:
+        uuids, msgs = _Seen.load(state["uuids"]), _Seen.load(state["msgs"])
+    except (TypeError, ValueError, IndexError):
+        return None
+    fresh: set[str] = set()
     hkeys = dict(state["hkeys"])
     items: list[tuple[_Item, int, dict, bytes]] = []
     stamp, parent = state["stamp"], state["leaf"]
@@ -1226,7 +1274,7 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
                 uuids.add(own)
                 parent = item.uuid
                 if row[11] is not None:  # a response's part: its first part kept already would merge it there
-                    if _h(row[11]) in msgs:
+                    if _h(row[11]) in msgs and _h(row[11]) not in fresh:
                         return None
                     fresh.add(_h(row[11]))
             else:
@@ -1241,11 +1289,13 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
         return None
     if said or reader.skipped or reader.too_large or not items or reader.sha256 is None:
         return None
-    return _resumed_session(items, state, reader, project, sid, source, status, journal, sorted(uuids), msgs | fresh, hkeys)
+    for digest in fresh:
+        msgs.add(digest)
+    return _resumed_session(items, state, reader, project, sid, source, status, journal, uuids.dump(), msgs.dump(), hkeys)
 
 
 def _resumed_session(items: list, state: dict, reader: SourceReader, project: str | None, sid: str, source: dict,
-                     status: tuple, journal: Path, uuids: list, msgs: set, hkeys: dict) -> Resumed:
+                     status: tuple, journal: Path, uuids: list, msgs: list, hkeys: dict) -> Resumed:
     """The records a full re-import would append for ``items`` (the new lines, all continuing the
     conversation), in its order: the new chain's units, then the new lines off it."""
     created = state["created"]
@@ -1331,7 +1381,7 @@ def _resumed_session(items: list, state: dict, reader: SourceReader, project: st
                                           state["count"] + max(p[0].n for p in parts))
         return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
                 "lines": state["lines"] + reader.lines, "leaf": leaf, "stamp": stamp, "count": count, "rank": rank,
-                "line_title": line_title, "shown": shown, "prompt": prompt, "uuids": uuids, "msgs": sorted(msgs),
+                "line_title": line_title, "shown": shown, "prompt": prompt, "uuids": uuids, "msgs": msgs,
                 "hkeys": hkeys, "source_items": session.source_items, "merged": session.merged,
                 "source_lines": session.source_lines, "seq": outcome.after[0], "title": outcome.after[1],
                 "keys": outcome.keys, "partial": kept_partial}
