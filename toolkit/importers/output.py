@@ -303,36 +303,51 @@ def _outcome(session: Session, path: Path, records: int, new: int, status: str, 
                    session.title if isinstance(session.title, str) else None, keys, after)
 
 
-#: Past this many new keys a write stops counting them (memory stays flat): its outcome's ``keys`` is None.
-COUNT_KEYS = 200_000
+#: Keys a write counts in a set before it counts them on disk (:class:`~toolkit.importers.spill.KnownKeys`):
+#: memory stays flat whatever the session's size.
+COUNT_IN_MEMORY = 20_000
 
 
 class _KeyCount:
     """The distinct source keys (``sourceKey`` and ``partKeys``) of the records a write adds, as a
-    re-read of the journal counts them; ``None`` past :data:`COUNT_KEYS`."""
+    re-read of the journal counts them: in a set, then on disk past :data:`COUNT_IN_MEMORY`."""
 
     def __init__(self) -> None:
-        self.keys: set[str] | None = set()
+        self.keys: set[str] = set()
+        self.spilled: KnownKeys | None = None
 
     def add(self, record: dict) -> None:
-        if self.keys is None:
-            return
         key = record.get("sourceKey")
-        if key is not None:
-            self.keys.add(key)
         parts = record.get(PART_KEYS)
-        if isinstance(parts, list):
-            self.keys.update(parts)
-        if len(self.keys) > COUNT_KEYS:
-            self.keys = None
+        found = ([key] if isinstance(key, str) else []) + [p for p in (parts if isinstance(parts, list) else ()) if isinstance(p, str)]
+        if self.spilled is not None:
+            for one in found:
+                self.spilled.setdefault(one)
+            return
+        self.keys.update(found)
+        if len(self.keys) > COUNT_IN_MEMORY:
+            self.spilled = KnownKeys()
+            for one in self.keys:
+                self.spilled.setdefault(one)
+            self.keys = set()
 
     def total(self, known=None) -> int | None:
-        """How many keys the journal holds after the write (``known``: those it held before)."""
-        if self.keys is None:
-            return None
-        if known is None:
-            return len(self.keys)
-        return len(known) + sum(1 for key in self.keys if key not in known)
+        """How many keys the journal holds after the write (``known``: those it held before); None
+        when that is not counted (an extension past :data:`COUNT_IN_MEMORY` new keys)."""
+        try:
+            if self.spilled is not None:
+                return len(self.spilled) if known is None else None
+            if known is None:
+                return len(self.keys)
+            return len(known) + sum(1 for key in self.keys if key not in known)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.spilled is not None:
+            self.spilled.close()
+            self.spilled = None
+        self.keys = set()
 
 
 def journal_path(store: Path, session: Session) -> Path:
@@ -628,7 +643,8 @@ def write_resumed(store: Path, session: Session, path: Path, records: list[dict]
     except LockBusyError as exc:
         return _outcome(session, path, 0, 0, "skipped"), [Finding("locked", "warning", str(path), None, None,
                                                                   f"not updated: {exc}; import again when the editor is closed")]
-    total = None if keys.keys is None else len(keys.keys - held)  # ``held``: keys of records superseded, not new
+    total = None if keys.spilled is not None else len(keys.keys - held)  # ``held``: keys of records superseded, not new
+    keys.close()
     return _outcome(session, path, had + len(records), len(records), "updated", None if total is None else had + total,
                     (last_seq + written, session.title if extra else title, partials)), []
 
@@ -738,8 +754,11 @@ def _additions(session: Session, records, known: KnownKeys, title: object, held:
     """How many records a journal lacks (or whose partial copy they complete); and whether it
     lacks anything else: a title change, source lines no record carries, the source's new state."""
     after = _After(session.created_at)
-    for _addition in after.new(_looked_at(records, known, held), held.carried):
-        pass
+    try:
+        for _addition in after.new(_looked_at(records, known, held), held.carried):
+            pass
+    finally:
+        after.keys.close()  # (a plan counts no keys)
     state = session.state
     extra = bool(_title(session, after.when, title)) or (
         state is not None and not no_raw and (state.mark() != held.state
