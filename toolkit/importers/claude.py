@@ -1042,8 +1042,8 @@ def scan_unit(unit: Unit, options: Options, report: Callable[[Finding], None]) -
 # -- a transcript that only grew: read from where the last import stopped (issue 27) -----------------
 
 #: A transcript with more records than this is read in full on each import that sees it change
-#: (what a resume keeps of it, a hash per uuid, stays small).
-RESUME_RECORDS = 100_000
+#: (what a resume keeps of it is a few bytes a record: see :class:`_Seen`).
+RESUME_RECORDS = 2_000_000
 #: A transcript that grew by more than this is read in full (what a resume reads is held in memory).
 RESUME_BYTES = 16 << 20
 
@@ -1086,14 +1086,12 @@ def _h(value: bytes | str) -> str:
     return hashlib.sha256(value if isinstance(value, bytes) else value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _base_key(key: str) -> str:
-    return key.split("#", 1)[0]
-
-
-def _seen(digests) -> list:
-    """``digests`` as a kept :class:`_Seen` (sized for them, with room to grow)."""
-    digests = list(digests)
-    seen = _Seen.sized(2 * len(digests) + 256)
+def _seen(digests, count: int | None = None) -> list:
+    """``digests`` (about ``count`` of them, streamed) as a kept :class:`_Seen`, with room to grow."""
+    if count is None:
+        digests = list(digests)
+        count = len(digests)
+    seen = _Seen.sized(count + count // 4 + 256)
     for digest in digests:
         seen.add(digest)
     return seen.dump()
@@ -1121,10 +1119,13 @@ def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: S
     if leaf is None:
         return None
     stamp = db.one(f"SELECT stamp FROM {table} ORDER BY n DESC LIMIT 1")
-    hkeys: dict[str, int] = {}
-    for (key,) in db.conn.execute(f"SELECT key FROM {table} WHERE uuid IS NULL"):
-        base = _base_key(from_db(key))
-        hkeys[base] = hkeys.get(base, 0) + 1
+    repeats: dict[str, int] = {}  # a key seen n > 1 times: its last copy is keyed "#n"
+    for (key,) in db.conn.execute(f"SELECT key FROM {table} WHERE uuid IS NULL AND instr(key, '#')"):
+        base, _sep, n = from_db(key).partition("#")
+        repeats[base] = max(repeats.get(base, 0), int(n))
+    lone = db.one(f"SELECT COUNT(*) FROM {table} WHERE uuid IS NULL")
+    hkeys = {"repeats": repeats, "seen": _seen((from_db(key) for (key,) in db.conn.execute(
+        f"SELECT key FROM {table} WHERE uuid IS NULL AND NOT instr(key, '#')")), lone)}
     if plan.first_stamp() is None:  # its time is the file's mtime, which a growth changes
         return None
     order = ({n: k for k, n in enumerate(row[0] for row in db.conn.execute(f"SELECT n FROM {plan.shown} ORDER BY unit, pos"))}
@@ -1153,8 +1154,10 @@ def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: S
             "lines": reader.lines, "leaf": from_db(leaf), "stamp": from_db(stamp), "count": transcript.count,
             "rank": records.title_rank, "line_title": records.line_title, "shown": records.shown_title,
             "prompt": _first_prompt(transcript, plan), "created": session.created_at,
-            "uuids": _seen(_h(from_db(u)) for (u,) in db.conn.execute(f"SELECT uuid FROM {table} WHERE uuid IS NOT NULL")),
-            "msgs": _seen(_h(m) for (m,) in db.conn.execute(f"SELECT DISTINCT msg FROM {table} WHERE msg IS NOT NULL")),
+            "uuids": _seen((_h(from_db(u)) for (u,) in db.conn.execute(f"SELECT uuid FROM {table} WHERE uuid IS NOT NULL")),
+                           transcript.count),
+            "msgs": _seen((_h(m) for (m,) in db.conn.execute(f"SELECT DISTINCT msg FROM {table} WHERE msg IS NOT NULL")),
+                          transcript.count),
             "hkeys": hkeys, "links_when": last_t(anchored), "loose_when": last_t(loose), "has_loose": bool(loose),
             "source_items": session.source_items, "merged": session.merged, "source_lines": session.source_lines,
             "seq": outcome.after[0], "title": outcome.after[1], "keys": outcome.keys, "partial": partial,
@@ -1255,7 +1258,11 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
     except (TypeError, ValueError, IndexError):
         return None
     fresh: set[str] = set()
-    hkeys = dict(state["hkeys"])
+    try:
+        repeats, once = dict(state["hkeys"]["repeats"]), _Seen.load(state["hkeys"]["seen"])
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None
+    hkeys: dict[str, int] = {}  # the new lines' keys, with the count of the file's lines before each
     items: list[tuple[_Item, int, dict, bytes]] = []
     stamp, parent = state["stamp"], state["leaf"]
     try:
@@ -1281,7 +1288,11 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
                 if item.kind == "summary":
                     return None
                 base = item.key
-                hkeys[base] = hkeys.get(base, 0) + 1
+                if base not in hkeys:
+                    if base not in repeats and base in once:  # seen before, maybe: its number is not known here
+                        return None
+                    hkeys[base] = repeats.get(base, 0)
+                hkeys[base] += 1
                 if hkeys[base] > 1:
                     item = item._replace(key=f"{base}#{hkeys[base]}")
             items.append((item, flags, value, src.data))
@@ -1291,7 +1302,12 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
         return None
     for digest in fresh:
         msgs.add(digest)
-    return _resumed_session(items, state, reader, project, sid, source, status, journal, uuids.dump(), msgs.dump(), hkeys)
+    for base, count in hkeys.items():
+        once.add(base)
+        if count > 1:
+            repeats[base] = count
+    return _resumed_session(items, state, reader, project, sid, source, status, journal, uuids.dump(), msgs.dump(),
+                            {"repeats": repeats, "seen": once.dump()})
 
 
 def _resumed_session(items: list, state: dict, reader: SourceReader, project: str | None, sid: str, source: dict,
