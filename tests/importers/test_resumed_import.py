@@ -168,3 +168,28 @@ def test_what_a_resume_keeps_of_the_ids_it_saw_never_forgets_one(added, later):
         seen.add(digest)
     again = _Seen.load(seen.dump())
     assert all(digest in again for digest in added + later)
+
+
+def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
+    """A resume state another build wrote, or one damaged on disk: the transcript is read in full,
+    the journals are what a full read writes, and nothing raises."""
+    import json as jsonlib
+
+    from toolkit.importers.output import Options
+    from toolkit.importers.unchanged import cache_path
+
+    path = write_transcript(tmp_path, 300)
+    source, store, full = tmp_path / "projects", tmp_path / "store", tmp_path / "full"
+    _import(source, store)
+    _import(source, full, "--reread")
+    cache = cache_path(store, "claude", source, Options(), False, False)
+    doc = jsonlib.loads(cache.read_text())
+    for unit in doc["units"].values():
+        for state in unit["resume"].values():
+            state.update({"uuids": ["ab", "cd"], "msgs": [7, "=="], "hkeys": [1, 2]})
+    cache.write_text(jsonlib.dumps(doc))
+    grow_claude(path, random.Random(3), turns=2)
+    again = _import(source, store)
+    assert again["resumed"] == 0 and again["read"] == 1
+    assert _said(again) == _said(_import(source, full, "--reread"))
+    assert _journals(store) == _journals(full)

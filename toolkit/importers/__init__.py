@@ -258,7 +258,10 @@ def _resume(store: Path, importer, kept: unchanged.Kept, unit: unchanged.Unit, s
     if grown is None:
         return False
     path, entry = grown
-    items = resume_unit(unit, path, entry)
+    try:
+        items = resume_unit(unit, path, entry)
+    except (KeyError, TypeError, ValueError, IndexError):  # a kept state this build cannot use: read it all
+        return False
     if items is None:
         return False
     written = {}

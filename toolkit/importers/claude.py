@@ -1079,7 +1079,14 @@ class _Seen:
 
     @classmethod
     def load(cls, value: list) -> _Seen:
-        return cls(bytearray(base64.b64decode(value[1])), value[0])
+        """A kept filter; ValueError for anything else (a cache of another build is read as none)."""
+        if not (isinstance(value, list) and len(value) == 2 and type(value[0]) is int and value[0] > 0
+                and isinstance(value[1], str)):
+            raise ValueError("not a kept filter")
+        bits = bytearray(base64.b64decode(value[1], validate=True))
+        if len(bits) != (value[0] + 7) // 8:
+            raise ValueError("not a kept filter")
+        return cls(bits, value[0])
 
 
 def _h(value: bytes | str) -> str:
