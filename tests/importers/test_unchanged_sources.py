@@ -59,7 +59,9 @@ def _change(kind: str, path: Path, source: Path) -> None:
     elif kind == "cut":
         path.write_bytes(b"".join(lines[: max(1, len(lines) // 2)]))
     elif kind == "rewrite-same-size-mtime-back":  # one byte changed inside a string, the mtime put back
-        at = data.index(b'"type"') + 2
+        at = data.find(b'"type"') + 2  # (a file rewritten so before has none left: its first string's byte)
+        if at < 2:
+            at = data.index(b'"') + 1
         path.write_bytes(data[:at] + (b"T" if data[at:at + 1] == b"t" else b"t") + data[at + 1:])
         os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
     elif kind == "replace":  # the same bytes in a new file (a sync tool, a restore from backup)
