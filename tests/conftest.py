@@ -6,8 +6,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.helpers import run_cli  # noqa: F401  (re-exported for tests)
+
+# The test command runs the same examples every time (CI is deterministic: a property that passed on
+# main passes on the next clean checkout of it); HYPOTHESIS_EXPLORE=1 draws new ones, to hunt.
+settings.register_profile("repeatable", derandomize=True, database=None)
+if not os.environ.get("HYPOTHESIS_EXPLORE"):
+    settings.load_profile("repeatable")
 
 
 @pytest.fixture(autouse=True)
