@@ -112,9 +112,10 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                     if scanned is not None:
                         memo.remember_scan(journal.parent, journal, *scanned)
 
+            stamped = [unchanged.stamps(unit) for unit in units]  # (once each: the workers get them too)
             ready: dict[int, _Part] = {}  # what each unit came to, until those before it are reported
             for index, unit in enumerate(units):  # the units as kept (nothing of them changed): here, at once
-                part = _recalled(context, unit)
+                part = _recalled(context, unit, stamped[index])
                 if part is not None:
                     ready[index] = part
             todo = [index for index in range(len(units)) if index not in ready]
@@ -141,13 +142,14 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                        if jobs != 1 and len(todo) > 1 and parallel.supports(importer) else 1)
             if workers > 1:
                 context.read_back = not dry_run
-                parallel.run([importer.unit_key(units[i]) for i in todo], lambda k: _process(context, units[todo[k]]), workers,
+                parallel.run([importer.unit_key(units[i]) for i in todo],
+                             lambda k: _process(context, units[todo[k]], stamped[todo[k]]), workers,
                              lambda k, part: release(todo[k], part))
             else:
                 for index in todo:
                     part = _Part()
                     try:
-                        _process(context, units[index], part)
+                        _process(context, units[index], stamped[index], part)
                     except BaseException:  # what it wrote is still settled below
                         touched.update(part.touched)
                         landed.update(part.landed)
@@ -205,9 +207,8 @@ class _Part:
     scans: list = field(default_factory=list)  # (journal, read_back) of the journals a worker wrote
 
 
-def _recalled(context: _Context, unit: unchanged.Unit) -> _Part | None:
+def _recalled(context: _Context, unit: unchanged.Unit, stamped: dict | None) -> _Part | None:
     """The unit as the import cache kept it, when nothing of it changed; else None."""
-    stamped = unchanged.stamps(unit)
     recalled = context.kept.recall(unit, stamped)
     if recalled is None:
         return None
@@ -218,25 +219,20 @@ def _recalled(context: _Context, unit: unchanged.Unit) -> _Part | None:
     return part
 
 
-def _process(context: _Context, unit: unchanged.Unit, part: _Part | None = None) -> _Part:
-    """Import one unit (into ``part``): as kept, if nothing of it changed; from where the last
-    import stopped, if only one file grew; else read in full (issue 27)."""
+def _process(context: _Context, unit: unchanged.Unit, stamped: dict | None, part: _Part | None = None) -> _Part:
+    """Import one unit (into ``part``): as kept, if nothing of it changed (a unit that went after
+    another that may write its journal); from where the last import stopped, if only one file
+    grew; else read in full (issue 27).  ``stamped``: its files' stamps, taken before."""
+    recalled = _recalled(context, unit, stamped)
+    if recalled is not None:
+        return recalled if part is None else _fill(part, recalled)
     part = _Part() if part is None else part
-    stamped = unchanged.stamps(unit)
     part.size = unchanged.sizes(unit, stamped)
-    recalled = context.kept.recall(unit, stamped)
-    if recalled is not None:  # nothing it read last time changed: nothing to read
-        part.sessions, part.findings = recalled
-        part.from_cache = len(part.sessions)
-        states = context.kept.states(unit)
-    elif not context.dry_run and _resume(context.store, context.importer, context.kept, unit, stamped, part, None,
-                                         part.touched, part.landed, states := {}):
-        pass  # only one file grew: read from where the last import stopped
-    else:
-        states, clean = {}, True
+    states: dict | None = {}
+    if context.dry_run or not _resume(context, unit, stamped, part, states):  # else only one file grew: resumed
+        clean = True
         for session in unchanged.scan_unit(context.importer, context.source, unit, context.options, part.findings.append):
-            clean &= _one(context.store, context.source, session, context.stones, part, context.dry_run, context.no_raw,
-                          context.include_trashed, part.raised, part.touched, part.landed, None, states)
+            clean &= _one(context, session, part, states)
         part.read = len(part.sessions)
         if not clean:  # what a write met (a lock, a repair) is not what the next import meets
             states = None
@@ -249,12 +245,17 @@ def _process(context: _Context, unit: unchanged.Unit, part: _Part | None = None)
     return part
 
 
-def _resume(store: Path, importer, kept: unchanged.Kept, unit: unchanged.Unit, stamped: dict | None, report: _Part,
-            progress: Callable[[Outcome], None] | None, touched: set[Path], landed: set[Path], states: dict) -> bool:
+def _fill(part: _Part, recalled: _Part) -> _Part:
+    for name in ("sessions", "findings", "from_cache", "size", "entry"):
+        setattr(part, name, getattr(recalled, name))
+    return part
+
+
+def _resume(context: _Context, unit: unchanged.Unit, stamped: dict | None, part: _Part, states: dict) -> bool:
     """Import a unit one of whose files only grew, reading only its new bytes (issue 27): True when
-    done; False when it must be read in full (nothing was written, nothing reported)."""
-    resume_unit = getattr(importer, "resume_unit", None)
-    grown = kept.grown(unit, stamped) if resume_unit is not None else None
+    done; False when it must be read in full (nothing reported)."""
+    resume_unit = getattr(context.importer, "resume_unit", None)
+    grown = context.kept.grown(unit, stamped) if resume_unit is not None else None
     if grown is None:
         return False
     path, entry = grown
@@ -267,8 +268,8 @@ def _resume(store: Path, importer, kept: unchanged.Kept, unit: unchanged.Unit, s
     written = {}
     for one in (item for item in items if not isinstance(item, Outcome)):  # (the main conversation first)
         journal = entry["journals"].get(str(one.journal))
-        done = write_resumed(store, one.session, one.journal, one.session.records, journal, one.had, one.after, one.when,
-                             one.held)
+        done = write_resumed(context.store, one.session, one.journal, one.session.records, journal, one.had, one.after,
+                             one.when, one.held)
         if done is None:
             return False  # a journal changed meanwhile: read it all (what was appended is found held)
         written[id(one)] = done
@@ -277,60 +278,52 @@ def _resume(store: Path, importer, kept: unchanged.Kept, unit: unchanged.Unit, s
     for item in items:
         if isinstance(item, Outcome):
             outcome, found = item, []
-            report.from_cache += 1
+            part.from_cache += 1
             if entry["resume"].get(item.id) is not None:
                 states[item.id] = entry["resume"][item.id]
         else:
             (outcome, found), session = written[id(item)], item.session
-            report.resumed += 1
+            part.resumed += 1
             if outcome.status == "updated":
-                touched.add(outcome.path.parent)
-                landed.add(outcome.path.parent)
+                part.touched.add(outcome.path.parent)
+                part.landed.add(outcome.path.parent)
                 state = session.resume_state(outcome) if session.resume_state else None
                 if state is not None:
                     states[session.id] = state
-        report.sessions.append(outcome)
-        report.findings += found
-        if progress:
-            progress(outcome)
+        part.sessions.append(outcome)
+        part.findings += found
     return True
 
 
-def _one(store: Path, source: Path, session: Session, stones: dict, report: _Part, dry_run: bool, no_raw: bool,
-         include_trashed: bool, raised: list[str], touched: set[Path], landed: set[Path],
-         progress: Callable[[Outcome], None] | None, states: dict) -> bool:
-    """Write one session the importer yielded (or count it trashed), into ``report``; False when
+def _one(context: _Context, session: Session, part: _Part, states: dict) -> bool:
+    """Write one session the importer yielded (or count it trashed), into ``part``; False when
     writing it met something (a finding of the write's own)."""
-    stone = stones.get(session.id)
-    if stone is not None and not include_trashed:
-        outcome = trashed(store, session)
-        report.sessions.append(outcome)
-        report.findings.append(Finding(
-            "trashed", "warning", str(session.source.get("path") or source), None, None,
+    store = context.store
+    stone = context.stones.get(session.id)
+    if stone is not None and not context.include_trashed:
+        part.sessions.append(trashed(store, session))
+        part.findings.append(Finding(
+            "trashed", "warning", str(session.source.get("path") or context.source), None, None,
             f"session {session.id} was trashed from the store{' on ' + stone.t if stone.t else ''} "
             f"({stone.path}): not imported again; `import --include-trashed` brings it back"))
-        if progress:
-            progress(outcome)
         return True
     try:
-        outcome, found = _write_one(store, session, dry_run, no_raw)
+        outcome, found = _write_one(store, session, context.dry_run, context.no_raw)
     except FileChangedError as exc:  # a source rewritten between its two passes: nothing was written
-        report.findings.append(Finding("source-unreadable", "error", str(session.source.get("path")), None, None, str(exc)))
+        part.findings.append(Finding("source-unreadable", "error", str(session.source.get("path")), None, None, str(exc)))
         return False
-    report.sessions.append(outcome)
-    report.findings += found
-    if stone is not None and outcome.status in ("created", "updated", "unchanged") and not dry_run:
-        raised.append(session.id)
+    part.sessions.append(outcome)
+    part.findings += found
+    if stone is not None and outcome.status in ("created", "updated", "unchanged") and not context.dry_run:
+        part.raised.append(session.id)
     if outcome.status in ("created", "updated"):
-        touched.add(outcome.path.parent)
+        part.touched.add(outcome.path.parent)
     if outcome.status in ("created", "updated", "unchanged"):
-        landed.add(outcome.path.parent)
-        if session.resume_state is not None and not dry_run and not found:
+        part.landed.add(outcome.path.parent)
+        if session.resume_state is not None and not context.dry_run and not found:
             state = session.resume_state(outcome)
             if state is not None:
                 states[session.id] = state
-    if progress:
-        progress(outcome)
     return not found
 
 

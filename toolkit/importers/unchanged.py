@@ -134,14 +134,6 @@ def sizes(unit: Unit, stamped: dict[str, list | None] | None) -> int:
     return total
 
 
-def files_of(importer, source: Path) -> list[Path]:
-    """Every file an import of ``source`` reads (its units' files), or none when they cannot be listed."""
-    try:
-        return [path for unit in units_of(importer, source, lambda _f: None) for path in unit.files]
-    except Exception:  # noqa: BLE001 - the import itself says why
-        return []
-
-
 def _projects(outcomes: list[Outcome]) -> dict[str, bool]:
     return {p: os.path.isdir(p) for p in sorted({o.project for o in outcomes if isinstance(o.project, str)})}
 
@@ -166,18 +158,8 @@ class Kept:
         entry = self.units.get(unit.key)
         if stamped is None or not isinstance(entry, dict) or entry.get("files") != stamped:
             return None
-        try:
-            outcomes = [_outcome(o) for o in entry["sessions"]]
-            findings = [Finding(**f) for f in entry["findings"]]
-            journals = entry["journals"]
-        except (KeyError, TypeError):
-            return None
-        if any(_journal(Path(p)) != mark for p, mark in journals.items()):
-            return None
-        if _projects(outcomes) != entry.get("projects"):
-            return None
-        return outcomes, findings
-
+        standing = _standing(entry)
+        return None if standing is None else standing[:2]
 
     def states(self, unit: Unit) -> dict:
         """What resuming the unit's sessions needs, as kept (a unit recalled keeps it for the next import)."""
@@ -199,14 +181,24 @@ class Kept:
         old, new = before[changed[0]], stamped[changed[0]]
         if not (isinstance(old, list) and isinstance(new, list) and old[:2] == new[:2] and new[2] > old[2]):
             return None  # not the same file (device, inode), or not larger
-        try:
-            outcomes = [_outcome(o) for o in entry["sessions"]]
-            journals = entry["journals"]
-        except (KeyError, TypeError):
+        standing = _standing(entry)
+        if standing is None:
             return None
-        if any(_journal(Path(p)) != mark for p, mark in journals.items()) or _projects(outcomes) != entry.get("projects"):
-            return None
-        return changed[0], {"outcomes": outcomes, "journals": journals, "resume": entry["resume"]}
+        return changed[0], {"outcomes": standing[0], "journals": standing[2], "resume": entry["resume"]}
+
+
+def _standing(entry: dict) -> tuple[list[Outcome], list[Finding], dict] | None:
+    """A unit's kept outcomes, findings and journal stamps, when its journals are as this tool left
+    them and its project folders are where they were; else None."""
+    try:
+        outcomes = [_outcome(o) for o in entry["sessions"]]
+        findings = [Finding(**f) for f in entry["findings"]]
+        journals = entry["journals"]
+    except (KeyError, TypeError):
+        return None
+    if any(_journal(Path(p)) != mark for p, mark in journals.items()) or _projects(outcomes) != entry.get("projects"):
+        return None
+    return outcomes, findings, journals
 
 
 def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding], resume: dict | None = None) -> dict | None:
