@@ -9,7 +9,7 @@ from pathlib import Path
 from . import durable
 from .errors import LevelsessError, NotAJournalError, SymlinkedFolderError, UnknownFormatError
 from .findings import Finding
-from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for
+from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for, scan_one
 from .fsck.repair import rebuild_cache, remove_dead_temps, write_refusal
 from .journal import JournalScan, foreign_only, scan_journal
 from .stores import Folder, discover
@@ -169,19 +169,8 @@ def _remembered(memo, folder: Folder, journal: Path) -> JournalScan:
     if cached is not None:
         return cached
     resume = memo.resume_point(folder.path, journal, folder.layout.name)
-    scan = None
-    if resume is not None:
-        try:
-            scan = scan_journal(journal, folder.layout, resume=resume, checkpoint=True)
-        except LevelsessError:
-            raise
-        except Exception:  # noqa: BLE001 - a state this version cannot use (unpickling fails many ways): read it all
-            scan = None
-    if scan is None:
-        try:
-            scan = scan_journal(journal, folder.layout, checkpoint=True)
-        except LevelsessError:
-            memo.record(journal, None)
-            raise
-    memo.record(journal, scan, resumed=resume is not None)
+    scan = scan_one((journal, folder.layout, False, resume, True))
+    memo.record(journal, scan if isinstance(scan, JournalScan) else None, resumed=resume is not None)
+    if isinstance(scan, LevelsessError):
+        raise scan
     return scan

@@ -497,8 +497,13 @@ def _write(store: Path, session: Session, path: Path, records, planned: tuple[Ou
         with locks.holding(path):
             return _extend(store, session, path, records, no_raw, read)
     except LockBusyError as exc:
-        return _outcome(session, path, 0, 0, "skipped"), [Finding("locked", "warning", str(path), None, None,
-                                                                  f"not updated: {exc}; import again when the editor is closed")]
+        return _locked(session, path, exc)
+
+
+def _locked(session: Session, path: Path, exc: LockBusyError) -> tuple[Outcome, list[Finding]]:
+    """A journal a live writer holds: left for the next import, with a ``locked`` finding."""
+    return _outcome(session, path, 0, 0, "skipped"), [Finding("locked", "warning", str(path), None, None,
+                                                              f"not updated: {exc}; import again when the editor is closed")]
 
 
 def _plan(session: Session, path: Path, records: list[dict], no_raw: bool, read: list | None = None) -> tuple[Outcome, list[Finding]]:
@@ -617,13 +622,12 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict], no_r
 def write_resumed(store: Path, session: Session, path: Path, records: list[dict], journal: list, had: int,
                   after: tuple, when: str | None, held: frozenset = frozenset()) -> tuple[Outcome, list[Finding]] | None:
     """Append what a source that only grew adds to its journal, from where the last import left it
-    (issue 27): ``records`` are the records a full re-import would append, in its order (``when``: the
-    time of the last record it looks at); the
-    journal must still be as that import left it (``journal``: its inode, size and mtime; ``had``
-    source keys, of which ``held`` are keys of records it supersedes; ``after``: its last seq and
-    title), checked under the session lock, else None
-    (nothing written: read the source in full).  A title change goes first and the source's new
-    state last, as :func:`_extend` writes them."""
+    (issue 27): ``records`` are the records a full re-import would append, in its order (``when``:
+    the time of the last record it looks at).  The journal must still be as that import left it
+    (``journal``: its inode, size and mtime; ``had`` source keys, of which ``held`` are keys of
+    records it supersedes; ``after``: its last seq and title), checked under the session lock, else
+    None (nothing written: read the source in full).  A title change goes first and the source's
+    new state last, as :func:`_extend` writes them."""
     last_seq, title = after[:2]
     confinement = durable.Confinement.of((store,), (store / ".levelsess",))
     if path.is_symlink() or confinement.refusal(path.parent) is not None:
@@ -637,12 +641,11 @@ def write_resumed(store: Path, session: Session, path: Path, records: list[dict]
             keys = _KeyCount()
             for record in records:
                 keys.add(record)
-            tail = [{"kind": "event", "t": when or "", "type": SOURCE_STATE, **session.state.mark()}]
+            tail = [_state_event(session.state, when)]
             partials: dict = {}
             written = _append(path, chain(extra, records, tail), last_seq, partials)
     except LockBusyError as exc:
-        return _outcome(session, path, 0, 0, "skipped"), [Finding("locked", "warning", str(path), None, None,
-                                                                  f"not updated: {exc}; import again when the editor is closed")]
+        return _locked(session, path, exc)
     total = None if keys.spilled is not None else len(keys.keys - held)  # ``held``: keys of records superseded, not new
     keys.close()
     return _outcome(session, path, had + len(records), len(records), "updated", None if total is None else had + total,
@@ -920,7 +923,12 @@ def _source_records(session: Session, held: _Held, when: str | None, no_raw: boo
             lines += 1
             yield {"kind": "event", "t": when or "", "type": SOURCE_LINE, AT: offset, "raw": Raw(state.read(offset, length))}
     if lines or state.mark() != held.state:
-        yield {"kind": "event", "t": when or "", "type": SOURCE_STATE, **state.mark()}
+        yield _state_event(state, when)
+
+
+def _state_event(state: SourceState, when: str | None) -> dict:
+    """The ``source-state`` event: the source as this import read it."""
+    return {"kind": "event", "t": when or "", "type": SOURCE_STATE, **state.mark()}
 
 
 def trashed(store: Path, session: Session) -> Outcome:
