@@ -787,16 +787,24 @@ def _title_rank(transcript: _Transcript, plan: _Plan) -> tuple[int, str | None]:
 
 def _first_prompt(transcript: _Transcript, plan: _Plan) -> str | None:
     for head in plan.heads(f"i.flags & {_USER} AND i.results IS NULL"):
-        value, _data = transcript.value(head)
-        message = value.get("message") if isinstance(value.get("message"), dict) else {}
-        if value.get("isMeta") is True or value.get("isCompactSummary") is True:
-            continue
-        text = prompt_text(message.get("content"))
-        if text is not None and not text.startswith(_INTERRUPT):
+        text = _typed(transcript.value(head)[0])
+        if text is not None:
             transcript.close()
-            return " ".join(text.split())[:120]
+            return text
     transcript.close()
     return None
+
+
+def _typed(value: dict) -> str | None:
+    """What a person typed in a user record (one line, at most 120 characters), or None: Claude
+    Code's own text, a compaction's summary, an interrupt."""
+    message = value.get("message") if isinstance(value.get("message"), dict) else {}
+    if value.get("isMeta") is True or value.get("isCompactSummary") is True:
+        return None
+    text = prompt_text(message.get("content"))
+    if text is None or text.startswith(_INTERRUPT):
+        return None
+    return " ".join(text.split())[:120]
 
 
 # -- sessions -------------------------------------------------------------------------------------
@@ -1178,7 +1186,7 @@ def _partial_state(items: list[_Item], seq: int, uses: set[str], msg: bytes | No
     number of its last part (what follows it is judged from there)."""
     return {"seq": seq, "items": [[it.n, it.line, it.offset, it.size, it.kind, it.uuid, it.parent, it.stamp,
                                    it.results.decode() if it.results else None, it.key] for it in items],
-            "uses": sorted(uses), "msg": _h(msg) if msg is not None else None, "after_when": after_when, "last": last}
+            "uses": sorted(uses), "msg": msg.decode() if msg is not None else None, "after_when": after_when, "last": last}
 
 
 class Resumed(NamedTuple):
@@ -1238,6 +1246,11 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
     the bytes before must hash as they did, and every new record must be whole, of a new uuid,
     each the child of the one before (the first, of the last import's leaf), no response's part
     already kept, no subagent's result, no summary."""
+    try:
+        if path.stat().st_size - state["covered"] > RESUME_BYTES:
+            return None
+    except OSError:
+        return None
     digest = hashlib.sha256()
     try:
         with open_regular(path) as handle:
@@ -1251,11 +1264,6 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
     except OSError:
         return None
     if digest.hexdigest() != state["sha256"]:
-        return None
-    try:
-        if path.stat().st_size - state["covered"] > RESUME_BYTES:
-            return None
-    except OSError:
         return None
     said: list[Finding] = []
     reader = SourceReader(path, CLAUDE_CODE.is_record, said.append, what="Claude Code record", start=state["covered"],
@@ -1398,8 +1406,7 @@ def _resumed_session(items: list, state: dict, reader: SourceReader, project: st
             seq = (outcome.after[2] or {}).get(parts[0][0].key) if len(outcome.after) > 2 else None
             if seq is None:
                 return None
-            uses = {b["id"] for _it, _f, value, _d in parts for b in _content_of(value)
-                    if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)}
+            uses = _uses_of(value for _it, _f, value, _d in parts)
             kept_partial = _partial_state([p[0] for p in parts], seq, uses, _msg_of(parts[0][2]), None,
                                           state["count"] + max(p[0].n for p in parts))
         return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
@@ -1414,21 +1421,32 @@ def _resumed_session(items: list, state: dict, reader: SourceReader, project: st
     return Resumed(session, journal, state["keys"], (state["seq"], state["title"]), when, held)
 
 
-def _content_of(value: dict) -> list | tuple:
-    message = value.get("message") if isinstance(value.get("message"), dict) else {}
-    return message.get("content") if isinstance(message.get("content"), list) else ()
+def _uses_of(values) -> set[str]:
+    """The tool_use ids a response's parts call."""
+    uses = set()
+    for value in values:
+        message = value.get("message") if isinstance(value.get("message"), dict) else {}
+        content = message.get("content") if isinstance(message.get("content"), list) else ()
+        uses.update(b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str))
+    return uses
 
 
 def _still_partial(old: dict, items: list) -> bool:
     """Whether the response still being written at the last import still may be: nothing but its
-    own tool results (or its own parts) came after it (as :meth:`_Plan._partial` judges)."""
-    uses = set(old["uses"])
+    own tool results (or its own parts) came after it."""
+    return _only_its_own(items, set(old["uses"]), old["msg"].encode() if old["msg"] is not None else None)
+
+
+def _only_its_own(items: list, uses: set, msg: bytes | None) -> bool:
+    """Whether nothing follows a response among ``items`` but its own tool results (``uses``: its
+    calls) and its own parts (``msg``: its message and request ids), as :meth:`_Plan._partial`
+    judges: then it may still be being written."""
     for it, flags, value, _data in items:
         if not flags & _CHAIN or flags & _SIDE or not flags & (_USER | _ASSISTANT):
             continue
         if flags & _USER and it.results is not None and set(loads(it.results)) <= uses:
             continue
-        if flags & _ASSISTANT and old["msg"] is not None and _h(_msg_of(value) or b"") == old["msg"]:
+        if flags & _ASSISTANT and _msg_of(value) == msg:
             continue
         return False
     return True
@@ -1476,33 +1494,13 @@ def _partial_unit(units: list[list[int]], chain_items: list, items: list, side_r
     if chain_items[head[-1]][1] & _STOP:
         return None
     last = max(chain_items[pos][0].n for pos in head)
-    uses: set = set()
-    for pos in head:
-        value = chain_items[pos][2]
-        message = value.get("message") if isinstance(value.get("message"), dict) else {}
-        content = message.get("content") if isinstance(message.get("content"), list) else ()
-        uses.update(b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str))
-    msg = _msg_of(chain_items[head[0]][2])
-    for it, flags, value, _data in items[last + 1 + side_rows:]:
-        if not flags & _CHAIN or flags & _SIDE or not flags & (_USER | _ASSISTANT):
-            continue
-        if flags & _USER and it.results is not None and set(loads(it.results)) <= uses:
-            continue
-        if flags & _ASSISTANT and _msg_of(value) == msg:
-            continue
-        return None
-    return head
+    uses = _uses_of(chain_items[pos][2] for pos in head)
+    return head if _only_its_own(items[last + 1 + side_rows:], uses, _msg_of(chain_items[head[0]][2])) else None
 
 
 def _prompt_of(heads: list) -> str | None:
     """The first prompt typed among these unit heads (as :func:`_first_prompt`)."""
     for it, flags, value, _data in heads:
-        if not flags & _USER or it.results is not None:
-            continue
-        message = value.get("message") if isinstance(value.get("message"), dict) else {}
-        if value.get("isMeta") is True or value.get("isCompactSummary") is True:
-            continue
-        text = prompt_text(message.get("content"))
-        if text is not None and not text.startswith(_INTERRUPT):
-            return " ".join(text.split())[:120]
+        if flags & _USER and it.results is None and (text := _typed(value)) is not None:
+            return text
     return None
