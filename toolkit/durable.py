@@ -476,6 +476,100 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
         fsync_dir(path.parent)
 
 
+class Committer:
+    """New files written one after another, each made durable and linked into place by one
+    background thread while the caller writes the next: an fsync waits on the disk, not the CPU,
+    so an importer writing hundreds of journals converts the next while the last one syncs.
+
+    :meth:`new_file` is ``atomic_writer(path, sync_dir=False, exclusive=True)`` whose last step
+    (fsync, then hard-link into place, never over a file that appeared meanwhile) is the thread's,
+    in the order the files were written.  :meth:`wait` returns once every file is in place or
+    removed again, with what failed for each one that is not in place (a :class:`FileExistsError`
+    when another writer made the path first; a typed error for a failed fsync or a full disk):
+    the caller writes those again as it would have without the thread.  The guarantees are
+    :func:`atomic_writer`'s: a file is only ever linked after its fsync, and the folder's fsync
+    stays the caller's.  At most ``limit`` written files wait for the thread (each an open file).
+    Make one in the thread that uses it, and :meth:`wait` before a fork: the thread ends there."""
+
+    def __init__(self, limit: int = 8) -> None:
+        import queue
+
+        self._jobs: queue.Queue = queue.Queue(limit)
+        self._thread = None
+        self._failed: list[tuple[Path, BaseException]] = []
+        self._pending: set[str] = set()  # the paths handed to the thread and not yet settled
+
+    @contextlib.contextmanager
+    def new_file(self, path: Path) -> Iterator[BinaryIO]:
+        """Raises :class:`FileExistsError` at once when ``path`` exists, after the thread settled
+        an earlier file of the same path (its temp name is this one's)."""
+        refuse_symlinked(path.parent)
+        if str(path) in self._pending:
+            self._drain()
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "exists", str(path))
+        tmp = temp_name(path)
+        try:
+            handle = open(tmp, "wb")  # noqa: SIM115 - closed by the thread, after fsync
+        except OSError as exc:
+            raise _fail("create", tmp, exc) from exc
+        try:
+            try:
+                yield handle
+            except OSError as exc:  # the caller's own write met a limit of the machine (as temp_file)
+                if exc.errno not in _LIMITS:
+                    raise
+                raise _fail("write", path, exc) from exc
+            try:
+                handle.flush()
+            except OSError as exc:
+                raise _fail("write", path, exc) from exc
+        except BaseException:
+            with contextlib.suppress(OSError):
+                handle.close()
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        if self._thread is None:
+            import threading
+
+            self._thread = threading.Thread(target=self._run, name="levelsess-commit", daemon=True)
+            self._thread.start()
+        self._pending.add(str(path))
+        self._jobs.put((handle, tmp, path))
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            handle, tmp, path = job
+            try:
+                try:
+                    fsync_fd(handle.fileno(), tmp)
+                finally:
+                    handle.close()
+                _link_new(tmp, path)
+            except BaseException as exc:  # noqa: BLE001 - handed to wait(), which the caller reads
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                self._failed.append((path, exc))
+            finally:
+                self._pending.discard(str(path))
+
+    def _drain(self) -> None:
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def wait(self) -> list[tuple[Path, BaseException]]:
+        """Every file written is in place or removed: the ones not in place, with why."""
+        self._drain()
+        failed, self._failed = self._failed, []
+        return failed
+
+
 @contextlib.contextmanager
 def output_writer(path: Path) -> Iterator[BinaryIO]:
     """Write a file the user named (``export -o``, ``doctor --bundle``).

@@ -20,7 +20,7 @@ from ..errors import FileChangedError, LevelsessError, OperationalError, UsageEr
 from ..findings import Finding
 from ..fsck.check import exit_code_for
 from ..fsck.repair import remove_dead_temps
-from . import parallel, unchanged
+from . import output, parallel, unchanged
 from .output import Outcome, Session, journal_path, not_written, trashed, write_resumed, write_session
 
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
@@ -205,6 +205,7 @@ class _Part:
     entry: dict | None = None
     size: int = 0
     scans: list = field(default_factory=list)  # (journal, read_back) of the journals a worker wrote
+    clean: bool = True  # no write met anything of its own (a lock, a repair)
 
 
 def _recalled(context: _Context, unit: unchanged.Unit, stamped: dict | None) -> _Part | None:
@@ -230,11 +231,10 @@ def _process(context: _Context, unit: unchanged.Unit, stamped: dict | None, part
     part.size = unchanged.sizes(unit, stamped)
     states: dict | None = {}
     if context.dry_run or not _resume(context, unit, stamped, part, states):  # else only one file grew: resumed
-        clean = True
-        for session in unchanged.scan_unit(context.importer, context.source, unit, context.options, part.findings.append):
-            clean &= _one(context, session, part, states)
-        part.read = len(part.sessions)
-        if not clean:  # what a write met (a lock, a repair) is not what the next import meets
+        failed = _read_unit(context, unit, part, states, deferred=not context.dry_run)
+        if failed:  # a journal another writer made first, or a failed fsync: the unit again, each journal linked at once
+            states = _again(context, unit, part, failed)
+        elif states is not None and not part.clean:  # what a write met (a lock, a repair) is not what the next import meets
             states = None
     if states is not None:
         part.entry = unchanged.entry(stamped, part.sessions, part.findings, states)
@@ -243,6 +243,40 @@ def _process(context: _Context, unit: unchanged.Unit, stamped: dict | None, part
 
         part.scans = [(o.path, read_back(o.path)) for o in part.sessions if o.status in ("created", "updated")]
     return part
+
+
+def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dict, *, deferred: bool) -> list:
+    """Read the unit in full and write its sessions, into ``part``.  ``deferred``: each new journal
+    is fsynced and linked by a background thread while the next session converts
+    (:class:`~toolkit.durable.Committer`), all of them before this returns; what it could not link
+    is returned (path, why), for :func:`_again`."""
+    commits = durable.Committer() if deferred else None
+    token = output.COMMITS.set(commits)
+    try:
+        for session in unchanged.scan_unit(context.importer, context.source, unit, context.options, part.findings.append):
+            part.clean &= _one(context, session, part, states)
+        part.read = len(part.sessions)
+    finally:
+        output.COMMITS.reset(token)
+        failed = commits.wait() if commits is not None else []
+    return failed
+
+
+def _again(context: _Context, unit: unchanged.Unit, part: _Part, failed: list) -> dict | None:
+    """Read the unit again when a journal of it was not linked (another import made it first, an
+    fsync failed): as one process without the background thread does, so a journal that appeared is
+    extended under its lock and a failure is reported (or stops the run) as it always is.  A journal
+    the first pass did link is reported as created, as it was, not as the unchanged one it now is."""
+    missed = {path for path, _why in failed}
+    linked = {o.path: o for o in part.sessions if o.status == "created" and o.path not in missed}
+    touched, landed = set(part.touched), set(part.landed)
+    part.sessions, part.findings, part.raised, part.clean = [], [], [], True
+    states: dict | None = {}
+    _read_unit(context, unit, part, states, deferred=False)
+    part.sessions = [linked.get(o.path, o) if o.status == "unchanged" else o for o in part.sessions]
+    part.touched |= touched
+    part.landed |= landed
+    return states if part.clean else None
 
 
 def _fill(part: _Part, recalled: _Part) -> _Part:

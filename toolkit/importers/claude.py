@@ -1071,16 +1071,22 @@ class _Seen:
         size = max(1024, count * 12 + 1024)
         return cls(bytearray((size + 7) // 8), size)
 
-    def _spots(self, digest: str) -> list[int]:
-        whole = int(hashlib.sha256(digest.encode()).hexdigest()[:48], 16)
-        return [(whole >> (i * 40)) % self.size for i in range(self.PROBES)]
+    def _spots(self, key: str | bytes) -> list[int]:
+        """Its PROBES bits: two 64-bit halves of one 128-bit BLAKE2b of the key, combined
+        (Kirsch and Mitzenmacher: as good as PROBES independent hashes for a Bloom filter)."""
+        whole = hashlib.blake2b(key if isinstance(key, bytes) else key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        first, step = int.from_bytes(whole[:8], "big"), int.from_bytes(whole[8:], "big") | 1
+        size = self.size
+        return [(first + i * step) % size for i in range(self.PROBES)]
 
-    def add(self, digest: str) -> None:
-        for spot in self._spots(digest):
-            self.bits[spot >> 3] |= 1 << (spot & 7)
+    def add(self, key: str | bytes) -> None:
+        bits = self.bits
+        for spot in self._spots(key):
+            bits[spot >> 3] |= 1 << (spot & 7)
 
-    def __contains__(self, digest: str) -> bool:
-        return all(self.bits[spot >> 3] & (1 << (spot & 7)) for spot in self._spots(digest))
+    def __contains__(self, key: str | bytes) -> bool:
+        bits = self.bits
+        return all(bits[spot >> 3] & (1 << (spot & 7)) for spot in self._spots(key))
 
     def dump(self) -> list:
         return [self.size, base64.b64encode(bytes(self.bits)).decode("ascii")]
@@ -1097,18 +1103,15 @@ class _Seen:
         return cls(bits, value[0])
 
 
-def _h(value: bytes | str) -> str:
-    return hashlib.sha256(value if isinstance(value, bytes) else value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def _seen(digests, count: int | None = None) -> list:
-    """``digests`` (about ``count`` of them, streamed) as a kept :class:`_Seen`, with room to grow."""
+def _seen(keys, count: int | None = None) -> list:
+    """``keys`` (about ``count`` of them, streamed) as a kept :class:`_Seen`, with room to grow."""
     if count is None:
-        digests = list(digests)
-        count = len(digests)
+        keys = list(keys)
+        count = len(keys)
     seen = _Seen.sized(count + count // 4 + 256)
-    for digest in digests:
-        seen.add(digest)
+    add = seen.add
+    for key in keys:
+        add(key)
     return seen.dump()
 
 
@@ -1169,9 +1172,9 @@ def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: S
             "lines": reader.lines, "leaf": from_db(leaf), "stamp": from_db(stamp), "count": transcript.count,
             "rank": records.title_rank, "line_title": records.line_title, "shown": records.shown_title,
             "prompt": _first_prompt(transcript, plan), "created": session.created_at,
-            "uuids": _seen((_h(from_db(u)) for (u,) in db.conn.execute(f"SELECT uuid FROM {table} WHERE uuid IS NOT NULL")),
+            "uuids": _seen((from_db(u) for (u,) in db.conn.execute(f"SELECT uuid FROM {table} WHERE uuid IS NOT NULL")),
                            transcript.count),
-            "msgs": _seen((_h(m) for (m,) in db.conn.execute(f"SELECT DISTINCT msg FROM {table} WHERE msg IS NOT NULL")),
+            "msgs": _seen((m for (m,) in db.conn.execute(f"SELECT DISTINCT msg FROM {table} WHERE msg IS NOT NULL")),
                           transcript.count),
             "hkeys": hkeys, "links_when": last_t(anchored), "loose_when": last_t(loose), "has_loose": bool(loose),
             "source_items": session.source_items, "merged": session.merged, "source_lines": session.source_lines,
@@ -1272,7 +1275,7 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
         uuids, msgs = _Seen.load(state["uuids"]), _Seen.load(state["msgs"])
     except (TypeError, ValueError, IndexError):
         return None
-    fresh: set[str] = set()
+    fresh: set[bytes] = set()
     try:
         repeats, once = dict(state["hkeys"]["repeats"]), _Seen.load(state["hkeys"]["seen"])
     except (TypeError, ValueError, IndexError, KeyError):
@@ -1288,7 +1291,7 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
             row, flags = _row(len(items), src, value, stamp)
             item = _Item.of((row[0], row[3], row[4], row[5], row[6], row[7], row[8], row[9], row[13], row[15]))
             if item.uuid is not None:
-                own = _h(item.uuid)
+                own = item.uuid
                 logical = from_db(row[10])
                 effective = logical if flags & _PNULL else item.parent
                 if flags & _SIDE or own in uuids or effective != parent or row[14] is not None:
@@ -1296,9 +1299,9 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
                 uuids.add(own)
                 parent = item.uuid
                 if row[11] is not None:  # a response's part: its first part kept already would merge it there
-                    if _h(row[11]) in msgs and _h(row[11]) not in fresh:
+                    if row[11] in msgs and row[11] not in fresh:
                         return None
-                    fresh.add(_h(row[11]))
+                    fresh.add(row[11])
             else:
                 if item.kind == "summary":
                     return None

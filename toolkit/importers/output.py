@@ -16,6 +16,7 @@ what was read as whole lines).  ``--no-raw`` keeps none of that.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import os
@@ -538,11 +539,19 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool, read:
     return _outcome(session, path, had + new, new, status), []
 
 
+#: The :class:`~toolkit.durable.Committer` new journals are handed to (fsynced and linked in the
+#: background while the next session converts), while an import sets one; else each is linked here.
+COMMITS: contextvars.ContextVar[durable.Committer | None] = contextvars.ContextVar("commits", default=None)
+
+
 def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> Outcome:
     count = 0
     held = _Held()
     when = session.created_at
-    with durable.atomic_writer(path, sync_dir=False, exclusive=True) as out:  # run_import fsyncs each folder once
+    commits = COMMITS.get()
+    writer = (commits.new_file(path) if commits is not None  # linked later: the importer waits for it (and its FileExistsError)
+              else durable.atomic_writer(path, sync_dir=False, exclusive=True))  # run_import fsyncs each folder once
+    with writer as out:
         meta = session.meta(no_raw)
         _carries(meta, held.carried)
         out.write(encode(meta) + b"\n")
@@ -554,21 +563,27 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
             if record.get("partial") is True:
                 partials[record.get("sourceKey")] = count
             when = record.get("t") or when
-            out.write(encode(_numbered(record, count)) + b"\n")
+            out.write(_line_numbered(record, count) + b"\n")
         last = count
         try:
             for last, record in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
-                out.write(encode(_numbered(record, last)) + b"\n")
+                out.write(_line_numbered(record, last) + b"\n")
         finally:
             held.close()
     return _outcome(session, path, count, count, "created", keys.total(), (last, session.title, partials))
 
 
-def _numbered(record: dict, seq: int) -> dict:
-    record = {**record, "seq": seq}
+def _line_numbered(record: dict, seq: int) -> bytes:
+    """The journal line of ``record`` numbered ``seq``: ``encode({**record, "seq": seq})``, with
+    ``coversThrough`` after it when the record covers the one before; one copy of the record."""
+    raw = record.get("raw")
+    spliced = isinstance(raw, Raw)
+    out = {k: v for k, v in record.items() if k[:1] != "_" and (k != "raw" or not spliced)}
+    out["seq"] = seq
     if record.get(COVERS_PREVIOUS):
-        record["coversThrough"] = seq - 1
-    return record
+        out["coversThrough"] = seq - 1
+    line = _dumps(out)
+    return line[:-1] + b',"raw":' + raw.data + b"}" if spliced else line
 
 
 def _stamp(path: Path) -> tuple | None:
@@ -660,7 +675,7 @@ def _append(path: Path, records: Iterable[dict], seq: int, partials: dict | None
     for count, record in enumerate(records, start=1):
         if partials is not None and record.get("partial") is True:
             partials[record.get("sourceKey")] = seq + count
-        batch.append(encode(_numbered(record, seq + count)))
+        batch.append(_line_numbered(record, seq + count))
         size += len(batch[-1])
         if size >= APPEND_BATCH:
             durable.append_lines(path, batch)

@@ -27,10 +27,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from ..findings import Finding
 from ..lines import Batch, Overlong, Tail, iter_batches, loads, open_regular, split_line
 
 BOM = b"\xef\xbb\xbf"
+_ODD_END = (b" ", b"\t", b"\r")  # a line ending in these is stripped first (by _line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,19 +99,31 @@ class SourceReader:
             offset = self.covered = self.end = self.start
             if self.start:
                 handle.seek(self.start)
+            is_record, fast_loads, JSONError = self.is_record, orjson.loads, orjson.JSONDecodeError
             for item in iter_batches(handle, start=self.start):
                 if type(item) is Batch:
                     offset = item.offset
+                    if digest is not None:  # each line and its newline, as read
+                        digest.update(b"\n".join(item.lines))
+                        digest.update(b"\n")
                     for line in item.lines:
                         number += 1
                         start = offset
                         offset += len(line) + 1
-                        if digest is not None:
-                            digest.update(line)
-                            digest.update(b"\n")
                         if number == 1 and line.startswith(BOM):
                             line, start = line[3:], start + 3
-                        yield from self._line(number, start, line, final=False)
+                        if line[-1:] not in _ODD_END and line[:1] == b"{":  # the common line, inline: one whole record
+                            try:
+                                value = fast_loads(line)
+                            except JSONError:
+                                pass
+                            else:
+                                if type(value) is dict and is_record(value):
+                                    self.lines += 1
+                                    self.records += 1
+                                    yield SourceLine(number, start, line, value)
+                                    continue
+                        yield from self._line(number, start, line, final=False)  # anything else, as always
                     self.end = self.covered = offset
                     self.number = number
                 elif type(item) is Overlong:

@@ -83,8 +83,18 @@ class KnownKeys:
         self._write(key, None, False)
 
     def _write(self, key: str, seq: int | None, replace: bool) -> None:
+        held = self._dict
+        if held is not None and len(held) < self._limit():  # the common case: a dict, no database to guard
+            if replace:
+                held[key] = seq
+            else:
+                held.setdefault(key, None)
+            return
         with guarded("holding a journal's keys"):
             self._write_guarded(key, seq, replace)
+
+    def _limit(self) -> int:
+        return KNOWN_IN_MEMORY if self._in_memory is None else min(self._in_memory, KNOWN_IN_MEMORY)
 
     def _write_guarded(self, key: str, seq: int | None, replace: bool) -> None:
         if self._dict is None:
@@ -96,7 +106,7 @@ class KnownKeys:
             self._dict[key] = seq
         else:
             self._dict.setdefault(key, None)
-        if len(self._dict) > (KNOWN_IN_MEMORY if self._in_memory is None else min(self._in_memory, KNOWN_IN_MEMORY)):
+        if len(self._dict) > self._limit():
             self._db = temp_db()
             if self._cache_kib is not None and self._cache_kib < CACHE_KIB:
                 self._db.execute(f"PRAGMA cache_size=-{int(self._cache_kib)}")
@@ -153,6 +163,10 @@ class Offsets:
     def add(self, offset: int) -> None:
         if not _INT64[0] <= offset <= _INT64[1]:
             return  # no file has such an offset (a hand-edited journal's): nothing to match, nor for SQLite to refuse
+        held = self._set
+        if held is not None and len(held) < KNOWN_IN_MEMORY:  # the common case: a set, no database to guard
+            held.add(offset)
+            return
         with guarded("holding a journal's source offsets"):
             if self._set is not None:
                 self._set.add(offset)

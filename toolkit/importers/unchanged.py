@@ -43,7 +43,7 @@ from ..findings import Finding
 from ..lines import loads
 from .output import Outcome
 
-VERSION = 2
+VERSION = 3  # 3: a resume's Bloom filters hash with BLAKE2b (a state of 2 would answer wrongly)
 FOLDER = "import-cache"
 #: The statuses a re-import reports as they were.
 SETTLED = frozenset({"unchanged", "trashed"})

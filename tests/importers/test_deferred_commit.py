@@ -1,0 +1,114 @@
+"""New journals fsynced and linked by a background thread while the next session converts
+(durable.Committer, issue 27): the same bytes on disk and the same report as linking each at
+once, a journal another import made first extended as before, a failed fsync written again."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.importers.test_import_jobs import CLAUDE, imported, store_files
+from toolkit import durable
+
+
+def test_the_committer_links_each_file_after_its_fsync_in_order(tmp_path, monkeypatch):
+    synced: list[str] = []
+    real_fsync = durable.fsync_fd
+    monkeypatch.setattr(durable, "fsync_fd", lambda fd, path: (synced.append(Path(path).name), real_fsync(fd, path)))
+    commits = durable.Committer(limit=2)
+    for n in range(6):
+        with commits.new_file(tmp_path / f"j{n}.jsonl") as out:
+            out.write(b'{"n": %d}\n' % n)
+    assert commits.wait() == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"j{n}.jsonl" for n in range(6)]  # no temp file left
+    assert [(tmp_path / f"j{n}.jsonl").read_bytes() for n in range(6)] == [b'{"n": %d}\n' % n for n in range(6)]
+    assert synced == [durable.temp_name(tmp_path / f"j{n}.jsonl").name for n in range(6)]
+
+
+def test_a_file_that_appeared_before_its_link_is_left_as_it_is_and_named(tmp_path):
+    commits = durable.Committer()
+    with commits.new_file(tmp_path / "a.jsonl") as out:
+        out.write(b"ours\n")
+        (tmp_path / "a.jsonl").write_bytes(b"theirs\n")  # another writer, before the thread links ours
+    failed = commits.wait()
+    assert [(path, type(why)) for path, why in failed] == [(tmp_path / "a.jsonl", FileExistsError)]
+    assert (tmp_path / "a.jsonl").read_bytes() == b"theirs\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.jsonl"]
+
+
+def test_the_same_path_again_waits_for_the_first_then_refuses(tmp_path):
+    commits = durable.Committer()
+    with commits.new_file(tmp_path / "a.jsonl") as out:
+        out.write(b"first\n")
+    with pytest.raises(FileExistsError):  # its temp name is the first one's: never reopened while that one waits
+        with commits.new_file(tmp_path / "a.jsonl"):
+            pass
+    assert commits.wait() == []
+    assert (tmp_path / "a.jsonl").read_bytes() == b"first\n"
+
+
+def test_a_write_that_fails_leaves_no_temp_file(tmp_path):
+    commits = durable.Committer()
+    with pytest.raises(RuntimeError):
+        with commits.new_file(tmp_path / "a.jsonl") as out:
+            out.write(b"half")
+            raise RuntimeError("the converter failed")
+    assert commits.wait() == [] and list(tmp_path.iterdir()) == []
+
+
+def _journals(store: Path) -> dict[str, bytes]:
+    return {k: v for k, v in store_files(store).items() if k.endswith(".jsonl") and not k.startswith(".levelsess")}
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_journal_another_import_made_first_is_extended_and_the_rest_reported_created(tmp_path, monkeypatch, jobs):
+    source = tmp_path / "source"
+    shutil.copytree(CLAUDE, source)
+    code, report = imported("claude", source, tmp_path / "plain", "--jobs", "1")
+    plain = json.loads(report)
+    created = [s for s in plain["sessions"] if s["status"] == "created"]
+    assert len(created) >= 3
+    racer = created[1]["path"].replace("STORE", str(tmp_path / "plain"))  # the one another import links first
+    rel = os.path.relpath(racer, tmp_path / "plain")
+    store = tmp_path / "raced"
+    real_link = durable._link_new
+
+    def link(tmp: Path, path: Path) -> None:
+        if os.path.relpath(path, store) == rel and not path.exists():
+            shutil.copyfile(racer, path)  # the other import's journal, the same session's
+        real_link(tmp, path)
+
+    monkeypatch.setattr(durable, "_link_new", link)
+    code2, report2 = imported("claude", source, store, "--jobs", jobs)
+    raced = json.loads(report2)
+    assert code2 == code
+    statuses = {s["path"]: s["status"] for s in raced["sessions"]}
+    assert statuses.pop(f"STORE/{rel}") == "unchanged"  # what the other import wrote is what this one would
+    assert set(statuses.values()) <= {"created"} and len(statuses) == len(plain["sessions"]) - 1
+    assert _journals(store) == _journals(tmp_path / "plain")
+    assert not [p for p in store.rglob(".*.tmp")]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names an fd's file through /proc")
+def test_a_failed_fsync_is_written_again_as_one_process_does(tmp_path, monkeypatch):
+    source = tmp_path / "source"
+    shutil.copytree(CLAUDE, source)
+    plain = imported("claude", source, tmp_path / "plain", "--jobs", "1")
+    real_fsync = os.fsync
+    failed = []
+
+    def fsync(fd: int) -> None:
+        if not failed and os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
+            failed.append(fd)
+            raise OSError(errno.EIO, "Input/output error")  # once: the unit is read and written again
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    again = imported("claude", source, tmp_path / "store", "--jobs", "1")
+    assert failed and again == plain
+    assert _journals(tmp_path / "store") == _journals(tmp_path / "plain")

@@ -1,0 +1,32 @@
+"""The writer's line for a numbered record (output._line_numbered, one copy of the record) is the
+line the plain way makes: the record with ``seq`` set, ``coversThrough`` when it covers the one
+before, the writer's own ``_`` keys dropped and a :class:`Raw` spliced in last, in key order."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolkit.importers.output import COVERS_PREVIOUS, Raw, _line_numbered, encode
+
+KEYS = st.sampled_from(["kind", "t", "content", "seq", "coversThrough", "raw", "sourceKey", "_alias", COVERS_PREVIOUS,
+                        "_lineId", "model", "partial"])
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8),
+                   st.lists(st.text(max_size=4), max_size=3))
+
+
+def _plain(record: dict, seq: int) -> bytes:
+    numbered = {**record, "seq": seq}
+    if numbered.get(COVERS_PREVIOUS):
+        numbered["coversThrough"] = seq - 1
+    return encode(numbered)
+
+
+@given(st.dictionaries(KEYS, VALUES, max_size=10), st.integers(1, 10**9), st.sampled_from(["none", "raw", "value"]))
+@settings(max_examples=300, deadline=None)
+def test_a_numbered_line_is_the_plain_encoding(record, seq, raw):
+    if raw == "raw":
+        record["raw"] = Raw(b'{"type":"user","x":[1,2]}')
+    elif raw == "value":
+        record["raw"] = {"type": "user"}
+    assert _line_numbered(record, seq) == _plain(record, seq)
