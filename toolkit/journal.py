@@ -345,6 +345,55 @@ def scan_journal(
     )
 
 
+class WrittenScan:
+    """The scan of a journal made from the lines its writer writes, as :func:`scan_journal` with
+    ``checkpoint=True`` makes it from the file once written (an importer's new journal is then
+    not read back and parsed again for its index).  Each line is given with the record it encodes
+    (what parsing it gives, as the layout reads it) or None to parse it; :meth:`scan` is None for
+    a file that is not exactly those lines (past the soft cap, where a read adds a finding first,
+    the reader is used)."""
+
+    def __init__(self, path: Path, layout: BaseLayout | str = "levelcode") -> None:
+        self.layout = get_layout(layout)
+        self.classifier = _Classifier(path, self.layout, False, None)
+        self.path, self.offset, self.usable = path, 0, True
+
+    def line(self, data: bytes, record: dict | None = None) -> None:
+        if not self.usable:
+            return
+        if data[:1] != b"{" or data[-1:] == b"\r" or b"\n" in data:  # not a plain record line: the reader reads the file
+            self.usable = False
+            return
+        c = self.classifier
+        c.lineno += 1
+        if record is None:
+            try:
+                record = loads(data)
+            except ValueError:
+                self.usable = False
+                return
+        try:
+            c.record(record, self.offset, data)
+        except _Foreign:
+            self.usable = False
+            return
+        self.offset += len(data) + 1
+
+    def scan(self, info: os.stat_result) -> JournalScan | None:
+        """The scan, for the file written (``info``: its stat, which must have every byte given)."""
+        c, size = self.classifier, self.offset
+        if not self.usable or info.st_size != size or not size or size > SOFT_CAP or not c.identified:
+            return None
+        state = (_checkpoint(c), size)
+        c.terminated = c.lineno
+        tail_state = c.tail(Tail(size, b""))
+        c.rules.finish(size, tail_state)
+        self.usable = False  # (its classifier is the scan's now)
+        return JournalScan(path=self.path, layout=self.layout, size=size, mtime_ns=info.st_mtime_ns, records=c.records,
+                           body_end=size, tail=tail_state, findings=c.sink.finish(), facts=c.facts, foreign=None,
+                           resume_state=state)
+
+
 def judge_tail(path: Path, layout: BaseLayout | str, data: bytes, offset: int) -> TailState:
     """Judge ``data``, a journal's bytes from ``offset`` (0, or just past a newline) to its end, as a
     scan would judge them now: TORN only when they are proven to hold no record (a repair re-judges

@@ -98,6 +98,9 @@ def _stamp(info: os.stat_result) -> list[int]:
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
+stamp_of = _stamp  # (a journal's stamp as the caches keep it, for a scan made elsewhere)
+
+
 def _on_file(path: Path, read, missing=None):
     """``read(fd)`` on ``path`` opened read-only (never blocking on a FIFO); ``missing`` when there
     is no such file, None on any other OSError."""

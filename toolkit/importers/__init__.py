@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,10 +239,12 @@ def _process(context: _Context, unit: unchanged.Unit, stamped: dict | None, part
             states = None
     if states is not None:
         part.entry = unchanged.entry(stamped, part.sessions, part.findings, states)
-    if context.read_back:  # a worker: its journals read now, while in the page cache, not by the settle
+    if context.read_back:  # a worker: the journals it appended to read now, while in the page cache, not by the settle
         from ..fsck.incremental import read_back
 
-        part.scans = [(o.path, read_back(o.path)) for o in part.sessions if o.status in ("created", "updated")]
+        fed = {journal for journal, _scanned in part.scans}
+        part.scans += [(o.path, read_back(o.path)) for o in part.sessions
+                       if o.status in ("created", "updated") and o.path not in fed]
     return part
 
 
@@ -251,15 +254,50 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
     (:class:`~toolkit.durable.Committer`), all of them before this returns; what it could not link
     is returned (path, why), for :func:`_again`."""
     commits = durable.Committer() if deferred else None
-    token = output.COMMITS.set(commits)
+    written: list = []
+    token, fed = output.COMMITS.set(commits), output.WRITTEN.set(None if context.dry_run else written)
     try:
         for session in unchanged.scan_unit(context.importer, context.source, unit, context.options, part.findings.append):
             part.clean &= _one(context, session, part, states)
         part.read = len(part.sessions)
     finally:
         output.COMMITS.reset(token)
+        output.WRITTEN.reset(fed)
         failed = commits.wait() if commits is not None else []
+    missed = {path for path, _why in failed}
+    part.scans = [scanned for path, scan, info in written if path not in missed
+                  for scanned in [_written_scan(path, scan, info)] if scanned is not None]
     return failed
+
+
+def _written_scan(path: Path, fed, info) -> tuple | None:
+    """(journal, (scan, stamp, when)) of a new journal, from what its writer wrote, for the index:
+    when the file linked is still the one written (same inode, size and time: nothing appended
+    since), else None (the reindex reads it)."""
+    import time
+
+    from ..fsck.incremental import stamp_of
+
+    try:
+        now = os.stat(path)
+    except OSError:
+        return None
+    if (now.st_ino, now.st_size, now.st_mtime_ns) != (info.st_ino, info.st_size, info.st_mtime_ns):
+        return None
+    scan = fed.scan(now)
+    if scan is None:
+        return None
+    if os.environ.get("LEVELSESS_SELF_CHECK"):  # the test suite's: every such scan is what a read of the file makes
+        _check_written_scan(path, scan)
+    return path, (scan, stamp_of(now), time.time_ns())
+
+
+def _check_written_scan(path: Path, scan) -> None:
+    from ..journal import scan_journal
+
+    read = scan_journal(path, "levelcode", checkpoint=True)
+    if read != scan or read.resume_state != scan.resume_state:
+        raise AssertionError(f"the scan made while writing {path} is not what reading it makes:\n{scan}\n{read}")
 
 
 def _again(context: _Context, unit: unchanged.Unit, part: _Part, failed: list) -> dict | None:
@@ -270,7 +308,7 @@ def _again(context: _Context, unit: unchanged.Unit, part: _Part, failed: list) -
     missed = {path for path, _why in failed}
     linked = {o.path: o for o in part.sessions if o.status == "created" and o.path not in missed}
     touched, landed = set(part.touched), set(part.landed)
-    part.sessions, part.findings, part.raised, part.clean = [], [], [], True
+    part.sessions, part.findings, part.raised, part.clean, part.scans = [], [], [], True, []
     states: dict | None = {}
     _read_unit(context, unit, part, states, deferred=False)
     part.sessions = [linked.get(o.path, o) if o.status == "unchanged" else o for o in part.sessions]

@@ -33,7 +33,7 @@ from .. import durable, locks
 from ..errors import (CorruptionError, DurabilityError, FileChangedError, LevelsessError, LockBusyError, SymlinkedFolderError,
                       TornTailError)
 from ..findings import Finding
-from ..journal import iter_records
+from ..journal import WrittenScan, iter_records
 from ..lines import CHUNK, cap_text, loads, open_regular
 from ..stores import slug
 from .spill import KnownKeys, Offsets
@@ -542,19 +542,26 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool, read:
 #: The :class:`~toolkit.durable.Committer` new journals are handed to (fsynced and linked in the
 #: background while the next session converts), while an import sets one; else each is linked here.
 COMMITS: contextvars.ContextVar[durable.Committer | None] = contextvars.ContextVar("commits", default=None)
+#: While an import sets a list: each new journal's (path, :class:`~toolkit.journal.WrittenScan`, its
+#: temp file's stat once written), for its index to be made without reading the journal back.
+WRITTEN: contextvars.ContextVar[list | None] = contextvars.ContextVar("written", default=None)
 
 
 def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> Outcome:
     count = 0
     held = _Held()
     when = session.created_at
-    commits = COMMITS.get()
+    commits, written = COMMITS.get(), WRITTEN.get()
     writer = (commits.new_file(path) if commits is not None  # linked later: the importer waits for it (and its FileExistsError)
               else durable.atomic_writer(path, sync_dir=False, exclusive=True))  # run_import fsyncs each folder once
+    fed = WrittenScan(path) if written is not None else None
     with writer as out:
         meta = session.meta(no_raw)
         _carries(meta, held.carried)
-        out.write(encode(meta) + b"\n")
+        line = encode(meta)
+        out.write(line + b"\n")
+        if fed is not None:
+            fed.line(line)
         keys = _KeyCount()
         partials = {}
         for count, record in enumerate(records, start=1):
@@ -563,19 +570,29 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
             if record.get("partial") is True:
                 partials[record.get("sourceKey")] = count
             when = record.get("t") or when
-            out.write(_line_numbered(record, count) + b"\n")
+            line, value = _numbered_line(record, count)
+            out.write(line + b"\n")
+            if fed is not None:
+                fed.line(line, value)
         last = count
         try:
             for last, record in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
-                out.write(_line_numbered(record, last) + b"\n")
+                line, value = _numbered_line(record, last)
+                out.write(line + b"\n")
+                if fed is not None:
+                    fed.line(line, value)
         finally:
             held.close()
+        if fed is not None:
+            out.flush()
+            written.append((path, fed, os.fstat(out.fileno())))
     return _outcome(session, path, count, count, "created", keys.total(), (last, session.title, partials))
 
 
-def _line_numbered(record: dict, seq: int) -> bytes:
+def _numbered_line(record: dict, seq: int) -> tuple[bytes, dict]:
     """The journal line of ``record`` numbered ``seq``: ``encode({**record, "seq": seq})``, with
-    ``coversThrough`` after it when the record covers the one before; one copy of the record."""
+    ``coversThrough`` after it when the record covers the one before; one copy of the record.  And
+    that copy: what parsing the line gives, but a :class:`Raw` (spliced in last as its bytes)."""
     raw = record.get("raw")
     spliced = isinstance(raw, Raw)
     out = {k: v for k, v in record.items() if k[:1] != "_" and (k != "raw" or not spliced)}
@@ -583,7 +600,11 @@ def _line_numbered(record: dict, seq: int) -> bytes:
     if record.get(COVERS_PREVIOUS):
         out["coversThrough"] = seq - 1
     line = _dumps(out)
-    return line[:-1] + b',"raw":' + raw.data + b"}" if spliced else line
+    return (line[:-1] + b',"raw":' + raw.data + b"}" if spliced else line), out
+
+
+def _line_numbered(record: dict, seq: int) -> bytes:
+    return _numbered_line(record, seq)[0]
 
 
 def _stamp(path: Path) -> tuple | None:
