@@ -259,8 +259,12 @@ def forget(path: Path) -> None:
         pass
 
 
+_FIELDS: frozenset[str] = frozenset()
+
+
 def _outcome(value: dict) -> Outcome:
-    fields = {f.name for f in dataclasses.fields(Outcome)}
+    global _FIELDS
+    fields = _FIELDS = _FIELDS or frozenset(f.name for f in dataclasses.fields(Outcome))
     value = {k: v for k, v in value.items() if k in fields}
     value["path"] = Path(value["path"])
     value["orphan"] = tuple(value.get("orphan", ()))

@@ -400,13 +400,15 @@ def _session_journals(project: Path) -> tuple[Path, ...]:
     """Main transcripts, each followed by its subagents; subagents whose transcript is gone last."""
     listed = entries(project)
     mains = [Path(e.path) for e in listed if e.name.endswith(".jsonl") and not e.name.startswith(".")]
+    folders = {e.name for e in listed if _is_dir(e)}  # (a session without a folder has no subagents: not listed)
     out: list[Path] = []
     for main in mains:
         out.append(main)
-        out += _subagents(project / main.stem)
+        if main.stem in folders:
+            out += _subagents(project / main.stem)
     known = {m.stem for m in mains}
     for entry in listed:
-        if _is_dir(entry) and entry.name not in known:
+        if entry.name in folders and entry.name not in known:
             out += _subagents(Path(entry.path))
     return tuple(out)
 
