@@ -1109,9 +1109,13 @@ def _seen(keys, count: int | None = None) -> list:
         keys = list(keys)
         count = len(keys)
     seen = _Seen.sized(count + count // 4 + 256)
-    add = seen.add
-    for key in keys:
-        add(key)
+    bits, size, probes, blake2b, number = seen.bits, seen.size, range(_Seen.PROBES), hashlib.blake2b, int.from_bytes
+    for key in keys:  # _Seen.add, inline (a transcript's every uuid goes through here)
+        whole = blake2b(key if isinstance(key, bytes) else key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        first, step = number(whole[:8], "big"), number(whole[8:], "big") | 1
+        for i in probes:
+            spot = (first + i * step) % size
+            bits[spot >> 3] |= 1 << (spot & 7)
     return seen.dump()
 
 
