@@ -32,15 +32,17 @@ beside the twin's ``gemini-<id>``.  It is not written back by ``restore`` (Gemin
 from __future__ import annotations
 
 import hashlib
+from array import array
 from collections.abc import Callable, Iterator
+from itertools import chain
 from pathlib import Path
 
-from ..errors import NotASourceError, PathNotFoundError
+from ..errors import FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..layouts.gemini import CHATS, GEMINI, TMP, default_roots, home_of, is_session_name, project_root, sniff_file
 from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
 from ..lines import open_regular
-from .output import AT, Options, Raw, Session, SourceState, safe_id
+from .output import AT, Options, Raw, Session, SourceState, first_prompt, safe_id
 from .sourcelines import SourceReader
 from .unchanged import Unit
 from .uris import apply_map, folder_status
@@ -172,22 +174,75 @@ def _record(value: dict, kind: str, seen: set[str], t: str) -> dict:
     return {"kind": "event", "t": t, "type": "gemini:meta"}
 
 
+#: A session file up to this size keeps its records from its one read; a larger one is read again
+#: for each pass the writer makes (its records converted again, each line checked to be the one
+#: the first read saw), so an import's memory stays flat whatever the size of the session.
+KEEP_RECORDS = 8 << 20
+
+
+def _is_line(value: object) -> bool:
+    return classify(value) != OTHER
+
+
+def _records_of(lines: Iterator, created: str | None) -> Iterator[tuple[object, str, dict, str]]:
+    """(line, its kind, its record, its digest) for each line after the metadata line, in file order."""
+    seen: set[str] = set()
+    repeats: dict[str, int] = {}
+    t = created or ""
+    for line in lines:
+        kind = classify(line.value)
+        record = _record(line.value, kind, seen, t)
+        t = record["t"] or t
+        digest = hashlib.sha256(line.data).hexdigest()[:16]
+        repeats[digest] = repeats.get(digest, 0) + 1
+        record["sourceKey"] = f"sha256:{digest}" + (f"#{repeats[digest]}" if repeats[digest] > 1 else "")
+        record[AT] = line.offset
+        record["raw"] = Raw(line.data)
+        yield line, kind, record, digest
+
+
 def session_from_file(path: Path, options: Options, report: Callable[[Finding], None]) -> Session | None:
-    """Convert one session file; None (and a finding) when it is not one."""
+    """Convert one session file; None (and a finding) when it is not one.  Read once, streamed: a
+    file past :data:`KEEP_RECORDS` keeps only where each line is and its digest, and its records
+    are converted again on each pass (:class:`_Records`)."""
     where = str(path)
     if sniff_file(path) != GEMINI.name:
         report(Finding("unknown-format", "error", where, 1, None, "not a Gemini CLI session (its first line says so); skipped"))
         return None
-    reader = SourceReader(path, lambda v: classify(v) != OTHER, report, what="Gemini session line")
-    lines = list(reader)
-    if not lines:
+    reader = SourceReader(path, _is_line, report, what="Gemini session line")
+    lines = iter(reader)
+    first = next(lines, None)
+    if first is None:
         report(Finding("source-skipped", "warning", where, None, None, "holds no whole line; nothing to import"))
         return None
-    first = lines[0] if classify(lines[0].value) == META else None
+    at = _LinesAt()
+    if classify(first.value) == META:
+        at.add(first.offset, len(first.data))
+    else:
+        lines, first = chain([first], lines), None
     meta = dict(first.value) if first is not None else {}
-    for line in lines:  # a resume's $set may carry the id; the first metadata line is the one Gemini wrote
-        if classify(line.value) == SET and "sessionId" in line.value["$set"] and "sessionId" not in meta:
-            meta["sessionId"] = line.value["$set"]["sessionId"]
+    created = meta.get("startTime") if isinstance(meta.get("startTime"), str) else None
+    kept: list[dict] | None = []
+    digests = array("q")
+    title = fallback = set_sid = None
+    for line, kind, record, digest in _records_of(lines, created):
+        at.add(line.offset, len(line.data))
+        digests.append(int(digest, 16) - (1 << 63))
+        if kind == SET and "sessionId" in line.value["$set"] and set_sid is None:
+            set_sid = line.value["$set"]["sessionId"]  # a resume's $set may carry the id; the metadata line's comes first
+        if kind == SET and isinstance(line.value["$set"].get("summary"), str):
+            title = line.value["$set"]["summary"]
+        if title is None and record["kind"] == "user" and not record.get("replaces"):
+            text = text_of(line.value.get("content")).strip()
+            title = " ".join(text.split())[:120] or None
+        if fallback is None:
+            fallback = first_prompt([record])  # what the writer names a session by when the source names it not
+        if kept is not None:
+            kept.append(record)
+            if line.offset + len(line.data) > KEEP_RECORDS:
+                kept = None  # past the size kept in memory: converted again on each pass
+    if "sessionId" not in meta and set_sid is not None:
+        meta["sessionId"] = set_sid
     subagent = path.parent.name != CHATS
     sid = meta.get("sessionId") if isinstance(meta.get("sessionId"), str) and meta["sessionId"] else (path.stem if subagent else None)
     if sid is None:
@@ -202,39 +257,70 @@ def session_from_file(path: Path, options: Options, report: Callable[[Finding], 
     if isinstance(meta.get("kind"), str):
         source["kind"] = meta["kind"]
     project = options.project or (apply_map(root, options.mapping) if root else None)
-    status, where = ("unknown", []) if root is None else folder_status(root)
-    created = meta.get("startTime") if isinstance(meta.get("startTime"), str) else None
+    status, where_not = ("unknown", []) if root is None else folder_status(root)
     session = Session(safe_id("gemini", sid), project, created, None, source, Raw(first.data) if first is not None else None,
-                      status=status, orphan=where)
+                      status=status, orphan=where_not)
     session.raw_at = first.offset if first is not None else None
     session.merged = 1 if first is not None else 0  # the metadata line, carried by the meta record
-    seen: set[str] = set()
-    repeats: dict[str, int] = {}
-    t = created or ""
-    title = None
-    for line in lines[1:] if first is not None else lines:
-        kind = classify(line.value)
-        record = _record(line.value, kind, seen, t)
-        t = record["t"] or t
-        digest = hashlib.sha256(line.data).hexdigest()[:16]
-        repeats[digest] = repeats.get(digest, 0) + 1
-        record["sourceKey"] = f"sha256:{digest}" + (f"#{repeats[digest]}" if repeats[digest] > 1 else "")
-        record[AT] = line.offset
-        record["raw"] = Raw(line.data)
-        session.records.append(record)
-        if kind == SET and isinstance(line.value["$set"].get("summary"), str):
-            title = line.value["$set"]["summary"]
-        if title is None and record["kind"] == "user" and not record.get("replaces"):
-            text = text_of(line.value.get("content")).strip()
-            title = " ".join(text.split())[:120] or None
-    session.title = title or (meta.get("summary") if isinstance(meta.get("summary"), str) else None)
+    session.records = kept if kept is not None else _Records(path, at, digests, first.data if first is not None else None, created)
+    session.title = title or (meta.get("summary") if isinstance(meta.get("summary"), str) else None) or fallback
     session.source_items = reader.records + sum(reader.skipped.values())
     for reason, count in reader.skipped.items():
         session.skip(reason, count)
     session.too_large = list(reader.too_large)
     session.source_lines = reader.lines
-    session.state = SourceState(where, reader.covered, reader.sha256, [(line.offset, len(line.data)) for line in lines], _reader(path))
+    session.state = SourceState(where, reader.covered, reader.sha256, at, _reader(path))
     return session
+
+
+class _LinesAt:
+    """``(offset, length)`` of each line read, 16 bytes a line (a :class:`SourceState`'s ``lines``)."""
+
+    def __init__(self) -> None:
+        self.offsets, self.lengths = array("q"), array("q")
+
+    def add(self, offset: int, length: int) -> None:
+        self.offsets.append(offset)
+        self.lengths.append(length)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.offsets, self.lengths)
+
+
+class _Records:
+    """A large session file's records, converted again on each pass (re-iterable, sized): each
+    line must be the one the first read saw (where it is and its digest), else the file changed
+    meanwhile (:class:`FileChangedError`: nothing of it is written); lines it gained since are
+    left for the next import."""
+
+    def __init__(self, path: Path, at: _LinesAt, digests: array, meta: bytes | None, created: str | None) -> None:
+        self.path, self.at, self.digests, self.meta, self.created = path, at, digests, meta, created
+
+    def __len__(self) -> int:
+        return len(self.digests)
+
+    def __iter__(self) -> Iterator[dict]:
+        lines = iter(SourceReader(self.path, _is_line, lambda _finding: None, what="Gemini session line"))
+        offsets, skip, count = self.at.offsets, int(self.meta is not None), 0
+        if skip:  # the metadata line (the meta's raw), as read
+            head = next(lines, None)
+            if head is None or head.offset != offsets[0] or head.data != self.meta:
+                raise self._changed()
+        for line, _kind, record, digest in _records_of(lines, self.created):
+            if count == len(self.digests):
+                return  # a line written since the first read: the next import's
+            if line.offset != offsets[count + skip] or int(digest, 16) - (1 << 63) != self.digests[count]:
+                raise self._changed()
+            count += 1
+            yield record
+        if count != len(self.digests):
+            raise self._changed()
+
+    def _changed(self) -> FileChangedError:
+        return FileChangedError(f"{self.path} changed while it was being imported (Gemini rewrote it?); import again")
 
 
 def _reader(path: Path) -> Callable[[int, int], bytes]:
