@@ -1,11 +1,12 @@
 #!/usr/bin/env python
-"""Peak memory of `import --from claude|codex` by source size (issue 28) - a standalone script, not a pytest test.
+"""Peak memory of `import --from claude|codex|gemini` by source size (issue 28) - a standalone script, not a pytest test.
 
-    python tests/bench/bench_import_memory.py [--from claude|codex] [--records 10000,100000] [--out DIR] [--json]
+    python tests/bench/bench_import_memory.py [--from claude|codex|gemini] [--records 10000,100000] [--out DIR] [--json]
 
 For each N builds (or reuses, with --out) one Claude Code transcript of N records
 (tests/bench/claude_transcript.py: realistic small records, about 610 bytes a line) or one
-Codex rollout (tests/bench/codex_rollout.py, about 200 bytes a line), and one of 1,000 records
+Codex rollout (tests/bench/codex_rollout.py, about 200 bytes a line) or one Gemini CLI session
+file (tests/bench/gemini_session.py, about 1.5 KB a line), and one of 1,000 records
 as the baseline, then measures each as a subprocess under tests/bench/probe.py's PROBE, in one run:
 
   import     `levelsess import --from claude --source ROOT --store EMPTY --json`
@@ -34,13 +35,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import claude_transcript  # noqa: E402
 import codex_rollout  # noqa: E402
+import gemini_session  # noqa: E402
 from probe import PROBE  # noqa: E402
 
 MB, MIB = 10**6, 1 << 20
 BASELINE = 1_000
 
 
-WRITERS = {"claude": claude_transcript.write, "codex": codex_rollout.write}
+WRITERS = {"claude": claude_transcript.write, "codex": codex_rollout.write, "gemini": gemini_session.write}
 
 
 def run_import(source: str, root: Path, store: Path) -> tuple[float, int, dict]:

@@ -14,6 +14,7 @@ from tests.helpers import run_cli
 from tests.layouts.gemini import G2, SLUG, every_kind, gemini, gemini_home, line, meta, name, user
 from toolkit.errors import FileChangedError
 from toolkit.importers import gemini as importer
+from toolkit.importers import spill
 from toolkit.importers.output import Options
 
 
@@ -43,6 +44,7 @@ def test_a_session_read_again_for_each_pass_imports_as_one_held(tmp_path, monkey
     home = gemini_home(tmp_path / "a", {name(): data})
     held = _import(home, tmp_path / "held")
     monkeypatch.setattr(importer, "KEEP_RECORDS", 0)
+    monkeypatch.setattr(spill, "KNOWN_IN_MEMORY", 2)  # ids seen and repeated lines counted on disk too
     streamed = _import(home, tmp_path / "streamed")
     assert streamed == held and _files(tmp_path / "streamed") == _files(tmp_path / "held")
     session = home / "tmp" / SLUG / "chats" / name()  # grown: the re-import appends the same records either way

@@ -44,6 +44,7 @@ from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, t
 from ..lines import open_regular
 from .output import AT, Options, Raw, Session, SourceState, first_prompt, safe_id
 from .sourcelines import SourceReader
+from .spill import KnownKeys
 from .unchanged import Unit
 from .uris import apply_map, folder_status
 
@@ -185,20 +186,33 @@ def _is_line(value: object) -> bool:
 
 
 def _records_of(lines: Iterator, created: str | None) -> Iterator[tuple[object, str, dict, str]]:
-    """(line, its kind, its record, its digest) for each line after the metadata line, in file order."""
-    seen: set[str] = set()
-    repeats: dict[str, int] = {}
+    """(line, its kind, its record, its digest) for each line after the metadata line, in file order.
+    The message ids seen and each line digest's count are held in a dict while they are few, then in
+    a temporary database (:class:`~toolkit.importers.spill.KnownKeys`): memory stays flat."""
+    seen, repeats = _Seen(), KnownKeys()
     t = created or ""
-    for line in lines:
-        kind = classify(line.value)
-        record = _record(line.value, kind, seen, t)
-        t = record["t"] or t
-        digest = hashlib.sha256(line.data).hexdigest()[:16]
-        repeats[digest] = repeats.get(digest, 0) + 1
-        record["sourceKey"] = f"sha256:{digest}" + (f"#{repeats[digest]}" if repeats[digest] > 1 else "")
-        record[AT] = line.offset
-        record["raw"] = Raw(line.data)
-        yield line, kind, record, digest
+    try:
+        for line in lines:
+            kind = classify(line.value)
+            record = _record(line.value, kind, seen, t)
+            t = record["t"] or t
+            digest = hashlib.sha256(line.data).hexdigest()[:16]
+            count = (repeats.get(digest) or 0) + 1
+            repeats[digest] = count
+            record["sourceKey"] = f"sha256:{digest}" + (f"#{count}" if count > 1 else "")
+            record[AT] = line.offset
+            record["raw"] = Raw(line.data)
+            yield line, kind, record, digest
+    finally:
+        seen.close()
+        repeats.close()
+
+
+class _Seen(KnownKeys):
+    """The message ids seen so far, as a set (``in``, ``add``), spilled to disk when many."""
+
+    def add(self, key: str) -> None:
+        self.setdefault(key)
 
 
 def session_from_file(path: Path, options: Options, report: Callable[[Finding], None]) -> Session | None:
