@@ -485,6 +485,22 @@ RELINKABLE = frozenset({"dangling-parent", "broken-chain"})
 #: Codes of sessions that were not checked or not repaired because a writer holds or changed them:
 #: the run is not clean (exit 4).
 SKIPPED = frozenset({"locked", "in-use", "changed-during-repair"})
+
+
+def exit_code_for(findings) -> int:
+    """Return the §3 bits for findings: 4 for unrepaired errors and for skipped sessions (a session
+    a live writer held was not checked, so the run is not clean), 8 for operational ones, 1 for repairs."""
+    code = EXIT_OK
+    for finding in findings:
+        if finding.repaired:
+            code |= 1
+        elif finding.code in OPERATIONAL:
+            code |= EXIT_OPERATIONAL
+        elif finding.severity == "error" or finding.code in SKIPPED:
+            code |= EXIT_UNCORRECTED
+    return code
+
+
 #: Codes whose only fix is a person (or --salvage): a file carrying one is never modified.
 UNCORRECTABLE = frozenset(
     code for code, info in CODES.items()

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..errors import (EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED, OPERATIONAL, SKIPPED, LevelsessError,
-                      NotAJournalError, UnknownFormatError)
+from ..errors import LevelsessError, NotAJournalError, UnknownFormatError, exit_code_for  # noqa: F401 (exit_code_for: named here too)
 from ..findings import Finding
 from ..index import load_cache
 from ..journal import JournalScan, foreign_only, scan_journal
@@ -106,20 +105,6 @@ class CheckReport:
         why = foreign_only([s.scan for f in self.folders for s in f.sessions if s.scan is not None])
         if why:
             raise UnknownFormatError(f"{', '.join(str(t) for t in targets)}: {why}")
-
-
-def exit_code_for(findings: Iterable[Finding]) -> int:
-    """Return the §3 bits for findings: 4 for unrepaired errors and for skipped sessions (a session
-    a live writer held was not checked, so the run is not clean), 8 for operational ones, 1 for repairs."""
-    code = EXIT_OK
-    for finding in findings:
-        if finding.repaired:
-            code |= 1
-        elif finding.code in OPERATIONAL:
-            code |= EXIT_OPERATIONAL
-        elif finding.severity == "error" or finding.code in SKIPPED:
-            code |= EXIT_UNCORRECTED
-    return code
 
 
 def scan_one(args: tuple) -> JournalScan | LevelsessError:

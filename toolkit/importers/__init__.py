@@ -17,10 +17,8 @@ from pathlib import Path
 from types import ModuleType
 
 from .. import durable, tombstones
-from ..errors import FileChangedError, LevelsessError, OperationalError, UsageError
+from ..errors import FileChangedError, LevelsessError, OperationalError, UsageError, exit_code_for
 from ..findings import Finding
-from ..fsck.check import exit_code_for
-from ..fsck.repair import remove_dead_temps
 from . import output, parallel, unchanged
 from .output import Outcome, Session, journal_path, not_written, trashed, write_resumed, write_session
 
@@ -85,7 +83,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     raised: list[str] = []
     trashed_ids = set(stones)
     done: list = []  # (cache, each unit's entry) of each source
-    memo = _index_memo()
+    memo = _Memo()  # the import's index memo, loaded when first used (an import that writes nothing never is)
     try:
         for source in sources:
             cache = unchanged.cache_path(store, name, source, options, no_raw, include_trashed)
@@ -111,7 +109,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                 entries[unit.key] = part.entry
                 for journal, scanned in part.scans:
                     if scanned is not None:
-                        memo.remember_scan(journal.parent, journal, *scanned)
+                        memo.get().remember_scan(journal.parent, journal, *scanned)
 
             stamped = [unchanged.stamps(unit) for unit in units]  # (once each: the workers get them too)
             ready: dict[int, _Part] = {}  # what each unit came to, until those before it are reported
@@ -162,13 +160,13 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
         if landed and not dry_run:
             with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
-                _settle(sorted(touched), sorted(landed), report, memo)
+                _settle(sorted(touched), sorted(landed), report, memo.get())
         raise
     finally:
         if raised:  # imported again: the tombstones go (one append), even when the run stops later
             tombstones.unbury(store, raised)
     if landed and not dry_run:
-        _settle(sorted(touched), sorted(landed), report, memo)
+        _settle(sorted(touched), sorted(landed), report, memo.get())
     for cache, entries in done:  # after the journals and indexes are durable
         with contextlib.suppress(LevelsessError):
             unchanged.remember(cache, trashed_ids - set(raised), entries)
@@ -430,6 +428,16 @@ def _write_one(store: Path, session: Session, dry_run: bool, no_raw: bool) -> tu
     return not_written(store, session, error)
 
 
+class _Memo:
+    def __init__(self) -> None:
+        self._memo = None
+
+    def get(self):
+        if self._memo is None:
+            self._memo = _index_memo()
+        return self._memo
+
+
 def _index_memo():
     """What the import's reindex read of each journal (:class:`~toolkit.fsck.incremental.IncrementalCache`,
     in the user's cache folder): a journal it only appended to is read from where that read
@@ -449,6 +457,7 @@ def _settle(touched: list[Path], landed: list[Path], report: ImportReport, memo)
     its reindex leaves a rerun with nothing to write and an index still to build.  ``reindex``
     skips a folder whose index is already current after a stat of each journal.
     """
+    from ..fsck.repair import remove_dead_temps
     from ..reindex import reindex
     from ..stores import discover
 
