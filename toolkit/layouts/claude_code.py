@@ -399,7 +399,7 @@ def _is_dir(entry: os.DirEntry) -> bool:
 def _session_journals(project: Path) -> tuple[Path, ...]:
     """Main transcripts, each followed by its subagents; subagents whose transcript is gone last."""
     listed = entries(project)
-    mains = [Path(e.path) for e in listed if e.name.endswith(".jsonl") and not e.name.startswith(".")]
+    mains = [project / e.name for e in listed if e.name.endswith(".jsonl") and not e.name.startswith(".")]
     folders = {e.name for e in listed if _is_dir(e)}  # (a session without a folder has no subagents: not listed)
     out: list[Path] = []
     for main in mains:
@@ -409,7 +409,7 @@ def _session_journals(project: Path) -> tuple[Path, ...]:
     known = {m.stem for m in mains}
     for entry in listed:
         if entry.name in folders and entry.name not in known:
-            out += _subagents(Path(entry.path))
+            out += _subagents(project / entry.name)
     return tuple(out)
 
 
@@ -529,7 +529,7 @@ class ClaudeCode(ForeignLayout):
             return Folder(folder, self, store, (), problem=str(exc))
 
     def projects(self, root: Path) -> list[Folder]:
-        return [self.project(Path(e.path), root) for e in entries(root)
+        return [self.project(root / e.name, root) for e in entries(root)
                 if _is_dir(e) and not e.name.startswith(".")]
 
     def claim_dir(self, path: Path) -> list[Folder] | None:
