@@ -557,6 +557,12 @@ class Committer:
             finally:
                 self._pending.discard(str(path))
 
+    def settle(self, name: str) -> None:
+        """Wait for the thread when a file named ``name`` (in any folder) waits for it: whoever
+        looks for that name next finds it in place (or, if it failed, not)."""
+        if any(os.path.basename(pending) == name for pending in list(self._pending)):
+            self._drain()
+
     def _drain(self) -> None:
         if self._thread is not None:
             self._jobs.put(None)

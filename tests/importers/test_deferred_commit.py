@@ -112,3 +112,32 @@ def test_a_failed_fsync_is_written_again_as_one_process_does(tmp_path, monkeypat
     again = imported("claude", source, tmp_path / "store", "--jobs", "1")
     assert failed and again == plain
     assert _journals(tmp_path / "store") == _journals(tmp_path / "plain")
+
+
+def _session(project: str, texts: list[str]):
+    from toolkit.importers.output import Session
+
+    records = [{"kind": "user", "t": f"2026-01-01T00:00:0{n}Z", "content": text, "sourceKey": f"k:{text}"}
+               for n, text in enumerate(texts)]
+    return Session("test-same-id", project, "2026-01-01T00:00:00Z", "a chat", {"app": "test", "key": "same"}, records=records)
+
+
+@pytest.mark.parametrize("deferred", [False, True])
+def test_one_session_id_met_twice_in_a_run_is_one_journal_while_the_first_is_still_linking(tmp_path, deferred):
+    """A session id met again under another project (a chat two workspaces list) is extended where
+    its journal is, as before the background thread, even while that journal still waits for it."""
+    from toolkit.importers import output
+
+    store = tmp_path / "store"
+    commits = durable.Committer() if deferred else None
+    token, names = output.COMMITS.set(commits), output.NAMES.set({})
+    try:
+        first = output.write_session(store, _session("/home/ana/one", ["hello"]))
+        second = output.write_session(store, _session("/home/ana/two", ["hello", "and more"]))
+    finally:
+        output.COMMITS.reset(token)
+        output.NAMES.reset(names)
+        failed = commits.wait() if commits is not None else []
+    assert failed == []
+    assert first[0].status == "created" and second[0].status == "updated" and second[0].path == first[0].path
+    assert [p.name for p in store.rglob("*.jsonl")] == ["test-same-id.jsonl"]

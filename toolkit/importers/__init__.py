@@ -84,6 +84,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     trashed_ids = set(stones)
     done: list = []  # (cache, each unit's entry) of each source
     memo = _Memo()  # the import's index memo, loaded when first used (an import that writes nothing never is)
+    names = output.NAMES.set({})  # the store's journal names, listed once (output._same_id)
     try:
         for source in sources:
             cache = unchanged.cache_path(store, name, source, options, no_raw, include_trashed)
@@ -163,6 +164,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                 _settle(sorted(touched), sorted(landed), report, memo.get())
         raise
     finally:
+        output.NAMES.reset(names)
         if raised:  # imported again: the tombstones go (one append), even when the run stops later
             tombstones.unbury(store, raised)
     if landed and not dry_run:

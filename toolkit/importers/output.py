@@ -467,16 +467,54 @@ def _same_id(store: Path, path: Path) -> Path:
     """``path``, or the journal an earlier import wrote for the same session id in another project
     folder (its project since mapped with ``--map``, or chosen with ``--project``): one session id
     is one journal, extended where it is (the most recently written, when an older import left two)."""
+    commits = COMMITS.get()
+    if commits is not None:  # a journal of that name this import is still linking: in place first
+        commits.settle(path.name)
     if os.path.lexists(path):
         return path
-    try:
-        found = [folder / path.name for folder in store.iterdir()
-                 if folder.name[:1] != "." and folder != path.parent and os.path.isfile(folder / path.name)]
-    except OSError:
-        return path
+    names = NAMES.get()
+    if names is not None:  # an import's: the store listed once, then kept up to date with what it writes
+        if store not in names:
+            names[store] = _names_in(store)
+        found = [p for p in names[store].get(path.name, ()) if p.parent != path.parent and os.path.isfile(p)]
+    else:
+        try:
+            found = [folder / path.name for folder in store.iterdir()
+                     if folder.name[:1] != "." and folder != path.parent and os.path.isfile(folder / path.name)]
+        except OSError:
+            return path
     if not found:
         return path
     return max(found, key=lambda p: (p.stat().st_mtime_ns, str(p)))
+
+
+#: While an import sets a dict: per store, the files of its project folders by name (listed once,
+#: then each journal the import creates added), so finding a session id's journal in another
+#: project folder costs no listing of the store per new session.
+NAMES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("names", default=None)
+
+
+def _names_in(store: Path) -> dict[str, list[Path]]:
+    names: dict[str, list[Path]] = {}
+    try:
+        folders = [store / entry.name for entry in os.scandir(store) if entry.name[:1] != "."]
+    except OSError:
+        return names
+    for folder in folders:
+        try:
+            with os.scandir(folder) as listed:
+                for entry in listed:
+                    names.setdefault(entry.name, []).append(folder / entry.name)
+        except OSError:  # not a folder, or one it cannot list: as a file not found there
+            continue
+    return names
+
+
+def _named(store: Path, path: Path) -> None:
+    """A journal the import created, for :func:`_same_id` (when it keeps the store's names)."""
+    names = NAMES.get()
+    if names is not None and store in names:
+        names[store].setdefault(path.name, []).append(path)
 
 
 def _symlinked(session: Session, path: Path, error: SymlinkedFolderError) -> tuple[Outcome, list[Finding]]:
@@ -491,7 +529,9 @@ def _write(store: Path, session: Session, path: Path, records, planned: tuple[Ou
     if planned[0].status == "created":
         with durable.new_dirs(path.parent):  # a failed write leaves no empty project folder
             try:  # linked into place, so it can never replace a journal that appeared meanwhile
-                return _create(session, path, records, no_raw), []
+                created = _create(session, path, records, no_raw), []
+                _named(store, path)
+                return created
             except FileExistsError:
                 pass  # it did appear: extend it under the lock like any existing journal
     try:
