@@ -557,6 +557,10 @@ class Committer:
             finally:
                 self._pending.discard(str(path))
 
+    def waiting(self, path: Path) -> bool:
+        """Whether ``path`` still waits for the thread (neither in place nor given up yet)."""
+        return str(path) in self._pending
+
     def settle(self, name: str) -> None:
         """Wait for the thread when a file named ``name`` (in any folder) waits for it: whoever
         looks for that name next finds it in place (or, if it failed, not)."""

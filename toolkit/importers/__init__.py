@@ -92,6 +92,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             entries: dict[str, dict | None] = {}
             units = unchanged.units_of(importer, source, report.findings.append)
             context = _Context(store, importer, source, options, kept, stones, dry_run, no_raw, include_trashed)
+            context.remember = lambda scanned: memo.get().remember_scan(scanned[0].parent, scanned[0], *scanned[1])
 
             def take(part: _Part, unit: unchanged.Unit) -> None:  # in the order of the units, whoever read them
                 report.sessions += part.sessions
@@ -142,6 +143,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                        if jobs != 1 and len(todo) > 1 and parallel.supports(importer) else 1)
             if workers > 1:
                 context.read_back = not dry_run
+                context.remember = None  # a worker's scans go back to this process with its units
                 parallel.run([importer.unit_key(units[i]) for i in todo],
                              lambda k: _process(context, units[todo[k]], stamped[todo[k]]), workers,
                              lambda k, part: release(todo[k], part))
@@ -189,6 +191,7 @@ class _Context:
     no_raw: bool
     include_trashed: bool
     read_back: bool = False
+    remember: Callable[[tuple], None] | None = None  # this process's index memo takes a new journal's scan
 
 
 @dataclass
@@ -256,17 +259,28 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
     commits = durable.Committer() if deferred else None
     written: list = []
     token, fed = output.COMMITS.set(commits), output.WRITTEN.set(None if context.dry_run else written)
+
+    def scans(done: bool = False) -> None:  # each new journal's scan, once it is in place, to the memo (or the parent)
+        waiting = []
+        for item in written:
+            if not done and commits is not None and commits.waiting(item[0]):
+                waiting.append(item)
+                continue
+            scanned = _written_scan(*item)
+            if scanned is not None:
+                (context.remember or part.scans.append)(scanned)
+        written[:] = waiting
+
     try:
         for session in unchanged.scan_unit(context.importer, context.source, unit, context.options, part.findings.append):
             part.clean &= _one(context, session, part, states)
+            scans()
         part.read = len(part.sessions)
     finally:
         output.COMMITS.reset(token)
         output.WRITTEN.reset(fed)
         failed = commits.wait() if commits is not None else []
-    missed = {path for path, _why in failed}
-    part.scans = [scanned for path, scan, info in written if path not in missed
-                  for scanned in [_written_scan(path, scan, info)] if scanned is not None]
+    scans(done=True)  # (a journal not linked is not the one written: its scan is none)
     return failed
 
 
