@@ -273,13 +273,13 @@ def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
     store = tmp_path / "store"
     _import(home, store)
     _import(home, tmp_path / "full", "--reread")
-    cache = next((Path(os.environ["XDG_CACHE_HOME"]) / "levelsess" / "import-cache").rglob("*.json"))
-    document = json.loads(cache.read_bytes())
-    for unit in document["units"].values():
-        for state in unit["resume"].values():
-            state["decider"] = {"count": "x"}
-            state["lines"] = [3, "%%"]
-    cache.write_text(json.dumps(document))
+    for cache in (Path(os.environ["XDG_CACHE_HOME"]) / "levelsess" / "import-cache").rglob("*.json"):
+        document = json.loads(cache.read_bytes())
+        for unit in document["units"].values():
+            for state in unit["resume"].values():
+                state["decider"] = {"count": "x"}
+                state["lines"] = [3, "%%"]
+        cache.write_text(json.dumps(document))
     for path in _rollouts(home):
         _append(path, _lines(_turn(path, random.Random(1))))
     report = _import(home, store)

@@ -42,6 +42,7 @@ if those changed).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -408,7 +409,7 @@ class _Rollout:
         self.db = temp_db()
         self.db.execute("CREATE TABLE line (n INTEGER PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, "
                         "size INTEGER NOT NULL, hash TEXT NOT NULL, repeat INTEGER NOT NULL DEFAULT 1, kind TEXT NOT NULL, "
-                        "text BLOB NOT NULL, alt BLOB NOT NULL, call BLOB, ident TEXT)")
+                        "text BLOB NOT NULL, alt BLOB NOT NULL, call BLOB)")
         self.db.execute("CREATE TABLE calls (call BLOB PRIMARY KEY) WITHOUT ROWID")
         self.db.execute("CREATE TABLE exits (call BLOB PRIMARY KEY, code INTEGER NOT NULL) WITHOUT ROWID")
         self.first: SourceLine | None = None
@@ -418,6 +419,7 @@ class _Rollout:
         self.prompts_typed = False
         self.recent_calls: dict[str, None] = {}  # the last RECENT call ids, and exec_command_end's last exit codes
         self.recent_exits: dict[str, int] = {}
+        self.latest = _Latest()  # the identities (time and type) of the lines at the file's latest time
         replay = Replay()
         rows, calls, exits = [], [], []
         for line in self.reader:
@@ -437,9 +439,9 @@ class _Rollout:
                     and type(payload.get("exit_code")) is int:
                 exits.append((to_db(payload["call_id"]), payload["exit_code"]))
                 _recent(self.recent_exits, payload["call_id"], payload["exit_code"])
-            identity = offset_line_key(line.value)
+            self.latest.see(line.value)
             rows.append((replay.count - 1, line.line, line.offset, len(line.data), hashlib.sha256(line.data).hexdigest()[:16],
-                         item.kind, item.text, b"".join(sorted(item.alt)), to_db(item.call), _h(identity) if identity else None))
+                         item.kind, item.text, b"".join(sorted(item.alt)), to_db(item.call)))
             if len(rows) >= 4096:
                 self._write(rows, calls, exits)
         self._write(rows, calls, exits)
@@ -455,8 +457,7 @@ class _Rollout:
         self.walked: tuple | None = None  # after a whole pass of records(): (t, model, when) at its end
 
     def _write(self, rows: list, calls: list, exits: list) -> None:
-        self.db.executemany("INSERT INTO line (n, line, offset, size, hash, kind, text, alt, call, ident) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self.db.executemany("INSERT INTO line (n, line, offset, size, hash, kind, text, alt, call) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         self.db.executemany("INSERT OR IGNORE INTO calls VALUES (?)", calls)
         self.db.executemany("INSERT OR REPLACE INTO exits VALUES (?, ?)", exits)  # the last one wins
         for batch in (rows, calls, exits):
@@ -692,6 +693,100 @@ def _h(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+class _Filter:
+    """A set of 16-hex digests kept small (a Bloom filter of about 12 bits an entry, 6 probes, picked
+    by the digest's own bits: a sha256's, uniform already): "maybe seen" for every digest added,
+    and for about 1 in 400 others; a resume treats "maybe" as seen and reads the file in full."""
+
+    PROBES = 6
+
+    def __init__(self, bits: bytearray, size: int) -> None:
+        self.bits, self.size = bits, size
+
+    @classmethod
+    def of(cls, digests, count: int) -> _Filter:
+        """``digests`` (about ``count`` of them, streamed), with room to grow."""
+        size = max(1024, (count + count // 4 + 256) * 12)
+        kept = cls(bytearray((size + 7) // 8), size)
+        for digest in digests:
+            kept.add(digest)
+        return kept
+
+    def _spots(self, digest: str) -> Iterator[int]:
+        whole = int(digest, 16)
+        a, b, size = whole >> 32, (whole & 0xFFFFFFFF) | 1, self.size
+        return ((a + i * b) % size for i in range(self.PROBES))
+
+    def add(self, digest: str) -> None:
+        bits = self.bits
+        for spot in self._spots(digest):
+            bits[spot >> 3] |= 1 << (spot & 7)
+
+    def __contains__(self, digest: str) -> bool:
+        bits = self.bits
+        return all(bits[spot >> 3] & (1 << (spot & 7)) for spot in self._spots(digest))
+
+    def dump(self) -> list:
+        return [self.size, base64.b64encode(bytes(self.bits)).decode("ascii")]
+
+    @classmethod
+    def load(cls, value: object) -> _Filter:
+        """A kept filter; ValueError for anything else (a cache of another build is read as none)."""
+        if not (isinstance(value, list) and len(value) == 2 and type(value[0]) is int and value[0] > 0 and isinstance(value[1], str)):
+            raise ValueError("not a kept filter")
+        bits = bytearray(base64.b64decode(value[1], validate=True))
+        if len(bits) != (value[0] + 7) // 8:
+            raise ValueError("not a kept filter")
+        return cls(bits, value[0])
+
+
+#: The identities (:func:`~toolkit.importers.output.offset_line_key`) kept of the lines at a file's
+#: latest time; past this many, a new line at that time is not proven new.
+LATEST = 256
+
+
+class _Latest:
+    """The latest time (``timestamp`` as written, compared as a string) of a file's lines with an
+    identity, and the identities of the lines at it.  A new line's identity is surely none of the
+    file's when its time is later (as a string: then it equals no earlier one), or it is that time
+    and not among those kept; a full read would take any other for a rewritten line."""
+
+    def __init__(self, time: str | None = None, identities: list | None = None) -> None:
+        self.time = time
+        self.identities: set[str] | None = set(identities) if identities is not None else set()
+
+    def see(self, value: object) -> None:
+        identity = offset_line_key(value)
+        if identity is None:
+            return
+        time = value["timestamp"]
+        if self.time is None or time > self.time:
+            self.time, self.identities = time, {identity}
+        elif time == self.time and self.identities is not None:
+            self.identities.add(identity)
+            if len(self.identities) > LATEST:
+                self.identities = None
+
+    def new(self, value: object) -> bool:
+        identity = offset_line_key(value)
+        if identity is None or self.time is None:
+            return True
+        time = value["timestamp"]
+        return time > self.time or (time == self.time and self.identities is not None and identity not in self.identities)
+
+    def dump(self) -> list:
+        return [self.time, sorted(self.identities) if self.identities is not None else None]
+
+    @classmethod
+    def load(cls, value: object) -> _Latest:
+        if not (isinstance(value, list) and len(value) == 2 and (value[0] is None or isinstance(value[0], str))
+                and (value[1] is None or (isinstance(value[1], list) and all(isinstance(i, str) for i in value[1])))):
+            raise ValueError("not kept identities")
+        latest = cls(value[0])
+        latest.identities = set(value[1]) if value[1] is not None else None
+        return latest
+
+
 class _Unproven(Exception):
     """What a resume met that it cannot prove a full read would decide alike (a filter's "maybe")."""
 
@@ -735,8 +830,6 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
     resume could not be proven to write what a full read would.  Only a journal of this rollout
     alone is resumed (:func:`_own_journal`, and then only while nothing else wrote it): it holds
     this file's records and lines and nothing else, which is what a resume assumes of it."""
-    from .claude import _seen
-
     reader, db = rollout.reader, rollout.db
     fork, start, end = rollout.fork
     torn = reader.skipped.get("torn-tail", 0)  # a last line still being written: a resume reads it again, whole
@@ -767,12 +860,14 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
     return {"path": str(rollout.path), "sid": said_as, "covered": reader.covered, "sha256": reader.sha256,
             "number": reader.number, "count": rollout.count, "decider": rollout.kept, "tail": tail,
             "typed": rollout.prompts_typed, "replay": [start, end] if fork else None,
-            "lines": _seen((h for (h,) in db.execute("SELECT hash FROM line")), rollout.count),
-            "idents": _seen((i for (i,) in db.execute("SELECT ident FROM line WHERE ident IS NOT NULL")), rollout.count),
-            "calls": _seen((_h(from_db(c)) for (c,) in db.execute("SELECT call FROM calls")), count("SELECT COUNT(*) FROM calls")),
-            "ends": _seen((_h(from_db(c)) for (c,) in db.execute(f"SELECT DISTINCT call {orphans}")),
-                          count(f"SELECT COUNT(DISTINCT call) {orphans}")),
-            "exits": _seen((_h(from_db(c)) for (c,) in db.execute("SELECT call FROM exits")), count("SELECT COUNT(*) FROM exits")),
+            "lines": _Filter.of((h for (h,) in db.execute("SELECT hash FROM line")), rollout.count).dump(),
+            "latest": rollout.latest.dump(),
+            "calls": _Filter.of((_h(from_db(c)) for (c,) in db.execute("SELECT call FROM calls")),
+                                count("SELECT COUNT(*) FROM calls")).dump(),
+            "ends": _Filter.of((_h(from_db(c)) for (c,) in db.execute(f"SELECT DISTINCT call {orphans}")),
+                               count(f"SELECT COUNT(DISTINCT call) {orphans}")).dump(),
+            "exits": _Filter.of((_h(from_db(c)) for (c,) in db.execute("SELECT call FROM exits")),
+                                count("SELECT COUNT(*) FROM exits")).dump(),
             "recent_calls": list(calls), "recent_exits": [[c, code] for c, code in rollout.recent_exits.items()],
             "t": t, "model": model, "when": when, "created": session.created_at, "title": session.title,
             "source_items": session.source_items - torn, "merged": session.merged, "torn": torn,
@@ -840,8 +935,6 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     by (a prompt typed in a rollout with none, a call whose id an end event shown had), nor the
     decision of a record before (a mirror paired across where the last import stopped); their
     keys and identities must be new, and each record keyed by a new line."""
-    from .claude import _Seen
-
     try:
         if path.stat().st_size - state["covered"] > RESUME_BYTES:
             return None
@@ -853,8 +946,8 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     said: list[Finding] = []
     reader = SourceReader(path, _whole_record, said.append, what="rollout record", start=state["covered"],
                           number=state["number"], digest=digest)
-    lines, idents = _Seen.load(state["lines"]), _Seen.load(state["idents"])
-    calls, ends, exits = _Seen.load(state["calls"]), _Seen.load(state["ends"]), _Seen.load(state["exits"])
+    lines, latest = _Filter.load(state["lines"]), _Latest.load(state["latest"])
+    calls, ends, exits = _Filter.load(state["calls"]), _Filter.load(state["ends"]), _Filter.load(state["exits"])
     recent_calls = dict.fromkeys(state["recent_calls"])
     recent_exits = {c: code for c, code in state["recent_exits"]}
     new_calls: dict[str, None] = {}
@@ -950,7 +1043,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             if decision.group < count0:  # keyed by a line before (a mirror written first): not proven here
                 return None
             identity = offset_line_key(line.value) if decision.group == n else None
-            if identity is not None and _h(identity) in idents:  # maybe a line before, rewritten: a full read supersedes it
+            if identity is not None and not latest.new(line.value):  # maybe a line before, rewritten: a full read supersedes it
                 return None
             record = _record(decision.role, envelope, t, model, Exits)
             if decision.inherited:
@@ -982,9 +1075,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             return None
         for line, _envelope, _item, base, _t, _model in items:
             lines.add(base)
-            identity = offset_line_key(line.value)
-            if identity is not None:
-                idents.add(_h(identity))
+            latest.see(line.value)
         for call in new_ends:
             if call not in new_calls and call not in recent_calls:  # (else is_call said it had no call before)
                 ends.add(_h(call))
@@ -1001,7 +1092,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
         last = items[-1]
         return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "count": count,
                 "decider": kept, "tail": [[d.role, d.skip, d.group, d.inherited] for d in decided[kept["decided"] - decider_start:]],
-                "lines": lines.dump(), "idents": idents.dump(), "calls": calls.dump(), "ends": ends.dump(), "exits": exits.dump(),
+                "lines": lines.dump(), "latest": latest.dump(), "calls": calls.dump(), "ends": ends.dump(), "exits": exits.dump(),
                 "recent_calls": list(recent_calls), "recent_exits": [[c, code] for c, code in recent_exits.items()],
                 "t": last[4], "model": last[5], "when": when, "source_items": session.source_items, "skipped": skipped, "torn": 0,
                 "skip_lines": skip_lines, "seq": written.after[0], "title_after": written.after[1], "keys": written.keys,
