@@ -419,7 +419,7 @@ class _Rollout:
         self.prompts_typed = False
         self.recent_calls: dict[str, None] = {}  # the last RECENT call ids, and exec_command_end's last exit codes
         self.recent_exits: dict[str, int] = {}
-        self.latest = _Latest()  # the identities (time and type) of the lines at the file's latest time
+        self.latest = _Latest.empty()  # the lines at the file's latest time
         replay = Replay()
         rows, calls, exits = [], [], []
         for line in self.reader:
@@ -439,8 +439,9 @@ class _Rollout:
                     and type(payload.get("exit_code")) is int:
                 exits.append((to_db(payload["call_id"]), payload["exit_code"]))
                 _recent(self.recent_exits, payload["call_id"], payload["exit_code"])
-            self.latest.see(line.value)
-            rows.append((replay.count - 1, line.line, line.offset, len(line.data), hashlib.sha256(line.data).hexdigest()[:16],
+            digest = hashlib.sha256(line.data).hexdigest()[:16]
+            self.latest.see(line.value, digest)
+            rows.append((replay.count - 1, line.line, line.offset, len(line.data), digest,
                          item.kind, item.text, b"".join(sorted(item.alt)), to_db(item.call)))
             if len(rows) >= 4096:
                 self._write(rows, calls, exits)
@@ -707,10 +708,14 @@ class _Filter:
     def of(cls, digests, count: int) -> _Filter:
         """``digests`` (about ``count`` of them, streamed), with room to grow."""
         size = max(1024, (count + count // 4 + 256) * 12)
-        kept = cls(bytearray((size + 7) // 8), size)
-        for digest in digests:
-            kept.add(digest)
-        return kept
+        bits = bytearray((size + 7) // 8)
+        for digest in digests:  # (as add does, inline: a first import builds these for every rollout)
+            whole = int(digest, 16)
+            a, b = whole >> 32, (whole & 0xFFFFFFFF) | 1
+            for i in range(cls.PROBES):
+                spot = (a + i * b) % size
+                bits[spot >> 3] |= 1 << (spot & 7)
+        return cls(bits, size)
 
     def _spots(self, digest: str) -> Iterator[int]:
         whole = int(digest, 16)
@@ -740,51 +745,72 @@ class _Filter:
         return cls(bits, value[0])
 
 
-#: The identities (:func:`~toolkit.importers.output.offset_line_key`) kept of the lines at a file's
-#: latest time; past this many, a new line at that time is not proven new.
+#: The lines kept of those at a file's latest time (and of those without a time); past this many, a
+#: new line at that time is not proven new.
 LATEST = 256
 
 
 class _Latest:
-    """The latest time (``timestamp`` as written, compared as a string) of a file's lines with an
-    identity, and the identities of the lines at it.  A new line's identity is surely none of the
-    file's when its time is later (as a string: then it equals no earlier one), or it is that time
-    and not among those kept; a full read would take any other for a rewritten line."""
+    """The latest time (``timestamp`` as written, compared as a string) of a file's lines, and the
+    digests and identities (:func:`~toolkit.importers.output.offset_line_key`) of the lines at it,
+    and the digests of the lines without a time.  A new line is surely none of the file's lines
+    (not the same bytes: its key is new, never ``#2``; not the same identity: a full read would take
+    it for a line rewritten in place) when its time is later, as a string (then it equals no earlier
+    one, nor do bytes that hold it), or it is that time and not among those kept."""
 
-    def __init__(self, time: str | None = None, identities: list | None = None) -> None:
+    def __init__(self, time: str | None = None, digests: list | None = None, identities: list | None = None,
+                 odd: list | None = None) -> None:
         self.time = time
-        self.identities: set[str] | None = set(identities) if identities is not None else set()
+        self.digests: set[str] | None = set(digests) if digests is not None else None
+        self.identities: set[str] | None = set(identities) if identities is not None else None
+        self.odd: set[str] | None = set(odd) if odd is not None else None
 
-    def see(self, value: object) -> None:
-        identity = offset_line_key(value)
-        if identity is None:
+    @classmethod
+    def empty(cls) -> _Latest:
+        return cls(None, [], [], [])
+
+    def see(self, value: dict, digest: str) -> None:
+        time = value.get("timestamp")
+        if not isinstance(time, str):
+            if self.odd is not None:
+                self.odd.add(digest)
+                if len(self.odd) > LATEST:
+                    self.odd = None
             return
-        time = value["timestamp"]
         if self.time is None or time > self.time:
-            self.time, self.identities = time, {identity}
-        elif time == self.time and self.identities is not None:
-            self.identities.add(identity)
-            if len(self.identities) > LATEST:
-                self.identities = None
+            self.time, self.digests, self.identities = time, {digest}, {offset_line_key(value)}
+        elif time == self.time and self.digests is not None:
+            self.digests.add(digest)
+            self.identities.add(offset_line_key(value))
+            if len(self.digests) > LATEST:
+                self.digests = self.identities = None
 
-    def new(self, value: object) -> bool:
-        identity = offset_line_key(value)
-        if identity is None or self.time is None:
+    def new(self, value: dict, digest: str) -> bool:
+        """Whether a line (its value and digest) is surely none of the file's, by its bytes and by its identity."""
+        time = value.get("timestamp")
+        if not isinstance(time, str):
+            return self.odd is not None and digest not in self.odd
+        if self.time is None or time > self.time:
             return True
-        time = value["timestamp"]
-        return time > self.time or (time == self.time and self.identities is not None and identity not in self.identities)
+        return (time == self.time and self.digests is not None and digest not in self.digests
+                and offset_line_key(value) not in self.identities)
 
     def dump(self) -> list:
-        return [self.time, sorted(self.identities) if self.identities is not None else None]
+        def listed(kept: set | None) -> list | None:
+            return sorted(kept) if kept is not None else None
+
+        return [self.time, listed(self.digests), listed(self.identities), listed(self.odd)]
 
     @classmethod
     def load(cls, value: object) -> _Latest:
-        if not (isinstance(value, list) and len(value) == 2 and (value[0] is None or isinstance(value[0], str))
-                and (value[1] is None or (isinstance(value[1], list) and all(isinstance(i, str) for i in value[1])))):
-            raise ValueError("not kept identities")
-        latest = cls(value[0])
-        latest.identities = set(value[1]) if value[1] is not None else None
-        return latest
+        """Kept lines; ValueError for anything else."""
+        def listed(kept: object) -> bool:
+            return kept is None or (isinstance(kept, list) and all(isinstance(i, str) for i in kept))
+
+        if not (isinstance(value, list) and len(value) == 4 and (value[0] is None or isinstance(value[0], str))
+                and all(listed(v) for v in value[1:]) and (value[1] is None) == (value[2] is None)):
+            raise ValueError("not kept lines")
+        return cls(*value)
 
 
 class _Unproven(Exception):
@@ -860,7 +886,6 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
     return {"path": str(rollout.path), "sid": said_as, "covered": reader.covered, "sha256": reader.sha256,
             "number": reader.number, "count": rollout.count, "decider": rollout.kept, "tail": tail,
             "typed": rollout.prompts_typed, "replay": [start, end] if fork else None,
-            "lines": _Filter.of((h for (h,) in db.execute("SELECT hash FROM line")), rollout.count).dump(),
             "latest": rollout.latest.dump(),
             "calls": _Filter.of((_h(from_db(c)) for (c,) in db.execute("SELECT call FROM calls")),
                                 count("SELECT COUNT(*) FROM calls")).dump(),
@@ -946,7 +971,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     said: list[Finding] = []
     reader = SourceReader(path, _whole_record, said.append, what="rollout record", start=state["covered"],
                           number=state["number"], digest=digest)
-    lines, latest = _Filter.load(state["lines"]), _Latest.load(state["latest"])
+    latest = _Latest.load(state["latest"])
     calls, ends, exits = _Filter.load(state["calls"]), _Filter.load(state["ends"]), _Filter.load(state["exits"])
     recent_calls = dict.fromkeys(state["recent_calls"])
     recent_exits = {c: code for c, code in state["recent_exits"]}
@@ -962,8 +987,8 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             if line.lifted or (item.kind in ("prompt", "user_item") and not state["typed"]):
                 return None  # a prompt typed where none was: the user messages before are context now
             base = hashlib.sha256(line.data).hexdigest()[:16]
-            if base in lines:  # maybe a line seen before: its key's number is not known here
-                return None
+            if not latest.new(value, base):  # maybe a line before, the same bytes (its key's number is not known
+                return None  # here) or the same time and type (a full read would take it for a line rewritten)
             if item.kind == "call" and item.call is not None:
                 if _h(item.call) in ends:  # maybe an end event shown (no call had its id) that is a mirror now
                     return None
@@ -1043,8 +1068,6 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             if decision.group < count0:  # keyed by a line before (a mirror written first): not proven here
                 return None
             identity = offset_line_key(line.value) if decision.group == n else None
-            if identity is not None and not latest.new(line.value):  # maybe a line before, rewritten: a full read supersedes it
-                return None
             record = _record(decision.role, envelope, t, model, Exits)
             if decision.inherited:
                 record["inherited"] = True
@@ -1074,8 +1097,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
         if written.after is None or written.keys is None or count > RESUME_RECORDS or mark is None:
             return None
         for line, _envelope, _item, base, _t, _model in items:
-            lines.add(base)
-            latest.see(line.value)
+            latest.see(line.value, base)
         for call in new_ends:
             if call not in new_calls and call not in recent_calls:  # (else is_call said it had no call before)
                 ends.add(_h(call))
@@ -1092,7 +1114,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
         last = items[-1]
         return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "count": count,
                 "decider": kept, "tail": [[d.role, d.skip, d.group, d.inherited] for d in decided[kept["decided"] - decider_start:]],
-                "lines": lines.dump(), "latest": latest.dump(), "calls": calls.dump(), "ends": ends.dump(), "exits": exits.dump(),
+                "latest": latest.dump(), "calls": calls.dump(), "ends": ends.dump(), "exits": exits.dump(),
                 "recent_calls": list(recent_calls), "recent_exits": [[c, code] for c, code in recent_exits.items()],
                 "t": last[4], "model": last[5], "when": when, "source_items": session.source_items, "skipped": skipped, "torn": 0,
                 "skip_lines": skip_lines, "seq": written.after[0], "title_after": written.after[1], "keys": written.keys,
