@@ -786,14 +786,20 @@ class _Latest:
                 self.digests = self.identities = None
 
     def new(self, value: dict, digest: str) -> bool:
-        """Whether a line (its value and digest) is surely none of the file's, by its bytes and by its identity."""
+        """Whether a line (its value and digest) surely has other bytes than every line of the file."""
         time = value.get("timestamp")
         if not isinstance(time, str):
             return self.odd is not None and digest not in self.odd
         if self.time is None or time > self.time:
             return True
-        return (time == self.time and self.digests is not None and digest not in self.digests
-                and offset_line_key(value) not in self.identities)
+        return time == self.time and self.digests is not None and digest not in self.digests
+
+    def new_identity(self, value: dict) -> bool:
+        """Whether a line's identity (its time and type) is surely none of the file's lines'."""
+        time = value.get("timestamp")
+        if not isinstance(time, str) or self.time is None or time > self.time:
+            return True  # (no identity, or a later one)
+        return time == self.time and self.identities is not None and offset_line_key(value) not in self.identities
 
     def dump(self) -> list:
         def listed(kept: set | None) -> list | None:
@@ -987,8 +993,8 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             if line.lifted or (item.kind in ("prompt", "user_item") and not state["typed"]):
                 return None  # a prompt typed where none was: the user messages before are context now
             base = hashlib.sha256(line.data).hexdigest()[:16]
-            if not latest.new(value, base):  # maybe a line before, the same bytes (its key's number is not known
-                return None  # here) or the same time and type (a full read would take it for a line rewritten)
+            if not latest.new(value, base):  # maybe a line before, the same bytes: its key's number is not known here
+                return None
             if item.kind == "call" and item.call is not None:
                 if _h(item.call) in ends:  # maybe an end event shown (no call had its id) that is a mirror now
                     return None
@@ -1068,6 +1074,8 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             if decision.group < count0:  # keyed by a line before (a mirror written first): not proven here
                 return None
             identity = offset_line_key(line.value) if decision.group == n else None
+            if identity is not None and not latest.new_identity(line.value):  # maybe a line before, rewritten in
+                return None  # place: a full read would supersede its record with this one
             record = _record(decision.role, envelope, t, model, Exits)
             if decision.inherited:
                 record["inherited"] = True
