@@ -80,9 +80,9 @@ def test_a_decider_kept_and_taken_up_again_decides_as_one_run(sketches, cut):
     calls = {s.call for s in sketches if s.kind == "call" and s.call is not None}
     facts = {"prompts_typed": prompts_typed, "is_call": calls.__contains__, "replay": codex_seen._replay(sketches)}
     first = codex_seen.Decider(**facts)
-    decisions = [d for item in sketches[:cut] for d in first.feed(item)]
+    decisions = list(first.feed(iter(sketches[:cut])))
     kept = orjson.loads(orjson.dumps(first.snapshot()))
     again = codex_seen.Decider.restore(kept, **facts)
-    decisions += [d for item in sketches[cut:] for d in again.feed(item)]
+    decisions += list(again.feed(iter(sketches[cut:])))
     decisions += list(again.finish())
     assert [(d.role, d.skip, d.group, d.inherited) for d in decisions] == expected

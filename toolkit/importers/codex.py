@@ -493,8 +493,7 @@ class _Rollout:
         decider = Decider(prompts_typed=self.prompts_typed, is_call=is_call, replay=self.replay)
 
         def decisions() -> Iterator[Decision]:
-            for item in sketches():
-                yield from decider.feed(item)
+            yield from decider.feed(sketches())
             self.kept = decider.snapshot()  # what a resume takes up: the records before the last few are decided
             yield from decider.finish()
 
@@ -762,8 +761,16 @@ class _Latest:
                  odd: list | None = None) -> None:
         self.time = time
         self.digests: set[str] | None = set(digests) if digests is not None else None
-        self.identities: set[str] | None = set(identities) if identities is not None else None
+        self._identities: set[str] | None = set(identities) if identities is not None else None
         self.odd: set[str] | None = set(odd) if odd is not None else None
+        self.values: list[dict] = []  # the lines at the latest time seen since (their identities, when asked)
+
+    @property
+    def identities(self) -> set[str] | None:
+        if self.values and self._identities is not None:
+            self._identities.update(offset_line_key(value) for value in self.values)
+        self.values = []
+        return self._identities
 
     @classmethod
     def empty(cls) -> _Latest:
@@ -778,12 +785,13 @@ class _Latest:
                     self.odd = None
             return
         if self.time is None or time > self.time:
-            self.time, self.digests, self.identities = time, {digest}, {offset_line_key(value)}
+            self.time, self.digests, self._identities, self.values = time, {digest}, set(), [value]
         elif time == self.time and self.digests is not None:
             self.digests.add(digest)
-            self.identities.add(offset_line_key(value))
+            self.values.append(value)
             if len(self.digests) > LATEST:
-                self.digests = self.identities = None
+                self.digests = self._identities = None
+                self.values = []
 
     def new(self, value: dict, digest: str) -> bool:
         """Whether a line (its value and digest) surely has other bytes than every line of the file."""
@@ -1042,7 +1050,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
         decider = Decider.restore(state["decider"], prompts_typed=state["typed"], is_call=is_call, replay=replay)
         if decider.count != count0 or count0 - decider.decided != len(tail):
             return None
-        decided = [d for item in items for d in decider.feed(item[2])]
+        decided = list(decider.feed(item[2] for item in items))
         kept = decider.snapshot()
         decided += decider.finish()
     except _Unproven:

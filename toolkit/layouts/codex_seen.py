@@ -316,13 +316,12 @@ def decide_stream(sketches: Iterable[Sketch], *, prompts_typed: bool, is_call: C
     MIRROR_WINDOW records away, so each decision is final once the sketches
     2 * MIRROR_WINDOW records on are read: it holds no more than that."""
     decider = Decider(prompts_typed=prompts_typed, is_call=is_call, replay=replay)
-    for item in sketches:
-        yield from decider.feed(item)
+    yield from decider.feed(sketches)
     yield from decider.finish()
 
 
 class Decider:
-    """:func:`decide_stream` one sketch at a time (:meth:`feed`, then :meth:`finish`).  What it
+    """:func:`decide_stream` in two steps (:meth:`feed` the sketches, then :meth:`finish`).  What it
     holds between two sketches (the undecided window and its pairings) can be kept
     (:meth:`snapshot`) and taken up again (:meth:`restore`): fed the same later sketches with the
     same whole-file facts, it decides as one run over the whole file would (a resumed import)."""
@@ -337,15 +336,23 @@ class Decider:
         self.paired = self.decided = 0  # next secondary to pair, next record to decide
         self.count = 0
 
-    def feed(self, item: Sketch) -> Iterator[Decision]:
-        window = MIRROR_WINDOW
-        self.count += 1
-        self.seen[self.count - 1] = item
-        while self.paired + window < self.count:  # its whole window is read
-            _pair_one(self.paired, self.seen, self.count, self.pairings, self.taken, self.mirrors, self.group)
-            self.paired += 1
-        while self.decided + window < self.paired:  # no mirror of it is left to pair
-            yield self._decide()
+    def feed(self, sketches: Iterable[Sketch]) -> Iterator[Decision]:
+        """The decisions final once ``sketches`` are read (all but the last few), in file order."""
+        window, seen, pairings, taken, mirrors, group = MIRROR_WINDOW, self.seen, self.pairings, self.taken, self.mirrors, self.group
+        prompts_typed, is_call, replay, state = self.prompts_typed, self.is_call, self.replay, (self.taken, self.mirrors, self.group)
+        paired, decided, count = self.paired, self.decided, self.count
+        try:
+            for item in sketches:
+                count += 1
+                seen[count - 1] = item
+                while paired + window < count:  # its whole window is read
+                    _pair_one(paired, seen, count, pairings, taken, mirrors, group)
+                    paired += 1
+                while decided + window < paired:  # no mirror of it is left to pair
+                    yield _decision(decided, seen.pop(decided), prompts_typed, is_call, state, replay)
+                    decided += 1
+        finally:
+            self.paired, self.decided, self.count = paired, decided, count
 
     def finish(self) -> Iterator[Decision]:
         while self.paired < self.count:
