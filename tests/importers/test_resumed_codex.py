@@ -286,3 +286,51 @@ def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
     assert report["resumed"] == 0 and report["read"] == len(_rollouts(home))
     _import(home, tmp_path / "full", "--reread")
     assert _journals(store) == _journals(tmp_path / "full")
+
+
+@given(st.lists(st.text(min_size=1, max_size=20), max_size=300), st.lists(st.text(min_size=1, max_size=20), max_size=50))
+@settings(max_examples=60, deadline=None)
+def test_what_a_resume_keeps_of_the_call_ids_it_saw_never_forgets_one(added, later):
+    """The filters a resume keeps (call ids, unmatched end events, exit codes) say "maybe" for every
+    id added, kept as JSON and loaded again, and for ids added after loading."""
+    from toolkit.importers.codex import _Filter, _h
+
+    kept = _Filter.load(json.loads(json.dumps(_Filter.of((_h(a) for a in added), len(added)).dump())))
+    for one in later:
+        kept.add(_h(one))
+    assert all(_h(one) in kept for one in added + later)
+
+
+_STAMPS = st.sampled_from(["2026-05-05T00:00:00.000Z", "2026-05-05T00:00:00.001Z", "2026-05-05T00:00:01.000Z", None, 7])
+
+
+@given(st.lists(st.tuples(_STAMPS, st.sampled_from(["event_msg", "response_item"]), st.sampled_from(["message", "agent_message"]),
+                          st.integers(0, 3)), max_size=40),
+       st.tuples(_STAMPS, st.sampled_from(["event_msg", "response_item"]), st.sampled_from(["message", "agent_message"]),
+                 st.integers(0, 3)))
+@settings(max_examples=200, deadline=None)
+def test_a_line_said_new_is_none_of_the_files_lines(before, line):
+    """What a resume keeps of the lines at a file's latest time (and of those without a time) calls a
+    new line new only when no line before has its bytes, nor (by time and type) its identity."""
+    import hashlib
+
+    from toolkit.importers.codex import _Latest
+    from toolkit.importers.output import offset_line_key
+
+    def value(stamp, kind, payload, n):
+        return {"timestamp": stamp, "type": kind, "payload": {"type": payload, "n": n}}
+
+    latest = _Latest.empty()
+    seen = []
+    for one in before:
+        v = value(*one)
+        digest = hashlib.sha256(orjson.dumps(v)).hexdigest()[:16]
+        latest.see(v, digest)
+        seen.append((digest, offset_line_key(v)))
+    latest = _Latest.load(json.loads(json.dumps(latest.dump())))
+    v = value(*line)
+    digest = hashlib.sha256(orjson.dumps(v)).hexdigest()[:16]
+    if latest.new(v, digest):
+        assert digest not in [d for d, _i in seen]
+    if latest.new_identity(v) and offset_line_key(v) is not None:
+        assert offset_line_key(v) not in [i for _d, i in seen]
