@@ -38,6 +38,22 @@ temporary SQLite database (where it is, its hash, its sketch) and the call ids, 
 facts of the whole file; :func:`~toolkit.layouts.codex_seen.decide_stream` then keeps two bytes
 a record; the records are converted from their lines, re-read at their offsets (and refused
 if those changed).
+
+A rollout that only grew since the last import is *resumed* (issue 27, :func:`resume`): only its
+new lines are read, and the records, ``source-line`` events (its new lines no record carries) and
+``source-state`` event a full re-import would append are appended, as it would order and time
+them.  What that needs is kept in the unit's import-cache entry (:func:`_capture`): where the read
+stopped and the sha256 of the bytes before; the decider's window there (:class:`~toolkit.layouts.
+codex_seen.Decider`) and the decisions of the records it had not decided for good; the whole-file
+facts (a prompt typed, the replayed range, filters of the call ids, of the end events no call had
+and of the exit codes, with the last ones exactly); the lines at the file's latest time; the time,
+model and counts a full read carries on with.  Only a journal of this rollout alone is resumed (one
+it created, or one a resume or a full read of it continued, untouched since).  A resume is refused,
+and the rollout read in full, unless it is proven to write what a full read would: the bytes
+before unchanged, the new lines whole records ending in a newline, no whole-file fact changed
+(no prompt typed in a rollout with none, no call whose id an end event shown had, the fork's
+replay closed), every record before decided as before (a mirror pairing across where the last
+import stopped), every new line new by its bytes and identity, every new record keyed by a new line.
 """
 
 from __future__ import annotations
