@@ -161,11 +161,15 @@ def _change(kind: str, path: Path, home: Path, rng: random.Random, pending: dict
         pending.pop(path, None)
         data = path.read_bytes()
         path.write_bytes(data[: data.rfind(b"\n", 0, max(1, len(data) - 1)) + 1])
-    elif kind == "rewrite":  # one byte inside a string, then a turn, the mtime put back
+    elif kind == "rewrite":  # one byte (the first record's key, or the last record's time), a turn, the mtime put back
         pending.pop(path, None)
         data = path.read_bytes()
-        at = data.index(b'"payload"') + 3
-        path.write_bytes(data[:at] + (b"Y" if data[at:at + 1] == b"y" else b"y") + data[at + 1:])
+        if rng.random() < 0.5:
+            at = data.index(b'"payload"') + 3
+            path.write_bytes(data[:at] + (b"Y" if data[at:at + 1] == b"y" else b"y") + data[at + 1:])
+        else:
+            at = data.rindex(b'Z","type"') - 1
+            path.write_bytes(data[:at] + (b"8" if data[at:at + 1] == b"9" else b"9") + data[at + 1:])
         _append(path, _lines(_turn(path, rng)))
         os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
     elif kind == "replace":
@@ -178,7 +182,7 @@ def _change(kind: str, path: Path, home: Path, rng: random.Random, pending: dict
         if len(_rollouts(home)) > 3:
             path.unlink()
     elif kind == "rename":
-        thread = orjson.loads(path.read_bytes().split(b"\n", 1)[0])["payload"]["id"]
+        thread = path.stem[-36:]  # (the rollout's name ends in its thread id)
         _append(home / "session_index.jsonl", orjson.dumps({"id": thread, "thread_name": f"named {rng.randint(0, 9)}"}) + b"\n")
 
 
