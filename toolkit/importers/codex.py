@@ -695,7 +695,7 @@ RESUME_RECORDS = 2_000_000
 RESUME_BYTES = 16 << 20
 #: Call ids and exit codes kept exactly, the last ones of the file: an output or an end event
 #: usually follows its call within a few lines, often across where an import stopped.
-RECENT = 64
+RECENT = 32
 
 
 def _recent(kept: dict, key: str, value: object) -> None:
@@ -710,9 +710,10 @@ def _h(text: str) -> str:
 
 
 class _Filter:
-    """A set of 16-hex digests kept small (a Bloom filter of about 12 bits an entry, 6 probes, picked
-    by the digest's own bits: a sha256's, uniform already): "maybe seen" for every digest added,
-    and for about 1 in 400 others; a resume treats "maybe" as seen and reads the file in full."""
+    """A set of 16-hex digests kept small (a Bloom filter of about 12 bits an entry, room for half as
+    many again, 6 probes picked by the digest's own bits: a sha256's, uniform already): "maybe seen"
+    for every digest added, and for about 1 in 400 others; a resume treats "maybe" as seen and
+    reads the file in full."""
 
     PROBES = 6
 
@@ -722,7 +723,7 @@ class _Filter:
     @classmethod
     def of(cls, digests, count: int) -> _Filter:
         """``digests`` (about ``count`` of them, streamed), with room to grow."""
-        size = max(1024, (count + count // 4 + 256) * 12)
+        size = max(512, (count + count // 2 + 32) * 12)
         bits = bytearray((size + 7) // 8)
         for digest in digests:  # (as add does, inline: a first import builds these for every rollout)
             whole = int(digest, 16)
