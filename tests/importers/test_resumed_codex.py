@@ -64,7 +64,8 @@ def _write(home: Path, n: int, lines: list[dict]) -> Path:
 def _home(root: Path, sizes: tuple[int, ...] = (61, 300)) -> Path:
     """The real fixtures (copied), rollouts of codex_rollout's shape cut at ``sizes`` records
     (mid-turn), one with no typed prompt (only the model's user messages), one with an end event
-    whose call is not in the file, and a session_index.jsonl naming one thread."""
+    whose call is not in the file, two forks (one still in its replay of the parent), and a
+    session_index.jsonl naming one thread."""
     home = root / "home"
     shutil.copytree(CODEX, home)
     for n, count in enumerate(sizes, start=1):
@@ -79,6 +80,11 @@ def _home(root: Path, sizes: tuple[int, ...] = (61, 300)) -> Path:
     orphan.append({"timestamp": "2026-05-05T01:00:00.000Z", "type": "event_msg",
                    "payload": {"type": "exec_command_end", "call_id": "call_orphan_9", "exit_code": 3}})
     _write(home, 9, orphan)
+    for n, own in ((6, False), (7, True)):  # forks of thread 1: a replay of its first turn, then (7) a turn of its own
+        lines = list(records(25))
+        child = {**lines[0], "payload": {**lines[0]["payload"], "id": _thread(n), "forked_from_id": _thread(1)}}
+        parent = {**lines[0], "payload": {**lines[0]["payload"], "id": _thread(1)}}
+        _write(home, n, [child, parent, *lines[1:13], *(lines[13:] if own else [])])
     (home / "session_index.jsonl").write_bytes(orjson.dumps({"id": _thread(2), "thread_name": "refunds, named"}) + b"\n")
     return home
 
@@ -228,7 +234,7 @@ def test_a_grown_rollout_is_resumed_and_writes_what_a_full_read_does(tmp_path):
     """Whole turns added, again and again (each resume continues the last one's state), then an
     answer whose mirror comes later: each time only the new lines are read, the stores alike."""
     home = _home(tmp_path)
-    generated = [p for p in _rollouts(home) if _thread(1) in p.name or _thread(2) in p.name]
+    generated = [p for p in _rollouts(home) if any(_thread(n) in p.name for n in (1, 2, 7))]
     _same(tmp_path, _three(home, tmp_path), "first import")
     rng = random.Random(7)
     pending: dict = {}
@@ -244,21 +250,23 @@ def test_a_grown_rollout_is_resumed_and_writes_what_a_full_read_does(tmp_path):
     assert again[0]["from_cache"] == again[1]["from_cache"] == len(_rollouts(home))
 
 
-@pytest.mark.parametrize("kind", ["mirror-first", "typed", "end-call", "torn", "rewrite", "replace", "cut"])
+@pytest.mark.parametrize("kind", ["mirror-first", "typed", "end-call", "torn", "rewrite", "replace", "cut", "fork-open"])
 def test_what_a_resume_cannot_prove_is_read_in_full(tmp_path, kind):
     """A change a resume cannot prove it would write as a full read does is read in full (and the
     stores alike): an answer written after its event mirror (the mirror imported alone before), a
     prompt typed in a rollout with none, a call whose id an end event shown had, a line being
-    written, a rewrite, a replacement, a cut.  A line being written, once finished, is resumed (the
+    written, a rewrite, a replacement, a cut, a fork's own first turn after its replay.  A line being written, once finished, is resumed (the
     full read before kept the state)."""
     home = _home(tmp_path)
-    target = {"typed": _thread(8), "end-call": _thread(9)}.get(kind, _thread(1))
+    target = {"typed": _thread(8), "end-call": _thread(9), "fork-open": _thread(6)}.get(kind, _thread(1))
     path = next(p for p in _rollouts(home) if target in p.name)
     _same(tmp_path, _three(home, tmp_path), "first import")
     rng = random.Random(3)
     pending: dict = {}
     if kind == "end-call":
         _append(path, _lines(_turn(path, rng, call="call_orphan_9")))
+    elif kind == "fork-open":  # a fork still in its replay of the parent: its own turn begins now
+        _append(path, _lines(_turn(path, rng)))
     else:
         _change(kind, path, home, rng, pending)
     reports = _three(home, tmp_path)
