@@ -65,3 +65,24 @@ def test_decisions_read_one_record_at_a_time_are_those_of_the_whole_list(sketche
     decisions = [(d.role, d.skip, d.group, d.inherited) for d in streamed]
     assert decisions == expected
     assert all(i - MIRROR_WINDOW <= group <= i for i, (_r, _s, group, _inh) in enumerate(decisions)), "a record is keyed by one at most the window before it"
+
+
+@settings(max_examples=150, deadline=None)
+@given(sketches=_SKETCHES, cut=st.integers(0, 60))
+def test_a_decider_kept_and_taken_up_again_decides_as_one_run(sketches, cut):
+    """A resumed import's decider: kept (as JSON) after the records of an import, taken up again with
+    the records a rollout grew by, it decides every record as one run over the whole list would."""
+    import orjson
+
+    cut = min(cut, len(sketches))
+    expected = _reference(sketches)
+    prompts_typed = any(s.kind in ("prompt", "user_item") for s in sketches)
+    calls = {s.call for s in sketches if s.kind == "call" and s.call is not None}
+    facts = {"prompts_typed": prompts_typed, "is_call": calls.__contains__, "replay": codex_seen._replay(sketches)}
+    first = codex_seen.Decider(**facts)
+    decisions = list(first.feed(iter(sketches[:cut])))
+    kept = orjson.loads(orjson.dumps(first.snapshot()))
+    again = codex_seen.Decider.restore(kept, **facts)
+    decisions += list(again.feed(iter(sketches[cut:])))
+    decisions += list(again.finish())
+    assert [(d.role, d.skip, d.group, d.inherited) for d in decisions] == expected

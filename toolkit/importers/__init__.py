@@ -271,8 +271,10 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
                 (context.remember or part.scans.append)(scanned)
         written[:] = waiting
 
+    prior = context.kept.prior(unit) if not context.dry_run else {}  # what a kept resume state says of each session
     try:
         for session in unchanged.scan_unit(context.importer, context.source, unit, context.options, part.findings.append):
+            session.resumed_from = prior.get(session.id)
             part.clean &= _one(context, session, part, states)
             scans()
         part.read = len(part.sessions)
@@ -341,7 +343,9 @@ def _resume(context: _Context, unit: unchanged.Unit, stamped: dict | None, part:
     """Import a unit one of whose files only grew, reading only its new bytes (issue 27): True when
     done; False when it must be read in full (nothing reported)."""
     resume_unit = getattr(context.importer, "resume_unit", None)
-    grown = context.kept.grown(unit, stamped) if resume_unit is not None else None
+    if context.no_raw:  # a resume appends the source's lines and state, which --no-raw leaves out: read it all
+        return False
+    grown = context.kept.grown(unit, stamped, getattr(context.importer, "RESUME_FINDINGS", False)) if resume_unit is not None else None
     if grown is None:
         return False
     path, entry = grown
@@ -355,7 +359,7 @@ def _resume(context: _Context, unit: unchanged.Unit, stamped: dict | None, part:
     for one in (item for item in items if not isinstance(item, Outcome)):  # (the main conversation first)
         journal = entry["journals"].get(str(one.journal))
         done = write_resumed(context.store, one.session, one.journal, one.session.records, journal, one.had, one.after,
-                             one.when, one.held)
+                             one.when, one.held, getattr(one, "events", ()))
         if done is None:
             return False  # a journal changed meanwhile: read it all (what was appended is found held)
         written[id(one)] = done
@@ -369,6 +373,7 @@ def _resume(context: _Context, unit: unchanged.Unit, stamped: dict | None, part:
                 states[item.id] = entry["resume"][item.id]
         else:
             (outcome, found), session = written[id(item)], item.session
+            found = [*getattr(item, "findings", ()), *found]  # what reading it says (as a full read would), then the write
             part.resumed += 1
             if outcome.status == "updated":
                 part.touched.add(outcome.path.parent)

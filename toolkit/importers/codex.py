@@ -38,28 +38,48 @@ temporary SQLite database (where it is, its hash, its sketch) and the call ids, 
 facts of the whole file; :func:`~toolkit.layouts.codex_seen.decide_stream` then keeps two bytes
 a record; the records are converted from their lines, re-read at their offsets (and refused
 if those changed).
+
+A rollout that only grew since the last import is *resumed* (issue 27, :func:`resume`): only its
+new lines are read, and the records, ``source-line`` events (its new lines no record carries) and
+``source-state`` event a full re-import would append are appended, as it would order and time
+them.  What that needs is kept in the unit's import-cache entry (:func:`_capture`): where the read
+stopped and the sha256 of the bytes before; the decider's window there (:class:`~toolkit.layouts.
+codex_seen.Decider`) and the decisions of the records it had not decided for good; the whole-file
+facts (a prompt typed, the replayed range, filters of the call ids, of the end events no call had
+and of the exit codes, with the last ones exactly); the lines at the file's latest time; the time,
+model and counts a full read carries on with.  Only a journal of this rollout alone is resumed (one
+it created, or one a resume or a full read of it continued, untouched since).  A resume is refused,
+and the rollout read in full, unless it is proven to write what a full read would: the bytes
+before unchanged, the new lines whole records ending in a newline, no whole-file fact changed
+(no prompt typed in a rollout with none, no call whose id an end event shown had, the fork's
+replay closed), every record before decided as before (a mirror pairing across where the last
+import stopped), every new line new by its bytes and identity, every new record keyed by a new line.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..identify import describe, sniff
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, legacy_record, thread_id
-from ..layouts.codex_seen import (MIRROR_WINDOW, Decision, Replay, Sketch, as_envelope, context_cwd, decide_stream, is_legacy_meta,
+from ..layouts.codex_seen import (MIRROR_WINDOW, Decider, Decision, Replay, Sketch, as_envelope, context_cwd, is_legacy_meta,
                                   message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
-from .output import AT, LINE_ID, Options, Raw, Session, SourceState, json_object, offset_line_key, safe_id
+from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Session, SourceState, in_place, json_object,
+                     offset_line_key, safe_id)
 from .sourcelines import SourceLine, SourceReader
-from .unchanged import Unit
+from .unchanged import Unit, _journal as journal_mark
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, folder_status, is_foreign
 
-__all__ = ["APP", "Options", "detect", "scan", "scan_unit", "session_from_rollout", "source_files", "unit_key", "units"]
+__all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "session_from_rollout", "source_files", "unit_key",
+           "units"]
 
 APP = "codex"
 WHY = {"mirror": "the other stream's copy of an imported item", "context": "context Codex injected or never showed",
@@ -334,7 +354,8 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
         report(Finding("unknown-format", "error", where, 1, None,
                        f"{describe(sniff(first))}, not a Codex CLI rollout (its first record says so); skipped"))
         return None
-    rollout = _Rollout(path, report, legacy=is_legacy_meta(first))
+    legacy = is_legacy_meta(first)
+    rollout = _Rollout(path, report, legacy=legacy)
     if rollout.first is None:
         report(Finding("source-skipped", "warning", where, None, None, "holds no whole rollout record; nothing to import"))
         for item in rollout.reader.too_large:  # no session to keep it under: said, never silent
@@ -365,7 +386,11 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
     session.raw_at = rollout.meta.offset if rollout.meta is not None else None
     session.state = SourceState(where, rollout.reader.covered, rollout.reader.sha256, _Lines(rollout), rollout.read_line)
     _convert(session, rollout)
-    session.title = (names or {}).get(sid) or _first_prompt(rollout)
+    named = (names or {}).get(sid)
+    session.title = named or _first_prompt(rollout)
+    fixed = (bool(named) or (rollout.own and session.title is not None)) and ("cwd" in text or rollout.cwd is not None)
+    said_as = session.id  # (the id its findings name, before a write fits it to a file name)
+    session.resume_state = lambda outcome: _capture(rollout, session, outcome, said_as) if fixed and not legacy else None
     return session
 
 
@@ -409,6 +434,9 @@ class _Rollout:
         self.first_time: str | None = None
         self.cwd: str | None = None  # the working folder an <environment_context> message names
         self.prompts_typed = False
+        self.recent_calls: dict[str, None] = {}  # the last RECENT call ids, and exec_command_end's last exit codes
+        self.recent_exits: dict[str, int] = {}
+        self.latest = _Latest.empty()  # the lines at the file's latest time
         replay = Replay()
         rows, calls, exits = [], [], []
         for line in self.reader:
@@ -422,21 +450,29 @@ class _Rollout:
             self.prompts_typed = self.prompts_typed or item.kind in ("prompt", "user_item")
             if item.kind == "call" and item.call is not None:
                 calls.append((to_db(item.call),))
+                _recent(self.recent_calls, item.call, None)
             payload = value["payload"]
             if value["type"] == "event_msg" and payload.get("type") == "exec_command_end" and isinstance(payload.get("call_id"), str) \
                     and type(payload.get("exit_code")) is int:
                 exits.append((to_db(payload["call_id"]), payload["exit_code"]))
-            rows.append((replay.count - 1, line.line, line.offset, len(line.data), hashlib.sha256(line.data).hexdigest()[:16],
+                _recent(self.recent_exits, payload["call_id"], payload["exit_code"])
+            digest = hashlib.sha256(line.data).hexdigest()[:16]
+            self.latest.see(line.value, digest)
+            rows.append((replay.count - 1, line.line, line.offset, len(line.data), digest,
                          item.kind, item.text, b"".join(sorted(item.alt)), to_db(item.call)))
             if len(rows) >= 4096:
                 self._write(rows, calls, exits)
         self._write(rows, calls, exits)
-        self.count, self.replay = replay.count, replay.range
+        self.count, self.replay, self.fork = replay.count, replay.range, (replay.fork, replay.start, replay.end)
         self._number_repeats()
         self.db.execute("CREATE INDEX line_offset ON line (offset, n)")  # restore's lines no record carries, read by offset
         self.codes = self.groups = b""
         self._handle = None
         self.listed: dict[int, tuple] = {}  # offset -> (n, size, hash) of the line a pass of _Lines is at
+        self.kept: dict | None = None  # the decider before its last records were decided (a resume takes it up)
+        self.skip_lines: dict[str, list] = {}  # reason -> [count, its first line numbers]
+        self.own = False  # a user record of its own (not a fork's replay): what _first_prompt looks for
+        self.walked: tuple | None = None  # after a whole pass of records(): (t, model, when) at its end
 
     def _write(self, rows: list, calls: list, exits: list) -> None:
         self.db.executemany("INSERT INTO line (n, line, offset, size, hash, kind, text, alt, call) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
@@ -471,7 +507,14 @@ class _Rollout:
 
         codes, groups = bytearray(self.count), bytearray(self.count)
         lines = self.db.execute("SELECT line FROM line ORDER BY n")
-        for n, decision in enumerate(decide_stream(sketches(), prompts_typed=self.prompts_typed, is_call=is_call, replay=self.replay)):
+        decider = Decider(prompts_typed=self.prompts_typed, is_call=is_call, replay=self.replay)
+
+        def decisions() -> Iterator[Decision]:
+            yield from decider.feed(sketches())
+            self.kept = decider.snapshot()  # what a resume takes up: the records before the last few are decided
+            yield from decider.finish()
+
+        for n, decision in enumerate(decisions()):
             codes[n] = _ROLES.index(decision.role) * 8 + _SKIPS.index(decision.skip)
             groups[n] = (n - decision.group) + (8 if decision.inherited else 0)
             yield n, lines.fetchone()[0], decision
@@ -508,6 +551,8 @@ class _Rollout:
     def records(self, created: str | None) -> Iterator[dict]:
         """The journal's records, converted from the re-read lines."""
         t, model = created or "", None
+        when = created  # the time of the last record (as the writer takes it for the source's events)
+        self.walked = None
         exits = _Exits(self.db)
         keys: dict[int, str] = {}  # the keys of the last records: a record is keyed by one at most MIRROR_WINDOW before it
         try:
@@ -533,7 +578,9 @@ class _Rollout:
                 record["raw"] = Raw(data)
                 if identity is not None:
                     record[LINE_ID] = identity
+                when = t or when
                 yield record
+            self.walked = (t, model, when)
         finally:
             self.close()
 
@@ -589,6 +636,7 @@ def _convert(session: Session, rollout: _Rollout) -> None:
             continue
         records += 1
     session.records = _Records(rollout, records, session.created_at)
+    rollout.skip_lines = skipped
     reader = rollout.reader
     # an item is a whole record or a damaged piece of a line: two records spliced on one line are two
     session.source_items = reader.records + sum(reader.skipped.values())
@@ -598,11 +646,15 @@ def _convert(session: Session, rollout: _Rollout) -> None:
     for reason, (count, _numbers) in skipped.items():
         session.skip(reason, count)
     if skipped:
-        parts = [f"{reason} {count:,} ({WHY.get(reason, reason)}; line {', '.join(map(str, n))}{'…' if count > 5 else ''})"
-                 for reason, (count, n) in sorted(skipped.items())]
-        report = Finding("source-skipped", "warning", str(reader.path), None, None,
-                         f"session {session.id}: {sum(c for c, _n in skipped.values()):,} lines became no record: " + "; ".join(parts))
-        reader.report(report)
+        reader.report(_skipped_finding(str(reader.path), session.id, skipped))
+
+
+def _skipped_finding(where: str, sid: str, skipped: dict[str, list]) -> Finding:
+    """The lines that became no record, by reason (``skipped``: reason -> [count, its first five line numbers])."""
+    parts = [f"{reason} {count:,} ({WHY.get(reason, reason)}; line {', '.join(map(str, n))}{'…' if count > 5 else ''})"
+             for reason, (count, n) in sorted(skipped.items())]
+    return Finding("source-skipped", "warning", where, None, None,
+                   f"session {sid}: {sum(c for c, _n in skipped.values()):,} lines became no record: " + "; ".join(parts))
 
 
 def _first_prompt(rollout: _Rollout) -> str | None:
@@ -611,7 +663,7 @@ def _first_prompt(rollout: _Rollout) -> str | None:
         role, skip, _group, _inherited = rollout.decision(n)
         return role in ("prompt", "tool_result") and skip is None
 
-    own = any(user(n) and not rollout.decision(n)[3] for n in range(rollout.count))
+    own = rollout.own = any(user(n) and not rollout.decision(n)[3] for n in range(rollout.count))
     for n in range(rollout.count):
         role, skip, _group, inherited = rollout.decision(n)
         if role != "prompt" or skip is not None or (own and inherited):
@@ -631,3 +683,478 @@ def _first_prompt(rollout: _Rollout) -> str | None:
 
 def _mapped(project: object, options: Options) -> str | None:
     return apply_map(project, options.mapping) if isinstance(project, str) and project else None
+
+
+# -- a rollout that only grew: read from where the last import stopped (issue 27) --------------------
+
+#: A resume says again what reading the rollout in full says (the lines that became no record), and
+#: checks that the last import said nothing else (:meth:`~toolkit.importers.unchanged.Kept.grown`).
+RESUME_FINDINGS = True
+#: A rollout with more records than this is read in full on each import that sees it change.
+RESUME_RECORDS = 2_000_000
+#: A rollout that grew by more than this is read in full (what a resume reads is held in memory).
+RESUME_BYTES = 16 << 20
+#: Call ids and exit codes kept exactly, the last ones of the file: an output or an end event
+#: usually follows its call within a few lines, often across where an import stopped.
+RECENT = 32
+
+
+def _recent(kept: dict, key: str, value: object) -> None:
+    kept.pop(key, None)
+    kept[key] = value
+    if len(kept) > RECENT:
+        del kept[next(iter(kept))]
+
+
+def _h(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+class _Filter:
+    """A set of 16-hex digests kept small (a Bloom filter of about 12 bits an entry, room for half as
+    many again, 6 probes picked by the digest's own bits: a sha256's, uniform already): "maybe seen"
+    for every digest added, and for about 1 in 400 others; a resume treats "maybe" as seen and
+    reads the file in full."""
+
+    PROBES = 6
+
+    def __init__(self, bits: bytearray, size: int) -> None:
+        self.bits, self.size = bits, size
+
+    @classmethod
+    def of(cls, digests, count: int) -> _Filter:
+        """``digests`` (about ``count`` of them, streamed), with room to grow."""
+        size = max(512, (count + count // 2 + 32) * 12)
+        bits = bytearray((size + 7) // 8)
+        for digest in digests:  # (as add does, inline: a first import builds these for every rollout)
+            whole = int(digest, 16)
+            a, b = whole >> 32, (whole & 0xFFFFFFFF) | 1
+            for i in range(cls.PROBES):
+                spot = (a + i * b) % size
+                bits[spot >> 3] |= 1 << (spot & 7)
+        return cls(bits, size)
+
+    def _spots(self, digest: str) -> Iterator[int]:
+        whole = int(digest, 16)
+        a, b, size = whole >> 32, (whole & 0xFFFFFFFF) | 1, self.size
+        return ((a + i * b) % size for i in range(self.PROBES))
+
+    def add(self, digest: str) -> None:
+        bits = self.bits
+        for spot in self._spots(digest):
+            bits[spot >> 3] |= 1 << (spot & 7)
+
+    def __contains__(self, digest: str) -> bool:
+        bits = self.bits
+        return all(bits[spot >> 3] & (1 << (spot & 7)) for spot in self._spots(digest))
+
+    def dump(self) -> list:
+        return [self.size, base64.b64encode(bytes(self.bits)).decode("ascii")]
+
+    @classmethod
+    def load(cls, value: object) -> _Filter:
+        """A kept filter; ValueError for anything else (a cache of another build is read as none)."""
+        if not (isinstance(value, list) and len(value) == 2 and type(value[0]) is int and value[0] > 0 and isinstance(value[1], str)):
+            raise ValueError("not a kept filter")
+        bits = bytearray(base64.b64decode(value[1], validate=True))
+        if len(bits) != (value[0] + 7) // 8:
+            raise ValueError("not a kept filter")
+        return cls(bits, value[0])
+
+
+#: The lines kept of those at a file's latest time (and of those without a time); past this many, a
+#: new line at that time is not proven new.
+LATEST = 256
+
+
+class _Latest:
+    """The latest time (``timestamp`` as written, compared as a string) of a file's lines, and the
+    digests and identities (:func:`~toolkit.importers.output.offset_line_key`) of the lines at it,
+    and the digests of the lines without a time.  A new line is surely none of the file's lines
+    (not the same bytes: its key is new, never ``#2``; not the same identity: a full read would take
+    it for a line rewritten in place) when its time is later, as a string (then it equals no earlier
+    one, nor do bytes that hold it), or it is that time and not among those kept."""
+
+    def __init__(self, time: str | None = None, digests: list | None = None, identities: list | None = None,
+                 odd: list | None = None) -> None:
+        self.time = time
+        self.digests: set[str] | None = set(digests) if digests is not None else None
+        self._identities: set[str] | None = set(identities) if identities is not None else None
+        self.odd: set[str] | None = set(odd) if odd is not None else None
+        self.values: list[dict] = []  # the lines at the latest time seen since (their identities, when asked)
+
+    @property
+    def identities(self) -> set[str] | None:
+        if self.values and self._identities is not None:
+            self._identities.update(offset_line_key(value) for value in self.values)
+        self.values = []
+        return self._identities
+
+    @classmethod
+    def empty(cls) -> _Latest:
+        return cls(None, [], [], [])
+
+    def see(self, value: dict, digest: str) -> None:
+        time = value.get("timestamp")
+        if not isinstance(time, str):
+            if self.odd is not None:
+                self.odd.add(digest)
+                if len(self.odd) > LATEST:
+                    self.odd = None
+            return
+        if self.time is None or time > self.time:
+            self.time, self.digests, self._identities, self.values = time, {digest}, set(), [value]
+        elif time == self.time and self.digests is not None:
+            self.digests.add(digest)
+            self.values.append(value)
+            if len(self.digests) > LATEST:
+                self.digests = self._identities = None
+                self.values = []
+
+    def new(self, value: dict, digest: str) -> bool:
+        """Whether a line (its value and digest) surely has other bytes than every line of the file."""
+        time = value.get("timestamp")
+        if not isinstance(time, str):
+            return self.odd is not None and digest not in self.odd
+        if self.time is None or time > self.time:
+            return True
+        return time == self.time and self.digests is not None and digest not in self.digests
+
+    def new_identity(self, value: dict) -> bool:
+        """Whether a line's identity (its time and type) is surely none of the file's lines'."""
+        time = value.get("timestamp")
+        if not isinstance(time, str) or self.time is None or time > self.time:
+            return True  # (no identity, or a later one)
+        return time == self.time and self.identities is not None and offset_line_key(value) not in self.identities
+
+    def dump(self) -> list:
+        def listed(kept: set | None) -> list | None:
+            return sorted(kept) if kept is not None else None
+
+        return [self.time, listed(self.digests), listed(self.identities), listed(self.odd)]
+
+    @classmethod
+    def load(cls, value: object) -> _Latest:
+        """Kept lines; ValueError for anything else."""
+        def listed(kept: object) -> bool:
+            return kept is None or (isinstance(kept, list) and all(isinstance(i, str) for i in kept))
+
+        if not (isinstance(value, list) and len(value) == 4 and (value[0] is None or isinstance(value[0], str))
+                and all(listed(v) for v in value[1:]) and (value[1] is None) == (value[2] is None)):
+            raise ValueError("not kept lines")
+        return cls(*value)
+
+
+class _Unproven(Exception):
+    """What a resume met that it cannot prove a full read would decide alike (a filter's "maybe")."""
+
+
+def _own_journal(rollout: _Rollout, session: Session, outcome: Outcome) -> bool:
+    """Whether the journal holds only what imports of this rollout wrote, of lines it still has: one
+    it created; or one a state kept for it (``session.resumed_from``: its journal untouched since)
+    says so, when the bytes that state was taken of are still this file's first ones (read again
+    here, with the rest, which must be the bytes this read imported)."""
+    if outcome.status == "created":
+        return True
+    prior = session.resumed_from
+    reader = rollout.reader
+    if outcome.status not in ("updated", "unchanged") or not isinstance(prior, dict) or prior.get("path") != str(rollout.path):
+        return False
+    covered, sha256 = prior.get("covered"), prior.get("sha256")
+    if type(covered) is not int or not 0 < covered <= reader.covered:
+        return False
+    if covered == reader.covered:
+        return sha256 == reader.sha256
+    digest = _prefix(rollout.path, covered)
+    if digest is None or digest.hexdigest() != sha256:
+        return False
+    try:
+        with open_regular(rollout.path) as handle:
+            handle.seek(covered)
+            left = reader.covered - covered
+            while left:
+                block = handle.read(min(left, 1 << 20))
+                if not block:
+                    return False
+                digest.update(block)
+                left -= len(block)
+    except OSError:
+        return False
+    return digest.hexdigest() == reader.sha256
+
+
+def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str) -> dict | None:
+    """What resuming ``rollout`` needs, after its journal was written (``outcome``); None when a
+    resume could not be proven to write what a full read would.  Only a journal of this rollout
+    alone is resumed (:func:`_own_journal`, and then only while nothing else wrote it): it holds
+    this file's records and lines and nothing else, which is what a resume assumes of it."""
+    reader, db = rollout.reader, rollout.db
+    fork, start, end = rollout.fork
+    torn = reader.skipped.get("torn-tail", 0)  # a last line still being written: a resume reads it again, whole
+    if set(reader.skipped) - {"torn-tail"} or torn > 1 or (torn and db.execute(
+            "SELECT 1 FROM line WHERE offset >= ?", (reader.covered,)).fetchone()):  # (records lifted out of it)
+        return None
+    if (not _own_journal(rollout, session, outcome) or reader.sha256 is None or reader.too_large
+            or reader.covered != reader.end
+            or outcome.after is None or outcome.keys is None or rollout.count > RESUME_RECORDS or rollout.meta is None
+            or rollout.kept is None or rollout.walked is None or session.created_at is None
+            or (fork and (start is None or end is None))):  # a fork's replay still open: new lines may be inherited
+        return None
+    in_place(outcome.path)  # (a new journal the import's thread is still linking)
+    mark = journal_mark(outcome.path)
+    if mark is None:
+        return None
+    decided = rollout.kept["decided"]
+    tail = [list(rollout.decision(n)) for n in range(decided, rollout.count)]
+    calls = dict(rollout.recent_calls)
+    for _n, (kind, _text, _alt, call, _ident, _parent) in rollout.kept["seen"]:  # the undecided end events' calls, exactly
+        if kind == "end" and call is not None and db.execute("SELECT 1 FROM calls WHERE call = ?", (to_db(call),)).fetchone():
+            calls[call] = None
+
+    def count(sql: str) -> int:
+        return db.execute(sql).fetchone()[0]
+
+    orphans = "FROM line WHERE kind = 'end' AND call IS NOT NULL AND call NOT IN (SELECT call FROM calls)"
+    t, model, when = rollout.walked
+    return {"path": str(rollout.path), "sid": said_as, "covered": reader.covered, "sha256": reader.sha256,
+            "number": reader.number, "count": rollout.count, "decider": rollout.kept, "tail": tail,
+            "typed": rollout.prompts_typed, "replay": [start, end] if fork else None,
+            "latest": rollout.latest.dump(),
+            "calls": _Filter.of((_h(from_db(c)) for (c,) in db.execute("SELECT call FROM calls")),
+                                count("SELECT COUNT(*) FROM calls")).dump(),
+            "ends": _Filter.of((_h(from_db(c)) for (c,) in db.execute(f"SELECT DISTINCT call {orphans}")),
+                               count(f"SELECT COUNT(DISTINCT call) {orphans}")).dump(),
+            "exits": _Filter.of((_h(from_db(c)) for (c,) in db.execute("SELECT call FROM exits")),
+                                count("SELECT COUNT(*) FROM exits")).dump(),
+            "recent_calls": list(calls), "recent_exits": [[c, code] for c, code in rollout.recent_exits.items()],
+            "t": t, "model": model, "when": when, "created": session.created_at, "title": session.title,
+            "source_items": session.source_items - torn, "merged": session.merged, "torn": torn,
+            "skipped": {reason: n for reason, n in session.skipped.items() if reason != "torn-tail"},
+            "skip_lines": rollout.skip_lines, "seq": outcome.after[0], "title_after": outcome.after[1], "keys": outcome.keys,
+            "journal": mark}
+
+
+class Resumed(NamedTuple):
+    """A rollout read from where the last import stopped: the session (its ``records`` those a full
+    re-import would append, in order), what its writer checks and continues, what reading it says
+    (``findings``, as a full read says it) and the ``source-line`` events of its new lines no record carries."""
+
+    session: Session
+    journal: Path
+    had: int
+    after: tuple
+    when: str | None
+    held: frozenset
+    findings: list
+    events: list
+
+
+def resume_unit(unit: Unit, grown: str, kept: dict) -> list | None:
+    """A unit whose rollout only grew since the last import (``kept``: that import's entry,
+    :mod:`toolkit.importers.unchanged`): its session resumed (:class:`Resumed`); None when it must be read in full."""
+    path = unit.handle[0]
+    outcomes = kept["outcomes"]
+    if str(path) != grown or len(outcomes) != 1 or outcomes[0].status != "unchanged":
+        return None
+    outcome = outcomes[0]
+    state = kept["resume"].get(outcome.id)
+    if state is None or state.get("path") != str(path) or state.get("journal") != kept["journals"].get(str(outcome.path)):
+        return None  # another rollout (a copy in archived_sessions) wrote its journal since
+    before = [_skipped_finding(str(path), state["sid"], state["skip_lines"])] if state["skip_lines"] else []
+    torn = [f for f in kept["findings"] if f.code == "source-torn" and f.path == str(path)]  # its last line, being written
+    if len(torn) != state["torn"] or [f for f in kept["findings"] if f not in torn] != before:
+        return None  # reading it said more than what became no record: read it all again
+    resumed = resume(path, state, outcome)
+    return None if resumed is None else [resumed]
+
+
+def _prefix(path: Path, size: int):
+    """The sha256 of the first ``size`` bytes of ``path`` (to be continued), or None."""
+    digest = hashlib.sha256()
+    try:
+        with open_regular(path) as handle:
+            left = size
+            while left:
+                block = handle.read(min(left, 1 << 20))
+                if not block:
+                    return None
+                digest.update(block)
+                left -= len(block)
+    except OSError:
+        return None
+    return digest
+
+
+def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
+    """The session of a rollout that only grew since ``state`` was kept, from its new lines alone, or
+    None when it cannot be proven that a full read would write the same (then it is read in full):
+    the bytes before must hash as they did; the new lines must be whole records ending in a
+    newline; they must change none of the facts of the whole file the records before were decided
+    by (a prompt typed in a rollout with none, a call whose id an end event shown had), nor the
+    decision of a record before (a mirror paired across where the last import stopped); their
+    keys and identities must be new, and each record keyed by a new line."""
+    try:
+        if path.stat().st_size - state["covered"] > RESUME_BYTES:
+            return None
+    except OSError:
+        return None
+    digest = _prefix(path, state["covered"])
+    if digest is None or digest.hexdigest() != state["sha256"]:
+        return None
+    said: list[Finding] = []
+    reader = SourceReader(path, _whole_record, said.append, what="rollout record", start=state["covered"],
+                          number=state["number"], digest=digest)
+    latest = _Latest.load(state["latest"])
+    calls, ends, exits = _Filter.load(state["calls"]), _Filter.load(state["ends"]), _Filter.load(state["exits"])
+    recent_calls = dict.fromkeys(state["recent_calls"])
+    recent_exits = {c: code for c, code in state["recent_exits"]}
+    new_calls: dict[str, None] = {}
+    new_exits: dict[str, int] = {}
+    new_ends: list[str] = []
+    items = []  # (line, envelope, sketch, base hash, t, model)
+    t, model = state["t"], state["model"]
+    try:
+        for line in reader:
+            value = line.value
+            envelope, item = as_envelope(value), sketch(value)
+            if line.lifted or (item.kind in ("prompt", "user_item") and not state["typed"]):
+                return None  # a prompt typed where none was: the user messages before are context now
+            base = hashlib.sha256(line.data).hexdigest()[:16]
+            if not latest.new(value, base):  # maybe a line before, the same bytes: its key's number is not known here
+                return None
+            if item.kind == "call" and item.call is not None:
+                if _h(item.call) in ends:  # maybe an end event shown (no call had its id) that is a mirror now
+                    return None
+                new_calls[item.call] = None
+            elif item.kind == "end" and item.call is not None:
+                new_ends.append(item.call)
+            payload = envelope["payload"]
+            if envelope["type"] == "event_msg" and payload.get("type") == "exec_command_end" \
+                    and isinstance(payload.get("call_id"), str) and type(payload.get("exit_code")) is int:
+                new_exits.pop(payload["call_id"], None)
+                new_exits[payload["call_id"]] = payload["exit_code"]
+            if isinstance(envelope.get("timestamp"), str):
+                t = envelope["timestamp"]
+            if envelope["type"] == "turn_context" and isinstance(payload.get("model"), str):
+                model = payload["model"]
+            items.append((line, envelope, item, base, t, model))
+    except OSError:
+        return None
+    if said or reader.skipped or reader.too_large or not items or reader.sha256 is None or reader.covered != reader.end:
+        return None
+
+    def is_call(call: str | None) -> bool:
+        if call is None:
+            return False
+        if call in new_calls or call in recent_calls:
+            return True
+        if _h(call) in calls:
+            raise _Unproven(call)
+        return False
+
+    class Exits:
+        @staticmethod
+        def get(call: str) -> int | None:
+            if call in new_exits:
+                return new_exits[call]
+            if call in recent_exits:
+                return recent_exits[call]
+            if _h(call) in exits:
+                raise _Unproven(call)
+            return None
+
+    count0, tail = state["count"], state["tail"]
+    replay = range(*state["replay"]) if state["replay"] else range(0)
+    try:
+        decider = Decider.restore(state["decider"], prompts_typed=state["typed"], is_call=is_call, replay=replay)
+        if decider.count != count0 or count0 - decider.decided != len(tail):
+            return None
+        decided = list(decider.feed(item[2] for item in items))
+        kept = decider.snapshot()
+        decided += decider.finish()
+    except _Unproven:
+        return None
+    if len(decided) != len(tail) + len(items) or [[d.role, d.skip, d.group, d.inherited] for d in decided[:len(tail)]] != tail:
+        return None  # a record before is decided otherwise now (its mirror was written after it)
+    records: list[dict] = []
+    skipped_lines: list = []
+    skipped = dict(state["skipped"])
+    skip_lines = {reason: [count, list(numbers)] for reason, (count, numbers) in state["skip_lines"].items()}
+    keys: dict[int, str] = {}
+    seen: dict[str, int] = {}
+    when = state["when"]
+    try:
+        for k, ((line, envelope, _item, base, t, model), decision) in enumerate(zip(items, decided[len(tail):])):
+            n = count0 + k
+            seen[base] = seen.get(base, 0) + 1
+            keys[n] = f"sha256:{base}" + (f"#{seen[base]}" if seen[base] > 1 else "")
+            if decision.role == "meta":
+                return None
+            if decision.skip is not None:
+                skipped[decision.skip] = skipped.get(decision.skip, 0) + 1
+                count_lines = skip_lines.setdefault(decision.skip, [0, []])
+                count_lines[0] += 1
+                if len(count_lines[1]) < 5:
+                    count_lines[1].append(line.line)
+                skipped_lines.append(line)
+                continue
+            if decision.group < count0:  # keyed by a line before (a mirror written first): not proven here
+                return None
+            identity = offset_line_key(line.value) if decision.group == n else None
+            if identity is not None and not latest.new_identity(line.value):  # maybe a line before, rewritten in
+                return None  # place: a full read would supersede its record with this one
+            record = _record(decision.role, envelope, t, model, Exits)
+            if decision.inherited:
+                record["inherited"] = True
+            record["sourceKey"] = keys[decision.group]
+            record[AT] = line.offset
+            record["raw"] = Raw(line.data)
+            if identity is not None:
+                record[LINE_ID] = identity
+            when = t or when
+            records.append(record)
+    except _Unproven:
+        return None
+    events = [{"kind": "event", "t": when or "", "type": SOURCE_LINE, AT: line.offset, "raw": Raw(line.data)}
+              for line in skipped_lines]
+    session = Session(outcome.id, outcome.project, state["created"], state["title"], {"app": APP, "path": str(path)}, None,
+                      status=outcome.source_status, orphan=list(outcome.orphan))
+    session.records = records
+    session.source_items = state["source_items"] + len(items)
+    session.merged = state["merged"]
+    session.skipped = skipped
+    session.state = SourceState(str(path), reader.covered, reader.sha256, (), lambda _o, _l: b"")
+    findings = [_skipped_finding(str(path), state["sid"], skip_lines)] if skip_lines else []
+    count = count0 + len(items)
+
+    def keep(written: Outcome) -> dict | None:
+        mark = journal_mark(written.path)
+        if written.after is None or written.keys is None or count > RESUME_RECORDS or mark is None:
+            return None
+        for line, _envelope, _item, base, _t, _model in items:
+            latest.see(line.value, base)
+        for call in new_ends:
+            if call not in new_calls and call not in recent_calls:  # (else is_call said it had no call before)
+                ends.add(_h(call))
+        matched = [call for _n, (kind, _text, _alt, call, _ident, _parent) in kept["seen"]  # the undecided end events' calls
+                   if kind == "end" and call is not None and (call in new_calls or call in recent_calls)]
+        for call in new_calls:
+            calls.add(_h(call))
+            _recent(recent_calls, call, None)
+        for call in matched:
+            recent_calls[call] = None
+        for call, code in new_exits.items():
+            exits.add(_h(call))
+            _recent(recent_exits, call, code)
+        last = items[-1]
+        return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "count": count,
+                "decider": kept, "tail": [[d.role, d.skip, d.group, d.inherited] for d in decided[kept["decided"] - decider_start:]],
+                "latest": latest.dump(), "calls": calls.dump(), "ends": ends.dump(), "exits": exits.dump(),
+                "recent_calls": list(recent_calls), "recent_exits": [[c, code] for c, code in recent_exits.items()],
+                "t": last[4], "model": last[5], "when": when, "source_items": session.source_items, "skipped": skipped, "torn": 0,
+                "skip_lines": skip_lines, "seq": written.after[0], "title_after": written.after[1], "keys": written.keys,
+                "journal": mark}
+
+    decider_start = count0 - len(tail)
+    session.resume_state = keep
+    return Resumed(session, outcome.path, state["keys"], (state["seq"], state["title_after"]), when, frozenset(), findings, events)

@@ -238,6 +238,9 @@ class Session:
     # after its write: what a later import needs to read only what the source adds (issue 27), given
     # the write's Outcome; None when that import must read it all
     resume_state: Callable[[Outcome], dict | None] | None = None
+    # what the last import kept for resuming this session, when its journal is still as that import
+    # left it (set by run_import before a full read's write: an importer may continue it)
+    resumed_from: dict | None = None
     raw_at: int | None = None  # the offset of the source line under the meta's raw
 
     def skip(self, reason: str, count: int = 1) -> None:
@@ -587,6 +590,14 @@ COMMITS: contextvars.ContextVar[durable.Committer | None] = contextvars.ContextV
 WRITTEN: contextvars.ContextVar[list | None] = contextvars.ContextVar("written", default=None)
 
 
+def in_place(path: Path) -> None:
+    """Wait until the journal ``path`` this import created is in place (or given up), when the
+    background thread still has it: for what must read its stamp now (a resume state)."""
+    commits = COMMITS.get()
+    if commits is not None:
+        commits.settle(path.name)
+
+
 def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> Outcome:
     count = 0
     held = _Held()
@@ -696,13 +707,15 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict], no_r
 
 
 def write_resumed(store: Path, session: Session, path: Path, records: list[dict], journal: list, had: int,
-                  after: tuple, when: str | None, held: frozenset = frozenset()) -> tuple[Outcome, list[Finding]] | None:
+                  after: tuple, when: str | None, held: frozenset = frozenset(),
+                  events: Sequence[dict] = ()) -> tuple[Outcome, list[Finding]] | None:
     """Append what a source that only grew adds to its journal, from where the last import left it
     (issue 27): ``records`` are the records a full re-import would append, in its order (``when``:
     the time of the last record it looks at).  The journal must still be as that import left it
     (``journal``: its inode, size and mtime; ``had`` source keys, of which ``held`` are keys of
     records it supersedes; ``after``: its last seq and title), checked under the session lock, else
-    None (nothing written: read the source in full).  A title change goes first and the source's
+    None (nothing written: read the source in full).  A title change goes first, then the records,
+    the ``source-line`` events of the new lines no record carries (``events``) and the source's
     new state last, as :func:`_extend` writes them."""
     last_seq, title = after[:2]
     confinement = durable.Confinement.of((store,), (store / ".levelsess",))
@@ -717,7 +730,7 @@ def write_resumed(store: Path, session: Session, path: Path, records: list[dict]
             keys = _KeyCount()
             for record in records:
                 keys.add(record)
-            tail = [_state_event(session.state, when)]
+            tail = [*events, _state_event(session.state, when)]
             partials: dict = {}
             written = _append(path, chain(extra, records, tail), last_seq, partials)
     except LockBusyError as exc:

@@ -166,11 +166,12 @@ class Kept:
         entry = self.units.get(unit.key)
         return dict(entry.get("resume") or {}) if isinstance(entry, dict) else {}
 
-    def grown(self, unit: Unit, stamped: dict | None) -> tuple[str, dict] | None:
+    def grown(self, unit: Unit, stamped: dict | None, findings: bool = False) -> tuple[str, dict] | None:
         """(the one file of ``unit`` that only grew, the unit's entry) when nothing else it depends
-        on changed, its journals are as kept and it met no finding; else None."""
+        on changed, its journals are as kept and it met no finding (``findings``: or any, for an
+        importer whose resume says again what a full read would, and checks the kept ones); else None."""
         entry = self.units.get(unit.key)
-        if stamped is None or not isinstance(entry, dict) or entry.get("findings") or not entry.get("resume"):
+        if stamped is None or not isinstance(entry, dict) or (entry.get("findings") and not findings) or not entry.get("resume"):
             return None
         before = entry.get("files")
         if not isinstance(before, dict) or set(before) != set(stamped):
@@ -184,7 +185,23 @@ class Kept:
         standing = _standing(entry)
         if standing is None:
             return None
-        return changed[0], {"outcomes": standing[0], "journals": standing[2], "resume": entry["resume"]}
+        return changed[0], {"outcomes": standing[0], "findings": standing[1], "journals": standing[2], "resume": entry["resume"]}
+
+    def prior(self, unit: Unit) -> dict:
+        """The kept resume states of ``unit``'s sessions whose journal is still as the state left it
+        (one that keeps its journal's stamp under ``journal``), by session id: a full read may continue them."""
+        entry = self.units.get(unit.key)
+        if not isinstance(entry, dict) or not isinstance(entry.get("resume"), dict):
+            return {}
+        standing = _standing(entry)
+        if standing is None:
+            return {}
+        found = {}
+        for outcome in standing[0]:
+            state = entry["resume"].get(outcome.id)
+            if isinstance(state, dict) and state.get("journal") is not None and state["journal"] == standing[2].get(str(outcome.path)):
+                found[outcome.id] = state
+        return found
 
 
 def _standing(entry: dict) -> tuple[list[Outcome], list[Finding], dict] | None:

@@ -315,28 +315,84 @@ def decide_stream(sketches: Iterable[Sketch], *, prompts_typed: bool, is_call: C
     any prompt was typed, which call ids a call has, the replayed range.  A mirror is at most
     MIRROR_WINDOW records away, so each decision is final once the sketches
     2 * MIRROR_WINDOW records on are read: it holds no more than that."""
-    window = MIRROR_WINDOW
-    pairings = [p for n, p in enumerate(_PAIRINGS) if n != 1 or prompts_typed]
-    seen: dict[int, Sketch] = {}  # the sketches still needed, by index
-    taken: list[set[int]] = [set() for _ in pairings]  # primaries paired already, per pairing
-    mirrors: set[int] = set()
-    group: dict[int, int] = {}  # primary -> its earliest mirror
-    paired = decided = 0  # next secondary to pair, next record to decide
-    count = 0
-    for count, item in enumerate(sketches, start=1):
-        seen[count - 1] = item
-        while paired + window < count:  # its whole window is read
-            _pair_one(paired, seen, count, pairings, taken, mirrors, group)
-            paired += 1
-        while decided + window < paired:  # no mirror of it is left to pair
-            yield _decision(decided, seen.pop(decided), prompts_typed, is_call, (taken, mirrors, group), replay)
-            decided += 1
-    while paired < count:
-        _pair_one(paired, seen, count, pairings, taken, mirrors, group)
-        paired += 1
-    while decided < count:
-        yield _decision(decided, seen.pop(decided), prompts_typed, is_call, (taken, mirrors, group), replay)
-        decided += 1
+    decider = Decider(prompts_typed=prompts_typed, is_call=is_call, replay=replay)
+    yield from decider.feed(sketches)
+    yield from decider.finish()
+
+
+class Decider:
+    """:func:`decide_stream` in two steps (:meth:`feed` the sketches, then :meth:`finish`).  What it
+    holds between two sketches (the undecided window and its pairings) can be kept
+    (:meth:`snapshot`) and taken up again (:meth:`restore`): fed the same later sketches with the
+    same whole-file facts, it decides as one run over the whole file would (a resumed import)."""
+
+    def __init__(self, *, prompts_typed: bool, is_call: Callable[[str | None], bool], replay: range) -> None:
+        self.prompts_typed, self.is_call, self.replay = prompts_typed, is_call, replay
+        self.pairings = [p for n, p in enumerate(_PAIRINGS) if n != 1 or prompts_typed]
+        self.seen: dict[int, Sketch] = {}  # the sketches still needed, by index
+        self.taken: list[set[int]] = [set() for _ in self.pairings]  # primaries paired already, per pairing
+        self.mirrors: set[int] = set()
+        self.group: dict[int, int] = {}  # primary -> its earliest mirror
+        self.paired = self.decided = 0  # next secondary to pair, next record to decide
+        self.count = 0
+
+    def feed(self, sketches: Iterable[Sketch]) -> Iterator[Decision]:
+        """The decisions final once ``sketches`` are read (all but the last few), in file order."""
+        window, seen, pairings, taken, mirrors, group = MIRROR_WINDOW, self.seen, self.pairings, self.taken, self.mirrors, self.group
+        prompts_typed, is_call, replay, state = self.prompts_typed, self.is_call, self.replay, (self.taken, self.mirrors, self.group)
+        paired, decided, count = self.paired, self.decided, self.count
+        try:
+            for item in sketches:
+                count += 1
+                seen[count - 1] = item
+                while paired + window < count:  # its whole window is read
+                    _pair_one(paired, seen, count, pairings, taken, mirrors, group)
+                    paired += 1
+                while decided + window < paired:  # no mirror of it is left to pair
+                    yield _decision(decided, seen.pop(decided), prompts_typed, is_call, state, replay)
+                    decided += 1
+        finally:
+            self.paired, self.decided, self.count = paired, decided, count
+
+    def finish(self) -> Iterator[Decision]:
+        while self.paired < self.count:
+            _pair_one(self.paired, self.seen, self.count, self.pairings, self.taken, self.mirrors, self.group)
+            self.paired += 1
+        while self.decided < self.count:
+            yield self._decide()
+
+    def _decide(self) -> Decision:
+        decided = self.decided
+        self.decided += 1
+        return _decision(decided, self.seen.pop(decided), self.prompts_typed, self.is_call,
+                         (self.taken, self.mirrors, self.group), self.replay)
+
+    def snapshot(self) -> dict:
+        """What it holds now, as JSON values (before :meth:`finish`)."""
+        def one(item: Sketch) -> list:
+            return [item.kind, item.text.hex(), sorted(a.hex() for a in item.alt), item.call, item.ident, item.parent]
+
+        return {"count": self.count, "paired": self.paired, "decided": self.decided,
+                "seen": [[n, one(item)] for n, item in sorted(self.seen.items())],
+                "taken": [sorted(used) for used in self.taken], "mirrors": sorted(self.mirrors),
+                "group": sorted([j, i] for j, i in self.group.items())}
+
+    @classmethod
+    def restore(cls, kept: dict, *, prompts_typed: bool, is_call: Callable[[str | None], bool], replay: range) -> Decider:
+        """A decider as :meth:`snapshot` kept it; ValueError (or KeyError, TypeError) for anything else."""
+        decider = cls(prompts_typed=prompts_typed, is_call=is_call, replay=replay)
+        decider.count, decider.paired, decider.decided = int(kept["count"]), int(kept["paired"]), int(kept["decided"])
+        for n, (kind, text, alt, call, ident, parent) in kept["seen"]:
+            decider.seen[int(n)] = Sketch(kind, bytes.fromhex(text), frozenset(bytes.fromhex(a) for a in alt), call, ident, parent)
+        if len(kept["taken"]) != len(decider.taken):
+            raise ValueError("a kept decider of other pairings")
+        decider.taken = [set(map(int, used)) for used in kept["taken"]]
+        decider.mirrors = set(map(int, kept["mirrors"]))
+        decider.group = {int(j): int(i) for j, i in kept["group"]}
+        if sorted(decider.seen) != list(range(decider.decided, decider.count)) or not \
+                decider.decided <= decider.paired <= decider.count:
+            raise ValueError("not a kept decider")
+        return decider
 
 
 def _pair_one(i: int, seen: dict[int, Sketch], count: int, pairings: list, taken: list[set[int]], mirrors: set[int],
