@@ -394,9 +394,9 @@ class _Stripped:
     def __iter__(self):
         return self._strip(iter(self.records))
 
-    def select(self, known: dict):
+    def select(self, known: dict, lines=None):
         select = getattr(self.records, "select", None)
-        return self._strip(select(known) if select is not None else iter(self.records))
+        return self._strip(select(known, lines) if select is not None else iter(self.records))
 
     @staticmethod
     def _strip(records):
