@@ -307,10 +307,10 @@ def test_a_thread_of_two_rollouts_is_never_resumed(tmp_path):
     _two_rollouts_of_one_thread(tmp_path, check)
 
 
-@pytest.mark.xfail(strict=True, reason="the import cache (unchanged.py, before the resume) recalls a rollout unchanged "
-                   "whose journal the other rollout of its thread wrote since, where a full read appends its source "
-                   "state again: not a resume's doing")
 def test_a_thread_of_two_rollouts_imports_as_a_full_read(tmp_path):
+    """A rollout and its copy in archived_sessions write one journal: the import cache recalls neither
+    once the other wrote it since (their journals' stamps are taken as each unit is done), and each
+    is compared with its own last source state (a full read of both, unchanged, writes nothing)."""
     _two_rollouts_of_one_thread(tmp_path, lambda reports, kind: _same(tmp_path, reports, kind))
 
 

@@ -220,7 +220,7 @@ def _recalled(context: _Context, unit: unchanged.Unit, stamped: dict | None) -> 
     part = _Part(size=unchanged.sizes(unit, stamped))
     part.sessions, part.findings = recalled
     part.from_cache = len(part.sessions)
-    part.entry = unchanged.entry(stamped, part.sessions, part.findings, context.kept.states(unit))
+    part.entry = unchanged.entry(stamped, part.sessions, part.findings, context.kept.states(unit), context.kept.journals(unit))
     return part
 
 

@@ -853,7 +853,7 @@ def _additions(session: Session, records, known: KnownKeys, title: object, held:
         after.keys.close()  # (a plan counts no keys)
     state = session.state
     extra = bool(_title(session, after.when, title)) or (
-        state is not None and not no_raw and (state.mark() != held.state
+        state is not None and not no_raw and (state.mark() != held.states.get(state.path)
                                               or any(offset not in held.carried for offset, _length in state.lines)))
     return after.count, extra
 
@@ -861,10 +861,12 @@ def _additions(session: Session, records, known: KnownKeys, title: object, held:
 @dataclass
 class _Held:
     """What a journal holds of its line-based source: the offsets of the lines it carries under
-    ``raw``, and the last ``source-state`` (its mark), if any."""
+    ``raw``, and the last ``source-state`` (its mark) of each source file (a thread's rollout and its
+    copy in archived_sessions write one journal: each is compared with its own last state, so an
+    import that finds neither changed writes nothing)."""
 
     carried: Offsets = field(default_factory=Offsets)  # one per source line: on disk past a few thousand
-    state: dict | None = None
+    states: dict = field(default_factory=dict)  # the last source-state (its mark) of each source file it names
     lines: KeptLines = field(default_factory=lambda: KeptLines())
     path: object = None  # the source file its meta names
 
@@ -1011,7 +1013,7 @@ def _source_records(session: Session, held: _Held, when: str | None, no_raw: boo
         if offset not in held.carried:
             lines += 1
             yield {"kind": "event", "t": when or "", "type": SOURCE_LINE, AT: offset, "raw": Raw(state.read(offset, length))}
-    if lines or state.mark() != held.state:
+    if lines or state.mark() != held.states.get(state.path):
         yield _state_event(state, when)
 
 
@@ -1090,7 +1092,8 @@ def _read_journal(path: Path, known: KnownKeys, held: _Held) -> tuple[int, objec
         if kind == "title":
             title = record.get("title")
         elif kind == "event" and record.get("type") == SOURCE_STATE:
-            held.state = {k: record.get(k) for k in ("path", "size", "sha256")}
+            named = record.get("path")
+            held.states[named if isinstance(named, str) else None] = {k: record.get(k) for k in ("path", "size", "sha256")}
         if record.get("sourceKey") is not None:
             partial = record.get("partial") is True and isinstance(record.get("seq"), int)
             known[record["sourceKey"]] = record["seq"] if partial else None

@@ -161,6 +161,12 @@ class Kept:
         standing = _standing(entry)
         return None if standing is None else standing[:2]
 
+    def journals(self, unit: Unit) -> dict | None:
+        """The stamps of the unit's journals as kept (a recalled unit keeps them, not today's)."""
+        entry = self.units.get(unit.key)
+        found = entry.get("journals") if isinstance(entry, dict) else None
+        return dict(found) if isinstance(found, dict) else None
+
     def states(self, unit: Unit) -> dict:
         """What resuming the unit's sessions needs, as kept (a unit recalled keeps it for the next import)."""
         entry = self.units.get(unit.key)
@@ -218,10 +224,14 @@ def _standing(entry: dict) -> tuple[list[Outcome], list[Finding], dict] | None:
     return outcomes, findings, journals
 
 
-def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding], resume: dict | None = None) -> dict | None:
+def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding], resume: dict | None = None,
+          journals: dict | None = None) -> dict | None:
     """What the next import of this unit reports when nothing of it changes, or None when that is
     known only by reading it again: an error, or a write whose keys were not counted.  (The caller
     passes no entry for a unit whose write met a finding of its own: a lock, a repaired tail.)
+    Its journals' stamps are taken now, when the unit is done (``journals``: a recalled unit's, as
+    kept): a journal another unit of the run writes later (a rollout's copy in archived_sessions)
+    then differs at the next import, which reads this unit again and counts what it holds then.
     What reading the source found (a skipped mirror, a torn last line) is found again."""
     if stamped is None or any(mark is None for mark in stamped.values()):
         return None
@@ -235,7 +245,9 @@ def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding]
             kept.append(dataclasses.replace(outcome, records=outcome.keys, new_records=0, status="unchanged"))
         else:
             return None
-    return {"files": stamped, "outcomes": kept, "findings": findings, "resume": resume or {}}
+    return {"files": stamped, "outcomes": kept, "findings": findings, "resume": resume or {},
+            "journals": journals if journals is not None else {str(o.path): _journal(o.path) for o in kept
+                                                                   if o.status == "unchanged"}}
 
 
 def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> None:
@@ -245,7 +257,7 @@ def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> 
         if value is None:
             continue
         outcomes = value["outcomes"]
-        journals = {str(o.path): _journal(o.path) for o in outcomes if o.status == "unchanged"}
+        journals = value["journals"]  # as the unit left them: one another unit wrote since is read again next time
         if any(mark is None for mark in journals.values()):
             continue
         units[key] = {"files": value["files"], "journals": journals, "projects": _projects(outcomes),
