@@ -509,27 +509,8 @@ class Committer:
         if os.path.lexists(path):
             raise FileExistsError(errno.EEXIST, "exists", str(path))
         tmp = temp_name(path)
-        try:
-            handle = open(tmp, "wb")  # noqa: SIM115 - closed by the thread, after fsync
-        except OSError as exc:
-            raise _fail("create", tmp, exc) from exc
-        try:
-            try:
-                yield handle
-            except OSError as exc:  # the caller's own write met a limit of the machine (as temp_file)
-                if exc.errno not in _LIMITS:
-                    raise
-                raise _fail("write", path, exc) from exc
-            try:
-                handle.flush()
-            except OSError as exc:
-                raise _fail("write", path, exc) from exc
-        except BaseException:
-            with contextlib.suppress(OSError):
-                handle.close()
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        with _filled(tmp, path) as handle:  # (closed by the thread, after its fsync)
+            yield handle
         if self._thread is None:
             import threading
 
@@ -1027,23 +1008,11 @@ def temp_file(tmp: Path, shown: Path | None = None) -> Iterator[BinaryIO]:
     """Yield ``tmp`` to write; it is flushed and fsynced on clean exit and removed on error.  A
     limit of the machine met by the caller's own writes is its typed error, naming ``shown``."""
     shown = shown or tmp
-    try:
-        handle = open(tmp, "wb")  # noqa: SIM115 - closed below, after fsync
-    except OSError as exc:
-        raise _fail("create", tmp, exc) from exc
+    with _filled(tmp, shown) as handle:
+        yield handle
     try:
         written = False
         try:
-            try:
-                yield handle
-            except OSError as exc:  # the caller's own write through ``handle`` met a limit of the machine
-                if exc.errno not in _LIMITS:
-                    raise
-                raise _fail("write", shown, exc) from exc
-            try:
-                handle.flush()
-            except OSError as exc:
-                raise _fail("write", shown, exc) from exc
             fsync_fd(handle.fileno(), tmp)
             written = True
         finally:  # close() flushes again: on a full disk it must not replace the typed error
@@ -1053,6 +1022,34 @@ def temp_file(tmp: Path, shown: Path | None = None) -> Iterator[BinaryIO]:
                 if written:
                     raise _fail("write", shown, exc) from exc
     except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def _filled(tmp: Path, shown: Path) -> Iterator[BinaryIO]:
+    """``tmp`` created and yielded to write, then flushed; a limit of the machine met by the
+    caller's writes or the flush is its typed error, naming ``shown``.  On any error it is closed and
+    removed; on a clean exit it is left open, for the caller to fsync and close."""
+    try:
+        handle = open(tmp, "wb")  # noqa: SIM115 - the caller's to close
+    except OSError as exc:
+        raise _fail("create", tmp, exc) from exc
+    try:
+        try:
+            yield handle
+        except OSError as exc:  # the caller's own write through ``handle`` met a limit of the machine
+            if exc.errno not in _LIMITS:
+                raise
+            raise _fail("write", shown, exc) from exc
+        try:
+            handle.flush()
+        except OSError as exc:
+            raise _fail("write", shown, exc) from exc
+    except BaseException:
+        with contextlib.suppress(OSError):
+            handle.close()
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise

@@ -41,7 +41,6 @@ about 11 bytes a record, and each record is converted from its line, re-read at 
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
@@ -61,7 +60,8 @@ from ..index import utc_iso
 from ..lines import loads, open_regular
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Session,
                      SourceState, line_digest, safe_id)
-from .sourcelines import SourceLine, SourceReader
+from .bloom import Hashed
+from .sourcelines import SourceLine, SourceReader, hashed
 from .spill import from_db, guarded, temp_db, to_db
 from .unchanged import Unit
 from .uris import apply_map, folder_status, is_foreign
@@ -1056,51 +1056,12 @@ RESUME_RECORDS = 2_000_000
 RESUME_BYTES = 16 << 20
 
 
-class _Seen:
-    """A set of hashed ids kept small (a Bloom filter of about 12 bits an id, 6 probes): "maybe
-    seen" for every id added, and for about 1 in 400 others; a resume treats "maybe" as seen and
-    reads the file in full, so a false "maybe" costs time, never a record."""
-
-    PROBES = 6
-
-    def __init__(self, bits: bytearray, size: int) -> None:
-        self.bits, self.size = bits, size
+class _Seen(Hashed):
+    """The uuids, message ids and keys a transcript held (:mod:`toolkit.importers.bloom`)."""
 
     @classmethod
     def sized(cls, count: int) -> _Seen:
-        size = max(1024, count * 12 + 1024)
-        return cls(bytearray((size + 7) // 8), size)
-
-    def _spots(self, key: str | bytes) -> list[int]:
-        """Its PROBES bits: two 64-bit halves of one 128-bit BLAKE2b of the key, combined
-        (Kirsch and Mitzenmacher: as good as PROBES independent hashes for a Bloom filter)."""
-        whole = hashlib.blake2b(key if isinstance(key, bytes) else key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        first, step = int.from_bytes(whole[:8], "big"), int.from_bytes(whole[8:], "big") | 1
-        size = self.size
-        return [(first + i * step) % size for i in range(self.PROBES)]
-
-    def add(self, key: str | bytes) -> None:
-        bits = self.bits
-        for spot in self._spots(key):
-            bits[spot >> 3] |= 1 << (spot & 7)
-
-    def __contains__(self, key: str | bytes) -> bool:
-        bits = self.bits
-        return all(bits[spot >> 3] & (1 << (spot & 7)) for spot in self._spots(key))
-
-    def dump(self) -> list:
-        return [self.size, base64.b64encode(bytes(self.bits)).decode("ascii")]
-
-    @classmethod
-    def load(cls, value: list) -> _Seen:
-        """A kept filter; ValueError for anything else (a cache of another build is read as none)."""
-        if not (isinstance(value, list) and len(value) == 2 and type(value[0]) is int and value[0] > 0
-                and isinstance(value[1], str)):
-            raise ValueError("not a kept filter")
-        bits = bytearray(base64.b64decode(value[1], validate=True))
-        if len(bits) != (value[0] + 7) // 8:
-            raise ValueError("not a kept filter")
-        return cls(bits, value[0])
+        return cls.empty(max(1024, count * 12 + 1024))
 
 
 def _seen(keys, count: int | None = None) -> list:
@@ -1109,13 +1070,7 @@ def _seen(keys, count: int | None = None) -> list:
         keys = list(keys)
         count = len(keys)
     seen = _Seen.sized(count + count // 4 + 256)
-    bits, size, probes, blake2b, number = seen.bits, seen.size, range(_Seen.PROBES), hashlib.blake2b, int.from_bytes
-    for key in keys:  # _Seen.add, inline (a transcript's every uuid goes through here)
-        whole = blake2b(key if isinstance(key, bytes) else key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        first, step = number(whole[:8], "big"), number(whole[8:], "big") | 1
-        for i in probes:
-            spot = (first + i * step) % size
-            bits[spot >> 3] |= 1 << (spot & 7)
+    seen.update(keys)
     return seen.dump()
 
 
@@ -1258,19 +1213,8 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
             return None
     except OSError:
         return None
-    digest = hashlib.sha256()
-    try:
-        with open_regular(path) as handle:
-            left = state["covered"]
-            while left:
-                block = handle.read(min(left, 1 << 20))
-                if not block:
-                    return None
-                digest.update(block)
-                left -= len(block)
-    except OSError:
-        return None
-    if digest.hexdigest() != state["sha256"]:
+    digest = hashed(path, state["covered"])
+    if digest is None or digest.hexdigest() != state["sha256"]:
         return None
     said: list[Finding] = []
     reader = SourceReader(path, CLAUDE_CODE.is_record, said.append, what="Claude Code record", start=state["covered"],

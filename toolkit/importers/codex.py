@@ -58,7 +58,6 @@ import stopped), every new line new by its bytes and identity, every new record 
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -73,7 +72,8 @@ from ..layouts.codex_seen import (MIRROR_WINDOW, Decider, Decision, Replay, Sket
 from ..lines import loads, open_regular
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Session, SourceState, in_place, json_object,
                      offset_line_key, safe_id)
-from .sourcelines import SourceLine, SourceReader
+from .bloom import Digests
+from .sourcelines import SourceLine, SourceReader, hashed
 from .unchanged import Unit, _journal as journal_mark
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, folder_status, is_foreign
@@ -710,56 +710,16 @@ def _h(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-class _Filter:
-    """A set of 16-hex digests kept small (a Bloom filter of about 12 bits an entry, room for half as
-    many again, 6 probes picked by the digest's own bits: a sha256's, uniform already): "maybe seen"
-    for every digest added, and for about 1 in 400 others; a resume treats "maybe" as seen and
-    reads the file in full."""
-
-    PROBES = 6
-
-    def __init__(self, bits: bytearray, size: int) -> None:
-        self.bits, self.size = bits, size
+class _Filter(Digests):
+    """A set of 16-hex digests kept small (:mod:`toolkit.importers.bloom`), with room for half as
+    many again: call ids, end events no call had, exit codes."""
 
     @classmethod
     def of(cls, digests, count: int) -> _Filter:
         """``digests`` (about ``count`` of them, streamed), with room to grow."""
-        size = max(512, (count + count // 2 + 32) * 12)
-        bits = bytearray((size + 7) // 8)
-        for digest in digests:  # (as add does, inline: a first import builds these for every rollout)
-            whole = int(digest, 16)
-            a, b = whole >> 32, (whole & 0xFFFFFFFF) | 1
-            for i in range(cls.PROBES):
-                spot = (a + i * b) % size
-                bits[spot >> 3] |= 1 << (spot & 7)
-        return cls(bits, size)
-
-    def _spots(self, digest: str) -> Iterator[int]:
-        whole = int(digest, 16)
-        a, b, size = whole >> 32, (whole & 0xFFFFFFFF) | 1, self.size
-        return ((a + i * b) % size for i in range(self.PROBES))
-
-    def add(self, digest: str) -> None:
-        bits = self.bits
-        for spot in self._spots(digest):
-            bits[spot >> 3] |= 1 << (spot & 7)
-
-    def __contains__(self, digest: str) -> bool:
-        bits = self.bits
-        return all(bits[spot >> 3] & (1 << (spot & 7)) for spot in self._spots(digest))
-
-    def dump(self) -> list:
-        return [self.size, base64.b64encode(bytes(self.bits)).decode("ascii")]
-
-    @classmethod
-    def load(cls, value: object) -> _Filter:
-        """A kept filter; ValueError for anything else (a cache of another build is read as none)."""
-        if not (isinstance(value, list) and len(value) == 2 and type(value[0]) is int and value[0] > 0 and isinstance(value[1], str)):
-            raise ValueError("not a kept filter")
-        bits = bytearray(base64.b64decode(value[1], validate=True))
-        if len(bits) != (value[0] + 7) // 8:
-            raise ValueError("not a kept filter")
-        return cls(bits, value[0])
+        kept = cls.empty(max(512, (count + count // 2 + 32) * 12))
+        kept.update(digests)
+        return kept
 
 
 #: The lines kept of those at a file's latest time (and of those without a time); past this many, a
@@ -865,22 +825,11 @@ def _own_journal(rollout: _Rollout, session: Session, outcome: Outcome) -> bool:
         return False
     if covered == reader.covered:
         return sha256 == reader.sha256
-    digest = _prefix(rollout.path, covered)
+    digest = hashed(rollout.path, covered)
     if digest is None or digest.hexdigest() != sha256:
         return False
-    try:
-        with open_regular(rollout.path) as handle:
-            handle.seek(covered)
-            left = reader.covered - covered
-            while left:
-                block = handle.read(min(left, 1 << 20))
-                if not block:
-                    return False
-                digest.update(block)
-                left -= len(block)
-    except OSError:
-        return False
-    return digest.hexdigest() == reader.sha256
+    digest = hashed(rollout.path, reader.covered, covered, digest)
+    return digest is not None and digest.hexdigest() == reader.sha256
 
 
 def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str) -> dict | None:
@@ -968,23 +917,6 @@ def resume_unit(unit: Unit, grown: str, kept: dict) -> list | None:
     return None if resumed is None else [resumed]
 
 
-def _prefix(path: Path, size: int):
-    """The sha256 of the first ``size`` bytes of ``path`` (to be continued), or None."""
-    digest = hashlib.sha256()
-    try:
-        with open_regular(path) as handle:
-            left = size
-            while left:
-                block = handle.read(min(left, 1 << 20))
-                if not block:
-                    return None
-                digest.update(block)
-                left -= len(block)
-    except OSError:
-        return None
-    return digest
-
-
 def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     """The session of a rollout that only grew since ``state`` was kept, from its new lines alone, or
     None when it cannot be proven that a full read would write the same (then it is read in full):
@@ -998,7 +930,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             return None
     except OSError:
         return None
-    digest = _prefix(path, state["covered"])
+    digest = hashed(path, state["covered"])
     if digest is None or digest.hexdigest() != state["sha256"]:
         return None
     said: list[Finding] = []

@@ -215,3 +215,23 @@ class SourceReader:
             self._skip("nul-run")
             self._finding("source-torn", number, offset, f"{nul:,} NUL bytes before {kept} whole record(s) on one line "
                           "(an interrupted append); the records were imported")
+
+
+def hashed(path: Path, end: int, start: int = 0, digest=None):
+    """``digest`` (a new sha256 when None) continued over the bytes of ``path`` from ``start`` to
+    ``end``; None when the file is shorter or cannot be read.  What a resume checks a source's
+    prefix with (the sha256 of the bytes the last import read)."""
+    digest = hashlib.sha256() if digest is None else digest
+    try:
+        with open_regular(path) as handle:
+            handle.seek(start)
+            left = end - start
+            while left > 0:
+                block = handle.read(min(left, 1 << 20))
+                if not block:
+                    return None
+                digest.update(block)
+                left -= len(block)
+    except OSError:
+        return None
+    return digest

@@ -1,0 +1,90 @@
+"""The Bloom filters a resume keeps in the import cache (issue 27): which ids, keys or lines a
+source held when its last import stopped, in about 12 bits each.  "Maybe held" for every one
+added, and for about 1 in 400 others; a resume treats "maybe" as held and reads the file in full,
+so a false "maybe" costs time, never a record.
+
+Each key gives two numbers, ``first`` and an odd ``step``; its PROBES bits are
+``(first + i * step) % size`` (Kirsch and Mitzenmacher: as good as PROBES independent hashes).
+:class:`Hashed` takes them from a 128-bit BLAKE2b of any string (Claude Code's uuids, message ids,
+keys); :class:`Digests` from the 64 bits of a 16-hex sha256 digest a caller made already (Codex's
+call ids and lines): uniform already, so not hashed again."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+PROBES = 6
+
+
+class Bloom:
+    """The bits and their size; a subclass says how a key gives ``(first, step)`` (:meth:`pair`)."""
+
+    PROBES = PROBES
+
+    def __init__(self, bits: bytearray, size: int) -> None:
+        self.bits, self.size = bits, size
+
+    @classmethod
+    def empty(cls, size: int) -> Bloom:
+        return cls(bytearray((size + 7) // 8), size)
+
+    @staticmethod
+    def pair(key) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def _spots(self, key) -> list[int]:
+        first, step = self.pair(key)
+        size = self.size
+        return [(first + i * step) % size for i in range(PROBES)]
+
+    def add(self, key) -> None:
+        bits = self.bits
+        for spot in self._spots(key):
+            bits[spot >> 3] |= 1 << (spot & 7)
+
+    def __contains__(self, key) -> bool:
+        bits = self.bits
+        return all(bits[spot >> 3] & (1 << (spot & 7)) for spot in self._spots(key))
+
+    def update(self, keys) -> None:
+        """Add every key of ``keys`` (streamed): :meth:`add`, inline (a first import fills these
+        with a transcript's every record)."""
+        bits, size, pair, probes = self.bits, self.size, self.pair, range(PROBES)
+        for key in keys:
+            first, step = pair(key)
+            for i in probes:
+                spot = (first + i * step) % size
+                bits[spot >> 3] |= 1 << (spot & 7)
+
+    def dump(self) -> list:
+        return [self.size, base64.b64encode(bytes(self.bits)).decode("ascii")]
+
+    @classmethod
+    def load(cls, value: object) -> Bloom:
+        """A kept filter; ValueError for anything else (a cache of another build is read as none)."""
+        if not (isinstance(value, list) and len(value) == 2 and type(value[0]) is int and value[0] > 0
+                and isinstance(value[1], str)):
+            raise ValueError("not a kept filter")
+        bits = bytearray(base64.b64decode(value[1], validate=True))
+        if len(bits) != (value[0] + 7) // 8:
+            raise ValueError("not a kept filter")
+        return cls(bits, value[0])
+
+
+class Hashed(Bloom):
+    """Keys of any text (or bytes), hashed once with a 128-bit BLAKE2b: its two 64-bit halves."""
+
+    @staticmethod
+    def pair(key: str | bytes) -> tuple[int, int]:
+        whole = hashlib.blake2b(key if isinstance(key, bytes) else key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        return int.from_bytes(whole[:8], "big"), int.from_bytes(whole[8:], "big") | 1
+
+
+class Digests(Bloom):
+    """Keys that are 16-hex digests already: their top and bottom 32 bits."""
+
+    @staticmethod
+    def pair(digest: str) -> tuple[int, int]:
+        whole = int(digest, 16)
+        return whole >> 32, (whole & 0xFFFFFFFF) | 1
