@@ -25,29 +25,18 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from tests.bench.codex_rollout import records
 from tests.bench.grow import grow_codex
-from tests.helpers import run_cli
+from tests.importers.resumes import imported, journals, said
 from tests.restore.kit import CODEX
 
 if CODEX is None:
     pytest.skip("shared/fixtures is not beside the checkout", allow_module_level=True)
 
 
-def _journals(store: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(store)): p.read_bytes() for p in sorted(store.rglob("*.jsonl"))
-            if p.is_file() and ".levelsess" not in p.parts}
-
-
 def _import(home: Path, store: Path, *extra: str) -> dict:
-    result = run_cli("import", "--from", "codex", "--source", home, "--store", store, "--json", *extra)
-    assert "Traceback" not in result.stderr
-    return result.json
+    return imported("codex", home, store, *extra)
 
 
-def _said(report: dict) -> tuple:
-    sessions = sorted((s["id"], s["status"], s["records"], s["new_records"], s["source_items"], s["merged"], s.get("source_lines"),
-                       tuple(sorted(s["skipped"].items())), s["orphaned"], tuple(s["orphan"]), s["source_status"])
-                      for s in report["sessions"])
-    return sessions, sorted((f["code"], f["path"], f["line"], f["message"]) for f in report["findings"])
+_journals, _said = journals, said
 
 
 def _thread(n: int) -> str:

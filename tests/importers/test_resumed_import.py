@@ -21,28 +21,18 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from tests.bench.claude_transcript import write as write_transcript
 from tests.bench.grow import grow_claude
-from tests.helpers import run_cli
+from tests.importers.resumes import imported, journals, said
 from tests.restore.kit import CLAUDE
 
 if CLAUDE is None:
     pytest.skip("shared/fixtures is not beside the checkout", allow_module_level=True)
 
 
-def _journals(store: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(store)): p.read_bytes() for p in sorted(store.rglob("*.jsonl"))
-            if p.is_file() and ".levelsess" not in p.parts}
-
-
 def _import(source: Path, store: Path, *extra: str) -> dict:
-    result = run_cli("import", "--from", "claude", "--source", source, "--store", store, "--json", *extra)
-    assert "Traceback" not in result.stderr
-    return result.json
+    return imported("claude", source, store, *extra)
 
 
-def _said(report: dict) -> tuple:
-    sessions = sorted((s["id"], s["status"], s["records"], s["new_records"], s["source_items"], s["merged"], s.get("source_lines"),
-                       tuple(sorted(s["skipped"].items())), s["orphaned"], tuple(s["orphan"])) for s in report["sessions"])
-    return sessions, sorted((f["code"], f["path"], f["line"], f["message"]) for f in report["findings"])
+_journals, _said = journals, said
 
 
 def _tree(root: Path) -> Path:

@@ -61,7 +61,7 @@ from ..lines import loads, open_regular
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Session,
                      SourceState, line_digest, safe_id)
 from .bloom import Hashed
-from .sourcelines import SourceLine, SourceReader, hashed
+from .sourcelines import SourceLine, SourceReader, grown_from
 from .spill import from_db, guarded, temp_db, to_db
 from .unchanged import Unit
 from .uris import apply_map, folder_status, is_foreign
@@ -1208,13 +1208,8 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
     the bytes before must hash as they did, and every new record must be whole, of a new uuid,
     each the child of the one before (the first, of the last import's leaf), no response's part
     already kept, no subagent's result, no summary."""
-    try:
-        if path.stat().st_size - state["covered"] > RESUME_BYTES:
-            return None
-    except OSError:
-        return None
-    digest = hashed(path, state["covered"])
-    if digest is None or digest.hexdigest() != state["sha256"]:
+    digest = grown_from(path, state["covered"], state["sha256"], RESUME_BYTES)
+    if digest is None:
         return None
     said: list[Finding] = []
     reader = SourceReader(path, CLAUDE_CODE.is_record, said.append, what="Claude Code record", start=state["covered"],

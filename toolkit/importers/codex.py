@@ -73,7 +73,7 @@ from ..lines import loads, open_regular
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Session, SourceState, in_place, json_object,
                      offset_line_key, safe_id)
 from .bloom import Digests
-from .sourcelines import SourceLine, SourceReader, hashed
+from .sourcelines import SourceLine, SourceReader, grown_from, hashed
 from .unchanged import Unit, _journal as journal_mark
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, folder_status, is_foreign
@@ -925,13 +925,8 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     by (a prompt typed in a rollout with none, a call whose id an end event shown had), nor the
     decision of a record before (a mirror paired across where the last import stopped); their
     keys and identities must be new, and each record keyed by a new line."""
-    try:
-        if path.stat().st_size - state["covered"] > RESUME_BYTES:
-            return None
-    except OSError:
-        return None
-    digest = hashed(path, state["covered"])
-    if digest is None or digest.hexdigest() != state["sha256"]:
+    digest = grown_from(path, state["covered"], state["sha256"], RESUME_BYTES)
+    if digest is None:
         return None
     said: list[Finding] = []
     reader = SourceReader(path, _whole_record, said.append, what="rollout record", start=state["covered"],

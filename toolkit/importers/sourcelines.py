@@ -23,6 +23,7 @@ streamed, beside the store (:func:`toolkit.importers.output.keep_too_large`), wi
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -235,3 +236,16 @@ def hashed(path: Path, end: int, start: int = 0, digest=None):
     except OSError:
         return None
     return digest
+
+
+def grown_from(path: Path, covered: int, sha256: str, limit: int):
+    """The sha256 of the first ``covered`` bytes of ``path`` (to be continued over what follows),
+    when they hash to ``sha256`` as when an import last read them, and the file grew by at most
+    ``limit`` bytes since; else None (a resume reads the file in full)."""
+    try:
+        if os.stat(path).st_size - covered > limit:
+            return None
+    except OSError:
+        return None
+    digest = hashed(path, covered)
+    return digest if digest is not None and digest.hexdigest() == sha256 else None

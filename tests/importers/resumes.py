@@ -1,0 +1,26 @@
+"""What the resume tests of every importer compare (tests/importers/test_resumed_*.py): a store's
+journals byte for byte, and what an import's --json report says of each session and finding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import run_cli
+
+
+def journals(store: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(store)): p.read_bytes() for p in sorted(store.rglob("*.jsonl"))
+            if p.is_file() and ".levelsess" not in p.parts}
+
+
+def imported(app: str, source: Path, store: Path, *extra: str) -> dict:
+    result = run_cli("import", "--from", app, "--source", source, "--store", store, "--json", *extra)
+    assert "Traceback" not in result.stderr
+    return result.json
+
+
+def said(report: dict) -> tuple:
+    sessions = sorted((s["id"], s["status"], s["records"], s["new_records"], s["source_items"], s["merged"], s.get("source_lines"),
+                       tuple(sorted(s["skipped"].items())), s["orphaned"], tuple(s["orphan"]), s["source_status"])
+                      for s in report["sessions"])
+    return sessions, sorted((f["code"], f["path"], f["line"], f["message"]) for f in report["findings"])
