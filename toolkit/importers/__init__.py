@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,8 +291,6 @@ def _written_scan(path: Path, fed, info) -> tuple | None:
     """(journal, (scan, stamp, when)) of a new journal, from what its writer wrote, for the index:
     when the file linked is still the one written (same inode, size and time: nothing appended
     since), else None (the reindex reads it)."""
-    import time
-
     from ..fsck.incremental import stamp_of
 
     try:

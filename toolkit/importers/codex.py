@@ -74,7 +74,7 @@ from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Session, S
                      offset_line_key, safe_id)
 from .bloom import Digests
 from .sourcelines import SourceLine, SourceReader, grown_from, hashed
-from .unchanged import Unit, _journal as journal_mark
+from .unchanged import Unit, journal_stamp
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, folder_status, is_foreign
 
@@ -850,7 +850,7 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
             or (fork and (start is None or end is None))):  # a fork's replay still open: new lines may be inherited
         return None
     in_place(outcome.path)  # (a new journal the import's thread is still linking)
-    mark = journal_mark(outcome.path)
+    mark = journal_stamp(outcome.path)
     if mark is None:
         return None
     decided = rollout.kept["decided"]
@@ -1055,7 +1055,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     count = count0 + len(items)
 
     def keep(written: Outcome) -> dict | None:
-        mark = journal_mark(written.path)
+        mark = journal_stamp(written.path)
         if written.after is None or written.keys is None or count > RESUME_RECORDS or mark is None:
             return None
         for line, _envelope, _item, base, _t, _model in items:

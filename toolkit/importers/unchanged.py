@@ -89,7 +89,8 @@ def stamp(path: str) -> list | None:
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, tail]
 
 
-def _journal(path: Path) -> list | None:
+def journal_stamp(path: Path) -> list | None:
+    """A journal's stamp as the cache keeps it (inode, size, mtime); None when it is not there."""
     try:
         info = os.stat(path)
     except OSError:
@@ -199,6 +200,8 @@ class Kept:
         entry = self.units.get(unit.key)
         if not isinstance(entry, dict) or not isinstance(entry.get("resume"), dict):
             return {}
+        if not any(isinstance(state, dict) and state.get("journal") is not None for state in entry["resume"].values()):
+            return {}  # (an importer whose states keep no journal stamp: nothing to check the journals for)
         standing = _standing(entry)
         if standing is None:
             return {}
@@ -219,7 +222,7 @@ def _standing(entry: dict) -> tuple[list[Outcome], list[Finding], dict] | None:
         journals = entry["journals"]
     except (KeyError, TypeError):
         return None
-    if any(_journal(Path(p)) != mark for p, mark in journals.items()) or _projects(outcomes) != entry.get("projects"):
+    if any(journal_stamp(Path(p)) != mark for p, mark in journals.items()) or _projects(outcomes) != entry.get("projects"):
         return None
     return outcomes, findings, journals
 
@@ -246,7 +249,7 @@ def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding]
         else:
             return None
     return {"files": stamped, "outcomes": kept, "findings": findings, "resume": resume or {},
-            "journals": journals if journals is not None else {str(o.path): _journal(o.path) for o in kept
+            "journals": journals if journals is not None else {str(o.path): journal_stamp(o.path) for o in kept
                                                                    if o.status == "unchanged"}}
 
 
