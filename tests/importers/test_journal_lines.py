@@ -1,4 +1,4 @@
-"""The writer's line for a numbered record (output._line_numbered, one copy of the record) is the
+"""The writer's line for a numbered record (output._numbered_line, one copy of the record) is the
 line the plain way makes: the record with ``seq`` set, ``coversThrough`` when it covers the one
 before, the writer's own ``_`` keys dropped and a :class:`Raw` spliced in last, in key order."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolkit.importers.output import COVERS_PREVIOUS, Raw, _line_numbered, encode
+from toolkit.importers.output import COVERS_PREVIOUS, Raw, _numbered_line, encode
 
 KEYS = st.sampled_from(["kind", "t", "content", "seq", "coversThrough", "raw", "sourceKey", "_alias", COVERS_PREVIOUS,
                         "_lineId", "model", "partial"])
@@ -29,4 +29,4 @@ def test_a_numbered_line_is_the_plain_encoding(record, seq, raw):
         record["raw"] = Raw(b'{"type":"user","x":[1,2]}')
     elif raw == "value":
         record["raw"] = {"type": "user"}
-    assert _line_numbered(record, seq) == _plain(record, seq)
+    assert _numbered_line(record, seq)[0] == _plain(record, seq)

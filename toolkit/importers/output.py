@@ -606,13 +606,13 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
     writer = (commits.new_file(path) if commits is not None  # linked later: the importer waits for it (and its FileExistsError)
               else durable.atomic_writer(path, sync_dir=False, exclusive=True))  # run_import fsyncs each folder once
     fed = WrittenScan(path) if written is not None else None
+    feed = fed.line if fed is not None else lambda _line, _value=None: None
     with writer as out:
         meta = session.meta(no_raw)
         _carries(meta, held.carried)
         line = encode(meta)
         out.write(line + b"\n")
-        if fed is not None:
-            fed.line(line)
+        feed(line)
         keys = _KeyCount()
         partials = {}
         for count, record in enumerate(records, start=1):
@@ -623,15 +623,13 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
             when = record.get("t") or when
             line, value = _numbered_line(record, count)
             out.write(line + b"\n")
-            if fed is not None:
-                fed.line(line, value)
+            feed(line, value)
         last = count
         try:
             for last, record in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
                 line, value = _numbered_line(record, last)
                 out.write(line + b"\n")
-                if fed is not None:
-                    fed.line(line, value)
+                feed(line, value)
         finally:
             held.close()
         if fed is not None:
@@ -652,10 +650,6 @@ def _numbered_line(record: dict, seq: int) -> tuple[bytes, dict]:
         out["coversThrough"] = seq - 1
     line = _dumps(out)
     return (line[:-1] + b',"raw":' + raw.data + b"}" if spliced else line), out
-
-
-def _line_numbered(record: dict, seq: int) -> bytes:
-    return _numbered_line(record, seq)[0]
 
 
 def _stamp(path: Path) -> tuple | None:
@@ -749,7 +743,7 @@ def _append(path: Path, records: Iterable[dict], seq: int, partials: dict | None
     for count, record in enumerate(records, start=1):
         if partials is not None and record.get("partial") is True:
             partials[record.get("sourceKey")] = seq + count
-        batch.append(_line_numbered(record, seq + count))
+        batch.append(_numbered_line(record, seq + count)[0])
         size += len(batch[-1])
         if size >= APPEND_BATCH:
             durable.append_lines(path, batch)
