@@ -348,10 +348,16 @@ def test_a_rewind_makes_a_branch_and_nothing_is_written_twice(tmp_path):
     assert journal_conversation(again) == conversation(values + [json.loads(_new_turn(early, 7).split(b"\n")[0])])
 
 
-def test_the_journals_are_the_reference_bytes_and_so_is_what_a_reimport_appends(tmp_path):
+@pytest.mark.parametrize("rows", ["held", "spilled"])
+def test_the_journals_are_the_reference_bytes_and_so_is_what_a_reimport_appends(tmp_path, monkeypatch, rows):
     """Byte for byte the journals the importer wrote when it held every record in memory (issue
     28; tests/data/claude_import_reference.json, pinned by that code), on the real fixtures, a
-    regular transcript and odd shapes, then after each transcript grew."""
+    regular transcript and odd shapes, then after each transcript grew: with each group's rows
+    held in memory, and with every group's rows in a temporary database."""
+    from toolkit.importers import claude
+
+    if rows == "spilled":
+        monkeypatch.setattr(claude, "ROWS_IN_MEMORY", -1)
     reference = json.loads(claude_shapes.REFERENCE.read_text())
     root = claude_shapes.reference_tree(tmp_path / ".claude", FIXTURES)
     store = tmp_path / "store"
@@ -363,6 +369,69 @@ def test_the_journals_are_the_reference_bytes_and_so_is_what_a_reimport_appends(
         got = claude_shapes.digests(store, root)
         assert sorted(got) == sorted(reference[name])
         assert [path for path in got if got[path] != reference[name][path]] == [], f"journals differ ({name} import)"
+
+
+def _portable(report: dict, *roots: Path) -> str:
+    text = json.dumps(report, sort_keys=True)
+    for n, root in enumerate(roots):
+        text = text.replace(json.dumps(str(root))[1:-1], f"<root{n}>")
+    return text
+
+
+def _parallel_results(path: Path) -> None:
+    """A response of two parts whose three calls ran in parallel: two results beside the chain
+    after it (in file order), the chain going on from the third."""
+    def rec(uuid, parent, kind, content, **extra):
+        return {"parentUuid": parent, "isSidechain": False, "type": kind, "uuid": uuid, "sessionId": "p", "cwd": "/x/parallel",
+                "timestamp": f"2026-01-01T00:00:{len(lines):02d}.000Z", "message": {"role": kind, "content": content, **extra}}
+
+    def use(call):
+        return [{"type": "tool_use", "id": call, "name": "Bash", "input": {}}]
+
+    def result(call):
+        return [{"type": "tool_result", "tool_use_id": call, "content": "ok"}]
+
+    lines: list[dict] = []
+    for args, extra in ((("u1", None, "user", "run three"), {}), (("a1", "u1", "assistant", use("t1")), {"id": "m1"}),
+                        (("a2", "a1", "assistant", use("t2") + use("t3")), {"id": "m1", "stop_reason": "tool_use"}),
+                        (("r1", "a2", "user", result("t1")), {}), (("r2", "a2", "user", result("t2")), {}),
+                        (("r3", "a2", "user", result("t3")), {}), (("a3", "r3", "assistant", use("t4")), {"id": "m2"}),
+                        (("r4", "a3", "user", result("t4")), {}), (("a4", "r4", "assistant", [{"type": "text", "text": "done"}]),
+                                                                    {"id": "m3", "stop_reason": "end_turn"})):
+        lines.append(rec(*args, **extra))
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_rows_held_in_memory_or_in_a_database_write_and_report_the_same(tmp_path, monkeypatch, seed):
+    """A small group's rows are held in lists (no database); a large one's go to a temporary
+    database.  Each answers every question of the conversation alike: the same journals and the
+    same report, on odd shapes, on the first import and on the resumed one after they grew."""
+    from toolkit.importers import claude
+
+    opened = []
+    real_db = claude.temp_db
+    monkeypatch.setattr(claude, "temp_db", lambda: opened.append(1) or real_db())
+    got = {}
+    for rows, limit in (("held", claude.ROWS_IN_MEMORY), ("spilled", -1)):
+        monkeypatch.setattr(claude, "ROWS_IN_MEMORY", limit)
+        opened.clear()
+        root, store = tmp_path / rows / ".claude", tmp_path / rows / "store"
+        (root / "projects").mkdir(parents=True)
+        claude_shapes.build(root / "projects", sessions=30, seed=seed)
+        _parallel_results(root / "projects" / "-x-parallel" / "00000000-0000-4000-8000-00000000aaaa.jsonl")
+        reports = []
+        for step in ("first", "grown"):
+            if step == "grown":
+                claude_shapes.grow(root / "projects", seed=seed + 100)
+            result, report = do_import(root, store)
+            assert result.exit_code in (0, 4), result.stdout
+            reports.append(_portable(report, root, store))
+        assert bool(opened) == (rows == "spilled"), "a held group opens no database; a spilled one does"
+        got[rows] = (claude_shapes.digests(store, root), reports)
+    assert got["held"][1][1].count('"resumed"') and '"resumed": 0' not in got["held"][1][1], "the growth is resumed"
+    assert got["held"] == got["spilled"]
 
 
 def test_keys_held_on_disk_and_appends_in_batches_write_the_same_bytes(tmp_path, monkeypatch):

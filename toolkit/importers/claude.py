@@ -36,7 +36,10 @@ Memory does not grow with a transcript's records (issue 28: a 1,000,000-record t
 3.4 GB): what the graph and the conversion need of each record is a row in a private temporary
 SQLite database (:func:`toolkit.importers.spill.temp_db`), the walks run over two arrays of
 about 11 bytes a record, and each record is converted from its line, re-read at its offset
-(or kept parsed from the first pass, within a fixed budget).
+(or kept parsed from the first pass, within a fixed budget).  A group of transcripts totalling
+at most :data:`ROWS_IN_MEMORY` bytes (nearly every session) holds its rows in a list instead,
+and answers the same questions without a database (issue 27: a first import's SQL was a fifth
+of its time).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sqlite3
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -73,6 +77,9 @@ APP = "claude-code"
 #: two passes; the rest are re-read at their offset.  A budget, not a file size: memory stays
 #: the same whatever the transcripts' size or number of records.
 KEEP_IN_MEMORY = 2 << 20
+#: A group whose transcripts total at most this many bytes keeps its rows (a few hundred bytes a
+#: record) in memory; a larger one puts them in a temporary database (:class:`_Transcript`).
+ROWS_IN_MEMORY = 8 << 20
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _INTERRUPT = "[Request interrupted by user"
 _FINAL = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn"})  # nothing of the response follows
@@ -178,8 +185,12 @@ class _Item(NamedTuple):
         return cls(n, line, offset, size, from_db(kind), from_db(uuid), from_db(parent), from_db(stamp), results, from_db(key))
 
 
+#: A row's fields (:func:`_row`), in the table's column order.
+_N, _GRP, _FLAGS, _LINE, _OFFSET, _SIZE, _KIND, _UUID_, _PARENT, _STAMP, _LOGICAL, _MSG, _USES, _RES, _AGENT, _KEY = range(16)
+
+
 def _row(n: int, src: SourceLine, value: dict, stamp: str | None) -> tuple[tuple, int]:
-    """The table row of one record, and its flags byte: what its graph and merging need."""
+    """The row of one record, and its flags byte: what its graph and merging need."""
     kind = value["type"]
     uuid = value.get("uuid")
     uuid = uuid if isinstance(uuid, str) and kind in CHAIN else None
@@ -205,18 +216,25 @@ def _row(n: int, src: SourceLine, value: dict, stamp: str | None) -> tuple[tuple
         if isinstance(result, dict) and isinstance(result.get("agentId"), str):
             agent = result["agentId"]
     key = f"claude:{uuid}" if uuid else "claude:h:" + hashlib.sha256(src.data).hexdigest()[:24]
-    return (n, 0, flags, src.line, src.offset, len(src.data), to_db(kind), to_db(uuid), to_db(parent if isinstance(parent, str) else None),
-            to_db(stamp), to_db(logical if isinstance(logical, str) else None), msg, uses, results, to_db(agent), to_db(key)), flags
+    return (n, 0, flags, src.line, src.offset, len(src.data), kind, uuid, parent if isinstance(parent, str) else None,
+            stamp, logical if isinstance(logical, str) else None, msg, uses, results, agent, key), flags
 
 
 class _Db:
     """The temporary database of one import group (a session with its subagents): a table per
-    transcript, and a few per conversation; thrown away with it."""
+    transcript, and a few per conversation; thrown away with it.  Opened only when a transcript
+    of the group is spilled (:data:`ROWS_IN_MEMORY`)."""
 
     def __init__(self) -> None:
-        self.conn = temp_db()
+        self._conn = None
         self.tables = 0
         self.keep = KEEP_IN_MEMORY  # bytes of source lines the group may still keep parsed
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = temp_db()
+        return self._conn
 
     def table(self, columns: str) -> str:
         self.tables += 1
@@ -229,26 +247,28 @@ class _Db:
         return None if row is None else row[0]
 
     def close(self) -> None:
-        self.conn.close()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 class _Transcript:
-    """A transcript file read once: a row per whole record in a table of ``db`` (where it is,
-    its uuid, parent, message and key); in memory a byte of flags per record, then its resolved
-    parent (:meth:`parents`) and two bytes of the conversation's walk, about 11 bytes a record;
-    and the parsed lines the group's :data:`KEEP_IN_MEMORY` budget holds."""
+    """A transcript file read once: a row per whole record (where it is, its uuid, parent, message
+    and key); a byte of flags per record, then its resolved parent (:meth:`parents`) and two bytes
+    of the conversation's walk; and the parsed lines the group's :data:`KEEP_IN_MEMORY` budget holds.
+
+    Its rows are in a table of the group's database (this class), or in memory when the group
+    is small (:class:`_HeldTranscript`, which answers each question below the same way)."""
 
     def __init__(self, path: Path, report: Callable[[Finding], None], db: _Db) -> None:
         self.path, self.db = path, db
-        self.table = db.table(_ITEMS)
         self.reader = SourceReader(path, CLAUDE_CODE.is_record, report, what="Claude Code record")
         self.flags = bytearray()
         self.cwd = self.version = self.session_id = None
         self.first_stamp: str | None = None
         self.kept: dict[int, tuple[dict, bytes]] = {}  # parsed lines within the group's KEEP_IN_MEMORY
         stamp = None
-        rows = []
-        insert = f"INSERT INTO {self.table} VALUES ({', '.join('?' * 16)})"
+        add, done = self._rows()
         for src in self.reader:
             value = src.value
             if isinstance(value.get("timestamp"), str):
@@ -263,13 +283,9 @@ class _Transcript:
             if len(src.data) <= db.keep:
                 db.keep -= len(src.data)
                 self.kept[row[0]] = (value, src.data)
-            rows.append(row)
-            if len(rows) >= _BATCH:
-                db.conn.executemany(insert, rows)
-                rows.clear()
-        db.conn.executemany(insert, rows)
+            add(row)
+        done()
         self.count = len(self.flags)
-        db.conn.execute(f"CREATE INDEX {self.table}_uuid ON {self.table} (uuid, grp, n) WHERE uuid IS NOT NULL")
         self._number_repeats()
         try:
             self.mtime: str | None = utc_iso(path.stat().st_mtime)
@@ -280,6 +296,28 @@ class _Transcript:
         self.memo = bytearray(self.count)  # _Plan._rooted's answers: 1 yes, 2 no, 3 being walked
         self._handle = None
         self._offset_index = False
+
+    def plan(self, grp: int, *, whole_sidechain: bool) -> _Plan:
+        return _Plan(self, grp, whole_sidechain=whole_sidechain)
+
+    def _rows(self) -> tuple[Callable[[tuple], None], Callable[[], None]]:
+        """(add a row, done): the rows go to a new table of the group's database, a batch at a time."""
+        db = self.db
+        self.table = db.table(_ITEMS)
+        insert = f"INSERT INTO {self.table} VALUES ({', '.join('?' * 16)})"
+        rows: list[tuple] = []
+
+        def add(row: tuple) -> None:
+            rows.append((*row[:_KIND], to_db(row[_KIND]), to_db(row[_UUID_]), to_db(row[_PARENT]), to_db(row[_STAMP]),
+                         to_db(row[_LOGICAL]), row[_MSG], row[_USES], row[_RES], to_db(row[_AGENT]), to_db(row[_KEY])))
+            if len(rows) >= _BATCH:
+                db.conn.executemany(insert, rows)
+                rows.clear()
+
+        def done() -> None:
+            db.conn.executemany(insert, rows)
+            db.conn.execute(f"CREATE INDEX {self.table}_uuid ON {self.table} (uuid, grp, n) WHERE uuid IS NOT NULL")
+        return add, done
 
     def _number_repeats(self) -> None:
         """A key seen before in the file gets ``#<occurrence>`` (a copied line, a repeated title)."""
@@ -340,7 +378,7 @@ class _Transcript:
 
     def state(self, grp: int) -> SourceState:
         """The file as read, for ``restore``, with the lines of conversation ``grp`` (one session's),
-        listed and read from the database, not held."""
+        listed and read from the rows, not held."""
         if not self._offset_index:  # made before any pass: not while one reads the table
             self.db.conn.execute(f"CREATE INDEX {self.table}_offset ON {self.table} (offset, grp, n)")
             self._offset_index = True
@@ -348,12 +386,291 @@ class _Transcript:
 
     def _read_line(self, grp: int) -> Callable[[int, int], bytes]:
         def read(offset: int, _length: int) -> bytes:
-            n = self.db.one(f"SELECT MAX(n) FROM {self.table} WHERE offset = ? AND grp = ?", (offset, grp))
             try:
-                return self.value(self.item(n))[1]
+                return self.value(self.item(self._last_at(offset, grp)))[1]
             finally:
                 self.close()
         return read
+
+    # -- what the conversation asks of the rows (each answered alike by _HeldTranscript) ----------
+
+    def _last_at(self, offset: int, grp: int) -> int:
+        """The last record of conversation ``grp`` at ``offset`` (several share a damaged line's)."""
+        return self.db.one(f"SELECT MAX(n) FROM {self.table} WHERE offset = ? AND grp = ?", (offset, grp))
+
+    def lines_of(self, grp: int) -> Iterator[tuple[int, int]]:
+        """``(offset, size)`` of each record of conversation ``grp``, in file order."""
+        yield from self.db.conn.execute(f"SELECT offset, size FROM {self.table} WHERE grp = ? ORDER BY n", (grp,))
+
+    def in_group(self, grp: int) -> int:
+        return self.db.one(f"SELECT COUNT(*) FROM {self.table} WHERE grp = ?", (grp,))
+
+    def moved(self) -> int:
+        """Records moved to an inline sidechain's conversation."""
+        return self.db.one(f"SELECT COUNT(*) FROM {self.table} WHERE grp != 0")
+
+    def distinct_lines(self, grp: int) -> int:
+        return self.db.one(f"SELECT COUNT(DISTINCT line) FROM {self.table} WHERE grp = ?", (grp,))
+
+    def first_in(self, grp: int) -> int:
+        return self.db.one(f"SELECT MIN(n) FROM {self.table} WHERE grp = ?", (grp,))
+
+    def chain_before(self, n: int) -> int | None:
+        """The last chain record of the main conversation before record ``n``."""
+        return self.db.one(f"SELECT MAX(n) FROM {self.table} WHERE grp = 0 AND uuid IS NOT NULL AND n < ?", (n,))
+
+    def agents(self) -> Iterator[tuple[int, str]]:
+        """(record, agentId) of each tool result of the main conversation that returned a subagent, in order."""
+        for n, agent in self.db.conn.execute(f"SELECT n, agent FROM {self.table} WHERE grp = 0 AND length(agent) ORDER BY n"):
+            yield n, from_db(agent)
+
+    def titles(self, grp: int) -> Iterator[_Item]:
+        """The title lines of conversation ``grp`` (custom, ai, summary), in file order."""
+        kinds = tuple(to_db(kind) for kind in _TITLES)
+        for row in self.db.conn.execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE grp = ? AND uuid IS NULL "
+                                        f"AND kind IN ({', '.join('?' * len(kinds))}) ORDER BY n", (grp, *kinds)):
+            yield _Item.of(row)
+
+    def leaf(self, grp: int, whole_sidechain: bool) -> int | None:
+        """The last chain record of conversation ``grp`` (its sidechain records only with ``whole_sidechain``)."""
+        return self.db.one(f"SELECT MAX(n) FROM {self.table} WHERE grp = ? AND flags & {_CHAIN} AND (? OR NOT flags & {_SIDE})",
+                           (grp, whole_sidechain))
+
+    def answers(self, grp: int) -> Iterator[int]:
+        """The chain records of conversation ``grp`` that carry tool results and name a parent, in order."""
+        mask = _CHAIN | _RESULTS | _PNULL
+        for (n,) in self.db.conn.execute(f"SELECT n FROM {self.table} WHERE grp = ? AND flags & {mask} = {_CHAIN | _RESULTS} "
+                                         "ORDER BY n", (grp,)):
+            yield n
+
+    def uses_msg(self, n: int) -> tuple[bytes | None, bytes | None]:
+        """Record ``n``'s tool_use ids and message id (JSON), as :func:`_row` made them."""
+        return self.db.conn.execute(f"SELECT uses, msg FROM {self.table} WHERE n = ?", (n,)).fetchone()
+
+    def following(self, grp: int, skip: int) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
+        """(record, flags, results, msg) of conversation ``grp``'s records after its first ``skip``."""
+        yield from self.db.conn.execute(f"SELECT n, flags, results, msg FROM {self.table} WHERE grp = ? ORDER BY n "
+                                        "LIMIT -1 OFFSET ?", (grp, skip))
+
+    def has(self, uuid: str, grp: int) -> bool:
+        return self.db.one(f"SELECT 1 FROM {self.table} WHERE uuid = ? AND uuid IS NOT NULL AND grp = ? LIMIT 1",
+                           (to_db(uuid), grp)) is not None
+
+    def stamp_in(self, grp: int) -> str | None:
+        """The first non-empty time of conversation ``grp``."""
+        return from_db(self.db.one(f"SELECT stamp FROM {self.table} WHERE grp = ? AND length(stamp) ORDER BY n LIMIT 1", (grp,)))
+
+    def side_counts(self) -> tuple[int, int]:
+        """(distinct uuids of sidechain records, chain records)."""
+        side = _CHAIN | _SIDE
+        return (self.db.one(f"SELECT COUNT(DISTINCT uuid) FROM {self.table} WHERE flags & {side} = {side}"),
+                self.db.one(f"SELECT COUNT(*) FROM {self.table} WHERE flags & {_CHAIN}"))
+
+    def side_links(self) -> Iterator[tuple[int, int, int | None]]:
+        """(record, the last sidechain record with its uuid, the last with its parent's or None) of
+        each sidechain chain record, in file order."""
+        side = _CHAIN | _SIDE
+        lookup = f"(SELECT MAX(p.n) FROM {self.table} p WHERE p.uuid = c.{{}} AND p.uuid IS NOT NULL AND p.flags & {side} = {side})"
+        yield from self.db.conn.execute(f"SELECT n, {lookup.format('uuid')}, {lookup.format('parent')} FROM {self.table} c "
+                                        f"WHERE flags & {side} = {side} ORDER BY n")
+
+    def move(self, rows: list[tuple[int, int]]) -> None:
+        """Records to other conversations: ``(grp, record)`` each."""
+        self.db.conn.executemany(f"UPDATE {self.table} SET grp = ? WHERE n = ?", rows)
+
+    def moved_all(self) -> None:
+        self.db.conn.execute(f"CREATE INDEX {self.table}_grp ON {self.table} (grp, n)")
+
+    def uuid_of(self, n: int) -> str | None:
+        return from_db(self.db.one(f"SELECT uuid FROM {self.table} WHERE n = ?", (n,)))
+
+    def last_main_uuid(self) -> str | None:
+        """The uuid of the file's last chain record that is not a sidechain's."""
+        return from_db(self.db.one(f"SELECT uuid FROM {self.table} WHERE flags & {_CHAIN} AND NOT flags & {_SIDE} "
+                                   "ORDER BY n DESC LIMIT 1"))
+
+    def last_stamp(self) -> str | None:
+        """The time of the file's last record (its own, else the last one before it)."""
+        return from_db(self.db.one(f"SELECT stamp FROM {self.table} ORDER BY n DESC LIMIT 1"))
+
+    def lone_keys(self) -> tuple[Iterator[str], Iterator[str], int]:
+        """The keys of the records with no uuid: those of a repeat (``#n``), the others, and how many in all."""
+        t = self.table
+        repeats = (from_db(key) for (key,) in self.db.conn.execute(f"SELECT key FROM {t} WHERE uuid IS NULL AND instr(key, '#')"))
+        firsts = (from_db(key) for (key,) in self.db.conn.execute(f"SELECT key FROM {t} WHERE uuid IS NULL AND NOT instr(key, '#')"))
+        return repeats, firsts, self.db.one(f"SELECT COUNT(*) FROM {t} WHERE uuid IS NULL")
+
+    def uuids(self) -> Iterator[str]:
+        return (from_db(u) for (u,) in self.db.conn.execute(f"SELECT uuid FROM {self.table} WHERE uuid IS NOT NULL"))
+
+    def msgs(self) -> Iterator[bytes]:
+        return (m for (m,) in self.db.conn.execute(f"SELECT DISTINCT msg FROM {self.table} WHERE msg IS NOT NULL"))
+
+
+class _HeldTranscript(_Transcript):
+    """A transcript of a small group (:data:`ROWS_IN_MEMORY`), its rows held in a list: each of
+    :class:`_Transcript`'s questions answered from it, with no database."""
+
+    def plan(self, grp: int, *, whole_sidechain: bool) -> _Plan:
+        return _HeldPlan(self, grp, whole_sidechain=whole_sidechain)
+
+    def _rows(self) -> tuple[Callable[[tuple], None], Callable[[], None]]:
+        self.rows: list[tuple] = []
+        self.table = None
+        self._groups: list[int] | None = None  # each record's conversation, once one was moved (else all 0)
+        self._members: dict[int, list[int]] = {}
+        return self.rows.append, lambda: None
+
+    def _number_repeats(self) -> None:
+        self.keys = keys = [row[_KEY] for row in self.rows]
+        seen: dict[str, int] = {}
+        for n, key in enumerate(keys):
+            count = seen[key] = seen.get(key, 0) + 1
+            if count > 1:
+                keys[n] = f"{key}#{count}"
+
+    def _grp(self, n: int) -> int:
+        return 0 if self._groups is None else self._groups[n]
+
+    def members(self, grp: int) -> list[int]:
+        """The records of conversation ``grp``, in file order."""
+        found = self._members.get(grp)
+        if found is None:
+            groups = self._groups
+            found = (list(range(self.count)) if grp == 0 else []) if groups is None else \
+                [n for n in range(self.count) if groups[n] == grp]
+            self._members[grp] = found
+        return found
+
+    def parents(self) -> array:
+        if self._par is None:
+            rows, flags, grp = self.rows, self.flags, self._grp
+            last = {(row[_UUID_], grp(n)): n for n, row in enumerate(rows) if row[_UUID_] is not None}
+            self._par = par = array("q", [-1]) * self.count
+            for n, row in enumerate(rows):
+                if row[_UUID_] is None:
+                    continue
+                target = row[_LOGICAL] if flags[n] & _PNULL else row[_PARENT]
+                if target is not None:
+                    par[n] = last.get((target, grp(n)), -1)
+        return self._par
+
+    def item(self, n: int) -> _Item:
+        row = self.rows[n]
+        return _Item(n, row[_LINE], row[_OFFSET], row[_SIZE], row[_KIND], row[_UUID_], row[_PARENT], row[_STAMP], row[_RES],
+                     self.keys[n])
+
+    def state(self, grp: int) -> SourceState:
+        return SourceState(str(self.path), self.reader.covered, self.reader.sha256, _Lines(self, grp), self._read_line(grp))
+
+    def _last_at(self, offset: int, grp: int) -> int:
+        at = getattr(self, "_at", None)
+        if at is None or at[0] != grp:
+            self._at = at = (grp, {self.rows[n][_OFFSET]: n for n in self.members(grp)})
+        return at[1].get(offset)
+
+    def lines_of(self, grp: int) -> Iterator[tuple[int, int]]:
+        rows = self.rows
+        for n in self.members(grp):
+            yield rows[n][_OFFSET], rows[n][_SIZE]
+
+    def in_group(self, grp: int) -> int:
+        return len(self.members(grp))
+
+    def moved(self) -> int:
+        return self.count - len(self.members(0))
+
+    def distinct_lines(self, grp: int) -> int:
+        return len({self.rows[n][_LINE] for n in self.members(grp)})
+
+    def first_in(self, grp: int) -> int:
+        members = self.members(grp)
+        return members[0] if members else None
+
+    def chain_before(self, n: int) -> int | None:
+        return next((m for m in reversed(self.members(0)) if m < n and self.rows[m][_UUID_] is not None), None)
+
+    def agents(self) -> Iterator[tuple[int, str]]:
+        rows = self.rows
+        for n in self.members(0):
+            if rows[n][_AGENT]:
+                yield n, rows[n][_AGENT]
+
+    def titles(self, grp: int) -> Iterator[_Item]:
+        rows = self.rows
+        for n in self.members(grp):
+            if rows[n][_UUID_] is None and rows[n][_KIND] in _TITLES:
+                yield self.item(n)
+
+    def leaf(self, grp: int, whole_sidechain: bool) -> int | None:
+        flags = self.flags
+        return next((n for n in reversed(self.members(grp)) if flags[n] & _CHAIN and (whole_sidechain or not flags[n] & _SIDE)),
+                    None)
+
+    def answers(self, grp: int) -> Iterator[int]:
+        flags, mask = self.flags, _CHAIN | _RESULTS | _PNULL
+        for n in self.members(grp):
+            if flags[n] & mask == _CHAIN | _RESULTS:
+                yield n
+
+    def uses_msg(self, n: int) -> tuple[bytes | None, bytes | None]:
+        return self.rows[n][_USES], self.rows[n][_MSG]
+
+    def following(self, grp: int, skip: int) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
+        rows, flags = self.rows, self.flags
+        for n in self.members(grp)[skip:]:
+            yield n, flags[n], rows[n][_RES], rows[n][_MSG]
+
+    def has(self, uuid: str, grp: int) -> bool:
+        rows = self.rows
+        return any(rows[n][_UUID_] == uuid for n in self.members(grp))
+
+    def stamp_in(self, grp: int) -> str | None:
+        rows = self.rows
+        return next((rows[n][_STAMP] for n in self.members(grp) if rows[n][_STAMP]), None)
+
+    def side_counts(self) -> tuple[int, int]:
+        side, flags = _CHAIN | _SIDE, self.flags
+        return (len({row[_UUID_] for n, row in enumerate(self.rows) if flags[n] & side == side}),
+                sum(1 for f in flags if f & _CHAIN))
+
+    def side_links(self) -> Iterator[tuple[int, int, int | None]]:
+        side, flags, rows = _CHAIN | _SIDE, self.flags, self.rows
+        sides = [n for n in range(self.count) if flags[n] & side == side]
+        last = {rows[n][_UUID_]: n for n in sides}
+        for n in sides:
+            yield n, last[rows[n][_UUID_]], last.get(rows[n][_PARENT])
+
+    def move(self, rows: list[tuple[int, int]]) -> None:
+        if self._groups is None:
+            self._groups = [0] * self.count
+        for grp, n in rows:
+            self._groups[n] = grp
+        self._members.clear()
+
+    def moved_all(self) -> None:
+        pass
+
+    def uuid_of(self, n: int) -> str | None:
+        return self.rows[n][_UUID_]
+
+    def last_main_uuid(self) -> str | None:
+        flags = self.flags
+        return next((self.rows[n][_UUID_] for n in range(self.count - 1, -1, -1) if flags[n] & _CHAIN and not flags[n] & _SIDE),
+                    None)
+
+    def last_stamp(self) -> str | None:
+        return self.rows[-1][_STAMP] if self.rows else None
+
+    def lone_keys(self) -> tuple[Iterator[str], Iterator[str], int]:
+        lone = [self.keys[n] for n, row in enumerate(self.rows) if row[_UUID_] is None]
+        return (k for k in lone if "#" in k), (k for k in lone if "#" not in k), len(lone)
+
+    def uuids(self) -> Iterator[str]:
+        return (row[_UUID_] for row in self.rows if row[_UUID_] is not None)
+
+    def msgs(self) -> Iterator[bytes]:
+        return iter({row[_MSG]: None for row in self.rows if row[_MSG] is not None})
 
 
 class _Lines:
@@ -363,7 +680,7 @@ class _Lines:
         self.t, self.grp = transcript, grp
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
-        yield from self.t.db.conn.execute(f"SELECT offset, size FROM {self.t.table} WHERE grp = ? ORDER BY n", (self.grp,))
+        return self.t.lines_of(self.grp)
 
 
 # -- the conversation ---------------------------------------------------------------------------
@@ -372,74 +689,68 @@ class _Lines:
 class _Plan:
     """Which records a session's journal gets, in order: units (one record, or a merged message),
     then the rest.  Built in the transcript's database: the shown chain is a table of positions
-    (``pos``), each row naming its unit (the ``pos`` of its first part)."""
+    (``pos``), each row naming its unit (the ``pos`` of its first part).  :class:`_HeldPlan` builds
+    the same in memory."""
 
     def __init__(self, t: _Transcript, grp: int, *, whole_sidechain: bool) -> None:
         self.t, self.grp = t, grp
+        self.size = t.in_group(grp)
+        self._build(whole_sidechain)
+        self.partial = self._partial()
+
+    def _build(self, whole_sidechain: bool) -> None:
+        t = self.t
         db, table = t.db, t.table
-        self.size = db.one(f"SELECT COUNT(*) FROM {table} WHERE grp = ?", (grp,))
         path = db.table("(k INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
-        self._walk(path, whole_sidechain)
+        self._insert(path, ((-k, n) for k, n in enumerate(self._walk(whole_sidechain))))
         siblings = db.table("(parent INTEGER NOT NULL, n INTEGER NOT NULL)")
-        self._siblings(siblings)
+        found = self._siblings()
+        self._insert(siblings, found)
         self.shown = db.table("(pos INTEGER PRIMARY KEY, n INTEGER NOT NULL, unit INTEGER)")
         db.conn.execute(f"CREATE INDEX {path}_n ON {path} (n)")
         db.conn.execute(f"INSERT INTO {self.shown} (n) SELECT n FROM (SELECT k, 0 AS sibling, n FROM {path} UNION ALL "
                         f"SELECT p.k, 1, s.n FROM {siblings} s JOIN {path} p ON p.n = s.parent) ORDER BY k, sibling, n")
-        for (n,) in db.conn.execute(f"SELECT n FROM {siblings}"):
+        for _parent, n in found:
             t.on[n] = 1
-        self._units()
+        heads = db.table("(msg BLOB PRIMARY KEY, head INTEGER NOT NULL) WITHOUT ROWID")
+        db.conn.execute(f"INSERT INTO {heads} SELECT i.msg, MIN(s.pos) FROM {self.shown} s JOIN {table} i ON i.n = s.n "
+                        f"WHERE i.flags & {_ASSISTANT} AND i.msg IS NOT NULL GROUP BY i.msg")
+        db.conn.execute(f"UPDATE {self.shown} SET unit = COALESCE((SELECT h.head FROM {table} i JOIN {heads} h ON h.msg = i.msg "
+                        f"WHERE i.n = {self.shown}.n AND i.flags & {_ASSISTANT}), pos)")
+        db.conn.execute(f"CREATE INDEX {self.shown}_unit ON {self.shown} (unit, pos)")
         db.conn.execute(f"CREATE INDEX {self.shown}_n ON {self.shown} (n)")
         shown = db.one(f"SELECT COUNT(*) FROM {self.shown}")
         self.units = db.one(f"SELECT COUNT(*) FROM {self.shown} WHERE unit = pos")
         self.rest = self.size - shown
         self.merged = shown - self.units
-        self.partial = self._partial()
 
-    def _walk(self, path: str, whole_sidechain: bool) -> None:
+    def _insert(self, table: str, rows: Iterator[tuple[int, int]]) -> None:
+        batch: list[tuple[int, int]] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) >= _BATCH:
+                self.t.db.conn.executemany(f"INSERT INTO {table} VALUES (?, ?)", batch)
+                batch.clear()
+        self.t.db.conn.executemany(f"INSERT INTO {table} VALUES (?, ?)", batch)
+
+    def _walk(self, whole_sidechain: bool) -> Iterator[int]:
         """The path from the last main-chain record back to its root (across a compaction through
-        ``logicalParentUuid``), into ``path`` keyed by minus its distance from that record."""
+        ``logicalParentUuid``), from that record; each is marked on the chain."""
         t = self.t
         par, on = t.parents(), t.on
-        leaf = t.db.one(f"SELECT MAX(n) FROM {t.table} WHERE grp = ? AND flags & {_CHAIN} AND (? OR NOT flags & {_SIDE})",
-                        (self.grp, whole_sidechain))
-        rows: list[tuple[int, int]] = []
-        steps = 0
+        leaf = t.leaf(self.grp, whole_sidechain)
         current = -1 if leaf is None else leaf
         while current >= 0 and not on[current]:
             on[current] = 1
-            rows.append((-steps, current))
-            steps += 1
+            yield current
             current = par[current]
-            if len(rows) >= _BATCH:
-                t.db.conn.executemany(f"INSERT INTO {path} VALUES (?, ?)", rows)
-                rows.clear()
-        t.db.conn.executemany(f"INSERT INTO {path} VALUES (?, ?)", rows)
 
-    def _siblings(self, siblings: str) -> None:
-        """Results of parallel calls beside the chain, collected by resume: each goes after its call."""
+    def _siblings(self) -> list[tuple[int, int]]:
+        """Results of parallel calls beside the chain, collected by resume: each goes after its call
+        (``(call, result)``; those whose call is on another conversation's chain are dropped)."""
         t = self.t
         par, on = t.parents(), t.on
-        rows = []
-        mask = _CHAIN | _RESULTS | _PNULL
-        for (n,) in t.db.conn.execute(f"SELECT n FROM {t.table} WHERE grp = ? AND flags & {mask} = {_CHAIN | _RESULTS} ORDER BY n",
-                                      (self.grp,)):
-            if not on[n] and par[n] >= 0 and on[par[n]]:
-                rows.append((par[n], n))
-                if len(rows) >= _BATCH:
-                    t.db.conn.executemany(f"INSERT INTO {siblings} VALUES (?, ?)", rows)
-                    rows.clear()
-        t.db.conn.executemany(f"INSERT INTO {siblings} VALUES (?, ?)", rows)
-
-    def _units(self) -> None:
-        """A later part of one API response (same message id and request id) is merged at its first part's place."""
-        db, table, shown = self.t.db, self.t.table, self.shown
-        heads = db.table("(msg BLOB PRIMARY KEY, head INTEGER NOT NULL) WITHOUT ROWID")
-        db.conn.execute(f"INSERT INTO {heads} SELECT i.msg, MIN(s.pos) FROM {shown} s JOIN {table} i ON i.n = s.n "
-                        f"WHERE i.flags & {_ASSISTANT} AND i.msg IS NOT NULL GROUP BY i.msg")
-        db.conn.execute(f"UPDATE {shown} SET unit = COALESCE((SELECT h.head FROM {table} i JOIN {heads} h ON h.msg = i.msg "
-                        f"WHERE i.n = {shown}.n AND i.flags & {_ASSISTANT}), pos)")
-        db.conn.execute(f"CREATE INDEX {shown}_unit ON {shown} (unit, pos)")
+        return [(par[n], n) for n in t.answers(self.grp) if not on[n] and par[n] >= 0 and on[par[n]]]
 
     def units_of(self) -> Iterator[tuple[int, list[_Item]]]:
         """(unit, its parts in order), in the conversation's order."""
@@ -455,11 +766,11 @@ class _Plan:
         if parts:
             yield unit, parts
 
-    def heads(self, where: str) -> Iterator[_Item]:
-        """The first part of each unit that ``where`` (on its row ``i``) holds for, in the conversation's order."""
+    def prompts(self) -> Iterator[_Item]:
+        """The first part of each unit that is a user record with no tool result, in the conversation's order."""
         columns = ", ".join(f"i.{c}" for c in _COLUMNS.split(", "))
         for row in self.t.db.conn.execute(f"SELECT {columns} FROM {self.shown} s JOIN {self.t.table} i ON i.n = s.n "
-                                          f"WHERE s.unit = s.pos AND {where} ORDER BY s.unit"):
+                                          f"WHERE s.unit = s.pos AND i.flags & {_USER} AND i.results IS NULL ORDER BY s.unit"):
             yield _Item.of(row)
 
     def rest_items(self) -> Iterator[_Item]:
@@ -468,14 +779,29 @@ class _Plan:
                                           f"(SELECT n FROM {self.shown}) ORDER BY n", (self.grp,)):
             yield _Item.of(row)
 
+    def n_at(self, pos: int) -> int | None:
+        """The record shown at ``pos`` (counted from 1)."""
+        return self.t.db.one(f"SELECT n FROM {self.shown} WHERE pos = ?", (pos,))
+
+    def in_order(self) -> Iterator[int]:
+        """The shown records, in the journal's order (each unit's parts at its first part's place)."""
+        return (n for (n,) in self.t.db.conn.execute(f"SELECT n FROM {self.shown} ORDER BY unit, pos"))
+
+    def parts(self, unit: int) -> list[int]:
+        """The records of ``unit``, in order."""
+        return [n for (n,) in self.t.db.conn.execute(f"SELECT n FROM {self.shown} WHERE unit = ? ORDER BY pos", (unit,))]
+
+    def _last_response(self) -> int | None:
+        """The last unit that is an assistant message."""
+        return self.t.db.one(f"SELECT s.unit FROM {self.shown} s JOIN {self.t.table} i ON i.n = s.n WHERE s.unit = s.pos "
+                             f"AND i.flags & {_ASSISTANT} ORDER BY s.unit DESC LIMIT 1")
+
     def has(self, uuid: str) -> bool:
         """Whether a chain record of this conversation has ``uuid``."""
-        return self.t.db.one(f"SELECT 1 FROM {self.t.table} WHERE uuid = ? AND uuid IS NOT NULL AND grp = ? LIMIT 1",
-                             (to_db(uuid), self.grp)) is not None
+        return self.t.has(uuid, self.grp)
 
     def first_stamp(self) -> str | None:
-        return from_db(self.t.db.one(f"SELECT stamp FROM {self.t.table} WHERE grp = ? AND length(stamp) ORDER BY n LIMIT 1",
-                                  (self.grp,)))
+        return self.t.stamp_in(self.grp)
 
     def _partial(self) -> int | None:
         """The unit of a response that may still be being written: the last assistant message of the
@@ -483,22 +809,20 @@ class _Plan:
         the turn ended.  (``stop_reason`` is null on most parts, and ``tool_use`` on parts that
         more parts follow when calls run in parallel, so only a final reason proves it whole.)"""
         t = self.t
-        head = t.db.one(f"SELECT s.unit FROM {self.shown} s JOIN {t.table} i ON i.n = s.n WHERE s.unit = s.pos "
-                        f"AND i.flags & {_ASSISTANT} ORDER BY s.unit DESC LIMIT 1")
+        head = self._last_response()
         if head is None:
             return None
-        parts = [n for (n,) in t.db.conn.execute(f"SELECT n FROM {self.shown} WHERE unit = ? ORDER BY pos", (head,))]
+        parts = self.parts(head)
         if t.flags[parts[-1]] & _STOP:
             return None
         last = max(parts)
         uses, msg = set(), None
         for n in parts:
-            part_uses, part_msg = t.db.conn.execute(f"SELECT uses, msg FROM {t.table} WHERE n = ?", (n,)).fetchone()
+            part_uses, part_msg = t.uses_msg(n)
             uses.update(loads(part_uses) if part_uses else ())
             msg = part_msg if n == parts[0] else msg
         # what follows it in the conversation's own list of records (a position, as the list was sliced)
-        for n, flags, results, other in t.db.conn.execute(
-                f"SELECT n, flags, results, msg FROM {t.table} WHERE grp = ? ORDER BY n LIMIT -1 OFFSET ?", (self.grp, last + 1)):
+        for _n, flags, results, other in t.following(self.grp, last + 1):
             if not flags & _CHAIN or flags & _SIDE or not flags & (_USER | _ASSISTANT):
                 continue
             if flags & _USER and results is not None and set(loads(results)) <= uses:
@@ -543,6 +867,76 @@ class _Plan:
                 break
             current = par[current]
         return answer
+
+
+class _HeldPlan(_Plan):
+    """:class:`_Plan` over a :class:`_HeldTranscript`: the shown chain in two lists."""
+
+    t: _HeldTranscript
+
+    def _build(self, whole_sidechain: bool) -> None:
+        t = self.t
+        path = list(self._walk(whole_sidechain))
+        found = self._siblings()
+        after: dict[int, list[int]] = {}
+        for parent, n in found:
+            after.setdefault(parent, []).append(n)
+        shown: list[int] = []  # the record at each position (pos - 1)
+        for n in reversed(path):
+            shown.append(n)
+            shown.extend(after.get(n, ()))
+        for _parent, n in found:
+            t.on[n] = 1
+        rows, flags = t.rows, t.flags
+        heads: dict[bytes, int] = {}
+        unit = []  # each position's unit (the position of its first part)
+        for pos, n in enumerate(shown, start=1):
+            msg = rows[n][_MSG]
+            unit.append(heads.setdefault(msg, pos) if flags[n] & _ASSISTANT and msg is not None else pos)
+        self._shown, self._unit = shown, unit
+        self._at = {n: pos for pos, n in enumerate(shown, start=1)}
+        self.units = sum(1 for pos, u in enumerate(unit, start=1) if u == pos)
+        self.rest = self.size - len(shown)
+        self.merged = len(shown) - self.units
+
+    def _units(self) -> dict[int, list[int]]:
+        """Each unit's records, in the journal's order."""
+        units: dict[int, list[int]] = {}
+        for pos, n in enumerate(self._shown, start=1):
+            units.setdefault(self._unit[pos - 1], []).append(n)
+        return dict(sorted(units.items()))
+
+    def units_of(self) -> Iterator[tuple[int, list[_Item]]]:
+        item = self.t.item
+        for unit, members in self._units().items():
+            yield unit, [item(n) for n in members]
+
+    def prompts(self) -> Iterator[_Item]:
+        t = self.t
+        for pos, n in enumerate(self._shown, start=1):
+            if self._unit[pos - 1] == pos and t.flags[n] & _USER and t.rows[n][_RES] is None:
+                yield t.item(n)
+
+    def rest_items(self) -> Iterator[_Item]:
+        at = self._at
+        for n in self.t.members(self.grp):
+            if n not in at:
+                yield self.t.item(n)
+
+    def n_at(self, pos: int) -> int | None:
+        return self._shown[pos - 1] if 1 <= pos <= len(self._shown) else None
+
+    def in_order(self) -> Iterator[int]:
+        return (n for members in self._units().values() for n in members)
+
+    def parts(self, unit: int) -> list[int]:
+        return [n for pos, n in enumerate(self._shown, start=1) if self._unit[pos - 1] == unit]
+
+    def _last_response(self) -> int | None:
+        flags = self.t.flags
+        return next((pos for pos in range(len(self._shown), 0, -1)
+                     if self._unit[pos - 1] == pos and flags[self._shown[pos - 1]] & _ASSISTANT), None)
+
 
 
 def _text(content: object) -> str:
@@ -770,10 +1164,7 @@ def _title_rank(transcript: _Transcript, plan: _Plan) -> tuple[int, str | None]:
     """The highest kind of title the file has (3 custom, 2 ai, 1 summary of this file, 0 none),
     and the title a listing shows: the last of that kind."""
     rank, title = 0, None
-    kinds = tuple(to_db(kind) for kind in _TITLES)
-    for row in transcript.db.conn.execute(f"SELECT {_COLUMNS} FROM {transcript.table} WHERE grp = ? AND uuid IS NULL "
-                                          f"AND kind IN ({', '.join('?' * len(kinds))}) ORDER BY n", (plan.grp, *kinds)):
-        item = _Item.of(row)
+    for item in transcript.titles(plan.grp):
         field_rank = _TITLES[item.kind]
         if field_rank[1] < rank:
             continue
@@ -786,7 +1177,7 @@ def _title_rank(transcript: _Transcript, plan: _Plan) -> tuple[int, str | None]:
 
 
 def _first_prompt(transcript: _Transcript, plan: _Plan) -> str | None:
-    for head in plan.heads(f"i.flags & {_USER} AND i.results IS NULL"):
+    for head in plan.prompts():
         text = _typed(transcript.value(head)[0])
         if text is not None:
             transcript.close()
@@ -837,7 +1228,7 @@ def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, projec
            whole_sidechain: bool, extra_source: dict, links: list[tuple[_Item | None, dict]] = (),
            title: str | None = None, skipped: dict[str, int] | None = None, lines: int | None = None,
            too_large: list | None = None, sides: tuple[str, ...] = ()) -> Session:
-    plan = _Plan(transcript, grp, whole_sidechain=whole_sidechain)
+    plan = transcript.plan(grp, whole_sidechain=whole_sidechain)
     rank, line_title = _title_rank(transcript, plan)
     title = line_title or title or _first_prompt(transcript, plan)
     created = plan.first_stamp() or transcript.mtime  # summary-only files have no time
@@ -853,8 +1244,7 @@ def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, projec
         session.resume_state = lambda outcome: _capture(transcript, plan, session.records, session, list(links), outcome,
                                                         sides)
     elif grp != 0:  # an inline sidechain: what grows is its main conversation; it only gets the file's new state
-        head = (transcript.item(db_n) if (db_n := transcript.db.one(f"SELECT n FROM {plan.shown} WHERE pos = ?", (plan.partial,)))
-                is not None else None) if plan.partial is not None else None
+        head = (transcript.item(at) if (at := plan.n_at(plan.partial)) is not None else None) if plan.partial is not None else None
         looked = (head.stamp or created or "") if head is not None else None  # a re-import looks at its partial record again
         session.resume_state = lambda outcome: _side_state(session, outcome, looked)
     session.state = transcript.state(grp)
@@ -882,17 +1272,15 @@ def _first_cwd(path: Path) -> str | None:
 def _sidechains(t: _Transcript) -> dict[str, int]:
     """1.0.x inline subagents of a main transcript: its ``isSidechain`` chain records, moved to a
     conversation (``grp``) of their own per root; returns root uuid -> its ``grp``, in file order."""
-    db, table, flags = t.db, t.table, t.flags
+    flags = t.flags
     side = _CHAIN | _SIDE
-    distinct = db.one(f"SELECT COUNT(DISTINCT uuid) FROM {table} WHERE flags & {side} = {side}")
-    if not distinct or distinct == db.one(f"SELECT COUNT(*) FROM {table} WHERE flags & {_CHAIN}"):
+    distinct, chain = t.side_counts()
+    if not distinct or distinct == chain:
         return {}
     # canonical: the last sidechain record with a uuid (as a uuid -> record map keeps it);
     # up: the canonical record of its parent (-1: not a sidechain record's uuid)
     canonical, up = array("q", [-1]) * t.count, array("q", [-1]) * t.count
-    lookup = f"(SELECT MAX(p.n) FROM {table} p WHERE p.uuid = c.{{}} AND p.uuid IS NOT NULL AND p.flags & {side} = {side})"
-    for n, own, parent in db.conn.execute(f"SELECT n, {lookup.format('uuid')}, {lookup.format('parent')} FROM {table} c "
-                                          f"WHERE flags & {side} = {side} ORDER BY n"):
+    for n, own, parent in t.side_links():
         canonical[n] = own
         up[n] = -1 if parent is None else parent
     root_of, walker = array("q", [-1]) * t.count, array("q", [-1]) * t.count  # by canonical record, memoised
@@ -915,20 +1303,31 @@ def _sidechains(t: _Transcript) -> dict[str, int]:
             root_of[canonical[current]] = root
         rows.append((groups.setdefault(root, len(groups) + 1), n))
         if len(rows) >= _BATCH:
-            db.conn.executemany(f"UPDATE {table} SET grp = ? WHERE n = ?", rows)
+            t.move(rows)
             rows.clear()
-    db.conn.executemany(f"UPDATE {table} SET grp = ? WHERE n = ?", rows)
-    db.conn.execute(f"CREATE INDEX {table}_grp ON {table} (grp, n)")
-    return {from_db(db.one(f"SELECT uuid FROM {table} WHERE n = ?", (root,))): grp for root, grp in groups.items()}
+    t.move(rows)
+    t.moved_all()
+    return {t.uuid_of(root): grp for root, grp in groups.items()}
 
 
 def _anchors(t: _Transcript, agent_ids: set[str]) -> dict[str, _Item]:
     """The tool result that returned each of ``agent_ids`` (the last one, in the main conversation)."""
     anchors = {}
-    for n, agent in t.db.conn.execute(f"SELECT n, agent FROM {t.table} WHERE grp = 0 AND length(agent) ORDER BY n"):
-        if from_db(agent) in agent_ids:
-            anchors[from_db(agent)] = n
+    for n, agent in t.agents():
+        if agent in agent_ids:
+            anchors[agent] = n
     return {agent: t.item(n) for agent, n in anchors.items()}
+
+
+def _group_bytes(*files: list[Path]) -> int:
+    """The size of a group's transcripts, as they are now (one that cannot be read counts none)."""
+    total = 0
+    for path in (path for group in files for path in group):
+        try:
+            total += path.stat().st_size
+        except OSError:
+            pass
+    return total
 
 
 def _sessions(main: Path | None, agents: list[Path], options: Options, report: Callable[[Finding], None],
@@ -936,8 +1335,9 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
     parent_sid = None
     project = None
     subagent_sessions: list[tuple[Path, _Transcript, str]] = []
+    kind = _HeldTranscript if _group_bytes([main] if main else [], agents) <= ROWS_IN_MEMORY else _Transcript
     if main is not None:
-        transcript = _Transcript(main, report, db)
+        transcript = kind(main, report, db)
         parent_sid = _session_id(main)
         project = transcript.cwd
     else:  # only subagents: the session's transcript is gone, or was not named; its folder is named after it
@@ -946,7 +1346,7 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
         project = _first_cwd(parent_file) if parent_file.is_file() else None  # file it beside its session
     parent_id = safe_id("claude", parent_sid)
     for agent in agents:
-        sub = _Transcript(agent, report, db)
+        sub = kind(agent, report, db)
         agent_id = agent.stem[len("agent-"):]
         subagent_sessions.append((agent, sub, agent_id))
         if project is None:
@@ -965,13 +1365,13 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
             links.append((anchor, link))
         for root, grp in groups.items():
             child = safe_id("claude", f"{parent_sid}-side-{root}")
-            first = transcript.item(db.one(f"SELECT MIN(n) FROM {transcript.table} WHERE grp = ?", (grp,)))
-            before = db.one(f"SELECT MAX(n) FROM {transcript.table} WHERE grp = 0 AND uuid IS NOT NULL AND n < ?", (first.n,))
+            first = transcript.item(transcript.first_in(grp))
+            before = transcript.chain_before(first.n)
             anchor = transcript.item(before) if before is not None else None
             links.append((anchor, {"kind": "event", "t": first.stamp or "", "type": "subagent", "session": child,
                                    "sidechainRoot": root, "sourceKey": f"claude:sidechain:{root}"}))
         skipped = dict(transcript.reader.skipped)
-        moved = db.one(f"SELECT COUNT(*) FROM {transcript.table} WHERE grp != 0")
+        moved = transcript.moved()
         if moved:
             skipped["in-sidechain-session"] = moved
         yield _build(transcript, 0, parent_id, parent_sid, project, options, whole_sidechain=False,
@@ -981,7 +1381,7 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
         for root, grp in groups.items():
             yield _build(transcript, grp, safe_id("claude", f"{parent_sid}-side-{root}"), f"{parent_sid}/sidechain/{root}",
                          project, options, whole_sidechain=True, extra_source={"parent": parent_id, "sidechainRoot": root},
-                         lines=db.one(f"SELECT COUNT(DISTINCT line) FROM {transcript.table} WHERE grp = ?", (grp,)))
+                         lines=transcript.distinct_lines(grp))
     for agent, sub, agent_id in subagent_sessions:
         extra = {"parent": parent_id, "agentId": agent_id, **_agent_meta(agent)}
         if main is None and not (agent.parent.parent.parent / f"{parent_sid}.jsonl").is_file():
@@ -1087,26 +1487,24 @@ def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: S
              outcome: Outcome, sides: tuple[str, ...] = ()) -> dict | None:
     """What resuming the main conversation of ``transcript`` needs, after its journal was written
     (``outcome``); None when a resume could not be proven to write what a full read would."""
-    reader, db, table = transcript.reader, transcript.db, transcript.table
+    reader = transcript.reader
     if (reader.sha256 is None or reader.too_large or reader.skipped or outcome.after is None
             or outcome.keys is None or transcript.count > RESUME_RECORDS or reader.covered != reader.end):
         return None
-    side_rows = db.one(f"SELECT COUNT(*) FROM {table} WHERE grp != 0")
-    leaf = db.one(f"SELECT uuid FROM {table} WHERE flags & {_CHAIN} AND NOT flags & {_SIDE} ORDER BY n DESC LIMIT 1")
+    side_rows = transcript.moved()
+    leaf = transcript.last_main_uuid()
     if leaf is None:
         return None
-    stamp = db.one(f"SELECT stamp FROM {table} ORDER BY n DESC LIMIT 1")
+    stamp = transcript.last_stamp()
     repeats: dict[str, int] = {}  # a key seen n > 1 times: its last copy is keyed "#n"
-    for (key,) in db.conn.execute(f"SELECT key FROM {table} WHERE uuid IS NULL AND instr(key, '#')"):
-        base, _sep, n = from_db(key).partition("#")
+    repeated, firsts, lone = transcript.lone_keys()
+    for key in repeated:
+        base, _sep, n = key.partition("#")
         repeats[base] = max(repeats.get(base, 0), int(n))
-    lone = db.one(f"SELECT COUNT(*) FROM {table} WHERE uuid IS NULL")
-    hkeys = {"repeats": repeats, "seen": _seen((from_db(key) for (key,) in db.conn.execute(
-        f"SELECT key FROM {table} WHERE uuid IS NULL AND NOT instr(key, '#')")), lone)}
+    hkeys = {"repeats": repeats, "seen": _seen(firsts, lone)}
     if plan.first_stamp() is None:  # its time is the file's mtime, which a growth changes
         return None
-    order = ({n: k for k, n in enumerate(row[0] for row in db.conn.execute(f"SELECT n FROM {plan.shown} ORDER BY unit, pos"))}
-             if links else {})  # where each record is shown: only the links placed after one need it
+    order = {n: k for k, n in enumerate(plan.in_order())} if links else {}  # where each record is shown: only the links placed after one need it
     # the subagent links a re-import looks at before the new records: those after a record of the chain
     last_t = lambda found: next((link["t"] for link in reversed(found) if link.get("t")), None)  # noqa: E731
     anchored = [link for _k, _i, link in sorted((order[a.n], i, link) for i, (a, link) in enumerate(links)
@@ -1114,27 +1512,25 @@ def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: S
     loose = [link for anchor, link in links if anchor is None]
     partial = None
     if plan.partial is not None:  # a response still being written: a later import supersedes its record (its seq)
-        parts = [n for (n,) in db.conn.execute(f"SELECT n FROM {plan.shown} WHERE unit = ? ORDER BY pos", (plan.partial,))]
+        parts = plan.parts(plan.partial)
         items = [transcript.item(n) for n in parts]
         seq = (outcome.after[2] or {}).get(items[0].key) if len(outcome.after) > 2 and outcome.after[2] else None
         if seq is None:
             return None
         uses: set[str] = set()
         for n in parts:
-            found = db.one(f"SELECT uses FROM {table} WHERE n = ?", (n,))
+            found = transcript.uses_msg(n)[0]
             uses.update(loads(found) if found else ())
         later = [link for k, i, link in sorted((order[a.n], i, link) for i, (a, link) in enumerate(links)
                                                 if a is not None and a.n in order and order[a.n] >= order[parts[0]])]
-        partial = _partial_state(items, seq, uses, db.one(f"SELECT msg FROM {table} WHERE n = ?", (parts[0],)), last_t(later),
+        partial = _partial_state(items, seq, uses, transcript.uses_msg(parts[0])[1], last_t(later),
                                  max(parts))
     return {"path": str(transcript.path), "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
-            "lines": reader.lines, "leaf": from_db(leaf), "stamp": from_db(stamp), "count": transcript.count,
+            "lines": reader.lines, "leaf": leaf, "stamp": stamp, "count": transcript.count,
             "rank": records.title_rank, "line_title": records.line_title, "shown": records.shown_title,
             "prompt": _first_prompt(transcript, plan), "created": session.created_at,
-            "uuids": _seen((from_db(u) for (u,) in db.conn.execute(f"SELECT uuid FROM {table} WHERE uuid IS NOT NULL")),
-                           transcript.count),
-            "msgs": _seen((m for (m,) in db.conn.execute(f"SELECT DISTINCT msg FROM {table} WHERE msg IS NOT NULL")),
-                          transcript.count),
+            "uuids": _seen(transcript.uuids(), transcript.count),
+            "msgs": _seen(transcript.msgs(), transcript.count),
             "hkeys": hkeys, "links_when": last_t(anchored), "loose_when": last_t(loose), "has_loose": bool(loose),
             "source_items": session.source_items, "merged": session.merged, "source_lines": session.source_lines,
             "seq": outcome.after[0], "title": outcome.after[1], "keys": outcome.keys, "partial": partial,
