@@ -76,7 +76,7 @@ APP = "claude-code"
 #: Bytes of source lines an import group (a session with its subagents) keeps parsed between its
 #: two passes; the rest are re-read at their offset.  A budget, not a file size: memory stays
 #: the same whatever the transcripts' size or number of records.
-KEEP_IN_MEMORY = 2 << 20
+KEEP_IN_MEMORY = 4 << 20
 #: A group whose transcripts total at most this many bytes keeps its rows (a few hundred bytes a
 #: record) in memory; a larger one puts them in a temporary database (:class:`_Transcript`).
 ROWS_IN_MEMORY = 8 << 20
