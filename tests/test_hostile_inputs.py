@@ -113,8 +113,8 @@ def test_a_journal_of_blank_lines_has_no_meta(tmp_path):
 class _FullDisk:
     """A file whose buffered bytes never reach the disk: flush (and so close) fail with ENOSPC."""
 
-    def __init__(self, path, mode):
-        self.real = open(path, mode)  # noqa: SIM115
+    def __init__(self, path, mode, buffering=-1):
+        self.real = open(path, mode, buffering=buffering)  # noqa: SIM115
 
     def write(self, data):
         return len(data)

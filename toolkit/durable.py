@@ -1027,13 +1027,18 @@ def temp_file(tmp: Path, shown: Path | None = None) -> Iterator[BinaryIO]:
         raise
 
 
+#: The buffer of a file written whole (a journal an importer creates): a journal's lines are a few
+#: KB each, and an 8 KiB buffer made a write call for nearly each of them.
+WRITE_BUFFER = 1 << 20
+
+
 @contextlib.contextmanager
 def _filled(tmp: Path, shown: Path) -> Iterator[BinaryIO]:
     """``tmp`` created and yielded to write, then flushed; a limit of the machine met by the
     caller's writes or the flush is its typed error, naming ``shown``.  On any error it is closed and
     removed; on a clean exit it is left open, for the caller to fsync and close."""
     try:
-        handle = open(tmp, "wb")  # noqa: SIM115 - the caller's to close
+        handle = open(tmp, "wb", buffering=WRITE_BUFFER)  # noqa: SIM115 - the caller's to close
     except OSError as exc:
         raise _fail("create", tmp, exc) from exc
     try:
