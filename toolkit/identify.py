@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 
-from .layouts.codex_seen import is_legacy_meta
 
 LEVELCODE = "levelcode"
 LOGICIAN = "logician"
@@ -58,6 +57,8 @@ def sniff(record: object) -> str | None:
             return "claude-code"
         if kind_of in _CLAUDE_META and "uuid" not in record:
             return "claude-code"
+    from .layouts.codex_seen import is_legacy_meta  # (loaded only for a record nothing above named)
+
     if is_legacy_meta(record):  # a Codex rollout from before the envelope (mid-2025): its bare session metadata
         return "codex"
     if isinstance(record.get("id"), str) and not _has(record, "uuid", "parentUuid", "kind"):

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from .errors import NotAStoreError, PathNotFoundError
-from .layouts import ALL
 from .layouts.base import STATE_DIR, Folder  # noqa: F401 (re-exported)
+from .layouts.registry import every
 from .layouts.logician import ENTRIES as LOGICIAN_ENTRIES, SESSIONS_DIR as LOGICIAN_DIR  # noqa: F401 (re-exported)
 
 
@@ -38,14 +38,14 @@ def discover(path: Path) -> list[Folder]:
     if path.is_file() or (path.is_symlink() and path.suffix == ".jsonl"):
         if path.suffix != ".jsonl":
             raise NotAStoreError(str(path))
-        for layout in ALL:
+        for layout in every():
             folder = layout.claim_file(path)
             if folder is not None:
                 return [folder]
         raise NotAStoreError(str(path))
     if not path.is_dir():
         raise NotAStoreError(str(path))
-    for layout in ALL:
+    for layout in every():
         folders = layout.claim_dir(path)
         if folders is not None:
             return folders

@@ -60,7 +60,6 @@ from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNot
 from ..findings import Finding
 from ..layouts.claude_code import (CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGENTS, _subagents, default_roots, is_subagent,
                                    prompt_text, split_user)
-from ..index import utc_iso
 from ..lines import loads, open_regular
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Session,
                      SourceState, line_digest, safe_id)
@@ -287,6 +286,8 @@ class _Transcript:
         done()
         self.count = len(self.flags)
         self._number_repeats()
+        from ..index import utc_iso  # (the index's module loads the reader: not for an import with nothing to read)
+
         try:
             self.mtime: str | None = utc_iso(path.stat().st_mtime)
         except OSError:

@@ -29,11 +29,10 @@ from pathlib import Path
 
 import orjson
 
-from .. import durable, locks
+from .. import durable
 from ..errors import (CorruptionError, DurabilityError, FileChangedError, LevelsessError, LockBusyError, SymlinkedFolderError,
                       TornTailError)
 from ..findings import Finding
-from ..journal import WrittenScan, iter_records
 from ..lines import CHUNK, cap_text, loads, open_regular
 from ..stores import slug
 from .spill import KnownKeys, Offsets
@@ -537,6 +536,8 @@ def _write(store: Path, session: Session, path: Path, records, planned: tuple[Ou
                 return created
             except FileExistsError:
                 pass  # it did appear: extend it under the lock like any existing journal
+    from .. import locks  # (an import that writes nothing never loads them)
+
     try:
         with locks.holding(path):
             return _extend(store, session, path, records, no_raw, read)
@@ -605,6 +606,8 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
     commits, written = COMMITS.get(), WRITTEN.get()
     writer = (commits.new_file(path) if commits is not None  # linked later: the importer waits for it (and its FileExistsError)
               else durable.atomic_writer(path, sync_dir=False, exclusive=True))  # run_import fsyncs each folder once
+    from ..journal import WrittenScan  # (an import that writes nothing never loads the reader)
+
     fed = WrittenScan(path) if written is not None else None
     feed = fed.line if fed is not None else lambda _line, _value=None: None
     with writer as out:
@@ -715,6 +718,8 @@ def write_resumed(store: Path, session: Session, path: Path, records: list[dict]
     confinement = durable.Confinement.of((store,), (store / ".levelsess",))
     if path.is_symlink() or confinement.refusal(path.parent) is not None:
         return None
+    from .. import locks
+
     try:
         with durable.confined(confinement), locks.holding(path):
             info = os.stat(path)
@@ -1072,6 +1077,8 @@ def _existing(path: Path) -> tuple[KnownKeys, int, object, _Held]:
 
 def _read_journal(path: Path, known: KnownKeys, held: _Held) -> tuple[int, object]:
     last_seq, title = 0, None
+    from ..journal import iter_records
+
     for _line, _offset, record in iter_records(path):
         kind = record.get("kind")
         _carries(record, held.carried)

@@ -7,21 +7,23 @@ a new module here plus its tests; fsck, repair, the reader and the CLI ask the l
 from __future__ import annotations
 
 from .base import BaseLayout, Folder, Layout
-from .registry import NAMES, get
-from .claude_code import CLAUDE_CODE
-from .codex import CODEX
-from .gemini import GEMINI
-from .levelcode import LEVELCODE
-from .logician import LOGICIAN
+from .registry import NAMES, every, get
 
-#: Discovery order: the first layout that claims a PATH gets it (LevelCode, the broadest, last).
-#: Codex claims only folders whose ``rollout-*.jsonl`` files open with a Codex record (or a
-#: ``.codex`` home), so it cannot take what the others claim; it goes before LevelCode, which
-#: would otherwise take a folder of rollouts and call every file foreign.
-#: Gemini claims only a Gemini folder (``tmp/`` beside ``projects.json``, or named ``.gemini``) and its
-#: ``chats/`` folders whose sessions open with a Gemini line.
-ALL: tuple[BaseLayout, ...] = (LOGICIAN, CLAUDE_CODE, CODEX, GEMINI, LEVELCODE)
-assert [layout.name for layout in ALL] == list(NAMES), "toolkit.layouts.registry.NAMES lists them in this order"
+#: The singletons by the names they are imported as, each loaded when first asked for (an import
+#: that reads Claude Code transcripts never loads the Codex or Gemini layouts: issue 27's start-up).
+_SINGLETONS = {"LOGICIAN": "logician", "CLAUDE_CODE": "claude-code", "CODEX": "codex", "GEMINI": "gemini",
+               "LEVELCODE": "levelcode"}
+
+
+def __getattr__(name: str):
+    """``ALL`` (discovery order: the first layout that claims a PATH gets it, LevelCode, the
+    broadest, last; :data:`~toolkit.layouts.registry.NAMES` lists them in that order) and the
+    singletons, loaded on first use."""
+    if name == "ALL":
+        return every()
+    if name in _SINGLETONS:
+        return get(_SINGLETONS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["ALL", "CLAUDE_CODE", "CODEX", "GEMINI", "LEVELCODE", "LOGICIAN", "BaseLayout", "Folder", "Layout", "get"]
