@@ -185,7 +185,8 @@ class _Item(NamedTuple):
 
 
 #: A row's fields (:func:`_row`), in the table's column order.
-_N, _GRP, _FLAGS, _LINE, _OFFSET, _SIZE, _KIND, _UUID_, _PARENT, _STAMP, _LOGICAL, _MSG, _USES, _RES, _AGENT, _KEY = range(16)
+(_R_N, _R_GRP, _R_FLAGS, _R_LINE, _R_OFFSET, _R_SIZE, _R_KIND, _R_UUID, _R_PARENT, _R_STAMP, _R_LOGICAL, _R_MSG, _R_USES, _R_RES,
+ _R_AGENT, _R_KEY) = range(16)
 
 
 def _row(n: int, src: SourceLine, value: dict, stamp: str | None) -> tuple[tuple, int]:
@@ -309,8 +310,8 @@ class _Transcript:
         rows: list[tuple] = []
 
         def add(row: tuple) -> None:
-            rows.append((*row[:_KIND], to_db(row[_KIND]), to_db(row[_UUID_]), to_db(row[_PARENT]), to_db(row[_STAMP]),
-                         to_db(row[_LOGICAL]), row[_MSG], row[_USES], row[_RES], to_db(row[_AGENT]), to_db(row[_KEY])))
+            rows.append((*row[:_R_KIND], to_db(row[_R_KIND]), to_db(row[_R_UUID]), to_db(row[_R_PARENT]), to_db(row[_R_STAMP]),
+                         to_db(row[_R_LOGICAL]), row[_R_MSG], row[_R_USES], row[_R_RES], to_db(row[_R_AGENT]), to_db(row[_R_KEY])))
             if len(rows) >= _BATCH:
                 db.conn.executemany(insert, rows)
                 rows.clear()
@@ -497,8 +498,9 @@ class _Transcript:
     def lone_keys(self) -> tuple[Iterator[str], Iterator[str], int]:
         """The keys of the records with no uuid: those of a repeat (``#n``), the others, and how many in all."""
         t = self.table
-        repeats = (from_db(key) for (key,) in self.db.conn.execute(f"SELECT key FROM {t} WHERE uuid IS NULL AND instr(key, '#')"))
-        firsts = (from_db(key) for (key,) in self.db.conn.execute(f"SELECT key FROM {t} WHERE uuid IS NULL AND NOT instr(key, '#')"))
+        keys = f"SELECT key FROM {t} WHERE uuid IS NULL AND {{}} instr(key, '#')"
+        repeats = (from_db(key) for (key,) in self.db.conn.execute(keys.format("")))
+        firsts = (from_db(key) for (key,) in self.db.conn.execute(keys.format("NOT")))
         return repeats, firsts, self.db.one(f"SELECT COUNT(*) FROM {t} WHERE uuid IS NULL")
 
     def uuids(self) -> Iterator[str]:
@@ -523,7 +525,7 @@ class _HeldTranscript(_Transcript):
         return self.rows.append, lambda: None
 
     def _number_repeats(self) -> None:
-        self.keys = keys = [row[_KEY] for row in self.rows]
+        self.keys = keys = [row[_R_KEY] for row in self.rows]
         seen: dict[str, int] = {}
         for n, key in enumerate(keys):
             count = seen[key] = seen.get(key, 0) + 1
@@ -546,20 +548,20 @@ class _HeldTranscript(_Transcript):
     def parents(self) -> array:
         if self._par is None:
             rows, flags, grp = self.rows, self.flags, self._grp
-            last = {(row[_UUID_], grp(n)): n for n, row in enumerate(rows) if row[_UUID_] is not None}
+            last = {(row[_R_UUID], grp(n)): n for n, row in enumerate(rows) if row[_R_UUID] is not None}
             self._par = par = array("q", [-1]) * self.count
             for n, row in enumerate(rows):
-                if row[_UUID_] is None:
+                if row[_R_UUID] is None:
                     continue
-                target = row[_LOGICAL] if flags[n] & _PNULL else row[_PARENT]
+                target = row[_R_LOGICAL] if flags[n] & _PNULL else row[_R_PARENT]
                 if target is not None:
                     par[n] = last.get((target, grp(n)), -1)
         return self._par
 
     def item(self, n: int) -> _Item:
         row = self.rows[n]
-        return _Item(n, row[_LINE], row[_OFFSET], row[_SIZE], row[_KIND], row[_UUID_], row[_PARENT], row[_STAMP], row[_RES],
-                     self.keys[n])
+        return _Item(n, row[_R_LINE], row[_R_OFFSET], row[_R_SIZE], row[_R_KIND], row[_R_UUID], row[_R_PARENT], row[_R_STAMP],
+                     row[_R_RES], self.keys[n])
 
     def state(self, grp: int) -> SourceState:
         return SourceState(str(self.path), self.reader.covered, self.reader.sha256, _Lines(self, grp), self._read_line(grp))
@@ -567,13 +569,13 @@ class _HeldTranscript(_Transcript):
     def _last_at(self, offset: int, grp: int) -> int:
         at = getattr(self, "_at", None)
         if at is None or at[0] != grp:
-            self._at = at = (grp, {self.rows[n][_OFFSET]: n for n in self.members(grp)})
+            self._at = at = (grp, {self.rows[n][_R_OFFSET]: n for n in self.members(grp)})
         return at[1].get(offset)
 
     def lines_of(self, grp: int) -> Iterator[tuple[int, int]]:
         rows = self.rows
         for n in self.members(grp):
-            yield rows[n][_OFFSET], rows[n][_SIZE]
+            yield rows[n][_R_OFFSET], rows[n][_R_SIZE]
 
     def in_group(self, grp: int) -> int:
         return len(self.members(grp))
@@ -582,25 +584,25 @@ class _HeldTranscript(_Transcript):
         return self.count - len(self.members(0))
 
     def distinct_lines(self, grp: int) -> int:
-        return len({self.rows[n][_LINE] for n in self.members(grp)})
+        return len({self.rows[n][_R_LINE] for n in self.members(grp)})
 
     def first_in(self, grp: int) -> int:
         members = self.members(grp)
         return members[0] if members else None
 
     def chain_before(self, n: int) -> int | None:
-        return next((m for m in reversed(self.members(0)) if m < n and self.rows[m][_UUID_] is not None), None)
+        return next((m for m in reversed(self.members(0)) if m < n and self.rows[m][_R_UUID] is not None), None)
 
     def agents(self) -> Iterator[tuple[int, str]]:
         rows = self.rows
         for n in self.members(0):
-            if rows[n][_AGENT]:
-                yield n, rows[n][_AGENT]
+            if rows[n][_R_AGENT]:
+                yield n, rows[n][_R_AGENT]
 
     def titles(self, grp: int) -> Iterator[_Item]:
         rows = self.rows
         for n in self.members(grp):
-            if rows[n][_UUID_] is None and rows[n][_KIND] in _TITLES:
+            if rows[n][_R_UUID] is None and rows[n][_R_KIND] in _TITLES:
                 yield self.item(n)
 
     def leaf(self, grp: int, whole_sidechain: bool) -> int | None:
@@ -615,32 +617,32 @@ class _HeldTranscript(_Transcript):
                 yield n
 
     def uses_msg(self, n: int) -> tuple[bytes | None, bytes | None]:
-        return self.rows[n][_USES], self.rows[n][_MSG]
+        return self.rows[n][_R_USES], self.rows[n][_R_MSG]
 
     def following(self, grp: int, skip: int) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
         rows, flags = self.rows, self.flags
         for n in self.members(grp)[skip:]:
-            yield n, flags[n], rows[n][_RES], rows[n][_MSG]
+            yield n, flags[n], rows[n][_R_RES], rows[n][_R_MSG]
 
     def has(self, uuid: str, grp: int) -> bool:
         rows = self.rows
-        return any(rows[n][_UUID_] == uuid for n in self.members(grp))
+        return any(rows[n][_R_UUID] == uuid for n in self.members(grp))
 
     def stamp_in(self, grp: int) -> str | None:
         rows = self.rows
-        return next((rows[n][_STAMP] for n in self.members(grp) if rows[n][_STAMP]), None)
+        return next((rows[n][_R_STAMP] for n in self.members(grp) if rows[n][_R_STAMP]), None)
 
     def side_counts(self) -> tuple[int, int]:
         side, flags = _CHAIN | _SIDE, self.flags
-        return (len({row[_UUID_] for n, row in enumerate(self.rows) if flags[n] & side == side}),
+        return (len({row[_R_UUID] for n, row in enumerate(self.rows) if flags[n] & side == side}),
                 sum(1 for f in flags if f & _CHAIN))
 
     def side_links(self) -> Iterator[tuple[int, int, int | None]]:
         side, flags, rows = _CHAIN | _SIDE, self.flags, self.rows
         sides = [n for n in range(self.count) if flags[n] & side == side]
-        last = {rows[n][_UUID_]: n for n in sides}
+        last = {rows[n][_R_UUID]: n for n in sides}
         for n in sides:
-            yield n, last[rows[n][_UUID_]], last.get(rows[n][_PARENT])
+            yield n, last[rows[n][_R_UUID]], last.get(rows[n][_R_PARENT])
 
     def move(self, rows: list[tuple[int, int]]) -> None:
         if self._groups is None:
@@ -653,25 +655,25 @@ class _HeldTranscript(_Transcript):
         pass
 
     def uuid_of(self, n: int) -> str | None:
-        return self.rows[n][_UUID_]
+        return self.rows[n][_R_UUID]
 
     def last_main_uuid(self) -> str | None:
         flags = self.flags
-        return next((self.rows[n][_UUID_] for n in range(self.count - 1, -1, -1) if flags[n] & _CHAIN and not flags[n] & _SIDE),
+        return next((self.rows[n][_R_UUID] for n in range(self.count - 1, -1, -1) if flags[n] & _CHAIN and not flags[n] & _SIDE),
                     None)
 
     def last_stamp(self) -> str | None:
-        return self.rows[-1][_STAMP] if self.rows else None
+        return self.rows[-1][_R_STAMP] if self.rows else None
 
     def lone_keys(self) -> tuple[Iterator[str], Iterator[str], int]:
-        lone = [self.keys[n] for n, row in enumerate(self.rows) if row[_UUID_] is None]
+        lone = [self.keys[n] for n, row in enumerate(self.rows) if row[_R_UUID] is None]
         return (k for k in lone if "#" in k), (k for k in lone if "#" not in k), len(lone)
 
     def uuids(self) -> Iterator[str]:
-        return (row[_UUID_] for row in self.rows if row[_UUID_] is not None)
+        return (row[_R_UUID] for row in self.rows if row[_R_UUID] is not None)
 
     def msgs(self) -> Iterator[bytes]:
-        return iter({row[_MSG]: None for row in self.rows if row[_MSG] is not None})
+        return iter({row[_R_MSG]: None for row in self.rows if row[_R_MSG] is not None})
 
 
 class _Lines:
@@ -892,7 +894,7 @@ class _HeldPlan(_Plan):
         heads: dict[bytes, int] = {}
         unit = []  # each position's unit (the position of its first part)
         for pos, n in enumerate(shown, start=1):
-            msg = rows[n][_MSG]
+            msg = rows[n][_R_MSG]
             unit.append(heads.setdefault(msg, pos) if flags[n] & _ASSISTANT and msg is not None else pos)
         self._shown, self._unit = shown, unit
         self._at = {n: pos for pos, n in enumerate(shown, start=1)}
@@ -915,7 +917,7 @@ class _HeldPlan(_Plan):
     def prompts(self) -> Iterator[_Item]:
         t = self.t
         for pos, n in enumerate(self._shown, start=1):
-            if self._unit[pos - 1] == pos and t.flags[n] & _USER and t.rows[n][_RES] is None:
+            if self._unit[pos - 1] == pos and t.flags[n] & _USER and t.rows[n][_R_RES] is None:
                 yield t.item(n)
 
     def rest_items(self) -> Iterator[_Item]:
