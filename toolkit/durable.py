@@ -489,15 +489,21 @@ class Committer:
     the caller writes those again as it would have without the thread.  The guarantees are
     :func:`atomic_writer`'s: a file is only ever linked after its fsync, and the folder's fsync
     stays the caller's.  At most ``limit`` written files wait for the thread (each an open file).
-    Make one in the thread that uses it, and :meth:`wait` before a fork: the thread ends there."""
+    Make one in the thread that uses it, and :meth:`wait` before a fork: the thread ends there.
+
+    :meth:`mark` and :meth:`wait_through` wait for the files handed until a point only (a unit's),
+    while the thread goes on with those handed since (the next unit's)."""
 
     def __init__(self, limit: int = 8) -> None:
         import queue
+        import threading
 
         self._jobs: queue.Queue = queue.Queue(limit)
         self._thread = None
-        self._failed: list[tuple[Path, BaseException]] = []
+        self._failed: list[tuple[int, Path, BaseException]] = []  # (its mark, path, why)
         self._pending: set[str] = set()  # the paths handed to the thread and not yet settled
+        self._handed = self._settled = 0  # files handed to the thread, and settled by it, so far
+        self._done = threading.Condition()
 
     @contextlib.contextmanager
     def new_file(self, path: Path) -> Iterator[BinaryIO]:
@@ -517,14 +523,15 @@ class Committer:
             self._thread = threading.Thread(target=self._run, name="levelsess-commit", daemon=True)
             self._thread.start()
         self._pending.add(str(path))
-        self._jobs.put((handle, tmp, path))
+        self._handed += 1
+        self._jobs.put((handle, tmp, path, self._handed))
 
     def _run(self) -> None:
         while True:
             job = self._jobs.get()
             if job is None:
                 return
-            handle, tmp, path = job
+            handle, tmp, path, mark = job
             try:
                 try:
                     fsync_fd(handle.fileno(), tmp)
@@ -534,9 +541,26 @@ class Committer:
             except BaseException as exc:  # noqa: BLE001 - handed to wait(), which the caller reads
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
-                self._failed.append((path, exc))
+                self._failed.append((mark, path, exc))
             finally:
                 self._pending.discard(str(path))
+                with self._done:
+                    self._settled = mark
+                    self._done.notify_all()
+
+    def mark(self) -> int:
+        """The point reached: every file handed so far is at or before it."""
+        return self._handed
+
+    def wait_through(self, mark: int) -> list[tuple[Path, BaseException]]:
+        """Every file handed up to ``mark`` is in place or removed: the ones not in place, with why
+        (the thread goes on with those handed after it)."""
+        if self._thread is not None:
+            with self._done:
+                self._done.wait_for(lambda: self._settled >= mark)
+        failed = [(path, why) for at, path, why in self._failed if at <= mark]
+        self._failed = [item for item in self._failed if item[0] > mark]
+        return failed
 
     def waiting(self, path: Path) -> bool:
         """Whether ``path`` still waits for the thread (neither in place nor given up yet)."""
@@ -557,7 +581,7 @@ class Committer:
     def wait(self) -> list[tuple[Path, BaseException]]:
         """Every file written is in place or removed: the ones not in place, with why."""
         self._drain()
-        failed, self._failed = self._failed, []
+        failed, self._failed = [(path, why) for _at, path, why in self._failed], []
         return failed
 
 

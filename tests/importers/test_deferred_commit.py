@@ -141,3 +141,36 @@ def test_one_session_id_met_twice_in_a_run_is_one_journal_while_the_first_is_sti
     assert failed == []
     assert first[0].status == "created" and second[0].status == "updated" and second[0].path == first[0].path
     assert [p.name for p in store.rglob("*.jsonl")] == ["test-same-id.jsonl"]
+
+
+def test_waiting_through_a_mark_waits_for_the_files_before_it_only(tmp_path, monkeypatch):
+    """A unit waits for its own journals (:meth:`Committer.wait_through`), not for those the next
+    unit handed since; what failed is given to the wait whose files it was among."""
+    import threading
+
+    release = threading.Event()
+    real_fsync = durable.fsync_fd
+
+    def fsync(fd, path):
+        if Path(path).name.startswith(".late"):
+            assert release.wait(30), "the test never let the late file go"
+        real_fsync(fd, path)
+
+    monkeypatch.setattr(durable, "fsync_fd", fsync)
+    commits = durable.Committer()
+    with commits.new_file(tmp_path / "a.jsonl") as out:
+        out.write(b"a\n")
+        (tmp_path / "a.jsonl").write_bytes(b"theirs\n")  # will not be linked: named by the first wait
+    with commits.new_file(tmp_path / "b.jsonl") as out:
+        out.write(b"b\n")
+    first = commits.mark()
+    with commits.new_file(tmp_path / "late.jsonl") as out:  # the next unit's, held in its fsync
+        out.write(b"late\n")
+    failed = commits.wait_through(first)  # returns while late.jsonl is still in its fsync
+    assert [(path.name, type(why)) for path, why in failed] == [("a.jsonl", FileExistsError)]
+    assert (tmp_path / "b.jsonl").read_bytes() == b"b\n" and not (tmp_path / "late.jsonl").exists()
+    assert commits.waiting(tmp_path / "late.jsonl")
+    release.set()
+    assert commits.wait_through(commits.mark()) == []
+    assert (tmp_path / "late.jsonl").read_bytes() == b"late\n"
+    assert commits.wait() == []

@@ -142,23 +142,38 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             release()
             workers = (parallel.worker_count(jobs, sum(unchanged.sizes(units[i], None) for i in todo), len(todo))
                        if jobs != 1 and len(todo) > 1 and parallel.supports(importer) else 1)
+            keys = [importer.unit_key(units[i]) for i in todo] if hasattr(importer, "unit_key") else list(map(str, todo))
             if workers > 1:
                 context.read_back = not dry_run
                 context.remember = None  # a worker's scans go back to this process with its units
-                parallel.run([importer.unit_key(units[i]) for i in todo],
-                             lambda k: _process(context, units[todo[k]], stamped[todo[k]]), workers,
+                parallel.run(keys, lambda k: _begin(context, units[todo[k]], stamped[todo[k]]), workers,
                              lambda k, part: release(todo[k], part))
             else:
-                for index in todo:
+                def begin(k: int) -> Callable[[], _Part]:
                     part = _Part()
-                    try:
-                        _process(context, units[index], stamped[index], part)
-                    except BaseException:  # what it wrote is still settled below
+
+                    def failed() -> None:  # what it wrote is still settled below
                         touched.update(part.touched)
                         landed.update(part.landed)
                         raised.extend(part.raised)
+
+                    try:
+                        finish = _begin(context, units[todo[k]], stamped[todo[k]], part)
+                    except BaseException:
+                        failed()
                         raise
-                    release(index, part)
+
+                    def finished() -> _Part:
+                        try:
+                            return finish()
+                        except BaseException:
+                            failed()
+                            raise
+                    return finished
+
+                for k, part in parallel.pipelined(keys, range(len(todo)), begin):
+                    release(todo[k], part)
+            context.close()
             if not dry_run and not as_kept:
                 done.append((cache, entries))
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
@@ -193,6 +208,20 @@ class _Context:
     include_trashed: bool
     read_back: bool = False
     remember: Callable[[tuple], None] | None = None  # this process's index memo takes a new journal's scan
+    _commits: tuple | None = None  # (pid, the Committer of this process's units)
+
+    def close(self) -> None:
+        """The background thread ends (every journal it was given is in place or given up already)."""
+        if self._commits is not None and self._commits[0] == os.getpid():
+            self._commits[1].wait()
+        self._commits = None
+
+    def committer(self) -> durable.Committer:
+        """This process's background thread for new journals, one for all its units (a forked
+        worker makes its own: a thread does not cross a fork)."""
+        if self._commits is None or self._commits[0] != os.getpid():
+            self._commits = (os.getpid(), durable.Committer())
+        return self._commits[1]
 
 
 @dataclass
@@ -229,35 +258,52 @@ def _process(context: _Context, unit: unchanged.Unit, stamped: dict | None, part
     """Import one unit (into ``part``): as kept, if nothing of it changed (a unit that went after
     another that may write its journal); from where the last import stopped, if only one file
     grew; else read in full (issue 27).  ``stamped``: its files' stamps, taken before."""
+    return _begin(context, unit, stamped, part)()
+
+
+def _begin(context: _Context, unit: unchanged.Unit, stamped: dict | None, part: _Part | None = None) -> Callable[[], _Part]:
+    """:func:`_process` up to the fsync of the unit's new journals, which a background thread does:
+    the call returned waits for them and finishes the unit (its index scans, its cache entry) and
+    gives its part.  A caller may begin the next unit first, so the thread syncs this unit's
+    journals while the next one converts (issue 27: a first import waited for each unit's fsync)."""
     recalled = _recalled(context, unit, stamped)
     if recalled is not None:
-        return recalled if part is None else _fill(part, recalled)
+        done = recalled if part is None else _fill(part, recalled)
+        return lambda: done
     part = _Part() if part is None else part
     part.size = unchanged.sizes(unit, stamped)
     states: dict | None = {}
     if context.dry_run or not _resume(context, unit, stamped, part, states):  # else only one file grew: resumed
-        failed = _read_unit(context, unit, part, states, deferred=not context.dry_run)
+        linked = _read_unit(context, unit, part, states, deferred=not context.dry_run)
+    else:
+        linked = list
+
+    def finish() -> _Part:
+        nonlocal states
+        failed = linked()
         if failed:  # a journal another writer made first, or a failed fsync: the unit again, each journal linked at once
             states = _again(context, unit, part, failed)
         elif states is not None and not part.clean:  # what a write met (a lock, a repair) is not what the next import meets
             states = None
-    if states is not None:
-        part.entry = unchanged.entry(stamped, part.sessions, part.findings, states)
-    if context.read_back:  # a worker: the journals it appended to read now, while in the page cache, not by the settle
-        from ..fsck.incremental import read_back
+        if states is not None:
+            part.entry = unchanged.entry(stamped, part.sessions, part.findings, states)
+        if context.read_back:  # a worker: the journals it appended to read now, while in the page cache, not by the settle
+            from ..fsck.incremental import read_back
 
-        fed = {journal for journal, _scanned in part.scans}
-        part.scans += [(o.path, read_back(o.path)) for o in part.sessions
-                       if o.status in ("created", "updated") and o.path not in fed]
-    return part
+            fed = {journal for journal, _scanned in part.scans}
+            part.scans += [(o.path, read_back(o.path)) for o in part.sessions
+                           if o.status in ("created", "updated") and o.path not in fed]
+        return part
+    return finish
 
 
-def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dict, *, deferred: bool) -> list:
+def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dict, *,
+               deferred: bool) -> Callable[[], list]:
     """Read the unit in full and write its sessions, into ``part``.  ``deferred``: each new journal
-    is fsynced and linked by a background thread while the next session converts
-    (:class:`~toolkit.durable.Committer`), all of them before this returns; what it could not link
-    is returned (path, why), for :func:`_again`."""
-    commits = durable.Committer() if deferred else None
+    is fsynced and linked by the import's background thread (:class:`~toolkit.durable.Committer`)
+    while the next session converts.  Returns the call that waits for them (all of them before it
+    returns), adds their index scans, and gives what it could not link (path, why), for :func:`_again`."""
+    commits = context.committer() if deferred else None
     written: list = []
     token, fed = output.COMMITS.set(commits), output.WRITTEN.set(None if context.dry_run else written)
 
@@ -272,6 +318,11 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
                 (context.remember or part.scans.append)(scanned)
         written[:] = waiting
 
+    def linked() -> list:
+        failed = commits.wait_through(mark) if commits is not None else []
+        scans(done=True)  # (a journal not linked is not the one written: its scan is none)
+        return failed
+
     prior = context.kept.prior(unit) if not context.dry_run else {}  # what a kept resume state says of each session
     try:
         for session in unchanged.scan_unit(context.importer, context.source, unit, context.options, part.findings.append):
@@ -279,12 +330,15 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
             part.clean &= _one(context, session, part, states)
             scans()
         part.read = len(part.sessions)
+    except BaseException:
+        if commits is not None:  # what it wrote is in place (or removed) before the error goes on
+            commits.wait_through(commits.mark())
+        raise
     finally:
         output.COMMITS.reset(token)
         output.WRITTEN.reset(fed)
-        failed = commits.wait() if commits is not None else []
-    scans(done=True)  # (a journal not linked is not the one written: its scan is none)
-    return failed
+    mark = commits.mark() if commits is not None else 0
+    return linked
 
 
 def _written_scan(path: Path, fed, info) -> tuple | None:
@@ -325,7 +379,7 @@ def _again(context: _Context, unit: unchanged.Unit, part: _Part, failed: list) -
     touched, landed = set(part.touched), set(part.landed)
     part.sessions, part.findings, part.raised, part.clean, part.scans = [], [], [], True, []
     states: dict | None = {}
-    _read_unit(context, unit, part, states, deferred=False)
+    _read_unit(context, unit, part, states, deferred=False)()
     part.sessions = [linked.get(o.path, o) if o.status == "unchanged" else o for o in part.sessions]
     part.touched |= touched
     part.landed |= landed

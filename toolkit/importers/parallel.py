@@ -17,11 +17,13 @@ dies (killed, out of memory) leaves its units to the parent, which imports them 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 #: Units given to a worker at a time: one key's units (they must stay together), merged with the
-#: next keys' only when there are more keys than the queue holds (forked.MAX_BATCHES).
+#: next keys' when there are more keys than the queue holds (forked.MAX_BATCHES), or so that a
+#: worker has a few units in a row to overlap (:func:`pipelined`; at most :data:`_IN_A_ROW` keys).
 _MAX_BATCHES = 4000
+_IN_A_ROW = 4
 
 
 def supports(importer) -> bool:
@@ -38,29 +40,56 @@ def worker_count(jobs: int, total_bytes: int, units: int) -> int:
     return fsck_workers(jobs, total_bytes, units)
 
 
-def batches(keys: list[str]) -> list[list[int]]:
-    """Unit indexes grouped by key (first appearance order), each group whole in one batch."""
+def batches(keys: list[str], jobs: int = 1) -> list[list[int]]:
+    """Unit indexes grouped by key (first appearance order), each group whole in one batch; a few
+    keys a batch when each of ``jobs`` workers still gets eight batches or more."""
     groups: dict[str, list[int]] = {}
     for index, key in enumerate(keys):
         groups.setdefault(key, []).append(index)
     ordered = list(groups.values())
     if not ordered:
         return []
-    size = -(-len(ordered) // _MAX_BATCHES)
+    size = max(-(-len(ordered) // _MAX_BATCHES), min(_IN_A_ROW, len(ordered) // (8 * jobs)))
     return [sorted(i for group in ordered[n:n + size] for i in group) for n in range(0, len(ordered), size)]
 
 
-def run(keys: list[str], process: Callable[[int], object], jobs: int, emit: Callable[[int, object], None]) -> None:
-    """``process(i)`` for every unit ``i`` in ``jobs`` workers; ``emit(i, result)`` in the parent, in
-    unit order.  Units a lost worker left are processed here."""
+def pipelined(keys: list[str], indexes: Iterable[int], begin: Callable[[int], Callable[[], object]]) -> Iterator[tuple[int, object]]:
+    """``(i, result)`` for each unit ``i`` in order, where ``begin(i)`` does the unit's work up to
+    what it waits for (its journals' fsync, a background thread's) and returns the call that waits
+    and gives its result.  Unit ``i`` is finished after unit ``i + 1`` began, so the wait overlaps
+    the next unit's work; units that share a key are done one after the other (the second may
+    extend a journal the first creates).  A unit that fails still lets the one before it finish."""
+    pending: tuple[int, Callable[[], object]] | None = None
+    for index in indexes:
+        if pending is not None and keys[pending[0]] == keys[index]:
+            yield pending[0], pending[1]()
+            pending = None
+        try:
+            finish = begin(index)
+        except BaseException:
+            if pending is not None:
+                done, pending = pending, None
+                yield done[0], done[1]()
+            raise
+        if pending is not None:
+            yield pending[0], pending[1]()
+        pending = (index, finish)
+    if pending is not None:
+        yield pending[0], pending[1]()
+
+
+def run(keys: list[str], begin: Callable[[int], Callable[[], object]], jobs: int, emit: Callable[[int, object], None]) -> None:
+    """``begin(i)()`` for every unit ``i`` in ``jobs`` workers (each a few units in a row,
+    :func:`pipelined`); ``emit(i, result)`` in the parent, in unit order.  Units a lost worker left
+    are processed here."""
     from .. import forked
 
-    plan = batches(keys)
+    plan = batches(keys, jobs)
     pending: dict[int, object] = {}
     state = {"next": 0}
 
     def work(batch: list[int]) -> list:
-        return [(index, process(index)) for index in batch]
+        return list(pipelined(keys, batch, begin))
 
     def release() -> None:
         while state["next"] in pending:
@@ -83,5 +112,5 @@ def run(keys: list[str], process: Callable[[int], object], jobs: int, emit: Call
         raise
     for index in range(state["next"], len(keys)):
         if index not in pending:
-            pending[index] = process(index)
+            pending[index] = begin(index)()
         release()
