@@ -29,6 +29,13 @@ class Bloom:
     def empty(cls, size: int) -> Bloom:
         return cls(bytearray((size + 7) // 8), size)
 
+    @classmethod
+    def of(cls, keys, count: int) -> Bloom:
+        """``keys`` (about ``count`` of them, streamed), with room for half as many again (a resume adds what it reads)."""
+        kept = cls.empty(max(512, (count + count // 2 + 32) * 12))
+        kept.update(keys)
+        return kept
+
     @staticmethod
     def pair(key) -> tuple[int, int]:
         raise NotImplementedError

@@ -27,6 +27,22 @@ that wrote it) is read as one document: its metadata (every key but ``messages``
 resumed twin ``<name>.jsonl`` (same sessionId) is there too, it is kept as ``gemini-<id>-json``
 beside the twin's ``gemini-<id>``.  It is not written back by ``restore`` (Gemini never writes a
 ``.json`` again).  Never writes the source.
+
+A ``.jsonl`` session that only grew since the last import is *resumed* (issue 27, :func:`resume`):
+only its new lines are read, and the records a full re-import would append are appended, then the
+source's new state.  What that needs is kept in the unit's import-cache entry (:func:`_capture`):
+where the read stopped and the sha256 of the bytes before, the last time, the title as it stands
+(the last ``$set`` summary or the first user text, the metadata's summary, the first prompt), the
+message ids seen and the digests of the lines (Bloom filters, :mod:`toolkit.importers.bloom`, with
+the last ids exactly: an update of a recent message is common), and the journal as it was left.
+Only a journal of this file alone is resumed (one it created, or one a resume or a full read of it
+continued, untouched since).  A resume is refused, and the file read in full, unless it is proven
+to write what a full read would: the bytes before unchanged, the new lines whole lines ending in a
+newline (nothing damaged), each new line's bytes new (a repeat's ``#n`` is not known here) and each
+message id new or one of the recent ones (a filter's "maybe" is never a guess).  A ``$set``
+summary, a ``$rewindTo`` and a later metadata line change nothing a full read writes but their own
+record (and the title), so they are resumed; a metadata line without ``sessionId`` (which a
+``$set`` could then give) is never resumed.  A legacy ``.json`` is always read in full.
 """
 
 from __future__ import annotations
@@ -42,13 +58,14 @@ from ..findings import Finding
 from ..layouts.gemini import CHATS, GEMINI, TMP, default_roots, home_of, is_session_name, project_root, sniff_file
 from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
 from ..lines import open_regular
-from .output import AT, Options, Raw, Session, SourceState, first_prompt, safe_id
-from .sourcelines import SourceReader
+from .bloom import Digests
+from .output import AT, Options, Outcome, Raw, Resumed, Session, SourceState, first_prompt, in_place, safe_id
+from .sourcelines import SourceReader, grown_from, starts_alike
 from .spill import KnownKeys
-from .unchanged import Unit
+from .unchanged import Unit, journal_stamp
 from .uris import apply_map, folder_status
 
-__all__ = ["APP", "Options", "detect", "scan", "session_from_file", "source_files"]
+__all__ = ["APP", "Options", "detect", "resume_unit", "scan", "session_from_file", "source_files"]
 
 APP = "gemini"
 
@@ -185,11 +202,13 @@ def _is_line(value: object) -> bool:
     return classify(value) != OTHER
 
 
-def _records_of(lines: Iterator, created: str | None) -> Iterator[tuple[object, str, dict, str]]:
+def _records_of(lines: Iterator, created: str | None, seen=None, repeats=None) -> Iterator[tuple[object, str, dict, str]]:
     """(line, its kind, its record, its digest) for each line after the metadata line, in file order.
     The message ids seen and each line digest's count are held in a dict while they are few, then in
-    a temporary database (:class:`~toolkit.importers.spill.KnownKeys`): memory stays flat."""
-    seen, repeats = _Seen(), KnownKeys()
+    a temporary database (:class:`~toolkit.importers.spill.KnownKeys`): memory stays flat.  A resume
+    passes its own (what it kept of the lines before: :class:`_SeenBefore`, :class:`_CountsBefore`)
+    and the time it stopped at as ``created``."""
+    seen, repeats = seen if seen is not None else _Seen(), repeats if repeats is not None else KnownKeys()
     t = created or ""
     try:
         for line in lines:
@@ -215,6 +234,45 @@ class _Seen(KnownKeys):
         self.setdefault(key)
 
 
+class _Names:
+    """What names a session, line by line: ``title`` (the last ``$set`` summary, else the first user
+    text) and ``fallback`` (the first prompt, as the writer would name it)."""
+
+    def __init__(self, title: str | None = None, fallback: str | None = None) -> None:
+        self.title, self.fallback = title, fallback
+
+    def see(self, value: dict, kind: str, record: dict) -> None:
+        if kind == SET and isinstance(value["$set"].get("summary"), str):
+            self.title = value["$set"]["summary"]
+        if self.title is None and record["kind"] == "user" and not record.get("replaces"):
+            text = text_of(value.get("content")).strip()
+            self.title = " ".join(text.split())[:120] or None
+        if self.fallback is None:
+            self.fallback = first_prompt([record])  # what the writer names a session by when the source names it not
+
+    def named(self, summary: object) -> str | None:
+        """The session's title, ``summary`` the metadata line's."""
+        return self.title or (summary if isinstance(summary, str) else None) or self.fallback
+
+
+class _Facts:
+    """What a read of a session file carries on with at its end, for a resume (:func:`_capture`):
+    the last time, the names, the digest of each message id seen and the last ones exactly."""
+
+    def __init__(self, created: str | None) -> None:
+        self.t = created or ""
+        self.names = _Names()
+        self.ids = array("q")
+        self.recent: dict[str, None] = {}
+        self.fixed = False  # the metadata line names the session (no $set can)
+
+    def see(self, value: dict, kind: str, record: dict) -> None:
+        self.t = record["t"] or self.t
+        if kind == MESSAGE:
+            self.ids.append(int(_h(value["id"]), 16) - (1 << 63))
+            _recent(self.recent, value["id"])
+
+
 def session_from_file(path: Path, options: Options, report: Callable[[Finding], None]) -> Session | None:
     """Convert one session file; None (and a finding) when it is not one.  Read once, streamed: a
     file past :data:`KEEP_RECORDS` keeps only where each line is and its digest, and its records
@@ -238,23 +296,22 @@ def session_from_file(path: Path, options: Options, report: Callable[[Finding], 
     created = meta.get("startTime") if isinstance(meta.get("startTime"), str) else None
     kept: list[dict] | None = []
     digests = array("q")
-    title = fallback = set_sid = None
+    facts = _Facts(created)
+    names = facts.names
+    set_sid = None
     for line, kind, record, digest in _records_of(lines, created):
         at.add(line.offset, len(line.data))
         digests.append(int(digest, 16) - (1 << 63))
         if kind == SET and "sessionId" in line.value["$set"] and set_sid is None:
             set_sid = line.value["$set"]["sessionId"]  # a resume's $set may carry the id; the metadata line's comes first
-        if kind == SET and isinstance(line.value["$set"].get("summary"), str):
-            title = line.value["$set"]["summary"]
-        if title is None and record["kind"] == "user" and not record.get("replaces"):
-            text = text_of(line.value.get("content")).strip()
-            title = " ".join(text.split())[:120] or None
-        if fallback is None:
-            fallback = first_prompt([record])  # what the writer names a session by when the source names it not
+        names.see(line.value, kind, record)
+        facts.see(line.value, kind, record)
         if kept is not None:
             kept.append(record)
             if line.offset + len(line.data) > KEEP_RECORDS:
                 kept = None  # past the size kept in memory: converted again on each pass
+    summary = meta.get("summary")
+    facts.fixed = "sessionId" in meta  # (else a $set may name it)
     if "sessionId" not in meta and set_sid is not None:
         meta["sessionId"] = set_sid
     subagent = path.parent.name != CHATS
@@ -277,13 +334,15 @@ def session_from_file(path: Path, options: Options, report: Callable[[Finding], 
     session.raw_at = first.offset if first is not None else None
     session.merged = 1 if first is not None else 0  # the metadata line, carried by the meta record
     session.records = kept if kept is not None else _Records(path, at, digests, first.data if first is not None else None, created)
-    session.title = title or (meta.get("summary") if isinstance(meta.get("summary"), str) else None) or fallback
+    session.title = names.named(summary)
     session.source_items = reader.records + sum(reader.skipped.values())
     for reason, count in reader.skipped.items():
         session.skip(reason, count)
     session.too_large = list(reader.too_large)
     session.source_lines = reader.lines
     session.state = SourceState(where, reader.covered, reader.sha256, at, _reader(path))
+    said_as = session.id  # (the id before a write fits it to a file name)
+    session.resume_state = lambda outcome: _capture(path, reader, at, digests, facts, session, outcome, root, summary, said_as)
     return session
 
 
@@ -335,6 +394,189 @@ class _Records:
 
     def _changed(self) -> FileChangedError:
         return FileChangedError(f"{self.path} changed while it was being imported (Gemini rewrote it?); import again")
+
+
+# -- a session file that only grew: read from where the last import stopped (issue 27) ---------------
+
+#: A resume says again what a full read says (nothing) and checks what the last import said: only
+#: its torn last line, which the resume reads again, whole (:meth:`~toolkit.importers.unchanged.Kept.grown`).
+RESUME_FINDINGS = True
+#: A session file with more lines than this is read in full on each import that sees it change.
+RESUME_RECORDS = 2_000_000
+#: A session file that grew by more than this is read in full (what a resume reads is held in memory).
+RESUME_BYTES = 16 << 20
+#: Message ids kept exactly, the last ones of the file: Gemini writes a message again (same id) as
+#: it updates it, often across where an import stopped.
+RECENT = 64
+
+
+def _recent(kept: dict, key: str) -> None:
+    kept.pop(key, None)
+    kept[key] = None
+    if len(kept) > RECENT:
+        del kept[next(iter(kept))]
+
+
+def _h(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _hex(numbers: array) -> Iterator[str]:
+    """16-hex digests kept as int64 (``int(digest, 16) - 2**63``), as digests again."""
+    return (f"{n + (1 << 63):016x}" for n in numbers)
+
+
+class _Unproven(Exception):
+    """What a resume met that it cannot prove a full read would convert alike (a filter's "maybe")."""
+
+
+class _SeenBefore:
+    """The message ids seen, for a resume: the new ones and the recent ones exactly; one the kept
+    filter may hold is :class:`_Unproven` (a full read knows whether it makes ``"replaces": true``)."""
+
+    def __init__(self, kept: Digests, recent: list) -> None:
+        self.kept, self.recent, self.new = kept, dict.fromkeys(recent), {}
+
+    def __contains__(self, mid: str) -> bool:
+        if mid in self.new or mid in self.recent:
+            return True
+        if _h(mid) in self.kept:
+            raise _Unproven(mid)
+        return False
+
+    def add(self, mid: str) -> None:
+        self.new[mid] = None
+
+    def close(self) -> None:
+        pass
+
+
+class _CountsBefore(dict):
+    """Each new line digest's count, for a resume: a digest the kept filter may hold is
+    :class:`_Unproven` (its line may repeat one before: its ``#n`` is not known here)."""
+
+    def __init__(self, kept: Digests) -> None:
+        super().__init__()
+        self.kept = kept
+
+    def get(self, digest: str, default=None):
+        if digest in self:
+            return self[digest]
+        if digest in self.kept:
+            raise _Unproven(digest)
+        return default
+
+    def close(self) -> None:
+        pass
+
+
+def _capture(path: Path, reader: SourceReader, at: _LinesAt, digests: array, facts: _Facts, session: Session,
+             outcome: Outcome, root: str | None, summary: object, said_as: str) -> dict | None:
+    """What resuming ``path`` needs, after its journal was written (``outcome``); None when a resume
+    could not be proven to write what a full read would.  Only a journal of this file alone is
+    resumed (created by it, or continued by an import of it from a state kept, the bytes that state
+    was taken of still this file's first ones): it holds this file's lines and nothing else."""
+    torn = reader.skipped.get("torn-tail", 0)  # a last line still being written: a resume reads it again, whole
+    if (set(reader.skipped) - {"torn-tail"} or torn > 1 or reader.too_large or reader.sha256 is None
+            or reader.covered != reader.end or (torn and at.offsets[-1] >= reader.covered)  # (a record lifted out of it)
+            or not facts.fixed or len(at) > RESUME_RECORDS or outcome.after is None or outcome.keys is None):
+        return None
+    if not (outcome.status == "created" or (outcome.status in ("updated", "unchanged") and isinstance(session.resumed_from, dict)
+                                           and session.resumed_from.get("path") == str(path)
+                                           and starts_alike(path, reader.covered, reader.sha256, session.resumed_from))):
+        return None
+    in_place(outcome.path)  # (a new journal the import's thread is still linking)
+    mark = journal_stamp(outcome.path)
+    if mark is None:
+        return None
+    return {"path": str(path), "sid": said_as, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
+            "root": root, "created": session.created_at, "t": facts.t, "when": facts.t or session.created_at,
+            "title": facts.names.title, "fallback": facts.names.fallback, "summary": summary if isinstance(summary, str) else None,
+            "ids": Digests.of(_hex(facts.ids), len(facts.ids)).dump(), "recent": list(facts.recent),
+            "digests": Digests.of(_hex(digests), len(digests)).dump(), "count": len(at),
+            "source_items": session.source_items - torn, "lines": reader.lines - torn, "merged": session.merged, "torn": torn,
+            "seq": outcome.after[0], "title_after": outcome.after[1], "keys": outcome.keys, "journal": mark}
+
+
+def resume_unit(unit: Unit, grown: str, kept: dict) -> list | None:
+    """A unit whose ``.jsonl`` session file only grew since the last import (``kept``: that import's
+    entry, :mod:`toolkit.importers.unchanged`): its session resumed (:class:`~toolkit.importers.output.Resumed`);
+    None when it must be read in full."""
+    path = unit.handle
+    outcomes = kept["outcomes"]
+    if path.suffix != ".jsonl" or str(path) != grown or len(outcomes) != 1 or outcomes[0].status != "unchanged":
+        return None
+    outcome = outcomes[0]
+    state = kept["resume"].get(outcome.id)
+    if state is None or state.get("path") != str(path) or state.get("journal") != kept["journals"].get(str(outcome.path)):
+        return None
+    torn = [f for f in kept["findings"] if f.code == "source-torn" and f.path == str(path)]
+    if len(torn) != state["torn"] or len(kept["findings"]) != len(torn):
+        return None  # reading it said more than its torn last line: read it all again
+    resumed = resume(path, state, outcome)
+    return None if resumed is None else [resumed]
+
+
+def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
+    """The session of a file that only grew since ``state`` was kept, from its new lines alone, or
+    None when it cannot be proven that a full read would write the same (then it is read in full):
+    the bytes before must hash as they did; the new lines must be whole lines ending in a newline,
+    nothing damaged; each new line's bytes and each message id not one the filters may hold (a
+    recent id, kept exactly, is an update); its project folder as it was."""
+    root = state["root"]
+    status, orphan = ("unknown", []) if root is None else folder_status(root)
+    if (status, tuple(orphan)) != (outcome.source_status, tuple(outcome.orphan)):
+        return None  # (--orphans-only may leave it out now)
+    digest = grown_from(path, state["covered"], state["sha256"], RESUME_BYTES)
+    if digest is None:
+        return None
+    said: list[Finding] = []
+    reader = SourceReader(path, _is_line, said.append, what="Gemini session line", start=state["covered"],
+                          number=state["number"], digest=digest)
+    ids, digests = Digests.load(state["ids"]), Digests.load(state["digests"])
+    seen, counts = _SeenBefore(ids, state["recent"]), _CountsBefore(digests)
+    names = _Names(state["title"], state["fallback"])
+    recent = dict.fromkeys(state["recent"])
+    records: list[dict] = []
+    new_ids: list[str] = []
+    t, when = state["t"], state["when"]
+    try:
+        for line, kind, record, _digest in _records_of(iter(reader), t, seen, counts):
+            names.see(line.value, kind, record)
+            if kind == MESSAGE:
+                new_ids.append(line.value["id"])
+            t = record["t"] or t
+            when = record["t"] or when
+            records.append(record)
+    except (_Unproven, OSError):
+        return None
+    if said or reader.skipped or reader.too_large or not records or reader.sha256 is None or reader.covered != reader.end:
+        return None
+    count = state["count"] + len(records)
+    session = Session(outcome.id, outcome.project, state["created"], names.named(state["summary"]), {"app": APP, "path": str(path)},
+                      None, status=status, orphan=orphan)
+    session.records = records
+    session.source_items = state["source_items"] + reader.records
+    session.source_lines = state["lines"] + reader.lines
+    session.merged = state["merged"]
+    session.state = SourceState(str(path), reader.covered, reader.sha256, (), lambda _o, _l: b"")
+
+    def keep(written: Outcome) -> dict | None:
+        mark = journal_stamp(written.path)
+        if written.after is None or written.keys is None or count > RESUME_RECORDS or mark is None:
+            return None
+        ids.update(_h(mid) for mid in new_ids)
+        digests.update(counts)
+        for mid in new_ids:
+            _recent(recent, mid)
+        return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "t": t, "when": when,
+                "title": names.title, "fallback": names.fallback, "ids": ids.dump(), "recent": list(recent),
+                "digests": digests.dump(), "count": count, "source_items": session.source_items,
+                "lines": session.source_lines, "torn": 0, "seq": written.after[0], "title_after": written.after[1],
+                "keys": written.keys, "journal": mark}
+
+    session.resume_state = keep
+    return Resumed(session, outcome.path, state["keys"], (state["seq"], state["title_after"]), when)
 
 
 def _reader(path: Path) -> Callable[[int, int], bytes]:

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -701,6 +702,23 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict], no_r
         return _outcome(session, path, had, 0, "unchanged", had, (last_seq, title, None)), findings
     return _outcome(session, path, had + after.count, after.count, "updated", keys,
                     (last_seq + written, session.title if extra else title, partials)), findings
+
+
+class Resumed(NamedTuple):
+    """A source read from where the last import stopped, as :func:`write_resumed` takes it: the session
+    (its ``records`` those a full re-import would append, in order), its journal and what the
+    journal must still be (``had`` keys, ``after``: last seq and title), the time of the last record a
+    full read looks at, the keys of the records it supersedes, what reading it says (as a full read
+    says it) and the ``source-line`` events of its new lines no record carries."""
+
+    session: Session
+    journal: Path
+    had: int
+    after: tuple
+    when: str | None
+    held: frozenset = frozenset()
+    findings: Sequence = ()
+    events: Sequence = ()
 
 
 def write_resumed(store: Path, session: Session, path: Path, records: list[dict], journal: list, had: int,
