@@ -1,0 +1,252 @@
+"""A Gemini CLI session file that only grew is read from where the last import stopped, and the store
+ends up byte for byte as a full re-import leaves it (issue 27, toolkit/importers/gemini.py ``resume``).
+
+Two stores take every import of the same Gemini folder side by side: one with the import cache
+(files unchanged are not read, one that only grew is resumed), the other with ``--reread`` (every
+file read in full).  After every kind of change (lines of each kind added: user, gemini with
+thoughts and tool calls, info/error/warning, an update of a recent message, ``$set``, a ``$set``
+summary, ``$rewindTo``, a later metadata line; a line of an old id, a line repeated, a line being
+written and then finished, a file cut, rewritten in place with its mtime put back, replaced,
+removed), the journals hold the same bytes and the reports the same sessions, counts and findings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+from tests.importers.resumes import imported, journals, said
+from tests.layouts.gemini import SID, SLUG, TOOL, every_kind, gemini, gemini_home, line, meta, name, user
+
+SUB = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+PLAIN = "44444444-0000-4000-8000-000000000000"  # no summary: named by its first user text
+TWIN = "33333333-0000-4000-8000-000000000000"  # a legacy .json beside its resumed .jsonl
+
+
+@pytest.fixture(autouse=True)
+def no_gemini_home(monkeypatch):
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
+
+
+def _home(tmp: Path) -> Path:
+    sub = b"".join(map(line, [meta(SUB, kind="subagent"), user("s1", "look at the repo"),
+                              gemini("s2", "done", thoughts=[{"subject": "Look", "description": "ls", "timestamp": "t"}])]))
+    plain = b"".join(map(line, [meta(PLAIN), {"id": "i0", "timestamp": "2026-08-21T16:00:00.000Z", "type": "info", "content": "hi"},
+                                user("p1", "  fix   the\nbuild  "), gemini("p2", "ok", toolCalls=[TOOL])]))
+    twin = {**meta(TWIN), "messages": [user("t1", "twin question")]}
+    resumed = b"".join(map(line, [meta(TWIN), user("t1", "twin question"), gemini("t2", "twin answer")]))
+    return gemini_home(tmp, {name(): every_kind(), f"{SID}/{SUB}.jsonl": sub, name(PLAIN): plain,
+                             f"session-2026-01-02T00-00-{TWIN[:8]}.json": json.dumps(twin, indent=2).encode(),
+                             f"session-2026-01-02T00-00-{TWIN[:8]}.jsonl": resumed})
+
+
+def _sessions(home: Path) -> list[Path]:
+    return sorted(p for p in (home / "tmp" / SLUG / "chats").rglob("*.jsonl") if p.is_file())
+
+
+_TICK = [0]
+
+
+def _stamp() -> str:
+    _TICK[0] += 1
+    return f"2027-01-01T00:{_TICK[0] // 60000 % 60:02d}:{_TICK[0] // 1000 % 60:02d}.{_TICK[0] % 1000:03d}Z"
+
+
+def _ids(path: Path) -> list[str]:
+    found = []
+    for raw in path.read_bytes().splitlines():
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("id"), str):
+            found.append(value["id"])
+    return found
+
+
+def _grown(kind: str, path: Path, rng: random.Random) -> list[dict]:
+    """The lines one growth of ``kind`` appends."""
+    n = rng.getrandbits(32)
+    if kind == "user":
+        return [{"id": f"u{n}", "timestamp": _stamp(), "type": "user", "content": [{"text": f"question {n}"}]}]
+    if kind == "gemini":
+        return [{"id": f"g{n}", "timestamp": _stamp(), "type": "gemini", "content": f"answer {n}", "model": "gemini-2.5-pro",
+                 "thoughts": [{"subject": "Plan", "description": f"think {n}", "timestamp": _stamp()}],
+                 "toolCalls": [{**TOOL, "id": f"read_file-{n}"}]}]
+    if kind in ("info", "error", "warning"):
+        return [{"id": f"{kind}{n}", "timestamp": _stamp(), "type": kind, "content": f"{kind} {n}"}]
+    if kind == "turn":
+        return _grown("user", path, rng) + _grown("gemini", path, rng)
+    if kind == "update":  # the last message written again (Gemini updates a message by its id)
+        ids = _ids(path)
+        return [{"id": ids[-1] if ids else f"g{n}", "timestamp": _stamp(), "type": "gemini", "content": f"updated {n}"}]
+    if kind == "old-id":  # the first message written again: a filter's "maybe", a full read
+        ids = _ids(path)
+        return [{"id": ids[0] if ids else f"g{n}", "timestamp": _stamp(), "type": "gemini", "content": f"again {n}"}]
+    if kind == "set":
+        return [{"$set": {"lastUpdated": _stamp()}}]
+    if kind == "set-summary":
+        return [{"$set": {"lastUpdated": _stamp(), "summary": f"renamed {n}"}}]
+    if kind == "set-sid":
+        return [{"$set": {"sessionId": f"other-{n}"}}]
+    if kind == "rewind":
+        ids = _ids(path)  # (the last id: the same rewind twice would be a line repeated)
+        return [{"$rewindTo": ids[-1] if ids else f"none{n}"}]
+    if kind == "meta":
+        return [meta(SID, hours=0.5, lastUpdated=_stamp())]
+    raise AssertionError(kind)
+
+
+#: Growths a resume writes as a full read would (the last import having left a state to resume).
+RESUMED = ["user", "gemini", "info", "error", "warning", "turn", "update", "set", "set-summary", "set-sid", "rewind", "meta"]
+
+
+def _append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as handle:
+        handle.write(data)
+
+
+def _change(kind: str, path: Path, home: Path, rng: random.Random, pending: dict) -> None:
+    """Apply one kind of change to the session file ``path`` (``pending``: the rest of a line left
+    to write, by path, written first by the next growth of that file)."""
+    info = os.stat(path)
+    if kind in RESUMED or kind in ("old-id", "repeat", "torn"):
+        _append(path, pending.pop(path, b""))
+    if kind in RESUMED or kind == "old-id":
+        _append(path, b"".join(map(line, _grown(kind, path, rng))))
+    elif kind == "repeat":  # a line's bytes again: its key is "#2", which only a full read counts
+        lines = path.read_bytes().splitlines(keepends=True)
+        _append(path, rng.choice(lines[1:] or lines))
+    elif kind == "torn":  # a line (or two) being written: cut mid-line
+        whole = b"".join(map(line, _grown("turn", path, rng)))
+        cut = rng.randint(1, len(whole) - 2)
+        _append(path, whole[:cut])
+        pending[path] = whole[cut:]
+    elif kind == "cut":
+        pending.pop(path, None)
+        data = path.read_bytes()
+        path.write_bytes(data[: data.rfind(b"\n", 0, max(1, len(data) - 1)) + 1])
+    elif kind == "rewrite":  # one byte of a line before, a line added, the mtime put back
+        pending.pop(path, None)
+        data = path.read_bytes()
+        at = data.rindex(b'"timestamp":"') + 14
+        path.write_bytes(data[:at] + (b"8" if data[at:at + 1] == b"9" else b"9") + data[at + 1:])
+        _append(path, b"".join(map(line, _grown("user", path, rng))))
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    elif kind == "replace":
+        pending.pop(path, None)
+        data = path.read_bytes()
+        path.unlink()
+        path.write_bytes(data + b"".join(map(line, _grown("turn", path, rng))))
+    elif kind == "remove":
+        pending.pop(path, None)
+        if len(_sessions(home)) > 3:
+            path.unlink()
+    else:
+        raise AssertionError(kind)
+
+
+KINDS = [*RESUMED, "old-id", "repeat", "torn", "cut", "rewrite", "replace", "remove"]
+
+
+def _two(home: Path, tmp: Path) -> tuple[dict, dict]:
+    return imported("gemini", home, tmp / "cached"), imported("gemini", home, tmp / "full", "--reread")
+
+
+def _same(tmp: Path, reports: tuple[dict, dict], what) -> None:
+    cached, full = reports
+    assert said(cached) == said(full), what
+    assert journals(tmp / "cached") == journals(tmp / "full"), what
+    assert full["resumed"] == full["from_cache"] == 0
+
+
+@settings(max_examples=12, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 2 ** 32), st.lists(st.lists(st.sampled_from(KINDS), min_size=1, max_size=3), min_size=1, max_size=4))
+def test_a_resumed_session_writes_and_says_what_a_full_read_does(tmp_path_factory, seed, rounds):
+    rng = random.Random(seed)
+    tmp = tmp_path_factory.mktemp("resumed")
+    home = _home(tmp)
+    _same(tmp, _two(home, tmp), "first import")
+    pending: dict = {}
+    for kinds in rounds:
+        for kind in kinds:
+            _change(kind, rng.choice(_sessions(home)), home, rng, pending)
+        _same(tmp, _two(home, tmp), kinds)
+
+
+@pytest.mark.parametrize("kind", RESUMED)
+def test_a_grown_session_is_resumed_and_writes_what_a_full_read_does(tmp_path, kind):
+    """Lines of each kind added to every session file, again and again (each resume continues the
+    last one's state): each time only the new lines are read, the stores alike."""
+    home = _home(tmp_path)
+    _same(tmp_path, _two(home, tmp_path), "first import")
+    rng = random.Random(7)
+    for step in (kind, "turn", kind):
+        for path in _sessions(home):
+            _change(step, path, home, rng, {})
+        reports = _two(home, tmp_path)
+        _same(tmp_path, reports, step)
+        # every .jsonl resumed; the legacy .json read (its twin grew), nothing else recalled
+        assert reports[0]["resumed"] == len(_sessions(home)), (step, reports[0]["read"], reports[0]["resumed"])
+        assert reports[0]["read"] == 1 and reports[0]["from_cache"] == 0
+    again = _two(home, tmp_path)
+    assert again[0]["from_cache"] == len(_sessions(home)) + 1
+
+
+@pytest.mark.parametrize("kind", ["old-id", "repeat", "torn", "cut", "rewrite", "replace", "damaged", "no-newline"])
+def test_what_a_resume_cannot_prove_is_read_in_full(tmp_path, monkeypatch, kind):
+    """A change a resume cannot prove it would write as a full read does is read in full (and the
+    stores alike): a message of an old id, a line repeated, a line being written, a cut, a rewrite,
+    a replacement, a damaged line, a last line without its newline.  A line being written, once
+    finished, is resumed (the full read before kept the state); so is a growth after a full read of
+    growth; a journal a full read of a changed file extended is never resumed again."""
+    if kind == "old-id":  # the first id no longer among the recent ones kept exactly: only the filter has it
+        monkeypatch.setattr("toolkit.importers.gemini.RECENT", 2)
+    home = _home(tmp_path)
+    path = home / "tmp" / SLUG / "chats" / name()
+    _same(tmp_path, _two(home, tmp_path), "first import")
+    rng = random.Random(3)
+    pending: dict = {}
+    if kind == "damaged":
+        _append(path, b'{"id": "x", "type": "user", "content": [}\n')
+    elif kind == "no-newline":  # a whole line, its newline not written yet
+        _append(path, line(_grown("user", path, rng)[0])[:-1])
+        pending[path] = b"\n"
+    else:
+        _change(kind, path, home, rng, pending)
+    reports = _two(home, tmp_path)
+    _same(tmp_path, reports, kind)
+    if kind != "replace":  # (a file replaced by one holding the same bytes and more, its inode number reused, is a growth)
+        assert reports[0]["resumed"] == 0, kind
+    if pending:  # the rest of what was being written
+        _append(path, pending.pop(path))
+        reports = _two(home, tmp_path)
+        _same(tmp_path, reports, (kind, "finished"))
+        assert reports[0]["resumed"] == (1 if kind == "torn" else 0), kind
+    _change("turn", path, home, rng, pending)
+    reports = _two(home, tmp_path)
+    _same(tmp_path, reports, (kind, "grown after"))
+    assert reports[0]["resumed"] == (1 if kind in ("old-id", "repeat", "torn", "replace") else 0), kind
+
+
+def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
+    """A kept state this build cannot read (damaged, of another build) is a full read, never an error."""
+    home = _home(tmp_path)
+    _same(tmp_path, _two(home, tmp_path), "first import")
+    for cache in (Path(os.environ["XDG_CACHE_HOME"]) / "levelsess" / "import-cache").rglob("*.json"):
+        document = json.loads(cache.read_bytes())
+        for unit in document["units"].values():
+            for state in unit["resume"].values():
+                state["ids"] = [3, "%%"]
+        cache.write_text(json.dumps(document))
+    for path in _sessions(home):
+        _change("turn", path, home, random.Random(1), {})
+    reports = _two(home, tmp_path)
+    _same(tmp_path, reports, "damaged state")
+    assert reports[0]["resumed"] == 0
