@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -127,10 +128,12 @@ def _change(kind: str, path: Path, home: Path, rng: random.Random, pending: dict
         cut = rng.randint(1, len(whole) - 2)
         _append(path, whole[:cut])
         pending[path] = whole[cut:]
-    elif kind == "cut":
+    elif kind == "cut":  # its last line cut off, written again by the next growth (a key the journal holds, the file not)
         pending.pop(path, None)
         data = path.read_bytes()
-        path.write_bytes(data[: data.rfind(b"\n", 0, max(1, len(data) - 1)) + 1])
+        keep = data.rfind(b"\n", 0, max(1, len(data) - 1)) + 1
+        path.write_bytes(data[:keep])
+        pending[path] = data[keep:]
     elif kind == "rewrite":  # one byte of a line before, a line added, the mtime put back
         pending.pop(path, None)
         data = path.read_bytes()
@@ -205,7 +208,7 @@ def test_what_a_resume_cannot_prove_is_read_in_full(tmp_path, monkeypatch, kind)
     stores alike): a message of an old id, a line repeated, a line being written, a cut, a rewrite,
     a replacement, a damaged line, a last line without its newline.  A line being written, once
     finished, is resumed (the full read before kept the state); so is a growth after a full read of
-    growth; a journal a full read of a changed file extended is never resumed again."""
+    growth; a journal holding a line the file no longer has is never resumed again."""
     if kind == "old-id":  # the first id no longer among the recent ones kept exactly: only the filter has it
         monkeypatch.setattr("toolkit.importers.gemini.RECENT", 2)
     home = _home(tmp_path)
@@ -228,11 +231,12 @@ def test_what_a_resume_cannot_prove_is_read_in_full(tmp_path, monkeypatch, kind)
         _append(path, pending.pop(path))
         reports = _two(home, tmp_path)
         _same(tmp_path, reports, (kind, "finished"))
-        assert reports[0]["resumed"] == (1 if kind == "torn" else 0), kind
+        assert reports[0]["resumed"] == (1 if kind == "torn" else 0), kind  # (cut: the file holds the journal's lines again)
     _change("turn", path, home, rng, pending)
     reports = _two(home, tmp_path)
     _same(tmp_path, reports, (kind, "grown after"))
-    assert reports[0]["resumed"] == (1 if kind in ("old-id", "repeat", "torn", "replace") else 0), kind
+    # a journal holding a line the file lost (rewritten) is never resumed again; a damaged line is read each time
+    assert reports[0]["resumed"] == (0 if kind in ("rewrite", "damaged") else 1), kind
 
 
 def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
@@ -250,3 +254,23 @@ def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
     reports = _two(home, tmp_path)
     _same(tmp_path, reports, "damaged state")
     assert reports[0]["resumed"] == 0
+
+
+@pytest.mark.parametrize("how", ["no-cache", "reread"])
+def test_a_journal_without_a_kept_state_is_resumed_after_one_full_read(tmp_path, how):
+    """A journal an earlier build made (no state kept: the import cache gone) or one ``--reread``
+    found as it was: the next full read that finds it holds only the file's lines keeps a state,
+    and the growth after it is resumed."""
+    home = _home(tmp_path)
+    _same(tmp_path, _two(home, tmp_path), "first import")
+    rng = random.Random(11)
+    for step in range(3):
+        if step == 0 and how == "no-cache":
+            shutil.rmtree(Path(os.environ["XDG_CACHE_HOME"]) / "levelsess" / "import-cache")
+        elif step == 0:
+            imported("gemini", home, tmp_path / "cached", "--reread")
+        for path in _sessions(home):
+            _change("turn", path, home, rng, {})
+        reports = _two(home, tmp_path)
+        _same(tmp_path, reports, (how, step))
+        assert reports[0]["resumed"] == (len(_sessions(home)) if step or how == "reread" else 0), (how, step)

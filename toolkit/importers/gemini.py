@@ -35,8 +35,8 @@ where the read stopped and the sha256 of the bytes before, the last time, the ti
 (the last ``$set`` summary or the first user text, the metadata's summary, the first prompt), the
 message ids seen and the digests of the lines (Bloom filters, :mod:`toolkit.importers.bloom`, with
 the last ids exactly: an update of a recent message is common), and the journal as it was left.
-Only a journal of this file alone is resumed (one it created, or one a resume or a full read of it
-continued, untouched since).  A resume is refused, and the file read in full, unless it is proven
+Only a journal of this file alone is resumed (after the write, it holds as many keys as the file
+has lines: no other; then untouched since).  A resume is refused, and the file read in full, unless it is proven
 to write what a full read would: the bytes before unchanged, the new lines whole lines ending in a
 newline (nothing damaged), each new line's bytes new (a repeat's ``#n`` is not known here) and each
 message id new or one of the recent ones (a filter's "maybe" is never a guess).  A ``$set``
@@ -60,7 +60,7 @@ from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, t
 from ..lines import open_regular
 from .bloom import Digests
 from .output import AT, Options, Outcome, Raw, Resumed, Session, SourceState, first_prompt, in_place, safe_id
-from .sourcelines import SourceReader, grown_from, starts_alike
+from .sourcelines import SourceReader, grown_from
 from .spill import KnownKeys
 from .unchanged import Unit, journal_stamp
 from .uris import apply_map, folder_status
@@ -474,16 +474,17 @@ def _capture(path: Path, reader: SourceReader, at: _LinesAt, digests: array, fac
              outcome: Outcome, root: str | None, summary: object, said_as: str) -> dict | None:
     """What resuming ``path`` needs, after its journal was written (``outcome``); None when a resume
     could not be proven to write what a full read would.  Only a journal of this file alone is
-    resumed (created by it, or continued by an import of it from a state kept, the bytes that state
-    was taken of still this file's first ones): it holds this file's lines and nothing else."""
+    resumed: after the write it holds every line's key (each line's own: a hash of its bytes and
+    its count), so when it holds as many keys as the file has lines it holds no other (none of a
+    line cut or rewritten since, none of another file of the same session); a line the new bytes
+    add then has a key it lacks (a resume proves it new in the file), as a full read would find.
+    So does a journal an earlier build or ``--reread`` made, once a full read of it finds it so."""
     torn = reader.skipped.get("torn-tail", 0)  # a last line still being written: a resume reads it again, whole
     if (set(reader.skipped) - {"torn-tail"} or torn > 1 or reader.too_large or reader.sha256 is None
             or reader.covered != reader.end or (torn and at.offsets[-1] >= reader.covered)  # (a record lifted out of it)
             or not facts.fixed or len(at) > RESUME_RECORDS or outcome.after is None or outcome.keys is None):
         return None
-    if not (outcome.status == "created" or (outcome.status in ("updated", "unchanged") and isinstance(session.resumed_from, dict)
-                                           and session.resumed_from.get("path") == str(path)
-                                           and starts_alike(path, reader.covered, reader.sha256, session.resumed_from))):
+    if outcome.keys != len(digests):  # the journal holds a key no line of the file has now: not this file's alone
         return None
     in_place(outcome.path)  # (a new journal the import's thread is still linking)
     mark = journal_stamp(outcome.path)

@@ -249,22 +249,3 @@ def grown_from(path: Path, covered: int, sha256: str, limit: int):
         return None
     digest = hashed(path, covered)
     return digest if digest is not None and digest.hexdigest() == sha256 else None
-
-
-def starts_alike(path: Path, covered: int, sha256: str | None, before: object) -> bool:
-    """Whether the bytes an earlier read of ``path`` took (``before``: its kept ``covered`` and
-    ``sha256``) are still the first of the ``covered`` bytes a read took now (their ``sha256``):
-    hashed again, up to ``covered``, so a file rewritten since the read is not taken for it.  What
-    says a journal holds only this file's lines, when an import of it continued one a state was kept for."""
-    if not isinstance(before, dict) or sha256 is None:
-        return False
-    start, kept = before.get("covered"), before.get("sha256")
-    if type(start) is not int or not 0 < start <= covered:
-        return False
-    if start == covered:
-        return kept == sha256
-    digest = hashed(path, start)
-    if digest is None or digest.hexdigest() != kept:
-        return False
-    digest = hashed(path, covered, start, digest)
-    return digest is not None and digest.hexdigest() == sha256
