@@ -24,3 +24,13 @@ def said(report: dict) -> tuple:
                        tuple(sorted(s["skipped"].items())), s["orphaned"], tuple(s["orphan"]), s["source_status"])
                       for s in report["sessions"])
     return sessions, sorted((f["code"], f["path"], f["line"], f["message"]) for f in report["findings"])
+
+
+def alike(tmp: Path, reports: dict[str, dict], what) -> None:
+    """Each store's report and journals as the full read's (``reports``: by the store's folder under
+    ``tmp``; ``full`` the one imported with ``--reread``, which neither resumed nor recalled)."""
+    full = reports["full"]
+    for store, report in reports.items():
+        assert said(report) == said(full), (store, what)
+        assert journals(tmp / store) == journals(tmp / "full"), (store, what)
+    assert full["resumed"] == full["from_cache"] == 0

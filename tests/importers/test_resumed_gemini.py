@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from tests.importers.resumes import imported, journals, said
+from tests.importers.resumes import alike, imported
 from tests.layouts.gemini import SID, SLUG, TOOL, every_kind, gemini, gemini_home, line, meta, name, user
 
 SUB = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
@@ -157,15 +157,11 @@ def _change(kind: str, path: Path, home: Path, rng: random.Random, pending: dict
 KINDS = [*RESUMED, "old-id", "repeat", "torn", "cut", "rewrite", "replace", "remove"]
 
 
-def _two(home: Path, tmp: Path) -> tuple[dict, dict]:
-    return imported("gemini", home, tmp / "cached"), imported("gemini", home, tmp / "full", "--reread")
+def _two(home: Path, tmp: Path) -> dict[str, dict]:
+    return {"cached": imported("gemini", home, tmp / "cached"), "full": imported("gemini", home, tmp / "full", "--reread")}
 
 
-def _same(tmp: Path, reports: tuple[dict, dict], what) -> None:
-    cached, full = reports
-    assert said(cached) == said(full), what
-    assert journals(tmp / "cached") == journals(tmp / "full"), what
-    assert full["resumed"] == full["from_cache"] == 0
+_same = alike
 
 
 @settings(max_examples=12, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
@@ -196,10 +192,10 @@ def test_a_grown_session_is_resumed_and_writes_what_a_full_read_does(tmp_path, k
         reports = _two(home, tmp_path)
         _same(tmp_path, reports, step)
         # every .jsonl resumed; the legacy .json read (its twin grew), nothing else recalled
-        assert reports[0]["resumed"] == len(_sessions(home)), (step, reports[0]["read"], reports[0]["resumed"])
-        assert reports[0]["read"] == 1 and reports[0]["from_cache"] == 0
+        assert reports["cached"]["resumed"] == len(_sessions(home)), (step, reports["cached"]["read"], reports["cached"]["resumed"])
+        assert reports["cached"]["read"] == 1 and reports["cached"]["from_cache"] == 0
     again = _two(home, tmp_path)
-    assert again[0]["from_cache"] == len(_sessions(home)) + 1
+    assert again["cached"]["from_cache"] == len(_sessions(home)) + 1
 
 
 @pytest.mark.parametrize("kind", ["old-id", "repeat", "torn", "cut", "rewrite", "replace", "damaged", "no-newline"])
@@ -226,17 +222,17 @@ def test_what_a_resume_cannot_prove_is_read_in_full(tmp_path, monkeypatch, kind)
     reports = _two(home, tmp_path)
     _same(tmp_path, reports, kind)
     if kind != "replace":  # (a file replaced by one holding the same bytes and more, its inode number reused, is a growth)
-        assert reports[0]["resumed"] == 0, kind
+        assert reports["cached"]["resumed"] == 0, kind
     if pending:  # the rest of what was being written
         _append(path, pending.pop(path))
         reports = _two(home, tmp_path)
         _same(tmp_path, reports, (kind, "finished"))
-        assert reports[0]["resumed"] == (1 if kind == "torn" else 0), kind  # (cut: the file holds the journal's lines again)
+        assert reports["cached"]["resumed"] == (1 if kind == "torn" else 0), kind  # (cut: the file holds the journal's lines again)
     _change("turn", path, home, rng, pending)
     reports = _two(home, tmp_path)
     _same(tmp_path, reports, (kind, "grown after"))
     # a journal holding a line the file lost (rewritten) is never resumed again; a damaged line is read each time
-    assert reports[0]["resumed"] == (0 if kind in ("rewrite", "damaged") else 1), kind
+    assert reports["cached"]["resumed"] == (0 if kind in ("rewrite", "damaged") else 1), kind
 
 
 def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
@@ -253,7 +249,7 @@ def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
         _change("turn", path, home, random.Random(1), {})
     reports = _two(home, tmp_path)
     _same(tmp_path, reports, "damaged state")
-    assert reports[0]["resumed"] == 0
+    assert reports["cached"]["resumed"] == 0
 
 
 @pytest.mark.parametrize("how", ["no-cache", "reread"])
@@ -273,4 +269,4 @@ def test_a_journal_without_a_kept_state_is_resumed_after_one_full_read(tmp_path,
             _change("turn", path, home, rng, {})
         reports = _two(home, tmp_path)
         _same(tmp_path, reports, (how, step))
-        assert reports[0]["resumed"] == (len(_sessions(home)) if step or how == "reread" else 0), (how, step)
+        assert reports["cached"]["resumed"] == (len(_sessions(home)) if step or how == "reread" else 0), (how, step)

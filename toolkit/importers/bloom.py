@@ -79,6 +79,20 @@ class Bloom:
         return cls(bits, value[0])
 
 
+def digest_of(text: str) -> str:
+    """A text's 16-hex sha256, as :class:`Digests` takes it (an id a resume keeps in a filter)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def keep_last(kept: dict, key, value=None, limit: int = 32) -> None:
+    """Make ``key`` (with ``value``) the last of ``kept``, which keeps the ``limit`` last keys exactly:
+    what a resume keeps beside a filter, for the keys it is most often asked of (the file's last)."""
+    kept.pop(key, None)
+    kept[key] = value
+    if len(kept) > limit:
+        del kept[next(iter(kept))]
+
+
 class Hashed(Bloom):
     """Keys of any text (or bytes), hashed once with a 128-bit BLAKE2b: its two 64-bit halves."""
 

@@ -58,9 +58,9 @@ from ..findings import Finding
 from ..layouts.gemini import CHATS, GEMINI, TMP, default_roots, home_of, is_session_name, project_root, sniff_file
 from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
 from ..lines import open_regular
-from .bloom import Digests
+from .bloom import Digests, digest_of, keep_last
 from .output import AT, Options, Outcome, Raw, Resumed, Session, SourceState, first_prompt, in_place, safe_id
-from .sourcelines import SourceReader, grown_from
+from .sourcelines import SourceReader, read_on
 from .spill import KnownKeys
 from .unchanged import Unit, journal_stamp
 from .uris import apply_map, folder_status
@@ -269,8 +269,8 @@ class _Facts:
     def see(self, value: dict, kind: str, record: dict) -> None:
         self.t = record["t"] or self.t
         if kind == MESSAGE:
-            self.ids.append(int(_h(value["id"]), 16) - (1 << 63))
-            _recent(self.recent, value["id"])
+            self.ids.append(int(digest_of(value["id"]), 16) - (1 << 63))
+            keep_last(self.recent, value["id"], limit=RECENT)
 
 
 def session_from_file(path: Path, options: Options, report: Callable[[Finding], None]) -> Session | None:
@@ -410,17 +410,6 @@ RESUME_BYTES = 16 << 20
 RECENT = 64
 
 
-def _recent(kept: dict, key: str) -> None:
-    kept.pop(key, None)
-    kept[key] = None
-    if len(kept) > RECENT:
-        del kept[next(iter(kept))]
-
-
-def _h(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
 def _hex(numbers: array) -> Iterator[str]:
     """16-hex digests kept as int64 (``int(digest, 16) - 2**63``), as digests again."""
     return (f"{n + (1 << 63):016x}" for n in numbers)
@@ -440,7 +429,7 @@ class _SeenBefore:
     def __contains__(self, mid: str) -> bool:
         if mid in self.new or mid in self.recent:
             return True
-        if _h(mid) in self.kept:
+        if digest_of(mid) in self.kept:
             raise _Unproven(mid)
         return False
 
@@ -528,12 +517,10 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     status, orphan = ("unknown", []) if root is None else folder_status(root)
     if (status, tuple(orphan)) != (outcome.source_status, tuple(outcome.orphan)):
         return None  # (--orphans-only may leave it out now)
-    digest = grown_from(path, state["covered"], state["sha256"], RESUME_BYTES)
-    if digest is None:
+    reading = read_on(path, state, _is_line, "Gemini session line", RESUME_BYTES)
+    if reading is None:
         return None
-    said: list[Finding] = []
-    reader = SourceReader(path, _is_line, said.append, what="Gemini session line", start=state["covered"],
-                          number=state["number"], digest=digest)
+    reader, said = reading
     ids, digests = Digests.load(state["ids"]), Digests.load(state["digests"])
     seen, counts = _SeenBefore(ids, state["recent"]), _CountsBefore(digests)
     names = _Names(state["title"], state["fallback"])
@@ -566,10 +553,10 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
         mark = journal_stamp(written.path)
         if written.after is None or written.keys is None or count > RESUME_RECORDS or mark is None:
             return None
-        ids.update(_h(mid) for mid in new_ids)
+        ids.update(digest_of(mid) for mid in new_ids)
         digests.update(counts)
         for mid in new_ids:
-            _recent(recent, mid)
+            keep_last(recent, mid, limit=RECENT)
         return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "t": t, "when": when,
                 "title": names.title, "fallback": names.fallback, "ids": ids.dump(), "recent": list(recent),
                 "digests": digests.dump(), "count": count, "source_items": session.source_items,

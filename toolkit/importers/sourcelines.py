@@ -249,3 +249,16 @@ def grown_from(path: Path, covered: int, sha256: str, limit: int):
         return None
     digest = hashed(path, covered)
     return digest if digest is not None and digest.hexdigest() == sha256 else None
+
+
+def read_on(path: Path, state: dict, is_record: Callable[[object], bool], what: str,
+            limit: int) -> tuple[SourceReader, list[Finding]] | None:
+    """A reader of the lines ``path`` added since a read that kept ``state`` (its ``covered``, the
+    ``sha256`` of those bytes and the ``number`` of lines before), and the list it says its findings
+    into; None when those bytes changed or the file grew by more than ``limit`` (:func:`grown_from`)."""
+    digest = grown_from(path, state["covered"], state["sha256"], limit)
+    if digest is None:
+        return None
+    said: list[Finding] = []
+    return SourceReader(path, is_record, said.append, what=what, start=state["covered"], number=state["number"],
+                        digest=digest), said
