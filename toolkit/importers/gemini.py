@@ -256,18 +256,20 @@ class _Names:
 
 
 class _Facts:
-    """What a read of a session file carries on with at its end, for a resume (:func:`_capture`):
-    the last time, the names, the digest of each message id seen and the last ones exactly."""
+    """What a read of a session file carries on with, line by line, and keeps at its end for a
+    resume (:func:`_capture`): the last time, the names, the digest of each message id seen and the
+    last ids exactly.  A resume takes them up where the state kept them (``t``, ``names``, ``recent``)."""
 
-    def __init__(self, created: str | None) -> None:
-        self.t = created or ""
-        self.names = _Names()
-        self.ids = array("q")
-        self.recent: dict[str, None] = {}
+    def __init__(self, created: str | None, t: str | None = None, names: _Names | None = None, recent: list = ()) -> None:
+        self.t = t if t is not None else created or ""
+        self.names = names if names is not None else _Names()
+        self.ids = array("q")  # (those it read)
+        self.recent: dict[str, None] = dict.fromkeys(recent)
         self.fixed = False  # the metadata line names the session (no $set can)
 
     def see(self, value: dict, kind: str, record: dict) -> None:
         self.t = record["t"] or self.t
+        self.names.see(value, kind, record)
         if kind == MESSAGE:
             self.ids.append(int(digest_of(value["id"]), 16) - (1 << 63))
             keep_last(self.recent, value["id"], limit=RECENT)
@@ -297,14 +299,12 @@ def session_from_file(path: Path, options: Options, report: Callable[[Finding], 
     kept: list[dict] | None = []
     digests = array("q")
     facts = _Facts(created)
-    names = facts.names
     set_sid = None
     for line, kind, record, digest in _records_of(lines, created):
         at.add(line.offset, len(line.data))
         digests.append(int(digest, 16) - (1 << 63))
         if kind == SET and "sessionId" in line.value["$set"] and set_sid is None:
             set_sid = line.value["$set"]["sessionId"]  # a resume's $set may carry the id; the metadata line's comes first
-        names.see(line.value, kind, record)
         facts.see(line.value, kind, record)
         if kept is not None:
             kept.append(record)
@@ -334,15 +334,14 @@ def session_from_file(path: Path, options: Options, report: Callable[[Finding], 
     session.raw_at = first.offset if first is not None else None
     session.merged = 1 if first is not None else 0  # the metadata line, carried by the meta record
     session.records = kept if kept is not None else _Records(path, at, digests, first.data if first is not None else None, created)
-    session.title = names.named(summary)
+    session.title = facts.names.named(summary)
     session.source_items = reader.records + sum(reader.skipped.values())
     for reason, count in reader.skipped.items():
         session.skip(reason, count)
     session.too_large = list(reader.too_large)
     session.source_lines = reader.lines
     session.state = SourceState(where, reader.covered, reader.sha256, at, _reader(path))
-    said_as = session.id  # (the id before a write fits it to a file name)
-    session.resume_state = lambda outcome: _capture(path, reader, at, digests, facts, session, outcome, root, summary, said_as)
+    session.resume_state = lambda outcome: _capture(path, reader, at, digests, facts, session, outcome, root, summary)
     return session
 
 
@@ -460,7 +459,7 @@ class _CountsBefore(dict):
 
 
 def _capture(path: Path, reader: SourceReader, at: _LinesAt, digests: array, facts: _Facts, session: Session,
-             outcome: Outcome, root: str | None, summary: object, said_as: str) -> dict | None:
+             outcome: Outcome, root: str | None, summary: object) -> dict | None:
     """What resuming ``path`` needs, after its journal was written (``outcome``); None when a resume
     could not be proven to write what a full read would.  Only a journal of this file alone is
     resumed: after the write it holds every line's key (each line's own: a hash of its bytes and
@@ -479,8 +478,8 @@ def _capture(path: Path, reader: SourceReader, at: _LinesAt, digests: array, fac
     mark = journal_stamp(outcome.path)
     if mark is None:
         return None
-    return {"path": str(path), "sid": said_as, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
-            "root": root, "created": session.created_at, "t": facts.t, "when": facts.t or session.created_at,
+    return {"path": str(path), "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
+            "root": root, "created": session.created_at, "t": facts.t,
             "title": facts.names.title, "fallback": facts.names.fallback, "summary": summary if isinstance(summary, str) else None,
             "ids": Digests.of(_hex(facts.ids), len(facts.ids)).dump(), "recent": list(facts.recent),
             "digests": Digests.of(_hex(digests), len(digests)).dump(), "count": len(at),
@@ -523,26 +522,20 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     reader, said = reading
     ids, digests = Digests.load(state["ids"]), Digests.load(state["digests"])
     seen, counts = _SeenBefore(ids, state["recent"]), _CountsBefore(digests)
-    names = _Names(state["title"], state["fallback"])
-    recent = dict.fromkeys(state["recent"])
+    facts = _Facts(state["created"], state["t"], _Names(state["title"], state["fallback"]), state["recent"])
     records: list[dict] = []
-    new_ids: list[str] = []
-    t, when = state["t"], state["when"]
     try:
-        for line, kind, record, _digest in _records_of(iter(reader), t, seen, counts):
-            names.see(line.value, kind, record)
-            if kind == MESSAGE:
-                new_ids.append(line.value["id"])
-            t = record["t"] or t
-            when = record["t"] or when
+        for line, kind, record, _digest in _records_of(iter(reader), state["t"], seen, counts):
+            facts.see(line.value, kind, record)
             records.append(record)
     except (_Unproven, OSError):
         return None
     if said or reader.skipped or reader.too_large or not records or reader.sha256 is None or reader.covered != reader.end:
         return None
     count = state["count"] + len(records)
-    session = Session(outcome.id, outcome.project, state["created"], names.named(state["summary"]), {"app": APP, "path": str(path)},
-                      None, status=status, orphan=orphan)
+    when = facts.t or state["created"]  # the time of the last record a full read looks at
+    session = Session(outcome.id, outcome.project, state["created"], facts.names.named(state["summary"]),
+                      {"app": APP, "path": str(path)}, None, status=status, orphan=orphan)
     session.records = records
     session.source_items = state["source_items"] + reader.records
     session.source_lines = state["lines"] + reader.lines
@@ -553,12 +546,10 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
         mark = journal_stamp(written.path)
         if written.after is None or written.keys is None or count > RESUME_RECORDS or mark is None:
             return None
-        ids.update(digest_of(mid) for mid in new_ids)
+        ids.update(_hex(facts.ids))
         digests.update(counts)
-        for mid in new_ids:
-            keep_last(recent, mid, limit=RECENT)
-        return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "t": t, "when": when,
-                "title": names.title, "fallback": names.fallback, "ids": ids.dump(), "recent": list(recent),
+        return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "t": facts.t,
+                "title": facts.names.title, "fallback": facts.names.fallback, "ids": ids.dump(), "recent": list(facts.recent),
                 "digests": digests.dump(), "count": count, "source_items": session.source_items,
                 "lines": session.source_lines, "torn": 0, "seq": written.after[0], "title_after": written.after[1],
                 "keys": written.keys, "journal": mark}
