@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from tests.importers.resumes import alike, imported
+from tests.importers.resumes import alike, imported, journals
 from tests.layouts.gemini import SID, SLUG, TOOL, every_kind, gemini, gemini_home, line, meta, name, user
 
 SUB = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
@@ -270,3 +270,35 @@ def test_a_journal_without_a_kept_state_is_resumed_after_one_full_read(tmp_path,
         reports = _two(home, tmp_path)
         _same(tmp_path, reports, (how, step))
         assert reports["cached"]["resumed"] == (len(_sessions(home)) if step or how == "reread" else 0), (how, step)
+
+
+
+def test_two_files_of_one_session_write_what_a_full_read_does(tmp_path):
+    """Two session files with one sessionId (a copy) write one journal: after each growth of either,
+    alike or not, the journal is byte for byte a full read's (a resume continues only a journal that
+    holds its file's lines alone).  (The reports are not compared: run_import recalls the unchanged
+    copy's unit before the other unit of the run extends their journal, so its kept count is the one
+    before, as on main without a resume; an importer with ``unit_key`` has such units go in order.)"""
+    home = _home(tmp_path)
+    path = home / "tmp" / SLUG / "chats" / name()
+    copy = path.with_name(name(stamp="2026-08-22T00-00"))
+    copy.write_bytes(path.read_bytes())
+    stores = ("cached", "full")
+    _two(home, tmp_path)
+    rng = random.Random(13)
+    for step in range(4):
+        grown = b"".join(map(line, _grown("turn", path, rng)))
+        _append(path, grown)
+        if step % 2:
+            _append(copy, grown)  # in step: the copy's new lines are the journal's already
+        _two(home, tmp_path)
+        assert len({tuple(journals(tmp_path / store).items()) for store in stores}) == 1, step
+        _append(copy, b"".join(map(line, _grown("user", copy, rng))))
+        _two(home, tmp_path)
+        assert len({tuple(journals(tmp_path / store).items()) for store in stores}) == 1, (step, "copy")
+    # a line the copy brought first, then the file another line and that one: its key is the journal's already
+    first = b"".join(map(line, _grown("user", copy, rng)))
+    for target, data in ((copy, first), (path, b"".join(map(line, _grown("user", path, rng)))), (path, first)):
+        _append(target, data)
+        _two(home, tmp_path)
+        assert len({tuple(journals(tmp_path / store).items()) for store in stores}) == 1, target.name
