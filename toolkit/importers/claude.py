@@ -61,8 +61,8 @@ from ..findings import Finding
 from ..layouts.claude_code import (CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGENTS, _subagents, default_roots, is_subagent,
                                    prompt_text, split_user)
 from ..lines import loads, open_regular
-from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Session,
-                     SourceState, line_digest, safe_id)
+from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Resumed,
+                     Session, SourceState, line_digest, safe_id)
 from .bloom import Hashed
 from .sourcelines import SourceLine, SourceReader, grown_from
 from .spill import from_db, guarded, temp_db, to_db
@@ -1548,18 +1548,6 @@ def _partial_state(items: list[_Item], seq: int, uses: set[str], msg: bytes | No
     return {"seq": seq, "items": [[it.n, it.line, it.offset, it.size, it.kind, it.uuid, it.parent, it.stamp,
                                    it.results.decode() if it.results else None, it.key] for it in items],
             "uses": sorted(uses), "msg": msg.decode() if msg is not None else None, "after_when": after_when, "last": last}
-
-
-class Resumed(NamedTuple):
-    """A main transcript read from where the last import stopped: the session (its ``records`` the
-    records a full re-import would append, in order), and what its writer checks and continues."""
-
-    session: Session
-    journal: Path
-    had: int
-    after: tuple
-    when: str | None
-    held: frozenset  # the keys of the records it supersedes (the journal holds them already)
 
 
 def resume_unit(unit: Unit, grown: str, kept: dict) -> list | None:

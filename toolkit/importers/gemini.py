@@ -55,7 +55,7 @@ from pathlib import Path
 
 from ..errors import FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
-from ..layouts.gemini import CHATS, GEMINI, TMP, default_roots, home_of, is_session_name, project_root, sniff_file
+from ..layouts.gemini import CHATS, GEMINI, TMP, default_roots, is_session_name, project_root, sniff_file
 from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
 from ..lines import open_regular
 from .bloom import Digests, digest_of, keep_last
