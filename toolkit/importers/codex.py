@@ -398,88 +398,145 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
 #: record keying it (at most MIRROR_WINDOW before: ``n - group``) with ``inherited`` (``+ 8``).
 _ROLES = (None, "prompt", "assistant", "reasoning", "tool_use", "tool_result", "compact", "interrupt", "error", "other", "meta")
 _SKIPS = (None, "mirror", "context", "ui-only", "meta-copy")
+_CODES = {(role, skip): r * 8 + s for r, role in enumerate(_ROLES) for s, skip in enumerate(_SKIPS)}
 _DIGEST = 12  # bytes of a sketch's digests (codex_seen._digest)
+#: A rollout of at most this many records is held in lists while it is imported (about 0.5 kB a
+#: record); a longer one in a temporary database, two bytes a record in memory (:class:`_Tabled`).
+ROWS_IN_MEMORY = 32_768
+#: Bytes of a rollout's first lines kept parsed, with their bytes, from the first read to the
+#: conversion (about six times as much memory); the lines after them are read again at their
+#: offsets, and refused if they changed.
+KEEP_IN_MEMORY = 4 << 20
 
 
-class _Exits:
-    """exec_command_end's exit code by call id (the last one), as the rollout's table holds them."""
+class _Listed:
+    """A rollout's rows, in lists, one per whole record in file order: where it is (line number,
+    offset, size), the hash its key is made of and which occurrence of those bytes it is, its
+    sketch; and the call ids and exec_command_end's last exit code by call id.  What
+    :class:`_Tabled` holds in a temporary database, for a rollout of at most ROWS_IN_MEMORY records."""
 
-    def __init__(self, db) -> None:
-        self.db = db
+    def __init__(self) -> None:
+        self.places: list[tuple[int, int, int, str, int]] = []  # (line, offset, size, hash, repeat)
+        self.items: list[Sketch] = []
+        self.calls: set[str] = set()
+        self.exits: dict[str, int] = {}  # (its get: the exit codes as _record asks them)
+        self._seen: dict[str, int] = {}  # hash -> lines of those bytes so far
+        self._last: dict[int, int] | None = None  # offset -> the last record there (built when asked)
 
-    def get(self, call_id: str) -> int | None:
-        row = self.db.execute("SELECT code FROM exits WHERE call = ?", (to_db(call_id),)).fetchone()
-        return None if row is None else row[0]
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def add(self, line: int, offset: int, size: int, digest: str, item: Sketch) -> None:
+        seen = self._seen
+        repeat = seen[digest] = seen.get(digest, 0) + 1
+        self.places.append((line, offset, size, digest, repeat))
+        self.items.append(item)
+
+    def call(self, call: str) -> None:
+        self.calls.add(call)
+
+    def exit(self, call: str, code: int) -> None:
+        self.exits[call] = code
+
+    def finish(self) -> None:
+        self._seen = {}
+
+    def tabled(self) -> _Tabled:
+        """The same rows in a temporary database (a rollout past ROWS_IN_MEMORY records)."""
+        tabled = _Tabled()
+        for n, ((line, offset, size, digest, _repeat), item) in enumerate(zip(self.places, self.items)):
+            tabled.add(line, offset, size, digest, item, n)
+        for call in self.calls:
+            tabled.call(call)
+        for call, code in self.exits.items():
+            tabled.exit(call, code)
+        return tabled
+
+    def sketches(self) -> Iterator[Sketch]:
+        return iter(self.items)
+
+    def lines(self) -> Iterator[int]:
+        return (place[0] for place in self.places)
+
+    def is_call(self, call: str | None) -> bool:
+        return call is not None and call in self.calls
+
+    def rows(self) -> Iterator[tuple[int, int, int, str, int]]:
+        """(n, offset, size, hash, repeat) of each record, in order."""
+        return ((n, offset, size, digest, repeat) for n, (_line, offset, size, digest, repeat) in enumerate(self.places))
+
+    def place(self, n: int) -> tuple[int, int, str]:
+        _line, offset, size, digest, _repeat = self.places[n]
+        return offset, size, digest
+
+    def last_at(self, offset: int) -> tuple[int, int, str]:
+        """(n, size, hash) of the last record at ``offset``."""
+        if self._last is None:
+            self._last = {place[1]: n for n, place in enumerate(self.places)}
+        n = self._last[offset]
+        return n, self.places[n][2], self.places[n][3]
+
+    def reaches(self, offset: int) -> bool:
+        """Whether a record starts at ``offset`` or after it."""
+        return any(place[1] >= offset for place in self.places)
+
+    def call_ids(self) -> tuple[list[str], int]:
+        return list(self.calls), len(self.calls)
+
+    def orphan_ends(self) -> tuple[list[str], int]:
+        """The call ids of end events no call has."""
+        ends = {item.call for item in self.items if item.kind == "end" and item.call is not None} - self.calls
+        return list(ends), len(ends)
+
+    def exit_ids(self) -> tuple[list[str], int]:
+        return list(self.exits), len(self.exits)
 
 
-class _Rollout:
-    """A rollout read once: a row per whole record in a temporary database (where it is, the hash
-    its key is made of, its sketch), the call ids and exit codes, and what needs the whole file
-    (typed prompts, the replayed range, the first ``session_meta``).  :meth:`decide` then keeps two
-    bytes a record, and :meth:`records` converts them, each re-read at its offset: memory does not
-    grow with the rollout's records (a 37 GB one is reported, SOURCES-AGENTS §2.10)."""
+class _Tabled:
+    """:class:`_Listed`'s rows in a temporary SQLite database: memory does not grow with the
+    rollout's records (a 37 GB one is reported, SOURCES-AGENTS §2.10)."""
 
-    def __init__(self, path: Path, report: Callable[[Finding], None], legacy: bool = False) -> None:
-        self.path = path
-        # a pre-envelope rollout's records are bare items: only in such a file is one a record
-        self.reader = SourceReader(path, legacy_record if legacy else _whole_record, report, what="rollout record")
+    def __init__(self) -> None:
         self.db = temp_db()
         self.db.execute("CREATE TABLE line (n INTEGER PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, "
                         "size INTEGER NOT NULL, hash TEXT NOT NULL, repeat INTEGER NOT NULL DEFAULT 1, kind TEXT NOT NULL, "
                         "text BLOB NOT NULL, alt BLOB NOT NULL, call BLOB)")
         self.db.execute("CREATE TABLE calls (call BLOB PRIMARY KEY) WITHOUT ROWID")
         self.db.execute("CREATE TABLE exits (call BLOB PRIMARY KEY, code INTEGER NOT NULL) WITHOUT ROWID")
-        self.first: SourceLine | None = None
-        self.meta: SourceLine | None = None  # the first session_meta
-        self.first_time: str | None = None
-        self.cwd: str | None = None  # the working folder an <environment_context> message names
-        self.prompts_typed = False
-        self.recent_calls: dict[str, None] = {}  # the last RECENT call ids, and exec_command_end's last exit codes
-        self.recent_exits: dict[str, int] = {}
-        self.latest = _Latest.empty()  # the lines at the file's latest time
-        replay = Replay()
-        rows, calls, exits = [], [], []
-        for line in self.reader:
-            value, item = as_envelope(line.value), sketch(line.value)  # a pre-envelope line as its envelope
-            replay.feed(item)
-            self.first = self.first or line
-            self.meta = self.meta or (line if value["type"] == "session_meta" else None)
-            if self.cwd is None and item.kind == "injected":  # a pre-envelope meta has no cwd: the context names it
-                self.cwd = context_cwd(message_text(value["payload"].get("content"), ("input_text",)))
-            self.first_time = self.first_time or (value["timestamp"] if isinstance(value.get("timestamp"), str) else None)
-            self.prompts_typed = self.prompts_typed or item.kind in ("prompt", "user_item")
-            if item.kind == "call" and item.call is not None:
-                calls.append((to_db(item.call),))
-                _recent(self.recent_calls, item.call, None)
-            payload = value["payload"]
-            if value["type"] == "event_msg" and payload.get("type") == "exec_command_end" and isinstance(payload.get("call_id"), str) \
-                    and type(payload.get("exit_code")) is int:
-                exits.append((to_db(payload["call_id"]), payload["exit_code"]))
-                _recent(self.recent_exits, payload["call_id"], payload["exit_code"])
-            digest = hashlib.sha256(line.data).hexdigest()[:16]
-            self.latest.see(line.value, digest)
-            rows.append((replay.count - 1, line.line, line.offset, len(line.data), digest,
-                         item.kind, item.text, b"".join(sorted(item.alt)), to_db(item.call)))
-            if len(rows) >= 4096:
-                self._write(rows, calls, exits)
-        self._write(rows, calls, exits)
-        self.count, self.replay, self.fork = replay.count, replay.range, (replay.fork, replay.start, replay.end)
+        self.count = 0
+        self._rows: list[tuple] = []
+        self._calls: list[tuple] = []
+        self._exits: list[tuple] = []
+        self.exits = self  # (its get: the exit codes as _record asks them)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def add(self, line: int, offset: int, size: int, digest: str, item: Sketch, n: int | None = None) -> None:
+        self._rows.append((self.count, line, offset, size, digest, item.kind, item.text, b"".join(sorted(item.alt)),
+                           to_db(item.call)))
+        self.count += 1
+        if len(self._rows) >= 4096:
+            self._write()
+
+    def call(self, call: str) -> None:
+        self._calls.append((to_db(call),))
+
+    def exit(self, call: str, code: int) -> None:
+        self._exits.append((to_db(call), code))
+
+    def _write(self) -> None:
+        self.db.executemany("INSERT INTO line (n, line, offset, size, hash, kind, text, alt, call) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            self._rows)
+        self.db.executemany("INSERT OR IGNORE INTO calls VALUES (?)", self._calls)
+        self.db.executemany("INSERT OR REPLACE INTO exits VALUES (?, ?)", self._exits)  # the last one wins
+        for batch in (self._rows, self._calls, self._exits):
+            batch.clear()
+
+    def finish(self) -> None:
+        self._write()
         self._number_repeats()
         self.db.execute("CREATE INDEX line_offset ON line (offset, n)")  # restore's lines no record carries, read by offset
-        self.codes = self.groups = b""
-        self._handle = None
-        self.listed: dict[int, tuple] = {}  # offset -> (n, size, hash) of the line a pass of _Lines is at
-        self.kept: dict | None = None  # the decider before its last records were decided (a resume takes it up)
-        self.skip_lines: dict[str, list] = {}  # reason -> [count, its first line numbers]
-        self.own = False  # a user record of its own (not a fork's replay): what _first_prompt looks for
-        self.walked: tuple | None = None  # after a whole pass of records(): (t, model, when) at its end
-
-    def _write(self, rows: list, calls: list, exits: list) -> None:
-        self.db.executemany("INSERT INTO line (n, line, offset, size, hash, kind, text, alt, call) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        self.db.executemany("INSERT OR IGNORE INTO calls VALUES (?)", calls)
-        self.db.executemany("INSERT OR REPLACE INTO exits VALUES (?, ?)", exits)  # the last one wins
-        for batch in (rows, calls, exits):
-            batch.clear()
 
     def _number_repeats(self) -> None:
         """A line seen before (same bytes) is keyed ``#<occurrence>``."""
@@ -496,28 +553,135 @@ class _Rollout:
                 updates.clear()
         self.db.executemany("UPDATE line SET repeat = ? WHERE n = ?", updates)
 
+    def sketches(self) -> Iterator[Sketch]:
+        for kind, text, alt, call in self.db.execute("SELECT kind, text, alt, call FROM line ORDER BY n"):
+            yield Sketch(kind, text, frozenset(alt[k:k + _DIGEST] for k in range(0, len(alt), _DIGEST)), from_db(call))
+
+    def lines(self) -> Iterator[int]:
+        return (line for (line,) in self.db.execute("SELECT line FROM line ORDER BY n"))
+
+    def is_call(self, call: str | None) -> bool:
+        return call is not None and self.db.execute("SELECT 1 FROM calls WHERE call = ?", (to_db(call),)).fetchone() is not None
+
+    def rows(self) -> Iterator[tuple[int, int, int, str, int]]:
+        return self.db.execute("SELECT n, offset, size, hash, repeat FROM line ORDER BY n")
+
+    def place(self, n: int) -> tuple[int, int, str]:
+        return self.db.execute("SELECT offset, size, hash FROM line WHERE n = ?", (n,)).fetchone()
+
+    def last_at(self, offset: int) -> tuple[int, int, str]:
+        return self.db.execute("SELECT n, size, hash FROM line WHERE offset = ? ORDER BY n DESC LIMIT 1", (offset,)).fetchone()
+
+    def reaches(self, offset: int) -> bool:
+        return self.db.execute("SELECT 1 FROM line WHERE offset >= ?", (offset,)).fetchone() is not None
+
+    def get(self, call_id: str) -> int | None:
+        """exec_command_end's (last) exit code for ``call_id``."""
+        row = self.db.execute("SELECT code FROM exits WHERE call = ?", (to_db(call_id),)).fetchone()
+        return None if row is None else row[0]
+
+    def _counted(self, select: str, count: str) -> tuple[Iterator[str], int]:
+        return (from_db(c) for (c,) in self.db.execute(select)), self.db.execute(count).fetchone()[0]
+
+    def call_ids(self) -> tuple[Iterator[str], int]:
+        return self._counted("SELECT call FROM calls", "SELECT COUNT(*) FROM calls")
+
+    def orphan_ends(self) -> tuple[Iterator[str], int]:
+        orphans = "FROM line WHERE kind = 'end' AND call IS NOT NULL AND call NOT IN (SELECT call FROM calls)"
+        return self._counted(f"SELECT DISTINCT call {orphans}", f"SELECT COUNT(DISTINCT call) {orphans}")
+
+    def exit_ids(self) -> tuple[Iterator[str], int]:
+        return self._counted("SELECT call FROM exits", "SELECT COUNT(*) FROM exits")
+
+
+class _Rollout:
+    """A rollout read once: a row per whole record (where it is, the hash its key is made of, its
+    sketch: :class:`_Listed`, or :class:`_Tabled` past ROWS_IN_MEMORY records), the call ids and
+    exit codes, and what needs the whole file (typed prompts, the replayed range, the first
+    ``session_meta``); the first lines parsed, up to KEEP_IN_MEMORY bytes.  :meth:`decide` then
+    keeps two bytes a record, and :meth:`records` converts them, the lines past those kept re-read
+    at their offsets: memory does not grow with the rollout's records (a 37 GB one is reported,
+    SOURCES-AGENTS §2.10)."""
+
+    def __init__(self, path: Path, report: Callable[[Finding], None], legacy: bool = False) -> None:
+        self.path = path
+        # a pre-envelope rollout's records are bare items: only in such a file is one a record
+        self.reader = SourceReader(path, legacy_record if legacy else _whole_record, report, what="rollout record")
+        self.first: SourceLine | None = None
+        self.meta: SourceLine | None = None  # the first session_meta
+        self.first_time: str | None = None
+        self.cwd: str | None = None  # the working folder an <environment_context> message names
+        self.prompts_typed = False
+        self.recent_calls: dict[str, None] = {}  # the last RECENT call ids, and exec_command_end's last exit codes
+        self.recent_exits: dict[str, int] = {}
+        self.latest = _Latest.empty()  # the lines at the file's latest time
+        self.kept_lines: list[tuple[dict, bytes]] = []  # the first lines' (value, bytes), within KEEP_IN_MEMORY
+        replay = Replay()
+        rows: _Listed | _Tabled = _Listed()
+        keep, kept, budget, limit = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY
+        sha256, see, feed = hashlib.sha256, self.latest.see, replay.feed
+        for line in self.reader:
+            value = as_envelope(line.value)  # a pre-envelope line as its envelope
+            item = sketch(value)
+            feed(item)
+            if self.first is None:
+                self.first = line
+            if self.meta is None and value["type"] == "session_meta":
+                self.meta = line
+            kind = item.kind
+            if self.cwd is None and kind == "injected":  # a pre-envelope meta has no cwd: the context names it
+                self.cwd = context_cwd(message_text(value["payload"].get("content"), ("input_text",)))
+            if not self.first_time:
+                self.first_time = value["timestamp"] if isinstance(value.get("timestamp"), str) else None
+            if not self.prompts_typed and (kind == "prompt" or kind == "user_item"):
+                self.prompts_typed = True
+            if kind == "call" and item.call is not None:
+                rows.call(item.call)
+                _recent(self.recent_calls, item.call, None)
+            elif kind == "end":
+                payload = value["payload"]
+                if payload.get("type") == "exec_command_end" and value["type"] == "event_msg" \
+                        and isinstance(payload.get("call_id"), str) and type(payload.get("exit_code")) is int:
+                    rows.exit(payload["call_id"], payload["exit_code"])
+                    _recent(self.recent_exits, payload["call_id"], payload["exit_code"])
+            data = line.data
+            digest = sha256(data).hexdigest()[:16]
+            see(line.value, digest)
+            rows.add(line.line, line.offset, len(data), digest, item)
+            if keep:
+                budget -= len(data)
+                keep = budget >= 0
+                if keep:
+                    kept.append((line.value, data))
+            if len(rows) == limit + 1 and type(rows) is _Listed:
+                rows = rows.tabled()
+        rows.finish()
+        self.rows = rows
+        self.count, self.replay, self.fork = replay.count, replay.range, (replay.fork, replay.start, replay.end)
+        self.codes = self.groups = b""
+        self._handle = None
+        self.listed: dict[int, tuple] = {}  # offset -> (n, size, hash) of the line a pass of _Lines is at
+        self.kept: dict | None = None  # the decider before its last records were decided (a resume takes it up)
+        self.skip_lines: dict[str, list] = {}  # reason -> [count, its first line numbers]
+        self.own = False  # a user record of its own (not a fork's replay): what _first_prompt looks for
+        self.walked: tuple | None = None  # after a whole pass of records(): (t, model, when) at its end
+
     def decide(self) -> Iterator[tuple[int, int, Decision]]:
         """(record, line number, decision) for every record, in file order, kept in :attr:`codes` and :attr:`groups`."""
-        def sketches() -> Iterator[Sketch]:
-            for kind, text, alt, call in self.db.execute("SELECT kind, text, alt, call FROM line ORDER BY n"):
-                yield Sketch(kind, text, frozenset(alt[k:k + _DIGEST] for k in range(0, len(alt), _DIGEST)), from_db(call))
-
-        def is_call(call: str | None) -> bool:
-            return call is not None and self.db.execute("SELECT 1 FROM calls WHERE call = ?", (to_db(call),)).fetchone() is not None
-
         codes, groups = bytearray(self.count), bytearray(self.count)
-        lines = self.db.execute("SELECT line FROM line ORDER BY n")
-        decider = Decider(prompts_typed=self.prompts_typed, is_call=is_call, replay=self.replay)
+        lines = self.rows.lines()
+        decider = Decider(prompts_typed=self.prompts_typed, is_call=self.rows.is_call, replay=self.replay)
 
         def decisions() -> Iterator[Decision]:
-            yield from decider.feed(sketches())
+            yield from decider.feed(self.rows.sketches())
             self.kept = decider.snapshot()  # what a resume takes up: the records before the last few are decided
             yield from decider.finish()
 
+        numbered = _CODES
         for n, decision in enumerate(decisions()):
-            codes[n] = _ROLES.index(decision.role) * 8 + _SKIPS.index(decision.skip)
+            codes[n] = numbered[decision.role, decision.skip]
             groups[n] = (n - decision.group) + (8 if decision.inherited else 0)
-            yield n, lines.fetchone()[0], decision
+            yield n, next(lines), decision
         self.codes, self.groups = codes, groups
 
     def decision(self, n: int) -> tuple[str | None, str | None, int, bool]:
@@ -525,9 +689,13 @@ class _Rollout:
         code, group = self.codes[n], self.groups[n]
         return _ROLES[code >> 3], _SKIPS[code & 7], n - (group & 7), bool(group & 8)
 
-    def value(self, n: int, offset: int, size: int, digest: str) -> tuple[dict, bytes]:
-        """Record ``n`` and its bytes, re-read at its offset; refused if they are not those read first."""
-        return as_envelope(loads(data := self._bytes(n, offset, size, digest))), data
+    def value(self, n: int) -> tuple[dict, bytes]:
+        """Record ``n`` and its bytes: kept, or re-read at its offset (refused if they are not those read first)."""
+        if n < len(self.kept_lines):
+            value, data = self.kept_lines[n]
+        else:
+            value = loads(data := self._bytes(n, *self.rows.place(n)))
+        return as_envelope(value), data
 
     def _bytes(self, n: int, offset: int, size: int, digest: str) -> bytes:
         if self._handle is None:
@@ -541,36 +709,44 @@ class _Rollout:
         return data
 
     def read_line(self, offset: int, _length: int) -> bytes:
-        """The bytes of the (last) record at ``offset``, re-read; the handle is closed after a pass of :class:`_Lines`."""
+        """The bytes of the (last) record at ``offset``, kept or re-read; the handle is closed after a pass of :class:`_Lines`."""
         row = self.listed.get(offset)  # the line :class:`_Lines` just listed (a pass of restore's lines)
         if row is None:
-            row = self.db.execute("SELECT n, size, hash FROM line WHERE offset = ? ORDER BY n DESC LIMIT 1", (offset,)).fetchone()
+            row = self.rows.last_at(offset)
         n, size, digest = row
+        if n < len(self.kept_lines):
+            return self.kept_lines[n][1]
         return self._bytes(n, offset, size, digest)
 
     def records(self, created: str | None) -> Iterator[dict]:
-        """The journal's records, converted from the re-read lines."""
+        """The journal's records, converted from the lines kept or re-read."""
         t, model = created or "", None
         when = created  # the time of the last record (as the writer takes it for the source's events)
         self.walked = None
-        exits = _Exits(self.db)
+        exits, codes, groups, kept = self.rows.exits, self.codes, self.groups, self.kept_lines
+        held = len(kept)
         keys: dict[int, str] = {}  # the keys of the last records: a record is keyed by one at most MIRROR_WINDOW before it
         try:
-            for n, offset, size, digest, repeat in self.db.execute("SELECT n, offset, size, hash, repeat FROM line ORDER BY n"):
-                keys[n] = f"sha256:{digest}" + (f"#{repeat}" if repeat > 1 else "")
+            for n, offset, size, digest, repeat in self.rows.rows():
+                keys[n] = f"sha256:{digest}#{repeat}" if repeat > 1 else f"sha256:{digest}"
                 keys.pop(n - MIRROR_WINDOW - 1, None)
-                data = self._bytes(n, offset, size, digest)
-                value = loads(data)
+                if n < held:
+                    value, data = kept[n]
+                else:
+                    data = self._bytes(n, offset, size, digest)
+                    value = loads(data)
                 envelope = as_envelope(value)
                 if isinstance(envelope.get("timestamp"), str):
                     t = envelope["timestamp"]
                 if envelope["type"] == "turn_context" and isinstance(envelope["payload"].get("model"), str):
                     model = envelope["payload"]["model"]
-                role, skip, group, inherited = self.decision(n)
-                if role == "meta" or skip is not None:
+                code = codes[n]
+                if code & 7 or code >> 3 == 10:  # skipped, or the meta record's line
                     continue
+                group = groups[n]
+                group, inherited = n - (group & 7), group & 8
                 identity = offset_line_key(value) if group == n else None  # (a mirror's key is another line's)
-                record = _record(role, envelope, t, model, exits)
+                record = _record(_ROLES[code >> 3], envelope, t, model, exits)
                 if inherited:
                     record["inherited"] = True
                 record["sourceKey"] = keys[group]
@@ -599,7 +775,7 @@ class _Lines:
     def __iter__(self) -> Iterator[tuple[int, int]]:
         listed = self.rollout.listed
         try:
-            for n, offset, size, digest in self.rollout.db.execute("SELECT n, offset, size, hash FROM line ORDER BY n"):
+            for n, offset, size, digest, _repeat in self.rollout.rows.rows():
                 listed.clear()  # (several records may share an offset: lifted from one damaged line)
                 listed[offset] = (n, size, digest)
                 yield offset, size
@@ -668,8 +844,7 @@ def _first_prompt(rollout: _Rollout) -> str | None:
         role, skip, _group, inherited = rollout.decision(n)
         if role != "prompt" or skip is not None or (own and inherited):
             continue
-        offset, size, digest = rollout.db.execute("SELECT offset, size, hash FROM line WHERE n = ?", (n,)).fetchone()
-        envelope, _data = rollout.value(n, offset, size, digest)
+        envelope, _data = rollout.value(n)
         record = _typed({"content": _prompt(envelope["payload"])})
         content, added = record["content"], record.get("added", ())
         text = content if isinstance(content, str) else next((b.get("text") for i, b in enumerate(content) if i not in added
@@ -837,11 +1012,10 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
     resume could not be proven to write what a full read would.  Only a journal of this rollout
     alone is resumed (:func:`_own_journal`, and then only while nothing else wrote it): it holds
     this file's records and lines and nothing else, which is what a resume assumes of it."""
-    reader, db = rollout.reader, rollout.db
+    reader, rows = rollout.reader, rollout.rows
     fork, start, end = rollout.fork
     torn = reader.skipped.get("torn-tail", 0)  # a last line still being written: a resume reads it again, whole
-    if set(reader.skipped) - {"torn-tail"} or torn > 1 or (torn and db.execute(
-            "SELECT 1 FROM line WHERE offset >= ?", (reader.covered,)).fetchone()):  # (records lifted out of it)
+    if set(reader.skipped) - {"torn-tail"} or torn > 1 or (torn and rows.reaches(reader.covered)):  # (records lifted out of it)
         return None
     if (not _own_journal(rollout, session, outcome) or reader.sha256 is None or reader.too_large
             or reader.covered != reader.end
@@ -857,24 +1031,19 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
     tail = [list(rollout.decision(n)) for n in range(decided, rollout.count)]
     calls = dict(rollout.recent_calls)
     for _n, (kind, _text, _alt, call, _ident, _parent) in rollout.kept["seen"]:  # the undecided end events' calls, exactly
-        if kind == "end" and call is not None and db.execute("SELECT 1 FROM calls WHERE call = ?", (to_db(call),)).fetchone():
+        if kind == "end" and rows.is_call(call):
             calls[call] = None
 
-    def count(sql: str) -> int:
-        return db.execute(sql).fetchone()[0]
+    def kept(ids: tuple) -> list:
+        found, count = ids
+        return _Filter.of((_h(call) for call in found), count).dump()
 
-    orphans = "FROM line WHERE kind = 'end' AND call IS NOT NULL AND call NOT IN (SELECT call FROM calls)"
     t, model, when = rollout.walked
     return {"path": str(rollout.path), "sid": said_as, "covered": reader.covered, "sha256": reader.sha256,
             "number": reader.number, "count": rollout.count, "decider": rollout.kept, "tail": tail,
             "typed": rollout.prompts_typed, "replay": [start, end] if fork else None,
             "latest": rollout.latest.dump(),
-            "calls": _Filter.of((_h(from_db(c)) for (c,) in db.execute("SELECT call FROM calls")),
-                                count("SELECT COUNT(*) FROM calls")).dump(),
-            "ends": _Filter.of((_h(from_db(c)) for (c,) in db.execute(f"SELECT DISTINCT call {orphans}")),
-                               count(f"SELECT COUNT(DISTINCT call) {orphans}")).dump(),
-            "exits": _Filter.of((_h(from_db(c)) for (c,) in db.execute("SELECT call FROM exits")),
-                                count("SELECT COUNT(*) FROM exits")).dump(),
+            "calls": kept(rows.call_ids()), "ends": kept(rows.orphan_ends()), "exits": kept(rows.exit_ids()),
             "recent_calls": list(calls), "recent_exits": [[c, code] for c, code in rollout.recent_exits.items()],
             "t": t, "model": model, "when": when, "created": session.created_at, "title": session.title,
             "source_items": session.source_items - torn, "merged": session.merged, "torn": torn,
