@@ -1,5 +1,5 @@
 """`import --from codex` holds a rollout's rows in lists up to ROWS_IN_MEMORY records (a temporary
-database past it) and its first lines parsed up to KEEP_IN_MEMORY bytes (the rest re-read at their
+database past it) and the bytes of its first lines up to KEEP_IN_MEMORY (the rest re-read at their
 offsets): whichever it does, the journals and the report are the same, byte for byte, on a first
 import, a resumed one and a full re-read of a rollout that grew."""
 
@@ -73,3 +73,31 @@ def test_odd_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkeyp
     with monkeypatch.context() as patched:
         kept = _imports(tmp_path, build, ALL_IN_MEMORY, patched, reread=reread)
         assert _imports(tmp_path, build, (rows, keep), patched, reread=reread) == kept
+
+
+def test_a_rollout_and_its_kept_lines_are_freed_once_its_journal_is_written(tmp_path, monkeypatch):
+    """Nothing keeps a rollout (its rows, its kept lines) in a reference cycle: with the garbage
+    collector off, each is freed before the next one is read, so memory holds one at a time."""
+    import gc
+    import weakref
+
+    home = tmp_path / ".codex"
+    codex_shapes.build(home, rollouts=5, seed=7)
+    alive: set[int] = set()
+    most = []
+    real = codex._Rollout.__init__
+
+    def counted(self, *args, **kwargs):
+        most.append(len(alive))  # the rollouts still alive when this one is read
+        real(self, *args, **kwargs)
+        alive.add(id(self))
+        weakref.finalize(self, alive.discard, id(self))
+
+    monkeypatch.setattr(codex._Rollout, "__init__", counted)
+    gc.disable()
+    try:
+        result = run_cli("import", "--from", "codex", "--source", home, "--store", tmp_path / "store", "--json", "--jobs", "1")
+    finally:
+        gc.enable()
+    assert result.exit_code in (0, 4), result.stdout + result.stderr
+    assert len(most) == 5 and max(most) == 0

@@ -59,6 +59,7 @@ import stopped), every new line new by its bytes and identity, every new record 
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -390,7 +391,8 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
     session.title = named or _first_prompt(rollout)
     fixed = (bool(named) or (rollout.own and session.title is not None)) and ("cwd" in text or rollout.cwd is not None)
     said_as = session.id  # (the id its findings name, before a write fits it to a file name)
-    session.resume_state = lambda outcome: _capture(rollout, session, outcome, said_as) if fixed and not legacy else None
+    written = weakref.ref(session)  # (not the session: a cycle would keep the rollout and its lines until a collection)
+    session.resume_state = lambda outcome: _capture(rollout, written(), outcome, said_as) if fixed and not legacy else None
     return session
 
 
@@ -403,10 +405,10 @@ _DIGEST = 12  # bytes of a sketch's digests (codex_seen._digest)
 #: A rollout of at most this many records is held in lists while it is imported (about 0.5 kB a
 #: record); a longer one in a temporary database, two bytes a record in memory (:class:`_Tabled`).
 ROWS_IN_MEMORY = 32_768
-#: Bytes of a rollout's first lines kept parsed, with their bytes, from the first read to the
-#: conversion (about six times as much memory); the lines after them are read again at their
-#: offsets, and refused if they changed.
-KEEP_IN_MEMORY = 4 << 20
+#: Bytes of a rollout's first lines kept from the first read to the conversion (parsed again then:
+#: parsed values kept would take six times the memory, and cost the garbage collector more than
+#: parsing takes); the lines after them are read again at their offsets, and refused if they changed.
+KEEP_IN_MEMORY = 8 << 20
 
 
 class _Listed:
@@ -598,7 +600,7 @@ class _Rollout:
     """A rollout read once: a row per whole record (where it is, the hash its key is made of, its
     sketch: :class:`_Listed`, or :class:`_Tabled` past ROWS_IN_MEMORY records), the call ids and
     exit codes, and what needs the whole file (typed prompts, the replayed range, the first
-    ``session_meta``); the first lines parsed, up to KEEP_IN_MEMORY bytes.  :meth:`decide` then
+    ``session_meta``); the bytes of its first lines, up to KEEP_IN_MEMORY.  :meth:`decide` then
     keeps two bytes a record, and :meth:`records` converts them, the lines past those kept re-read
     at their offsets: memory does not grow with the rollout's records (a 37 GB one is reported,
     SOURCES-AGENTS §2.10)."""
@@ -615,7 +617,7 @@ class _Rollout:
         self.recent_calls: dict[str, None] = {}  # the last RECENT call ids, and exec_command_end's last exit codes
         self.recent_exits: dict[str, int] = {}
         self.latest = _Latest.empty()  # the lines at the file's latest time
-        self.kept_lines: list[tuple[dict, bytes]] = []  # the first lines' (value, bytes), within KEEP_IN_MEMORY
+        self.kept_lines: list[bytes] = []  # the first lines' bytes, within KEEP_IN_MEMORY
         replay = Replay()
         rows: _Listed | _Tabled = _Listed()
         keep, kept, budget, limit = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY
@@ -652,7 +654,7 @@ class _Rollout:
                 budget -= len(data)
                 keep = budget >= 0
                 if keep:
-                    kept.append((line.value, data))
+                    kept.append(data)
             if len(rows) == limit + 1 and type(rows) is _Listed:
                 rows = rows.tabled()
         rows.finish()
@@ -692,7 +694,7 @@ class _Rollout:
     def value(self, n: int) -> tuple[dict, bytes]:
         """Record ``n`` and its bytes: kept, or re-read at its offset (refused if they are not those read first)."""
         if n < len(self.kept_lines):
-            value, data = self.kept_lines[n]
+            value = loads(data := self.kept_lines[n])
         else:
             value = loads(data := self._bytes(n, *self.rows.place(n)))
         return as_envelope(value), data
@@ -715,7 +717,7 @@ class _Rollout:
             row = self.rows.last_at(offset)
         n, size, digest = row
         if n < len(self.kept_lines):
-            return self.kept_lines[n][1]
+            return self.kept_lines[n]
         return self._bytes(n, offset, size, digest)
 
     def records(self, created: str | None) -> Iterator[dict]:
@@ -731,7 +733,7 @@ class _Rollout:
                 keys[n] = f"sha256:{digest}#{repeat}" if repeat > 1 else f"sha256:{digest}"
                 keys.pop(n - MIRROR_WINDOW - 1, None)
                 if n < held:
-                    value, data = kept[n]
+                    value = loads(data := kept[n])
                 else:
                     data = self._bytes(n, offset, size, digest)
                     value = loads(data)
