@@ -68,7 +68,7 @@ from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNot
 from ..findings import Finding
 from ..identify import describe, sniff
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, legacy_record, thread_id
-from ..layouts.codex_seen import (MIRROR_WINDOW, Decider, Decision, Replay, Sketch, as_envelope, context_cwd, is_legacy_meta,
+from ..layouts.codex_seen import (MIRROR_WINDOW, Decider, Replay, Sketch, as_envelope, context_cwd, is_legacy_meta,
                                   message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Session, SourceState, in_place, json_object,
@@ -418,7 +418,8 @@ class _Listed:
     :class:`_Tabled` holds in a temporary database, for a rollout of at most ROWS_IN_MEMORY records."""
 
     def __init__(self) -> None:
-        self.places: list[tuple[int, int, int, str, int]] = []  # (line, offset, size, hash, repeat)
+        self.places: list[tuple[int, int, int, str, int]] = []  # (n, offset, size, hash, repeat)
+        self.numbers: list[int] = []  # line numbers
         self.items: list[Sketch] = []
         self.calls: set[str] = set()
         self.exits: dict[str, int] = {}  # (its get: the exit codes as _record asks them)
@@ -431,7 +432,8 @@ class _Listed:
     def add(self, line: int, offset: int, size: int, digest: str, item: Sketch) -> None:
         seen = self._seen
         repeat = seen[digest] = seen.get(digest, 0) + 1
-        self.places.append((line, offset, size, digest, repeat))
+        self.places.append((len(self.items), offset, size, digest, repeat))
+        self.numbers.append(line)
         self.items.append(item)
 
     def call(self, call: str) -> None:
@@ -446,8 +448,8 @@ class _Listed:
     def tabled(self) -> _Tabled:
         """The same rows in a temporary database (a rollout past ROWS_IN_MEMORY records)."""
         tabled = _Tabled()
-        for n, ((line, offset, size, digest, _repeat), item) in enumerate(zip(self.places, self.items)):
-            tabled.add(line, offset, size, digest, item, n)
+        for (_n, offset, size, digest, _repeat), line, item in zip(self.places, self.numbers, self.items):
+            tabled.add(line, offset, size, digest, item)
         for call in self.calls:
             tabled.call(call)
         for call, code in self.exits.items():
@@ -457,24 +459,24 @@ class _Listed:
     def sketches(self) -> Iterator[Sketch]:
         return iter(self.items)
 
-    def lines(self) -> Iterator[int]:
-        return (place[0] for place in self.places)
+    def line(self, n: int) -> int:
+        return self.numbers[n]
 
     def is_call(self, call: str | None) -> bool:
         return call is not None and call in self.calls
 
     def rows(self) -> Iterator[tuple[int, int, int, str, int]]:
         """(n, offset, size, hash, repeat) of each record, in order."""
-        return ((n, offset, size, digest, repeat) for n, (_line, offset, size, digest, repeat) in enumerate(self.places))
+        return iter(self.places)
 
     def place(self, n: int) -> tuple[int, int, str]:
-        _line, offset, size, digest, _repeat = self.places[n]
+        _n, offset, size, digest, _repeat = self.places[n]
         return offset, size, digest
 
     def last_at(self, offset: int) -> tuple[int, int, str]:
         """(n, size, hash) of the last record at ``offset``."""
         if self._last is None:
-            self._last = {place[1]: n for n, place in enumerate(self.places)}
+            self._last = {place[1]: place[0] for place in self.places}
         n = self._last[offset]
         return n, self.places[n][2], self.places[n][3]
 
@@ -514,7 +516,7 @@ class _Tabled:
     def __len__(self) -> int:
         return self.count
 
-    def add(self, line: int, offset: int, size: int, digest: str, item: Sketch, n: int | None = None) -> None:
+    def add(self, line: int, offset: int, size: int, digest: str, item: Sketch) -> None:
         self._rows.append((self.count, line, offset, size, digest, item.kind, item.text, b"".join(sorted(item.alt)),
                            to_db(item.call)))
         self.count += 1
@@ -559,8 +561,8 @@ class _Tabled:
         for kind, text, alt, call in self.db.execute("SELECT kind, text, alt, call FROM line ORDER BY n"):
             yield Sketch(kind, text, frozenset(alt[k:k + _DIGEST] for k in range(0, len(alt), _DIGEST)), from_db(call))
 
-    def lines(self) -> Iterator[int]:
-        return (line for (line,) in self.db.execute("SELECT line FROM line ORDER BY n"))
+    def line(self, n: int) -> int:
+        return self.db.execute("SELECT line FROM line WHERE n = ?", (n,)).fetchone()[0]
 
     def is_call(self, call: str | None) -> bool:
         return call is not None and self.db.execute("SELECT 1 FROM calls WHERE call = ?", (to_db(call),)).fetchone() is not None
@@ -668,23 +670,31 @@ class _Rollout:
         self.own = False  # a user record of its own (not a fork's replay): what _first_prompt looks for
         self.walked: tuple | None = None  # after a whole pass of records(): (t, model, when) at its end
 
-    def decide(self) -> Iterator[tuple[int, int, Decision]]:
-        """(record, line number, decision) for every record, in file order, kept in :attr:`codes` and :attr:`groups`."""
+    def decide(self) -> None:
+        """Decide every record, in file order, kept in :attr:`codes` and :attr:`groups`."""
         codes, groups = bytearray(self.count), bytearray(self.count)
-        lines = self.rows.lines()
         decider = Decider(prompts_typed=self.prompts_typed, is_call=self.rows.is_call, replay=self.replay)
-
-        def decisions() -> Iterator[Decision]:
-            yield from decider.feed(self.rows.sketches())
-            self.kept = decider.snapshot()  # what a resume takes up: the records before the last few are decided
-            yield from decider.finish()
-
-        numbered = _CODES
-        for n, decision in enumerate(decisions()):
-            codes[n] = numbered[decision.role, decision.skip]
-            groups[n] = (n - decision.group) + (8 if decision.inherited else 0)
-            yield n, next(lines), decision
+        numbered, n = _CODES, 0
+        for finished in (False, True):
+            for role, skip, group, inherited in decider.finish() if finished else decider.feed(self.rows.sketches()):
+                codes[n] = numbered[role, skip]
+                groups[n] = (n - group) + (8 if inherited else 0)
+                n += 1
+            if not finished:
+                self.kept = decider.snapshot()  # what a resume takes up: the records before the last few are decided
         self.codes, self.groups = codes, groups
+
+    def skipped(self) -> dict[str, list]:
+        """reason -> [count, its first five line numbers] of the records that became no record, by their first line."""
+        codes, found = self.codes, []
+        for code, reason in enumerate(_SKIPS):  # (a skipped record has no role: its code is its skip's)
+            count = codes.count(code) if reason is not None else 0
+            if count:
+                first, n = [], -1
+                while len(first) < 5 and (n := codes.find(code, n + 1)) >= 0:
+                    first.append(n)
+                found.append((first[0], reason, [count, [self.rows.line(n) for n in first]]))
+        return {reason: count_lines for _first, reason, count_lines in sorted(found)}
 
     def decision(self, n: int) -> tuple[str | None, str | None, int, bool]:
         """(role, skip, group, inherited) of record ``n``, as :meth:`decide` kept it."""
@@ -800,19 +810,11 @@ class _Records:
 
 
 def _convert(session: Session, rollout: _Rollout) -> None:
-    records = 0
-    skipped: dict[str, list] = {}  # reason -> [count, the first line numbers]
-    for _n, number, decision in rollout.decide():
-        if decision.role == "meta":
-            session.merged += 1  # carried by the meta record (its raw)
-            continue
-        if decision.skip is not None:
-            count_lines = skipped.setdefault(decision.skip, [0, []])
-            count_lines[0] += 1
-            if len(count_lines[1]) < 5:
-                count_lines[1].append(number)
-            continue
-        records += 1
+    rollout.decide()
+    skipped = rollout.skipped()  # reason -> [count, the first line numbers]
+    if rollout.count and rollout.codes[0] == _CODES["meta", None]:  # (only the first record can be)
+        session.merged += 1  # carried by the meta record (its raw)
+    records = rollout.count - session.merged - sum(count for count, _numbers in skipped.values())
     session.records = _Records(rollout, records, session.created_at)
     rollout.skip_lines = skipped
     reader = rollout.reader
