@@ -68,8 +68,8 @@ from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNot
 from ..findings import Finding
 from ..identify import describe, sniff
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, legacy_record, thread_id
-from ..layouts.codex_seen import (MIRROR_WINDOW, Decider, Replay, Sketch, as_envelope, context_cwd, is_legacy_meta,
-                                  message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
+from ..layouts.codex_seen import (MIRROR_WINDOW, Decider, Replay, Sketch, as_envelope, context_cwd, envelope_sketch,
+                                  is_legacy_meta, message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Session, SourceState, in_place, json_object,
                      offset_line_key, safe_id)
@@ -418,7 +418,8 @@ class _Listed:
     :class:`_Tabled` holds in a temporary database, for a rollout of at most ROWS_IN_MEMORY records."""
 
     def __init__(self) -> None:
-        self.places: list[tuple[int, int, int, str, int]] = []  # (n, offset, size, hash, repeat)
+        # (n, offset, size, hash, repeat, its timestamp if a string, a turn_context's model if a string)
+        self.places: list[tuple[int, int, int, str, int, str | None, str | None]] = []
         self.numbers: list[int] = []  # line numbers
         self.items: list[Sketch] = []
         self.calls: set[str] = set()
@@ -429,10 +430,10 @@ class _Listed:
     def __len__(self) -> int:
         return len(self.items)
 
-    def add(self, line: int, offset: int, size: int, digest: str, item: Sketch) -> None:
+    def add(self, line: int, offset: int, size: int, digest: str, item: Sketch, stamp: str | None, model: str | None) -> None:
         seen = self._seen
         repeat = seen[digest] = seen.get(digest, 0) + 1
-        self.places.append((len(self.items), offset, size, digest, repeat))
+        self.places.append((len(self.items), offset, size, digest, repeat, stamp, model))
         self.numbers.append(line)
         self.items.append(item)
 
@@ -448,8 +449,8 @@ class _Listed:
     def tabled(self) -> _Tabled:
         """The same rows in a temporary database (a rollout past ROWS_IN_MEMORY records)."""
         tabled = _Tabled()
-        for (_n, offset, size, digest, _repeat), line, item in zip(self.places, self.numbers, self.items):
-            tabled.add(line, offset, size, digest, item)
+        for (_n, offset, size, digest, _repeat, stamp, model), line, item in zip(self.places, self.numbers, self.items):
+            tabled.add(line, offset, size, digest, item, stamp, model)
         for call in self.calls:
             tabled.call(call)
         for call, code in self.exits.items():
@@ -465,13 +466,12 @@ class _Listed:
     def is_call(self, call: str | None) -> bool:
         return call is not None and call in self.calls
 
-    def rows(self) -> Iterator[tuple[int, int, int, str, int]]:
-        """(n, offset, size, hash, repeat) of each record, in order."""
+    def rows(self) -> Iterator[tuple]:
+        """(n, offset, size, hash, repeat, timestamp, model) of each record, in order (:attr:`places`)."""
         return iter(self.places)
 
     def place(self, n: int) -> tuple[int, int, str]:
-        _n, offset, size, digest, _repeat = self.places[n]
-        return offset, size, digest
+        return self.places[n][1:4]
 
     def last_at(self, offset: int) -> tuple[int, int, str]:
         """(n, size, hash) of the last record at ``offset``."""
@@ -504,7 +504,7 @@ class _Tabled:
         self.db = temp_db()
         self.db.execute("CREATE TABLE line (n INTEGER PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, "
                         "size INTEGER NOT NULL, hash TEXT NOT NULL, repeat INTEGER NOT NULL DEFAULT 1, kind TEXT NOT NULL, "
-                        "text BLOB NOT NULL, alt BLOB NOT NULL, call BLOB)")
+                        "text BLOB NOT NULL, alt BLOB NOT NULL, call BLOB, t BLOB, model BLOB)")
         self.db.execute("CREATE TABLE calls (call BLOB PRIMARY KEY) WITHOUT ROWID")
         self.db.execute("CREATE TABLE exits (call BLOB PRIMARY KEY, code INTEGER NOT NULL) WITHOUT ROWID")
         self.count = 0
@@ -516,9 +516,9 @@ class _Tabled:
     def __len__(self) -> int:
         return self.count
 
-    def add(self, line: int, offset: int, size: int, digest: str, item: Sketch) -> None:
+    def add(self, line: int, offset: int, size: int, digest: str, item: Sketch, stamp: str | None, model: str | None) -> None:
         self._rows.append((self.count, line, offset, size, digest, item.kind, item.text, b"".join(sorted(item.alt)),
-                           to_db(item.call)))
+                           to_db(item.call), to_db(stamp), to_db(model)))
         self.count += 1
         if len(self._rows) >= 4096:
             self._write()
@@ -530,8 +530,8 @@ class _Tabled:
         self._exits.append((to_db(call), code))
 
     def _write(self) -> None:
-        self.db.executemany("INSERT INTO line (n, line, offset, size, hash, kind, text, alt, call) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            self._rows)
+        self.db.executemany("INSERT INTO line (n, line, offset, size, hash, kind, text, alt, call, t, model) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self._rows)
         self.db.executemany("INSERT OR IGNORE INTO calls VALUES (?)", self._calls)
         self.db.executemany("INSERT OR REPLACE INTO exits VALUES (?, ?)", self._exits)  # the last one wins
         for batch in (self._rows, self._calls, self._exits):
@@ -567,8 +567,10 @@ class _Tabled:
     def is_call(self, call: str | None) -> bool:
         return call is not None and self.db.execute("SELECT 1 FROM calls WHERE call = ?", (to_db(call),)).fetchone() is not None
 
-    def rows(self) -> Iterator[tuple[int, int, int, str, int]]:
-        return self.db.execute("SELECT n, offset, size, hash, repeat FROM line ORDER BY n")
+    def rows(self) -> Iterator[tuple]:
+        for n, offset, size, digest, repeat, stamp, model in self.db.execute(
+                "SELECT n, offset, size, hash, repeat, t, model FROM line ORDER BY n"):
+            yield n, offset, size, digest, repeat, from_db(stamp), from_db(model)
 
     def place(self, n: int) -> tuple[int, int, str]:
         return self.db.execute("SELECT offset, size, hash FROM line WHERE n = ?", (n,)).fetchone()
@@ -621,46 +623,7 @@ class _Rollout:
         self.latest = _Latest.empty()  # the lines at the file's latest time
         self.kept_lines: list[bytes] = []  # the first lines' bytes, within KEEP_IN_MEMORY
         replay = Replay()
-        rows: _Listed | _Tabled = _Listed()
-        keep, kept, budget, limit = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY
-        sha256, see, feed = hashlib.sha256, self.latest.see, replay.feed
-        for line in self.reader:
-            value = as_envelope(line.value)  # a pre-envelope line as its envelope
-            item = sketch(value)
-            feed(item)
-            if self.first is None:
-                self.first = line
-            if self.meta is None and value["type"] == "session_meta":
-                self.meta = line
-            kind = item.kind
-            if self.cwd is None and kind == "injected":  # a pre-envelope meta has no cwd: the context names it
-                self.cwd = context_cwd(message_text(value["payload"].get("content"), ("input_text",)))
-            if not self.first_time:
-                self.first_time = value["timestamp"] if isinstance(value.get("timestamp"), str) else None
-            if not self.prompts_typed and (kind == "prompt" or kind == "user_item"):
-                self.prompts_typed = True
-            if kind == "call" and item.call is not None:
-                rows.call(item.call)
-                _recent(self.recent_calls, item.call, None)
-            elif kind == "end":
-                payload = value["payload"]
-                if payload.get("type") == "exec_command_end" and value["type"] == "event_msg" \
-                        and isinstance(payload.get("call_id"), str) and type(payload.get("exit_code")) is int:
-                    rows.exit(payload["call_id"], payload["exit_code"])
-                    _recent(self.recent_exits, payload["call_id"], payload["exit_code"])
-            data = line.data
-            digest = sha256(data).hexdigest()[:16]
-            see(line.value, digest)
-            rows.add(line.line, line.offset, len(data), digest, item)
-            if keep:
-                budget -= len(data)
-                keep = budget >= 0
-                if keep:
-                    kept.append(data)
-            if len(rows) == limit + 1 and type(rows) is _Listed:
-                rows = rows.tabled()
-        rows.finish()
-        self.rows = rows
+        self.rows = self._read(replay, legacy)
         self.count, self.replay, self.fork = replay.count, replay.range, (replay.fork, replay.start, replay.end)
         self.codes = self.groups = b""
         self._handle = None
@@ -669,6 +632,56 @@ class _Rollout:
         self.skip_lines: dict[str, list] = {}  # reason -> [count, its first line numbers]
         self.own = False  # a user record of its own (not a fork's replay): what _first_prompt looks for
         self.walked: tuple | None = None  # after a whole pass of records(): (t, model, when) at its end
+
+    def _read(self, replay: Replay, legacy: bool) -> _Listed | _Tabled:
+        """Read the rollout: a row per whole record, its first lines' bytes, and what needs the whole file."""
+        rows: _Listed | _Tabled = _Listed()
+        first = meta = first_time = cwd = None
+        typed = False
+        keep, kept, budget, limit, n = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0
+        sha256, see, feed, recent_calls, recent_exits = hashlib.sha256, self.latest.see, replay.feed, self.recent_calls, self.recent_exits
+        for line in self.reader:
+            value = as_envelope(line.value) if legacy else line.value  # a pre-envelope line as its envelope
+            item = envelope_sketch(value)
+            feed(item)
+            top, kind = value["type"], item.kind
+            if first is None:
+                first = line
+            if meta is None and top == "session_meta":
+                meta = line
+            if cwd is None and kind == "injected":  # a pre-envelope meta has no cwd: the context names it
+                cwd = context_cwd(message_text(value["payload"].get("content"), ("input_text",)))
+            stamp = value.get("timestamp")
+            stamp = stamp if isinstance(stamp, str) else None
+            if not first_time:
+                first_time = stamp
+            if not typed and (kind == "prompt" or kind == "user_item"):
+                typed = True
+            if kind == "call" and item.call is not None:
+                rows.call(item.call)
+                _recent(recent_calls, item.call, None)
+            elif kind == "end":
+                payload = value["payload"]
+                if payload.get("type") == "exec_command_end" and top == "event_msg" \
+                        and isinstance(payload.get("call_id"), str) and type(payload.get("exit_code")) is int:
+                    rows.exit(payload["call_id"], payload["exit_code"])
+                    _recent(recent_exits, payload["call_id"], payload["exit_code"])
+            model = value["payload"].get("model") if top == "turn_context" else None
+            data = line.data
+            digest = sha256(data).hexdigest()[:16]
+            see(line.value, digest)
+            rows.add(line.line, line.offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
+            if keep:
+                budget -= len(data)
+                keep = budget >= 0
+                if keep:
+                    kept.append(data)
+            n += 1
+            if n == limit + 1 and type(rows) is _Listed:
+                rows = rows.tabled()
+        rows.finish()
+        self.first, self.meta, self.first_time, self.cwd, self.prompts_typed = first, meta, first_time, cwd, typed
+        return rows
 
     def decide(self) -> None:
         """Decide every record, in file order, kept in :attr:`codes` and :attr:`groups`."""
@@ -736,25 +749,21 @@ class _Rollout:
         when = created  # the time of the last record (as the writer takes it for the source's events)
         self.walked = None
         exits, codes, groups, kept = self.rows.exits, self.codes, self.groups, self.kept_lines
-        held = len(kept)
+        held, meta = len(kept), _CODES["meta", None]
         keys: dict[int, str] = {}  # the keys of the last records: a record is keyed by one at most MIRROR_WINDOW before it
         try:
-            for n, offset, size, digest, repeat in self.rows.rows():
+            for n, offset, size, digest, repeat, stamp, changed in self.rows.rows():
                 keys[n] = f"sha256:{digest}#{repeat}" if repeat > 1 else f"sha256:{digest}"
                 keys.pop(n - MIRROR_WINDOW - 1, None)
-                if n < held:
-                    value = loads(data := kept[n])
-                else:
-                    data = self._bytes(n, offset, size, digest)
-                    value = loads(data)
-                envelope = as_envelope(value)
-                if isinstance(envelope.get("timestamp"), str):
-                    t = envelope["timestamp"]
-                if envelope["type"] == "turn_context" and isinstance(envelope["payload"].get("model"), str):
-                    model = envelope["payload"]["model"]
+                if stamp is not None:
+                    t = stamp
+                if changed is not None:  # a turn_context's model
+                    model = changed
                 code = codes[n]
-                if code & 7 or code >> 3 == 10:  # skipped, or the meta record's line
+                if code & 7 or code == meta:  # skipped, or the meta record's line: not read again
                     continue
+                value = loads(data := kept[n] if n < held else self._bytes(n, offset, size, digest))
+                envelope = as_envelope(value)
                 group = groups[n]
                 group, inherited = n - (group & 7), group & 8
                 identity = offset_line_key(value) if group == n else None  # (a mirror's key is another line's)
@@ -787,7 +796,7 @@ class _Lines:
     def __iter__(self) -> Iterator[tuple[int, int]]:
         listed = self.rollout.listed
         try:
-            for n, offset, size, digest, _repeat in self.rollout.rows.rows():
+            for n, offset, size, digest, *_rest in self.rollout.rows.rows():
                 listed.clear()  # (several records may share an offset: lifted from one damaged line)
                 listed[offset] = (n, size, digest)
                 yield offset, size
@@ -917,13 +926,29 @@ class _Latest:
     def __init__(self, time: str | None = None, digests: list | None = None, identities: list | None = None,
                  odd: list | None = None) -> None:
         self.time = time
-        self.digests: set[str] | None = set(digests) if digests is not None else None
+        self._digests: set[str] | None = set(digests) if digests is not None else None
         self._identities: set[str] | None = set(identities) if identities is not None else None
         self.odd: set[str] | None = set(odd) if odd is not None else None
         self.values: list[dict] = []  # the lines at the latest time seen since (their identities, when asked)
+        # the one line seen at a later time than the sets say, (value, digest), while it is the only one
+        # (most lines of a file are the only one at their time: the sets are made when a second one is seen)
+        self._one: tuple[dict, str] | None = None
+
+    def _sets(self) -> None:
+        """The sets of the lines at the latest time, with its one line seen (:attr:`_one`)."""
+        if self._one is not None:
+            value, digest = self._one
+            self._one = None
+            self._digests, self._identities, self.values = {digest}, set(), [value]
+
+    @property
+    def digests(self) -> set[str] | None:
+        self._sets()
+        return self._digests
 
     @property
     def identities(self) -> set[str] | None:
+        self._sets()
         if self.values and self._identities is not None:
             self._identities.update(offset_line_key(value) for value in self.values)
         self.values = []
@@ -942,13 +967,15 @@ class _Latest:
                     self.odd = None
             return
         if self.time is None or time > self.time:
-            self.time, self.digests, self._identities, self.values = time, {digest}, set(), [value]
-        elif time == self.time and self.digests is not None:
-            self.digests.add(digest)
-            self.values.append(value)
-            if len(self.digests) > LATEST:
-                self.digests = self._identities = None
-                self.values = []
+            self.time, self._one = time, (value, digest)
+        elif time == self.time:
+            self._sets()
+            if self._digests is not None:
+                self._digests.add(digest)
+                self.values.append(value)
+                if len(self._digests) > LATEST:
+                    self._digests = self._identities = None
+                    self.values = []
 
     def new(self, value: dict, digest: str) -> bool:
         """Whether a line (its value and digest) surely has other bytes than every line of the file."""

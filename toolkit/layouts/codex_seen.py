@@ -204,7 +204,11 @@ _TOPS = {"turn_context": _CONTEXT, "compacted": _COMPACT, "state": _UI_ONLY}  # 
 def sketch(record: object) -> Sketch:
     """Reduce one rollout record (``{timestamp, type, payload}``, or a pre-envelope line) to what
     :func:`decide` needs."""
-    record = as_envelope(record)
+    return envelope_sketch(as_envelope(record))
+
+
+def envelope_sketch(record: object) -> Sketch:
+    """:func:`sketch` of a record that is an envelope already (:func:`as_envelope`'s)."""
     if type(record) is not dict:
         return _OTHER
     top, payload = record.get("type"), record.get("payload")
