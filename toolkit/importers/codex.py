@@ -68,7 +68,7 @@ from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNot
 from ..findings import Finding
 from ..identify import describe, sniff
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, legacy_record, thread_id
-from ..layouts.codex_seen import (MIRROR_WINDOW, Decider, Replay, Sketch, as_envelope, context_cwd, envelope_sketch,
+from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, envelope_sketch,
                                   is_legacy_meta, message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Session, SourceState, in_place, json_object,
@@ -627,7 +627,7 @@ class _Rollout:
         self.count, self.replay, self.fork = replay.count, replay.range, (replay.fork, replay.start, replay.end)
         self.codes = self.groups = b""
         self._handle = None
-        self.listed: dict[int, tuple] = {}  # offset -> (n, size, hash) of the line a pass of _Lines is at
+        self.listed: tuple | None = None  # the row of the line a pass of _Lines is at
         self.kept: dict | None = None  # the decider before its last records were decided (a resume takes it up)
         self.skip_lines: dict[str, list] = {}  # reason -> [count, its first line numbers]
         self.own = False  # a user record of its own (not a fork's replay): what _first_prompt looks for
@@ -638,12 +638,15 @@ class _Rollout:
         rows: _Listed | _Tabled = _Listed()
         first = meta = first_time = cwd = None
         typed = False
-        keep, kept, budget, limit, n = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0
-        sha256, see, feed, recent_calls, recent_exits = hashlib.sha256, self.latest.see, replay.feed, self.recent_calls, self.recent_exits
+        keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
+        sha256, see, recent_calls, recent_exits = hashlib.sha256, self.latest.see, self.recent_calls, self.recent_exits
+        add = rows.add
         for line in self.reader:
             value = as_envelope(line.value) if legacy else line.value  # a pre-envelope line as its envelope
             item = envelope_sketch(value)
-            feed(item)
+            if watching:
+                replay.feed(item)
+                watching = not replay.settled
             top, kind = value["type"], item.kind
             if first is None:
                 first = line
@@ -670,7 +673,7 @@ class _Rollout:
             data = line.data
             digest = sha256(data).hexdigest()[:16]
             see(line.value, digest)
-            rows.add(line.line, line.offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
+            add(line.line, line.offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
             if keep:
                 budget -= len(data)
                 keep = budget >= 0
@@ -679,6 +682,8 @@ class _Rollout:
             n += 1
             if n == limit + 1 and type(rows) is _Listed:
                 rows = rows.tabled()
+                add = rows.add
+        replay.skip(n - replay.count)
         rows.finish()
         self.first, self.meta, self.first_time, self.cwd, self.prompts_typed = first, meta, first_time, cwd, typed
         return rows
@@ -735,10 +740,11 @@ class _Rollout:
 
     def read_line(self, offset: int, _length: int) -> bytes:
         """The bytes of the (last) record at ``offset``, kept or re-read; the handle is closed after a pass of :class:`_Lines`."""
-        row = self.listed.get(offset)  # the line :class:`_Lines` just listed (a pass of restore's lines)
-        if row is None:
-            row = self.rows.last_at(offset)
-        n, size, digest = row
+        row = self.listed  # the line :class:`_Lines` just listed (a pass of restore's lines)
+        if row is not None and row[1] == offset:
+            n, _offset, size, digest = row[:4]
+        else:
+            n, size, digest = self.rows.last_at(offset)
         if n < len(self.kept_lines):
             return self.kept_lines[n]
         return self._bytes(n, offset, size, digest)
@@ -750,11 +756,11 @@ class _Rollout:
         self.walked = None
         exits, codes, groups, kept = self.rows.exits, self.codes, self.groups, self.kept_lines
         held, meta = len(kept), _CODES["meta", None]
-        keys: dict[int, str] = {}  # the keys of the last records: a record is keyed by one at most MIRROR_WINDOW before it
+        last = [None] * 8  # the last rows, by n % 8: a record is keyed by one at most MIRROR_WINDOW (< 8) before it
         try:
-            for n, offset, size, digest, repeat, stamp, changed in self.rows.rows():
-                keys[n] = f"sha256:{digest}#{repeat}" if repeat > 1 else f"sha256:{digest}"
-                keys.pop(n - MIRROR_WINDOW - 1, None)
+            for row in self.rows.rows():
+                n, offset, size, digest, _repeat, stamp, changed = row
+                last[n & 7] = row
                 if stamp is not None:
                     t = stamp
                 if changed is not None:  # a turn_context's model
@@ -764,13 +770,13 @@ class _Rollout:
                     continue
                 value = loads(data := kept[n] if n < held else self._bytes(n, offset, size, digest))
                 envelope = as_envelope(value)
-                group = groups[n]
-                group, inherited = n - (group & 7), group & 8
-                identity = offset_line_key(value) if group == n else None  # (a mirror's key is another line's)
+                back = groups[n]
+                identity = offset_line_key(value) if not back & 7 else None  # (a mirror's key is another line's)
                 record = _record(_ROLES[code >> 3], envelope, t, model, exits)
-                if inherited:
+                if back & 8:
                     record["inherited"] = True
-                record["sourceKey"] = keys[group]
+                keyed = last[(n - back) & 7]  # (the row n - (back & 7))
+                record["sourceKey"] = f"sha256:{keyed[3]}#{keyed[4]}" if keyed[4] > 1 else f"sha256:{keyed[3]}"
                 record[AT] = offset
                 record["raw"] = Raw(data)
                 if identity is not None:
@@ -794,15 +800,14 @@ class _Lines:
         self.rollout = rollout
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
-        listed = self.rollout.listed
+        rollout = self.rollout
         try:
-            for n, offset, size, digest, *_rest in self.rollout.rows.rows():
-                listed.clear()  # (several records may share an offset: lifted from one damaged line)
-                listed[offset] = (n, size, digest)
-                yield offset, size
+            for row in rollout.rows.rows():
+                rollout.listed = row  # (several records may share an offset: lifted from one damaged line)
+                yield row[1], row[2]
         finally:
-            listed.clear()
-            self.rollout.close()
+            rollout.listed = None
+            rollout.close()
 
 
 class _Records:

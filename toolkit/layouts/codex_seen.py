@@ -286,6 +286,16 @@ class Replay:
             self.seen_turn = self.seen_turn or item.kind in ("prompt", "user_item", "agent", "assistant")
 
     @property
+    def settled(self) -> bool:
+        """Whether the sketches after those fed change nothing but the count (a rollout that is no
+        fork, or a fork's replay closed): a reader may count them (:meth:`skip`) instead."""
+        return self.count > 0 and (not self.fork or self.end is not None)
+
+    def skip(self, count: int) -> None:
+        """Count ``count`` more sketches, once :attr:`settled`."""
+        self.count += count
+
+    @property
     def range(self) -> range:
         if not self.fork or self.start is None:
             return range(0)
