@@ -423,6 +423,7 @@ class _Listed:
         self.numbers: list[int] = []  # line numbers
         self.items: list[Sketch] = []
         self.calls: set[str] = set()
+        self.ends: set[str] = set()  # the call ids of end events
         self.exits: dict[str, int] = {}  # (its get: the exit codes as _record asks them)
         self._seen: dict[str, int] = {}  # hash -> lines of those bytes so far
         self._last: dict[int, int] | None = None  # offset -> the last record there (built when asked)
@@ -439,6 +440,9 @@ class _Listed:
 
     def call(self, call: str) -> None:
         self.calls.add(call)
+
+    def end(self, call: str) -> None:
+        self.ends.add(call)
 
     def exit(self, call: str, code: int) -> None:
         self.exits[call] = code
@@ -489,7 +493,7 @@ class _Listed:
 
     def orphan_ends(self) -> tuple[list[str], int]:
         """The call ids of end events no call has."""
-        ends = {item.call for item in self.items if item.kind == "end" and item.call is not None} - self.calls
+        ends = self.ends - self.calls
         return list(ends), len(ends)
 
     def exit_ids(self) -> tuple[list[str], int]:
@@ -525,6 +529,9 @@ class _Tabled:
 
     def call(self, call: str) -> None:
         self._calls.append((to_db(call),))
+
+    def end(self, call: str) -> None:
+        pass  # (its row says it: orphan_ends)
 
     def exit(self, call: str, code: int) -> None:
         self._exits.append((to_db(call), code))
@@ -663,7 +670,8 @@ class _Rollout:
             if kind == "call" and item.call is not None:
                 rows.call(item.call)
                 _recent(recent_calls, item.call, None)
-            elif kind == "end":
+            elif kind == "end" and item.call is not None:
+                rows.end(item.call)
                 payload = value["payload"]
                 if payload.get("type") == "exec_command_end" and top == "event_msg" \
                         and isinstance(payload.get("call_id"), str) and type(payload.get("exit_code")) is int:

@@ -354,7 +354,8 @@ class Decider:
                 count += 1
                 seen[count - 1] = item
                 while paired + window < count:  # its whole window is read
-                    _pair_one(paired, seen, count, pairings, taken, mirrors, group)
+                    if seen[paired].text:  # (else it pairs with nothing)
+                        _pair_one(paired, seen, count, pairings, taken, mirrors, group)
                     paired += 1
                 while decided + window < paired:  # no mirror of it is left to pair
                     yield _decision(decided, seen.pop(decided), prompts_typed, is_call, state, replay)
@@ -450,8 +451,9 @@ def _role(item: Sketch, mirrored: bool, prompts_typed: bool, is_call) -> tuple[s
     kind = item.kind
     if mirrored:
         return None, "mirror"
-    if kind in _SIMPLE:
-        return _SIMPLE[kind], None
+    role = _SIMPLE.get(kind)
+    if role is not None:
+        return role, None
     if kind == "user":
         return (None, "context") if prompts_typed else ("prompt", None)
     if kind == "injected" or kind == "context":
