@@ -33,11 +33,13 @@ rollout is append-only, and unlike a line number or byte offset the key survives
 earlier line, so a copy imported before its mirror was written is not imported twice.  A fork's
 replay of its parent is marked ``"inherited": true``.  Never writes the source.
 
-Memory does not grow with the rollout's records: a first read keeps, per record, a row of a
-temporary SQLite database (where it is, its hash, its sketch) and the call ids, exit codes and
-facts of the whole file; :func:`~toolkit.layouts.codex_seen.decide_stream` then keeps two bytes
-a record; the records are converted from their lines, re-read at their offsets (and refused
-if those changed).
+Memory does not grow with the rollout's records: a first read keeps, per record, a row (where it
+is, its hash, its time, its sketch) and the call ids, exit codes and facts of the whole file, in
+lists for a rollout of at most ROWS_IN_MEMORY records, else in a temporary SQLite database;
+:func:`~toolkit.layouts.codex_seen.decide_stream` then keeps two bytes a record; the records are
+converted from their lines: the bytes of the first ones (up to KEEP_IN_MEMORY) kept from the
+first read, the rest re-read at their offsets (and refused if those changed).  Either way the
+journals are the same bytes.
 
 A rollout that only grew since the last import is *resumed* (issue 27, :func:`resume`): only its
 new lines are read, and the records, ``source-line`` events (its new lines no record carries) and
