@@ -404,9 +404,10 @@ _ROLES = (None, "prompt", "assistant", "reasoning", "tool_use", "tool_result", "
 _SKIPS = (None, "mirror", "context", "ui-only", "meta-copy")
 _CODES = {(role, skip): r * 8 + s for r, role in enumerate(_ROLES) for s, skip in enumerate(_SKIPS)}
 _DIGEST = 12  # bytes of a sketch's digests (codex_seen._digest)
-#: A rollout of at most this many records is held in lists while it is imported (about 0.5 kB a
-#: record); a longer one in a temporary database, two bytes a record in memory (:class:`_Tabled`).
-ROWS_IN_MEMORY = 32_768
+#: A rollout of at most this many records is held in lists while it is imported (about 0.6 kB a
+#: record: a few MB, as a Claude transcript's lines kept); a longer one in a temporary database,
+#: two bytes a record in memory (:class:`_Tabled`).
+ROWS_IN_MEMORY = 4096
 #: Bytes of a rollout's first lines kept from the first read to the conversion (parsed again then:
 #: parsed values kept would take six times the memory, and cost the garbage collector more than
 #: parsing takes); the lines after them are read again at their offsets, and refused if they changed.
