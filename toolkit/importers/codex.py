@@ -33,11 +33,13 @@ rollout is append-only, and unlike a line number or byte offset the key survives
 earlier line, so a copy imported before its mirror was written is not imported twice.  A fork's
 replay of its parent is marked ``"inherited": true``.  Never writes the source.
 
-Memory does not grow with the rollout's records: a first read keeps, per record, a row of a
-temporary SQLite database (where it is, its hash, its sketch) and the call ids, exit codes and
-facts of the whole file; :func:`~toolkit.layouts.codex_seen.decide_stream` then keeps two bytes
-a record; the records are converted from their lines, re-read at their offsets (and refused
-if those changed).
+Memory does not grow with the rollout's records: a first read keeps, per record, a row (where it
+is, its hash, its time, its sketch) and the call ids, exit codes and facts of the whole file, in
+lists for a rollout of at most ROWS_IN_MEMORY records, else in a temporary SQLite database;
+:func:`~toolkit.layouts.codex_seen.decide_stream` then keeps two bytes a record; the records are
+converted from their lines: the bytes of the first ones (up to KEEP_IN_MEMORY) kept from the
+first read, the rest re-read at their offsets (and refused if those changed).  Either way the
+journals are the same bytes.
 
 A rollout that only grew since the last import is *resumed* (issue 27, :func:`resume`): only its
 new lines are read, and the records, ``source-line`` events (its new lines no record carries) and
@@ -59,6 +61,7 @@ import stopped), every new line new by its bytes and identity, every new record 
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -67,8 +70,8 @@ from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNot
 from ..findings import Finding
 from ..identify import describe, sniff
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, legacy_record, thread_id
-from ..layouts.codex_seen import (MIRROR_WINDOW, Decider, Decision, Replay, Sketch, as_envelope, context_cwd, is_legacy_meta,
-                                  message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
+from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, envelope_sketch,
+                                  is_legacy_meta, message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Session, SourceState, in_place, json_object,
                      offset_line_key, safe_id)
@@ -390,7 +393,8 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
     session.title = named or _first_prompt(rollout)
     fixed = (bool(named) or (rollout.own and session.title is not None)) and ("cwd" in text or rollout.cwd is not None)
     said_as = session.id  # (the id its findings name, before a write fits it to a file name)
-    session.resume_state = lambda outcome: _capture(rollout, session, outcome, said_as) if fixed and not legacy else None
+    written = weakref.ref(session)  # (not the session: a cycle would keep the rollout and its lines until a collection)
+    session.resume_state = lambda outcome: _capture(rollout, written(), outcome, said_as) if fixed and not legacy else None
     return session
 
 
@@ -398,88 +402,155 @@ def session_from_rollout(path: Path, options: Options, report: Callable[[Finding
 #: record keying it (at most MIRROR_WINDOW before: ``n - group``) with ``inherited`` (``+ 8``).
 _ROLES = (None, "prompt", "assistant", "reasoning", "tool_use", "tool_result", "compact", "interrupt", "error", "other", "meta")
 _SKIPS = (None, "mirror", "context", "ui-only", "meta-copy")
+_CODES = {(role, skip): r * 8 + s for r, role in enumerate(_ROLES) for s, skip in enumerate(_SKIPS)}
 _DIGEST = 12  # bytes of a sketch's digests (codex_seen._digest)
+#: A rollout of at most this many records is held in lists while it is imported (about 0.6 kB a
+#: record: a few MB, as a Claude transcript's lines kept); a longer one in a temporary database,
+#: two bytes a record in memory (:class:`_Tabled`).
+ROWS_IN_MEMORY = 4096
+#: Bytes of a rollout's first lines kept from the first read to the conversion (parsed again then:
+#: parsed values kept would take six times the memory, and cost the garbage collector more than
+#: parsing takes); the lines after them are read again at their offsets, and refused if they changed.
+KEEP_IN_MEMORY = 8 << 20
 
 
-class _Exits:
-    """exec_command_end's exit code by call id (the last one), as the rollout's table holds them."""
+class _Listed:
+    """A rollout's rows, in lists, one per whole record in file order: where it is (line number,
+    offset, size), the hash its key is made of and which occurrence of those bytes it is, its
+    sketch; and the call ids and exec_command_end's last exit code by call id.  What
+    :class:`_Tabled` holds in a temporary database, for a rollout of at most ROWS_IN_MEMORY records."""
 
-    def __init__(self, db) -> None:
-        self.db = db
+    def __init__(self) -> None:
+        # (n, offset, size, hash, repeat, its timestamp if a string, a turn_context's model if a string)
+        self.places: list[tuple[int, int, int, str, int, str | None, str | None]] = []
+        self.numbers: list[int] = []  # line numbers
+        self.items: list[Sketch] = []
+        self.calls: set[str] = set()
+        self.ends: set[str] = set()  # the call ids of end events
+        self.exits: dict[str, int] = {}  # (its get: the exit codes as _record asks them)
+        self._seen: dict[str, int] = {}  # hash -> lines of those bytes so far
+        self._last: dict[int, int] | None = None  # offset -> the last record there (built when asked)
 
-    def get(self, call_id: str) -> int | None:
-        row = self.db.execute("SELECT code FROM exits WHERE call = ?", (to_db(call_id),)).fetchone()
-        return None if row is None else row[0]
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def add(self, line: int, offset: int, size: int, digest: str, item: Sketch, stamp: str | None, model: str | None) -> None:
+        seen = self._seen
+        repeat = seen[digest] = seen.get(digest, 0) + 1
+        self.places.append((len(self.items), offset, size, digest, repeat, stamp, model))
+        self.numbers.append(line)
+        self.items.append(item)
+
+    def call(self, call: str) -> None:
+        self.calls.add(call)
+
+    def end(self, call: str) -> None:
+        self.ends.add(call)
+
+    def exit(self, call: str, code: int) -> None:
+        self.exits[call] = code
+
+    def finish(self) -> None:
+        self._seen = {}
+
+    def tabled(self) -> _Tabled:
+        """The same rows in a temporary database (a rollout past ROWS_IN_MEMORY records)."""
+        tabled = _Tabled()
+        for (_n, offset, size, digest, _repeat, stamp, model), line, item in zip(self.places, self.numbers, self.items):
+            tabled.add(line, offset, size, digest, item, stamp, model)
+        for call in self.calls:
+            tabled.call(call)
+        for call, code in self.exits.items():
+            tabled.exit(call, code)
+        return tabled
+
+    def sketches(self) -> Iterator[Sketch]:
+        return iter(self.items)
+
+    def line(self, n: int) -> int:
+        return self.numbers[n]
+
+    def is_call(self, call: str | None) -> bool:
+        return call is not None and call in self.calls
+
+    def rows(self) -> Iterator[tuple]:
+        """(n, offset, size, hash, repeat, timestamp, model) of each record, in order (:attr:`places`)."""
+        return iter(self.places)
+
+    def place(self, n: int) -> tuple[int, int, str]:
+        return self.places[n][1:4]
+
+    def last_at(self, offset: int) -> tuple[int, int, str]:
+        """(n, size, hash) of the last record at ``offset``."""
+        if self._last is None:
+            self._last = {place[1]: place[0] for place in self.places}
+        n = self._last[offset]
+        return n, self.places[n][2], self.places[n][3]
+
+    def reaches(self, offset: int) -> bool:
+        """Whether a record starts at ``offset`` or after it."""
+        return any(place[1] >= offset for place in self.places)
+
+    def call_ids(self) -> tuple[list[str], int]:
+        return list(self.calls), len(self.calls)
+
+    def orphan_ends(self) -> tuple[list[str], int]:
+        """The call ids of end events no call has."""
+        ends = self.ends - self.calls
+        return list(ends), len(ends)
+
+    def exit_ids(self) -> tuple[list[str], int]:
+        return list(self.exits), len(self.exits)
 
 
-class _Rollout:
-    """A rollout read once: a row per whole record in a temporary database (where it is, the hash
-    its key is made of, its sketch), the call ids and exit codes, and what needs the whole file
-    (typed prompts, the replayed range, the first ``session_meta``).  :meth:`decide` then keeps two
-    bytes a record, and :meth:`records` converts them, each re-read at its offset: memory does not
-    grow with the rollout's records (a 37 GB one is reported, SOURCES-AGENTS §2.10)."""
+class _Tabled:
+    """:class:`_Listed`'s rows in a temporary SQLite database: memory does not grow with the
+    rollout's records (a 37 GB one is reported, SOURCES-AGENTS §2.10)."""
 
-    def __init__(self, path: Path, report: Callable[[Finding], None], legacy: bool = False) -> None:
-        self.path = path
-        # a pre-envelope rollout's records are bare items: only in such a file is one a record
-        self.reader = SourceReader(path, legacy_record if legacy else _whole_record, report, what="rollout record")
+    def __init__(self) -> None:
         self.db = temp_db()
         self.db.execute("CREATE TABLE line (n INTEGER PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, "
                         "size INTEGER NOT NULL, hash TEXT NOT NULL, repeat INTEGER NOT NULL DEFAULT 1, kind TEXT NOT NULL, "
-                        "text BLOB NOT NULL, alt BLOB NOT NULL, call BLOB)")
+                        "text BLOB NOT NULL, alt BLOB NOT NULL, call BLOB, t BLOB, model BLOB)")
         self.db.execute("CREATE TABLE calls (call BLOB PRIMARY KEY) WITHOUT ROWID")
         self.db.execute("CREATE TABLE exits (call BLOB PRIMARY KEY, code INTEGER NOT NULL) WITHOUT ROWID")
-        self.first: SourceLine | None = None
-        self.meta: SourceLine | None = None  # the first session_meta
-        self.first_time: str | None = None
-        self.cwd: str | None = None  # the working folder an <environment_context> message names
-        self.prompts_typed = False
-        self.recent_calls: dict[str, None] = {}  # the last RECENT call ids, and exec_command_end's last exit codes
-        self.recent_exits: dict[str, int] = {}
-        self.latest = _Latest.empty()  # the lines at the file's latest time
-        replay = Replay()
-        rows, calls, exits = [], [], []
-        for line in self.reader:
-            value, item = as_envelope(line.value), sketch(line.value)  # a pre-envelope line as its envelope
-            replay.feed(item)
-            self.first = self.first or line
-            self.meta = self.meta or (line if value["type"] == "session_meta" else None)
-            if self.cwd is None and item.kind == "injected":  # a pre-envelope meta has no cwd: the context names it
-                self.cwd = context_cwd(message_text(value["payload"].get("content"), ("input_text",)))
-            self.first_time = self.first_time or (value["timestamp"] if isinstance(value.get("timestamp"), str) else None)
-            self.prompts_typed = self.prompts_typed or item.kind in ("prompt", "user_item")
-            if item.kind == "call" and item.call is not None:
-                calls.append((to_db(item.call),))
-                _recent(self.recent_calls, item.call, None)
-            payload = value["payload"]
-            if value["type"] == "event_msg" and payload.get("type") == "exec_command_end" and isinstance(payload.get("call_id"), str) \
-                    and type(payload.get("exit_code")) is int:
-                exits.append((to_db(payload["call_id"]), payload["exit_code"]))
-                _recent(self.recent_exits, payload["call_id"], payload["exit_code"])
-            digest = hashlib.sha256(line.data).hexdigest()[:16]
-            self.latest.see(line.value, digest)
-            rows.append((replay.count - 1, line.line, line.offset, len(line.data), digest,
-                         item.kind, item.text, b"".join(sorted(item.alt)), to_db(item.call)))
-            if len(rows) >= 4096:
-                self._write(rows, calls, exits)
-        self._write(rows, calls, exits)
-        self.count, self.replay, self.fork = replay.count, replay.range, (replay.fork, replay.start, replay.end)
+        self.count = 0
+        self._rows: list[tuple] = []
+        self._calls: list[tuple] = []
+        self._exits: list[tuple] = []
+        self.exits = self  # (its get: the exit codes as _record asks them)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def add(self, line: int, offset: int, size: int, digest: str, item: Sketch, stamp: str | None, model: str | None) -> None:
+        self._rows.append((self.count, line, offset, size, digest, item.kind, item.text, b"".join(sorted(item.alt)),
+                           to_db(item.call), to_db(stamp), to_db(model)))
+        self.count += 1
+        if len(self._rows) >= 4096:
+            self._write()
+
+    def call(self, call: str) -> None:
+        self._calls.append((to_db(call),))
+
+    def end(self, call: str) -> None:
+        pass  # (its row says it: orphan_ends)
+
+    def exit(self, call: str, code: int) -> None:
+        self._exits.append((to_db(call), code))
+
+    def _write(self) -> None:
+        self.db.executemany("INSERT INTO line (n, line, offset, size, hash, kind, text, alt, call, t, model) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self._rows)
+        self.db.executemany("INSERT OR IGNORE INTO calls VALUES (?)", self._calls)
+        self.db.executemany("INSERT OR REPLACE INTO exits VALUES (?, ?)", self._exits)  # the last one wins
+        for batch in (self._rows, self._calls, self._exits):
+            batch.clear()
+
+    def finish(self) -> None:
+        self._write()
         self._number_repeats()
         self.db.execute("CREATE INDEX line_offset ON line (offset, n)")  # restore's lines no record carries, read by offset
-        self.codes = self.groups = b""
-        self._handle = None
-        self.listed: dict[int, tuple] = {}  # offset -> (n, size, hash) of the line a pass of _Lines is at
-        self.kept: dict | None = None  # the decider before its last records were decided (a resume takes it up)
-        self.skip_lines: dict[str, list] = {}  # reason -> [count, its first line numbers]
-        self.own = False  # a user record of its own (not a fork's replay): what _first_prompt looks for
-        self.walked: tuple | None = None  # after a whole pass of records(): (t, model, when) at its end
-
-    def _write(self, rows: list, calls: list, exits: list) -> None:
-        self.db.executemany("INSERT INTO line (n, line, offset, size, hash, kind, text, alt, call) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        self.db.executemany("INSERT OR IGNORE INTO calls VALUES (?)", calls)
-        self.db.executemany("INSERT OR REPLACE INTO exits VALUES (?, ?)", exits)  # the last one wins
-        for batch in (rows, calls, exits):
-            batch.clear()
 
     def _number_repeats(self) -> None:
         """A line seen before (same bytes) is keyed ``#<occurrence>``."""
@@ -496,38 +567,176 @@ class _Rollout:
                 updates.clear()
         self.db.executemany("UPDATE line SET repeat = ? WHERE n = ?", updates)
 
-    def decide(self) -> Iterator[tuple[int, int, Decision]]:
-        """(record, line number, decision) for every record, in file order, kept in :attr:`codes` and :attr:`groups`."""
-        def sketches() -> Iterator[Sketch]:
-            for kind, text, alt, call in self.db.execute("SELECT kind, text, alt, call FROM line ORDER BY n"):
-                yield Sketch(kind, text, frozenset(alt[k:k + _DIGEST] for k in range(0, len(alt), _DIGEST)), from_db(call))
+    def sketches(self) -> Iterator[Sketch]:
+        for kind, text, alt, call in self.db.execute("SELECT kind, text, alt, call FROM line ORDER BY n"):
+            yield Sketch(kind, text, frozenset(alt[k:k + _DIGEST] for k in range(0, len(alt), _DIGEST)), from_db(call))
 
-        def is_call(call: str | None) -> bool:
-            return call is not None and self.db.execute("SELECT 1 FROM calls WHERE call = ?", (to_db(call),)).fetchone() is not None
+    def line(self, n: int) -> int:
+        return self.db.execute("SELECT line FROM line WHERE n = ?", (n,)).fetchone()[0]
 
+    def is_call(self, call: str | None) -> bool:
+        return call is not None and self.db.execute("SELECT 1 FROM calls WHERE call = ?", (to_db(call),)).fetchone() is not None
+
+    def rows(self) -> Iterator[tuple]:
+        for n, offset, size, digest, repeat, stamp, model in self.db.execute(
+                "SELECT n, offset, size, hash, repeat, t, model FROM line ORDER BY n"):
+            yield n, offset, size, digest, repeat, from_db(stamp), from_db(model)
+
+    def place(self, n: int) -> tuple[int, int, str]:
+        return self.db.execute("SELECT offset, size, hash FROM line WHERE n = ?", (n,)).fetchone()
+
+    def last_at(self, offset: int) -> tuple[int, int, str]:
+        return self.db.execute("SELECT n, size, hash FROM line WHERE offset = ? ORDER BY n DESC LIMIT 1", (offset,)).fetchone()
+
+    def reaches(self, offset: int) -> bool:
+        return self.db.execute("SELECT 1 FROM line WHERE offset >= ?", (offset,)).fetchone() is not None
+
+    def get(self, call_id: str) -> int | None:
+        """exec_command_end's (last) exit code for ``call_id``."""
+        row = self.db.execute("SELECT code FROM exits WHERE call = ?", (to_db(call_id),)).fetchone()
+        return None if row is None else row[0]
+
+    def _counted(self, select: str, count: str) -> tuple[Iterator[str], int]:
+        return (from_db(c) for (c,) in self.db.execute(select)), self.db.execute(count).fetchone()[0]
+
+    def call_ids(self) -> tuple[Iterator[str], int]:
+        return self._counted("SELECT call FROM calls", "SELECT COUNT(*) FROM calls")
+
+    def orphan_ends(self) -> tuple[Iterator[str], int]:
+        orphans = "FROM line WHERE kind = 'end' AND call IS NOT NULL AND call NOT IN (SELECT call FROM calls)"
+        return self._counted(f"SELECT DISTINCT call {orphans}", f"SELECT COUNT(DISTINCT call) {orphans}")
+
+    def exit_ids(self) -> tuple[Iterator[str], int]:
+        return self._counted("SELECT call FROM exits", "SELECT COUNT(*) FROM exits")
+
+
+class _Rollout:
+    """A rollout read once: a row per whole record (where it is, the hash its key is made of, its
+    sketch: :class:`_Listed`, or :class:`_Tabled` past ROWS_IN_MEMORY records), the call ids and
+    exit codes, and what needs the whole file (typed prompts, the replayed range, the first
+    ``session_meta``); the bytes of its first lines, up to KEEP_IN_MEMORY.  :meth:`decide` then
+    keeps two bytes a record, and :meth:`records` converts them, the lines past those kept re-read
+    at their offsets: memory does not grow with the rollout's records (a 37 GB one is reported,
+    SOURCES-AGENTS §2.10)."""
+
+    def __init__(self, path: Path, report: Callable[[Finding], None], legacy: bool = False) -> None:
+        self.path = path
+        # a pre-envelope rollout's records are bare items: only in such a file is one a record
+        self.reader = SourceReader(path, legacy_record if legacy else _whole_record, report, what="rollout record")
+        self.first: SourceLine | None = None
+        self.meta: SourceLine | None = None  # the first session_meta
+        self.first_time: str | None = None
+        self.cwd: str | None = None  # the working folder an <environment_context> message names
+        self.prompts_typed = False
+        self.recent_calls: dict[str, None] = {}  # the last RECENT call ids, and exec_command_end's last exit codes
+        self.recent_exits: dict[str, int] = {}
+        self.latest = _Latest.empty()  # the lines at the file's latest time
+        self.kept_lines: list[bytes] = []  # the first lines' bytes, within KEEP_IN_MEMORY
+        replay = Replay()
+        self.rows = self._read(replay, legacy)
+        self.count, self.replay, self.fork = replay.count, replay.range, (replay.fork, replay.start, replay.end)
+        self.codes = self.groups = b""
+        self._handle = None
+        self.listed: tuple | None = None  # the row of the line a pass of _Lines is at
+        self.kept: dict | None = None  # the decider before its last records were decided (a resume takes it up)
+        self.skip_lines: dict[str, list] = {}  # reason -> [count, its first line numbers]
+        self.own = False  # a user record of its own (not a fork's replay): what _first_prompt looks for
+        self.walked: tuple | None = None  # after a whole pass of records(): (t, model, when) at its end
+
+    def _read(self, replay: Replay, legacy: bool) -> _Listed | _Tabled:
+        """Read the rollout: a row per whole record, its first lines' bytes, and what needs the whole file."""
+        rows: _Listed | _Tabled = _Listed()
+        first = meta = first_time = cwd = None
+        typed = False
+        keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
+        sha256, see, recent_calls, recent_exits = hashlib.sha256, self.latest.see, self.recent_calls, self.recent_exits
+        add = rows.add
+        for line in self.reader:
+            value = as_envelope(line.value) if legacy else line.value  # a pre-envelope line as its envelope
+            item = envelope_sketch(value)
+            if watching:
+                replay.feed(item)
+                watching = not replay.settled
+            top, kind = value["type"], item.kind
+            if first is None:
+                first = line
+            if meta is None and top == "session_meta":
+                meta = line
+            if cwd is None and kind == "injected":  # a pre-envelope meta has no cwd: the context names it
+                cwd = context_cwd(message_text(value["payload"].get("content"), ("input_text",)))
+            stamp = value.get("timestamp")
+            stamp = stamp if isinstance(stamp, str) else None
+            if not first_time:
+                first_time = stamp
+            if not typed and (kind == "prompt" or kind == "user_item"):
+                typed = True
+            if kind == "call" and item.call is not None:
+                rows.call(item.call)
+                _recent(recent_calls, item.call, None)
+            elif kind == "end" and item.call is not None:
+                rows.end(item.call)
+                payload = value["payload"]
+                if payload.get("type") == "exec_command_end" and top == "event_msg" \
+                        and isinstance(payload.get("call_id"), str) and type(payload.get("exit_code")) is int:
+                    rows.exit(payload["call_id"], payload["exit_code"])
+                    _recent(recent_exits, payload["call_id"], payload["exit_code"])
+            model = value["payload"].get("model") if top == "turn_context" else None
+            data = line.data
+            digest = sha256(data).hexdigest()[:16]
+            see(line.value, digest)
+            add(line.line, line.offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
+            if keep:
+                budget -= len(data)
+                keep = budget >= 0
+                if keep:
+                    kept.append(data)
+            n += 1
+            if n == limit + 1 and type(rows) is _Listed:
+                rows = rows.tabled()
+                add = rows.add
+        replay.skip(n - replay.count)
+        rows.finish()
+        self.first, self.meta, self.first_time, self.cwd, self.prompts_typed = first, meta, first_time, cwd, typed
+        return rows
+
+    def decide(self) -> None:
+        """Decide every record, in file order, kept in :attr:`codes` and :attr:`groups`."""
         codes, groups = bytearray(self.count), bytearray(self.count)
-        lines = self.db.execute("SELECT line FROM line ORDER BY n")
-        decider = Decider(prompts_typed=self.prompts_typed, is_call=is_call, replay=self.replay)
-
-        def decisions() -> Iterator[Decision]:
-            yield from decider.feed(sketches())
-            self.kept = decider.snapshot()  # what a resume takes up: the records before the last few are decided
-            yield from decider.finish()
-
-        for n, decision in enumerate(decisions()):
-            codes[n] = _ROLES.index(decision.role) * 8 + _SKIPS.index(decision.skip)
-            groups[n] = (n - decision.group) + (8 if decision.inherited else 0)
-            yield n, lines.fetchone()[0], decision
+        decider = Decider(prompts_typed=self.prompts_typed, is_call=self.rows.is_call, replay=self.replay)
+        numbered, n = _CODES, 0
+        for finished in (False, True):
+            for role, skip, group, inherited in decider.finish() if finished else decider.feed(self.rows.sketches()):
+                codes[n] = numbered[role, skip]
+                groups[n] = (n - group) + (8 if inherited else 0)
+                n += 1
+            if not finished:
+                self.kept = decider.snapshot()  # what a resume takes up: the records before the last few are decided
         self.codes, self.groups = codes, groups
+
+    def skipped(self) -> dict[str, list]:
+        """reason -> [count, its first five line numbers] of the records that became no record, by their first line."""
+        codes, found = self.codes, []
+        for code, reason in enumerate(_SKIPS):  # (a skipped record has no role: its code is its skip's)
+            count = codes.count(code) if reason is not None else 0
+            if count:
+                first, n = [], -1
+                while len(first) < 5 and (n := codes.find(code, n + 1)) >= 0:
+                    first.append(n)
+                found.append((first[0], reason, [count, [self.rows.line(n) for n in first]]))
+        return {reason: count_lines for _first, reason, count_lines in sorted(found)}
 
     def decision(self, n: int) -> tuple[str | None, str | None, int, bool]:
         """(role, skip, group, inherited) of record ``n``, as :meth:`decide` kept it."""
         code, group = self.codes[n], self.groups[n]
         return _ROLES[code >> 3], _SKIPS[code & 7], n - (group & 7), bool(group & 8)
 
-    def value(self, n: int, offset: int, size: int, digest: str) -> tuple[dict, bytes]:
-        """Record ``n`` and its bytes, re-read at its offset; refused if they are not those read first."""
-        return as_envelope(loads(data := self._bytes(n, offset, size, digest))), data
+    def value(self, n: int) -> tuple[dict, bytes]:
+        """Record ``n`` and its bytes: kept, or re-read at its offset (refused if they are not those read first)."""
+        if n < len(self.kept_lines):
+            value = loads(data := self.kept_lines[n])
+        else:
+            value = loads(data := self._bytes(n, *self.rows.place(n)))
+        return as_envelope(value), data
 
     def _bytes(self, n: int, offset: int, size: int, digest: str) -> bytes:
         if self._handle is None:
@@ -541,39 +750,44 @@ class _Rollout:
         return data
 
     def read_line(self, offset: int, _length: int) -> bytes:
-        """The bytes of the (last) record at ``offset``, re-read; the handle is closed after a pass of :class:`_Lines`."""
-        row = self.listed.get(offset)  # the line :class:`_Lines` just listed (a pass of restore's lines)
-        if row is None:
-            row = self.db.execute("SELECT n, size, hash FROM line WHERE offset = ? ORDER BY n DESC LIMIT 1", (offset,)).fetchone()
-        n, size, digest = row
+        """The bytes of the (last) record at ``offset``, kept or re-read; the handle is closed after a pass of :class:`_Lines`."""
+        row = self.listed  # the line :class:`_Lines` just listed (a pass of restore's lines)
+        if row is not None and row[1] == offset:
+            n, _offset, size, digest = row[:4]
+        else:
+            n, size, digest = self.rows.last_at(offset)
+        if n < len(self.kept_lines):
+            return self.kept_lines[n]
         return self._bytes(n, offset, size, digest)
 
     def records(self, created: str | None) -> Iterator[dict]:
-        """The journal's records, converted from the re-read lines."""
+        """The journal's records, converted from the lines kept or re-read."""
         t, model = created or "", None
         when = created  # the time of the last record (as the writer takes it for the source's events)
         self.walked = None
-        exits = _Exits(self.db)
-        keys: dict[int, str] = {}  # the keys of the last records: a record is keyed by one at most MIRROR_WINDOW before it
+        exits, codes, groups, kept = self.rows.exits, self.codes, self.groups, self.kept_lines
+        held, meta = len(kept), _CODES["meta", None]
+        last = [None] * 8  # the last rows, by n % 8: a record is keyed by one at most MIRROR_WINDOW (< 8) before it
         try:
-            for n, offset, size, digest, repeat in self.db.execute("SELECT n, offset, size, hash, repeat FROM line ORDER BY n"):
-                keys[n] = f"sha256:{digest}" + (f"#{repeat}" if repeat > 1 else "")
-                keys.pop(n - MIRROR_WINDOW - 1, None)
-                data = self._bytes(n, offset, size, digest)
-                value = loads(data)
-                envelope = as_envelope(value)
-                if isinstance(envelope.get("timestamp"), str):
-                    t = envelope["timestamp"]
-                if envelope["type"] == "turn_context" and isinstance(envelope["payload"].get("model"), str):
-                    model = envelope["payload"]["model"]
-                role, skip, group, inherited = self.decision(n)
-                if role == "meta" or skip is not None:
+            for row in self.rows.rows():
+                n, offset, size, digest, _repeat, stamp, changed = row
+                last[n & 7] = row
+                if stamp is not None:
+                    t = stamp
+                if changed is not None:  # a turn_context's model
+                    model = changed
+                code = codes[n]
+                if code & 7 or code == meta:  # skipped, or the meta record's line: not read again
                     continue
-                identity = offset_line_key(value) if group == n else None  # (a mirror's key is another line's)
-                record = _record(role, envelope, t, model, exits)
-                if inherited:
+                value = loads(data := kept[n] if n < held else self._bytes(n, offset, size, digest))
+                envelope = as_envelope(value)
+                back = groups[n]
+                identity = offset_line_key(value) if not back & 7 else None  # (a mirror's key is another line's)
+                record = _record(_ROLES[code >> 3], envelope, t, model, exits)
+                if back & 8:
                     record["inherited"] = True
-                record["sourceKey"] = keys[group]
+                keyed = last[(n - back) & 7]  # (the row n - (back & 7))
+                record["sourceKey"] = f"sha256:{keyed[3]}#{keyed[4]}" if keyed[4] > 1 else f"sha256:{keyed[3]}"
                 record[AT] = offset
                 record["raw"] = Raw(data)
                 if identity is not None:
@@ -597,15 +811,14 @@ class _Lines:
         self.rollout = rollout
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
-        listed = self.rollout.listed
+        rollout = self.rollout
         try:
-            for n, offset, size, digest in self.rollout.db.execute("SELECT n, offset, size, hash FROM line ORDER BY n"):
-                listed.clear()  # (several records may share an offset: lifted from one damaged line)
-                listed[offset] = (n, size, digest)
-                yield offset, size
+            for row in rollout.rows.rows():
+                rollout.listed = row  # (several records may share an offset: lifted from one damaged line)
+                yield row[1], row[2]
         finally:
-            listed.clear()
-            self.rollout.close()
+            rollout.listed = None
+            rollout.close()
 
 
 class _Records:
@@ -622,19 +835,11 @@ class _Records:
 
 
 def _convert(session: Session, rollout: _Rollout) -> None:
-    records = 0
-    skipped: dict[str, list] = {}  # reason -> [count, the first line numbers]
-    for _n, number, decision in rollout.decide():
-        if decision.role == "meta":
-            session.merged += 1  # carried by the meta record (its raw)
-            continue
-        if decision.skip is not None:
-            count_lines = skipped.setdefault(decision.skip, [0, []])
-            count_lines[0] += 1
-            if len(count_lines[1]) < 5:
-                count_lines[1].append(number)
-            continue
-        records += 1
+    rollout.decide()
+    skipped = rollout.skipped()  # reason -> [count, the first line numbers]
+    if rollout.count and rollout.codes[0] == _CODES["meta", None]:  # (only the first record can be)
+        session.merged += 1  # carried by the meta record (its raw)
+    records = rollout.count - session.merged - sum(count for count, _numbers in skipped.values())
     session.records = _Records(rollout, records, session.created_at)
     rollout.skip_lines = skipped
     reader = rollout.reader
@@ -668,8 +873,7 @@ def _first_prompt(rollout: _Rollout) -> str | None:
         role, skip, _group, inherited = rollout.decision(n)
         if role != "prompt" or skip is not None or (own and inherited):
             continue
-        offset, size, digest = rollout.db.execute("SELECT offset, size, hash FROM line WHERE n = ?", (n,)).fetchone()
-        envelope, _data = rollout.value(n, offset, size, digest)
+        envelope, _data = rollout.value(n)
         record = _typed({"content": _prompt(envelope["payload"])})
         content, added = record["content"], record.get("added", ())
         text = content if isinstance(content, str) else next((b.get("text") for i, b in enumerate(content) if i not in added
@@ -738,13 +942,29 @@ class _Latest:
     def __init__(self, time: str | None = None, digests: list | None = None, identities: list | None = None,
                  odd: list | None = None) -> None:
         self.time = time
-        self.digests: set[str] | None = set(digests) if digests is not None else None
+        self._digests: set[str] | None = set(digests) if digests is not None else None
         self._identities: set[str] | None = set(identities) if identities is not None else None
         self.odd: set[str] | None = set(odd) if odd is not None else None
         self.values: list[dict] = []  # the lines at the latest time seen since (their identities, when asked)
+        # the one line seen at a later time than the sets say, (value, digest), while it is the only one
+        # (most lines of a file are the only one at their time: the sets are made when a second one is seen)
+        self._one: tuple[dict, str] | None = None
+
+    def _sets(self) -> None:
+        """The sets of the lines at the latest time, with its one line seen (:attr:`_one`)."""
+        if self._one is not None:
+            value, digest = self._one
+            self._one = None
+            self._digests, self._identities, self.values = {digest}, set(), [value]
+
+    @property
+    def digests(self) -> set[str] | None:
+        self._sets()
+        return self._digests
 
     @property
     def identities(self) -> set[str] | None:
+        self._sets()
         if self.values and self._identities is not None:
             self._identities.update(offset_line_key(value) for value in self.values)
         self.values = []
@@ -763,13 +983,15 @@ class _Latest:
                     self.odd = None
             return
         if self.time is None or time > self.time:
-            self.time, self.digests, self._identities, self.values = time, {digest}, set(), [value]
-        elif time == self.time and self.digests is not None:
-            self.digests.add(digest)
-            self.values.append(value)
-            if len(self.digests) > LATEST:
-                self.digests = self._identities = None
-                self.values = []
+            self.time, self._one = time, (value, digest)
+        elif time == self.time:
+            self._sets()
+            if self._digests is not None:
+                self._digests.add(digest)
+                self.values.append(value)
+                if len(self._digests) > LATEST:
+                    self._digests = self._identities = None
+                    self.values = []
 
     def new(self, value: dict, digest: str) -> bool:
         """Whether a line (its value and digest) surely has other bytes than every line of the file."""
@@ -837,11 +1059,10 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
     resume could not be proven to write what a full read would.  Only a journal of this rollout
     alone is resumed (:func:`_own_journal`, and then only while nothing else wrote it): it holds
     this file's records and lines and nothing else, which is what a resume assumes of it."""
-    reader, db = rollout.reader, rollout.db
+    reader, rows = rollout.reader, rollout.rows
     fork, start, end = rollout.fork
     torn = reader.skipped.get("torn-tail", 0)  # a last line still being written: a resume reads it again, whole
-    if set(reader.skipped) - {"torn-tail"} or torn > 1 or (torn and db.execute(
-            "SELECT 1 FROM line WHERE offset >= ?", (reader.covered,)).fetchone()):  # (records lifted out of it)
+    if set(reader.skipped) - {"torn-tail"} or torn > 1 or (torn and rows.reaches(reader.covered)):  # (records lifted out of it)
         return None
     if (not _own_journal(rollout, session, outcome) or reader.sha256 is None or reader.too_large
             or reader.covered != reader.end
@@ -857,24 +1078,19 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
     tail = [list(rollout.decision(n)) for n in range(decided, rollout.count)]
     calls = dict(rollout.recent_calls)
     for _n, (kind, _text, _alt, call, _ident, _parent) in rollout.kept["seen"]:  # the undecided end events' calls, exactly
-        if kind == "end" and call is not None and db.execute("SELECT 1 FROM calls WHERE call = ?", (to_db(call),)).fetchone():
+        if kind == "end" and rows.is_call(call):
             calls[call] = None
 
-    def count(sql: str) -> int:
-        return db.execute(sql).fetchone()[0]
+    def kept(ids: tuple) -> list:
+        found, count = ids
+        return _Filter.of((_h(call) for call in found), count).dump()
 
-    orphans = "FROM line WHERE kind = 'end' AND call IS NOT NULL AND call NOT IN (SELECT call FROM calls)"
     t, model, when = rollout.walked
     return {"path": str(rollout.path), "sid": said_as, "covered": reader.covered, "sha256": reader.sha256,
             "number": reader.number, "count": rollout.count, "decider": rollout.kept, "tail": tail,
             "typed": rollout.prompts_typed, "replay": [start, end] if fork else None,
             "latest": rollout.latest.dump(),
-            "calls": _Filter.of((_h(from_db(c)) for (c,) in db.execute("SELECT call FROM calls")),
-                                count("SELECT COUNT(*) FROM calls")).dump(),
-            "ends": _Filter.of((_h(from_db(c)) for (c,) in db.execute(f"SELECT DISTINCT call {orphans}")),
-                               count(f"SELECT COUNT(DISTINCT call) {orphans}")).dump(),
-            "exits": _Filter.of((_h(from_db(c)) for (c,) in db.execute("SELECT call FROM exits")),
-                                count("SELECT COUNT(*) FROM exits")).dump(),
+            "calls": kept(rows.call_ids()), "ends": kept(rows.orphan_ends()), "exits": kept(rows.exit_ids()),
             "recent_calls": list(calls), "recent_exits": [[c, code] for c, code in rollout.recent_exits.items()],
             "t": t, "model": model, "when": when, "created": session.created_at, "title": session.title,
             "source_items": session.source_items - torn, "merged": session.merged, "torn": torn,

@@ -38,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 MIRROR_WINDOW = 3
 #: Text Codex injects as a user-role message (AGENTS.md, environment, aborted-turn markers,
@@ -57,9 +57,9 @@ UI_ONLY = frozenset({"task_started", "task_complete", "token_count", "context_co
                      "agent_reasoning_raw_content", "background_event", "stream_error", "plan_update", "warning"})
 
 
-@dataclass(frozen=True, slots=True)
-class Sketch:
-    """What :func:`decide` needs from one record: its kind and the digest of its text."""
+class Sketch(NamedTuple):
+    """What :func:`decide` needs from one record: its kind and the digest of its text.  (A named
+    tuple: one is made per record of every rollout read, and a tuple is the cheapest to make.)"""
 
     kind: str              # "prompt", "user", "assistant", "agent", "reasoning", "agent_reasoning", "call", …
     text: bytes = b""      # digest of the text a mirror must match ("" when it has none)
@@ -69,8 +69,7 @@ class Sketch:
     parent: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """What becomes of one record: ``role`` (a record to write) or ``skip`` (why not)."""
 
     role: str | None       # prompt | assistant | reasoning | tool_use | tool_result | compact | interrupt | error | other | meta
@@ -196,43 +195,38 @@ def summary_texts(payload: dict) -> list[str]:
     return [s["text"] for s in summary if isinstance(s, dict) and isinstance(s.get("text"), str)] if isinstance(summary, list) else []
 
 
+#: The sketches of records without a text, call or id: one each, shared (a sketch is immutable).
+_OTHER, _CONTEXT, _COMPACT, _UI_ONLY = Sketch("other"), Sketch("context"), Sketch("compact"), Sketch("ui-only")
+_EVENTS = {"turn_aborted": Sketch("interrupt"), "error": Sketch("error"), "task_started": Sketch("task_started")}
+_TOPS = {"turn_context": _CONTEXT, "compacted": _COMPACT, "state": _UI_ONLY}  # (state: a pre-envelope rollout's marker)
+
+
 def sketch(record: object) -> Sketch:
     """Reduce one rollout record (``{timestamp, type, payload}``, or a pre-envelope line) to what
     :func:`decide` needs."""
-    record = as_envelope(record)
+    return envelope_sketch(as_envelope(record))
+
+
+def envelope_sketch(record: object) -> Sketch:
+    """:func:`sketch` of a record that is an envelope already (:func:`as_envelope`'s)."""
     if type(record) is not dict:
-        return Sketch("other")
+        return _OTHER
     top, payload = record.get("type"), record.get("payload")
     if type(payload) is not dict:
         payload = {}
     kind = payload.get("type")
-    if top == "session_meta":
-        ident = payload.get("id") if isinstance(payload.get("id"), str) else None
-        return Sketch("session_meta", ident=ident, parent=parent_of(payload))
-    if top == "turn_context":
-        return Sketch("context")
-    if top == "compacted":
-        return Sketch("compact")
-    if top == "state":  # a pre-envelope rollout's state marker: the writer's bookkeeping
-        return Sketch("ui-only")
     if top == "event_msg":
         if kind == "user_message":
             return Sketch("prompt", _digest(payload.get("message")))
-        if kind == "item_completed" and (text := user_item_text(payload.get("item"))) is not None:
-            return Sketch("user_item", _digest(text))
         if kind == "agent_message":
             return Sketch("agent", _digest(payload.get("message")))
-        if kind == "agent_reasoning":
-            return Sketch("agent_reasoning", _digest(payload.get("text")))
         if kind in ENDS:
             return Sketch("end", call=payload.get("call_id") if isinstance(payload.get("call_id"), str) else None)
-        if kind == "turn_aborted":
-            return Sketch("interrupt")
-        if kind == "error":
-            return Sketch("error")
-        if kind == "task_started":
-            return Sketch("task_started")
-        return Sketch("ui-only")
+        if kind == "item_completed" and (text := user_item_text(payload.get("item"))) is not None:
+            return Sketch("user_item", _digest(text))
+        if kind == "agent_reasoning":
+            return Sketch("agent_reasoning", _digest(payload.get("text")))
+        return _EVENTS.get(kind, _UI_ONLY) if type(kind) is str else _UI_ONLY
     if top == "response_item":
         if kind == "message":
             role = payload.get("role")
@@ -241,7 +235,7 @@ def sketch(record: object) -> Sketch:
                 return Sketch("injected" if text is not None and INJECTED.match(text) else "user", _digest(text))
             if role == "assistant":
                 return Sketch("assistant", _digest(message_text(payload.get("content"), ("output_text",))))
-            return Sketch("context")  # developer and system messages: never shown
+            return _CONTEXT  # developer and system messages: never shown
         if kind == "reasoning":
             texts = summary_texts(payload)
             return Sketch("reasoning", _digest("\n".join(texts)) if texts else b"", frozenset(map(_digest, texts)))
@@ -249,7 +243,11 @@ def sketch(record: object) -> Sketch:
             return Sketch("call", call=payload.get("call_id") if isinstance(payload.get("call_id"), str) else None)
         if kind in OUTPUTS:
             return Sketch("output", call=payload.get("call_id") if isinstance(payload.get("call_id"), str) else None)
-    return Sketch("other")  # a type newer than this reader: kept as an event, never dropped
+        return _OTHER
+    if top == "session_meta":
+        ident = payload.get("id") if isinstance(payload.get("id"), str) else None
+        return Sketch("session_meta", ident=ident, parent=parent_of(payload))
+    return _TOPS.get(top, _OTHER) if type(top) is str else _OTHER  # a type newer than this reader: kept as an event
 
 
 def _same(a: Sketch, b: Sketch) -> bool:
@@ -286,6 +284,16 @@ class Replay:
             self.end = i
         else:
             self.seen_turn = self.seen_turn or item.kind in ("prompt", "user_item", "agent", "assistant")
+
+    @property
+    def settled(self) -> bool:
+        """Whether the sketches after those fed change nothing but the count (a rollout that is no
+        fork, or a fork's replay closed): a reader may count them (:meth:`skip`) instead."""
+        return self.count > 0 and (not self.fork or self.end is not None)
+
+    def skip(self, count: int) -> None:
+        """Count ``count`` more sketches, once :attr:`settled`."""
+        self.count += count
 
     @property
     def range(self) -> range:
@@ -346,7 +354,8 @@ class Decider:
                 count += 1
                 seen[count - 1] = item
                 while paired + window < count:  # its whole window is read
-                    _pair_one(paired, seen, count, pairings, taken, mirrors, group)
+                    if seen[paired].text:  # (else it pairs with nothing)
+                        _pair_one(paired, seen, count, pairings, taken, mirrors, group)
                     paired += 1
                 while decided + window < paired:  # no mirror of it is left to pair
                     yield _decision(decided, seen.pop(decided), prompts_typed, is_call, state, replay)
@@ -395,6 +404,10 @@ class Decider:
         return decider
 
 
+#: The records a record may pair with, by their distance: the nearest first, the earlier of two as near.
+_NEAREST_FIRST = tuple(step for k in range(1, MIRROR_WINDOW + 1) for step in (-k, k))
+
+
 def _pair_one(i: int, seen: dict[int, Sketch], count: int, pairings: list, taken: list[set[int]], mirrors: set[int],
               group: dict[int, int]) -> None:
     """Pair record ``i`` with the nearest unpaired primary within the window whose text matches, if it is a secondary."""
@@ -404,10 +417,12 @@ def _pair_one(i: int, seen: dict[int, Sketch], count: int, pairings: list, taken
     for (secondary, primary, match), used in zip(pairings, taken):
         if item.kind not in secondary:
             continue
-        near = sorted(range(max(0, i - MIRROR_WINDOW), min(count, i + MIRROR_WINDOW + 1)), key=lambda j: (abs(j - i), j))
-        for j in near:
+        for step in _NEAREST_FIRST:
+            j = i + step
+            if not 0 <= j < count:
+                continue
             other = seen[j]
-            if j != i and j not in used and other.kind in primary and match(item, other):
+            if j not in used and other.kind in primary and match(item, other):
                 used.add(j)
                 mirrors.add(i)
                 group[j] = min(group.get(j, j), i)
@@ -426,15 +441,19 @@ def _decision(i: int, item: Sketch, prompts_typed: bool, is_call, state: tuple, 
     return Decision(role, skip, group.pop(i, i), i in replay)
 
 
+#: The kinds whose record's role is the same whatever else the file holds.
+_SIMPLE = {"prompt": "prompt", "user_item": "prompt", "assistant": "assistant", "agent": "assistant", "reasoning": "reasoning",
+           "agent_reasoning": "reasoning", "call": "tool_use", "output": "tool_result", "compact": "compact",
+           "interrupt": "interrupt", "error": "error", "other": "other"}
+
+
 def _role(item: Sketch, mirrored: bool, prompts_typed: bool, is_call) -> tuple[str | None, str | None]:
     kind = item.kind
     if mirrored:
         return None, "mirror"
-    simple = {"prompt": "prompt", "user_item": "prompt", "assistant": "assistant", "agent": "assistant",
-              "reasoning": "reasoning", "agent_reasoning": "reasoning", "call": "tool_use", "output": "tool_result",
-              "compact": "compact", "interrupt": "interrupt", "error": "error", "other": "other"}
-    if kind in simple:
-        return simple[kind], None
+    role = _SIMPLE.get(kind)
+    if role is not None:
+        return role, None
     if kind == "user":
         return (None, "context") if prompts_typed else ("prompt", None)
     if kind == "injected" or kind == "context":

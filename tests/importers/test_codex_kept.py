@@ -1,0 +1,103 @@
+"""`import --from codex` holds a rollout's rows in lists up to ROWS_IN_MEMORY records (a temporary
+database past it) and the bytes of its first lines up to KEEP_IN_MEMORY (the rest re-read at their
+offsets): whichever it does, the journals and the report are the same, byte for byte, on a first
+import, a resumed one and a full re-read of a rollout that grew."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from tests.helpers import run_cli
+from tests.importers import codex_shapes
+from tests.layouts.codex import FIXTURES
+from toolkit.importers import codex
+
+#: Held as the defaults do for these small rollouts: every row in lists, every line kept.
+ALL_IN_MEMORY = (1 << 30, 1 << 40)
+
+
+def _journals(store: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(store)): p.read_bytes() for p in sorted(store.rglob("*.jsonl"))}
+
+
+def _imports(root: Path, build, limits: tuple[int, int], monkeypatch, *, reread: bool = False) -> tuple:
+    """The journals and reports of a first import of the home ``build`` makes, then of a second one
+    after it grew (``--reread``: read in full, the journals extended), rows and lines held as ``limits`` say."""
+    monkeypatch.setattr(codex, "ROWS_IN_MEMORY", limits[0])
+    monkeypatch.setattr(codex, "KEEP_IN_MEMORY", limits[1])
+    home = root / "src" / ".codex"  # the same source path for every run: the journals name it
+    shutil.rmtree(home.parent, ignore_errors=True)
+    build(home)
+    store = Path(tempfile.mkdtemp(dir=root, prefix="store-"))  # a store of its own: its import cache too
+    reports = []
+    for step in ("first", "grown"):
+        if step == "grown":
+            codex_shapes.grow(home)
+        args = ["import", "--from", "codex", "--source", home, "--store", store, "--json"]
+        result = run_cli(*args, *(["--reread"] if reread and step == "grown" else []))
+        assert result.exit_code in (0, 4), result.stdout + result.stderr
+        reports.append(result.stdout.replace(str(store), "STORE"))
+    return _journals(store), reports
+
+
+def _fixtures_and_a_long_rollout(home: Path) -> None:
+    from tests.bench.codex_rollout import write
+
+    shutil.copytree(FIXTURES, home)
+    write(home, 3000)
+    codex_shapes.settle(home)
+
+
+@pytest.mark.parametrize("limits", [(0, 0), (0, 1 << 40), (1 << 30, 0), (40, 5000), (2999, 300_000), (3000, 1 << 40)])
+@pytest.mark.parametrize("reread", [False, True], ids=["resumed", "reread"])
+def test_real_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkeypatch, limits, reread):
+    if not FIXTURES.is_dir():
+        pytest.skip(f"{FIXTURES} is not here")
+    kept = _imports(tmp_path, _fixtures_and_a_long_rollout, ALL_IN_MEMORY, monkeypatch, reread=reread)
+    assert _imports(tmp_path, _fixtures_and_a_long_rollout, limits, monkeypatch, reread=reread) == kept
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), rows=st.sampled_from([0, 1, 3, 20, 1 << 30]),
+       keep=st.sampled_from([0, 1, 150, 2000, 1 << 40]), reread=st.booleans())
+def test_odd_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkeypatch, seed, rows, keep, reread):
+    """Forks, mirrors, copied lines, damage mid-file, torn tails, lone surrogates (codex_shapes)."""
+    def build(home: Path) -> None:
+        codex_shapes.build(home, rollouts=6, seed=seed)
+
+    with monkeypatch.context() as patched:
+        kept = _imports(tmp_path, build, ALL_IN_MEMORY, patched, reread=reread)
+        assert _imports(tmp_path, build, (rows, keep), patched, reread=reread) == kept
+
+
+def test_a_rollout_and_its_kept_lines_are_freed_once_its_journal_is_written(tmp_path, monkeypatch):
+    """Nothing keeps a rollout (its rows, its kept lines) in a reference cycle: with the garbage
+    collector off, each is freed before the next one is read, so memory holds one at a time."""
+    import gc
+    import weakref
+
+    home = tmp_path / ".codex"
+    codex_shapes.build(home, rollouts=5, seed=7)
+    alive: set[int] = set()
+    most = []
+    real = codex._Rollout.__init__
+
+    def counted(self, *args, **kwargs):
+        most.append(len(alive))  # the rollouts still alive when this one is read
+        real(self, *args, **kwargs)
+        alive.add(id(self))
+        weakref.finalize(self, alive.discard, id(self))
+
+    monkeypatch.setattr(codex._Rollout, "__init__", counted)
+    gc.disable()
+    try:
+        result = run_cli("import", "--from", "codex", "--source", home, "--store", tmp_path / "store", "--json", "--jobs", "1")
+    finally:
+        gc.enable()
+    assert result.exit_code in (0, 4), result.stdout + result.stderr
+    assert len(most) == 5 and max(most) == 0
