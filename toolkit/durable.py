@@ -501,7 +501,7 @@ class Committer:
         self._jobs: queue.Queue = queue.Queue(limit)
         self._thread = None
         self._failed: list[tuple[int, Path, BaseException]] = []  # (its mark, path, why)
-        self._pending: set[str] = set()  # the paths handed to the thread and not yet settled
+        self._pending: dict[str, int] = {}  # the paths handed to the thread and not yet settled, with their marks
         self._handed = self._settled = 0  # files handed to the thread, and settled by it, so far
         self._done = threading.Condition()
 
@@ -511,7 +511,7 @@ class Committer:
         an earlier file of the same path (its temp name is this one's)."""
         refuse_symlinked(path.parent)
         if str(path) in self._pending:
-            self._drain()
+            self._until(self._pending.get(str(path), 0))
         if os.path.lexists(path):
             raise FileExistsError(errno.EEXIST, "exists", str(path))
         tmp = temp_name(path)
@@ -522,8 +522,8 @@ class Committer:
 
             self._thread = threading.Thread(target=self._run, name="levelsess-commit", daemon=True)
             self._thread.start()
-        self._pending.add(str(path))
         self._handed += 1
+        self._pending[str(path)] = self._handed
         self._jobs.put((handle, tmp, path, self._handed))
 
     def _run(self) -> None:
@@ -543,7 +543,7 @@ class Committer:
                     os.unlink(tmp)
                 self._failed.append((mark, path, exc))
             finally:
-                self._pending.discard(str(path))
+                self._pending.pop(str(path), None)
                 with self._done:
                     self._settled = mark
                     self._done.notify_all()
@@ -552,12 +552,15 @@ class Committer:
         """The point reached: every file handed so far is at or before it."""
         return self._handed
 
-    def wait_through(self, mark: int) -> list[tuple[Path, BaseException]]:
-        """Every file handed up to ``mark`` is in place or removed: the ones not in place, with why
-        (the thread goes on with those handed after it)."""
+    def _until(self, mark: int) -> None:
         if self._thread is not None:
             with self._done:
                 self._done.wait_for(lambda: self._settled >= mark)
+
+    def wait_through(self, mark: int) -> list[tuple[Path, BaseException]]:
+        """Every file handed up to ``mark`` is in place or removed: the ones not in place, with why
+        (the thread goes on with those handed after it)."""
+        self._until(mark)
         failed = [(path, why) for at, path, why in self._failed if at <= mark]
         self._failed = [item for item in self._failed if item[0] > mark]
         return failed
@@ -567,10 +570,12 @@ class Committer:
         return str(path) in self._pending
 
     def settle(self, name: str) -> None:
-        """Wait for the thread when a file named ``name`` (in any folder) waits for it: whoever
-        looks for that name next finds it in place (or, if it failed, not)."""
-        if any(os.path.basename(pending) == name for pending in list(self._pending)):
-            self._drain()
+        """Wait until the files named ``name`` (in any folder) that wait for the thread are settled
+        (the thread goes on with the others): whoever looks for that name next finds it in place
+        (or, if it failed, not; the failure is still the unit's wait's to give)."""
+        marks = [mark for pending, mark in list(self._pending.items()) if os.path.basename(pending) == name]
+        if marks:
+            self._until(max(marks))
 
     def _drain(self) -> None:
         if self._thread is not None:

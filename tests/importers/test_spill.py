@@ -108,7 +108,7 @@ def test_a_full_temporary_folder_stops_the_import_with_one_line_and_no_journal(t
     root = tmp_path / "source"
     (claude_transcript if source == "claude" else codex_rollout).write(root, 5_000)
     _capped(monkeypatch, claude if source == "claude" else codex)
-    monkeypatch.setattr(claude, "ROWS_IN_MEMORY", -1)  # a transcript this small holds its rows in memory, not in a database
+    monkeypatch.setattr(claude if source == "claude" else codex, "ROWS_IN_MEMORY", -1)  # (else rows this few are held in memory)
     result = run_cli("import", "--from", source, "--source", str(root), "--store", str(tmp_path / "store"), "--json")
     assert result.exit_code == EXIT_OPERATIONAL, result.stdout
     assert result.json["error"]["type"] == "DurabilityError" and "disk full" in result.json["error"]["message"]

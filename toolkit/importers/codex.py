@@ -64,7 +64,6 @@ import hashlib
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
@@ -73,8 +72,8 @@ from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, hom
 from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, envelope_sketch,
                                   is_legacy_meta, message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
-from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Session, SourceState, in_place, json_object,
-                     offset_line_key, safe_id)
+from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, in_place,
+                     json_object, offset_line_key, safe_id)
 from .bloom import Digests
 from .sourcelines import SourceLine, SourceReader, grown_from, hashed
 from .unchanged import Unit, journal_stamp
@@ -405,9 +404,9 @@ _SKIPS = (None, "mirror", "context", "ui-only", "meta-copy")
 _CODES = {(role, skip): r * 8 + s for r, role in enumerate(_ROLES) for s, skip in enumerate(_SKIPS)}
 _DIGEST = 12  # bytes of a sketch's digests (codex_seen._digest)
 #: A rollout of at most this many records is held in lists while it is imported (about 0.6 kB a
-#: record: a few MB, as a Claude transcript's lines kept); a longer one in a temporary database,
+#: record: 20 MB at most, as a Claude Code group's rows); a longer one in a temporary database,
 #: two bytes a record in memory (:class:`_Tabled`).
-ROWS_IN_MEMORY = 4096
+ROWS_IN_MEMORY = 32_768
 #: Bytes of a rollout's first lines kept from the first read to the conversion (parsed again then:
 #: parsed values kept would take six times the memory, and cost the garbage collector more than
 #: parsing takes); the lines after them are read again at their offsets, and refused if they changed.
@@ -691,7 +690,7 @@ class _Rollout:
                 if keep:
                     kept.append(data)
             n += 1
-            if n == limit + 1 and type(rows) is _Listed:
+            if n > limit and type(rows) is _Listed:
                 rows = rows.tabled()
                 add = rows.add
         replay.skip(n - replay.count)
@@ -1097,21 +1096,6 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
             "skipped": {reason: n for reason, n in session.skipped.items() if reason != "torn-tail"},
             "skip_lines": rollout.skip_lines, "seq": outcome.after[0], "title_after": outcome.after[1], "keys": outcome.keys,
             "journal": mark}
-
-
-class Resumed(NamedTuple):
-    """A rollout read from where the last import stopped: the session (its ``records`` those a full
-    re-import would append, in order), what its writer checks and continues, what reading it says
-    (``findings``, as a full read says it) and the ``source-line`` events of its new lines no record carries."""
-
-    session: Session
-    journal: Path
-    had: int
-    after: tuple
-    when: str | None
-    held: frozenset
-    findings: list
-    events: list
 
 
 def resume_unit(unit: Unit, grown: str, kept: dict) -> list | None:
