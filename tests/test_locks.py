@@ -131,3 +131,24 @@ def test_orphan_stale_lock_is_removed(tmp_path):
     os.utime(orphan, (1, 1))
     assert run_cli("fsck", "--repair", "--json", store).exit_code == 1
     assert not orphan.exists()
+
+
+def test_a_locks_start_time_is_what_psutil_says_of_its_process_in_a_fork_too():
+    """A lock's ``startedAt`` is read from /proc as psutil reads it (psutil is not loaded for it):
+    the same number psutil gives, here and in a forked child (its own, not the parent's)."""
+    import psutil
+
+    from toolkit import locks
+
+    assert locks.own_start() == psutil.Process().create_time()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        os.close(read)
+        ok = locks.own_start() == psutil.Process().create_time() and locks.own_start() != 0
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    got = os.read(read, 1)
+    os.waitpid(pid, 0)
+    assert got == b"1"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import LevelsessError, NotAJournalError, UnknownFormatError, exit_code_for  # noqa: F401 (exit_code_for: named here too)
 from ..findings import Finding
+from ..workers import worker_count  # (named here too: migrate imports it from here)
 from ..index import load_cache
 from ..journal import JournalScan, foreign_only, scan_journal
 from ..layouts import BaseLayout as Layout
@@ -16,8 +17,6 @@ from .. import durable
 from ..locks import LockInfo, LockState, inspect_lock, process_start
 from ..stores import Folder
 
-#: Below this many bytes in total, worker processes cost more than they save.
-PARALLEL_THRESHOLD = 32 << 20
 MAX_BATCHES = 4096  # toolkit.forked.MAX_BATCHES (not imported: a serial check never loads it)
 
 
@@ -189,14 +188,6 @@ def _writer_findings(layout, journal: Path, force: bool) -> tuple[list[Finding],
     return [Finding("in-use", "warning", str(journal), None, None,
                     f"{who}, which may be writing it: no repair touches it; quit it, then rerun "
                     "(or use --force if you are sure it is not writing this session)")], False
-
-
-def worker_count(requested: int, total_bytes: int, count: int) -> int:
-    if requested > 0:
-        return min(requested, max(count, 1))
-    if total_bytes < PARALLEL_THRESHOLD or count < 2:
-        return 1
-    return min(os.cpu_count() or 1, count)
 
 
 def run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callable | None) -> list:

@@ -32,12 +32,15 @@ def supports(importer) -> bool:
 
 def worker_count(jobs: int, total_bytes: int, units: int) -> int:
     """``--jobs``: N as asked (at most one per unit), 0 as ``fsck`` (every core for 32 MiB or more)."""
-    from .. import forked
-    from ..fsck.check import worker_count as fsck_workers
+    from ..workers import worker_count as workers
 
-    if jobs == 1 or not forked.available():
-        return 1
-    return fsck_workers(jobs, total_bytes, units)
+    count = 1 if jobs == 1 else workers(jobs, total_bytes, units)
+    if count > 1:
+        from .. import forked  # (only when it forks: loading it is a part of a small import's time)
+
+        if not forked.available():
+            return 1
+    return count
 
 
 def batches(keys: list[str], jobs: int = 1) -> list[list[int]]:
