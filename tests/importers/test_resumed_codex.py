@@ -329,7 +329,7 @@ def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
 def test_what_a_resume_keeps_of_the_call_ids_it_saw_never_forgets_one(added, later):
     """The filters a resume keeps (call ids, unmatched end events, exit codes) say "maybe" for every
     id added, kept as JSON and loaded again, and for ids added after loading."""
-    from toolkit.importers.codex import _Filter, _h
+    from toolkit.importers.bloom import Digests as _Filter, digest_of as _h
 
     kept = _Filter.load(json.loads(json.dumps(_Filter.of((_h(a) for a in added), len(added)).dump())))
     for one in later:

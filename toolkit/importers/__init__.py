@@ -276,7 +276,7 @@ def _begin(context: _Context, unit: unchanged.Unit, stamped: dict | None, part: 
     if context.dry_run or not _resume(context, unit, stamped, part, states):  # else only one file grew: resumed
         linked = _read_unit(context, unit, part, states, deferred=not context.dry_run)
     else:
-        linked = list
+        linked = lambda: []  # noqa: E731 - (a resume appends under the lock: nothing waits to be linked)
 
     def finish() -> _Part:
         nonlocal states
@@ -411,8 +411,7 @@ def _resume(context: _Context, unit: unchanged.Unit, stamped: dict | None, part:
     written = {}
     for one in (item for item in items if not isinstance(item, Outcome)):  # (the main conversation first)
         journal = entry["journals"].get(str(one.journal))
-        done = write_resumed(context.store, one.session, one.journal, one.session.records, journal, one.had, one.after,
-                             one.when, one.held, getattr(one, "events", ()))
+        done = write_resumed(context.store, one, journal)
         if done is None:
             return False  # a journal changed meanwhile: read it all (what was appended is found held)
         written[id(one)] = done
@@ -426,7 +425,7 @@ def _resume(context: _Context, unit: unchanged.Unit, stamped: dict | None, part:
                 states[item.id] = entry["resume"][item.id]
         else:
             (outcome, found), session = written[id(item)], item.session
-            found = [*getattr(item, "findings", ()), *found]  # what reading it says (as a full read would), then the write
+            found = [*item.findings, *found]  # what reading it says (as a full read would), then the write
             part.resumed += 1
             if outcome.status == "updated":
                 part.touched.add(outcome.path.parent)

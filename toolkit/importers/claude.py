@@ -64,7 +64,7 @@ from ..lines import loads, open_regular
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Resumed,
                      Session, SourceState, line_digest, safe_id)
 from .bloom import Hashed
-from .sourcelines import SourceLine, SourceReader, grown_from
+from .sourcelines import SourceLine, SourceReader, read_on
 from .spill import from_db, guarded, temp_db, to_db
 from .unchanged import Unit
 from .uris import apply_map, folder_status, is_foreign
@@ -1595,12 +1595,10 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
     the bytes before must hash as they did, and every new record must be whole, of a new uuid,
     each the child of the one before (the first, of the last import's leaf), no response's part
     already kept, no subagent's result, no summary."""
-    digest = grown_from(path, state["covered"], state["sha256"], RESUME_BYTES)
-    if digest is None:
+    reading = read_on(path, state, CLAUDE_CODE.is_record, "Claude Code record", RESUME_BYTES)
+    if reading is None:
         return None
-    said: list[Finding] = []
-    reader = SourceReader(path, CLAUDE_CODE.is_record, said.append, what="Claude Code record", start=state["covered"],
-                          number=state["number"], digest=digest)
+    reader, said = reading
     try:
         uuids, msgs = _Seen.load(state["uuids"]), _Seen.load(state["msgs"])
     except (TypeError, ValueError, IndexError):

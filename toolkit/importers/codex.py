@@ -74,8 +74,8 @@ from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_
 from ..lines import loads, open_regular
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, in_place,
                      json_object, offset_line_key, safe_id)
-from .bloom import Digests
-from .sourcelines import SourceLine, SourceReader, grown_from, hashed
+from .bloom import Digests, digest_of, keep_last
+from .sourcelines import SourceLine, SourceReader, hashed, read_on
 from .unchanged import Unit, journal_stamp
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, folder_status, is_foreign
@@ -671,14 +671,14 @@ class _Rollout:
                 typed = True
             if kind == "call" and item.call is not None:
                 rows.call(item.call)
-                _recent(recent_calls, item.call, None)
+                keep_last(recent_calls, item.call, None, RECENT)
             elif kind == "end" and item.call is not None:
                 rows.end(item.call)
                 payload = value["payload"]
                 if payload.get("type") == "exec_command_end" and top == "event_msg" \
                         and isinstance(payload.get("call_id"), str) and type(payload.get("exit_code")) is int:
                     rows.exit(payload["call_id"], payload["exit_code"])
-                    _recent(recent_exits, payload["call_id"], payload["exit_code"])
+                    keep_last(recent_exits, payload["call_id"], payload["exit_code"], RECENT)
             model = value["payload"].get("model") if top == "turn_context" else None
             data = line.data
             digest = sha256(data).hexdigest()[:16]
@@ -902,29 +902,6 @@ RESUME_BYTES = 16 << 20
 RECENT = 32
 
 
-def _recent(kept: dict, key: str, value: object) -> None:
-    kept.pop(key, None)
-    kept[key] = value
-    if len(kept) > RECENT:
-        del kept[next(iter(kept))]
-
-
-def _h(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-class _Filter(Digests):
-    """A set of 16-hex digests kept small (:mod:`toolkit.importers.bloom`), with room for half as
-    many again: call ids, end events no call had, exit codes."""
-
-    @classmethod
-    def of(cls, digests, count: int) -> _Filter:
-        """``digests`` (about ``count`` of them, streamed), with room to grow."""
-        kept = cls.empty(max(512, (count + count // 2 + 32) * 12))
-        kept.update(digests)
-        return kept
-
-
 #: The lines kept of those at a file's latest time (and of those without a time); past this many, a
 #: new line at that time is not proven new.
 LATEST = 256
@@ -1082,7 +1059,7 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
 
     def kept(ids: tuple) -> list:
         found, count = ids
-        return _Filter.of((_h(call) for call in found), count).dump()
+        return Digests.of((digest_of(call) for call in found), count).dump()
 
     t, model, when = rollout.walked
     return {"path": str(rollout.path), "sid": said_as, "covered": reader.covered, "sha256": reader.sha256,
@@ -1125,14 +1102,12 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     by (a prompt typed in a rollout with none, a call whose id an end event shown had), nor the
     decision of a record before (a mirror paired across where the last import stopped); their
     keys and identities must be new, and each record keyed by a new line."""
-    digest = grown_from(path, state["covered"], state["sha256"], RESUME_BYTES)
-    if digest is None:
+    reading = read_on(path, state, _whole_record, "rollout record", RESUME_BYTES)
+    if reading is None:
         return None
-    said: list[Finding] = []
-    reader = SourceReader(path, _whole_record, said.append, what="rollout record", start=state["covered"],
-                          number=state["number"], digest=digest)
+    reader, said = reading
     latest = _Latest.load(state["latest"])
-    calls, ends, exits = _Filter.load(state["calls"]), _Filter.load(state["ends"]), _Filter.load(state["exits"])
+    calls, ends, exits = Digests.load(state["calls"]), Digests.load(state["ends"]), Digests.load(state["exits"])
     recent_calls = dict.fromkeys(state["recent_calls"])
     recent_exits = {c: code for c, code in state["recent_exits"]}
     new_calls: dict[str, None] = {}
@@ -1150,7 +1125,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             if not latest.new(value, base):  # maybe a line before, the same bytes: its key's number is not known here
                 return None
             if item.kind == "call" and item.call is not None:
-                if _h(item.call) in ends:  # maybe an end event shown (no call had its id) that is a mirror now
+                if digest_of(item.call) in ends:  # maybe an end event shown (no call had its id) that is a mirror now
                     return None
                 new_calls[item.call] = None
             elif item.kind == "end" and item.call is not None:
@@ -1175,7 +1150,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             return False
         if call in new_calls or call in recent_calls:
             return True
-        if _h(call) in calls:
+        if digest_of(call) in calls:
             raise _Unproven(call)
         return False
 
@@ -1186,7 +1161,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
                 return new_exits[call]
             if call in recent_exits:
                 return recent_exits[call]
-            if _h(call) in exits:
+            if digest_of(call) in exits:
                 raise _Unproven(call)
             return None
 
@@ -1262,17 +1237,17 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             latest.see(line.value, base)
         for call in new_ends:
             if call not in new_calls and call not in recent_calls:  # (else is_call said it had no call before)
-                ends.add(_h(call))
+                ends.add(digest_of(call))
         matched = [call for _n, (kind, _text, _alt, call, _ident, _parent) in kept["seen"]  # the undecided end events' calls
                    if kind == "end" and call is not None and (call in new_calls or call in recent_calls)]
         for call in new_calls:
-            calls.add(_h(call))
-            _recent(recent_calls, call, None)
+            calls.add(digest_of(call))
+            keep_last(recent_calls, call, None, RECENT)
         for call in matched:
             recent_calls[call] = None
         for call, code in new_exits.items():
-            exits.add(_h(call))
-            _recent(recent_exits, call, code)
+            exits.add(digest_of(call))
+            keep_last(recent_exits, call, code, RECENT)
         last = items[-1]
         return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "count": count,
                 "decider": kept, "tail": [[d.role, d.skip, d.group, d.inherited] for d in decided[kept["decided"] - decider_start:]],

@@ -470,9 +470,7 @@ def _same_id(store: Path, path: Path) -> Path:
     """``path``, or the journal an earlier import wrote for the same session id in another project
     folder (its project since mapped with ``--map``, or chosen with ``--project``): one session id
     is one journal, extended where it is (the most recently written, when an older import left two)."""
-    commits = COMMITS.get()
-    if commits is not None:  # a journal of that name this import is still linking: in place first
-        commits.settle(path.name)
+    in_place(path)  # (a journal of that name this import is still linking)
     if os.path.lexists(path):
         return path
     names = NAMES.get()
@@ -721,17 +719,17 @@ class Resumed(NamedTuple):
     events: Sequence = ()
 
 
-def write_resumed(store: Path, session: Session, path: Path, records: list[dict], journal: list, had: int,
-                  after: tuple, when: str | None, held: frozenset = frozenset(),
-                  events: Sequence[dict] = ()) -> tuple[Outcome, list[Finding]] | None:
+def write_resumed(store: Path, resumed: Resumed, journal: list) -> tuple[Outcome, list[Finding]] | None:
     """Append what a source that only grew adds to its journal, from where the last import left it
-    (issue 27): ``records`` are the records a full re-import would append, in its order (``when``:
-    the time of the last record it looks at).  The journal must still be as that import left it
-    (``journal``: its inode, size and mtime; ``had`` source keys, of which ``held`` are keys of
-    records it supersedes; ``after``: its last seq and title), checked under the session lock, else
-    None (nothing written: read the source in full).  A title change goes first, then the records,
-    the ``source-line`` events of the new lines no record carries (``events``) and the source's
-    new state last, as :func:`_extend` writes them."""
+    (issue 27): the session's ``records`` are the records a full re-import would append, in its
+    order (``when``: the time of the last record it looks at).  The journal must still be as that
+    import left it (``journal``: its inode, size and mtime; ``had`` source keys, of which ``held``
+    are keys of records it supersedes; ``after``: its last seq and title), checked under the session
+    lock, else None (nothing written: read the source in full).  A title change goes first, then the
+    records, the ``source-line`` events of the new lines no record carries (``events``) and the
+    source's new state last, as :func:`_extend` writes them."""
+    session, path, had, after, when, held, _findings, events = resumed
+    records = session.records
     last_seq, title = after[:2]
     confinement = durable.Confinement.of((store,), (store / ".levelsess",))
     if path.is_symlink() or confinement.refusal(path.parent) is not None:
