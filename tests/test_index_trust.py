@@ -303,3 +303,23 @@ def test_reindex_removes_a_fingerprint_temp_file_left_by_a_killed_run(tmp_path):
     temp.write_bytes(b'{"format":1,"ind')  # a reindex killed before its rename
     assert run_cli("reindex", store).exit_code == 0
     assert not temp.exists() and orjson.loads(target.read_bytes())["format"] == 1
+
+
+@pytest.mark.parametrize("edit", [_same_size_title, _edit_and_keep_the_mtime])
+def test_an_index_changed_after_its_write_is_not_vouched_for_by_the_bytes_the_writer_knew(tmp_path, edit):
+    """``vouch(known=...)`` skips the second derivation only for the very bytes the writer derived:
+    an index edited between the write and the vouch is compared in full, and refused."""
+    from toolkit.journal import scan_journal
+    from toolkit.verified import vouch
+
+    store = make_store(tmp_path, sessions=2)
+    folder = discover_all([store])[0]
+    scans = [scan_journal(j, folder.layout) for j in folder.journals]
+    assert reindex([folder]).written == (_index(store),)
+    written = _index(store).read_bytes()
+    fingerprint_path(folder).unlink()
+    assert vouch(folder, scans, written) and fingerprint_path(folder).exists()  # the bytes it wrote: vouched
+    fingerprint_path(folder).unlink()
+    edit(_index(store))
+    assert not vouch(folder, scans, written) and not fingerprint_path(folder).exists()
+    assert not vouch(folder, scans) and not fingerprint_path(folder).exists()

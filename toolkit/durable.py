@@ -721,6 +721,10 @@ def create_exclusive(path: Path, data: bytes) -> bool:
     or half-written, even when its creator is killed mid-way: an empty lock would read as
     "owner cannot be checked" and block the session for 30 s.  Where hard links are not
     supported, falls back to O_CREAT|O_EXCL.
+
+    The folder is not fsynced (it is for locks alone, DESIGN.md §2.5): a lock that a power cut
+    takes away belonged to a process that died with it, and one it brings back is stale at once
+    (its pid's create time is not the one it holds).  The bytes are, so it never comes back empty.
     """
     refuse_symlinked(path.parent)
     tmp = temp_name(path)
@@ -745,7 +749,6 @@ def create_exclusive(path: Path, data: bytes) -> bool:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-    fsync_dir(path.parent)
     return True
 
 
@@ -765,13 +768,13 @@ def _create_excl_fallback(path: Path, data: bytes) -> bool:
             os.unlink(path)  # a lock we could not make durable is not ours to leave behind
         raise
     os.close(fd)
-    fsync_dir(path.parent)
     return True
 
 
-def remove(path: Path, *, tree: bool = False) -> None:
+def remove(path: Path, *, tree: bool = False, lasting: bool = True) -> None:
     """Unlink ``path`` (a lock or temp file; with ``tree``, a folder levelsess made, such as a
-    finished run's backups) and make the removal durable; missing is fine."""
+    finished run's backups) and make the removal durable; missing is fine.  ``lasting=False`` (a
+    released lock) skips the fsync of the folder: a lock a power cut brings back is stale at once."""
     refuse_symlinked(path.parent)
     try:
         shutil.rmtree(path) if tree else os.unlink(path)
@@ -779,7 +782,8 @@ def remove(path: Path, *, tree: bool = False) -> None:
         return
     except OSError as exc:
         raise _fail("remove", path, exc) from exc
-    fsync_dir(path.parent)
+    if lasting:
+        fsync_dir(path.parent)
 
 
 def remove_empty_dir(path: Path) -> bool:

@@ -250,4 +250,4 @@ def holding(journal: Path, *, force: bool = False) -> Iterator[None]:
         yield
     finally:
         if mine:
-            durable.remove(lock_path(journal))
+            durable.remove(lock_path(journal), lasting=False)

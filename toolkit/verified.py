@@ -108,15 +108,18 @@ def _parse(data: bytes) -> Loaded:
         return Loaded("corrupt")
 
 
-def vouch(folder: Folder, scans: list[JournalScan]) -> bool:
+def vouch(folder: Folder, scans: list[JournalScan], known: bytes | None = None) -> bool:
     """Record that ``folder``'s index matches ``scans``, if it does and they are still current.
 
     Called by the commands that write an index, after the write or after a full comparison.
     It re-reads the index and compares it with the journals' derived index itself, so it never
     vouches for bytes someone else put there in the meantime; a journal changed since it was
-    scanned (size or mtime) is not vouched for either.  Returns whether a fingerprint is on
-    disk now.  A failure to write it is not the command's failure: the index is already right,
-    and without a fingerprint the next run simply reads the journals.
+    scanned (size or mtime) is not vouched for either.  ``known``: bytes the caller already found
+    to match ``scans`` (derived from them and written, or compared with them in full); an index
+    that reads back as exactly those is not derived and compared a second time.
+    Returns whether a fingerprint is on disk now.  A failure to write it is not the command's
+    failure: the index is already right, and without a fingerprint the next run simply reads the
+    journals.
     """
     if not folder.layout.vouchable or not folder.whole:
         return False
@@ -124,7 +127,7 @@ def vouch(folder: Folder, scans: list[JournalScan]) -> bool:
     if journals is None or not _as_scanned(journals, scans):
         return False
     read = _read_index(folder)
-    if read is None or index_drift(_parse(read[0]), *build_index(scans)) is not None:
+    if read is None or (read[0] != known and index_drift(_parse(read[0]), *build_index(scans)) is not None):
         return False
     document = _document(folder, read[0], read[1], journals)
     if _load_fingerprint(folder) == document:

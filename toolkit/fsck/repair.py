@@ -413,7 +413,7 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan], saved: list[Path] | 
     if saved is not None and loaded.raw is not None and not folder.layout.cache_is_derived:
         saved.append(_save_replaced(folder, loaded.raw))  # index.json is derived from the journals alone; meta.json is not
     durable.atomic_write(folder.cache, data)
-    verified.vouch(folder, scans)  # index.json only (meta.json is never stat-skipped)
+    verified.vouch(folder, scans, data)  # index.json only (meta.json is never stat-skipped)
     return data
 
 

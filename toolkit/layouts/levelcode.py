@@ -227,7 +227,7 @@ class LevelCode(BaseLayout):
 
         version, index_entries = build_index(scans)
         if loaded.state == "ok" and index_drift(loaded, version, index_entries) is None:
-            verified.vouch(folder, scans)  # compared in full: a later stat may trust these bytes
+            verified.vouch(folder, scans, loaded.raw)  # compared in full: a later stat may trust these bytes
             return None
         return dump_cache(index_document(version, index_entries))
 
