@@ -95,6 +95,38 @@ def build_index(scans: list[JournalScan], version: int | None = None) -> tuple[i
     return version, entries
 
 
+def index_changed(stored: object, gone: list[JournalScan], scans: list[JournalScan]) -> tuple[int, list[dict]] | None:
+    """:func:`build_index` of a folder some of whose journals changed, from its index as it was
+    (``stored``, derived from them all), the scans the journals that changed or went had when it
+    was derived (``gone``) and the scans of the journals that changed or came (``scans``): the same
+    version and entries, without reading the journals that did not change.
+
+    None when that cannot be known from these alone: an entry of ``gone`` the index does not hold,
+    a version the unchanged journals decide (a v2 index none of whose changed journals is v2
+    any more), or two entries in the same place of the order (their order is the journals')."""
+    if isinstance(stored, list):
+        version, entries = 1, list(stored)
+    elif isinstance(stored, dict) and stored.get("v") == 2 and isinstance(stored.get("sessions"), list):
+        version, entries = 2, list(stored["sessions"])
+    else:
+        return None
+    now_v2 = any(s.version == 2 for s in scans)
+    if now_v2 != (version == 2):  # v1 -> v2 rewrites every entry; v2 -> ? depends on the journals not read
+        return None
+    for old in (index_entry(scan, version == 2) for scan in gone):
+        at = next((i for i, entry in enumerate(entries) if same(entry, old)), None)
+        if at is None:
+            return None
+        del entries[at]
+    if not all(isinstance(entry, dict) for entry in entries):
+        return None
+    entries += (index_entry(s, version == 2) for s in scans)
+    entries.sort(key=_order, reverse=True)
+    if any(_order(a) == _order(b) and not same(a, b) for a, b in zip(entries, entries[1:])):
+        return None
+    return version, entries
+
+
 def index_document(version: int, entries: list[dict]) -> object:
     if version == 1:
         return entries

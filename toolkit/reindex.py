@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from . import durable
+from . import durable, verified
 from .errors import LevelsessError, NotAJournalError, SymlinkedFolderError, UnknownFormatError
 from .findings import Finding
 from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for, scan_one
 from .fsck.repair import rebuild_cache, remove_dead_temps, write_refusal
 from .journal import JournalScan, foreign_only, scan_journal
 from .stores import Folder, discover
-from .verified import trusted_index
+from .scan import Loaded
+from .verified import trusted_index, vouched
 
 
 @dataclass(frozen=True)
@@ -107,9 +110,10 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             findings.append(Finding("unreadable", "error", str(folder.path), None, None, folder.problem))
             refused.append(folder.cache)
             continue
-        scans: list[JournalScan] = []
+        changed = _changed(folder, memo) if memo is not None and not (full or check_only) else None
+        scans: list[JournalScan] = [] if changed is None else changed.scans
         readable = True
-        for journal in folder.journals:
+        for journal in folder.journals if changed is None else ():
             try:
                 scans.append(scan_journal(journal, folder.layout) if memo is None else _remembered(memo, folder, journal))
             except NotAJournalError as exc:  # a folder or FIFO named like a journal: no data, no entry
@@ -144,7 +148,7 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
                 raise symlinked
             with durable.confined(folder.confinement):
                 findings += remove_dead_temps(folder, prefix=f".{folder.cache.name}.")  # a cache write killed before its rename
-                written_now = rebuild_cache(folder, scans)
+                written_now = rebuild_cache(folder, scans) if changed is None else _write_changed(folder, changed)
         except SymlinkedFolderError as exc:  # nothing written: not through the link, not beside it
             findings.append(Finding("symlinked-folder", "error", str(folder.path), None, None,
                                     f"not reindexed: {exc.detail}, and levelsess never writes through a symlinked folder; {exc.hint}"))
@@ -161,6 +165,75 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
     why = None if written or skipped or no_cache else foreign_only(scanned)
     return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped), why,
                          tuple(no_cache))
+
+
+class _Changed(NamedTuple):
+    """A vouched index brought up to date from the journals that changed since (:func:`_changed`)."""
+
+    data: bytes | None  # the new index's bytes; None: the index as it is is right
+    scans: list[JournalScan]  # of the journals that changed or came
+    kept: dict[str, list]  # the others, by name, at the stamp the index was vouched on
+    known: bytes  # the index's bytes as vouched for
+
+
+def _changed(folder: Folder, memo) -> _Changed | None:
+    """An import's reindex of a folder whose index levelsess vouched for and some of whose journals
+    changed since (the import appended to them, or made them): only those are read (from where the
+    memo's last read stopped), and the entries the index held for them, derived again from the
+    memo's scans of what they were, are replaced by theirs.  None (read the folder in full, as
+    ever) when anything is not as that needs it: no vouched index, a journal of the vouched ones
+    the memo has no scan of at its vouched stamp, a journal that cannot be read or is not one
+    levelsess writes an index beside, or an index :func:`~toolkit.index.index_changed` cannot
+    bring up to date from these alone."""
+    from .index import dump_cache, index_changed, index_document, index_drift
+
+    found = vouched(folder)
+    if found is None:
+        return None
+    recorded, stored, known = found
+    kept: dict[str, list] = {}
+    changed: list[Path] = []
+    try:
+        for journal in folder.journals:
+            info = os.stat(journal)
+            stamp = [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+            if recorded.get(journal.name) == stamp:
+                kept[journal.name] = stamp
+            else:
+                changed.append(journal)
+    except OSError:
+        return None
+    if len(kept) + len(changed) != len(folder.journals):  # two journals of one name: not a folder's listing
+        return None
+    gone = []
+    for name in sorted(recorded.keys() - kept.keys()):  # what the index holds of the journals that changed or went
+        held = memo.kept(folder.path, folder.path / name, folder.layout.name)
+        if held is None or held[0][1:] != recorded[name]:
+            return None
+        gone.append(held[1])
+    scans = []
+    for journal in changed:
+        try:
+            scan = _remembered(memo, folder, journal)
+        except LevelsessError:  # the full read says what it is
+            return None
+        if scan.version is not None and scan.version > 2 or not scan.identified:
+            return None
+        scans.append(scan)
+    derived = index_changed(stored, gone, scans)
+    if derived is None:
+        return None
+    data = None if index_drift(Loaded("ok", stored), *derived) is None else dump_cache(index_document(*derived))
+    return _Changed(data, scans, kept, known)
+
+
+def _write_changed(folder: Folder, changed: _Changed) -> bytes | None:
+    """Write the index :func:`_changed` derived (when it differs) and vouch for it, as
+    :func:`~toolkit.fsck.repair.rebuild_cache` does for one derived from every journal."""
+    if changed.data is not None:
+        durable.atomic_write(folder.cache, changed.data)
+    verified.vouch(folder, changed.scans, changed.data or changed.known, changed.kept)
+    return changed.data
 
 
 def _remembered(memo, folder: Folder, journal: Path) -> JournalScan:

@@ -101,6 +101,27 @@ def trusted_index(folder: Folder) -> object | None:
     return loaded.value if loaded.state == "ok" else None
 
 
+def vouched(folder: Folder) -> tuple[dict[str, list], object, bytes] | None:
+    """The journals' stamps (by name) levelsess last vouched ``folder``'s index on, and that index
+    (parsed, and its bytes), when the index is still exactly the bytes vouched for (whatever the
+    journals did since); else None.  Writes nothing."""
+    if not folder.layout.vouchable or not folder.whole:
+        return None
+    recorded = _load_fingerprint(folder)
+    if not isinstance(recorded, dict) or recorded.get("format") != FORMAT or recorded.get("levelsess") != __version__:
+        return None
+    read = _read_index(folder)
+    journals = recorded.get("journals")
+    if read is None or not isinstance(journals, list) or _document(folder, *read, journals) != recorded:
+        return None
+    loaded = _parse(read[0])
+    try:
+        stamps = {name: stamp for name, *stamp in journals}
+    except (TypeError, ValueError):
+        return None
+    return (stamps, loaded.value, read[0]) if loaded.state == "ok" and len(stamps) == len(journals) else None
+
+
 def _parse(data: bytes) -> Loaded:
     try:
         return Loaded("ok", loads(data))
@@ -108,7 +129,7 @@ def _parse(data: bytes) -> Loaded:
         return Loaded("corrupt")
 
 
-def vouch(folder: Folder, scans: list[JournalScan], known: bytes | None = None) -> bool:
+def vouch(folder: Folder, scans: list[JournalScan], known: bytes | None = None, kept: dict[str, list] | None = None) -> bool:
     """Record that ``folder``'s index matches ``scans``, if it does and they are still current.
 
     Called by the commands that write an index, after the write or after a full comparison.
@@ -116,7 +137,10 @@ def vouch(folder: Folder, scans: list[JournalScan], known: bytes | None = None) 
     vouches for bytes someone else put there in the meantime; a journal changed since it was
     scanned (size or mtime) is not vouched for either.  ``known``: bytes the caller already found
     to match ``scans`` (derived from them and written, or compared with them in full); an index
-    that reads back as exactly those is not derived and compared a second time.
+    that reads back as exactly those is not derived and compared a second time.  ``kept``: the
+    journals not in ``scans``, by name, each with the stamp of the vouched index ``known`` was
+    derived from (:func:`vouched`); each must still be at exactly that stamp, and the index exactly
+    ``known``.
     Returns whether a fingerprint is on disk now.  A failure to write it is not the command's
     failure: the index is already right, and without a fingerprint the next run simply reads the
     journals.
@@ -124,10 +148,10 @@ def vouch(folder: Folder, scans: list[JournalScan], known: bytes | None = None) 
     if not folder.layout.vouchable or not folder.whole:
         return False
     journals = _journal_stamps(folder)
-    if journals is None or not _as_scanned(journals, scans):
+    if journals is None or not _as_scanned(journals, scans, kept or {}):
         return False
     read = _read_index(folder)
-    if read is None or (read[0] != known and index_drift(_parse(read[0]), *build_index(scans)) is not None):
+    if read is None or (read[0] != known and (kept or index_drift(_parse(read[0]), *build_index(scans)) is not None)):
         return False
     document = _document(folder, read[0], read[1], journals)
     if _load_fingerprint(folder) == document:
@@ -142,11 +166,13 @@ def vouch(folder: Folder, scans: list[JournalScan], known: bytes | None = None) 
     return True
 
 
-def _as_scanned(journals: list[list], scans: list[JournalScan]) -> bool:
-    """True when the folder holds exactly the scanned journals, each at the size and mtime it was read at."""
+def _as_scanned(journals: list[list], scans: list[JournalScan], kept: dict[str, list]) -> bool:
+    """True when the folder holds exactly the scanned journals, each at the size and mtime it was
+    read at, and the ``kept`` ones, each at exactly its stamp."""
     by_name = {s.path.name: (s.size, s.mtime_ns) for s in scans}
-    return len(by_name) == len(journals) and all(by_name.get(name) == (size, mtime)
-                                                 for name, _ino, size, mtime, _ctime in journals)
+    return (len(by_name) + len(kept) == len(journals) and not by_name.keys() & kept.keys()
+            and all(by_name.get(name) == (size, mtime) if name in by_name else kept.get(name) == [ino, size, mtime, ctime]
+                    for name, ino, size, mtime, ctime in journals))
 
 
 def remove_dead_temps(target: Path) -> None:

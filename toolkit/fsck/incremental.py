@@ -292,6 +292,19 @@ class IncrementalCache:
         self.hit.add(journal)
         return scan
 
+    def kept(self, folder: Path, journal: Path, layout_name: str) -> tuple[list[int], JournalScan] | None:
+        """The scan this cache holds of ``journal`` and the stamp it was taken at, as they are,
+        without looking at the journal (what it was when last read: an import's reindex derives
+        the index entry that read gave, to find it in a vouched index); None when it holds none."""
+        _where, entries = self._entries(folder)
+        entry = entries.get(os.path.abspath(journal))
+        try:
+            if entry["layout"] != layout_name or entry["strict"] != self.strict:
+                return None
+            return list(entry["stamp"]), _decode_scan(entry, journal)
+        except (KeyError, TypeError, ValueError, AttributeError, ImportError):
+            return None
+
     # -- the folder's index.json / meta.json verdict ------------------------------------------
 
     def _journals_key(self, journals: list[Path]) -> str | None:

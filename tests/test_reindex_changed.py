@@ -1,0 +1,193 @@
+"""An import's reindex reads only the journals that changed since the index was vouched for
+(issue 27): whatever changed, the index it writes is the one a full read derives, and a folder it
+cannot bring up to date from those alone is read in full, as ever."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import toolkit.reindex
+from tests.helpers import PROJECT_SLUG, make_store, session_records, write_journal
+from toolkit.fsck.incremental import IncrementalCache
+from toolkit.index import build_index, load_cache
+from toolkit.journal import scan_journal
+from toolkit.reindex import reindex
+from toolkit.stores import discover_all
+from toolkit.verified import trusted_index
+
+
+def _memo(root: Path) -> IncrementalCache:
+    return IncrementalCache(False, root=root / "memo", racy_ns=0)
+
+
+def _journals(store: Path) -> list[Path]:
+    return sorted((store / PROJECT_SLUG).glob("*.jsonl"))
+
+
+def _settle(store: Path, memo_root: Path, read: list[Path] | None = None):
+    """What an import's _settle does: a reindex with the import's memo, which is then saved."""
+    memo = _memo(memo_root)
+    result = reindex(discover_all([store]), memo=memo)
+    memo.save()
+    return result
+
+
+def _full_entries(store: Path) -> list[dict]:
+    folder = discover_all([store])[0]
+    return build_index([scan_journal(j, folder.layout) for j in folder.journals])[1]
+
+
+def _stored_entries(store: Path) -> list[dict]:
+    value = load_cache(store / PROJECT_SLUG / "index.json").value
+    return value["sessions"] if isinstance(value, dict) else value
+
+
+def _append(path: Path, records: list[dict]) -> None:
+    with open(path, "ab") as handle:
+        handle.write(b"".join(orjson.dumps(r) + b"\n" for r in records))
+
+
+def _next_seq(path: Path) -> int:
+    return sum(1 for line in path.read_bytes().splitlines() if line.strip())
+
+
+# -- what may happen to a folder between two imports --------------------------------------------
+
+def _turn(journal: Path, n: int) -> None:
+    seq = _next_seq(journal)
+    t = f"2026-12-0{1 + n % 9}T10:{n % 60:02d}:00Z"
+    _append(journal, [{"kind": "user", "t": t, "content": f"more {n}", "seq": seq},
+                      {"kind": "assistant", "t": t, "model": "claude-opus", "content": [{"type": "text", "text": "ok"}],
+                       "seq": seq + 1}])
+
+
+def _retitle(journal: Path, n: int) -> None:
+    _append(journal, [{"kind": "title", "t": f"2026-12-02T08:{n % 60:02d}:00Z", "title": f"Renamed {n}",
+                       "seq": _next_seq(journal)}])
+
+
+def _torn(journal: Path, n: int) -> None:
+    with open(journal, "ab") as handle:
+        handle.write(b'{"kind":"user","t":"2026-12-0')
+
+
+def _garbage_line(journal: Path, n: int) -> None:
+    with open(journal, "ab") as handle:
+        handle.write(b"not json at all\n")
+
+
+def _new_journal(journal: Path, n: int) -> None:
+    sid = f"2026-12-01T00-00-{n % 60:02d}-new{n}"
+    write_journal(journal.parent / f"{sid}.jsonl", session_records(sid, turns=1 + n % 3))
+
+
+def _removed(journal: Path, n: int) -> None:
+    journal.unlink()
+
+
+def _rewritten_other_id(journal: Path, n: int) -> None:
+    """Rewritten in place (same inode) as another session: the entry it had must go."""
+    sid = f"2026-11-29T00-00-00-other{n}"
+    with open(journal, "r+b") as handle:
+        handle.truncate(0)
+        handle.write(b"".join(orjson.dumps(r) + b"\n" for r in session_records(sid, turns=1)))
+
+
+def _replaced(journal: Path, n: int) -> None:
+    """Replaced by a new file (another inode) holding what it held and a turn more."""
+    data = journal.read_bytes()
+    tmp = journal.with_name(journal.name + ".new")
+    tmp.write_bytes(data)
+    os.replace(tmp, journal)
+    _turn(journal, n)
+
+
+def _same_id_as_another(journal: Path, n: int) -> None:
+    """A second journal of the first one's session id and last time, but fewer turns: two entries
+    in one place of the index's order (which the journals' order decides)."""
+    first = orjson.loads(_journals(journal.parent.parent)[0].read_bytes().split(b"\n", 1)[0])
+    write_journal(journal.parent / f"zz-copy-{n}.jsonl", session_records(first["id"], turns=1, v=first.get("v", 1)))
+
+
+def _touched(journal: Path, n: int) -> None:
+    os.utime(journal, ns=(journal.stat().st_atime_ns, journal.stat().st_mtime_ns + 1_000_000_000))
+
+
+CHANGES = [_turn, _retitle, _torn, _garbage_line, _new_journal, _removed, _rewritten_other_id, _replaced,
+           _same_id_as_another, _touched]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sessions=st.integers(1, 4), v=st.sampled_from([1, 2]),
+       changes=st.lists(st.tuples(st.sampled_from(CHANGES), st.integers(0, 3)), min_size=1, max_size=4))
+def test_the_index_an_import_brings_up_to_date_is_the_one_a_full_read_derives(sessions, v, changes):
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        store = make_store(root / "store", sessions=sessions, v=v)
+        _settle(store, root)  # the first import: every journal read, the index vouched for
+        for n, (change, which) in enumerate(changes):
+            journals = _journals(store)
+            if not journals:
+                break
+            change(journals[which % len(journals)], n)
+        if not _journals(store):
+            return
+        result = _settle(store, root)
+        assert not result.refused, result.findings
+        assert _stored_entries(store) == _full_entries(store)
+        folder_ = discover_all([store])[0]
+        assert trusted_index(folder_) is not None  # vouched for: the next reindex reads nothing
+        assert reindex(discover_all([store]), check_only=True).findings == ()  # and a full comparison agrees
+
+
+@pytest.mark.parametrize("change", [_turn, _retitle, _torn])
+def test_only_the_journal_that_grew_is_read(tmp_path, monkeypatch, change):
+    store = make_store(tmp_path / "store", sessions=4)
+    _settle(store, tmp_path)
+    grown = _journals(store)[1]
+    change(grown, 7)
+    read: list[Path] = []
+    real = toolkit.reindex._remembered
+    monkeypatch.setattr(toolkit.reindex, "_remembered", lambda memo, folder, journal: (read.append(journal),
+                                                                                         real(memo, folder, journal))[1])
+    assert _settle(store, tmp_path).written == (store / PROJECT_SLUG / "index.json",)
+    assert read == [grown]
+    assert _stored_entries(store) == _full_entries(store)
+
+
+@pytest.mark.parametrize("change", [_same_id_as_another, _rewritten_other_id])
+def test_what_a_changed_journal_cannot_settle_alone_is_read_in_full(tmp_path, monkeypatch, change):
+    """Two entries of one id (their order is the journals'), or a memo that lost the journal's last
+    read: every journal is read, and the index is still the full read's."""
+    store = make_store(tmp_path / "store", sessions=3)
+    _settle(store, tmp_path)
+    change(_journals(store)[1], 1)
+    if change is _rewritten_other_id:  # and the memo no longer holds what the journal was
+        for cache in (tmp_path / "memo").rglob("*"):
+            if cache.is_file():
+                cache.unlink()
+    read: list[Path] = []
+    real = toolkit.reindex._remembered
+    monkeypatch.setattr(toolkit.reindex, "_remembered", lambda memo, folder, journal: (read.append(journal),
+                                                                                         real(memo, folder, journal))[1])
+    _settle(store, tmp_path)
+    assert sorted(set(read)) == _journals(store)  # (a new or changed one may be read twice: tried, then in full)
+    assert _stored_entries(store) == _full_entries(store)
+
+
+def test_an_index_edited_by_someone_else_is_never_brought_up_to_date_from_its_entries(tmp_path):
+    store = make_store(tmp_path / "store", sessions=3)
+    _settle(store, tmp_path)
+    index = store / PROJECT_SLUG / "index.json"
+    index.write_bytes(index.read_bytes().replace(b'"Refunds"', b'"Refundz"', 1))  # not the bytes vouched for
+    _turn(_journals(store)[0], 1)
+    _settle(store, tmp_path)
+    assert _stored_entries(store) == _full_entries(store)
+    assert b"Refundz" not in index.read_bytes()
