@@ -176,3 +176,26 @@ def test_a_gemini_session_is_read_again_when_what_names_its_project_changes(tmp_
     assert moved["from_cache"] == 0, "the marker names another project: every session of the folder is read"
     assert _said(moved) == _said(_import("gemini", home, full, cached=False))
     assert _store_bytes(store) == _store_bytes(full)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_among_the_transcripts_never_blocks_its_stamp(tmp_path):
+    """A stamp opens the file without waiting for a writer: a FIFO named like a transcript has no
+    stamp (read in full, where the reader says what it is), as a folder or a missing file has none."""
+    import threading
+
+    from toolkit.importers.unchanged import stamp
+
+    fifo = tmp_path / "s.jsonl"
+    os.mkfifo(fifo)
+    found: list = []
+    worker = threading.Thread(target=lambda: found.append(stamp(str(fifo))), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert found == [None]
+    assert stamp(str(tmp_path)) is None and stamp(str(tmp_path / "gone.jsonl")) is None
+    regular = tmp_path / "r.jsonl"
+    regular.write_bytes(b"x" * 5000 + b"tail")
+    a = stamp(str(regular))
+    regular.write_bytes(b"x" * 5000 + b"tale")  # the same size, another last byte
+    assert a[:2] == stamp(str(regular))[:2] and a[-1] != stamp(str(regular))[-1]

@@ -77,19 +77,27 @@ def cache_path(store: Path, app: str, source: Path, options, no_raw: bool, inclu
             / f"{_key(app, source, options, no_raw, include_trashed)}.json")
 
 
+_OPEN = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)  # (a FIFO never blocks a stamp)
+
+
 def stamp(path: str) -> list | None:
-    """What says a source file is the one read: identity, size, times, its last bytes."""
+    """What says a source file is the one read: identity, size, times, its last bytes (all of
+    the one file opened)."""
     try:
-        info = os.stat(path)
-        with open(path, "rb") as handle:
-            handle.seek(max(0, info.st_size - TAIL))
-            tail = hashlib.sha256(handle.read(TAIL)).hexdigest()[:32]
+        fd = os.open(path, _OPEN)
     except OSError:
         return None
+    try:
+        info = os.fstat(fd)
+        tail = hashlib.sha256(os.pread(fd, TAIL, max(0, info.st_size - TAIL))).hexdigest()[:32]
+    except (OSError, AttributeError):  # not a file that can be read at an offset (a FIFO, a folder; os.pread off Unix)
+        return None
+    finally:
+        os.close(fd)
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, tail]
 
 
-def journal_stamp(path: Path) -> list | None:
+def journal_stamp(path: Path | str) -> list | None:
     """A journal's stamp as the cache keeps it (inode, size, mtime); None when it is not there."""
     try:
         info = os.stat(path)
@@ -222,7 +230,7 @@ def _standing(entry: dict) -> tuple[list[Outcome], list[Finding], dict] | None:
         journals = entry["journals"]
     except (KeyError, TypeError):
         return None
-    if any(journal_stamp(Path(p)) != mark for p, mark in journals.items()) or _projects(outcomes) != entry.get("projects"):
+    if any(journal_stamp(p) != mark for p, mark in journals.items()) or _projects(outcomes) != entry.get("projects"):
         return None
     return outcomes, findings, journals
 
