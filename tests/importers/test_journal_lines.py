@@ -4,6 +4,9 @@ before, the writer's own ``_`` keys dropped and a :class:`Raw` spliced in last, 
 
 from __future__ import annotations
 
+import json
+
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,8 +14,9 @@ from toolkit.importers.output import COVERS_PREVIOUS, Raw, _numbered_line, encod
 
 KEYS = st.sampled_from(["kind", "t", "content", "seq", "coversThrough", "raw", "sourceKey", "_alias", COVERS_PREVIOUS,
                         "_lineId", "model", "partial"])
-VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8),
-                   st.lists(st.text(max_size=4), max_size=3))
+#: text, sometimes with a lone surrogate (a JavaScript writer's cut emoji): orjson refuses it, the writer escapes it
+TEXT = st.one_of(st.text(max_size=8), st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=2))
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), TEXT, st.lists(TEXT, max_size=3))
 
 
 def _plain(record: dict, seq: int) -> bytes:
@@ -29,4 +33,13 @@ def test_a_numbered_line_is_the_plain_encoding(record, seq, raw):
         record["raw"] = Raw(b'{"type":"user","x":[1,2]}')
     elif raw == "value":
         record["raw"] = {"type": "user"}
-    assert _numbered_line(record, seq)[0] == _plain(record, seq)
+    line, value = _numbered_line(record, seq)
+    assert line == _plain(record, seq)
+    parsed = json.loads(line)  # the copy given with the line: what parsing it gives, but the spliced Raw
+    if isinstance(record.get("raw"), Raw):
+        assert parsed.pop("raw") == {"type": "user", "x": [1, 2]}
+    try:
+        orjson.dumps(value)
+    except TypeError:  # a surrogate: the line escapes it (as above), and parsing may join two into one character
+        return
+    assert value == parsed

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolkit.importers import sourcelines
-from toolkit.importers.sourcelines import SourceReader
+from toolkit.importers.sourcelines import SourceLine, SourceReader
 from toolkit.layouts.claude_code import CLAUDE_CODE
 
 
@@ -38,7 +38,7 @@ def test_the_inline_path_reads_as_the_general_one(tmp_path_factory, lines, bom, 
     def read() -> tuple:
         said = []
         reader = SourceReader(path, CLAUDE_CODE.is_record, said.append, what="Claude Code record")
-        got = [(s.line, s.offset, s.data, s.value, s.lifted) for s in reader]
+        got = [(type(s), s.line, s.offset, s.data, s.value, s.lifted) for s in reader]
         return (got, said, reader.lines, reader.records, reader.size, reader.end, reader.covered, reader.sha256,
                 reader.skipped, reader.number)
 
@@ -50,3 +50,4 @@ def test_the_inline_path_reads_as_the_general_one(tmp_path_factory, lines, bom, 
     finally:
         sourcelines._ODD_END = original
     assert inline == general
+    assert all(item[0] is SourceLine for item in inline[0])

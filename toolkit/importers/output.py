@@ -323,6 +323,10 @@ class _KeyCount:
     def add(self, record: dict) -> None:
         key = record.get("sourceKey")
         parts = record.get(PART_KEYS)
+        if parts is None and self.spilled is None and len(self.keys) < COUNT_IN_MEMORY:  # the common record, inline
+            if isinstance(key, str):
+                self.keys.add(key)
+            return
         found = ([key] if isinstance(key, str) else []) + [p for p in (parts if isinstance(parts, list) else ()) if isinstance(p, str)]
         if self.spilled is not None:
             for one in found:
@@ -617,20 +621,26 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
         feed(line)
         keys = _KeyCount()
         partials = {}
+        carried, count_key, write, numbered = held.carried, keys.add, out.write, _numbered_line
         for count, record in enumerate(records, start=1):
-            _carries(record, held.carried)
-            keys.add(record)
+            if record.get("raw") is not None:  # (_carries, inline)
+                at = record.get(AT)
+                if type(at) is int:
+                    carried.add(at)
+                elif isinstance(at, list):
+                    carried.update(a for a in at if type(a) is int)
+            count_key(record)
             if record.get("partial") is True:
                 partials[record.get("sourceKey")] = count
             when = record.get("t") or when
-            line, value = _numbered_line(record, count)
-            out.write(line + b"\n")
+            line, value = numbered(record, count)
+            write(line + b"\n")
             feed(line, value)
         last = count
         try:
             for last, record in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
-                line, value = _numbered_line(record, last)
-                out.write(line + b"\n")
+                line, value = numbered(record, last)
+                write(line + b"\n")
                 feed(line, value)
         finally:
             held.close()
@@ -650,7 +660,10 @@ def _numbered_line(record: dict, seq: int) -> tuple[bytes, dict]:
     out["seq"] = seq
     if record.get(COVERS_PREVIOUS):
         out["coversThrough"] = seq - 1
-    line = _dumps(out)
+    try:
+        line = orjson.dumps(out)  # (_dumps, inline)
+    except TypeError:
+        line = _dumps(out)
     return (line[:-1] + b',"raw":' + raw.data + b"}" if spliced else line), out
 
 

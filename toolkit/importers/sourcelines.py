@@ -27,6 +27,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -37,9 +38,9 @@ BOM = b"\xef\xbb\xbf"
 _ODD_END = (b" ", b"\t", b"\r")  # a line ending in these is stripped first (by _line)
 
 
-@dataclass(frozen=True, slots=True)
-class SourceLine:
-    """One whole source record: where it starts, its exact bytes and its parsed value."""
+class SourceLine(NamedTuple):
+    """One whole source record: where it starts, its exact bytes and its parsed value.  (A named
+    tuple: one is made per line of every file read, and a tuple is the cheapest to make.)"""
 
     line: int
     offset: int
@@ -101,6 +102,7 @@ class SourceReader:
             if self.start:
                 handle.seek(self.start)
             is_record, fast_loads, JSONError = self.is_record, orjson.loads, orjson.JSONDecodeError
+            made = tuple.__new__  # SourceLine(...) without the call of its __new__: the common line's
             for item in iter_batches(handle, start=self.start):
                 if type(item) is Batch:
                     offset = item.offset
@@ -122,7 +124,7 @@ class SourceReader:
                                 if type(value) is dict and is_record(value):
                                     self.lines += 1
                                     self.records += 1
-                                    yield SourceLine(number, start, line, value)
+                                    yield made(SourceLine, (number, start, line, value, False))
                                     continue
                         yield from self._line(number, start, line, final=False)  # anything else, as always
                     self.end = self.covered = offset
