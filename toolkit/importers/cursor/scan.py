@@ -583,13 +583,38 @@ class Scan:
 
 
 def _bubble_owners(conn: sqlite3.Connection) -> list[str]:
-    """The composer ids that own ``bubbleId:<cid>:*`` rows (keys only, one pass in key order)."""
+    """The composer ids that own ``bubbleId:<cid>:*`` rows, in key order: one seek in the key index
+    per composer (the first key past the last one's rows), not a read of every bubble's key.  The
+    bounds are the keys' own bytes, given as text (a key need not be UTF-8).  A table with no index
+    on its keys (never Cursor's) is read key by key."""
     owners: list[str] = []
-    for key in db.keys(conn, KV, "bubbleId:"):
-        cid = key[len("bubbleId:"):].partition(":")[0]
-        if not owners or owners[-1] != cid:
-            owners.append(cid)
+    if not _key_indexed(conn):
+        for key in db.keys(conn, KV, "bubbleId:"):
+            cid = key[len("bubbleId:"):].partition(":")[0]
+            if not owners or owners[-1] != cid:
+                owners.append(cid)
+        return owners
+    low, high = b"bubbleId:", b"bubbleId;"
+    query = f"select key from {KV} where key >= cast(?1 as text) and key < cast(?2 as text) order by key limit 1"
+    while (row := conn.execute(query, (low, high)).fetchone()) is not None:
+        key = row[0] if isinstance(row[0], bytes) else str(row[0]).encode("utf-8", "surrogateescape")
+        cid, colon, _rest = key[len(b"bubbleId:"):].partition(b":")
+        name = cid.decode("utf-8", "surrogateescape")
+        if not owners or owners[-1] != name:
+            owners.append(name)
+        # past every key of this owner: "bubbleId:<cid>:..." all sort below "bubbleId:<cid>;"; a key
+        # with no colon after the id is stepped past alone
+        low = b"bubbleId:" + cid + b";" if colon else key + b"\x00"
     return owners
+
+
+def _key_indexed(conn: sqlite3.Connection) -> bool:
+    for _seq, name, *_rest in conn.execute(f"pragma index_list({KV})").fetchall():
+        name = name.decode() if isinstance(name, bytes) else name
+        columns = conn.execute("select name from pragma_index_info(?)", (name,)).fetchall()
+        if columns and columns[0][0] in (b"key", "key"):
+            return True
+    return False
 
 
 def _archive(session: Session, composer: dict) -> None:
