@@ -152,3 +152,11 @@ def test_a_locks_start_time_is_what_psutil_says_of_its_process_in_a_fork_too():
     got = os.read(read, 1)
     os.waitpid(pid, 0)
     assert got == b"1"
+
+
+def test_a_locks_host_is_what_the_socket_module_says():
+    """this_host reads uname's node name, not socket's: the same name, so a lock another tool took
+    on this machine (which names it with gethostname) is judged by its pid, never as a stranger's."""
+    from toolkit.locks import this_host
+
+    assert this_host() == socket.gethostname()

@@ -56,7 +56,12 @@ def lock_path(journal: Path) -> Path:
 
 
 def this_host() -> str:
-    import socket  # here: only a lock's owner needs it
+    """``socket.gethostname()``: on a Unix it is ``uname``'s node name (loading socket was a
+    twentieth of an import that appends to a few journals)."""
+    uname = getattr(os, "uname", None)
+    if uname is not None:
+        return uname().nodename
+    import socket  # (Windows)
 
     return socket.gethostname()
 

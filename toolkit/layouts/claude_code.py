@@ -464,19 +464,23 @@ class ClaudeCode(ForeignLayout):
 
     def _project_votes(self, folder: Path, sample: int = 3) -> tuple[int, int]:
         """(Claude Code transcripts, journals of another layout) among the first few in ``folder``
-        that can tell (an empty or ``{`` file casts no vote; at most 20 are opened)."""
+        that can tell (an empty or ``{`` file casts no vote; at most 20 are opened, and the
+        subagents of at most 20 session folders looked for)."""
         ours = theirs = opened = 0
         try:
             listed = entries(folder)
         except (PermissionDeniedError, NotAStoreError):
             return 0, 0
-        mains = [Path(e.path) for e in [e for e in listed if e.name.endswith(".jsonl") and not e.name.startswith(".")][:20]]
+        every_main = [e.name for e in listed if e.name.endswith(".jsonl") and not e.name.startswith(".")]
+        mains = [folder / name for name in every_main[:20]]
 
-        def subagents() -> list[Path]:  # listed only when the main transcripts cannot tell (one folder per session)
-            try:
-                return [p for p in _session_journals(folder) if is_subagent(p)]
-            except (PermissionDeniedError, NotAStoreError):
-                return []
+        def subagents() -> Iterator[Path]:  # looked for only when the main transcripts cannot tell (one folder per session)
+            folders = {e.name for e in listed if _is_dir(e)}
+            known = {name[:-len(".jsonl")] for name in every_main}
+            sessions = [stem for stem in (name[:-len(".jsonl")] for name in every_main) if stem in folders]
+            sessions += [e.name for e in listed if e.name in folders and e.name not in known]  # (as _session_journals orders them)
+            for name in sessions[:20]:
+                yield from _subagents(folder / name)
 
         for batch in (mains, None):
             if opened == 20 or ours + theirs >= sample:
