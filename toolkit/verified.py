@@ -85,12 +85,8 @@ def trusted_index(folder: Folder) -> object | None:
     None means "read the journals": no fingerprint, or the index or any journal differs from
     what it recorded.  Reads the fingerprint, one stat per file and the index itself; writes nothing.
     """
-    if not folder.layout.vouchable or not folder.whole:
-        return None
-    recorded = _load_fingerprint(folder)
-    if not isinstance(recorded, dict) or recorded.get("format") != FORMAT or recorded.get("levelsess") != __version__:
-        return None
-    journals = _journal_stamps(folder)
+    recorded = _fingerprint(folder)
+    journals = _journal_stamps(folder) if recorded is not None else None
     read = _read_index(folder) if journals is not None and journals == recorded.get("journals") else None
     if read is None:
         return None
@@ -105,13 +101,9 @@ def vouched(folder: Folder) -> tuple[dict[str, list], object, bytes] | None:
     """The journals' stamps (by name) levelsess last vouched ``folder``'s index on, and that index
     (parsed, and its bytes), when the index is still exactly the bytes vouched for (whatever the
     journals did since); else None.  Writes nothing."""
-    if not folder.layout.vouchable or not folder.whole:
-        return None
-    recorded = _load_fingerprint(folder)
-    if not isinstance(recorded, dict) or recorded.get("format") != FORMAT or recorded.get("levelsess") != __version__:
-        return None
-    read = _read_index(folder)
-    journals = recorded.get("journals")
+    recorded = _fingerprint(folder)
+    read = _read_index(folder) if recorded is not None else None
+    journals = recorded.get("journals") if recorded is not None else None
     if read is None or not isinstance(journals, list) or _document(folder, *read, journals) != recorded:
         return None
     loaded = _parse(read[0])
@@ -120,6 +112,16 @@ def vouched(folder: Folder) -> tuple[dict[str, list], object, bytes] | None:
     except (TypeError, ValueError):
         return None
     return (stamps, loaded.value, read[0]) if loaded.state == "ok" and len(stamps) == len(journals) else None
+
+
+def _fingerprint(folder: Folder) -> dict | None:
+    """``folder``'s fingerprint, when its layout's index may be vouched for and this levelsess wrote it."""
+    if not folder.layout.vouchable or not folder.whole:
+        return None
+    recorded = _load_fingerprint(folder)
+    if not isinstance(recorded, dict) or recorded.get("format") != FORMAT or recorded.get("levelsess") != __version__:
+        return None
+    return recorded
 
 
 def _parse(data: bytes) -> Loaded:
