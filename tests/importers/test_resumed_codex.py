@@ -27,6 +27,7 @@ from tests.bench.codex_rollout import records
 from tests.bench.grow import grow_codex
 from tests.importers.resumes import imported, journals, said
 from tests.restore.kit import CODEX
+from toolkit.importers.unchanged import dump, load
 
 if CODEX is None:
     pytest.skip("shared/fixtures is not beside the checkout", allow_module_level=True)
@@ -310,12 +311,13 @@ def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
     _import(home, store)
     _import(home, tmp_path / "full", "--reread")
     for cache in (Path(os.environ["XDG_CACHE_HOME"]) / "levelsess" / "import-cache").rglob("*.json"):
-        document = json.loads(cache.read_bytes())
-        for unit in document["units"].values():
-            for state in unit["resume"].values():
+        document, resumes = load(cache)
+        assert resumes, "the sessions' states are kept"
+        for unit in resumes.values():
+            for state in unit.values():
                 state["decider"] = {"count": "x"}
                 state["lines"] = [3, "%%"]
-        cache.write_text(json.dumps(document))
+        cache.write_bytes(dump(document, resumes))
     for path in _rollouts(home):
         _append(path, _lines(_turn(path, random.Random(1))))
     report = _import(home, store)

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from tests.importers.resumes import alike, imported, journals
+from toolkit.importers.unchanged import dump, load
 from tests.layouts.gemini import SID, SLUG, TOOL, every_kind, gemini, gemini_home, line, meta, name, user
 
 SUB = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
@@ -240,11 +241,12 @@ def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
     home = _home(tmp_path)
     _same(tmp_path, _two(home, tmp_path), "first import")
     for cache in (Path(os.environ["XDG_CACHE_HOME"]) / "levelsess" / "import-cache").rglob("*.json"):
-        document = json.loads(cache.read_bytes())
-        for unit in document["units"].values():
-            for state in unit["resume"].values():
+        document, resumes = load(cache)
+        assert resumes, "the sessions' states are kept"
+        for unit in resumes.values():
+            for state in unit.values():
                 state["ids"] = [3, "%%"]
-        cache.write_text(json.dumps(document))
+        cache.write_bytes(dump(document, resumes))
     for path in _sessions(home):
         _change("turn", path, home, random.Random(1), {})
     reports = _two(home, tmp_path)

@@ -172,24 +172,48 @@ def test_what_a_resume_keeps_of_the_ids_it_saw_rarely_claims_one_it_did_not_see(
         assert claimed < 20_000 / 100, claimed
 
 
+@pytest.mark.parametrize("second", [b"", b"{", b"[1,2]", b'{"x": 1}\n{"y": 2}', b"\xff\xfe"])
+def test_the_kept_states_line_is_read_only_when_a_file_grew_and_damaged_it_means_a_full_read(tmp_path, second):
+    """The cache keeps the resume states on a second line, which a run that finds nothing new does
+    not parse: damaged or missing, such a run is still all from the cache, and a transcript that grew
+    is read in full, to the journals a full read writes."""
+    from toolkit.importers.output import Options
+    from toolkit.importers.unchanged import cache_path
+
+    path = write_transcript(tmp_path, 200)
+    source, store, full = tmp_path / "projects", tmp_path / "store", tmp_path / "full"
+    first = _import(source, store)
+    _import(source, full, "--reread")
+    cache = cache_path(store, "claude", source, Options(), False, False)
+    head, newline, later = cache.read_bytes().partition(b"\n")
+    assert newline and later.startswith(b"{") and b"covered" in later and b"covered" not in head
+    cache.write_bytes(head + b"\n" + second)
+    again = _import(source, store)
+    assert (again["read"], again["resumed"], again["from_cache"]) == (0, 0, first["read"])
+    grow_claude(path, random.Random(5), turns=2)
+    grown = _import(source, store)
+    assert grown["resumed"] == 0 and grown["read"] == 1
+    assert _said(grown) == _said(_import(source, full, "--reread"))
+    assert _journals(store) == _journals(full)
+
+
 def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
     """A resume state another build wrote, or one damaged on disk: the transcript is read in full,
     the journals are what a full read writes, and nothing raises."""
-    import json as jsonlib
-
     from toolkit.importers.output import Options
-    from toolkit.importers.unchanged import cache_path
+    from toolkit.importers.unchanged import cache_path, dump, load
 
     path = write_transcript(tmp_path, 300)
     source, store, full = tmp_path / "projects", tmp_path / "store", tmp_path / "full"
     _import(source, store)
     _import(source, full, "--reread")
     cache = cache_path(store, "claude", source, Options(), False, False)
-    doc = jsonlib.loads(cache.read_text())
-    for unit in doc["units"].values():
-        for state in unit["resume"].values():
+    doc, resumes = load(cache)
+    assert resumes, "the transcript's state is kept"
+    for unit in resumes.values():
+        for state in unit.values():
             state.update({"uuids": ["ab", "cd"], "msgs": [7, "=="], "hkeys": [1, 2]})
-    cache.write_text(jsonlib.dumps(doc))
+    cache.write_bytes(dump(doc, resumes))
     grow_claude(path, random.Random(3), turns=2)
     again = _import(source, store)
     assert again["resumed"] == 0 and again["read"] == 1

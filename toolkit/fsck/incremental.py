@@ -83,9 +83,9 @@ WHOLE_PROBE_MAX = 64 << 20
 
 def cache_dir() -> Path:
     """Return the folder that holds the incremental-check cache (outside every store)."""
-    import platformdirs
+    from ..places import user_cache_dir
 
-    return Path(platformdirs.user_cache_dir("levelsess", appauthor=False)) / SUBDIR
+    return Path(user_cache_dir()) / SUBDIR
 
 
 def cache_file(folder: Path, where: Path | None = None) -> Path:

@@ -117,7 +117,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             stamped = [unchanged.stamps(unit) for unit in units]  # (once each: the workers get them too)
             ready: dict[int, _Part] = {}  # what each unit came to, until those before it are reported
             for index, unit in enumerate(units):  # the units as kept (nothing of them changed): here, at once
-                part = _recalled(context, unit, stamped[index])
+                part = _recalled(context, unit, stamped[index], later=True)
                 if part is not None:
                     ready[index] = part
             todo = [index for index in range(len(units)) if index not in ready]
@@ -175,7 +175,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                     release(todo[k], part)
             context.close()
             if not dry_run and not as_kept:
-                done.append((cache, entries))
+                done.append((cache, {key: entry() if callable(entry) else entry for key, entry in entries.items()}))
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
         if landed and not dry_run:
             with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
@@ -236,21 +236,27 @@ class _Part:
     touched: set = field(default_factory=set)
     landed: set = field(default_factory=set)
     raised: list = field(default_factory=list)
-    entry: dict | None = None
+    entry: dict | Callable[[], dict | None] | None = None  # (or the call that makes it: _recalled, later)
     size: int = 0
     scans: list = field(default_factory=list)  # (journal, read_back) of the journals a worker wrote
     clean: bool = True  # no write met anything of its own (a lock, a repair)
 
 
-def _recalled(context: _Context, unit: unchanged.Unit, stamped: dict | None) -> _Part | None:
-    """The unit as the import cache kept it, when nothing of it changed; else None."""
+def _recalled(context: _Context, unit: unchanged.Unit, stamped: dict | None, *, later: bool = False) -> _Part | None:
+    """The unit as the import cache kept it, when nothing of it changed; else None.  ``later``: its
+    cache entry is a call that makes it, for a run that writes the cache again (one that finds
+    nothing new keeps the file as it is, and never parses the kept resume states)."""
     recalled = context.kept.recall(unit, stamped)
     if recalled is None:
         return None
     part = _Part(size=unchanged.sizes(unit, stamped))
     part.sessions, part.findings = recalled
     part.from_cache = len(part.sessions)
-    part.entry = unchanged.entry(stamped, part.sessions, part.findings, context.kept.states(unit), context.kept.journals(unit))
+    kept = context.kept
+
+    def entry() -> dict | None:
+        return unchanged.entry(stamped, part.sessions, part.findings, kept.states(unit), kept.journals(unit))
+    part.entry = entry if later else entry()
     return part
 
 

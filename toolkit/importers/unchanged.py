@@ -41,9 +41,10 @@ import orjson
 from .. import durable
 from ..findings import Finding
 from ..lines import loads
+from ..places import user_cache_dir
 from .output import Outcome
 
-VERSION = 3  # 3: a resume's Bloom filters hash with BLAKE2b (a state of 2 would answer wrongly)
+VERSION = 4  # 3: a resume's Bloom filters hash with BLAKE2b (a state of 2 would answer wrongly); 4: resume states on a second line
 FOLDER = "import-cache"
 #: The statuses a re-import reports as they were.
 SETTLED = frozenset({"unchanged", "trashed"})
@@ -70,10 +71,8 @@ def _key(app: str, source: Path, options, no_raw: bool, include_trashed: bool) -
 def cache_path(store: Path, app: str, source: Path, options, no_raw: bool, include_trashed: bool) -> Path:
     """In the user's cache folder, never in the store or the source: a store holds journals only,
     and an import that finds nothing new writes nothing there."""
-    import platformdirs
-
     where = hashlib.sha256(os.path.abspath(store).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return (Path(platformdirs.user_cache_dir("levelsess", appauthor=False)) / FOLDER / where
+    return (Path(user_cache_dir()) / FOLDER / where
             / f"{_key(app, source, options, no_raw, include_trashed)}.json")
 
 
@@ -152,15 +151,29 @@ class Kept:
 
     def __init__(self, path: Path | None, trashed: set[str]) -> None:
         self.units: dict = {}
+        self._resumes: dict | None = {}
+        self._later = b""  # the resume states, parsed when one is first asked for (an import that finds nothing new never does)
         if path is None:  # --reread
             return
         try:
-            cached = loads(path.read_bytes())
+            head, _, self._later = path.read_bytes().partition(b"\n")
+            cached = loads(head)
         except (OSError, ValueError):
             return
         if (isinstance(cached, dict) and cached.get("version") == VERSION and isinstance(cached.get("units"), dict)
                 and sorted(cached.get("trashed", [])) == sorted(trashed)):
             self.units = cached["units"]
+            self._resumes = None
+
+    def _resume(self, unit: Unit) -> object:
+        """The unit's kept resume states (a dict by session id when the cache holds one)."""
+        if self._resumes is None:
+            try:
+                found = loads(self._later)
+            except ValueError:  # a damaged second line: no state, so a grown file is read in full
+                found = {}
+            self._resumes, self._later = (found if isinstance(found, dict) else {}), b""
+        return self._resumes.get(unit.key)
 
     def recall(self, unit: Unit, stamped: dict | None) -> tuple[list[Outcome], list[Finding]] | None:
         """The unit's outcomes and findings, as kept, when nothing it depends on changed; else None (read it)."""
@@ -179,14 +192,18 @@ class Kept:
     def states(self, unit: Unit) -> dict:
         """What resuming the unit's sessions needs, as kept (a unit recalled keeps it for the next import)."""
         entry = self.units.get(unit.key)
-        return dict(entry.get("resume") or {}) if isinstance(entry, dict) else {}
+        resume = self._resume(unit) if isinstance(entry, dict) else None
+        return dict(resume) if isinstance(resume, dict) else {}
 
     def grown(self, unit: Unit, stamped: dict | None, findings: bool = False) -> tuple[str, dict] | None:
         """(the one file of ``unit`` that only grew, the unit's entry) when nothing else it depends
         on changed, its journals are as kept and it met no finding (``findings``: or any, for an
         importer whose resume says again what a full read would, and checks the kept ones); else None."""
         entry = self.units.get(unit.key)
-        if stamped is None or not isinstance(entry, dict) or (entry.get("findings") and not findings) or not entry.get("resume"):
+        if stamped is None or not isinstance(entry, dict) or (entry.get("findings") and not findings):
+            return None
+        resume = self._resume(unit)
+        if not resume or not isinstance(resume, dict):
             return None
         before = entry.get("files")
         if not isinstance(before, dict) or set(before) != set(stamped):
@@ -200,22 +217,23 @@ class Kept:
         standing = _standing(entry)
         if standing is None:
             return None
-        return changed[0], {"outcomes": standing[0], "findings": standing[1], "journals": standing[2], "resume": entry["resume"]}
+        return changed[0], {"outcomes": standing[0], "findings": standing[1], "journals": standing[2], "resume": resume}
 
     def prior(self, unit: Unit) -> dict:
         """The kept resume states of ``unit``'s sessions whose journal is still as the state left it
         (one that keeps its journal's stamp under ``journal``), by session id: a full read may continue them."""
         entry = self.units.get(unit.key)
-        if not isinstance(entry, dict) or not isinstance(entry.get("resume"), dict):
+        resume = self._resume(unit) if isinstance(entry, dict) else None
+        if not isinstance(resume, dict):
             return {}
-        if not any(isinstance(state, dict) and state.get("journal") is not None for state in entry["resume"].values()):
+        if not any(isinstance(state, dict) and state.get("journal") is not None for state in resume.values()):
             return {}  # (an importer whose states keep no journal stamp: nothing to check the journals for)
         standing = _standing(entry)
         if standing is None:
             return {}
         found = {}
         for outcome in standing[0]:
-            state = entry["resume"].get(outcome.id)
+            state = resume.get(outcome.id)
             if isinstance(state, dict) and state.get("journal") is not None and state["journal"] == standing[2].get(str(outcome.path)):
                 found[outcome.id] = state
         return found
@@ -263,7 +281,7 @@ def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding]
 
 def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> None:
     """Keep each unit's entry for the next import (after the run's journals and indexes are durable)."""
-    units = {}
+    units, resumes = {}, {}
     for key, value in entries.items():
         if value is None:
             continue
@@ -273,17 +291,34 @@ def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> 
             continue
         units[key] = {"files": value["files"], "journals": journals, "projects": _projects(outcomes),
                       "sessions": [{**_fields(o), "path": str(o.path), "keys": None, "after": None} for o in outcomes],
-                      "findings": [_fields(f) for f in value["findings"]], "resume": value["resume"]}
+                      "findings": [_fields(f) for f in value["findings"]]}
+        if value["resume"]:
+            resumes[key] = value["resume"]
     if not units:
         forget(path)
         return
     durable.ensure_dir(path.parent)
-    document = {"version": VERSION, "trashed": sorted(trashed), "units": units}
+    durable.atomic_write(path, dump({"version": VERSION, "trashed": sorted(trashed), "units": units}, resumes))
+
+
+def dump(document: dict, resumes: dict) -> bytes:
+    """The cache file: the units on its first line, their resume states (two thirds of its bytes)
+    on the second, which an import that finds nothing new never parses."""
+    return _json(document) + b"\n" + _json(resumes)
+
+
+def load(path: Path) -> tuple[dict, dict]:
+    """A cache file's two documents (a test reads and damages them)."""
+    head, _, later = path.read_bytes().partition(b"\n")
+    return loads(head), loads(later)
+
+
+def _json(document: dict) -> bytes:
+    """One line of JSON (orjson and json never write a raw newline: one in a string is escaped)."""
     try:
-        data = orjson.dumps(document)
+        return orjson.dumps(document)
     except TypeError:  # a lone surrogate (a title cut mid-emoji): as a \u escape, which loads reads back
-        data = json.dumps(document, ensure_ascii=True).encode("ascii")
-    durable.atomic_write(path, data)
+        return json.dumps(document, ensure_ascii=True).encode("ascii")
 
 
 def _fields(value) -> dict:
@@ -303,8 +338,18 @@ _FIELDS: frozenset[str] = frozenset()
 
 
 def _outcome(value: dict) -> Outcome:
+    """The outcome a kept session's fields make (what :func:`remember` wrote: every field of
+    :class:`Outcome`, ``path`` as a string, tuples as lists)."""
     global _FIELDS
     fields = _FIELDS = _FIELDS or frozenset(f.name for f in dataclasses.fields(Outcome))
+    if value.keys() == fields:  # as remember wrote it: made without the frozen __init__'s sixteen setattrs (a third of a recall)
+        made = object.__new__(Outcome)
+        own = made.__dict__
+        own.update(value)
+        own["path"] = Path(value["path"])
+        own["orphan"] = tuple(value["orphan"])
+        own["skipped"] = tuple(map(tuple, value["skipped"]))
+        return made
     value = {k: v for k, v in value.items() if k in fields}
     value["path"] = Path(value["path"])
     value["orphan"] = tuple(value.get("orphan", ()))

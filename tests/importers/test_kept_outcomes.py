@@ -1,0 +1,56 @@
+"""A kept session's outcome comes back from the import cache as the outcome that was kept
+(toolkit/importers/unchanged.py ``_outcome``: made without the frozen dataclass's ``__init__``
+when its fields are the ones :func:`~toolkit.importers.unchanged.remember` writes)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, strategies as st
+
+from toolkit.importers import unchanged
+from toolkit.importers.output import Outcome
+
+TEXT = st.text(max_size=12)
+OUTCOMES = st.builds(
+    Outcome, id=TEXT, project=st.none() | TEXT, path=st.builds(Path, st.sampled_from(["s/a.jsonl", "/x/#b c.jsonl", "ü.jsonl"])),
+    records=st.integers(0, 10**9), new_records=st.integers(0, 5), status=st.sampled_from(["unchanged", "trashed", "created"]),
+    orphaned=st.booleans(), source_status=st.sampled_from(["live", "orphaned", "unknown"]),
+    orphan=st.lists(TEXT, max_size=3).map(tuple), source_items=st.integers(0, 99),
+    skipped=st.lists(st.tuples(TEXT, st.integers(0, 9)), max_size=3).map(tuple), source_lines=st.none() | st.integers(0, 99),
+    merged=st.integers(0, 9), title=st.none() | TEXT)
+
+
+def _kept(outcome: Outcome) -> dict:
+    """What the cache file gives back for it (remember's fields, through JSON)."""
+    return orjson.loads(orjson.dumps({**unchanged._fields(outcome), "path": str(outcome.path), "keys": None, "after": None}))
+
+
+def _attributes(outcome: Outcome) -> dict:
+    return {f.name: (type(getattr(outcome, f.name)), getattr(outcome, f.name)) for f in dataclasses.fields(outcome)}
+
+
+@given(OUTCOMES)
+def test_a_kept_outcome_comes_back_equal_field_by_field_and_type_by_type(outcome):
+    outcome = dataclasses.replace(outcome, keys=None, after=None)
+    back = unchanged._outcome(_kept(outcome))
+    assert back == outcome and hash(back) == hash(outcome)
+    assert _attributes(back) == _attributes(outcome)
+    assert back.to_json() == outcome.to_json()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        back.status = "created"  # (still frozen)
+
+
+@given(OUTCOMES, st.sampled_from(["keys", "after", "title"]), st.booleans())
+def test_a_kept_outcome_of_other_fields_is_made_the_careful_way(outcome, name, drop):
+    """A field missing, or one this build does not know: the dataclass's own __init__ (its defaults)."""
+    outcome = dataclasses.replace(outcome, keys=None, after=None)
+    value = _kept(outcome)
+    if drop:
+        del value[name]
+    else:
+        value["future"] = 1
+    assert unchanged._outcome(value) == (outcome if name != "title" or not drop else dataclasses.replace(outcome, title=None))
