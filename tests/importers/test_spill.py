@@ -131,3 +131,31 @@ def test_a_full_temporary_folder_while_holding_a_journals_keys_is_one_line_too(t
     result = run_cli("import", "--from", "claude", "--source", str(root), "--store", str(store), "--json", "--reread")
     assert result.exit_code == EXIT_OPERATIONAL and result.json["error"]["type"] == "DurabilityError", result.stdout
     assert journal.read_bytes() == before
+
+
+def test_a_full_temporary_database_is_a_durability_error_and_nothing_else_is():
+    """``guarded`` turns SQLite's "database or disk is full" into the DurabilityError it is, and lets
+    every other error through as it was (sqlite3 is loaded by the first database, not by the import)."""
+    import sqlite3
+
+    from toolkit.errors import DurabilityError
+    from toolkit.importers.spill import guarded
+
+    with pytest.raises(DurabilityError, match="disk full while reading a transcript"):
+        with guarded("reading a transcript"):
+            raise sqlite3.OperationalError("database or disk is full")
+    for error in (sqlite3.OperationalError("no such table: x"), ValueError("full"), OSError(28, "No space left")):
+        with pytest.raises(type(error)) as raised:
+            with guarded("reading a transcript"):
+                raise error
+        assert raised.value is error
+
+
+def test_an_import_that_opens_no_database_does_not_load_sqlite(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys, toolkit.importers.claude, toolkit.importers.spill as s; "
+            "assert 'sqlite3' not in sys.modules, 'loaded at import'; "
+            "db = s.temp_db(); print('sqlite3' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "True"

@@ -47,12 +47,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sqlite3
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import orjson
 
@@ -64,10 +63,14 @@ from ..lines import loads, open_regular
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Resumed,
                      Session, SourceState, line_digest, safe_id)
 from .bloom import Hashed
-from .sourcelines import SourceLine, SourceReader, read_on
 from .spill import from_db, guarded, temp_db, to_db
 from .unchanged import Unit
 from .uris import apply_map, folder_status, is_foreign
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from .sourcelines import SourceLine, SourceReader
 
 __all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "source_files", "unit_key", "units"]
 
@@ -261,6 +264,8 @@ class _Transcript:
     is small (:class:`_HeldTranscript`, which answers each question below the same way)."""
 
     def __init__(self, path: Path, report: Callable[[Finding], None], db: _Db) -> None:
+        from .sourcelines import SourceReader  # (here: an import that finds nothing new reads no transcript)
+
         self.path, self.db = path, db
         self.reader = SourceReader(path, CLAUDE_CODE.is_record, report, what="Claude Code record")
         self.flags = bytearray()
@@ -1262,6 +1267,8 @@ def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, projec
 
 def _first_cwd(path: Path) -> str | None:
     """The first ``cwd`` of a transcript's chain records (its project), reading no further."""
+    from .sourcelines import SourceReader
+
     try:
         for src in SourceReader(path, CLAUDE_CODE.is_record, lambda _f: None):
             value = src.value
@@ -1595,6 +1602,8 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
     the bytes before must hash as they did, and every new record must be whole, of a new uuid,
     each the child of the one before (the first, of the last import's leaf), no response's part
     already kept, no subagent's result, no summary."""
+    from .sourcelines import read_on
+
     reading = read_on(path, state, CLAUDE_CODE.is_record, "Claude Code record", RESUME_BYTES)
     if reading is None:
         return None

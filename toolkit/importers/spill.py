@@ -13,11 +13,15 @@ while they are few, in such a database past :data:`KNOWN_IN_MEMORY`.
 
 from __future__ import annotations
 
-import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from ..errors import DurabilityError
+
+if TYPE_CHECKING:
+    import sqlite3
 
 #: Pages SQLite keeps in memory per database (KiB); the rest is in its temporary file.
 CACHE_KIB = 8 << 10
@@ -42,8 +46,9 @@ def guarded(what: str) -> Iterator[None]:
     """SQLite's "database or disk is full" while ``what``, as the DurabilityError it is."""
     try:
         yield
-    except sqlite3.OperationalError as exc:
-        if "full" not in str(exc):
+    except Exception as exc:  # (sqlite3 is loaded by the first database: an import that finds nothing new opens none)
+        sqlite3 = sys.modules.get("sqlite3")
+        if sqlite3 is None or not isinstance(exc, sqlite3.OperationalError) or "full" not in str(exc):
             raise
         raise DurabilityError(f"disk full while {what} in a temporary database (in $SQLITE_TMPDIR, $TMPDIR or "
                               "/var/tmp)") from exc
@@ -51,6 +56,8 @@ def guarded(what: str) -> Iterator[None]:
 
 def temp_db() -> sqlite3.Connection:
     """A private temporary database, in one transaction that is never committed."""
+    import sqlite3
+
     conn = sqlite3.connect("", isolation_level=None)
     for pragma in (f"cache_size=-{CACHE_KIB}", "journal_mode=OFF", "synchronous=OFF", "temp_store=FILE"):
         conn.execute(f"PRAGMA {pragma}")

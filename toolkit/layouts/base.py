@@ -9,6 +9,7 @@ tail classifier, durable writes and the finding sink stay layout-free.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -436,11 +437,14 @@ def home_roots(variable: str, name: str) -> list[Path]:
     return roots
 
 
+_NAME = operator.attrgetter("name")
+
+
 def entries(folder: Path) -> list[os.DirEntry]:
     """The entries of ``folder``, by name; typed errors for an unreadable or non-folder."""
     try:
         with os.scandir(folder) as it:
-            return sorted(it, key=lambda e: e.name)
+            return sorted(it, key=_NAME)
     except PermissionError as exc:
         raise PermissionDeniedError(f"cannot list {folder}") from exc
     except NotADirectoryError as exc:

@@ -6,6 +6,7 @@ export and import all ask it), and where subagent transcripts live.  Below the l
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -75,11 +76,14 @@ def added_only(content: object) -> bool:
 
 
 def _subagents(session: Path) -> list[Path]:
+    """The subagent transcripts of a session's folder, by name (as paths of one folder sort)."""
     folder = session / SUBAGENTS
     try:
-        return sorted(p for p in folder.iterdir() if p.name.startswith("agent-") and p.suffix == ".jsonl")
+        with os.scandir(folder) as listing:
+            names = [e.name for e in listing if e.name.startswith("agent-") and e.name.endswith(".jsonl")]
     except OSError:
         return []
+    return [folder / name for name in sorted(names, key=os.path.normcase)]  # (names sort as a path's parts: case-blind on Windows)
 
 
 def is_subagent(journal: Path) -> bool:
