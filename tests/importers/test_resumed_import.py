@@ -197,6 +197,34 @@ def test_the_kept_states_line_is_read_only_when_a_file_grew_and_damaged_it_means
     assert _journals(store) == _journals(full)
 
 
+def test_the_last_build_s_cache_file_is_read_as_it_is_so_an_upgrade_reads_nothing_again(tmp_path):
+    """A cache file of version 3 (the resume states inside each unit, one line), under the name
+    that build gave it: nothing changed is all from the cache, a transcript that grew is resumed
+    from the kept state, and the journals are what a full read writes."""
+    import orjson
+
+    from toolkit.importers.output import Options
+    from toolkit.importers.unchanged import cache_path, load
+
+    path = write_transcript(tmp_path, 200)
+    source, store, full = tmp_path / "projects", tmp_path / "store", tmp_path / "full"
+    first = _import(source, store)
+    _import(source, full, "--reread")
+    cache = cache_path(store, "claude", source, Options(), False, False)
+    doc, resumes = load(cache)
+    for key, unit in doc["units"].items():
+        unit["resume"] = resumes.get(key, {})
+    cache.write_bytes(orjson.dumps({**doc, "version": 3}))
+    again = _import(source, store)
+    assert (again["read"], again["resumed"], again["from_cache"]) == (0, 0, first["read"])
+    grow_claude(path, random.Random(6), turns=2)
+    grown = _import(source, store)
+    assert (grown["read"], grown["resumed"]) == (0, 1)
+    assert _said(grown) == _said(_import(source, full, "--reread"))
+    assert _journals(store) == _journals(full)
+    assert load(cache)[0]["version"] == 4  # written again by this build
+
+
 def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
     """A resume state another build wrote, or one damaged on disk: the transcript is read in full,
     the journals are what a full read writes, and nothing raises."""

@@ -44,7 +44,10 @@ from ..lines import loads
 from ..places import user_cache_dir
 from .output import Outcome
 
-VERSION = 4  # 3: a resume's Bloom filters hash with BLAKE2b (a state of 2 would answer wrongly); 4: resume states on a second line
+#: 3: a resume's Bloom filters hash with BLAKE2b (a state of 2 would answer wrongly); 4: the resume
+#: states on a second line (a file of 3 is read as it is, found under the same name: :data:`NAMED`)
+VERSION = 4
+NAMED = 3  # the version a cache file's name is made with (a file of 3 or 4 is found by a build of either)
 FOLDER = "import-cache"
 #: The statuses a re-import reports as they were.
 SETTLED = frozenset({"unchanged", "trashed"})
@@ -64,7 +67,7 @@ class Unit(NamedTuple):
 
 
 def _key(app: str, source: Path, options, no_raw: bool, include_trashed: bool) -> str:
-    what = orjson.dumps([VERSION, app, os.path.abspath(source), repr(options), no_raw, include_trashed])
+    what = orjson.dumps([NAMED, app, os.path.abspath(source), repr(options), no_raw, include_trashed])
     return hashlib.sha256(what).hexdigest()[:32]
 
 
@@ -160,10 +163,12 @@ class Kept:
             cached = loads(head)
         except (OSError, ValueError):
             return
-        if (isinstance(cached, dict) and cached.get("version") == VERSION and isinstance(cached.get("units"), dict)
+        if (isinstance(cached, dict) and cached.get("version") in (3, VERSION) and isinstance(cached.get("units"), dict)
                 and sorted(cached.get("trashed", [])) == sorted(trashed)):
             self.units = cached["units"]
             self._resumes = None
+            if cached["version"] == 3:  # the last build's file, its states in each unit: read as they are (an upgrade reads nothing again)
+                self._resumes = {key: unit.pop("resume", None) for key, unit in self.units.items() if isinstance(unit, dict)}
 
     def _resume(self, unit: Unit) -> object:
         """The unit's kept resume states (a dict by session id when the cache holds one)."""
