@@ -14,7 +14,10 @@ per unit, what the run saw and what the next import would report of it:
   machine"), and the sessions the store has trashed;
 - its outcomes and findings as a re-import would say them: a unit that found nothing new as it
   was; one whose journals this run wrote, and that met no finding, as ``unchanged``, holding the
-  source keys the write left (:attr:`~toolkit.importers.output.Outcome.keys`).
+  source keys the write left (:attr:`~toolkit.importers.output.Outcome.keys`);
+- what resuming each of its sessions needs (a transcript that only grew is read on from where
+  the last import stopped), on the file's second line: two thirds of its bytes, which an import
+  that finds nothing new never parses.
 
 The next import of the same source into the same store, with the same options, compares each
 unit with the disk.  When nothing of it differs, every file is as it was when it was read (a
