@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from tests.helpers import run_cli  # noqa: F401  (re-exported for tests)
+
+# Tests press Ctrl-C on the processes they start.  A shell that starts the suite in the background
+# (`nohup .ci/run &`, a CI runner's job without a terminal) starts it with SIGINT ignored, which
+# every child inherits: there, a Python child never sees Ctrl-C.  The suite restores the handler a
+# terminal gives, so the children it starts get SIGINT as a user's would.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The test command runs the same examples every time (CI is deterministic: a property that passed on
 # main passes on the next clean checkout of it); HYPOTHESIS_EXPLORE=1 draws new ones, to hunt.
