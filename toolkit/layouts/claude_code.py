@@ -396,20 +396,31 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return False
 
 
+def _main_names(listed: list[os.DirEntry]) -> list[str]:
+    """The main transcripts among a project folder's entries, by name."""
+    return [e.name for e in listed if e.name.endswith(".jsonl") and not e.name.startswith(".")]
+
+
+def _session_folders(listed: list[os.DirEntry]) -> list[str]:
+    """The session folders among a project folder's entries, in the order their subagents are
+    listed: each main transcript's, in its order, then those whose transcript is gone.  (A session
+    without a folder has no subagents.)"""
+    folders = {e.name for e in listed if _is_dir(e)}
+    stems = [name[:-len(".jsonl")] for name in _main_names(listed)]
+    known = set(stems)
+    return [stem for stem in stems if stem in folders] + [e.name for e in listed if e.name in folders and e.name not in known]
+
+
 def _session_journals(project: Path) -> tuple[Path, ...]:
     """Main transcripts, each followed by its subagents; subagents whose transcript is gone last."""
     listed = entries(project)
-    mains = [project / e.name for e in listed if e.name.endswith(".jsonl") and not e.name.startswith(".")]
-    folders = {e.name for e in listed if _is_dir(e)}  # (a session without a folder has no subagents: not listed)
+    agents = {name: _subagents(project / name) for name in _session_folders(listed)}
     out: list[Path] = []
-    for main in mains:
-        out.append(main)
-        if main.stem in folders:
-            out += _subagents(project / main.stem)
-    known = {m.stem for m in mains}
-    for entry in listed:
-        if entry.name in folders and entry.name not in known:
-            out += _subagents(project / entry.name)
+    for name in _main_names(listed):
+        out.append(project / name)
+        out += agents.pop(name[:-len(".jsonl")], ())
+    for found in agents.values():
+        out += found
     return tuple(out)
 
 
@@ -471,15 +482,10 @@ class ClaudeCode(ForeignLayout):
             listed = entries(folder)
         except (PermissionDeniedError, NotAStoreError):
             return 0, 0
-        every_main = [e.name for e in listed if e.name.endswith(".jsonl") and not e.name.startswith(".")]
-        mains = [folder / name for name in every_main[:20]]
+        mains = [folder / name for name in _main_names(listed)[:20]]
 
         def subagents() -> Iterator[Path]:  # looked for only when the main transcripts cannot tell (one folder per session)
-            folders = {e.name for e in listed if _is_dir(e)}
-            known = {name[:-len(".jsonl")] for name in every_main}
-            sessions = [stem for stem in (name[:-len(".jsonl")] for name in every_main) if stem in folders]
-            sessions += [e.name for e in listed if e.name in folders and e.name not in known]  # (as _session_journals orders them)
-            for name in sessions[:20]:
+            for name in _session_folders(listed)[:20]:
                 yield from _subagents(folder / name)
 
         for batch in (mains, None):
