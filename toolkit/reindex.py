@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,20 +190,11 @@ def _changed(folder: Folder, memo) -> _Changed | None:
     if found is None:
         return None
     recorded, stored, known = found
-    kept: dict[str, list] = {}
-    changed: list[Path] = []
-    try:
-        for journal in folder.journals:
-            info = os.stat(journal)
-            stamp = [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
-            if recorded.get(journal.name) == stamp:
-                kept[journal.name] = stamp
-            else:
-                changed.append(journal)
-    except OSError:
+    stamps = verified.journal_stamps(folder)
+    if stamps is None or len({name for name, *_stamp in stamps}) != len(stamps):  # (two journals of one name: not a folder's listing)
         return None
-    if len(kept) + len(changed) != len(folder.journals):  # two journals of one name: not a folder's listing
-        return None
+    kept = {name: stamp for name, *stamp in stamps if recorded.get(name) == stamp}
+    changed = [journal for journal in folder.journals if journal.name not in kept]
     gone = []
     for name in sorted(recorded.keys() - kept.keys()):  # what the index holds of the journals that changed or went
         held = memo.kept(folder.path, folder.path / name, folder.layout.name)

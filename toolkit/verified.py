@@ -48,7 +48,7 @@ def _stamp(info: os.stat_result) -> list[int]:
     return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
-def _journal_stamps(folder: Folder) -> list[list] | None:
+def journal_stamps(folder: Folder) -> list[list] | None:
     """Return [name, ino, size, mtime_ns, ctime_ns] per journal, by name; None if one cannot be stat'ed."""
     try:
         return [[j.name, *_stamp(os.stat(j))] for j in sorted(folder.journals, key=lambda p: p.name)]
@@ -86,7 +86,7 @@ def trusted_index(folder: Folder) -> object | None:
     what it recorded.  Reads the fingerprint, one stat per file and the index itself; writes nothing.
     """
     recorded = _fingerprint(folder)
-    journals = _journal_stamps(folder) if recorded is not None else None
+    journals = journal_stamps(folder) if recorded is not None else None
     read = _read_index(folder) if journals is not None and journals == recorded.get("journals") else None
     if read is None:
         return None
@@ -149,7 +149,7 @@ def vouch(folder: Folder, scans: list[JournalScan], known: bytes | None = None, 
     """
     if not folder.layout.vouchable or not folder.whole:
         return False
-    journals = _journal_stamps(folder)
+    journals = journal_stamps(folder)
     if journals is None or not _as_scanned(journals, scans, kept or {}):
         return False
     read = _read_index(folder)
