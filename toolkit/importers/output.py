@@ -623,12 +623,7 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
         partials = {}
         carried, count_key, write, numbered = held.carried, keys.add, out.write, _numbered_line
         for count, record in enumerate(records, start=1):
-            if record.get("raw") is not None:  # (_carries, inline)
-                at = record.get(AT)
-                if type(at) is int:
-                    carried.add(at)
-                elif isinstance(at, list):
-                    carried.update(a for a in at if type(a) is int)
+            _carries(record, carried)
             count_key(record)
             if record.get("partial") is True:
                 partials[record.get("sourceKey")] = count
@@ -660,10 +655,7 @@ def _numbered_line(record: dict, seq: int) -> tuple[bytes, dict]:
     out["seq"] = seq
     if record.get(COVERS_PREVIOUS):
         out["coversThrough"] = seq - 1
-    try:
-        line = orjson.dumps(out)  # (_dumps, inline)
-    except TypeError:
-        line = _dumps(out)
+    line = _dumps(out)
     return (line[:-1] + b',"raw":' + raw.data + b"}" if spliced else line), out
 
 
