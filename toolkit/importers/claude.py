@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from array import array
 from collections.abc import Callable, Iterator
@@ -115,7 +116,9 @@ def _groups(source: Path, report: Callable[[Finding], None]) -> list[tuple[Path 
         folders = [folder]
     else:
         folders = CLAUDE_CODE.claim_dir(source)
-    if not folders or folders == [None]:
+        if folders is None and _no_project_yet(source):
+            folders = []
+    if folders is None or folders == [None]:
         raise NotASourceError(f"{source} (expected a Claude Code root such as ~/.claude, its projects folder, one project "
                               "folder, or one transcript .jsonl)")
     groups: list[tuple[Path | None, list[Path]]] = []
@@ -136,6 +139,19 @@ def _groups(source: Path, report: Callable[[Finding], None]) -> list[tuple[Path 
                 current = (None, [journal])
                 groups.append(current)
     return groups
+
+
+def _no_project_yet(source: Path) -> bool:
+    """``source`` is a Claude Code root (``~/.claude``, or one this machine names: $CLAUDE_CONFIG_DIR)
+    or its ``projects/`` folder, and that holds no project folder yet: an install with no chat to
+    import (as a Codex home with no rollout), not a folder of something else."""
+    root = source.parent if source.name == "projects" else source
+    if root.name != ".claude" and os.path.abspath(root) not in {os.path.abspath(r) for r in default_roots()}:
+        return False
+    try:
+        return not any(e.name[:1] != "." and e.is_dir() for e in os.scandir(root / "projects"))
+    except OSError:
+        return False
 
 
 def source_files(source: Path) -> list[Path]:
