@@ -75,8 +75,8 @@ class NotAStoreError(OperationalError):
 class NotASourceError(OperationalError):
     """not an editor's chat history: {detail}"""
 
-    hint = ("pass --source an editor's User folder, one workspaceStorage/<id> folder, or one state.vscdb or "
-            "session file; leave --source out to read every install `levelsess doctor` finds")
+    hint = ("pass --source one of the places named above (each --from reads its own tool's); leave --source out "
+            "to read every install `levelsess doctor` finds")
 
 
 class NotAJournalError(OperationalError):
