@@ -252,10 +252,10 @@ def _recalled(context: _Context, unit: unchanged.Unit, stamped: dict | None, *, 
     part = _Part(size=unchanged.sizes(unit, stamped))
     part.sessions, part.findings = recalled
     part.from_cache = len(part.sessions)
-    kept = context.kept
+    kept, sessions, findings = context.kept, part.sessions, part.findings  # (not the part: it holds the call)
 
     def entry() -> dict | None:
-        return unchanged.entry(stamped, part.sessions, part.findings, kept.states(unit), kept.journals(unit))
+        return unchanged.entry(stamped, sessions, findings, kept.states(unit), kept.journals(unit))
     part.entry = entry if later else entry()
     return part
 
@@ -334,6 +334,7 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
         for session in unchanged.scan_unit(context.importer, context.source, unit, context.options, part.findings.append):
             session.resumed_from = prior.get(session.id)
             part.clean &= _one(context, session, part, states)
+            session.resume_state = None  # (its closure may hold the session: a cycle that kept what was read until a collection)
             scans()
         part.read = len(part.sessions)
     except BaseException:
@@ -439,6 +440,7 @@ def _resume(context: _Context, unit: unchanged.Unit, stamped: dict | None, part:
                 state = session.resume_state(outcome) if session.resume_state else None
                 if state is not None:
                     states[session.id] = state
+            session.resume_state = None
         part.sessions.append(outcome)
         part.findings += found
     return True

@@ -1094,6 +1094,15 @@ def resume_unit(unit: Unit, grown: str, kept: dict) -> list | None:
     return None if resumed is None else [resumed]
 
 
+class _Get:
+    """What :func:`_record` asks exit codes of (``get``), answered by a call."""
+
+    __slots__ = ("get",)
+
+    def __init__(self, get: Callable[[str], int | None]) -> None:
+        self.get = get
+
+
 def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     """The session of a rollout that only grew since ``state`` was kept, from its new lines alone, or
     None when it cannot be proven that a full read would write the same (then it is read in full):
@@ -1154,16 +1163,16 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             raise _Unproven(call)
         return False
 
-    class Exits:
-        @staticmethod
-        def get(call: str) -> int | None:
-            if call in new_exits:
-                return new_exits[call]
-            if call in recent_exits:
-                return recent_exits[call]
-            if digest_of(call) in exits:
-                raise _Unproven(call)
-            return None
+    def exit_code(call: str) -> int | None:
+        if call in new_exits:
+            return new_exits[call]
+        if call in recent_exits:
+            return recent_exits[call]
+        if digest_of(call) in exits:
+            raise _Unproven(call)
+        return None
+
+    exit_codes = _Get(exit_code)  # (not a class made here: a class is a cycle, which held the filters until a collection)
 
     count0, tail = state["count"], state["tail"]
     replay = range(*state["replay"]) if state["replay"] else range(0)
@@ -1205,7 +1214,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             identity = offset_line_key(line.value) if decision.group == n else None
             if identity is not None and not latest.new_identity(line.value):  # maybe a line before, rewritten in
                 return None  # place: a full read would supersede its record with this one
-            record = _record(decision.role, envelope, t, model, Exits)
+            record = _record(decision.role, envelope, t, model, exit_codes)
             if decision.inherited:
                 record["inherited"] = True
             record["sourceKey"] = keys[decision.group]
