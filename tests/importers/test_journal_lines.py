@@ -10,7 +10,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolkit.importers.output import COVERS_PREVIOUS, Raw, _numbered_line, encode
+from toolkit.importers.output import AT, COVERS_PREVIOUS, SOURCE_LINE, Raw, _numbered_line, _source_line, _source_line_head, encode
 
 KEYS = st.sampled_from(["kind", "t", "content", "seq", "coversThrough", "raw", "sourceKey", "_alias", COVERS_PREVIOUS,
                         "_lineId", "model", "partial"])
@@ -43,3 +43,19 @@ def test_a_numbered_line_is_the_plain_encoding(record, seq, raw):
     except TypeError:  # a surrogate: the line escapes it (as above), and parsing may join two into one character
         return
     assert value == parsed
+
+
+#: a source line as a rollout holds it: one JSON value on one line, or a pretty-printed one (compacted)
+SOURCE_LINES = st.one_of(st.dictionaries(st.text(max_size=4), VALUES, max_size=4).map(lambda v: json.dumps(v).encode()),
+                         st.dictionaries(st.text(max_size=4), st.integers(), max_size=3).map(lambda v: json.dumps(v, indent=1).encode()),
+                         st.just(b'{"a":1,\r"b":2}'), st.just(b' \t{"a":1} '))
+
+
+@given(TEXT, st.integers(0, 10**12), st.integers(1, 10**9), SOURCE_LINES)
+@settings(max_examples=300, deadline=None)
+def test_a_source_line_event_made_without_its_record_is_the_numbered_line(t, offset, seq, data):
+    # the writer makes each source-line event (a Codex rollout's mirrors: most of its lines) from a
+    # template: the same bytes, and the same copy of the record, as numbering the event's record
+    record = {"kind": "event", "t": t, "type": SOURCE_LINE, AT: offset, "raw": Raw(data)}
+    kept = data if b"\n" not in data and b"\r" not in data else Raw(data).data  # (as _source_records gives it)
+    assert _source_line(_source_line_head(t), t, offset, seq, kept) == _numbered_line(record, seq)

@@ -633,8 +633,13 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
             feed(line, value)
         last = count
         try:
-            for last, record in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
-                line, value = numbered(record, last)
+            t = when or ""
+            head, source_line = _source_line_head(t), _source_line
+            for last, item in enumerate(_source_records(session, held, when, no_raw, lines=True), start=count + 1):
+                if type(item) is tuple:  # a source-line event: (offset, bytes)
+                    line, value = source_line(head, t, item[0], last, item[1])
+                else:
+                    line, value = numbered(item, last)
                 write(line + b"\n")
                 feed(line, value)
         finally:
@@ -657,6 +662,19 @@ def _numbered_line(record: dict, seq: int) -> tuple[bytes, dict]:
         out["coversThrough"] = seq - 1
     line = _dumps(out)
     return (line[:-1] + b',"raw":' + raw.data + b"}" if spliced else line), out
+
+
+def _source_line_head(t: str) -> bytes:
+    """What every ``source-line`` event of time ``t`` starts with, up to its offset (:func:`_source_line`)."""
+    return _dumps({"kind": "event", "t": t, "type": SOURCE_LINE})[:-1] + b"," + _dumps(AT) + b":"
+
+
+def _source_line(head: bytes, t: str, offset: int, seq: int, data: bytes) -> tuple[bytes, dict]:
+    """What :func:`_numbered_line` makes of the ``source-line`` event of the line ``data`` (one line)
+    at ``offset``, of time ``t`` (``head``: :func:`_source_line_head`), numbered ``seq``, made
+    without the record: a Codex rollout's mirrors may be most of its lines."""
+    return (b"%s%d,\"seq\":%d,\"raw\":%s}" % (head, offset, seq, data),
+            {"kind": "event", "t": t, "type": SOURCE_LINE, AT: offset, "seq": seq})
 
 
 def _stamp(path: Path) -> tuple | None:
@@ -1021,19 +1039,26 @@ def _carries(record: dict, into: Offsets) -> None:
         into.update(a for a in at if type(a) is int)
 
 
-def _source_records(session: Session, held: _Held, when: str | None, no_raw: bool) -> Iterator[dict]:
+def _source_records(session: Session, held: _Held, when: str | None, no_raw: bool, *,
+                    lines: bool = False) -> Iterator[dict | tuple[int, bytes]]:
     """``source-line`` events for the session's source lines no record carries (a Codex mirror, a
     line that joined a response already kept…), then a ``source-state`` event when the source is
-    not as the journal's last one says: what ``restore`` rebuilds the file from."""
+    not as the journal's last one says: what ``restore`` rebuilds the file from.  With ``lines``
+    a source-line event is given as ``(offset, bytes)``: the bytes its ``raw`` holds (a Codex
+    rollout's mirrors may be most of its lines: its writer makes their lines from a template)."""
     state = session.state
     if state is None or no_raw:
         return
-    lines = 0  # yielded one at a time: a rollout's mirrors may be most of its lines
+    count, t, read, carried = 0, when or "", state.read, held.carried  # yielded one at a time
     for offset, length in state.lines:
-        if offset not in held.carried:
-            lines += 1
-            yield {"kind": "event", "t": when or "", "type": SOURCE_LINE, AT: offset, "raw": Raw(state.read(offset, length))}
-    if lines or state.mark() != held.states.get(state.path):
+        if offset not in carried:
+            count += 1
+            data = read(offset, length)
+            if lines:
+                yield offset, data if b"\n" not in data and b"\r" not in data else Raw(data).data
+            else:
+                yield {"kind": "event", "t": t, "type": SOURCE_LINE, AT: offset, "raw": Raw(data)}
+    if count or state.mark() != held.states.get(state.path):
         yield _state_event(state, when)
 
 
