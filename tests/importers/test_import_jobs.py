@@ -81,3 +81,37 @@ def test_import_help_shows_jobs_with_an_example():
     result = run_cli("import", "--help")
     assert result.exit_code == 0
     assert "--jobs" in result.stdout and "levelsess import --from claude --jobs 2" in result.stdout
+
+
+@pytest.mark.parametrize("app, fixtures", [("claude", CLAUDE), ("codex", CODEX)])
+def test_a_re_import_of_a_few_grown_files_reads_them_here_not_in_workers(tmp_path, monkeypatch, app, fixtures):
+    # the choice of workers counts what a resume reads (the bytes a file added), not the whole
+    # file: forking for a few kB of new lines cost more than reading them (issue 27)
+    import random
+
+    from tests.bench.grow import grow_claude, grow_codex
+    from toolkit import workers
+    from toolkit.importers import codex
+
+    monkeypatch.setattr(workers, "PARALLEL_THRESHOLD", 64 << 10)  # the fixtures are small: a few kB is "much" here
+    forks = []
+    real = parallel.run
+    monkeypatch.setattr(parallel, "run", lambda *args: (forks.append(args[2]), real(*args))[1])
+    source, store = tmp_path / "source", tmp_path / "store"
+    shutil.copytree(fixtures, source)
+    options = claude.Options() if app == "claude" else codex.Options()
+    files = sorted(p for p in source.rglob("*.jsonl") if "subagents" not in p.parts)
+    assert sum(p.stat().st_size for p in files) > workers.PARALLEL_THRESHOLD
+    run_import(app, [source], store, options, jobs=0)
+    assert forks == [2]  # a first import reads every file: in workers
+    rng = random.Random(5)
+    grown = sorted(files, key=lambda p: p.stat().st_size)[-2:]
+    assert sum(p.stat().st_size for p in grown) > workers.PARALLEL_THRESHOLD  # (whole, they would be read in workers)
+    for path in grown:
+        (grow_claude if app == "claude" else grow_codex)(path, rng)
+    report = run_import(app, [source], store, options, jobs=0)
+    assert report.resumed >= 1 and forks == [2]  # two files grew by a turn: resumed (or read) here
+    for path in files:  # rewritten in place (the same bytes, a new ctime): each read in full, in workers again
+        path.write_bytes(path.read_bytes())
+    report = run_import(app, [source], store, options, jobs=0)
+    assert report.read > 0 and forks == [2, 2]

@@ -140,7 +140,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                     reported[0] += 1
 
             release()
-            workers = (parallel.worker_count(jobs, sum(unchanged.sizes(units[i], None) for i in todo), len(todo))
+            workers = (parallel.worker_count(jobs, sum(_to_read(context, units[i], stamped[i]) for i in todo), len(todo))
                        if jobs != 1 and len(todo) > 1 and parallel.supports(importer) else 1)
             keys = [importer.unit_key(units[i]) for i in todo] if hasattr(importer, "unit_key") else list(map(str, todo))
             if workers > 1:
@@ -391,6 +391,17 @@ def _again(context: _Context, unit: unchanged.Unit, part: _Part, failed: list) -
     part.touched |= touched
     part.landed |= landed
     return states if part.clean else None
+
+
+def _to_read(context: _Context, unit: unchanged.Unit, stamped: dict | None) -> int:
+    """The bytes importing ``unit`` is expected to read, for the choice of workers: what its one
+    file that only grew added, when it may resume (forking for a few kB of new lines cost more than
+    reading them), else its files' bytes."""
+    if stamped is not None and not context.no_raw and not context.dry_run and hasattr(context.importer, "resume_unit"):
+        grew = context.kept.growth(unit, stamped)
+        if grew is not None:
+            return grew
+    return unchanged.sizes(unit, stamped)
 
 
 def _fill(part: _Part, recalled: _Part) -> _Part:

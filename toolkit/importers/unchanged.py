@@ -227,6 +227,23 @@ class Kept:
             return None
         return changed[0], {"outcomes": standing[0], "findings": standing[1], "journals": standing[2], "resume": resume}
 
+    def growth(self, unit: Unit, stamped: dict | None) -> int | None:
+        """The bytes a resume of ``unit`` would read (what its one changed file added), when that
+        file only grew (same device and inode, larger) and no other file of it changed; else None.
+        An estimate for the choice of workers: :meth:`grown` decides whether it resumes."""
+        entry = self.units.get(unit.key)
+        before = entry.get("files") if isinstance(entry, dict) else None
+        if stamped is None or not isinstance(before, dict) or set(before) != set(stamped):
+            return None
+        changed = [path for path in stamped if stamped[path] != before[path]]
+        if len(changed) != 1:
+            return None
+        old, new = before[changed[0]], stamped[changed[0]]
+        if not (isinstance(old, list) and isinstance(new, list) and len(old) > 2 and old[:2] == new[:2]
+                and type(old[2]) is int and new[2] > old[2]):
+            return None
+        return new[2] - old[2]
+
     def prior(self, unit: Unit) -> dict:
         """The kept resume states of ``unit``'s sessions whose journal is still as the state left it
         (one that keeps its journal's stamp under ``journal``), by session id: a full read may continue them."""
