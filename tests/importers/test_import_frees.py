@@ -13,6 +13,7 @@ import pytest
 
 from tests.bench.grow import grow_claude, grow_codex
 from tests.importers.cursor_db import FIXTURES as SHARED_FIXTURES
+from toolkit.errors import LevelsessError
 from toolkit.importers import claude, codex, run_import
 
 CASES = {"claude": (SHARED_FIXTURES / "claude-code", claude.Options(), grow_claude),
@@ -55,3 +56,19 @@ def test_an_import_leaves_no_cycle_holding_what_it_read(tmp_path, app):
 
     assert _cyclic_garbage(again) == []
     assert report is not None and report.resumed > 0
+
+
+def test_an_import_collects_young_garbage_less_often_and_puts_the_threshold_back(tmp_path):
+    from toolkit import importers
+
+    fixtures, options, _grow = CASES["claude"]
+    if not fixtures.is_dir():
+        pytest.skip("the real fixtures are not here")
+    before = gc.get_threshold()
+    during = []
+    importers.run_import("claude", [fixtures], tmp_path / "store", options, progress=lambda _o: during.append(gc.get_threshold()))
+    assert during and all(t[0] == max(before[0], importers.YOUNG_COLLECTION) and t[1:] == before[1:] for t in during)
+    assert gc.get_threshold() == before
+    with pytest.raises(LevelsessError):  # a run that stops puts it back too
+        importers.run_import("claude", [tmp_path / "missing"], tmp_path / "store", options)
+    assert gc.get_threshold() == before

@@ -9,6 +9,8 @@ source folders on this machine), ``scan(source, options, report)`` (converted se
 from __future__ import annotations
 
 import contextlib
+import functools
+import gc
 import importlib
 import os
 import time
@@ -56,6 +58,26 @@ class ImportReport:
                 "exit": self.exit_code}
 
 
+#: Container allocations between two young collections during an import (Python's default: 700).
+#: An import's parsed lines die young, by reference count, and what lives (a group's kept lines, its
+#: rows) is walked at each collection while it lives: at 700 a Claude Code import spent 5 % of its
+#: time in the collector, at this 0.5 %.  No cycle is left to wait for it (test_import_frees.py).
+YOUNG_COLLECTION = 20_000
+
+
+def _fewer_collections(function: Callable) -> Callable:
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        before = gc.get_threshold()
+        gc.set_threshold(max(before[0], YOUNG_COLLECTION), *before[1:])
+        try:
+            return function(*args, **kwargs)
+        finally:
+            gc.set_threshold(*before)
+    return run
+
+
+@_fewer_collections
 def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run: bool = False, no_raw: bool = False,
                progress: Callable[[Outcome], None] | None = None, include_trashed: bool = False,
                read: Callable[[int], None] | None = None, reread: bool = False, jobs: int = 1) -> ImportReport:
