@@ -379,6 +379,20 @@ class WrittenScan:
             return
         self.offset += len(data) + 1
 
+    def plain_event(self, data: bytes, seq: int, t: object) -> bool:
+        """:meth:`line` of an ``event`` line whose type keeps no fact (``source-line``), numbered
+        ``seq`` with time ``t``, without its record: False when the line must be given to
+        :meth:`line` (with its record) instead."""
+        c = self.classifier
+        if not (self.usable and c.identified and data[:1] == b"{" and data[-1:] != b"\r" and b"\n" not in data):
+            return False
+        plain = getattr(c.rules, "plain_event", None)
+        if plain is None or not plain(seq, t):
+            return False
+        c.lineno += 1
+        self.offset += len(data) + 1
+        return True
+
     def scan(self, info: os.stat_result) -> JournalScan | None:
         """The scan, for the file written (``info``: its stat, which must have every byte given)."""
         c, size = self.classifier, self.offset

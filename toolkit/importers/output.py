@@ -613,6 +613,7 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
 
     fed = WrittenScan(path) if written is not None else None
     feed = fed.line if fed is not None else lambda _line, _value=None: None
+    plain_event = fed.plain_event if fed is not None else lambda _line, _seq, _t: True
     with writer as out:
         meta = session.meta(no_raw)
         _carries(meta, held.carried)
@@ -637,9 +638,12 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
             head, source_line = _source_line_head(t), _source_line
             for last, item in enumerate(_source_records(session, held, when, no_raw, lines=True), start=count + 1):
                 if type(item) is tuple:  # a source-line event: (offset, bytes)
-                    line, value = source_line(head, t, item[0], last, item[1])
-                else:
-                    line, value = numbered(item, last)
+                    line = source_line(head, item[0], last, item[1])
+                    write(line + b"\n")
+                    if not plain_event(line, last, t):
+                        feed(line, _source_value(t, item[0], last))
+                    continue
+                line, value = numbered(item, last)
                 write(line + b"\n")
                 feed(line, value)
         finally:
@@ -669,12 +673,16 @@ def _source_line_head(t: str) -> bytes:
     return _dumps({"kind": "event", "t": t, "type": SOURCE_LINE})[:-1] + b"," + _dumps(AT) + b":"
 
 
-def _source_line(head: bytes, t: str, offset: int, seq: int, data: bytes) -> tuple[bytes, dict]:
-    """What :func:`_numbered_line` makes of the ``source-line`` event of the line ``data`` (one line)
-    at ``offset``, of time ``t`` (``head``: :func:`_source_line_head`), numbered ``seq``, made
+def _source_line(head: bytes, offset: int, seq: int, data: bytes) -> bytes:
+    """The line :func:`_numbered_line` makes of the ``source-line`` event of the line ``data`` (one
+    line) at ``offset``, numbered ``seq`` (``head``: :func:`_source_line_head` of its time), made
     without the record: a Codex rollout's mirrors may be most of its lines."""
-    return (b"%s%d,\"seq\":%d,\"raw\":%s}" % (head, offset, seq, data),
-            {"kind": "event", "t": t, "type": SOURCE_LINE, AT: offset, "seq": seq})
+    return b"%s%d,\"seq\":%d,\"raw\":%s}" % (head, offset, seq, data)
+
+
+def _source_value(t: str, offset: int, seq: int) -> dict:
+    """The copy of that event's record :func:`_numbered_line` gives with it (its ``raw`` left out)."""
+    return {"kind": "event", "t": t, "type": SOURCE_LINE, AT: offset, "seq": seq}
 
 
 def _stamp(path: Path) -> tuple | None:

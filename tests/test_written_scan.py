@@ -1,0 +1,47 @@
+"""A new journal's scan made from the lines its writer writes (journal.WrittenScan) is the scan of
+the file: here for the lines an importer gives as plain events without their record
+(``plain_event``: a source-line event), in any order and numbering among the others, the seq
+gaps and repeats a scan reports included (plain_event declines those and the record is read)."""
+
+from __future__ import annotations
+
+import os
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolkit.journal import WrittenScan, scan_journal
+
+META = {"kind": "meta", "v": 2, "id": "s1", "createdAt": "2026-01-01T00:00:00Z", "source": {"app": "test"}}
+KINDS = st.sampled_from(["user", "assistant", "source-line", "source-line", "pin", "title"])
+
+
+def _record(kind: str, seq: int, t: str) -> dict:
+    if kind == "source-line":
+        return {"kind": "event", "t": t, "type": "source-line", "at": seq * 10, "seq": seq, "raw": {"type": "x"}}
+    if kind == "pin":
+        return {"kind": "event", "t": t, "type": "pin", "seq": seq}
+    if kind == "title":
+        return {"kind": "title", "t": t, "title": f"title {seq}", "seq": seq}
+    return {"kind": kind, "t": t, "content": f"{kind} {seq}", "seq": seq}
+
+
+@given(st.lists(st.tuples(KINDS, st.sampled_from([0, 0, 0, 1, -1, 2]), st.sampled_from(["", "2026-01-02T00:00:00Z"])),
+                max_size=30))
+@settings(max_examples=150, deadline=None)
+def test_plain_events_give_the_scan_of_the_file(tmp_path_factory, steps):
+    path = tmp_path_factory.mktemp("written") / "s1.jsonl"
+    fed = WrittenScan(path)
+    lines, seq = [orjson.dumps(META)], 0
+    fed.line(lines[0], META)
+    for kind, jump, t in steps:
+        seq = max(1, seq + 1 + jump)  # (mostly the next seq; sometimes a gap or a repeat)
+        record = _record(kind, seq, t)
+        line = orjson.dumps(record)
+        lines.append(line)
+        if kind != "source-line" or not fed.plain_event(line, seq, t):
+            fed.line(line, record)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    info = os.stat(path)
+    assert fed.scan(info) == scan_journal(path, "levelcode", checkpoint=True)
