@@ -148,6 +148,22 @@ def sizes(unit: Unit, stamped: dict[str, list | None] | None) -> int:
     return total
 
 
+def _only_grown(entry: object, stamped: dict | None) -> tuple[str, int] | None:
+    """(the one file of a kept unit ``entry`` that changed, the bytes it added) when it only grew
+    (the same device and inode, larger) and no other file of the unit changed; else None."""
+    before = entry.get("files") if isinstance(entry, dict) else None
+    if stamped is None or not isinstance(before, dict) or set(before) != set(stamped):
+        return None
+    changed = [path for path in stamped if stamped[path] != before[path]]
+    if len(changed) != 1:
+        return None
+    old, new = before[changed[0]], stamped[changed[0]]
+    if not (isinstance(old, list) and isinstance(new, list) and len(old) > 2 and old[:2] == new[:2]
+            and type(old[2]) is int and type(new[2]) is int and new[2] > old[2]):
+        return None  # not the same file (device, inode), or not larger
+    return changed[0], new[2] - old[2]
+
+
 def _projects(outcomes: list[Outcome]) -> dict[str, bool]:
     return {p: os.path.isdir(p) for p in sorted({o.project for o in outcomes if isinstance(o.project, str)})}
 
@@ -213,36 +229,18 @@ class Kept:
         resume = self._resume(unit)
         if not resume or not isinstance(resume, dict):
             return None
-        before = entry.get("files")
-        if not isinstance(before, dict) or set(before) != set(stamped):
-            return None
-        changed = [path for path in stamped if stamped[path] != before[path]]
-        if len(changed) != 1:
-            return None
-        old, new = before[changed[0]], stamped[changed[0]]
-        if not (isinstance(old, list) and isinstance(new, list) and old[:2] == new[:2] and new[2] > old[2]):
-            return None  # not the same file (device, inode), or not larger
-        standing = _standing(entry)
+        grew = _only_grown(entry, stamped)
+        standing = _standing(entry) if grew is not None else None
         if standing is None:
             return None
-        return changed[0], {"outcomes": standing[0], "findings": standing[1], "journals": standing[2], "resume": resume}
+        return grew[0], {"outcomes": standing[0], "findings": standing[1], "journals": standing[2], "resume": resume}
 
     def growth(self, unit: Unit, stamped: dict | None) -> int | None:
         """The bytes a resume of ``unit`` would read (what its one changed file added), when that
         file only grew (same device and inode, larger) and no other file of it changed; else None.
         An estimate for the choice of workers: :meth:`grown` decides whether it resumes."""
-        entry = self.units.get(unit.key)
-        before = entry.get("files") if isinstance(entry, dict) else None
-        if stamped is None or not isinstance(before, dict) or set(before) != set(stamped):
-            return None
-        changed = [path for path in stamped if stamped[path] != before[path]]
-        if len(changed) != 1:
-            return None
-        old, new = before[changed[0]], stamped[changed[0]]
-        if not (isinstance(old, list) and isinstance(new, list) and len(old) > 2 and old[:2] == new[:2]
-                and type(old[2]) is int and new[2] > old[2]):
-            return None
-        return new[2] - old[2]
+        grew = _only_grown(self.units.get(unit.key), stamped)
+        return grew[1] if grew is not None else None
 
     def prior(self, unit: Unit) -> dict:
         """The kept resume states of ``unit``'s sessions whose journal is still as the state left it
