@@ -64,6 +64,7 @@ import hashlib
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
@@ -1094,15 +1095,6 @@ def resume_unit(unit: Unit, grown: str, kept: dict) -> list | None:
     return None if resumed is None else [resumed]
 
 
-class _Get:
-    """What :func:`_record` asks exit codes of (``get``), answered by a call."""
-
-    __slots__ = ("get",)
-
-    def __init__(self, get: Callable[[str], int | None]) -> None:
-        self.get = get
-
-
 def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     """The session of a rollout that only grew since ``state`` was kept, from its new lines alone, or
     None when it cannot be proven that a full read would write the same (then it is read in full):
@@ -1172,7 +1164,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             raise _Unproven(call)
         return None
 
-    exit_codes = _Get(exit_code)  # (not a class made here: a class is a cycle, which held the filters until a collection)
+    exit_codes = SimpleNamespace(get=exit_code)  # (not a class made here: a class is a cycle, which held the filters until a collection)
 
     count0, tail = state["count"], state["tail"]
     replay = range(*state["replay"]) if state["replay"] else range(0)

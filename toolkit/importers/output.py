@@ -636,7 +636,7 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
         try:
             t = when or ""
             head, source_line = _source_line_head(t), _source_line
-            for last, item in enumerate(_source_records(session, held, when, no_raw, lines=True), start=count + 1):
+            for last, item in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
                 if type(item) is tuple:  # a source-line event: (offset, bytes)
                     line = source_line(head, item[0], last, item[1])
                     write(line + b"\n")
@@ -884,7 +884,11 @@ class _After:
 
     def source_records(self, session: Session, held: _Held, no_raw: bool) -> Iterator[dict]:
         """Evaluated lazily, after :meth:`new` is exhausted (chained after it)."""
-        yield from _source_records(session, held, self.when, no_raw)
+        t = self.when or ""
+        for item in _source_records(session, held, self.when, no_raw):
+            if type(item) is tuple:  # a source line: its event
+                item = {"kind": "event", "t": t, "type": SOURCE_LINE, AT: item[0], "raw": Raw(item[1])}
+            yield item
 
 
 def _additions(session: Session, records, known: KnownKeys, title: object, held: _Held,
@@ -1047,25 +1051,21 @@ def _carries(record: dict, into: Offsets) -> None:
         into.update(a for a in at if type(a) is int)
 
 
-def _source_records(session: Session, held: _Held, when: str | None, no_raw: bool, *,
-                    lines: bool = False) -> Iterator[dict | tuple[int, bytes]]:
+def _source_records(session: Session, held: _Held, when: str | None, no_raw: bool) -> Iterator[dict | tuple[int, bytes]]:
     """``source-line`` events for the session's source lines no record carries (a Codex mirror, a
     line that joined a response already kept…), then a ``source-state`` event when the source is
-    not as the journal's last one says: what ``restore`` rebuilds the file from.  With ``lines``
-    a source-line event is given as ``(offset, bytes)``: the bytes its ``raw`` holds (a Codex
-    rollout's mirrors may be most of its lines: its writer makes their lines from a template)."""
+    not as the journal's last one says: what ``restore`` rebuilds the file from.  A source-line
+    event is given as ``(offset, bytes)``, the bytes its ``raw`` holds (a rollout's mirrors may be
+    most of its lines: a new journal's writer makes their lines from a template)."""
     state = session.state
     if state is None or no_raw:
         return
-    count, t, read, carried = 0, when or "", state.read, held.carried  # yielded one at a time
+    count, read, carried = 0, state.read, held.carried  # yielded one at a time
     for offset, length in state.lines:
         if offset not in carried:
             count += 1
             data = read(offset, length)
-            if lines:
-                yield offset, data if b"\n" not in data and b"\r" not in data else Raw(data).data
-            else:
-                yield {"kind": "event", "t": t, "type": SOURCE_LINE, AT: offset, "raw": Raw(data)}
+            yield offset, data if b"\n" not in data and b"\r" not in data else Raw(data).data
     if count or state.mark() != held.states.get(state.path):
         yield _state_event(state, when)
 
