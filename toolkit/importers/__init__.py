@@ -106,6 +106,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     raised: list[str] = []
     trashed_ids = set(stones)
     done: list = []  # (cache, each unit's entry) of each source
+    lists: list = []  # (cache, a listing made this run, to keep) of each source
     memo = _Memo()  # the import's index memo, loaded when first used (an import that writes nothing never is)
     names = output.NAMES.set({})  # the store's journal names, listed once (output._same_id)
     try:
@@ -113,7 +114,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             cache = unchanged.cache_path(store, name, source, options, no_raw, include_trashed)
             kept = unchanged.Kept(None if reread else cache, trashed_ids)
             entries: dict[str, dict | None] = {}
-            units = unchanged.units_of(importer, source, report.findings.append)
+            units, stamped, listing, listed = unchanged.list_units(importer, source, report.findings.append, kept)
             context = _Context(store, importer, source, options, kept, stones, dry_run, no_raw, include_trashed)
             context.remember = lambda scanned: memo.get().remember_scan(scanned[0].parent, scanned[0], *scanned[1])
 
@@ -136,7 +137,6 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                     if scanned is not None:
                         memo.get().remember_scan(journal.parent, journal, *scanned)
 
-            stamped = [unchanged.stamps(unit) for unit in units]  # (once each: the workers get them too)
             ready: dict[int, _Part] = {}  # what each unit came to, until those before it are reported
             for index, unit in enumerate(units):  # the units as kept (nothing of them changed): here, at once
                 part = _recalled(context, unit, stamped[index], later=True)
@@ -198,6 +198,8 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             context.close()
             if not dry_run and not as_kept:
                 done.append((cache, {key: entry() if callable(entry) else entry for key, entry in entries.items()}))
+            if not dry_run and listing is not None and not listed:
+                lists.append((cache, listing))
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
         if landed and not dry_run:
             with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
@@ -212,6 +214,9 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     for cache, entries in done:  # after the journals and indexes are durable
         with contextlib.suppress(LevelsessError):
             unchanged.remember(cache, trashed_ids - set(raised), entries)
+    for cache, listing in lists:
+        with contextlib.suppress(LevelsessError):
+            unchanged.keep_listing(cache, listing)
     return report
 
 

@@ -1430,6 +1430,17 @@ def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
     return found
 
 
+def units_from(source: Path, kept: list[tuple[str, list[str], list[str]]]) -> list[Unit]:
+    """The units :func:`units` found, from what an import kept of them (key, files, deps): a
+    session's transcript comes first, and never sits in a subagents folder."""
+    found = []
+    for key, files, deps in kept:
+        paths = tuple(map(Path, files))
+        main = paths[0] if paths and not is_subagent(paths[0]) else None
+        found.append(Unit(key, paths, tuple(map(Path, deps)), (main, list(paths[1:] if main is not None else paths))))
+    return found
+
+
 def unit_key(unit: Unit) -> str:
     """What a unit's session ids start with: units that share it may write the same journal (a
     transcript named like another's subagent), so they are imported one after the other."""

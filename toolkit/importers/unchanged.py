@@ -123,6 +123,51 @@ def units_of(importer, source: Path, report: Callable[[Finding], None]) -> list[
     return [Unit("*", files if files is not None else (), (), None if files is not None else False)]
 
 
+def list_units(importer, source: Path, report: Callable[[Finding], None],
+               kept: Kept) -> tuple[list[Unit], list[dict | None], dict | None, bool]:
+    """The units of ``source``, their files' stamps (:func:`stamps`), the listing to keep for the
+    next import (None: none to keep), and whether it is the one kept.
+
+    The kept listing is used, without listing a folder, when every folder the last listing looked
+    in, and every file whose first bytes it read, is as it was then (the same inode, size, mtime and
+    ctime: an entry added, removed or renamed changes its folder's; a write changes a file's; and
+    what changed in the two seconds before it was looked at is not kept).  The units are then
+    what the importer makes of the kept ones (``units_from``), and each is compared with the disk
+    as always.  Anything else is listed as it always is; a listing that reported a finding (a
+    folder it could not read) is not kept."""
+    from ..layouts.base import LOOKED, look_stamp
+
+    listing = kept.listing
+    rebuild = getattr(importer, "units_from", None)
+    if rebuild is not None and _well_formed(listing, source):
+        if all(look_stamp(path) == mark for path, mark in listing["looked"].items()):
+            units = rebuild(source, [(key, files, deps) for key, files, deps in listing["units"]])
+            return units, [stamps(unit) for unit in units], listing, True
+    seen: dict = {}
+    found: list[Finding] = []
+    token = LOOKED.set(seen)
+    try:
+        seen[str(source)] = look_stamp(source)
+        units = units_of(importer, source, lambda finding: (found.append(finding), report(finding)))
+    finally:
+        LOOKED.reset(token)
+    stamped = [stamps(unit) for unit in units]
+    keep = rebuild is not None and not found and all(mark is not None for mark in seen.values())
+    listing = {"looked": seen, "units": [[unit.key, [str(p) for p in unit.files], [str(p) for p in unit.deps]] for unit in units]}
+    return units, stamped, listing if keep else None, False
+
+
+def _well_formed(listing: object, source: Path) -> bool:
+    """A kept listing as :func:`list_units` writes it: the source among what it looked at, and each
+    unit's key, files and deps as strings."""
+    if not isinstance(listing, dict):
+        return False
+    looked, units = listing.get("looked"), listing.get("units")
+    return (isinstance(looked, dict) and str(source) in looked and isinstance(units, list)
+            and all(type(unit) is list and len(unit) == 3 and type(unit[0]) is str and type(unit[1]) is list
+                    and type(unit[2]) is list and all(type(p) is str for p in unit[1] + unit[2]) for unit in units))
+
+
 def scan_unit(importer, source: Path, unit: Unit, options, report: Callable[[Finding], None]) -> Iterator:
     if getattr(importer, "units", None) is not None:
         return importer.scan_unit(unit, options, report)
@@ -173,10 +218,15 @@ class Kept:
 
     def __init__(self, path: Path | None, trashed: set[str]) -> None:
         self.units: dict = {}
+        self.listing: dict | None = None  # the folders the last listing looked at, and the units it found
         self._resumes: dict | None = {}
         self._later = b""  # the resume states, parsed when one is first asked for (an import that finds nothing new never does)
         if path is None:  # --reread
             return
+        try:
+            self.listing = loads(listing_path(path).read_bytes())
+        except (OSError, ValueError):
+            pass
         try:
             head, _, self._later = path.read_bytes().partition(b"\n")
             cached = loads(head)
@@ -324,6 +374,18 @@ def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> 
     durable.atomic_write(path, dump({"version": VERSION, "trashed": sorted(trashed), "units": units}, resumes))
 
 
+def listing_path(path: Path) -> Path:
+    """Where the listing of the source whose cache is ``path`` is kept: beside it, on its own (it
+    holds for as long as the folders it looked at are as they were, whatever became of the units)."""
+    return path.with_name(path.stem + ".listing.json")
+
+
+def keep_listing(path: Path, listing: dict) -> None:
+    """Keep a source's listing (:func:`list_units`) for the next import (the cache file at ``path``)."""
+    durable.ensure_dir(path.parent)
+    durable.atomic_write(listing_path(path), _json(listing))
+
+
 def dump(document: dict, resumes: dict) -> bytes:
     """The cache file: the units on its first line, their resume states (two thirds of its bytes)
     on the second, which an import that finds nothing new never parses."""
@@ -350,7 +412,7 @@ def _fields(value) -> dict:
 
 
 def forget(path: Path) -> None:
-    """Drop the cache (a run that did not finish: the next one reads everything)."""
+    """Drop the cache (a run that did not finish: the next one reads everything; its listing holds)."""
     try:
         os.unlink(path)
     except OSError:

@@ -8,9 +8,11 @@ tail classifier, durable writes and the finding sink stay layout-free.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import operator
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -440,8 +442,39 @@ def home_roots(variable: str, name: str) -> list[Path]:
 _NAME = operator.attrgetter("name")
 
 
+#: While an import keeps its listing (:func:`toolkit.importers.unchanged.list_units`): each folder
+#: (or file) the listing looked at, with its stamp taken before it was looked at (:func:`looked`).
+LOOKED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("looked", default=None)
+#: A folder changed this recently (ns) may change again within the same tick of its clock, which
+#: its mtime would not show: its listing is not kept (git's "racy" entries).
+RACY_NS = 2_000_000_000
+
+
+def looked(path: Path | str) -> None:
+    """Note that a listing looks at ``path`` (a folder it lists or probes, a file it sniffs), when an
+    import keeps its listing: its device, inode, size, mtime and ctime before it is looked at, "absent",
+    or None when it changed too recently to be told from a change in the same tick."""
+    seen = LOOKED.get()
+    if seen is not None and str(path) not in seen:
+        seen[str(path)] = look_stamp(path)
+
+
+def look_stamp(path: Path | str) -> list | str | None:
+    """What :func:`looked` keeps of ``path`` now."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "absent"
+    except OSError:
+        return None
+    if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
+        return None
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
 def entries(folder: Path) -> list[os.DirEntry]:
     """The entries of ``folder``, by name; typed errors for an unreadable or non-folder."""
+    looked(folder)
     try:
         with os.scandir(folder) as it:
             return sorted(it, key=_NAME)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .base import PLACEHOLDER_MODELS, Folder, ForeignLayout, entries, home_roots
+from .base import PLACEHOLDER_MODELS, Folder, ForeignLayout, entries, home_roots, looked
 from .claude_records import (CHAIN, SUBAGENTS, TOP_LEVEL_TYPES, _INJECTED, _ELEMENT, _subagents, added_only,  # noqa: F401
                              is_subagent, prompt_text, split_user, typed_part)
 from ..errors import NotAStoreError, PermissionDeniedError
@@ -495,6 +495,7 @@ class ClaudeCode(ForeignLayout):
                 if opened == 20 or ours + theirs >= sample:
                     break
                 opened += 1
+                looked(journal)  # (what it holds decides the vote: an import keeping its listing notes it)
                 found = sniff_head(journal)
                 if found == self.name:
                     ours += 1

@@ -10,6 +10,8 @@ import os
 import re
 from pathlib import Path
 
+from .base import looked
+
 CHAIN = frozenset({"user", "assistant", "system", "progress", "attachment"})
 #: Record types seen at the top level of a transcript (SOURCES-AGENTS §1.5); content blocks
 #: (text, thinking, tool_use, tool_result, image) are never among them.
@@ -78,6 +80,7 @@ def added_only(content: object) -> bool:
 def _subagents(session: Path) -> list[Path]:
     """The subagent transcripts of a session's folder, by name (as paths of one folder sort)."""
     folder = session / SUBAGENTS
+    looked(folder)  # (when an import keeps its listing: one made later is no longer "absent")
     try:
         with os.scandir(folder) as listing:
             names = [e.name for e in listing if e.name.startswith("agent-") and e.name.endswith(".jsonl")]
