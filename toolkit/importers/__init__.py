@@ -142,6 +142,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                 part = _recalled(context, unit, stamped[index], later=True)
                 if part is not None:
                     ready[index] = part
+            kept.folders = None  # (units are read from here on: a project folder may appear)
             todo = [index for index in range(len(units)) if index not in ready]
             if todo and ready and hasattr(importer, "unit_key"):  # a unit that may write a journal a kept one reads:
                 keys = [importer.unit_key(unit) for unit in units]  # both go in order, as one process does
@@ -151,6 +152,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                 todo = [index for index in range(len(units)) if index not in ready]
             as_kept = not todo and set(kept.units) == {unit.key for unit in units}  # the cache file stays as it is
             if not dry_run and not as_kept:
+                kept.hold()  # (what resuming needs is read from the file first)
                 unchanged.forget(cache)  # until this source's run is done and durable
             reported = [0]
 

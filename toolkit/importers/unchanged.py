@@ -209,8 +209,17 @@ def _only_grown(entry: object, stamped: dict | None) -> tuple[str, int] | None:
     return changed[0], new[2] - old[2]
 
 
-def _projects(outcomes: list[Outcome]) -> dict[str, bool]:
-    return {p: os.path.isdir(p) for p in sorted({o.project for o in outcomes if isinstance(o.project, str)})}
+def _projects(outcomes: list[Outcome], known: dict[str, bool] | None = None) -> dict[str, bool]:
+    """Whether each session's project folder exists (``known``: what was found of them already, filled in)."""
+    if known is None:
+        return {p: os.path.isdir(p) for p in sorted({o.project for o in outcomes if isinstance(o.project, str)})}
+    found = {}
+    for project in sorted({o.project for o in outcomes if isinstance(o.project, str)}):
+        there = known.get(project)
+        if there is None:
+            there = known[project] = os.path.isdir(project)
+        found[project] = there
+    return found
 
 
 class Kept:
@@ -219,8 +228,12 @@ class Kept:
     def __init__(self, path: Path | None, trashed: set[str]) -> None:
         self.units: dict = {}
         self.listing: dict | None = None  # the folders the last listing looked at, and the units it found
+        #: Whether each project folder exists, as the units are recalled before any is read (a folder
+        #: one unit's import makes is looked at again by those after it): None once reading begins.
+        self.folders: dict[str, bool] | None = {}
         self._resumes: dict | None = {}
-        self._later = b""  # the resume states, parsed when one is first asked for (an import that finds nothing new never does)
+        self._later: tuple | bytes | None = None  # where the resume states are (the file, its stamp, the offset), or
+        # their bytes (:meth:`hold`): read and parsed when one is first asked for (an import that finds nothing new never does)
         if path is None:  # --reread
             return
         try:
@@ -228,7 +241,10 @@ class Kept:
         except (OSError, ValueError):
             pass
         try:
-            head, _, self._later = path.read_bytes().partition(b"\n")
+            with open(path, "rb") as handle:
+                head = handle.readline()
+                info = os.fstat(handle.fileno())
+            self._later = (path, (info.st_ino, info.st_size, info.st_mtime_ns), len(head))
             cached = loads(head)
         except (OSError, ValueError):
             return
@@ -243,18 +259,38 @@ class Kept:
         """The unit's kept resume states (a dict by session id when the cache holds one)."""
         if self._resumes is None:
             try:
-                found = loads(self._later)
-            except ValueError:  # a damaged second line: no state, so a grown file is read in full
+                found = loads(self._rest())
+            except (OSError, ValueError):  # gone, or a damaged second line: no state, so a grown file is read in full
                 found = {}
-            self._resumes, self._later = (found if isinstance(found, dict) else {}), b""
+            self._resumes, self._later = (found if isinstance(found, dict) else {}), None
         return self._resumes.get(unit.key)
+
+    def hold(self) -> None:
+        """Read the resume states (not yet parsed) before the cache file goes (:func:`forget`)."""
+        if self._resumes is None and isinstance(self._later, tuple):
+            try:
+                self._later = self._rest()
+            except OSError:
+                self._later = None
+
+    def _rest(self) -> bytes:
+        """The cache file's second line, when the file is still the one whose first line was read."""
+        if not isinstance(self._later, tuple):
+            return self._later or b""
+        path, stamp, offset = self._later
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if (info.st_ino, info.st_size, info.st_mtime_ns) != stamp:
+                return b""
+            handle.seek(offset)
+            return handle.read()
 
     def recall(self, unit: Unit, stamped: dict | None) -> tuple[list[Outcome], list[Finding]] | None:
         """The unit's outcomes and findings, as kept, when nothing it depends on changed; else None (read it)."""
         entry = self.units.get(unit.key)
         if stamped is None or not isinstance(entry, dict) or entry.get("files") != stamped:
             return None
-        standing = _standing(entry)
+        standing = _standing(entry, self.folders)
         return None if standing is None else standing[:2]
 
     def journals(self, unit: Unit) -> dict | None:
@@ -312,7 +348,7 @@ class Kept:
         return found
 
 
-def _standing(entry: dict) -> tuple[list[Outcome], list[Finding], dict] | None:
+def _standing(entry: dict, folders: dict[str, bool] | None = None) -> tuple[list[Outcome], list[Finding], dict] | None:
     """A unit's kept outcomes, findings and journal stamps, when its journals are as this tool left
     them and its project folders are where they were; else None."""
     try:
@@ -321,7 +357,7 @@ def _standing(entry: dict) -> tuple[list[Outcome], list[Finding], dict] | None:
         journals = entry["journals"]
     except (KeyError, TypeError):
         return None
-    if any(journal_stamp(p) != mark for p, mark in journals.items()) or _projects(outcomes) != entry.get("projects"):
+    if any(journal_stamp(p) != mark for p, mark in journals.items()) or _projects(outcomes, folders) != entry.get("projects"):
         return None
     return outcomes, findings, journals
 
