@@ -11,6 +11,7 @@ is a bug and shows its traceback (without locals: journals hold user content).
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
 
 import typer
@@ -68,8 +69,14 @@ def main() -> None:
     argv = sys.argv[1:]
     # --version first: its eager callback prints and exits before any other option or command is looked at
     invoked = _NO_COMMAND if argv[:1] == ["--version"] else _invoked_command(argv)
-    with _only(invoked) if invoked is not None else contextlib.nullcontext():
-        app()
+    try:
+        with _only(invoked) if invoked is not None else contextlib.nullcontext():
+            app()
+    finally:
+        # What is alive now goes with the process: the collector's last pass over it at exit is
+        # skipped (after an import that found nothing new, a sixth of its time).  Nothing here is
+        # left for it to do: every file is written, synced and closed by the command itself.
+        gc.freeze()
 
 
 if __name__ == "__main__":
