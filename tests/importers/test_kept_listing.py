@@ -217,3 +217,19 @@ def test_a_listing_kept_later_leaves_the_import_cache_as_it_is(tmp_path, monkeyp
     monkeypatch.setattr(claude, "units", lambda *a: calls.append(a) or listing(*a))
     third = run_cli("import", "--from", "claude", "--source", source, "--store", store, "--json").json
     assert calls == [] and third["from_cache"] == again["from_cache"] > 0
+
+
+def test_a_transcript_that_grew_keeps_the_listing_that_read_its_head(tmp_path, settled):
+    """Named the projects folder itself (not ~/.claude), the listing reads a few transcripts' first
+    record to tell whose folder it is: a transcript that grew still tells the same, and the kept
+    listing is used (the nightly keep of a tree where those sessions are live)."""
+    source = _tree(tmp_path / ".claude") / "projects"
+    kept = Kept(None, set())
+    units, _stamped, kept.listing, _listed = list_units(claude, source, _quiet, kept)
+    heads = [path for path, mark in kept.listing["looked"].items() if isinstance(mark, list) and mark[0] == "head"]
+    assert heads, "the projects folder was voted on"
+    for main in _mains(source.parent):
+        with open(main, "ab") as handle:
+            handle.write(main.read_bytes().splitlines(keepends=True)[-1])
+    again, _stamped, _listing, listed = list_units(claude, source, _quiet, kept)
+    assert listed and again == units == units_of(claude, source, _quiet)

@@ -129,18 +129,18 @@ def list_units(importer, source: Path, report: Callable[[Finding], None],
     next import (None: none to keep), and whether it is the one kept.
 
     The kept listing is used, without listing a folder, when every folder the last listing looked
-    in, and every file whose first bytes it read, is as it was then (the same inode, size, mtime and
-    ctime: an entry added, removed or renamed changes its folder's; a write changes a file's; and
-    what changed in the two seconds before it was looked at is not kept).  The units are then
+    in is as it was then (the same inode, size, mtime and ctime: an entry added, removed or renamed
+    changes its folder's, and what changed in the two seconds before it was looked at is not
+    kept), and every file whose head it read to tell whose a folder is tells the same again.  The units are then
     what the importer makes of the kept ones (``units_from``), and each is compared with the disk
     as always.  Anything else is listed as it always is; a listing that reported a finding (a
     folder it could not read) is not kept."""
-    from ..layouts.base import LOOKED, look_stamp
+    from ..layouts.base import LOOKED, look_stamp, still
 
     listing = kept.listing
     rebuild = getattr(importer, "units_from", None)
     if rebuild is not None and _well_formed(listing, source):
-        if all(look_stamp(path) == mark for path, mark in listing["looked"].items()):
+        if all(still(path, mark) for path, mark in listing["looked"].items()):
             units = rebuild(source, [(key, files, deps) for key, files, deps in listing["units"]])
             return units, [stamps(unit) for unit in units], listing, True
     seen: dict = {}

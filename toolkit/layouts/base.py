@@ -451,12 +451,33 @@ RACY_NS = 2_000_000_000
 
 
 def looked(path: Path | str) -> None:
-    """Note that a listing looks at ``path`` (a folder it lists or probes, a file it sniffs), when an
+    """Note that a listing looks at ``path`` (a folder it lists or probes), when an
     import keeps its listing: its device, inode, size, mtime and ctime before it is looked at, "absent",
     or None when it changed too recently to be told from a change in the same tick."""
     seen = LOOKED.get()
     if seen is not None and str(path) not in seen:
         seen[str(path)] = look_stamp(path)
+
+
+#: What a listing reads of a file's head, by the name of the layout that reads it (a vote on whose
+#: folder it is): :func:`looked_head` keeps what it found, and :func:`still` reads it again.
+SNIFFERS: dict[str, Callable[[Path], object]] = {}
+
+
+def looked_head(path: Path | str, sniffer: str, found: object) -> None:
+    """Note that a listing read the head of the file ``path`` (``SNIFFERS[sniffer]``) and found
+    ``found``: what decided the listing is that, whatever else of the file changes (it grows)."""
+    seen = LOOKED.get()
+    if seen is not None and str(path) not in seen:
+        seen[str(path)] = ["head", sniffer, found]
+
+
+def still(path: str, mark: object) -> bool:
+    """Whether ``path`` is as a listing kept it (:func:`looked`, :func:`looked_head`)."""
+    if isinstance(mark, list) and len(mark) == 3 and mark[0] == "head":
+        sniff = SNIFFERS.get(mark[1]) if isinstance(mark[1], str) else None
+        return sniff is not None and sniff(Path(path)) == mark[2]
+    return look_stamp(path) == mark
 
 
 def look_stamp(path: Path | str) -> list | str | None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .base import PLACEHOLDER_MODELS, Folder, ForeignLayout, entries, home_roots, looked
+from .base import PLACEHOLDER_MODELS, SNIFFERS, Folder, ForeignLayout, entries, home_roots, looked_head
 from .claude_records import (CHAIN, SUBAGENTS, TOP_LEVEL_TYPES, _INJECTED, _ELEMENT, _subagents, added_only,  # noqa: F401
                              is_subagent, prompt_text, split_user, typed_part)
 from ..errors import NotAStoreError, PermissionDeniedError
@@ -389,6 +389,9 @@ def sniff_head(path: Path) -> str | None:
     return "claude-code" if found is None and CLAUDE_CODE.identify(obj, None) else found
 
 
+SNIFFERS["claude-code"] = sniff_head
+
+
 def _is_dir(entry: os.DirEntry) -> bool:
     try:
         return entry.is_dir()
@@ -495,8 +498,8 @@ class ClaudeCode(ForeignLayout):
                 if opened == 20 or ours + theirs >= sample:
                     break
                 opened += 1
-                looked(journal)  # (what it holds decides the vote: an import keeping its listing notes it)
                 found = sniff_head(journal)
+                looked_head(journal, self.name, found)  # (the vote: an import keeping its listing notes what it read)
                 if found == self.name:
                     ours += 1
                 elif found is not None:
