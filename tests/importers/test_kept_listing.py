@@ -233,3 +233,50 @@ def test_a_transcript_that_grew_keeps_the_listing_that_read_its_head(tmp_path, s
             handle.write(main.read_bytes().splitlines(keepends=True)[-1])
     again, _stamped, _listing, listed = list_units(claude, source, _quiet, kept)
     assert listed and again == units == units_of(claude, source, _quiet)
+
+
+def _codex_change(kind: str, pick: int, home: Path) -> None:
+    rollouts = sorted(home.rglob("rollout-*.jsonl"))
+    rollout = rollouts[pick % len(rollouts)] if rollouts else None
+    name = f"rollout-2026-05-01T10-00-00-{NEW.format(next(_FRESH))}.jsonl"
+    if kind == "grow" and rollout is not None:
+        with open(rollout, "ab") as handle:
+            handle.write(rollout.read_bytes().splitlines(keepends=True)[-1])
+    elif kind == "new-rollout" and rollout is not None:
+        shutil.copyfile(rollout, rollout.with_name(name))
+    elif kind == "new-day" and rollout is not None:  # a date folder made for it
+        day = home / "sessions" / "2026" / "05" / f"{pick % 28 + 1:02d}"
+        day.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(rollout, day / name)
+    elif kind == "archive" and rollout is not None:  # moved to archived_sessions (made if need be)
+        (home / "archived_sessions").mkdir(exist_ok=True)
+        rollout.rename(home / "archived_sessions" / rollout.name)
+    elif kind == "remove" and rollout is not None:
+        rollout.unlink()
+    elif kind == "not-a-rollout":  # a file no listing counts, beside the rollouts
+        (home / "sessions" / f"notes-{pick}.txt").write_text("x")
+
+
+CODEX_KINDS = ["none", "grow", "new-rollout", "new-day", "archive", "remove", "not-a-rollout"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(CODEX_KINDS), st.integers(0, 10 ** 6)), min_size=1, max_size=4))
+def test_a_kept_codex_listing_gives_the_units_a_listing_finds(tmp_path_factory, settled, changes):
+    from tests.restore.kit import CODEX
+    from toolkit.importers import codex
+
+    home = tmp_path_factory.mktemp("codex") / ".codex"
+    shutil.copytree(CODEX, home)
+    kept = Kept(None, set())
+    units, _stamped, kept.listing, listed = list_units(codex, home, _quiet, kept)
+    assert not listed and kept.listing is not None
+    for kind, pick in changes:
+        _codex_change(kind, pick, home)
+        kept.listing = orjson.loads(orjson.dumps(kept.listing))
+        units, stamped, again, listed = list_units(codex, home, _quiet, kept)
+        assert units == units_of(codex, home, _quiet), kind
+        assert stamped == [stamps(unit) for unit in units]
+        if kind in ("none", "grow"):
+            assert listed, kind
+        kept.listing = again if again is not None else kept.listing

@@ -69,6 +69,7 @@ from types import SimpleNamespace
 from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..identify import describe, sniff
+from ..layouts.base import looked
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, legacy_record, thread_id
 from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, envelope_sketch,
                                   is_legacy_meta, message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
@@ -96,6 +97,7 @@ def detect() -> list[Path]:
 
 def _walk(top: Path, depth: int) -> list[Path]:
     """Rollouts in ``top`` and its date folders (``YYYY/MM/DD``), by name."""
+    looked(top)  # (an import keeping its listing: what it lists, or that it is not there)
     if not top.is_dir():
         return []
     found = sorted(p for p in top.iterdir() if is_rollout_name(p.name) and p.is_file())
@@ -132,6 +134,20 @@ def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
     for path in _rollouts(source):
         home = home_of(path.parent)
         found.append(Unit(str(path), (path,), (home / "session_index.jsonl",), (path, home, names)))
+    return found
+
+
+def units_from(source: Path, kept: list[tuple[str, list[str], list[str]]]) -> list[Unit] | None:
+    """The units :func:`units` found, from what an import kept of them (key, files, deps); None
+    when they are not as :func:`units` makes them."""
+    names: dict[Path, dict[str, str]] = {}
+    found = []
+    for key, files, deps in kept:
+        if len(files) != 1 or key != files[0]:
+            return None
+        path = Path(files[0])
+        home = home_of(path.parent)
+        found.append(Unit(key, (path,), tuple(map(Path, deps)), (path, home, names)))
     return found
 
 

@@ -142,7 +142,8 @@ def list_units(importer, source: Path, report: Callable[[Finding], None],
     if rebuild is not None and _well_formed(listing, source):
         if all(still(path, mark) for path, mark in listing["looked"].items()):
             units = rebuild(source, [(key, files, deps) for key, files, deps in listing["units"]])
-            return units, [stamps(unit) for unit in units], listing, True
+            if units is not None:  # (None: not units as this build makes them)
+                return units, [stamps(unit) for unit in units], listing, True
     seen: dict = {}
     found: list[Finding] = []
     token = LOOKED.set(seen)
