@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import uuid as uuids
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import orjson
@@ -95,20 +96,34 @@ def finish_torn(path: Path) -> int:
     return len(data) - cut
 
 
-def grow_codex(path: Path, rng: random.Random, *, turns: int = 1) -> int:
-    """Append ``turns`` turns to a rollout (user message + its event mirror + an answer); return bytes added."""
+def grow_codex(path: Path, rng: random.Random, *, turns: int = 1, at_last_time: bool = False) -> int:
+    """Append ``turns`` turns to a rollout (user message + its event mirror + an answer); return bytes
+    added.  Each line a second after the one before, as Codex writes them (``at_last_time``: every
+    line at the file's last time instead, two lines alike by time and type, which a resume cannot
+    tell from a line rewritten in place: such a rollout is read in full)."""
     records = _records(path)
     stamp = next((r["timestamp"] for r in reversed(records) if isinstance(r.get("timestamp"), str)), "2026-01-01T00:00:00.000Z")
+    try:
+        last = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        last, at_last_time = None, True
     lines = []
+
+    def when() -> str:
+        nonlocal last
+        if at_last_time or last is None:
+            return stamp
+        last += timedelta(seconds=1)
+        return last.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     for turn in range(turns):
         text = f"grown prompt {turn} {rng.random():.6f}"
-        lines.append({"timestamp": stamp, "type": "response_item",
+        lines.append({"timestamp": when(), "type": "response_item",
                       "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}})
-        lines.append({"timestamp": stamp, "type": "event_msg", "payload": {"type": "user_message", "message": text, "images": []}})
+        lines.append({"timestamp": when(), "type": "event_msg", "payload": {"type": "user_message", "message": text, "images": []}})
         reply = f"grown answer {turn} {rng.random():.6f}"
-        lines.append({"timestamp": stamp, "type": "response_item",
+        lines.append({"timestamp": when(), "type": "response_item",
                       "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": reply}]}})
-        lines.append({"timestamp": stamp, "type": "event_msg", "payload": {"type": "agent_message", "message": reply}})
+        lines.append({"timestamp": when(), "type": "event_msg", "payload": {"type": "agent_message", "message": reply}})
     data = b"".join(orjson.dumps(line) + b"\n" for line in lines)
     with open(path, "ab") as handle:
         handle.write(data)

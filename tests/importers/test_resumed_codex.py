@@ -132,8 +132,8 @@ def _change(kind: str, path: Path, home: Path, rng: random.Random, pending: dict
         _append(path, pending.pop(path, b""))
     if kind == "turns":
         _append(path, _lines([line for _ in range(rng.randint(1, 2)) for line in _turn(path, rng)]))
-    elif kind == "bench-turn":  # the benchmark's growth (its lines at the file's last time)
-        grow_codex(path, rng, turns=1)
+    elif kind == "bench-turn":  # the benchmark's growth as it was (its lines at the file's last time)
+        grow_codex(path, rng, turns=1, at_last_time=True)
     elif kind == "mid-pair":  # cut after the typed prompt (the primary): its mirror comes with the next growth
         turn = _turn(path, rng)
         _append(path, _lines(turn[:3]))
