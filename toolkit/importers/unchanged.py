@@ -27,6 +27,14 @@ would find nothing new: the unit's outcomes and findings are reported as kept, a
 read or written.  Anything else (one file, one journal, one folder) and the unit is read as
 before; an option or a trash changes the key or the kept trash, and every unit is read.  A
 cache that cannot be read, or of another version, is ignored.
+
+Beside the cache file, ``<key>.listing.json`` keeps the listing that found the units (for an
+importer that can make its units again from it: ``units_from``): each folder the listing looked in
+(its device, inode, size, mtime and ctime, or that it was not there) and each file whose head it
+read to tell whose a folder is (what it found).  The next import uses it, without listing a folder,
+while every one of them is as it was (:func:`list_units`); a folder changed in the two seconds
+before it was looked at may change again within the same tick of its clock, which its mtime would
+not show, so such a listing is not kept.
 """
 
 from __future__ import annotations
