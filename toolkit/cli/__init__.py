@@ -74,7 +74,7 @@ def main() -> None:
             app()
     finally:
         # What is alive now goes with the process: the collector's last pass over it at exit is
-        # skipped (after an import that found nothing new, a sixth of its time).  Nothing here is
+        # skipped (after an import that found nothing new, a tenth of its time).  Nothing here is
         # left for it to do: every file is written, synced and closed by the command itself.
         gc.freeze()
 

@@ -139,10 +139,10 @@ def list_units(importer, source: Path, report: Callable[[Finding], None],
     The kept listing is used, without listing a folder, when every folder the last listing looked
     in is as it was then (the same inode, size, mtime and ctime: an entry added, removed or renamed
     changes its folder's, and what changed in the two seconds before it was looked at is not
-    kept), and every file whose head it read to tell whose a folder is tells the same again.  The units are then
-    what the importer makes of the kept ones (``units_from``), and each is compared with the disk
-    as always.  Anything else is listed as it always is; a listing that reported a finding (a
-    folder it could not read) is not kept."""
+    kept), and every file whose head it read to tell whose a folder is tells the same again.  The
+    units are then what the importer makes of the kept ones (``units_from``), and each is
+    compared with the disk as always.  Anything else is listed as it always is; a listing that
+    reported a finding (a folder it could not read) is not kept."""
     from ..layouts.base import LOOKED, look_stamp, still
 
     listing = kept.listing
