@@ -151,7 +151,8 @@ def list_units(importer, source: Path, report: Callable[[Finding], None],
         if all(still(path, mark) for path, mark in listing["looked"].items()):
             units = rebuild(source, [(key, files, deps) for key, files, deps in listing["units"]])
             if units is not None:  # (None: not units as this build makes them)
-                return units, [stamps(unit) for unit in units], listing, True
+                shared: dict = {}
+                return units, [stamps(unit, shared) for unit in units], listing, True
     seen: dict = {}
     found: list[Finding] = []
     token = LOOKED.set(seen)
@@ -160,7 +161,8 @@ def list_units(importer, source: Path, report: Callable[[Finding], None],
         units = units_of(importer, source, lambda finding: (found.append(finding), report(finding)))
     finally:
         LOOKED.reset(token)
-    stamped = [stamps(unit) for unit in units]
+    shared: dict = {}
+    stamped = [stamps(unit, shared) for unit in units]
     keep = rebuild is not None and not found and all(mark is not None for mark in seen.values())
     listing = {"looked": seen, "units": [[unit.key, [str(p) for p in unit.files], [str(p) for p in unit.deps]] for unit in units]}
     return units, stamped, listing if keep else None, False
@@ -183,13 +185,20 @@ def scan_unit(importer, source: Path, unit: Unit, options, report: Callable[[Fin
     return importer.scan(source, options, report)
 
 
-def stamps(unit: Unit) -> dict[str, list | None] | None:
-    """The fingerprint of every file ``unit`` is read from or depends on; None when it cannot be listed."""
+def stamps(unit: Unit, shared: dict[str, list | str | None] | None = None) -> dict[str, list | None] | None:
+    """The fingerprint of every file ``unit`` is read from or depends on; None when it cannot be
+    listed.  ``shared``: the stamps of the files the units of one run depend on, taken once each
+    (every rollout of a Codex home depends on its ``session_index.jsonl``)."""
     if unit.handle is False:
         return None
     marks = {str(path): stamp(str(path)) for path in sorted({str(p) for p in unit.files})}
     for path in sorted({str(p) for p in unit.deps} - set(marks)):  # a file it looks at that may well not be there
-        marks[path] = stamp(path) or ("absent" if not os.path.lexists(path) else None)
+        mark = shared.get(path, False) if shared is not None else False
+        if mark is False:
+            mark = stamp(path) or ("absent" if not os.path.lexists(path) else None)
+            if shared is not None:
+                shared[path] = mark
+        marks[path] = mark
     return marks
 
 
