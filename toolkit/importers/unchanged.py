@@ -147,25 +147,24 @@ def list_units(importer, source: Path, report: Callable[[Finding], None],
 
     listing = kept.listing
     rebuild = getattr(importer, "units_from", None)
-    if rebuild is not None and _well_formed(listing, source):
-        if all(still(path, mark) for path, mark in listing["looked"].items()):
-            units = rebuild(source, [(key, files, deps) for key, files, deps in listing["units"]])
-            if units is not None:  # (None: not units as this build makes them)
-                shared: dict = {}
-                return units, [stamps(unit, shared) for unit in units], listing, True
-    seen: dict = {}
-    found: list[Finding] = []
-    token = LOOKED.set(seen)
-    try:
-        seen[str(source)] = look_stamp(source)
-        units = units_of(importer, source, lambda finding: (found.append(finding), report(finding)))
-    finally:
-        LOOKED.reset(token)
+    units = None
+    if rebuild is not None and _well_formed(listing, source) and all(still(p, mark) for p, mark in listing["looked"].items()):
+        units = rebuild(source, [(key, files, deps) for key, files, deps in listing["units"]])  # (None: not as this build makes them)
+    listed = units is not None
+    if not listed:
+        seen: dict = {}
+        found: list[Finding] = []
+        token = LOOKED.set(seen)
+        try:
+            seen[str(source)] = look_stamp(source)
+            units = units_of(importer, source, lambda finding: (found.append(finding), report(finding)))
+        finally:
+            LOOKED.reset(token)
+        keep = rebuild is not None and not found and all(mark is not None for mark in seen.values())
+        listing = {"looked": seen, "units": [[unit.key, [str(p) for p in unit.files], [str(p) for p in unit.deps]]
+                                             for unit in units]} if keep else None
     shared: dict = {}
-    stamped = [stamps(unit, shared) for unit in units]
-    keep = rebuild is not None and not found and all(mark is not None for mark in seen.values())
-    listing = {"looked": seen, "units": [[unit.key, [str(p) for p in unit.files], [str(p) for p in unit.deps]] for unit in units]}
-    return units, stamped, listing if keep else None, False
+    return units, [stamps(unit, shared) for unit in units], listing, listed
 
 
 def _well_formed(listing: object, source: Path) -> bool:
@@ -229,15 +228,12 @@ def _only_grown(entry: object, stamped: dict | None) -> tuple[str, int] | None:
 
 def _projects(outcomes: list[Outcome], known: dict[str, bool] | None = None) -> dict[str, bool]:
     """Whether each session's project folder exists (``known``: what was found of them already, filled in)."""
-    if known is None:
-        return {p: os.path.isdir(p) for p in sorted({o.project for o in outcomes if isinstance(o.project, str)})}
-    found = {}
-    for project in sorted({o.project for o in outcomes if isinstance(o.project, str)}):
-        there = known.get(project)
-        if there is None:
-            there = known[project] = os.path.isdir(project)
-        found[project] = there
-    return found
+    known = {} if known is None else known
+    projects = sorted({o.project for o in outcomes if isinstance(o.project, str)})
+    for project in projects:
+        if project not in known:
+            known[project] = os.path.isdir(project)
+    return {project: known[project] for project in projects}
 
 
 class Kept:
@@ -250,8 +246,8 @@ class Kept:
         #: one unit's import makes is looked at again by those after it): None once reading begins.
         self.folders: dict[str, bool] | None = {}
         self._resumes: dict | None = {}
-        self._later: tuple | bytes | None = None  # where the resume states are (the file, its stamp, the offset), or
-        # their bytes (:meth:`hold`): read and parsed when one is first asked for (an import that finds nothing new never does)
+        self._later: tuple | None = None  # where the resume states are (the file, its stamp, the offset): read and
+        # parsed when one is first asked for (an import that finds nothing new never does)
         if path is None:  # --reread
             return
         try:
@@ -275,26 +271,22 @@ class Kept:
 
     def _resume(self, unit: Unit) -> object:
         """The unit's kept resume states (a dict by session id when the cache holds one)."""
+        return self.hold().get(unit.key)
+
+    def hold(self) -> dict:
+        """Every unit's kept resume states, read and parsed once (before the cache file goes: :func:`forget`)."""
         if self._resumes is None:
             try:
                 found = loads(self._rest())
             except (OSError, ValueError):  # gone, or a damaged second line: no state, so a grown file is read in full
                 found = {}
             self._resumes, self._later = (found if isinstance(found, dict) else {}), None
-        return self._resumes.get(unit.key)
-
-    def hold(self) -> None:
-        """Read the resume states (not yet parsed) before the cache file goes (:func:`forget`)."""
-        if self._resumes is None and isinstance(self._later, tuple):
-            try:
-                self._later = self._rest()
-            except OSError:
-                self._later = None
+        return self._resumes
 
     def _rest(self) -> bytes:
         """The cache file's second line, when the file is still the one whose first line was read."""
-        if not isinstance(self._later, tuple):
-            return self._later or b""
+        if self._later is None:
+            return b""
         path, stamp, offset = self._later
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
