@@ -317,11 +317,12 @@ def append_line(path: Path, line: bytes) -> int:
     return append_lines(path, [line])
 
 
-def append_lines(path: Path, lines: list[bytes]) -> int:
+def append_lines(path: Path, lines: list[bytes], commits: Committer | None = None) -> int:
     """Append each line plus a newline in one write, then fsync; return the end offset.
 
     A kill mid-write leaves at most a torn final record, which ``fsck --repair`` trims; a full
-    disk leaves the file as it was.
+    disk leaves the file as it was.  With ``commits``, the fsync of a file that existed is its
+    thread's (:meth:`Committer.sync`): the caller waits for it before it counts the lines written.
     """
     if any(b"\n" in line for line in lines):
         raise ValueError("a journal record must not contain a raw newline")
@@ -338,10 +339,15 @@ def append_lines(path: Path, lines: list[bytes]) -> int:
         except LevelsessError:  # a full disk mid-append: the part that fit is taken back
             _take_back(fd, start, written[0])
             raise
-        fsync_fd(fd, path)
         end = os.lseek(fd, 0, os.SEEK_CUR)
+        if commits is not None and not created:
+            commits.sync(fd, path)
+            fd = -1  # (the thread's to close)
+            return end
+        fsync_fd(fd, path)
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
     if created:
         fsync_dir(path.parent)
     return end
@@ -517,14 +523,25 @@ class Committer:
         tmp = temp_name(path)
         with _filled(tmp, path) as handle:  # (closed by the thread, after its fsync)
             yield handle
+        self._start()
+        self._handed += 1
+        self._pending[str(path)] = self._handed
+        self._jobs.put((handle, tmp, path, self._handed))
+
+    def sync(self, fd: int, path: Path) -> None:
+        """Hand the thread an open file's fsync and close (``fd``: what :func:`append_lines` just
+        appended to ``path``, which exists).  A failed fsync is :meth:`wait_through`'s to give, as
+        for a new file; the caller raises it: what was appended is not known to be durable."""
+        self._start()
+        self._handed += 1
+        self._jobs.put((fd, None, path, self._handed))
+
+    def _start(self) -> None:
         if self._thread is None:
             import threading
 
             self._thread = threading.Thread(target=self._run, name="levelsess-commit", daemon=True)
             self._thread.start()
-        self._handed += 1
-        self._pending[str(path)] = self._handed
-        self._jobs.put((handle, tmp, path, self._handed))
 
     def _run(self) -> None:
         while True:
@@ -533,17 +550,25 @@ class Committer:
                 return
             handle, tmp, path, mark = job
             try:
+                if tmp is None:  # an append's fsync (handle: its descriptor)
+                    try:
+                        fsync_fd(handle, path)
+                    finally:
+                        os.close(handle)
+                    continue
                 try:
                     fsync_fd(handle.fileno(), tmp)
                 finally:
                     handle.close()
                 _link_new(tmp, path)
             except BaseException as exc:  # noqa: BLE001 - handed to wait(), which the caller reads
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+                if tmp is not None:
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
                 self._failed.append((mark, path, exc))
             finally:
-                self._pending.pop(str(path), None)
+                if tmp is not None:
+                    self._pending.pop(str(path), None)
                 with self._done:
                     self._settled = mark
                     self._done.notify_all()
@@ -713,18 +738,20 @@ def _save_and_cut(held: Held, keep: int, size: int, removed: bytes, recovery_dir
     return saved
 
 
-def create_exclusive(path: Path, data: bytes) -> bool:
+def create_exclusive(path: Path, data: bytes, *, sync: bool = True) -> bool:
     """Create ``path`` holding ``data`` unless it exists; return False if it does.
 
-    The bytes are written and fsynced in a temp file first, then hard-linked into place
-    (``link`` fails if ``path`` exists, like O_CREAT|O_EXCL).  So a lock is never seen empty
-    or half-written, even when its creator is killed mid-way: an empty lock would read as
-    "owner cannot be checked" and block the session for 30 s.  Where hard links are not
-    supported, falls back to O_CREAT|O_EXCL.
+    The bytes are written (and fsynced, unless ``sync`` is False) in a temp file first, then
+    hard-linked into place (``link`` fails if ``path`` exists, like O_CREAT|O_EXCL).  So a lock
+    is never seen empty or half-written, even when its creator is killed mid-way: an empty lock
+    would read as "owner cannot be checked" and block the session for 30 s.  Where hard links
+    are not supported, falls back to O_CREAT|O_EXCL.
 
     The folder is not fsynced (it is for locks alone, DESIGN.md §2.5): a lock that a power cut
     takes away belonged to a process that died with it, and one it brings back is stale at once
-    (its pid's create time is not the one it holds).  The bytes are, so it never comes back empty.
+    (its pid's create time is not the one it holds).  A session lock is not fsynced either
+    (``sync=False``): one a power cut brings back empty was written before the machine last
+    started, and such a lock is stale at once too (:func:`toolkit.locks.inspect_lock`).
     """
     refuse_symlinked(path.parent)
     tmp = temp_name(path)
@@ -735,7 +762,8 @@ def create_exclusive(path: Path, data: bytes) -> bool:
     try:
         try:
             _write_all(fd, data, tmp)
-            fsync_fd(fd, tmp)
+            if sync:
+                fsync_fd(fd, tmp)
         finally:
             os.close(fd)
         try:

@@ -308,10 +308,20 @@ def _begin(context: _Context, unit: unchanged.Unit, stamped: dict | None, part: 
     part = _Part() if part is None else part
     part.size = unchanged.sizes(unit, stamped)
     states: dict | None = {}
-    if context.dry_run or not _resume(context, unit, stamped, part, states):  # else only one file grew: resumed
-        linked = _read_unit(context, unit, part, states, deferred=not context.dry_run)
+    commits = context.committer() if not context.dry_run else None
+    before = commits.mark() if commits is not None else 0
+    try:
+        resumed = commits is not None and _resume(context, unit, stamped, part, states, commits)  # (only one file grew)
+    except BaseException:
+        if commits is not None:  # what it appended is synced before the error goes on
+            commits.wait_through(commits.mark())
+        raise
+    if resumed:
+        linked = _synced(commits, commits.mark())
     else:
-        linked = lambda: []  # noqa: E731 - (a resume appends under the lock: nothing waits to be linked)
+        if commits is not None and commits.mark() > before:  # a journal appended to before another changed: synced first
+            _synced(commits, commits.mark())()
+        linked = _read_unit(context, unit, part, states, deferred=not context.dry_run)
 
     def finish() -> _Part:
         nonlocal states
@@ -377,6 +387,16 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
     return linked
 
 
+def _synced(commits: durable.Committer, mark: int) -> Callable[[], list]:
+    """The wait for the fsyncs of what a resume appended (the thread's, while the next unit
+    converts): a failed one stops the run as the append's own fsync would have."""
+    def wait() -> list:
+        for _path, why in commits.wait_through(mark):
+            raise why
+        return []
+    return wait
+
+
 def _written_scan(path: Path, fed, info) -> tuple | None:
     """(journal, (scan, stamp, when)) of a new journal, from what its writer wrote, for the index:
     when the file linked is still the one written (same inode, size and time: nothing appended
@@ -439,9 +459,11 @@ def _fill(part: _Part, recalled: _Part) -> _Part:
     return part
 
 
-def _resume(context: _Context, unit: unchanged.Unit, stamped: dict | None, part: _Part, states: dict) -> bool:
+def _resume(context: _Context, unit: unchanged.Unit, stamped: dict | None, part: _Part, states: dict,
+            commits: durable.Committer | None = None) -> bool:
     """Import a unit one of whose files only grew, reading only its new bytes (issue 27): True when
-    done; False when it must be read in full (nothing reported)."""
+    done; False when it must be read in full (nothing reported).  With ``commits``, the fsyncs of
+    what it appended are that thread's, for the caller to wait for."""
     resume_unit = getattr(context.importer, "resume_unit", None)
     if context.no_raw:  # a resume appends the source's lines and state, which --no-raw leaves out: read it all
         return False
@@ -458,7 +480,7 @@ def _resume(context: _Context, unit: unchanged.Unit, stamped: dict | None, part:
     written = {}
     for one in (item for item in items if not isinstance(item, Outcome)):  # (the main conversation first)
         journal = entry["journals"].get(str(one.journal))
-        done = write_resumed(context.store, one, journal)
+        done = write_resumed(context.store, one, journal, commits)
         if done is None:
             return False  # a journal changed meanwhile: read it all (what was appended is found held)
         written[id(one)] = done

@@ -750,7 +750,8 @@ class Resumed(NamedTuple):
     events: Sequence = ()
 
 
-def write_resumed(store: Path, resumed: Resumed, journal: list) -> tuple[Outcome, list[Finding]] | None:
+def write_resumed(store: Path, resumed: Resumed, journal: list,
+                  commits: durable.Committer | None = None) -> tuple[Outcome, list[Finding]] | None:
     """Append what a source that only grew adds to its journal, from where the last import left it
     (issue 27): the session's ``records`` are the records a full re-import would append, in its
     order (``when``: the time of the last record it looks at).  The journal must still be as that
@@ -758,7 +759,8 @@ def write_resumed(store: Path, resumed: Resumed, journal: list) -> tuple[Outcome
     are keys of records it supersedes; ``after``: its last seq and title), checked under the session
     lock, else None (nothing written: read the source in full).  A title change goes first, then the
     records, the ``source-line`` events of the new lines no record carries (``events``) and the
-    source's new state last, as :func:`_extend` writes them."""
+    source's new state last, as :func:`_extend` writes them.  With ``commits``, the appends' fsyncs
+    are its thread's (the caller waits for them: :meth:`~toolkit.durable.Committer.wait_through`)."""
     session, path, had, after, when, held, _findings, events = resumed
     records = session.records
     last_seq, title = after[:2]
@@ -778,7 +780,7 @@ def write_resumed(store: Path, resumed: Resumed, journal: list) -> tuple[Outcome
                 keys.add(record)
             tail = [*events, _state_event(session.state, when)]
             partials: dict = {}
-            written = _append(path, chain(extra, records, tail), last_seq, partials)
+            written = _append(path, chain(extra, records, tail), last_seq, partials, commits)
     except LockBusyError as exc:
         return _locked(session, path, exc)
     total = None if keys.spilled is not None else len(keys.keys - held)  # ``held``: keys of records superseded, not new
@@ -787,7 +789,8 @@ def write_resumed(store: Path, resumed: Resumed, journal: list) -> tuple[Outcome
                     (last_seq + written, session.title if extra else title, partials)), []
 
 
-def _append(path: Path, records: Iterable[dict], seq: int, partials: dict | None = None) -> int:
+def _append(path: Path, records: Iterable[dict], seq: int, partials: dict | None = None,
+            commits: durable.Committer | None = None) -> int:
     """Append ``records`` numbered from ``seq`` + 1, about :data:`APPEND_BATCH` bytes at a time;
     return how many (and into ``partials`` the seq of each ``partial`` one, by its key).  A kill
     between two batches leaves whole records, which the next import counts as held and continues after."""
@@ -798,10 +801,10 @@ def _append(path: Path, records: Iterable[dict], seq: int, partials: dict | None
         batch.append(_numbered_line(record, seq + count)[0])
         size += len(batch[-1])
         if size >= APPEND_BATCH:
-            durable.append_lines(path, batch)
+            durable.append_lines(path, batch, commits)
             batch, size = [], 0
     if batch:
-        durable.append_lines(path, batch)
+        durable.append_lines(path, batch, commits)
     return count
 
 

@@ -1,0 +1,129 @@
+"""A resumed import's appends fsynced by the background thread while the next unit converts
+(durable.Committer.sync, issue 27): every journal appended to is fsynced before the import
+returns, by that thread, after its bytes were written; a failed fsync stops the run as the
+append's own did, the import cache is not updated, and the next import ends as a full read."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.bench.grow import grow_claude
+from tests.importers.resumes import imported, journals
+from tests.importers.test_import_jobs import CLAUDE
+from toolkit import durable
+
+pytestmark = [pytest.mark.skipif(not CLAUDE.is_dir(), reason="the real fixtures are not here"),
+              pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names an fd's file through /proc")]
+
+
+def test_the_committer_syncs_and_closes_each_appended_file(tmp_path, monkeypatch):
+    synced: list[tuple[str, str]] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append((os.readlink(f"/proc/self/fd/{fd}"), threading.current_thread().name)),
+                                                 real_fsync(fd)))
+    commits = durable.Committer(limit=2)
+    paths = [tmp_path / f"j{n}.jsonl" for n in range(5)]
+    for path in paths:
+        path.write_bytes(b'{"n":0}\n')
+    ends = [durable.append_lines(path, [b'{"n":1}'], commits) for path in paths]
+    mark = commits.mark()
+    assert commits.wait_through(mark) == []
+    assert ends == [16] * 5 and all(p.read_bytes() == b'{"n":0}\n{"n":1}\n' for p in paths)
+    assert synced == [(str(p), "levelsess-commit") for p in paths]  # in the order appended, by the thread
+    assert commits.wait() == []
+    open_now = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            open_now.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # (the listing's own descriptor, closed since)
+            pass
+    assert not {str(p) for p in paths} & open_now  # each closed after its fsync
+
+
+def test_a_new_file_is_still_synced_in_place(tmp_path, monkeypatch):
+    """A file the append creates is fsynced (and its folder) before the call returns, never handed."""
+    commits = durable.Committer()
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(threading.current_thread().name), real_fsync(fd)))
+    durable.append_lines(tmp_path / "new.jsonl", [b"{}"], commits)
+    assert commits.mark() == 0 and synced and set(synced) == {threading.current_thread().name}
+    assert (tmp_path / "new.jsonl").read_bytes() == b"{}\n"
+
+
+def _grown_tree(tmp_path: Path) -> tuple[Path, list[Path]]:
+    source = tmp_path / "source"
+    shutil.copytree(CLAUDE / "projects", source)
+    mains = sorted(p for p in source.glob("*/*.jsonl") if p.is_file())
+    return source, mains
+
+
+def _grow(mains: list[Path], seed: int) -> None:
+    rng = random.Random(seed)
+    for path in rng.sample(mains, 3):
+        grow_claude(path, rng)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_each_appended_journal_is_fsynced_by_the_thread_before_the_import_returns(tmp_path, monkeypatch, jobs):
+    source, mains = _grown_tree(tmp_path)
+    store, full = tmp_path / "store", tmp_path / "full"
+    imported("claude", source, store)
+    shutil.copytree(store, full)
+    _grow(mains, 27)
+    synced: list[tuple[str, str]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), threading.current_thread().name))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    sizes = {p: p.stat().st_size for p in store.rglob("*.jsonl")}
+    report = imported("claude", source, store, "--jobs", "1")  # (in this process: its fsyncs are seen)
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert report["resumed"] == 3 and report["read"] == 0
+    grown = sorted(str(p) for p in store.rglob("*.jsonl") if p.stat().st_size != sizes.get(p))
+    assert len(grown) >= 3
+    by_thread = sorted(path for path, thread in synced if thread == "levelsess-commit")
+    assert by_thread == grown  # every journal appended to, each once, by the thread
+    imported("claude", source, full, "--reread", "--jobs", jobs)
+    assert journals(store) == journals(full)
+
+
+def test_a_failed_fsync_of_an_append_stops_the_run_and_the_next_import_ends_as_a_full_read(tmp_path, monkeypatch):
+    from tests.helpers import run_cli
+
+    source, mains = _grown_tree(tmp_path)
+    store, full = tmp_path / "store", tmp_path / "full"
+    imported("claude", source, store)
+    shutil.copytree(store, full)
+    _grow(mains, 7)
+    real_fsync = os.fsync
+    failed = []
+
+    def fsync(fd: int) -> None:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if not failed and name.endswith(".jsonl") and threading.current_thread().name == "levelsess-commit":
+            failed.append(name)
+            raise OSError(errno.EIO, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    result = run_cli("import", "--from", "claude", "--source", source, "--store", store, "--json", "--jobs", "1")
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert failed, "an append's fsync was the thread's"
+    assert result.exit_code != 0 and "Traceback" not in result.stderr
+    assert "fsync" in (result.stdout + result.stderr) and "Input/output error" in (result.stdout + result.stderr)
+    again = imported("claude", source, store)  # the cache was not updated: what was appended is found held
+    imported("claude", source, full, "--reread")
+    assert again["exit"] in (0, 1) and journals(store) == journals(full)
+    assert json.dumps(again["findings"]).count("Traceback") == 0
