@@ -111,55 +111,6 @@ def test_garbage_lock_content_is_judged_by_age(tmp_path):
     assert inspect_lock(path).state is LockState.STALE
 
 
-@pytest.mark.parametrize("content", [b"", b'{"pid": 4', b"\x00\x00\x00"])
-def test_a_lock_a_power_cut_left_incomplete_is_stale_once_the_machine_restarted(tmp_path, monkeypatch, content):
-    """A session lock's bytes are not fsynced (durable.create_exclusive(sync=False)): one a power
-    cut leaves empty or cut was written before this machine last started, so it is stale at once,
-    even within the 30 s an uncheckable owner is otherwise given.  The machine's start is faked here
-    (10 s ago), the lock and its mtime are real."""
-    from toolkit import locks
-
-    store, journal = torn_store(tmp_path)
-    path = lock_path(journal)
-    path.write_bytes(content)
-    past = time.time() - 20
-    os.utime(path, (past, past))
-    assert inspect_lock(path).state is LockState.UNKNOWN  # this machine has run longer than 20 s
-    monkeypatch.setattr(locks, "_uptime", lambda: 10.0)
-    info = inspect_lock(path)
-    assert info.state is LockState.STALE and "before this machine last started" in info.reason
-    os.utime(path, None)  # written since the start: an owner that may still be writing it
-    assert inspect_lock(path).state is LockState.UNKNOWN
-    another = lock_path(journal)
-    another.write_bytes(orjson.dumps({"pid": 1, "host": "another-" + socket.gethostname(), "startedAt": 0}))
-    os.utime(another, (past, past))
-    assert inspect_lock(another).state is LockState.UNKNOWN  # another host's: its start is not this machine's
-
-
-def test_uptime_is_the_machines(tmp_path):
-    from toolkit import locks
-
-    up = locks._uptime()
-    if os.path.exists("/proc/uptime"):
-        with open("/proc/uptime") as handle:
-            assert abs(up - float(handle.read().split()[0])) < 5
-    assert up > 0
-
-
-def test_a_session_lock_is_written_whole_without_an_fsync(tmp_path, monkeypatch):
-    from toolkit import durable, locks
-
-    synced = []
-    real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
-    _, journal = torn_store(tmp_path)
-    assert locks.try_acquire(journal)
-    data = orjson.loads(lock_path(journal).read_bytes())
-    assert data["pid"] == os.getpid() and not synced
-    assert [p.name for p in journal.parent.iterdir() if p.name.endswith(".tmp")] == []
-    durable.remove(lock_path(journal), lasting=False)
-
-
 def test_live_owner_without_heartbeat_is_reported(tmp_path, sleeper):
     store, journal = torn_store(tmp_path)
     _lock(journal, sleeper.pid, age=120)

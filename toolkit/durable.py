@@ -738,20 +738,18 @@ def _save_and_cut(held: Held, keep: int, size: int, removed: bytes, recovery_dir
     return saved
 
 
-def create_exclusive(path: Path, data: bytes, *, sync: bool = True) -> bool:
+def create_exclusive(path: Path, data: bytes) -> bool:
     """Create ``path`` holding ``data`` unless it exists; return False if it does.
 
-    The bytes are written (and fsynced, unless ``sync`` is False) in a temp file first, then
-    hard-linked into place (``link`` fails if ``path`` exists, like O_CREAT|O_EXCL).  So a lock
-    is never seen empty or half-written, even when its creator is killed mid-way: an empty lock
-    would read as "owner cannot be checked" and block the session for 30 s.  Where hard links
-    are not supported, falls back to O_CREAT|O_EXCL.
+    The bytes are written and fsynced in a temp file first, then hard-linked into place
+    (``link`` fails if ``path`` exists, like O_CREAT|O_EXCL).  So a lock is never seen empty
+    or half-written, even when its creator is killed mid-way: an empty lock would read as
+    "owner cannot be checked" and block the session for 30 s.  Where hard links are not
+    supported, falls back to O_CREAT|O_EXCL.
 
     The folder is not fsynced (it is for locks alone, DESIGN.md §2.5): a lock that a power cut
     takes away belonged to a process that died with it, and one it brings back is stale at once
-    (its pid's create time is not the one it holds).  A session lock is not fsynced either
-    (``sync=False``): one a power cut brings back empty was written before the machine last
-    started, and such a lock is stale at once too (:func:`toolkit.locks.inspect_lock`).
+    (its pid's create time is not the one it holds).  The bytes are, so it never comes back empty.
     """
     refuse_symlinked(path.parent)
     tmp = temp_name(path)
@@ -762,8 +760,7 @@ def create_exclusive(path: Path, data: bytes, *, sync: bool = True) -> bool:
     try:
         try:
             _write_all(fd, data, tmp)
-            if sync:
-                fsync_fd(fd, tmp)
+            fsync_fd(fd, tmp)
         finally:
             os.close(fd)
         try:

@@ -103,12 +103,9 @@ def _judge(path: Path, raw: bytes, age: float) -> LockInfo:
     started = data.get("startedAt") if isinstance(data, dict) else None
     checkable = type(pid) is int and host == this_host() and isinstance(started, (int, float))
     if not checkable:
-        elsewhere = isinstance(host, str) and host != this_host()
-        why = "owner on another host" if elsewhere else "owner cannot be read"
+        why = "owner on another host" if isinstance(host, str) and host != this_host() else "owner cannot be read"
         if age > STALE_AFTER:
             return LockInfo(path, LockState.STALE, f"{why}; untouched for {age:.0f}s", pid, host, age, raw=raw)
-        if not elsewhere and age > _uptime():  # its bytes were lost to a power cut: its writer died with it
-            return LockInfo(path, LockState.STALE, f"{why}; written before this machine last started", pid, host, age, raw=raw)
         return LockInfo(path, LockState.UNKNOWN, f"{why}; touched {age:.0f}s ago", pid, host, age, raw=raw)
     actual = process_start(pid)
     if actual is None:
@@ -117,16 +114,6 @@ def _judge(path: Path, raw: bytes, age: float) -> LockInfo:
         return LockInfo(path, LockState.STALE, f"pid {pid} was reused by a newer process", pid, host, age, raw=raw)
     return LockInfo(path, LockState.LIVE, f"held by live pid {pid}", pid, host, age,
                     heartbeat_ok=age <= HEARTBEAT_GRACE, raw=raw)
-
-
-def _uptime() -> float:
-    """Seconds since this machine started (infinite when it cannot be told: no lock is judged by it)."""
-    import psutil
-
-    try:
-        return max(time.time() - psutil.boot_time(), 0.0)
-    except (OSError, RuntimeError, psutil.Error):
-        return float("inf")
 
 
 def remove_if_unchanged(info: LockInfo) -> bool:
@@ -246,7 +233,7 @@ def try_acquire(journal: Path, *, force: bool = False) -> bool:
     """
     path = lock_path(journal)
     for _ in range(3):
-        if durable.create_exclusive(path, lock_content(), sync=False):  # (not fsynced: see _judge)
+        if durable.create_exclusive(path, lock_content()):
             return True
         info = inspect_lock(path)
         if info is None:
