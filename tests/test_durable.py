@@ -116,3 +116,67 @@ def test_truncate_if_unchanged_cuts_back_only_the_bytes_it_was_told_of_and_keeps
     assert path.read_bytes() == b'{"a":1}\n{"b":2}\n' and not list(saved_dir.iterdir())
     saved = durable.truncate_if_unchanged(path, 3, 16, hashlib.sha256(b'{"a":1}\n{"b":2}\n').hexdigest(), saved_dir)
     assert path.read_bytes() == b'{"a' and saved.read_bytes() == b'":1}\n{"b":2}\n', "a cut mid-line, the rest kept"
+
+
+def _fsynced_folders(monkeypatch) -> list[str]:
+    """The folders os.fsync is called on from now (named through /proc: a real fsync is made)."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if os.path.isdir(name):
+            synced.append(name)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names an fd's file through /proc")
+def test_batched_dir_syncs_sync_each_folder_once_when_the_block_ends(tmp_path, monkeypatch):
+    folders = [tmp_path / name for name in ("a", "b", "c")]
+    for folder in folders:
+        folder.mkdir()
+    synced = _fsynced_folders(monkeypatch)
+    with durable.batched_dir_syncs():
+        for n in range(3):
+            for folder in folders:
+                durable.atomic_write(folder / f"f{n}.json", b"{}\n")
+        assert synced == []  # nothing yet: the renames' folders wait for the block's end
+    assert sorted(synced) == sorted(map(str, folders))  # each once
+    durable.atomic_write(folders[0] / "after.json", b"{}\n")
+    assert synced[-1] == str(folders[0])  # outside a block: at once, as always
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names an fd's file through /proc")
+def test_a_block_that_raises_still_syncs_what_it_renamed_and_its_error_goes_on(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "gone").mkdir()
+    synced = _fsynced_folders(monkeypatch)
+    with pytest.raises(RuntimeError, match="the reindex failed"):
+        with durable.batched_dir_syncs():
+            durable.atomic_write(tmp_path / "a" / "index.json", b"{}\n")
+            durable.fsync_dir(tmp_path / "gone")
+            (tmp_path / "gone").rmdir()  # removed since: nothing left in it to make durable
+            raise RuntimeError("the reindex failed")
+    assert synced == [str(tmp_path / "a")]
+    assert (tmp_path / "a" / "index.json").read_bytes() == b"{}\n"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names an fd's file through /proc")
+def test_a_failed_folder_sync_at_the_blocks_end_is_the_durability_error_it_always_was(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.isdir(f"/proc/self/fd/{fd}") and os.readlink(f"/proc/self/fd/{fd}").endswith("/b"):
+            raise OSError(errno.EIO, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(DurabilityError):
+        with durable.batched_dir_syncs():
+            durable.atomic_write(tmp_path / "a" / "x.json", b"{}\n")
+            durable.atomic_write(tmp_path / "b" / "x.json", b"{}\n")

@@ -232,10 +232,54 @@ def fsync_fd(fd: int, path: Path | str) -> None:
         raise _fail("fsync", path, exc) from exc
 
 
+#: The folders whose fsync :func:`batched_dir_syncs` holds back (None: each is synced at once).
+_DIR_SYNCS: contextvars.ContextVar[dict[str, Path] | None] = contextvars.ContextVar("levelsess_dir_syncs", default=None)
+
+
 def fsync_dir(directory: Path) -> None:
-    """Make a directory entry change (create, rename, unlink) durable."""
+    """Make a directory entry change (create, rename, unlink) durable (within
+    :func:`batched_dir_syncs`, when that block ends)."""
     if _IS_WINDOWS:  # directories cannot be opened for fsync on Windows
         return
+    held = _DIR_SYNCS.get()
+    if held is not None:
+        held.setdefault(os.path.abspath(directory), Path(directory))
+        return
+    _fsync_dir(directory)
+
+
+@contextlib.contextmanager
+def batched_dir_syncs() -> Iterator[None]:
+    """Each folder whose entries the block changes is fsynced once, when it ends, several at a
+    time: an import's settling renames an index, a fingerprint and two caches into the same few
+    folders, each an fsync of its folder that waited on the disk in turn.  For writes whose names
+    nothing counts on before the block ends (what they name is checked when read: a stamp, a
+    digest); the block's end is before the command reports anything done.  A block that raises
+    still syncs what it renamed; an error of those syncs then does not hide its own."""
+    held: dict[str, Path] = {}
+    token = _DIR_SYNCS.set(held)
+    failed = True
+    try:
+        yield
+        failed = False
+    finally:
+        _DIR_SYNCS.reset(token)
+        folders = [folder for folder in held.values() if os.path.isdir(folder)]  # (one removed since: its parent's)
+        if failed:
+            for folder in folders:
+                with contextlib.suppress(LevelsessError):
+                    _fsync_dir(folder)
+        elif len(folders) == 1:
+            _fsync_dir(folders[0])
+        elif folders:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(8, len(folders)), thread_name_prefix="levelsess-dirsync") as pool:
+                for done in [pool.submit(_fsync_dir, folder) for folder in folders]:
+                    done.result()  # (the first failure, after every one was tried)
+
+
+def _fsync_dir(directory: Path) -> None:
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError as exc:

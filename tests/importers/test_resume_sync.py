@@ -127,3 +127,29 @@ def test_a_failed_fsync_of_an_append_stops_the_run_and_the_next_import_ends_as_a
     imported("claude", source, full, "--reread")
     assert again["exit"] in (0, 1) and journals(store) == journals(full)
     assert json.dumps(again["findings"]).count("Traceback") == 0
+
+
+def test_a_grown_imports_settling_syncs_each_folder_once(tmp_path, monkeypatch):
+    """The index, fingerprint and index-memo renames of the settle (durable.batched_dir_syncs):
+    each store folder and each cache folder is fsynced once, not once per file renamed into it."""
+    source, mains = _grown_tree(tmp_path)
+    store = tmp_path / "store"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    imported("claude", source, store)
+    _grow(mains, 11)
+    folders: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if os.path.isdir(name):
+            folders.append(name)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    report = imported("claude", source, store, "--jobs", "1")
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert report["resumed"] == 3
+    settled = [f for f in folders if f.startswith(str(store)) or "import-index" in f]
+    assert settled and len(settled) == len(set(settled)), sorted(settled)
+    assert {str(Path(o["path"]).parent) for o in report["sessions"] if o["status"] == "updated"} <= set(settled)

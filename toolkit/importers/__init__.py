@@ -604,10 +604,11 @@ def _settle(touched: list[Path], landed: list[Path], report: ImportReport, memo)
     from ..reindex import reindex
     from ..stores import discover
 
-    for folder in touched:  # the new journals' renames, made durable once per folder
-        durable.fsync_dir(folder)
-    folders = [found for folder in landed for found in discover(folder)[:1]]
-    for folder in folders:  # temp files of an import that was killed mid-write
-        report.findings += remove_dead_temps(folder)
-    report.findings += reindex(folders, memo=memo).findings
-    memo.save()
+    with durable.batched_dir_syncs():  # each folder once, at the end: before the import cache says anything is done
+        for folder in touched:  # the new journals' renames, made durable once per folder
+            durable.fsync_dir(folder)
+        folders = [found for folder in landed for found in discover(folder)[:1]]
+        for folder in folders:  # temp files of an import that was killed mid-write
+            report.findings += remove_dead_temps(folder)
+        report.findings += reindex(folders, memo=memo).findings
+        memo.save()
