@@ -156,3 +156,20 @@ def on_a_terminal(*args: str, env: dict | None = None, stderr_too: bool = False)
     code_ = process.wait(timeout=60)
     os.close(main)
     return code_, b"".join(chunks).decode(errors="replace")
+
+
+def record_fsyncs(monkeypatch) -> list[tuple[str, str]]:
+    """(what each fd names, the calling thread's name) for every ``os.fsync`` from now on, each
+    still made for real; undone with the test (or ``monkeypatch.undo()``).  Names come from
+    /proc/self/fd: a test using this skips where that is missing."""
+    import threading
+
+    synced: list[tuple[str, str]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), threading.current_thread().name))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced

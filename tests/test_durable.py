@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.helpers import run_cli, torn_store
+from tests.helpers import record_fsyncs, run_cli, torn_store
 from toolkit import durable
 from toolkit.errors import DiskFullError, DurabilityError, FileChangedError
 from toolkit.fsck import check_folders, plan_repair
@@ -118,19 +118,9 @@ def test_truncate_if_unchanged_cuts_back_only_the_bytes_it_was_told_of_and_keeps
     assert path.read_bytes() == b'{"a' and saved.read_bytes() == b'":1}\n{"b":2}\n', "a cut mid-line, the rest kept"
 
 
-def _fsynced_folders(monkeypatch) -> list[str]:
-    """The folders os.fsync is called on from now (named through /proc: a real fsync is made)."""
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        name = os.readlink(f"/proc/self/fd/{fd}")
-        if os.path.isdir(name):
-            synced.append(name)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    return synced
+def _folders(synced: list[tuple[str, str]]) -> list[str]:
+    """The folders among what was fsynced (record_fsyncs), in order."""
+    return [name for name, _thread in synced if os.path.isdir(name)]
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names an fd's file through /proc")
@@ -138,29 +128,29 @@ def test_batched_dir_syncs_sync_each_folder_once_when_the_block_ends(tmp_path, m
     folders = [tmp_path / name for name in ("a", "b", "c")]
     for folder in folders:
         folder.mkdir()
-    synced = _fsynced_folders(monkeypatch)
+    synced = record_fsyncs(monkeypatch)
     with durable.batched_dir_syncs():
         for n in range(3):
             for folder in folders:
                 durable.atomic_write(folder / f"f{n}.json", b"{}\n")
-        assert synced == []  # nothing yet: the renames' folders wait for the block's end
-    assert sorted(synced) == sorted(map(str, folders))  # each once
+        assert _folders(synced) == []  # nothing yet: the renames' folders wait for the block's end
+    assert sorted(_folders(synced)) == sorted(map(str, folders))  # each once
     durable.atomic_write(folders[0] / "after.json", b"{}\n")
-    assert synced[-1] == str(folders[0])  # outside a block: at once, as always
+    assert _folders(synced)[-1] == str(folders[0])  # outside a block: at once, as always
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names an fd's file through /proc")
 def test_a_block_that_raises_still_syncs_what_it_renamed_and_its_error_goes_on(tmp_path, monkeypatch):
     (tmp_path / "a").mkdir()
     (tmp_path / "gone").mkdir()
-    synced = _fsynced_folders(monkeypatch)
+    synced = record_fsyncs(monkeypatch)
     with pytest.raises(RuntimeError, match="the reindex failed"):
         with durable.batched_dir_syncs():
             durable.atomic_write(tmp_path / "a" / "index.json", b"{}\n")
             durable.fsync_dir(tmp_path / "gone")
             (tmp_path / "gone").rmdir()  # removed since: nothing left in it to make durable
             raise RuntimeError("the reindex failed")
-    assert synced == [str(tmp_path / "a")]
+    assert _folders(synced) == [str(tmp_path / "a")]
     assert (tmp_path / "a" / "index.json").read_bytes() == b"{}\n"
 
 

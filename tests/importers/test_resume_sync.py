@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.bench.grow import grow_claude
+from tests.helpers import record_fsyncs
 from tests.importers.resumes import imported, journals
 from tests.importers.test_import_jobs import CLAUDE
 from toolkit import durable
@@ -25,10 +26,7 @@ pytestmark = [pytest.mark.skipif(not CLAUDE.is_dir(), reason="the real fixtures 
 
 
 def test_the_committer_syncs_and_closes_each_appended_file(tmp_path, monkeypatch):
-    synced: list[tuple[str, str]] = []
-    real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append((os.readlink(f"/proc/self/fd/{fd}"), threading.current_thread().name)),
-                                                 real_fsync(fd)))
+    synced = record_fsyncs(monkeypatch)
     commits = durable.Committer(limit=2)
     paths = [tmp_path / f"j{n}.jsonl" for n in range(5)]
     for path in paths:
@@ -51,11 +49,9 @@ def test_the_committer_syncs_and_closes_each_appended_file(tmp_path, monkeypatch
 def test_a_new_file_is_still_synced_in_place(tmp_path, monkeypatch):
     """A file the append creates is fsynced (and its folder) before the call returns, never handed."""
     commits = durable.Committer()
-    synced = []
-    real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(threading.current_thread().name), real_fsync(fd)))
+    synced = record_fsyncs(monkeypatch)
     durable.append_lines(tmp_path / "new.jsonl", [b"{}"], commits)
-    assert commits.mark() == 0 and synced and set(synced) == {threading.current_thread().name}
+    assert commits.mark() == 0 and synced and {thread for _name, thread in synced} == {threading.current_thread().name}
     assert (tmp_path / "new.jsonl").read_bytes() == b"{}\n"
 
 
@@ -79,17 +75,10 @@ def test_each_appended_journal_is_fsynced_by_the_thread_before_the_import_return
     imported("claude", source, store)
     shutil.copytree(store, full)
     _grow(mains, 27)
-    synced: list[tuple[str, str]] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append((os.readlink(f"/proc/self/fd/{fd}"), threading.current_thread().name))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
     sizes = {p: p.stat().st_size for p in store.rglob("*.jsonl")}
+    synced = record_fsyncs(monkeypatch)
     report = imported("claude", source, store, "--jobs", "1")  # (in this process: its fsyncs are seen)
-    monkeypatch.setattr(os, "fsync", real_fsync)
+    monkeypatch.undo()
     assert report["resumed"] == 3 and report["read"] == 0
     grown = sorted(str(p) for p in store.rglob("*.jsonl") if p.stat().st_size != sizes.get(p))
     assert len(grown) >= 3
@@ -137,19 +126,10 @@ def test_a_grown_imports_settling_syncs_each_folder_once(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     imported("claude", source, store)
     _grow(mains, 11)
-    folders: list[str] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        name = os.readlink(f"/proc/self/fd/{fd}")
-        if os.path.isdir(name):
-            folders.append(name)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
+    synced = record_fsyncs(monkeypatch)
     report = imported("claude", source, store, "--jobs", "1")
-    monkeypatch.setattr(os, "fsync", real_fsync)
+    monkeypatch.undo()
     assert report["resumed"] == 3
-    settled = [f for f in folders if f.startswith(str(store)) or "import-index" in f]
+    settled = [name for name, _thread in synced if os.path.isdir(name) and (name.startswith(str(store)) or "import-index" in name)]
     assert settled and len(settled) == len(set(settled)), sorted(settled)
     assert {str(Path(o["path"]).parent) for o in report["sessions"] if o["status"] == "updated"} <= set(settled)
