@@ -406,8 +406,8 @@ def append_lines(path: Path, lines: list[bytes], commits: Committer | None = Non
             raise
         end = os.lseek(fd, 0, os.SEEK_CUR)
         if commits is not None and not created:
-            commits.sync(fd, path)
-            fd = -1  # (the thread's to close)
+            handed, fd = fd, -1  # (the thread's to close from here, or sync's if it cannot hand it)
+            commits.sync(handed, path)
             return end
         fsync_fd(fd, path)
     finally:
@@ -598,8 +598,13 @@ class Committer:
         appended to ``path``, which exists).  A failed fsync is :meth:`wait_through`'s to give, as
         for a new file; the caller raises it: what was appended is not known to be durable."""
         self._start()
-        self._handed += 1
-        self._jobs.put((fd, None, path, self._handed))
+        mark = self._handed + 1
+        try:
+            self._jobs.put((fd, None, path, mark))
+        except BaseException:  # (Ctrl-C while the queue was full: never handed, so closed here)
+            os.close(fd)
+            raise
+        self._handed = mark  # (after the put: a mark is never waited for that no job will settle)
 
     def _start(self) -> None:
         if self._thread is None:

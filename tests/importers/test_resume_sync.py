@@ -133,3 +133,24 @@ def test_a_grown_imports_settling_syncs_each_folder_once(tmp_path, monkeypatch):
     settled = [name for name, _thread in synced if os.path.isdir(name) and (name.startswith(str(store)) or "import-index" in name)]
     assert settled and len(settled) == len(set(settled)), sorted(settled)
     assert {str(Path(o["path"]).parent) for o in report["sessions"] if o["status"] == "updated"} <= set(settled)
+
+
+def test_an_append_interrupted_while_handing_its_fsync_is_closed_and_never_waited_for(tmp_path, monkeypatch):
+    """Ctrl-C while the thread's queue is full: the descriptor is not handed, so it is closed at
+    once, and no wait is left for a mark no job will settle (the run's error path waits for them)."""
+    commits = durable.Committer(limit=1)
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(b'{"n":0}\n')
+
+    def interrupted(job, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(commits._jobs, "put", interrupted)
+    before = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(KeyboardInterrupt):
+        durable.append_lines(path, [b'{"n":1}'], commits)
+    assert commits.mark() == 0 and commits.wait_through(commits.mark()) == []
+    assert set(os.listdir("/proc/self/fd")) <= before  # its descriptor closed
+    assert path.read_bytes() == b'{"n":0}\n{"n":1}\n'  # (written: only its fsync was not handed)
+    monkeypatch.undo()
+    assert commits.wait() == []
