@@ -652,12 +652,13 @@ class Committer:
             with self._done:
                 self._done.wait_for(lambda: self._settled >= mark)
 
-    def wait_through(self, mark: int) -> list[tuple[Path, BaseException]]:
+    def wait_through(self, mark: int, after: int = 0) -> list[tuple[Path, BaseException]]:
         """Every file handed up to ``mark`` is in place or removed: the ones not in place, with why
-        (the thread goes on with those handed after it)."""
+        (the thread goes on with those handed after it).  ``after``: only the failures of what was
+        handed after that mark are given (and forgotten); the earlier ones stay for their unit's wait."""
         self._until(mark)
-        failed = [(path, why) for at, path, why in self._failed if at <= mark]
-        self._failed = [item for item in self._failed if item[0] > mark]
+        failed = [(path, why) for at, path, why in self._failed if after < at <= mark]
+        self._failed = [item for item in self._failed if not after < item[0] <= mark]
         return failed
 
     def waiting(self, path: Path) -> bool:

@@ -154,3 +154,18 @@ def test_an_append_interrupted_while_handing_its_fsync_is_closed_and_never_waite
     assert path.read_bytes() == b'{"n":0}\n{"n":1}\n'  # (written: only its fsync was not handed)
     monkeypatch.undo()
     assert commits.wait() == []
+
+
+def test_a_units_wait_gives_only_its_own_failures(tmp_path):
+    """A resumed unit begins before the unit before it finished: that unit's new journal, made
+    first by another writer, is its own wait's to give (it is imported again), not the resume's."""
+    commits = durable.Committer()
+    with commits.new_file(tmp_path / "a.jsonl") as out:
+        out.write(b"ours\n")
+        (tmp_path / "a.jsonl").write_bytes(b"theirs\n")  # another writer, before the thread links ours
+    first = commits.mark()
+    (tmp_path / "b.jsonl").write_bytes(b"{}\n")
+    durable.append_lines(tmp_path / "b.jsonl", [b"{}"], commits)
+    assert commits.wait_through(commits.mark(), after=first) == []  # the resume's: its append synced
+    assert [(p.name, type(why)) for p, why in commits.wait_through(first)] == [("a.jsonl", FileExistsError)]
+    assert commits.wait() == []

@@ -314,13 +314,13 @@ def _begin(context: _Context, unit: unchanged.Unit, stamped: dict | None, part: 
         resumed = commits is not None and _resume(context, unit, stamped, part, states, commits)  # (only one file grew)
     except BaseException:
         if commits is not None:  # what it appended is synced before the error goes on
-            commits.wait_through(commits.mark())
+            commits.wait_through(commits.mark(), after=before)
         raise
     if resumed:
-        linked = _synced(commits, commits.mark())
+        linked = _synced(commits, before, commits.mark())
     else:
         if commits is not None and commits.mark() > before:  # a journal appended to before another changed: synced first
-            _synced(commits, commits.mark())()
+            _synced(commits, before, commits.mark())()
         linked = _read_unit(context, unit, part, states, deferred=not context.dry_run)
 
     def finish() -> _Part:
@@ -387,11 +387,13 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
     return linked
 
 
-def _synced(commits: durable.Committer, mark: int) -> Callable[[], list]:
+def _synced(commits: durable.Committer, before: int, mark: int) -> Callable[[], list]:
     """The wait for the fsyncs of what a resume appended (the thread's, while the next unit
-    converts): a failed one stops the run as the append's own fsync would have."""
+    converts; ``before``, ``mark``: the thread's marks when it began and when it was done): a failed
+    one stops the run as the append's own fsync would have.  What the unit before handed (a new
+    journal another import made first) is that unit's wait's to give, not this one's."""
     def wait() -> list:
-        for _path, why in commits.wait_through(mark):
+        for _path, why in commits.wait_through(mark, after=before):
             raise why
         return []
     return wait
