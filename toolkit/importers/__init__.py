@@ -349,6 +349,7 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
     while the next session converts.  Returns the call that waits for them (all of them before it
     returns), adds their index scans, and gives what it could not link (path, why), for :func:`_again`."""
     commits = context.committer() if deferred else None
+    begun = commits.mark() if commits is not None else 0
     written: list = []
     token, fed = output.COMMITS.set(commits), output.WRITTEN.set(None if context.dry_run else written)
 
@@ -378,7 +379,7 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
         part.read = len(part.sessions)
     except BaseException:
         if commits is not None:  # what it wrote is in place (or removed) before the error goes on
-            commits.wait_through(commits.mark())
+            commits.wait_through(commits.mark(), after=begun)  # (the unit before's failures stay its own)
         raise
     finally:
         output.COMMITS.reset(token)
