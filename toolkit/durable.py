@@ -269,16 +269,18 @@ def batched_dir_syncs() -> Iterator[None]:
             for folder in folders:
                 with contextlib.suppress(LevelsessError):
                     _fsync_dir(folder)
-        elif len(folders) == 1:
-            _fsync_dir(folders[0])
-        elif folders:
+        else:
             _fsync_dirs_at_once(folders)
 
 
 def _fsync_dirs_at_once(folders: list[Path], threads: int = 8) -> None:
     """fsync ``folders`` from up to ``threads`` threads at once (each waits on the disk, not the
-    CPU); the first failure is raised once every one was tried.  (Plain threads: loading
-    concurrent.futures took longer than the syncs it would run.)"""
+    CPU; a single one in this thread); the first failure is raised once every one was tried.
+    (Plain threads: loading concurrent.futures took longer than the syncs it would run.)"""
+    if len(folders) <= 1:
+        for folder in folders:
+            _fsync_dir(folder)
+        return
     import threading
 
     failed: list[BaseException] = []
