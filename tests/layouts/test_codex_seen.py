@@ -86,3 +86,34 @@ def test_a_decider_kept_and_taken_up_again_decides_as_one_run(sketches, cut):
     decisions += list(again.feed(iter(sketches[cut:])))
     decisions += list(again.finish())
     assert [(d.role, d.skip, d.group, d.inherited) for d in decisions] == expected
+
+
+#: Forks: a first session_meta naming a parent, then the parent's replay (from its session_meta to
+#: a task_started after a turn) and the child's own records.
+_FORKS = st.builds(lambda body: [Sketch("session_meta", parent="parent"), *body], st.lists(st.one_of(
+    st.builds(Sketch, st.sampled_from(["session_meta", "task_started", "prompt", "agent", "assistant", "user_item"]),
+              st.sampled_from([b"", b"a"])), _SKETCHES.map(lambda sketches: sketches[0] if sketches else Sketch("other"))),
+    max_size=40))
+
+
+@settings(max_examples=300, deadline=None)
+@given(sketches=st.one_of(_SKETCHES, _FORKS))
+def test_decisions_written_as_codes_are_those_of_the_whole_list(sketches):
+    """The importer's hot loop (feed_codes, finish_codes) writes each decision as two bytes: the
+    reference's decisions, and after the feed the same state to keep as feed leaves."""
+    import orjson
+
+    from toolkit.importers.codex import _CODES, _ROLES, _SKIPS
+
+    expected = _reference(sketches)
+    prompts_typed = any(s.kind in ("prompt", "user_item") for s in sketches)
+    calls = {s.call for s in sketches if s.kind == "call" and s.call is not None}
+    facts = {"prompts_typed": prompts_typed, "is_call": calls.__contains__, "replay": codex_seen._replay(sketches)}
+    codes, groups = bytearray(len(sketches)), bytearray(len(sketches))
+    fast, slow = codex_seen.Decider(**facts), codex_seen.Decider(**facts)
+    fast.feed_codes(iter(sketches), codes, groups, _CODES)
+    list(slow.feed(iter(sketches)))
+    assert orjson.dumps(fast.snapshot()) == orjson.dumps(slow.snapshot())
+    fast.finish_codes(codes, groups, _CODES)
+    written = [(_ROLES[c >> 3], _SKIPS[c & 7], i - (g & 7), bool(g & 8)) for i, (c, g) in enumerate(zip(codes, groups))]
+    assert written == expected

@@ -719,14 +719,9 @@ class _Rollout:
         """Decide every record, in file order, kept in :attr:`codes` and :attr:`groups`."""
         codes, groups = bytearray(self.count), bytearray(self.count)
         decider = Decider(prompts_typed=self.prompts_typed, is_call=self.rows.is_call, replay=self.replay)
-        numbered, n = _CODES, 0
-        for finished in (False, True):
-            for role, skip, group, inherited in decider.finish() if finished else decider.feed(self.rows.sketches()):
-                codes[n] = numbered[role, skip]
-                groups[n] = (n - group) + (8 if inherited else 0)
-                n += 1
-            if not finished:
-                self.kept = decider.snapshot()  # what a resume takes up: the records before the last few are decided
+        decider.feed_codes(self.rows.sketches(), codes, groups, _CODES)
+        self.kept = decider.snapshot()  # what a resume takes up: the records before the last few are decided
+        decider.finish_codes(codes, groups, _CODES)
         self.codes, self.groups = codes, groups
 
     def skipped(self) -> dict[str, list]:

@@ -363,6 +363,73 @@ class Decider:
         finally:
             self.paired, self.decided, self.count = paired, decided, count
 
+    def feed_codes(self, sketches: Iterable[Sketch], codes: bytearray, groups: bytearray, code_of: dict) -> None:
+        """:meth:`feed` for a decider that has decided nothing yet, each decision written as two
+        bytes instead of made a :class:`Decision`: ``codes[i] = code_of[role, skip]`` and ``groups[i] =
+        (i - group) + (8 if inherited else 0)`` (an importer's hot loop: a rollout's every record)."""
+        if self.decided:
+            raise ValueError("feed_codes is for a decider that has decided nothing yet")
+        window, seen, pairings, taken, mirrors, group = MIRROR_WINDOW, self.seen, self.pairings, self.taken, self.mirrors, self.group
+        decide = self._code_maker(code_of)
+        paired, decided, count = self.paired, self.decided, self.count
+        try:
+            for item in sketches:
+                seen[count] = item
+                count += 1
+                while paired + window < count:  # its whole window is read
+                    if seen[paired].text:  # (else it pairs with nothing)
+                        _pair_one(paired, seen, count, pairings, taken, mirrors, group)
+                    paired += 1
+                while decided + window < paired:  # no mirror of it is left to pair
+                    decide(decided, codes, groups)
+                    decided += 1
+        finally:
+            self.paired, self.decided, self.count = paired, decided, count
+
+    def finish_codes(self, codes: bytearray, groups: bytearray, code_of: dict) -> None:
+        """:meth:`finish` after :meth:`feed_codes`, written as it writes."""
+        while self.paired < self.count:
+            _pair_one(self.paired, self.seen, self.count, self.pairings, self.taken, self.mirrors, self.group)
+            self.paired += 1
+        decide = self._code_maker(code_of)
+        while self.decided < self.count:
+            decide(self.decided, codes, groups)
+            self.decided += 1
+
+    def _code_maker(self, code_of: dict) -> Callable[[int, bytearray, bytearray], None]:
+        """:func:`_decision` of record ``i`` written as :meth:`feed_codes` writes it (the same
+        rules as :func:`_role`, looked up by kind)."""
+        seen, taken, mirrors, group, is_call = self.seen, self.taken, self.mirrors, self.group, self.is_call
+        by_kind = {kind: code_of[role, None] for kind, role in _SIMPLE.items()}
+        by_kind["user"] = code_of[(None, "context") if self.prompts_typed else ("prompt", None)]
+        by_kind["injected"] = by_kind["context"] = code_of[None, "context"]
+        mirror, other, ui_only = code_of[None, "mirror"], code_of["other", None], code_of[None, "ui-only"]
+        meta, meta_copy = code_of["meta", None], code_of[None, "meta-copy"]
+        replay = self.replay
+        start, stop = (replay.start, replay.stop) if replay.step == 1 and len(replay) else (0, 0)
+
+        def decide(i: int, codes: bytearray, groups: bytearray) -> None:
+            item = seen.pop(i)
+            for used in taken:
+                used.discard(i)
+            kind = item.kind
+            if i in mirrors:
+                mirrors.discard(i)
+                code = mirror
+            else:
+                code = by_kind.get(kind)
+                if code is None:
+                    if kind == "end":
+                        code = mirror if is_call(item.call) else other
+                    elif kind == "session_meta":
+                        code = meta if i == 0 else meta_copy
+                    else:
+                        code = ui_only  # task_started and the UI's own bookkeeping
+            codes[i] = code
+            groups[i] = (i - group.pop(i, i)) + (8 if start <= i < stop else 0)
+
+        return decide
+
     def finish(self) -> Iterator[Decision]:
         while self.paired < self.count:
             _pair_one(self.paired, self.seen, self.count, self.pairings, self.taken, self.mirrors, self.group)
