@@ -1,7 +1,7 @@
 """A new journal's scan made from the lines its writer writes (journal.WrittenScan) is the scan of
 the file: here for the lines an importer gives as plain events without their record
-(``plain_event``: a source-line event), in any order and numbering among the others, the seq
-gaps and repeats a scan reports included (plain_event declines those and the record is read)."""
+(``plain_events``: source-line events), in any order and numbering among the others, the seq
+gaps and repeats a scan reports included (plain_events declines those and the record is read)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,50 @@ def test_plain_events_give_the_scan_of_the_file(tmp_path_factory, steps):
         record = _record(kind, seq, t)
         line = orjson.dumps(record)
         lines.append(line)
-        if kind != "source-line" or not fed.plain_event(line, seq, t):
+        if kind != "source-line" or not fed.plain_events([line], 0, seq, t):
             fed.line(line, record)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    info = os.stat(path)
+    assert fed.scan(info) == scan_journal(path, "levelcode", checkpoint=True)
+
+
+@given(st.lists(st.tuples(KINDS, st.sampled_from([0, 0, 0, 1, -1, 2]), st.sampled_from(["", "2026-01-02T00:00:00Z"])),
+                max_size=30), st.integers(1, 5))
+@settings(max_examples=150, deadline=None)
+def test_plain_events_given_a_list_at_a_time_give_the_scan_of_the_file(tmp_path_factory, steps, size):
+    """A new journal's writer gives a run of source-line events as a list (plain_events), each one
+    it declines to line() with its record, as output._create does: the scan of the file still."""
+    path = tmp_path_factory.mktemp("written") / "s1.jsonl"
+    fed = WrittenScan(path)
+    lines, seq, run = [orjson.dumps(META)], 0, []
+    fed.line(lines[0], META)
+
+    def flush() -> None:
+        k = 0
+        while k < len(run):
+            first_seq = run[k][2]
+            taken = fed.plain_events([line for line, _r, _s in run], k, first_seq, run[k][1]["t"])
+            k += taken
+            if k < len(run):
+                fed.line(run[k][0], run[k][1])
+                k += 1
+        run.clear()
+
+    for kind, jump, t in steps:
+        seq = max(1, seq + 1 + jump)
+        record = _record(kind, seq, t)
+        line = orjson.dumps(record)
+        lines.append(line)
+        # a run holds consecutive seqs of one time, as a writer's template makes them
+        if kind == "source-line" and (not run or (run[-1][2] + 1 == seq and run[-1][1]["t"] == t)) and len(run) < size:
+            run.append((line, record, seq))
+            continue
+        flush()
+        if kind == "source-line":
+            run.append((line, record, seq))
+        else:
+            fed.line(line, record)
+    flush()
     path.write_bytes(b"\n".join(lines) + b"\n")
     info = os.stat(path)
     assert fed.scan(info) == scan_journal(path, "levelcode", checkpoint=True)

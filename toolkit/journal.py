@@ -379,19 +379,27 @@ class WrittenScan:
             return
         self.offset += len(data) + 1
 
-    def plain_event(self, data: bytes, seq: int, t: object) -> bool:
-        """:meth:`line` of an ``event`` line whose type keeps no fact (``source-line``), numbered
-        ``seq`` with time ``t``, without its record: False when the line must be given to
+    def plain_events(self, lines: list[bytes], start: int, seq: int, t: object) -> int:
+        """:meth:`line` of each of ``lines[start:]``, ``event`` lines of a type that keeps no fact
+        (``source-line``) numbered from ``seq`` with time ``t``, without their records, in one call:
+        how many of them, from the first, were taken.  The first one not taken must be given to
         :meth:`line` (with its record) instead."""
         c = self.classifier
-        if not (self.usable and c.identified and data[:1] == b"{" and data[-1:] != b"\r" and b"\n" not in data):
-            return False
-        plain = getattr(c.rules, "plain_event", None)
-        if plain is None or not plain(seq, t):
-            return False
-        c.lineno += 1
-        self.offset += len(data) + 1
-        return True
+        if not (self.usable and c.identified):
+            return 0
+        plain = getattr(c.rules, "plain_events", None)
+        if plain is None:
+            return 0
+        end = start
+        for data in lines[start:] if start else lines:
+            if data[:1] != b"{" or data[-1:] == b"\r" or b"\n" in data:
+                break
+            end += 1
+        taken = plain(seq, end - start, t)
+        if taken:
+            c.lineno += taken
+            self.offset += sum(map(len, lines[start:start + taken])) + taken
+        return taken
 
     def scan(self, info: os.stat_result) -> JournalScan | None:
         """The scan, for the file written (``info``: its stat, which must have every byte given)."""

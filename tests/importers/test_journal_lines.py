@@ -10,7 +10,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolkit.importers.output import AT, COVERS_PREVIOUS, SOURCE_LINE, Raw, _numbered_line, _source_line, _source_line_head, _source_value, encode
+from toolkit.importers.output import AT, COVERS_PREVIOUS, SOURCE_LINE, Raw, _numbered_line, _source_line_head, _source_lines, _source_value, encode
 
 KEYS = st.sampled_from(["kind", "t", "content", "seq", "coversThrough", "raw", "sourceKey", "_alias", COVERS_PREVIOUS,
                         "_lineId", "model", "partial"])
@@ -59,4 +59,4 @@ def test_a_source_line_event_made_without_its_record_is_the_numbered_line(t, off
     record = {"kind": "event", "t": t, "type": SOURCE_LINE, AT: offset, "raw": Raw(data)}
     kept = data if b"\n" not in data and b"\r" not in data else Raw(data).data  # (as _source_records gives it)
     line, value = _numbered_line(record, seq)
-    assert _source_line(_source_line_head(t), offset, seq, kept) == line and _source_value(t, offset, seq) == value
+    assert _source_lines(_source_line_head(t), seq, [(offset, kept)]) == [line] and _source_value(t, offset, seq) == value

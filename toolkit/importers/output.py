@@ -613,7 +613,7 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
 
     fed = WrittenScan(path) if written is not None else None
     feed = fed.line if fed is not None else lambda _line, _value=None: None
-    plain_event = fed.plain_event if fed is not None else lambda _line, _seq, _t: True
+    plain_events = fed.plain_events if fed is not None else lambda lines, k, _seq, _t: len(lines) - k
     with writer as out:
         meta = session.meta(no_raw)
         _carries(meta, held.carried)
@@ -635,14 +635,22 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
         last = count
         try:
             t = when or ""
-            head, source_line = _source_line_head(t), _source_line
-            for last, item in enumerate(_source_records(session, held, when, no_raw), start=count + 1):
-                if type(item) is tuple:  # a source-line event: (offset, bytes)
-                    line = source_line(head, item[0], last, item[1])
-                    write(line + b"\n")
-                    if not plain_event(line, last, t):
-                        feed(line, _source_value(t, item[0], last))
+            head = _source_line_head(t)
+            for item in _source_batches(session, held, when, no_raw):
+                if type(item) is list:  # source-line events: [(offset, bytes)], made from a template
+                    first = last + 1
+                    lines = _source_lines(head, first, item)
+                    last += len(lines)
+                    write(b"\n".join(lines))
+                    write(b"\n")
+                    k = 0
+                    while k < len(lines):  # plain_events takes what it can, feed (with its record) the one it declines, in order
+                        k += plain_events(lines, k, first + k, t)
+                        if k < len(lines):
+                            feed(lines[k], _source_value(t, item[k][0], first + k))
+                            k += 1
                     continue
+                last += 1
                 line, value = numbered(item, last)
                 write(line + b"\n")
                 feed(line, value)
@@ -669,15 +677,16 @@ def _numbered_line(record: dict, seq: int) -> tuple[bytes, dict]:
 
 
 def _source_line_head(t: str) -> bytes:
-    """What every ``source-line`` event of time ``t`` starts with, up to its offset (:func:`_source_line`)."""
+    """What every ``source-line`` event of time ``t`` starts with, up to its offset (:func:`_source_lines`)."""
     return _dumps({"kind": "event", "t": t, "type": SOURCE_LINE})[:-1] + b"," + _dumps(AT) + b":"
 
 
-def _source_line(head: bytes, offset: int, seq: int, data: bytes) -> bytes:
-    """The line :func:`_numbered_line` makes of the ``source-line`` event of the line ``data`` (one
-    line) at ``offset``, numbered ``seq`` (``head``: :func:`_source_line_head` of its time), made
-    without the record: a Codex rollout's mirrors may be most of its lines."""
-    return b"%s%d,\"seq\":%d,\"raw\":%s}" % (head, offset, seq, data)
+def _source_lines(head: bytes, seq: int, lines: list[tuple[int, bytes]]) -> list[bytes]:
+    """The lines :func:`_numbered_line` makes of the ``source-line`` events of ``lines`` (each
+    ``(offset, data)``, one line of the source) numbered from ``seq`` (``head``: :func:`_source_line_head`
+    of their time), made from a template without their records: a Codex rollout's mirrors may be
+    most of its lines."""
+    return [b"%s%d,\"seq\":%d,\"raw\":%s}" % (head, offset, n, data) for n, (offset, data) in enumerate(lines, start=seq)]
 
 
 def _source_value(t: str, offset: int, seq: int) -> dict:
@@ -1058,17 +1067,38 @@ def _source_records(session: Session, held: _Held, when: str | None, no_raw: boo
     """``source-line`` events for the session's source lines no record carries (a Codex mirror, a
     line that joined a response already kept…), then a ``source-state`` event when the source is
     not as the journal's last one says: what ``restore`` rebuilds the file from.  A source-line
-    event is given as ``(offset, bytes)``, the bytes its ``raw`` holds (a rollout's mirrors may be
-    most of its lines: a new journal's writer makes their lines from a template)."""
+    event is given as ``(offset, bytes)``, the bytes its ``raw`` holds."""
+    for item in _source_batches(session, held, when, no_raw):
+        if type(item) is list:
+            yield from item
+        else:
+            yield item
+
+
+def _source_batches(session: Session, held: _Held, when: str | None, no_raw: bool, size: int = 1024,
+                    budget: int = 1 << 20) -> Iterator[list[tuple[int, bytes]] | dict]:
+    """:func:`_source_records`, its source lines given in lists of at most ``size`` lines and about
+    ``budget`` bytes (memory stays flat whatever the lines): a rollout's mirrors may be most of its
+    lines, and a new journal's writer makes their lines from a template, a list at a time.  Each
+    line is read as the pass over the source's lines reaches it."""
     state = session.state
     if state is None or no_raw:
         return
-    count, read, carried = 0, state.read, held.carried  # yielded one at a time
+    count, read, batch, held_bytes = 0, state.read, [], 0
+    in_memory = held.carried.in_memory()
+    carried = in_memory.__contains__ if in_memory is not None else held.carried.__contains__
     for offset, length in state.lines:
-        if offset not in carried:
-            count += 1
-            data = read(offset, length)
-            yield offset, data if b"\n" not in data and b"\r" not in data else Raw(data).data
+        if not carried(offset):
+            data = read(offset, length)  # (now: a reader may know the line by where the pass is)
+            batch.append((offset, data if b"\n" not in data and b"\r" not in data else Raw(data).data))
+            held_bytes += len(data)
+            if len(batch) >= size or held_bytes >= budget:
+                count += len(batch)
+                yield batch
+                batch, held_bytes = [], 0
+    if batch:
+        count += len(batch)
+        yield batch
     if count or state.mark() != held.states.get(state.path):
         yield _state_event(state, when)
 

@@ -197,6 +197,11 @@ class Offsets:
                 self._db.executemany("INSERT OR IGNORE INTO offsets VALUES (?)", self._pending)
             self._pending.clear()
 
+    def in_memory(self) -> set[int] | None:
+        """The offsets as a set while they are held in one (None past :data:`KNOWN_IN_MEMORY`): ``in``
+        it says what ``in`` this says of a file's offset."""
+        return self._set
+
     def __contains__(self, offset: object) -> bool:
         if type(offset) is not int or not _INT64[0] <= offset <= _INT64[1]:  # alike before and after the move
             return False

@@ -124,19 +124,20 @@ class LevelCodeRules:
         elif kind not in KNOWN_KINDS:
             sink.add("unknown-kind", f"unknown record kind {kind!r}", c.lineno, offset, line)
 
-    def plain_event(self, seq: int, t: object) -> bool:
-        """What :meth:`record` does with an ``event`` record of a type that keeps no fact (an
-        importer's ``source-line``), numbered ``seq`` with time ``t``, done without the record: True
-        when done, False when :meth:`record` must read it (not the next seq, not a v2 journal with
-        its meta read, a validator to run)."""
+    def plain_events(self, seq: int, count: int, t: object) -> int:
+        """What :meth:`record` does with ``count`` ``event`` records of a type that keeps no fact (an
+        importer's ``source-line``), numbered from ``seq`` with time ``t``, done without the records:
+        how many were done, all of them or none (none when :meth:`record` must read them: not the
+        next seq, not a v2 journal with its meta read, a validator to run)."""
         c = self.c
-        if seq != self.expect_seq or self.future or self.facts.version != 2 or c.records < 1 or c.validator is not None:
-            return False
-        c.records += 1
-        self.last_seq, self.expect_seq = seq, seq + 1
+        if count <= 0 or seq != self.expect_seq or self.future or self.facts.version != 2 or c.records < 1 \
+                or c.validator is not None:
+            return 0
+        c.records += count
+        self.last_seq, self.expect_seq = seq + count - 1, seq + count
         if t is not None:
             self.facts.last_t = t
-        return True
+        return count
 
     def _meta(self, obj: dict, offset: int, line: bytes) -> None:
         c, facts = self.c, self.facts
