@@ -131,11 +131,11 @@ def offset_line_key(value: object) -> str | None:
     it); None for a line without them."""
     if not isinstance(value, dict):
         return None
-    payload = value.get("payload") if isinstance(value.get("payload"), dict) else {}
-    parts = (value.get("timestamp"), value.get("type"), payload.get("type"))
-    if not all(isinstance(p, str) for p in parts[:2]):
+    stamp, top, payload = value.get("timestamp"), value.get("type"), value.get("payload")
+    if not (isinstance(stamp, str) and isinstance(top, str)):
         return None
-    return f"line:{parts[0]}:{parts[1]}:{parts[2] if isinstance(parts[2], str) else ''}"
+    kind = payload.get("type") if isinstance(payload, dict) else None
+    return f"line:{stamp}:{top}:{kind if isinstance(kind, str) else ''}"
 
 
 def line_keys(record: dict) -> list[tuple[str, ...]]:
