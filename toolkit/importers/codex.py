@@ -71,7 +71,7 @@ from ..findings import Finding
 from ..identify import describe, sniff
 from ..layouts.base import looked
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, legacy_record, thread_id
-from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, envelope_sketch,
+from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, payload_sketch,
                                   is_legacy_meta, message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, in_place,
@@ -668,20 +668,26 @@ class _Rollout:
         sha256, see, recent_calls, recent_exits = hashlib.sha256, self.latest.see, self.recent_calls, self.recent_exits
         add = rows.add
         for line in self.reader:
-            value = as_envelope(line.value) if legacy else line.value  # a pre-envelope line as its envelope
-            item = envelope_sketch(value)
+            number, offset, data, value, _lifted = line
+            if legacy:
+                value = as_envelope(value)  # a pre-envelope line as its envelope
+            top, payload = value["type"], value.get("payload")
+            if type(payload) is not dict:  # (a whole record's is; a pre-envelope marker's may not be)
+                payload = {}
+            item = payload_sketch(top, payload)
             if watching:
                 replay.feed(item)
                 watching = not replay.settled
-            top, kind = value["type"], item.kind
+            kind = item.kind
             if first is None:
                 first = line
             if meta is None and top == "session_meta":
                 meta = line
             if cwd is None and kind == "injected":  # a pre-envelope meta has no cwd: the context names it
-                cwd = context_cwd(message_text(value["payload"].get("content"), ("input_text",)))
+                cwd = context_cwd(message_text(payload.get("content"), ("input_text",)))
             stamp = value.get("timestamp")
-            stamp = stamp if isinstance(stamp, str) else None
+            if type(stamp) is not str:
+                stamp = None
             if not first_time:
                 first_time = stamp
             if not typed and (kind == "prompt" or kind == "user_item"):
@@ -691,16 +697,14 @@ class _Rollout:
                 keep_last(recent_calls, item.call, None, RECENT)
             elif kind == "end" and item.call is not None:
                 rows.end(item.call)
-                payload = value["payload"]
                 if payload.get("type") == "exec_command_end" and top == "event_msg" \
                         and isinstance(payload.get("call_id"), str) and type(payload.get("exit_code")) is int:
                     rows.exit(payload["call_id"], payload["exit_code"])
                     keep_last(recent_exits, payload["call_id"], payload["exit_code"], RECENT)
-            model = value["payload"].get("model") if top == "turn_context" else None
-            data = line.data
+            model = payload.get("model") if top == "turn_context" else None
             digest = sha256(data).hexdigest()[:16]
             see(line.value, digest)
-            add(line.line, line.offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
+            add(number, offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
             if keep:
                 budget -= len(data)
                 keep = budget >= 0

@@ -211,9 +211,12 @@ def envelope_sketch(record: object) -> Sketch:
     """:func:`sketch` of a record that is an envelope already (:func:`as_envelope`'s)."""
     if type(record) is not dict:
         return _OTHER
-    top, payload = record.get("type"), record.get("payload")
-    if type(payload) is not dict:
-        payload = {}
+    payload = record.get("payload")
+    return payload_sketch(record.get("type"), payload if type(payload) is dict else {})
+
+
+def payload_sketch(top: object, payload: dict) -> Sketch:
+    """:func:`envelope_sketch` of an envelope of type ``top`` whose ``payload`` is a dict."""
     kind = payload.get("type")
     if top == "event_msg":
         if kind == "user_message":
