@@ -1,7 +1,8 @@
 """A resumed import's appends fsynced by the background thread while the next unit converts
 (durable.Committer.sync, issue 27): every journal appended to is fsynced before the import
 returns, by that thread, after its bytes were written; a failed fsync stops the run as the
-append's own did, the import cache is not updated, and the next import ends as a full read."""
+append's own did, the import cache is not updated, and the next import ends as a full read.  And
+the prefixes the resumes check are hashed ahead by another background thread (sourcelines.Prefixes)."""
 
 from __future__ import annotations
 
@@ -169,3 +170,53 @@ def test_a_units_wait_gives_only_its_own_failures(tmp_path):
     assert commits.wait_through(commits.mark(), after=first) == []  # the resume's: its append synced
     assert [(p.name, type(why)) for p, why in commits.wait_through(first)] == [("a.jsonl", FileExistsError)]
     assert commits.wait() == []
+
+
+def test_a_grown_imports_prefixes_are_hashed_ahead_by_a_thread(tmp_path, monkeypatch):
+    """Each prefix a resume checks (the bytes the last import read of a file that only grew) is
+    hashed by the background thread, ahead of its unit, once; the resume takes it and writes the
+    journals a full read does."""
+    from toolkit.importers import sourcelines
+
+    source, mains = _grown_tree(tmp_path)
+    store, full = tmp_path / "store", tmp_path / "full"
+    imported("claude", source, store)
+    shutil.copytree(store, full)
+    _grow(mains, 27)
+    real, hashing = sourcelines.hashed, []
+
+    def hashed(path, end, start=0, digest=None):
+        hashing.append((str(path), start, threading.current_thread().name))
+        return real(path, end, start, digest)
+
+    monkeypatch.setattr(sourcelines, "hashed", hashed)
+    report = imported("claude", source, store, "--jobs", "1")
+    monkeypatch.undo()
+    assert report["resumed"] == 3 and report["read"] == 0
+    prefixes = [(path, thread) for path, start, thread in hashing if start == 0]
+    assert len(prefixes) == 3 and {thread for _path, thread in prefixes} == {"levelsess-prefixes"}
+    assert {path for path, _thread in prefixes} <= {str(p) for p in mains}
+    imported("claude", source, full, "--reread")
+    assert journals(store) == journals(full)
+
+
+def test_prefixes_give_what_hashing_gives(tmp_path):
+    from toolkit.importers.sourcelines import Prefixes, hashed
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.write_bytes(b"x" * 5000)
+    two.write_bytes(b"y" * 10)
+    ahead = Prefixes([(str(one), 4096), (str(two), 64), (str(one), 4096)])
+    try:
+        first, second = ahead.take(str(one), 4096), ahead.take(str(one), 4096)
+        assert first.hexdigest() == second.hexdigest() == hashed(one, 4096).hexdigest()
+        first.update(b"more")  # each take is a copy a reader continues
+        assert second.hexdigest() == hashed(one, 4096).hexdigest()
+        assert ahead.take(str(two), 64) is None  # shorter than asked, as hashed says
+        assert ahead.take(str(one), 10) is False  # not asked ahead: the caller hashes it
+    finally:
+        ahead.close()
+    stopped = Prefixes([(str(one), 4096)])
+    stopped.close()
+    got = stopped.take(str(one), 4096)  # never waits forever: hashed before the stop, or the caller's to hash
+    assert got is False or got.hexdigest() == hashed(one, 4096).hexdigest()

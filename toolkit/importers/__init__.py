@@ -195,8 +195,9 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                             raise
                     return finished
 
-                for k, part in parallel.pipelined(keys, range(len(todo)), begin):
-                    release(todo[k], part)
+                with _hashed_ahead(_prefixes(context, [units[i] for i in todo], [stamped[i] for i in todo])):
+                    for k, part in parallel.pipelined(keys, range(len(todo)), begin):
+                        release(todo[k], part)
             context.close()
             if not dry_run and not as_kept:
                 done.append((cache, {key: entry() if callable(entry) else entry for key, entry in entries.items()}))
@@ -454,6 +455,40 @@ def _to_read(context: _Context, unit: unchanged.Unit, stamped: dict | None) -> i
         if grew is not None:
             return grew
     return unchanged.sizes(unit, stamped)
+
+
+def _prefixes(context: _Context, units: list[unchanged.Unit], stamped: list[dict | None]) -> list[tuple[str, int]]:
+    """The prefixes the resumes of ``units`` will check, in order: each kept resume state's
+    ``(path, covered)`` for the one file of its unit that only grew (:func:`sourcelines.grown_from`)."""
+    if context.dry_run or context.no_raw or not hasattr(context.importer, "resume_unit"):
+        return []
+    wanted = []
+    for unit, stamps in zip(units, stamped):
+        grew = context.kept.grown_file(unit, stamps)
+        states = context.kept.resumes(unit) if grew is not None else None
+        for state in (states.values() if isinstance(states, dict) else ()):
+            if isinstance(state, dict) and state.get("path") == grew and type(state.get("covered")) is int \
+                    and isinstance(state.get("sha256"), str):
+                wanted.append((grew, state["covered"]))
+    return wanted
+
+
+@contextlib.contextmanager
+def _hashed_ahead(wanted: list[tuple[str, int]]):
+    """While the units are imported here, a background thread hashes the prefixes their resumes
+    will check (:class:`sourcelines.Prefixes`), each ahead of its unit."""
+    if not wanted:
+        yield
+        return
+    from .sourcelines import AHEAD, Prefixes  # (only an import that resumes loads the reader)
+
+    ahead = Prefixes(wanted)
+    token = AHEAD.set(ahead)
+    try:
+        yield
+    finally:
+        AHEAD.reset(token)
+        ahead.close()
 
 
 def _fill(part: _Part, recalled: _Part) -> _Part:

@@ -22,6 +22,7 @@ streamed, beside the store (:func:`toolkit.importers.output.keep_too_large`), wi
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 from collections.abc import Callable, Iterator
@@ -243,14 +244,73 @@ def hashed(path: Path, end: int, start: int = 0, digest=None):
 def grown_from(path: Path, covered: int, sha256: str, limit: int):
     """The sha256 of the first ``covered`` bytes of ``path`` (to be continued over what follows),
     when they hash to ``sha256`` as when an import last read them, and the file grew by at most
-    ``limit`` bytes since; else None (a resume reads the file in full)."""
+    ``limit`` bytes since; else None (a resume reads the file in full).  Hashed here, or taken
+    from the :class:`Prefixes` this import hashes ahead (:data:`AHEAD`)."""
     try:
         if os.stat(path).st_size - covered > limit:
             return None
     except OSError:
         return None
-    digest = hashed(path, covered)
+    ahead = AHEAD.get()
+    digest = ahead.take(str(path), covered) if ahead is not None else False
+    if digest is False:  # (not hashed ahead)
+        digest = hashed(path, covered)
     return digest if digest is not None and digest.hexdigest() == sha256 else None
+
+
+class Prefixes:
+    """The prefixes a resume checks (``(path, covered)``: the bytes an import last read of a file
+    that only grew), hashed ahead in this order by one background thread, while this one imports
+    the units before: hashing a prefix reads it whole (from the disk, the night after), and a
+    resume waits for nothing else.  :meth:`take` gives what :func:`hashed` would (a copy: a
+    reader continues it), waiting for it if need be; a prefix not asked ahead is hashed by the
+    caller.  The thread stops at :meth:`close`, after the prefix it is hashing."""
+
+    def __init__(self, wanted: list[tuple[str, int]]) -> None:
+        import threading
+
+        self._wanted = list(dict.fromkeys(wanted))
+        self._asked = set(self._wanted)
+        self._hashed: dict[tuple[str, int], object] = {}
+        self._done = threading.Condition()
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="levelsess-prefixes", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        for path, covered in self._wanted:
+            if self._stop:
+                break
+            try:
+                digest = hashed(Path(path), covered)
+            except Exception:  # noqa: BLE001 - (a MemoryError…) the caller hashes it itself, and meets it there
+                digest = False
+            with self._done:
+                self._hashed[path, covered] = digest
+                self._done.notify_all()
+        with self._done:
+            self._stop = True
+            self._done.notify_all()
+
+    def take(self, path: str, covered: int):
+        """The sha256 object of the first ``covered`` bytes of ``path`` as :func:`hashed` makes it
+        (None when the file is shorter or cannot be read); False when it was not asked ahead."""
+        key = (path, covered)
+        if key not in self._asked:
+            return False
+        with self._done:
+            self._done.wait_for(lambda: key in self._hashed or self._stop)
+            digest = self._hashed.get(key, False)
+        return digest.copy() if digest else digest
+
+    def close(self) -> None:
+        with self._done:
+            self._stop = True
+            self._done.notify_all()
+
+
+#: The :class:`Prefixes` the import running in this thread hashes ahead, if any.
+AHEAD: contextvars.ContextVar[Prefixes | None] = contextvars.ContextVar("ahead", default=None)
 
 
 def read_on(path: Path, state: dict, is_record: Callable[[object], bool], what: str,

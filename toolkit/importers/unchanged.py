@@ -331,6 +331,16 @@ class Kept:
             return None
         return grew[0], {"outcomes": standing[0], "findings": standing[1], "journals": standing[2], "resume": resume}
 
+    def grown_file(self, unit: Unit, stamped: dict | None) -> str | None:
+        """The one file of ``unit`` that only grew (same device and inode, larger) when no other
+        file of it changed; else None.  (:meth:`grown` decides whether it resumes.)"""
+        grew = _only_grown(self.units.get(unit.key), stamped)
+        return grew[0] if grew is not None else None
+
+    def resumes(self, unit: Unit) -> object:
+        """The unit's kept resume states (a dict by session id when the cache holds one)."""
+        return self._resume(unit)
+
     def growth(self, unit: Unit, stamped: dict | None) -> int | None:
         """The bytes a resume of ``unit`` would read (what its one changed file added), when that
         file only grew (same device and inode, larger) and no other file of it changed; else None.
