@@ -43,9 +43,8 @@ import stat
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from .errors import (DiskFullError, DurabilityError, FileChangedError, FileInUseError, FileTooLargeError,
                      LevelsessError, NameTooLongError, PathNotFoundError, PermissionDeniedError, QuotaExceededError,
@@ -107,8 +106,7 @@ def _below(path: str, root: str) -> str | None:
     return path[len(prefix):] if os.path.normcase(path[:len(prefix)]) == os.path.normcase(prefix) else None
 
 
-@dataclass(frozen=True)
-class Confinement:
+class Confinement(NamedTuple):
     """Folders levelsess writes below and never through a symlink: ``trees`` (a store, a tool's
     tree) and ``own`` (where levelsess keeps what it saves: ``<store>/.levelsess``, or its own
     data folder for another tool's tree).  The ``own`` folders' links get their own advice."""

@@ -7,8 +7,7 @@ e2fsck-style bit it contributes (DESIGN.md §3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 EXIT_OK = 0
 EXIT_CORRECTED = 1
@@ -387,8 +386,7 @@ class FutureVersionError(CorruptionError):
 # --- finding codes -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CodeInfo:
+class CodeInfo(NamedTuple):
     """What a finding code means: default severity, whether repair fixes it, its error class."""
 
     severity: str  # "error" | "warning"

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import UNCORRECTABLE
 from .findings import Finding
@@ -73,8 +74,7 @@ class JournalScan:
         return (info.st_size, info.st_mtime_ns) == (self.size, self.mtime_ns)
 
 
-@dataclass(frozen=True)
-class Loaded:
+class Loaded(NamedTuple):
     """A cache file as found: ``state`` is missing | unreadable | corrupt | ok.
 
     Unreadable (permission denied, EIO, not a regular file) is an operational problem, never

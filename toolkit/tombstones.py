@@ -13,9 +13,9 @@ a list of wishes, not a journal; losing one line brings at most one session back
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -30,8 +30,7 @@ def path_of(store: Path) -> Path:
     return Path(store) / STATE_DIR / NAME
 
 
-@dataclass(frozen=True)
-class Tombstone:
+class Tombstone(NamedTuple):
     id: str
     path: str  # the journal that went to the OS trash
     t: str | None

@@ -50,8 +50,7 @@ class SourceLine(NamedTuple):
     lifted: bool = False  # cut out of a damaged line (spliced records)
 
 
-@dataclass(frozen=True, slots=True)
-class TooLarge:
+class TooLarge(NamedTuple):
     """A source line too large to parse here: where its bytes are, so an import can keep them."""
 
     path: Path

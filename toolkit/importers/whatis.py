@@ -8,12 +8,11 @@ which import reads it, instead of only what it is not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(NamedTuple):
     what: str  # "a Codex CLI home"
     apps: tuple[str, ...]  # the --from names whose importer reads it
 
