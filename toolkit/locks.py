@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -36,8 +37,7 @@ class LockState(str, Enum):
     UNKNOWN = "unknown"  # owner cannot be checked and the lock is fresh
 
 
-@dataclass(frozen=True)
-class LockInfo:
+class LockInfo(NamedTuple):
     """A lock file and the verdict on its owner."""
 
     path: Path

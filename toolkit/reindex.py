@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -18,8 +17,7 @@ from .scan import Loaded
 from .verified import trusted_index, vouched
 
 
-@dataclass(frozen=True)
-class ReindexResult:
+class ReindexResult(NamedTuple):
     """Per folder: written, unchanged or refused; plus findings.
 
     ``skipped`` are the unchanged caches trusted without reading a journal (a subset of

@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import LevelsessError, NotAJournalError, UnknownFormatError, exit_code_for  # noqa: F401 (exit_code_for: named here too)
 from ..findings import Finding
@@ -20,8 +21,7 @@ from ..stores import Folder
 MAX_BATCHES = 4096  # toolkit.forked.MAX_BATCHES (not imported: a serial check never loads it)
 
 
-@dataclass(frozen=True)
-class SessionCheck:
+class SessionCheck(NamedTuple):
     """One journal: its scan (None when skipped or unreadable), lock verdict and findings."""
 
     journal: Path
@@ -40,8 +40,7 @@ class SessionCheck:
         return any(f.code == "in-use" for f in self.findings)
 
 
-@dataclass(frozen=True)
-class FolderCheck:
+class FolderCheck(NamedTuple):
     """A project or Logician session folder: its sessions and its cache verdict."""
 
     folder: Folder
@@ -349,7 +348,7 @@ def check_folders(
         if folder.problem is not None:
             extra = (Finding("unreadable", "error", str(folder.path), None, None, folder.problem),) + extra
         if strict:
-            sessions = tuple(replace(s, findings=_escalate(s.findings)) for s in sessions)
+            sessions = tuple(s._replace(findings=_escalate(s.findings)) for s in sessions)
             extra = _escalate(extra)
         checks.append(FolderCheck(folder, sessions, extra, partial.orphan_locks, partial.leftover_temps))
     if strict:

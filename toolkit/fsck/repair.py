@@ -11,8 +11,8 @@ import shlex
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import durable, locks, verified
 from ..errors import (RELINKABLE, SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, FileInUseError,
@@ -35,8 +35,7 @@ QUARANTINE = "quarantine"
 REPLACED = "replaced"
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(NamedTuple):
     """One planned write: terminate-tail | trim-tail | remove-lock | remove-temp | rebuild-cache | salvage."""
 
     kind: str
@@ -53,8 +52,7 @@ class Action:
         return f"{self.kind}: {self.path}: {self.detail}{saved}"
 
 
-@dataclass(frozen=True)
-class RepairResult:
+class RepairResult(NamedTuple):
     """What a repair did: every finding (``repaired`` set where fixed) and the exit code."""
 
     findings: tuple[Finding, ...]
@@ -72,8 +70,7 @@ class RepairResult:
         return code
 
 
-@dataclass(frozen=True)
-class RepairPlan:
+class RepairPlan(NamedTuple):
     """The writes a repair would make, computed from a check, and nothing written yet."""
 
     report: CheckReport
@@ -126,7 +123,7 @@ class RepairPlan:
             if where is not None:
                 where = Path(os.path.realpath(where))  # where the bytes are, whatever links lie above the store
                 saved.update({key: str(where) for key in fixed})
-            done.append(replace(action, saved_to=where))
+            done.append(action._replace(saved_to=where))
             if progress:
                 progress(action)
         findings = tuple(
