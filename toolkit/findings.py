@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from .errors import CODES, CorruptionError, LevelsessError, error_for
 
@@ -11,8 +11,7 @@ PER_CODE_CAP = 20
 EXCERPT_BYTES = 60
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """One problem: stable ``code``, ``severity`` (error|warning), where, and what."""
 
     code: str
@@ -26,7 +25,7 @@ class Finding:
     saved_to: str | None = None  # where a repair put the bytes it removed or replaced
 
     def as_repaired(self, saved_to: str | None = None) -> Finding:
-        return replace(self, repaired=True, saved_to=saved_to or self.saved_to)
+        return self._replace(repaired=True, saved_to=saved_to or self.saved_to)
 
     def to_error(self) -> LevelsessError:
         """Return the typed exception this finding stands for."""
@@ -82,6 +81,6 @@ class FindingSink:
         for code, count in self.counts.items():
             if count > PER_CODE_CAP:
                 first = next(f for f in self.items if f.code == code)
-                extra.append(replace(first, line=None, offset=None, excerpt=None,
+                extra.append(first._replace(line=None, offset=None, excerpt=None,
                                      message=f"{count - PER_CODE_CAP} more {code} findings not listed"))
         return tuple(self.items + extra)

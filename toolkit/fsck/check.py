@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -400,7 +400,7 @@ def _fresh(cache, item: tuple, result: JournalScan | LevelsessError) -> JournalS
 
 def _escalate(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
     """--strict: every warning counts as an error."""
-    return tuple(replace(f, severity="error") if f.severity == "warning" else f for f in findings)
+    return tuple(f._replace(severity="error") if f.severity == "warning" else f for f in findings)
 
 
 def folder_leftovers(folder: Folder) -> tuple[tuple[LockInfo, ...], tuple[Path, ...]]:

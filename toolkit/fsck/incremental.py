@@ -350,7 +350,7 @@ class IncrementalCache:
         keep = (key is not None and probe is not None and _whole_probe(cache) == probe
                 and (probe == ["missing"] or probe[0][4] < time.time_ns() - RACY_NS))
         verdict = ({"layout": layout_name, "strict": self.strict, "cache": str(cache), "journals": key,
-                    "probe": probe, "findings": [list(dataclasses.astuple(f)) for f in findings]} if keep else None)
+                    "probe": probe, "findings": [list(f) for f in findings]} if keep else None)
         if verdict != self.verdicts.get(where):
             self.verdicts[where] = verdict
             self.dirty.add(where)

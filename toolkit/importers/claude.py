@@ -50,7 +50,6 @@ import os
 import re
 from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -112,7 +111,7 @@ def _groups(source: Path, report: Callable[[Finding], None]) -> list[tuple[Path 
     if source.is_file():
         folder = CLAUDE_CODE.claim_file(source)
         if folder is not None and not is_subagent(source):  # a session named: its subagents come with it
-            folder = replace(folder, journals=(source, *_subagents(source.parent / source.stem)))
+            folder = folder._replace(journals=(source, *_subagents(source.parent / source.stem)))
         folders = [folder]
     else:
         folders = CLAUDE_CODE.claim_dir(source)

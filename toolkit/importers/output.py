@@ -186,8 +186,7 @@ AT = "at"
 SOURCE_LINE, SOURCE_STATE = "source-line", "source-state"
 
 
-@dataclass(frozen=True)
-class SourceState:
+class SourceState(NamedTuple):
     """A line-based source as this import read it: its path, the size and sha256 of the bytes read as
     whole lines, and the ``(offset, length)`` of each whole line the session stands for, with a way
     to read one (``read(offset, length)``)."""

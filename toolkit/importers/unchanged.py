@@ -463,7 +463,10 @@ def _json(document: dict) -> bytes:
 
 
 def _fields(value) -> dict:
-    """A dataclass's fields (their values are strings, numbers and tuples of them: no copy needed)."""
+    """A dataclass's or a named tuple's (a finding's) fields (their values are strings, numbers and
+    tuples of them: no copy needed)."""
+    if isinstance(value, tuple):
+        return value._asdict()
     return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
 
 

@@ -15,9 +15,8 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from ..errors import NotAStoreError, PermissionDeniedError
 
@@ -32,8 +31,7 @@ STATE_DIR = ".levelsess"
 PLACEHOLDER_MODELS = frozenset({"<synthetic>"})
 
 
-@dataclass(frozen=True)
-class Folder:
+class Folder(NamedTuple):
     """A unit of checking: a project folder, a session folder; the journals found in it.
 
     ``journals`` are the journals to check; ``whole`` says whether the folder's cache is in
