@@ -349,31 +349,34 @@ class Decider:
 
     def feed(self, sketches: Iterable[Sketch]) -> Iterator[Decision]:
         """The decisions final once ``sketches`` are read (all but the last few), in file order."""
-        window, seen, pairings, taken, mirrors, group = MIRROR_WINDOW, self.seen, self.pairings, self.taken, self.mirrors, self.group
-        prompts_typed, is_call, replay, state = self.prompts_typed, self.is_call, self.replay, (self.taken, self.mirrors, self.group)
-        paired, decided, count = self.paired, self.decided, self.count
-        try:
-            for item in sketches:
-                count += 1
-                seen[count - 1] = item
-                while paired + window < count:  # its whole window is read
-                    if seen[paired].text:  # (else it pairs with nothing)
-                        _pair_one(paired, seen, count, pairings, taken, mirrors, group)
-                    paired += 1
-                while decided + window < paired:  # no mirror of it is left to pair
-                    yield _decision(decided, seen.pop(decided), prompts_typed, is_call, state, replay)
-                    decided += 1
-        finally:
-            self.paired, self.decided, self.count = paired, decided, count
+        seen, prompts_typed, is_call, replay, state = self.seen, self.prompts_typed, self.is_call, self.replay, \
+            (self.taken, self.mirrors, self.group)
+        for i in self._ready(sketches):
+            yield _decision(i, seen.pop(i), prompts_typed, is_call, state, replay)
+
+    def finish(self) -> Iterator[Decision]:
+        for i in self._rest():
+            yield _decision(i, self.seen.pop(i), self.prompts_typed, self.is_call, (self.taken, self.mirrors, self.group),
+                            self.replay)
 
     def feed_codes(self, sketches: Iterable[Sketch], codes: bytearray, groups: bytearray, code_of: dict) -> None:
-        """:meth:`feed` for a decider that has decided nothing yet, each decision written as two
-        bytes instead of made a :class:`Decision`: ``codes[i] = code_of[role, skip]`` and ``groups[i] =
-        (i - group) + (8 if inherited else 0)`` (an importer's hot loop: a rollout's every record)."""
-        if self.decided:
-            raise ValueError("feed_codes is for a decider that has decided nothing yet")
-        window, seen, pairings, taken, mirrors, group = MIRROR_WINDOW, self.seen, self.pairings, self.taken, self.mirrors, self.group
+        """:meth:`feed`, each decision written as two bytes instead of made a :class:`Decision`:
+        ``codes[i] = code_of[role, skip]`` and ``groups[i] = (i - group) + (8 if inherited else 0)``
+        (an importer's hot loop: a rollout's every record)."""
         decide = self._code_maker(code_of)
+        for i in self._ready(sketches):
+            decide(i, codes, groups)
+
+    def finish_codes(self, codes: bytearray, groups: bytearray, code_of: dict) -> None:
+        """:meth:`finish`, written as :meth:`feed_codes` writes."""
+        decide = self._code_maker(code_of)
+        for i in self._rest():
+            decide(i, codes, groups)
+
+    def _ready(self, sketches: Iterable[Sketch]) -> Iterator[int]:
+        """Take ``sketches``, pairing each record once its whole window is read; each record's
+        index once no mirror of it is left to pair (the caller decides it before asking for the next)."""
+        window, seen, pairings, taken, mirrors, group = MIRROR_WINDOW, self.seen, self.pairings, self.taken, self.mirrors, self.group
         paired, decided, count = self.paired, self.decided, self.count
         try:
             for item in sketches:
@@ -384,30 +387,26 @@ class Decider:
                         _pair_one(paired, seen, count, pairings, taken, mirrors, group)
                     paired += 1
                 while decided + window < paired:  # no mirror of it is left to pair
-                    decide(decided, codes, groups)
+                    yield decided
                     decided += 1
         finally:
             self.paired, self.decided, self.count = paired, decided, count
 
-    def finish_codes(self, codes: bytearray, groups: bytearray, code_of: dict) -> None:
-        """:meth:`finish` after :meth:`feed_codes`, written as it writes."""
+    def _rest(self) -> Iterator[int]:
+        """After the last sketch: the rest paired, then each undecided record's index."""
         while self.paired < self.count:
             _pair_one(self.paired, self.seen, self.count, self.pairings, self.taken, self.mirrors, self.group)
             self.paired += 1
-        decide = self._code_maker(code_of)
         while self.decided < self.count:
-            decide(self.decided, codes, groups)
             self.decided += 1
+            yield self.decided - 1
 
     def _code_maker(self, code_of: dict) -> Callable[[int, bytearray, bytearray], None]:
-        """:func:`_decision` of record ``i`` written as :meth:`feed_codes` writes it (the same
-        rules as :func:`_role`, looked up by kind)."""
-        seen, taken, mirrors, group, is_call = self.seen, self.taken, self.mirrors, self.group, self.is_call
-        by_kind = {kind: code_of[role, None] for kind, role in _SIMPLE.items()}
-        by_kind["user"] = code_of[(None, "context") if self.prompts_typed else ("prompt", None)]
-        by_kind["injected"] = by_kind["context"] = code_of[None, "context"]
-        mirror, other, ui_only = code_of[None, "mirror"], code_of["other", None], code_of[None, "ui-only"]
-        meta, meta_copy = code_of["meta", None], code_of[None, "meta-copy"]
+        """:func:`_decision` of record ``i`` written as :meth:`feed_codes` writes it: :func:`_role_at`'s
+        answer, kept by kind for the kinds whose role is their kind's alone."""
+        seen, taken, mirrors, group, is_call, typed = self.seen, self.taken, self.mirrors, self.group, self.is_call, self.prompts_typed
+        by_kind = {kind: code_of[_role(Sketch(kind), False, typed, is_call)] for kind in _KIND_ONLY}
+        mirror = code_of[_role(_OTHER, True, typed, is_call)]
         replay = self.replay
         start, stop = (replay.start, replay.stop) if replay.step == 1 and len(replay) else (0, 0)
 
@@ -415,36 +414,17 @@ class Decider:
             item = seen.pop(i)
             for used in taken:
                 used.discard(i)
-            kind = item.kind
             if i in mirrors:
                 mirrors.discard(i)
                 code = mirror
             else:
-                code = by_kind.get(kind)
+                code = by_kind.get(item.kind) if i else None
                 if code is None:
-                    if kind == "end":
-                        code = mirror if is_call(item.call) else other
-                    elif kind == "session_meta":
-                        code = meta if i == 0 else meta_copy
-                    else:
-                        code = ui_only  # task_started and the UI's own bookkeeping
+                    code = code_of[_role_at(i, item, False, typed, is_call)]
             codes[i] = code
             groups[i] = (i - group.pop(i, i)) + (8 if start <= i < stop else 0)
 
         return decide
-
-    def finish(self) -> Iterator[Decision]:
-        while self.paired < self.count:
-            _pair_one(self.paired, self.seen, self.count, self.pairings, self.taken, self.mirrors, self.group)
-            self.paired += 1
-        while self.decided < self.count:
-            yield self._decide()
-
-    def _decide(self) -> Decision:
-        decided = self.decided
-        self.decided += 1
-        return _decision(decided, self.seen.pop(decided), self.prompts_typed, self.is_call,
-                         (self.taken, self.mirrors, self.group), self.replay)
 
     def snapshot(self) -> dict:
         """What it holds now, as JSON values (before :meth:`finish`)."""
@@ -504,17 +484,27 @@ def _decision(i: int, item: Sketch, prompts_typed: bool, is_call, state: tuple, 
     taken, mirrors, group = state
     for used in taken:
         used.discard(i)
-    role, skip = _role(item, i in mirrors, prompts_typed, is_call)
+    role, skip = _role_at(i, item, i in mirrors, prompts_typed, is_call)
     mirrors.discard(i)
-    if i == 0 and item.kind == "session_meta":
-        role, skip = "meta", None
     return Decision(role, skip, group.pop(i, i), i in replay)
+
+
+def _role_at(i: int, item: Sketch, mirrored: bool, prompts_typed: bool, is_call) -> tuple[str | None, str | None]:
+    """:func:`_role` of record ``i``: the first record's ``session_meta`` is the session's meta."""
+    if i == 0 and item.kind == "session_meta":
+        return "meta", None
+    return _role(item, mirrored, prompts_typed, is_call)
 
 
 #: The kinds whose record's role is the same whatever else the file holds.
 _SIMPLE = {"prompt": "prompt", "user_item": "prompt", "assistant": "assistant", "agent": "assistant", "reasoning": "reasoning",
            "agent_reasoning": "reasoning", "call": "tool_use", "output": "tool_result", "compact": "compact",
            "interrupt": "interrupt", "error": "error", "other": "other"}
+
+
+#: The kinds whose role (unmirrored, past the first record) is their kind's alone (not an end
+#: event's: whether its call is one).
+_KIND_ONLY = (*_SIMPLE, "user", "injected", "context", "session_meta")
 
 
 def _role(item: Sketch, mirrored: bool, prompts_typed: bool, is_call) -> tuple[str | None, str | None]:
