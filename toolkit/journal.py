@@ -390,16 +390,17 @@ class WrittenScan:
         plain = getattr(c.rules, "plain_events", None)
         if plain is None:
             return 0
-        end = start
-        for data in lines[start:] if start else lines:
+        end, size = start, 0
+        while end < len(lines):
+            data = lines[end]
             if data[:1] != b"{" or data[-1:] == b"\r" or b"\n" in data:
                 break
-            end += 1
-        taken = plain(seq, end - start, t)
-        if taken:
-            c.lineno += taken
-            self.offset += sum(map(len, lines[start:start + taken])) + taken
-        return taken
+            end, size = end + 1, size + len(data) + 1
+        if not plain(seq, end - start, t):  # (the rules take them all, or none)
+            return 0
+        c.lineno += end - start
+        self.offset += size
+        return end - start
 
     def scan(self, info: os.stat_result) -> JournalScan | None:
         """The scan, for the file written (``info``: its stat, which must have every byte given)."""

@@ -451,9 +451,9 @@ def _to_read(context: _Context, unit: unchanged.Unit, stamped: dict | None) -> i
     file that only grew added, when it may resume (forking for a few kB of new lines cost more than
     reading them), else its files' bytes."""
     if stamped is not None and not context.no_raw and not context.dry_run and hasattr(context.importer, "resume_unit"):
-        grew = context.kept.growth(unit, stamped)
+        grew = context.kept.only_grown(unit, stamped)
         if grew is not None:
-            return grew
+            return grew[1]
     return unchanged.sizes(unit, stamped)
 
 
@@ -464,12 +464,12 @@ def _prefixes(context: _Context, units: list[unchanged.Unit], stamped: list[dict
         return []
     wanted = []
     for unit, stamps in zip(units, stamped):
-        grew = context.kept.grown_file(unit, stamps)
+        grew = context.kept.only_grown(unit, stamps)
         states = context.kept.resumes(unit) if grew is not None else None
         for state in (states.values() if isinstance(states, dict) else ()):
-            if isinstance(state, dict) and state.get("path") == grew and type(state.get("covered")) is int \
+            if isinstance(state, dict) and state.get("path") == grew[0] and type(state.get("covered")) is int \
                     and isinstance(state.get("sha256"), str):
-                wanted.append((grew, state["covered"]))
+                wanted.append((grew[0], state["covered"]))
     return wanted
 
 

@@ -269,7 +269,7 @@ class Kept:
             if cached["version"] == 3:  # the last build's file, its states in each unit: read as they are (an upgrade reads nothing again)
                 self._resumes = {key: unit.pop("resume", None) for key, unit in self.units.items() if isinstance(unit, dict)}
 
-    def _resume(self, unit: Unit) -> object:
+    def resumes(self, unit: Unit) -> object:
         """The unit's kept resume states (a dict by session id when the cache holds one)."""
         return self.hold().get(unit.key)
 
@@ -312,7 +312,7 @@ class Kept:
     def states(self, unit: Unit) -> dict:
         """What resuming the unit's sessions needs, as kept (a unit recalled keeps it for the next import)."""
         entry = self.units.get(unit.key)
-        resume = self._resume(unit) if isinstance(entry, dict) else None
+        resume = self.resumes(unit) if isinstance(entry, dict) else None
         return dict(resume) if isinstance(resume, dict) else {}
 
     def grown(self, unit: Unit, stamped: dict | None, findings: bool = False) -> tuple[str, dict] | None:
@@ -322,7 +322,7 @@ class Kept:
         entry = self.units.get(unit.key)
         if stamped is None or not isinstance(entry, dict) or (entry.get("findings") and not findings):
             return None
-        resume = self._resume(unit)
+        resume = self.resumes(unit)
         if not resume or not isinstance(resume, dict):
             return None
         grew = _only_grown(entry, stamped)
@@ -331,28 +331,17 @@ class Kept:
             return None
         return grew[0], {"outcomes": standing[0], "findings": standing[1], "journals": standing[2], "resume": resume}
 
-    def grown_file(self, unit: Unit, stamped: dict | None) -> str | None:
-        """The one file of ``unit`` that only grew (same device and inode, larger) when no other
-        file of it changed; else None.  (:meth:`grown` decides whether it resumes.)"""
-        grew = _only_grown(self.units.get(unit.key), stamped)
-        return grew[0] if grew is not None else None
-
-    def resumes(self, unit: Unit) -> object:
-        """The unit's kept resume states (a dict by session id when the cache holds one)."""
-        return self._resume(unit)
-
-    def growth(self, unit: Unit, stamped: dict | None) -> int | None:
-        """The bytes a resume of ``unit`` would read (what its one changed file added), when that
-        file only grew (same device and inode, larger) and no other file of it changed; else None.
-        An estimate for the choice of workers: :meth:`grown` decides whether it resumes."""
-        grew = _only_grown(self.units.get(unit.key), stamped)
-        return grew[1] if grew is not None else None
+    def only_grown(self, unit: Unit, stamped: dict | None) -> tuple[str, int] | None:
+        """(the one file of ``unit`` that only grew, the bytes it added: what a resume of it would
+        read) when that file has the same device and inode and is larger, and no other file of it
+        changed; else None.  :meth:`grown` decides whether it resumes."""
+        return _only_grown(self.units.get(unit.key), stamped)
 
     def prior(self, unit: Unit) -> dict:
         """The kept resume states of ``unit``'s sessions whose journal is still as the state left it
         (one that keeps its journal's stamp under ``journal``), by session id: a full read may continue them."""
         entry = self.units.get(unit.key)
-        resume = self._resume(unit) if isinstance(entry, dict) else None
+        resume = self.resumes(unit) if isinstance(entry, dict) else None
         if not isinstance(resume, dict):
             return {}
         if not any(isinstance(state, dict) and state.get("journal") is not None for state in resume.values()):
