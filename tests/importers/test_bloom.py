@@ -1,0 +1,50 @@
+"""The resume's Bloom filters (toolkit/importers/bloom.py): a filter filled a list at a time
+(``update``, unrolled and with the hash inline) sets exactly the bits that adding each key does,
+so a kept filter is the same bytes whichever way it was filled, and every key added is held."""
+
+from __future__ import annotations
+
+import hashlib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolkit.importers.bloom import PROBES, Digests, Hashed
+
+_TEXT = st.one_of(st.text(max_size=40), st.binary(max_size=40))
+_DIGEST = st.binary(min_size=1, max_size=20).map(lambda b: hashlib.sha256(b).hexdigest()[:16])
+
+
+def _one_by_one(cls, keys: list, size: int) -> bytearray:
+    """The bits of ``keys`` set by the definition: each key's PROBES spots ``(first + i * step) % size``."""
+    bits = bytearray((size + 7) // 8)
+    for key in keys:
+        first, step = cls.pair(key)
+        for i in range(PROBES):
+            spot = (first + i * step) % size
+            bits[spot >> 3] |= 1 << (spot & 7)
+    return bits
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(_TEXT, max_size=30), size=st.integers(min_value=1, max_value=5000))
+def test_hashed_update_sets_what_each_key_sets(keys: list, size: int) -> None:
+    kept = Hashed.empty(size)
+    kept.update(iter(keys))  # (streamed, as _seen gives them)
+    assert kept.bits == _one_by_one(Hashed, keys, size)
+    one = Hashed.empty(size)
+    for key in keys:
+        one.add(key)
+    assert one.bits == kept.bits
+    assert all(key in kept for key in keys)
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(_DIGEST, max_size=30), size=st.integers(min_value=1, max_value=5000))
+def test_digests_update_sets_what_each_key_sets(keys: list, size: int) -> None:
+    kept = Digests.of(keys, len(keys)) if size % 2 else Digests.empty(size)
+    if not size % 2:
+        kept.update(keys)
+    assert kept.bits == _one_by_one(Digests, keys, kept.size)
+    assert all(key in kept for key in keys)
+    assert Digests.load(kept.dump()).bits == kept.bits
