@@ -809,8 +809,9 @@ def _save_and_cut(held: Held, keep: int, size: int, removed: bytes, recovery_dir
     return saved
 
 
-def create_exclusive(path: Path, data: bytes) -> bool:
-    """Create ``path`` holding ``data`` unless it exists; return False if it does.
+def create_exclusive(path: Path, data: bytes, *, ready: bool = False) -> bool:
+    """Create ``path`` holding ``data`` unless it exists; return False if it does.  ``ready``: its
+    temp file holds ``data`` already, made durable ahead (:func:`make_ready`).
 
     The bytes are written and fsynced in a temp file first, then hard-linked into place
     (``link`` fails if ``path`` exists, like O_CREAT|O_EXCL).  So a lock is never seen empty
@@ -824,6 +825,37 @@ def create_exclusive(path: Path, data: bytes) -> bool:
     """
     refuse_symlinked(path.parent)
     tmp = temp_name(path)
+    if not ready:
+        _durable_temp(tmp, data)
+    try:
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except FileNotFoundError as exc:
+            if ready and os.path.isdir(path.parent):  # the temp made ahead is gone: made again, now
+                return create_exclusive(path, data)
+            raise _fail("create", path, exc) from exc
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise _fail("create", path, exc) from exc
+            return _create_excl_fallback(path, data)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return True
+
+
+def make_ready(path: Path, data: bytes) -> None:
+    """What :func:`create_exclusive` does before its link, done ahead of it: ``data`` written and
+    fsynced in ``path``'s temp file, which ``create_exclusive(path, data, ready=True)`` then only
+    links into place (and removes, as always).  A temp file no one links is the caller's to remove."""
+    refuse_symlinked(path.parent)
+    _durable_temp(temp_name(path), data)
+
+
+def _durable_temp(tmp: Path, data: bytes) -> None:
+    """``tmp`` (created or truncated) holding ``data``, fsynced; removed again when that fails."""
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     except OSError as exc:
@@ -834,18 +866,10 @@ def create_exclusive(path: Path, data: bytes) -> bool:
             fsync_fd(fd, tmp)
         finally:
             os.close(fd)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-                raise _fail("create", path, exc) from exc
-            return _create_excl_fallback(path, data)
-    finally:
+    except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-    return True
+        raise
 
 
 def _create_excl_fallback(path: Path, data: bytes) -> bool:

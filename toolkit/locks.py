@@ -8,10 +8,11 @@ create-time check so a recycled pid never keeps a dead writer's lock alive.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -232,9 +233,12 @@ def try_acquire(journal: Path, *, force: bool = False) -> bool:
     under us); with ``force`` a held lock is ignored and left in place.
     """
     path = lock_path(journal)
+    ahead = AHEAD.get()
+    data = ahead.take(path) if ahead is not None else None  # (its bytes, durable in its temp file already)
     for _ in range(3):
-        if durable.create_exclusive(path, lock_content()):
+        if durable.create_exclusive(path, data or lock_content(), ready=data is not None):
             return True
+        data = None  # (the temp made ahead went with the first try)
         info = inspect_lock(path)
         if info is None:
             continue
@@ -245,6 +249,106 @@ def try_acquire(journal: Path, *, force: bool = False) -> bool:
             return False
         raise LockBusyError(f"{journal} ({info.reason})")
     raise LockBusyError(f"{journal} (lock keeps reappearing)")
+
+
+class Ahead:
+    """Session locks made ready ahead (issue 27): a background thread writes this process's lock
+    content into each lock's temp file and fsyncs it (:func:`~toolkit.durable.make_ready`), in the
+    order given, while this one works; taking such a lock only links it into place.  A grown
+    import takes a lock on every journal it appends to, and the fsync was its longest wait.
+
+    A lock's bytes are durable before its name exists, as when it is made at once.  The thread stays
+    at most :attr:`LIMIT` locks ahead, and one made ready more than :attr:`FRESH` seconds before it
+    is taken is made again by the taker: its ``acquiredAt`` and its mtime (the heartbeat ``fsck``
+    reads) say when it was taken, give or take those seconds.  A lock asked for before the thread
+    reached it is made by the taker as always (the thread passes it by); one being made is waited
+    for.  :meth:`close` stops the thread and removes the temp files no one took."""
+
+    LIMIT = 4
+    FRESH = 5.0
+
+    def __init__(self, journals: Iterable[Path]) -> None:
+        import threading
+
+        self._wanted = list(dict.fromkeys(lock_path(Path(journal)) for journal in journals))
+        self._asked = set(self._wanted)
+        self._ready: dict[Path, tuple[bytes | None, float]] = {}  # made (its bytes; None: failed) and when: for take
+        self._claimed: set[Path] = set()  # asked for before the thread reached them: the taker's
+        self._current: Path | None = None
+        self._stop = False
+        self._done = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="levelsess-locks", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        for path in self._wanted:
+            with self._done:
+                self._done.wait_for(lambda: self._stop or len(self._ready) < self.LIMIT)
+                if self._stop:
+                    return
+                if path in self._claimed:
+                    continue
+                self._current = path
+            data: bytes | None = lock_content()
+            try:
+                durable.make_ready(path, data)
+            except Exception:  # noqa: BLE001 - (a full disk, a symlinked folder) the taker makes it and meets it there
+                data = None
+            with self._done:
+                self._ready[path], self._current = (data, time.monotonic()), None
+                self._done.notify_all()
+
+    def take(self, path: Path) -> bytes | None:
+        """The bytes of the lock ``path`` made ready, to link (None: make it as always)."""
+        if path not in self._asked:
+            return None
+        with self._done:
+            self._done.wait_for(lambda: self._current != path)
+            made = self._ready.pop(path, None)
+            if made is None:
+                self._claimed.add(path)
+            self._done.notify_all()  # (room for the next)
+        if made is None or made[0] is None:
+            return None
+        if time.monotonic() - made[1] > self.FRESH:  # made too long ago: made again, now
+            _forget(path)
+            return None
+        return made[0]
+
+    def close(self) -> None:
+        with self._done:
+            self._stop = True
+            self._done.notify_all()
+        self._thread.join()
+        for path, (data, _when) in self._ready.items():
+            if data is not None:
+                _forget(path)
+        self._ready.clear()
+
+
+def _forget(path: Path) -> None:
+    """Remove the temp file of the lock ``path`` made ready and not taken."""
+    with contextlib.suppress(OSError):
+        os.unlink(durable.temp_name(path))
+
+
+#: The :class:`Ahead` of the import running in this thread, if any.
+AHEAD: contextvars.ContextVar[Ahead | None] = contextvars.ContextVar("locks_ahead", default=None)
+
+
+@contextlib.contextmanager
+def ahead(journals: list[Path]) -> Iterator[None]:
+    """While the block runs, the locks of ``journals`` are made ready ahead (:class:`Ahead`)."""
+    if not journals:
+        yield
+        return
+    made = Ahead(journals)
+    token = AHEAD.set(made)
+    try:
+        yield
+    finally:
+        AHEAD.reset(token)
+        made.close()
 
 
 @contextlib.contextmanager

@@ -220,3 +220,140 @@ def test_prefixes_give_what_hashing_gives(tmp_path):
     stopped.close()
     got = stopped.take(str(one), 4096)  # never waits forever: hashed before the stop, or the caller's to hash
     assert got is False or got.hexdigest() == hashed(one, 4096).hexdigest()
+
+
+def test_a_grown_imports_locks_are_made_ready_ahead_by_a_thread(tmp_path, monkeypatch):
+    """Each session lock a resume takes was written and fsynced by the background thread ahead
+    (durable.make_ready), so taking it is a link; no lock and no temp file is left, and the
+    journals are a full read's."""
+    from toolkit import locks
+
+    source, mains = _grown_tree(tmp_path)
+    store, full = tmp_path / "store", tmp_path / "full"
+    imported("claude", source, store)
+    shutil.copytree(store, full)
+    _grow(mains, 27)
+    made, taken = [], []
+    real_ready, real_create = durable.make_ready, durable.create_exclusive
+
+    def make_ready(path, data):
+        made.append((path, threading.current_thread().name))
+        return real_ready(path, data)
+
+    def create_exclusive(path, data, *, ready=False):
+        taken.append((path, ready, data))
+        return real_create(path, data, ready=ready)
+
+    monkeypatch.setattr(durable, "make_ready", make_ready)
+    monkeypatch.setattr(durable, "create_exclusive", create_exclusive)
+    report = imported("claude", source, store, "--jobs", "1")
+    monkeypatch.undo()
+    assert report["resumed"] == 3 and report["read"] == 0
+    assert taken and all(ready for _path, ready, _data in taken)  # every lock taken was made ahead
+    assert {path for path, _ready, _data in taken} <= {path for path, _thread in made}
+    assert {thread for _path, thread in made} == {"levelsess-locks"}
+    assert all(locks._judge(path, data, 0.0).state is locks.LockState.LIVE for path, _ready, data in taken)  # (this process's)
+    assert not [p for p in store.rglob("*") if p.name.endswith((".lock", ".tmp"))]
+    imported("claude", source, full, "--reread")
+    assert journals(store) == journals(full)
+
+
+def _journal(folder: Path, name: str) -> Path:
+    journal = folder / name
+    journal.write_bytes(b"{}\n")
+    return journal
+
+
+def test_a_lock_made_ready_is_linked_and_the_rest_removed_at_close(tmp_path):
+    from toolkit import locks
+
+    one, two = _journal(tmp_path, "one.jsonl"), _journal(tmp_path, "two.jsonl")
+    ahead = locks.Ahead([one, two])
+    token = locks.AHEAD.set(ahead)
+    try:
+        with locks.holding(one):
+            lock = locks.lock_path(one)
+            info = locks.inspect_lock(lock)
+            assert info is not None and info.state is locks.LockState.LIVE and info.pid == os.getpid()
+        assert not lock.exists()
+        assert locks.try_acquire(one)  # taken again: made now, as always (the one made ahead went with the first)
+        durable.remove(lock, lasting=False)
+    finally:
+        locks.AHEAD.reset(token)
+        ahead.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "two.jsonl"]  # two's, never taken, removed
+
+
+def test_a_lock_asked_before_the_thread_reached_it_is_made_by_the_taker(tmp_path, monkeypatch):
+    from toolkit import locks
+
+    one, two = _journal(tmp_path, "one.jsonl"), _journal(tmp_path, "two.jsonl")
+    started, go = threading.Event(), threading.Event()
+    real = durable.make_ready
+
+    def slow(path, data):
+        started.set()
+        go.wait(10)
+        return real(path, data)
+
+    monkeypatch.setattr(durable, "make_ready", slow)
+    ahead = locks.Ahead([one, two])
+    try:
+        assert started.wait(10)  # the thread is on one's lock
+        assert ahead.take(locks.lock_path(two)) is None  # not reached: the taker's, and the thread passes it by
+        go.set()
+        data = ahead.take(locks.lock_path(one))  # being made: waited for
+        assert data is not None and durable.create_exclusive(locks.lock_path(one), data, ready=True)
+        assert durable.create_exclusive(locks.lock_path(two), locks.lock_content())
+    finally:
+        go.set()
+        ahead.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "one.jsonl.lock", "two.jsonl", "two.jsonl.lock"]
+    assert locks.lock_path(one).read_bytes() == data  # the bytes made ahead, linked (no temp of two's was made)
+
+
+def test_a_lock_that_could_not_be_made_ahead_is_made_by_the_taker(tmp_path, monkeypatch):
+    from toolkit import locks
+
+    one = _journal(tmp_path, "one.jsonl")
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(durable, "make_ready", full)
+    with locks.ahead([one]):
+        with locks.holding(one):
+            assert locks.inspect_lock(locks.lock_path(one)).state is locks.LockState.LIVE
+    assert [p.name for p in tmp_path.iterdir()] == ["one.jsonl"]
+
+
+def test_a_ready_lock_whose_temp_went_is_made_again(tmp_path):
+    lock = tmp_path / "one.jsonl.lock"
+    durable.make_ready(lock, b'{"a": 1}')
+    assert durable.temp_name(lock).read_bytes() == b'{"a": 1}'
+    durable.temp_name(lock).unlink()
+    assert durable.create_exclusive(lock, b'{"a": 1}', ready=True)
+    assert lock.read_bytes() == b'{"a": 1}' and [p.name for p in tmp_path.iterdir()] == ["one.jsonl.lock"]
+
+
+def test_the_thread_stays_a_few_locks_ahead_and_a_stale_one_is_made_again(tmp_path, monkeypatch):
+    import time
+
+    from toolkit import locks
+
+    journals = [_journal(tmp_path, f"j{n}.jsonl") for n in range(locks.Ahead.LIMIT + 2)]
+    temps = lambda: sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp"))  # noqa: E731
+    ahead = locks.Ahead(journals)
+    try:
+        deadline = time.monotonic() + 10
+        while len(temps()) < locks.Ahead.LIMIT and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)
+        assert len(temps()) == locks.Ahead.LIMIT  # and no more, until one is taken
+        monkeypatch.setattr(locks.Ahead, "FRESH", -1.0)  # every lock made ready is too old now
+        first = locks.lock_path(journals[0])
+        assert ahead.take(first) is None and durable.temp_name(first).name not in temps()  # made again by the taker
+        assert locks.try_acquire(journals[0]) and locks.inspect_lock(first).state is locks.LockState.LIVE
+    finally:
+        ahead.close()
+    assert temps() == []

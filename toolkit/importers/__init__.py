@@ -195,7 +195,8 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                             raise
                     return finished
 
-                with _hashed_ahead(_prefixes(context, [units[i] for i in todo], [stamped[i] for i in todo])):
+                ahead = ([units[i] for i in todo], [stamped[i] for i in todo])
+                with _hashed_ahead(_prefixes(context, *ahead)), _locked_ahead(context, *ahead):
                     for k, part in parallel.pipelined(keys, range(len(todo)), begin):
                         release(todo[k], part)
             context.close()
@@ -450,17 +451,22 @@ def _to_read(context: _Context, unit: unchanged.Unit, stamped: dict | None) -> i
     """The bytes importing ``unit`` is expected to read, for the choice of workers: what its one
     file that only grew added, when it may resume (forking for a few kB of new lines cost more than
     reading them), else its files' bytes."""
-    if stamped is not None and not context.no_raw and not context.dry_run and hasattr(context.importer, "resume_unit"):
+    if stamped is not None and _resumes(context):
         grew = context.kept.only_grown(unit, stamped)
         if grew is not None:
             return grew[1]
     return unchanged.sizes(unit, stamped)
 
 
+def _resumes(context: _Context) -> bool:
+    """Whether this import may resume a unit (a write, keeping ``raw``, by an importer that resumes)."""
+    return not context.dry_run and not context.no_raw and hasattr(context.importer, "resume_unit")
+
+
 def _prefixes(context: _Context, units: list[unchanged.Unit], stamped: list[dict | None]) -> list[tuple[str, int]]:
     """The prefixes the resumes of ``units`` will check, in order: each kept resume state's
     ``(path, covered)`` for the one file of its unit that only grew (:func:`sourcelines.grown_from`)."""
-    if context.dry_run or context.no_raw or not hasattr(context.importer, "resume_unit"):
+    if not _resumes(context):
         return []
     wanted = []
     for unit, stamps in zip(units, stamped):
@@ -471,6 +477,21 @@ def _prefixes(context: _Context, units: list[unchanged.Unit], stamped: list[dict
                     and isinstance(state.get("sha256"), str):
                 wanted.append((grew[0], state["covered"]))
     return wanted
+
+
+@contextlib.contextmanager
+def _locked_ahead(context: _Context, units: list[unchanged.Unit], stamped: list[dict | None]):
+    """While the units are imported here, the session locks their resumes will take are made ready
+    ahead by a background thread (:class:`toolkit.locks.Ahead`): a resume then only links each."""
+    journals = [Path(journal) for unit, stamps in zip(units, stamped)
+                for journal in context.kept.resumed_journals(unit, stamps)] if _resumes(context) else []
+    if not journals:
+        yield
+        return
+    from .. import locks  # (only an import that resumes takes locks)
+
+    with locks.ahead(journals):
+        yield
 
 
 @contextlib.contextmanager

@@ -337,6 +337,17 @@ class Kept:
         changed; else None.  :meth:`grown` decides whether it resumes."""
         return _only_grown(self.units.get(unit.key), stamped)
 
+    def resumed_journals(self, unit: Unit, stamped: dict | None) -> list[str]:
+        """The journals a resume of ``unit`` would append to, when one file of it only grew: those
+        of its kept sessions that have a kept resume state (what their locks are made ready for)."""
+        entry = self.units.get(unit.key)
+        if not isinstance(entry, dict) or not isinstance(entry.get("sessions"), list) or self.only_grown(unit, stamped) is None:
+            return []
+        states = self.resumes(unit)
+        if not isinstance(states, dict):
+            return []
+        return [s["path"] for s in entry["sessions"] if isinstance(s, dict) and s.get("id") in states and isinstance(s.get("path"), str)]
+
     def prior(self, unit: Unit) -> dict:
         """The kept resume states of ``unit``'s sessions whose journal is still as the state left it
         (one that keeps its journal's stamp under ``journal``), by session id: a full read may continue them."""
