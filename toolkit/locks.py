@@ -342,13 +342,10 @@ def ahead(journals: list[Path]) -> Iterator[None]:
     if not journals:
         yield
         return
-    made = Ahead(journals)
-    token = AHEAD.set(made)
-    try:
+    from .ahead import running
+
+    with running(AHEAD, Ahead(journals)):
         yield
-    finally:
-        AHEAD.reset(token)
-        made.close()
 
 
 @contextlib.contextmanager

@@ -501,15 +501,11 @@ def _hashed_ahead(wanted: list[tuple[str, int]]):
     if not wanted:
         yield
         return
+    from ..ahead import running
     from .sourcelines import AHEAD, Prefixes  # (only an import that resumes loads the reader)
 
-    ahead = Prefixes(wanted)
-    token = AHEAD.set(ahead)
-    try:
+    with running(AHEAD, Prefixes(wanted)):
         yield
-    finally:
-        AHEAD.reset(token)
-        ahead.close()
 
 
 def _fill(part: _Part, recalled: _Part) -> _Part:
