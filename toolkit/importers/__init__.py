@@ -195,8 +195,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                             raise
                     return finished
 
-                ahead = ([units[i] for i in todo], [stamped[i] for i in todo])
-                with _hashed_ahead(_prefixes(context, *ahead)), _locked_ahead(context, *ahead):
+                with _worked_ahead(*_ahead_of(context, [units[i] for i in todo], [stamped[i] for i in todo])):
                     for k, part in parallel.pipelined(keys, range(len(todo)), begin):
                         release(todo[k], part)
             context.close()
@@ -463,48 +462,42 @@ def _resumes(context: _Context) -> bool:
     return not context.dry_run and not context.no_raw and hasattr(context.importer, "resume_unit")
 
 
-def _prefixes(context: _Context, units: list[unchanged.Unit], stamped: list[dict | None]) -> list[tuple[str, int]]:
-    """The prefixes the resumes of ``units`` will check, in order: each kept resume state's
-    ``(path, covered)`` for the one file of its unit that only grew (:func:`sourcelines.grown_from`)."""
+def _ahead_of(context: _Context, units: list[unchanged.Unit],
+              stamped: list[dict | None]) -> tuple[list[tuple[str, int]], list[Path]]:
+    """What the resumes of ``units`` will ask for, in order, from one look at each unit's kept
+    entry: the prefixes they check (each kept resume state's ``(path, covered)`` for the one file of
+    its unit that only grew: :func:`sourcelines.grown_from`) and the journals whose locks they take."""
+    prefixes: list[tuple[str, int]] = []
+    journals: list[Path] = []
     if not _resumes(context):
-        return []
-    wanted = []
+        return prefixes, journals
     for unit, stamps in zip(units, stamped):
         grew = context.kept.only_grown(unit, stamps)
         states = context.kept.resumes(unit) if grew is not None else None
-        for state in (states.values() if isinstance(states, dict) else ()):
-            if isinstance(state, dict) and state.get("path") == grew[0] and type(state.get("covered")) is int \
-                    and isinstance(state.get("sha256"), str):
-                wanted.append((grew[0], state["covered"]))
-    return wanted
+        if not isinstance(states, dict):
+            continue
+        prefixes += [(grew[0], state["covered"]) for state in states.values()
+                     if isinstance(state, dict) and state.get("path") == grew[0] and type(state.get("covered")) is int
+                     and isinstance(state.get("sha256"), str)]
+        journals += map(Path, context.kept.resumed_journals(unit))
+    return prefixes, journals
 
 
 @contextlib.contextmanager
-def _locked_ahead(context: _Context, units: list[unchanged.Unit], stamped: list[dict | None]):
-    """While the units are imported here, the session locks their resumes will take are made ready
-    ahead by a background thread (:class:`toolkit.locks.Ahead`): a resume then only links each."""
-    journals = [Path(journal) for unit, stamps in zip(units, stamped)
-                for journal in context.kept.resumed_journals(unit, stamps)] if _resumes(context) else []
-    if not journals:
-        yield
-        return
-    from .. import locks  # (only an import that resumes takes locks)
+def _worked_ahead(prefixes: list[tuple[str, int]], journals: list[Path]):
+    """While the units are imported here, background threads work ahead of them: one hashes the
+    prefixes their resumes will check (:class:`sourcelines.Prefixes`), one makes the session
+    locks they will take ready (:class:`toolkit.locks.Ahead`)."""
+    with contextlib.ExitStack() as stack:
+        if prefixes:
+            from ..ahead import running
+            from .sourcelines import AHEAD, Prefixes  # (only an import that resumes loads the reader)
 
-    with locks.ahead(journals):
-        yield
+            stack.enter_context(running(AHEAD, Prefixes(prefixes)))
+        if journals:
+            from .. import locks  # (only an import that resumes takes locks)
 
-
-@contextlib.contextmanager
-def _hashed_ahead(wanted: list[tuple[str, int]]):
-    """While the units are imported here, a background thread hashes the prefixes their resumes
-    will check (:class:`sourcelines.Prefixes`), each ahead of its unit."""
-    if not wanted:
-        yield
-        return
-    from ..ahead import running
-    from .sourcelines import AHEAD, Prefixes  # (only an import that resumes loads the reader)
-
-    with running(AHEAD, Prefixes(wanted)):
+            stack.enter_context(locks.ahead(journals))
         yield
 
 

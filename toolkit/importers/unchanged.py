@@ -337,14 +337,11 @@ class Kept:
         changed; else None.  :meth:`grown` decides whether it resumes."""
         return _only_grown(self.units.get(unit.key), stamped)
 
-    def resumed_journals(self, unit: Unit, stamped: dict | None) -> list[str]:
-        """The journals a resume of ``unit`` would append to, when one file of it only grew: those
-        of its kept sessions that have a kept resume state (what their locks are made ready for)."""
-        entry = self.units.get(unit.key)
-        if not isinstance(entry, dict) or not isinstance(entry.get("sessions"), list) or self.only_grown(unit, stamped) is None:
-            return []
-        states = self.resumes(unit)
-        if not isinstance(states, dict):
+    def resumed_journals(self, unit: Unit) -> list[str]:
+        """The journals a resume of ``unit`` would append to: those of its kept sessions that have a
+        kept resume state (what their locks are made ready for)."""
+        entry, states = self.units.get(unit.key), self.resumes(unit)
+        if not isinstance(entry, dict) or not isinstance(entry.get("sessions"), list) or not isinstance(states, dict):
             return []
         return [s["path"] for s in entry["sessions"] if isinstance(s, dict) and s.get("id") in states and isinstance(s.get("path"), str)]
 
