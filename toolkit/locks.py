@@ -21,7 +21,7 @@ from typing import NamedTuple
 import orjson
 
 from . import durable
-from .errors import LockBusyError
+from .errors import LevelsessError, LockBusyError
 from .lines import read_regular
 
 #: An uncheckable owner's lock is stale once its mtime is older than this (seconds).
@@ -327,9 +327,10 @@ class Ahead:
 
 
 def _forget(path: Path) -> None:
-    """Remove the temp file of the lock ``path`` made ready and not taken."""
-    with contextlib.suppress(OSError):
-        os.unlink(durable.temp_name(path))
+    """Remove the temp file of the lock ``path`` made ready and not taken (through :mod:`durable`, as
+    every write; not made lasting: one a power cut brings back is a dead process's, tidied as any)."""
+    with contextlib.suppress(LevelsessError):  # (tidying: one left is a leftover temp once this process ends)
+        durable.remove(durable.temp_name(path), lasting=False)
 
 
 #: The :class:`Ahead` of the import running in this thread, if any.
