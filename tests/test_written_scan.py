@@ -87,3 +87,38 @@ def test_plain_events_given_a_list_at_a_time_give_the_scan_of_the_file(tmp_path_
     path.write_bytes(b"\n".join(lines) + b"\n")
     info = os.stat(path)
     assert fed.scan(info) == scan_journal(path, "levelcode", checkpoint=True)
+
+
+@given(st.lists(st.tuples(KINDS, st.sampled_from([0, 0, 0, 1, -1, 2]), st.sampled_from(["", "2026-01-02T00:00:00Z"]),
+                          st.booleans()), max_size=30))
+@settings(max_examples=150, deadline=None)
+def test_lines_given_with_their_newline_give_the_scan_of_the_file(tmp_path_factory, steps):
+    """The writer gives each record's line with its newline (``terminated``: not copied again to
+    cut it off): the scan of the file still, the findings' excerpts of short lines (a seq gap on a
+    pin event) and long ones alike."""
+    path = tmp_path_factory.mktemp("written") / "s1.jsonl"
+    fed = WrittenScan(path)
+    lines, seq = [orjson.dumps(META) + b"\n"], 0
+    fed.line(lines[0][:-1], META)
+    for kind, jump, t, terminated in steps:
+        seq = max(1, seq + 1 + jump)
+        record = _record(kind, seq, t)
+        line = orjson.dumps(record) + b"\n"
+        lines.append(line)
+        if terminated:
+            fed.terminated(line, record)
+        else:
+            fed.line(line[:-1], record)
+    path.write_bytes(b"".join(lines))
+    assert fed.scan(os.stat(path)) == scan_journal(path, "levelcode", checkpoint=True)
+
+
+def test_a_line_given_with_a_newline_inside_it_leaves_the_scan_to_the_reader(tmp_path):
+    fed = WrittenScan(tmp_path / "s1.jsonl")
+    fed.line(orjson.dumps(META), META)
+    fed.terminated(b'{"kind":"user","t":"","content":"a\nb","seq":1}\n', {"kind": "user", "t": "", "content": "a", "seq": 1})
+    assert not fed.usable
+    fed = WrittenScan(tmp_path / "s1.jsonl")
+    fed.line(orjson.dumps(META), META)
+    fed.terminated(b'{"kind":"user","t":"","content":"a","seq":1}\r\n', {"kind": "user", "t": "", "content": "a", "seq": 1})
+    assert not fed.usable

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from .errors import NotAJournalError, PathNotFoundError, PermissionDeniedError, UnreadableError
-from .findings import FindingSink
+from .findings import EXCERPT_BYTES, FindingSink
 from .identify import describe, sniff
 from .layouts.registry import get as get_layout  # the reader takes a layout (or its name); it imports none
 from .scan import JournalScan, TailState  # noqa: F401 (the reader's results: below the layouts that read them)
@@ -378,6 +378,23 @@ class WrittenScan:
             self.usable = False
             return
         self.offset += len(data) + 1
+
+    def terminated(self, data: bytes, record: dict) -> None:
+        """:meth:`line` of a line given with its newline, and its record: the writer's line as it
+        wrote it, not copied again to cut the newline off (a finding quotes the line without it)."""
+        if not self.usable:
+            return
+        if data[:1] != b"{" or data.find(b"\n") != len(data) - 1 or data[-2:-1] == b"\r":  # as :meth:`line` says
+            self.usable = False
+            return
+        c = self.classifier
+        c.lineno += 1
+        try:
+            c.record(record, self.offset, data if len(data) > EXCERPT_BYTES + 1 else data[:-1])
+        except _Foreign:
+            self.usable = False
+            return
+        self.offset += len(data)
 
     def plain_events(self, lines: list[bytes], start: int, seq: int, t: object) -> int:
         """:meth:`line` of each of ``lines[start:]``, ``event`` lines of a type that keeps no fact

@@ -612,6 +612,7 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
 
     fed = WrittenScan(path) if written is not None else None
     feed = fed.line if fed is not None else lambda _line, _value=None: None
+    feed_terminated = fed.terminated if fed is not None else lambda _line, _value: None
     plain_events = fed.plain_events if fed is not None else lambda lines, k, _seq, _t: len(lines) - k
     with writer as out:
         meta = session.meta(no_raw)
@@ -628,9 +629,9 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
             if record.get("partial") is True:
                 partials[record.get("sourceKey")] = count
             when = record.get("t") or when
-            line, value = numbered(record, count)
-            write(line + b"\n")
-            feed(line, value)
+            line, value = numbered(record, count, b"\n")
+            write(line)
+            feed_terminated(line, value)
         last = count
         try:
             t = when or ""
@@ -650,9 +651,9 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
                             k += 1
                     continue
                 last += 1
-                line, value = numbered(item, last)
-                write(line + b"\n")
-                feed(line, value)
+                line, value = numbered(item, last, b"\n")
+                write(line)
+                feed_terminated(line, value)
         finally:
             held.close()
         if fed is not None:
@@ -661,10 +662,11 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
     return _outcome(session, path, count, count, "created", keys.total(), (last, session.title, partials))
 
 
-def _numbered_line(record: dict, seq: int) -> tuple[bytes, dict]:
+def _numbered_line(record: dict, seq: int, end: bytes = b"") -> tuple[bytes, dict]:
     """The journal line of ``record`` numbered ``seq``: ``encode({**record, "seq": seq})``, with
-    ``coversThrough`` after it when the record covers the one before; one copy of the record.  And
-    that copy: what parsing the line gives, but a :class:`Raw` (spliced in last as its bytes)."""
+    ``coversThrough`` after it when the record covers the one before, and ``end`` after it (the
+    writer's newline: the line is made once, its raw bytes copied once); one copy of the record.
+    And that copy: what parsing the line gives, but a :class:`Raw` (spliced in last as its bytes)."""
     raw = record.get("raw")
     spliced = isinstance(raw, Raw)
     out = {k: v for k, v in record.items() if k[:1] != "_" and (k != "raw" or not spliced)}
@@ -672,7 +674,9 @@ def _numbered_line(record: dict, seq: int) -> tuple[bytes, dict]:
     if record.get(COVERS_PREVIOUS):
         out["coversThrough"] = seq - 1
     line = _dumps(out)
-    return (line[:-1] + b',"raw":' + raw.data + b"}" if spliced else line), out
+    if spliced:  # (a transcript's raw lines are most of what an import writes: joined, not added up in copies)
+        return b"".join((memoryview(line)[:-1], b',"raw":', raw.data, b"}" + end)), out
+    return (line + end if end else line), out
 
 
 def _source_line_head(t: str) -> bytes:
