@@ -19,7 +19,6 @@ from typing import NamedTuple
 
 import orjson
 
-from . import durable
 from .layouts.base import STATE_DIR
 from .lines import loads
 
@@ -74,6 +73,8 @@ def _now() -> str:
 def _append(store: Path, records: list[dict]) -> None:
     if not records:
         return
+    from . import durable  # (here: reading the tombstones, as every import does, writes nothing)
+
     target = path_of(store)
     durable.ensure_dir(target.parent)
     lines = []

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from tests.helpers import run_cli
 from tests.restore.kit import CLAUDE
-from toolkit.importers import claude
+from toolkit.importers import claude_units as claude  # (the importer as --from claude loads it: its listing)
 from toolkit.importers.unchanged import Kept, list_units, stamps, units_of
 from toolkit.layouts import base
 

@@ -18,15 +18,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from .. import durable, tombstones
+from .. import tombstones
 from ..errors import FileChangedError, LevelsessError, OperationalError, UsageError, exit_code_for
 from ..findings import Finding
-from . import output, parallel, unchanged
-from .output import Outcome, Session, journal_path, not_written, trashed, write_resumed, write_session
+from . import parallel, unchanged
+from .base import NAMES, Outcome
 
+if TYPE_CHECKING:
+    from .. import durable
+    from .output import Session
+
+# The writer (toolkit.importers.output) and the durability layer are loaded where a unit is read or
+# written: an import that finds nothing new reports what was kept without them (issue 27).
+
+#: --from NAME -> the importer's module.  Claude Code's is its listing (claude_units), which loads
+#: the converter (toolkit.importers.claude) only when a transcript is read.
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
-             "claude": "toolkit.importers.claude", "codex": "toolkit.importers.codex",
+             "claude": "toolkit.importers.claude_units", "codex": "toolkit.importers.codex",
              "opencode": "toolkit.importers.opencode", "gemini": "toolkit.importers.gemini", "cline": "toolkit.importers.cline"}
 
 
@@ -108,7 +118,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     done: list = []  # (cache, each unit's entry) of each source
     lists: list = []  # (cache, a listing made this run, to keep) of each source
     memo = _Memo()  # the import's index memo, loaded when first used (an import that writes nothing never is)
-    names = output.NAMES.set({})  # the store's journal names, listed once (output._same_id)
+    names = NAMES.set({})  # the store's journal names, listed once (output._same_id)
     try:
         for source in sources:
             cache = unchanged.cache_path(store, name, source, options, no_raw, include_trashed)
@@ -209,7 +219,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                 _settle(sorted(touched), sorted(landed), report, memo.get())
         raise
     finally:
-        output.NAMES.reset(names)
+        NAMES.reset(names)
         if raised:  # imported again: the tombstones go (one append), even when the run stops later
             tombstones.unbury(store, raised)
     if landed and not dry_run:
@@ -250,6 +260,8 @@ class _Context:
         """This process's background thread for new journals, one for all its units (a forked
         worker makes its own: a thread does not cross a fork)."""
         if self._commits is None or self._commits[0] != os.getpid():
+            from .. import durable
+
             self._commits = (os.getpid(), durable.Committer())
         return self._commits[1]
 
@@ -349,6 +361,8 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
     is fsynced and linked by the import's background thread (:class:`~toolkit.durable.Committer`)
     while the next session converts.  Returns the call that waits for them (all of them before it
     returns), adds their index scans, and gives what it could not link (path, why), for :func:`_again`."""
+    from . import output
+
     commits = context.committer() if deferred else None
     begun = commits.mark() if commits is not None else 0
     written: list = []
@@ -469,7 +483,7 @@ def _ahead_of(context: _Context, units: list[unchanged.Unit],
     its unit that only grew: :func:`sourcelines.grown_from`) and the journals whose locks they take."""
     prefixes: list[tuple[str, int]] = []
     journals: list[Path] = []
-    if not _resumes(context):
+    if not units or not _resumes(context):  # (nothing to read: the importer's reader is not even loaded)
         return prefixes, journals
     for unit, stamps in zip(units, stamped):
         grew = context.kept.only_grown(unit, stamps)
@@ -525,6 +539,8 @@ def _resume(context: _Context, unit: unchanged.Unit, stamped: dict | None, part:
         return False
     if items is None:
         return False
+    from .output import write_resumed
+
     written = {}
     for one in (item for item in items if not isinstance(item, Outcome)):  # (the main conversation first)
         journal = entry["journals"].get(str(one.journal))
@@ -562,6 +578,8 @@ def _one(context: _Context, session: Session, part: _Part, states: dict) -> bool
     store = context.store
     stone = context.stones.get(session.id)
     if stone is not None and not context.include_trashed:
+        from .output import trashed
+
         part.sessions.append(trashed(store, session))
         part.findings.append(Finding(
             "trashed", "warning", str(session.source.get("path") or context.source), None, None,
@@ -605,6 +623,9 @@ def _write_one(store: Path, session: Session, dry_run: bool, no_raw: bool) -> tu
     (a name too long, a file too large, a folder it cannot write) is a finding on it, and the
     sessions after it still import.  What would fail every session (a full disk, a read-only file
     system, a failed fsync) stops the run: the error says what to do."""
+    from .. import durable
+    from .output import journal_path, not_written, write_session
+
     path = journal_path(store, session)
     try:
         return write_session(store, session, dry_run=dry_run, no_raw=no_raw)
@@ -648,6 +669,7 @@ def _settle(touched: list[Path], landed: list[Path], report: ImportReport, memo)
     its reindex leaves a rerun with nothing to write and an index still to build.  ``reindex``
     skips a folder whose index is already current after a stat of each journal.
     """
+    from .. import durable
     from ..fsck.repair import remove_dead_temps
     from ..reindex import reindex
     from ..stores import discover

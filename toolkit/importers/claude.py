@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from array import array
 from collections.abc import Callable, Iterator
@@ -55,16 +54,16 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import orjson
 
-from ..errors import DurabilityError, FileChangedError, NotASourceError, PathNotFoundError
+from ..errors import DurabilityError, FileChangedError
 from ..findings import Finding
-from ..layouts.claude_code import (CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGENTS, _subagents, default_roots, is_subagent,
-                                   prompt_text, split_user)
+from ..layouts.claude_code import CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGENTS, prompt_text, split_user
 from ..lines import loads, open_regular
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Resumed,
                      Session, SourceState, line_digest, safe_id)
 from .bloom import Hashed
 from .spill import from_db, guarded, temp_db, to_db
 from .unchanged import Unit
+from .claude_units import APP, detect, source_files, unit_key, units  # noqa: F401 (the importer's listing, in a module of its own)
 from .uris import apply_map, folder_status, is_foreign
 
 if TYPE_CHECKING:
@@ -74,7 +73,6 @@ if TYPE_CHECKING:
 
 __all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "source_files", "unit_key", "units"]
 
-APP = "claude-code"
 #: Bytes of source lines an import group (a session with its subagents) keeps parsed between its
 #: two passes; the rest are re-read at their offset.  A budget, not a file size: memory stays
 #: the same whatever the transcripts' size or number of records.
@@ -92,72 +90,6 @@ _META_FIELDS = {"queue-operation": ("operation", "content"), "last-prompt": ("la
                 "permission-mode": ("permissionMode",), "agent-name": ("agentName",), "pr-link": ("prNumber", "prUrl"),
                 "file-history-snapshot": ("messageId", "isSnapshotUpdate"), "summary": ("summary", "leafUuid"),
                 "ai-title": ("aiTitle",), "custom-title": ("customTitle",), "mode": ("mode",)}
-
-
-def detect() -> list[Path]:
-    """Every Claude Code root on this machine that has a ``projects/`` folder (as doctor lists them)."""
-    return [root for root in default_roots() if (root / "projects").is_dir()]
-
-
-# -- which files ---------------------------------------------------------------------------------
-
-
-def _groups(source: Path, report: Callable[[Finding], None]) -> list[tuple[Path | None, list[Path]]]:
-    """(main transcript or None, its subagent transcripts) for every session under ``source``:
-    a Claude Code root, its projects folder, one project, one session folder, or one file."""
-    source = Path(source).expanduser()
-    if not source.exists():
-        raise PathNotFoundError(str(source))
-    if source.is_file():
-        folder = CLAUDE_CODE.claim_file(source)
-        if folder is not None and not is_subagent(source):  # a session named: its subagents come with it
-            folder = folder._replace(journals=(source, *_subagents(source.parent / source.stem)))
-        folders = [folder]
-    else:
-        folders = CLAUDE_CODE.claim_dir(source)
-        if folders is None and _no_project_yet(source):
-            folders = []
-    if folders is None or folders == [None]:
-        raise NotASourceError(f"{source} (expected a Claude Code root such as ~/.claude, its projects folder, one project "
-                              "folder, or one transcript .jsonl)")
-    groups: list[tuple[Path | None, list[Path]]] = []
-    for folder in folders:
-        if folder.problem:
-            report(Finding("unreadable", "error", str(folder.path), None, None, f"{folder.problem}; its sessions were not imported"))
-            continue
-        current: tuple[Path | None, list[Path]] | None = None
-        for journal in folder.journals:
-            if not is_subagent(journal):
-                current = (journal, [])
-                groups.append(current)
-            elif current is not None and current[0] is not None and journal.parent.parent == current[0].parent / current[0].stem:
-                current[1].append(journal)
-            elif current is not None and current[0] is None and journal.parent == current[1][0].parent:
-                current[1].append(journal)
-            else:  # a subagent whose session transcript is gone (or was not named)
-                current = (None, [journal])
-                groups.append(current)
-    return groups
-
-
-def _no_project_yet(source: Path) -> bool:
-    """``source`` is a Claude Code root (``~/.claude``, or one this machine names: $CLAUDE_CONFIG_DIR)
-    or its ``projects/`` folder, and that holds no project folder yet: an install with no chat to
-    import (as a Codex home with no rollout), not a folder of something else."""
-    root = source.parent if source.name == "projects" else source
-    if root.name != ".claude" and os.path.abspath(root) not in {os.path.abspath(r) for r in default_roots()}:
-        return False
-    try:
-        return not any(e.name[:1] != "." and e.is_dir() for e in os.scandir(root / "projects"))
-    except OSError:
-        return False
-
-
-def source_files(source: Path) -> list[Path]:
-    files = []
-    for main, agents in _groups(source, lambda _f: None):
-        files += ([main] if main else []) + agents
-    return files
 
 
 # -- one transcript, read once for its graph ------------------------------------------------------
@@ -1414,38 +1346,6 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
         yield _build(sub, 0, safe_id("claude", f"{parent_sid}-agent-{agent_id}"), f"{parent_sid}/{SUBAGENTS}/{agent.stem}",
                      project, options, whole_sidechain=True, extra_source=extra, title=extra.get("description"),
                      skipped=dict(sub.reader.skipped), lines=sub.reader.lines, too_large=sub.reader.too_large)
-
-
-def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
-    """One unit per session with its subagents (what :func:`scan_unit` reads together), and the
-    files its conversion also looks at: each subagent's ``.meta.json``, and the session's
-    transcript when only its subagents were named."""
-    found = []
-    for main, agents in _groups(source, report):
-        deps = [agent.parent / (agent.stem + ".meta.json") for agent in agents]
-        if main is None:
-            deps.append(agents[0].parent.parent.parent / f"{agents[0].parent.parent.name}.jsonl")
-        found.append(Unit(str(main or agents[0]), tuple(([main] if main else []) + agents), tuple(deps), (main, agents)))
-    return found
-
-
-def units_from(source: Path, kept: list[tuple[str, list[str], list[str]]]) -> list[Unit]:
-    """The units :func:`units` found, from what an import kept of them (key, files, deps): a
-    session's transcript comes first, and never sits in a subagents folder."""
-    found = []
-    for key, files, deps in kept:
-        paths = tuple(map(Path, files))
-        main = paths[0] if paths and not is_subagent(paths[0]) else None
-        found.append(Unit(key, paths, tuple(map(Path, deps)), (main, list(paths[1:] if main is not None else paths))))
-    return found
-
-
-def unit_key(unit: Unit) -> str:
-    """What a unit's session ids start with: units that share it may write the same journal (a
-    transcript named like another's subagent), so they are imported one after the other."""
-    main, agents = unit.handle
-    sid = main.stem if main is not None else agents[0].parent.parent.name
-    return re.split(r"-(?:agent|side)-", sid, maxsplit=1)[0].lower()
 
 
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:

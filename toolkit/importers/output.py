@@ -37,6 +37,7 @@ from ..findings import Finding
 from ..lines import CHUNK, cap_text, loads, open_regular
 from ..stores import slug
 from .spill import KnownKeys, Offsets
+from .base import NAMES, Options, Outcome  # noqa: F401 (the importers' names for them, as ever)
 
 UNASSIGNED = "_unassigned"
 #: An extension is appended this many bytes at a time, so a large one is never held whole.
@@ -202,15 +203,6 @@ class SourceState(NamedTuple):
 
 
 @dataclass
-class Options:
-    """What every importer takes from the command line."""
-
-    mapping: list[tuple[str, str]] = field(default_factory=list)  # --map OLD=NEW
-    project: str | None = None  # --project
-    orphans_only: bool = False  # --orphans-only
-
-
-@dataclass
 class Session:
     """One source conversation, converted: meta fields plus records (each with a ``sourceKey``)."""
 
@@ -261,42 +253,6 @@ class Session:
                 meta[AT] = self.raw_at
             meta["raw"] = self.raw
         return meta
-
-
-@dataclass(frozen=True)
-class Outcome:
-    id: str
-    project: str | None
-    path: Path
-    records: int
-    new_records: int
-    status: str  # created | updated | unchanged | skipped | trashed (left out: the user trashed it from the store)
-    orphaned: bool
-    source_status: str = "live"  # live | orphaned | unknown, as the editor sees it
-    orphan: tuple[str, ...] = ()  # why: folder-missing, not-indexed, index-corrupt, editor-unreadable
-    source_items: int = 0  # items the source holds for this session (bubbles, requests, parts, lines)
-    skipped: tuple[tuple[str, int], ...] = ()  # (reason, count) of source items that became no record
-    source_lines: int | None = None
-    merged: int = 0
-    title: str | None = None  # the session's title, for the card a person reads
-    # after a write: the source keys the journal holds now (what a re-read counts as ``records``),
-    # when counted; the import cache's prediction of the next, unchanged, import (issue 27)
-    keys: int | None = field(default=None, compare=False)
-    # after a write (or a read that found nothing new): the journal's last seq and its title, which a
-    # resumed import continues from (issue 27)
-    after: tuple | None = field(default=None, compare=False)
-
-    def to_json(self) -> dict:
-        out = {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
-               "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned,
-               "source_status": self.source_status, "orphan": list(self.orphan),
-               "source_items": self.source_items, "carried": self.source_items - sum(n for _, n in self.skipped),
-               "skipped": dict(self.skipped),
-               # every importer, the same keys: source_items == converted + merged + sum(skipped)
-               "converted": self.source_items - self.merged - sum(n for _, n in self.skipped), "merged": self.merged}
-        if self.source_lines is not None:
-            out["source_lines"] = self.source_lines
-        return out
 
 
 def _outcome(session: Session, path: Path, records: int, new: int, status: str, keys: int | None = None,
@@ -492,10 +448,6 @@ def _same_id(store: Path, path: Path) -> Path:
     return max(found, key=lambda p: (p.stat().st_mtime_ns, str(p)))
 
 
-#: While an import sets a dict: per store, the files of its project folders by name (listed once,
-#: then each journal the import creates added), so finding a session id's journal in another
-#: project folder costs no listing of the store per new session.
-NAMES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("names", default=None)
 
 
 def _names_in(store: Path) -> dict[str, list[Path]]:

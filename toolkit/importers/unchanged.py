@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -49,11 +48,12 @@ from typing import NamedTuple
 
 import orjson
 
-from .. import durable
 from ..findings import Finding
 from ..lines import loads
 from ..places import user_cache_dir
-from .output import Outcome
+from .base import Outcome
+
+# (toolkit.durable is loaded by what writes the cache: an import that finds nothing new keeps the file as it is)
 
 #: 3: a resume's Bloom filters hash with BLAKE2b (a state of 2 would answer wrongly); 4: the resume
 #: states on a second line (a file of 3 is read as it is, found under the same name: :data:`NAMED`)
@@ -423,6 +423,8 @@ def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> 
     if not units:
         forget(path)
         return
+    from .. import durable
+
     durable.ensure_dir(path.parent)
     durable.atomic_write(path, dump({"version": VERSION, "trashed": sorted(trashed), "units": units}, resumes))
 
@@ -435,6 +437,8 @@ def listing_path(path: Path) -> Path:
 
 def keep_listing(path: Path, listing: dict) -> None:
     """Keep a source's listing (:func:`list_units`) for the next import (the cache file at ``path``)."""
+    from .. import durable
+
     durable.ensure_dir(path.parent)
     durable.atomic_write(listing_path(path), _json(listing))
 
@@ -456,6 +460,8 @@ def _json(document: dict) -> bytes:
     try:
         return orjson.dumps(document)
     except TypeError:  # a lone surrogate (a title cut mid-emoji): as a \u escape, which loads reads back
+        import json
+
         return json.dumps(document, ensure_ascii=True).encode("ascii")
 
 

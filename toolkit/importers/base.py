@@ -1,0 +1,65 @@
+"""What every importer and an import's run share without the writer: the options an importer
+takes, the outcome of each session, and the store's journal names as an import lists them once.
+
+An import that finds nothing new reports each session's kept :class:`Outcome` and writes nothing:
+it loads this module, not :mod:`toolkit.importers.output` (the writer, and the durability layer
+under it), so that its cost is the stat of each file (issue 27; start-up, DESIGN.md §8).
+:mod:`toolkit.importers.output` gives these names too.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Options:
+    """What every importer takes from the command line."""
+
+    mapping: list[tuple[str, str]] = field(default_factory=list)  # --map OLD=NEW
+    project: str | None = None  # --project
+    orphans_only: bool = False  # --orphans-only
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: str
+    project: str | None
+    path: Path
+    records: int
+    new_records: int
+    status: str  # created | updated | unchanged | skipped | trashed (left out: the user trashed it from the store)
+    orphaned: bool
+    source_status: str = "live"  # live | orphaned | unknown, as the editor sees it
+    orphan: tuple[str, ...] = ()  # why: folder-missing, not-indexed, index-corrupt, editor-unreadable
+    source_items: int = 0  # items the source holds for this session (bubbles, requests, parts, lines)
+    skipped: tuple[tuple[str, int], ...] = ()  # (reason, count) of source items that became no record
+    source_lines: int | None = None
+    merged: int = 0
+    title: str | None = None  # the session's title, for the card a person reads
+    # after a write: the source keys the journal holds now (what a re-read counts as ``records``),
+    # when counted; the import cache's prediction of the next, unchanged, import (issue 27)
+    keys: int | None = field(default=None, compare=False)
+    # after a write (or a read that found nothing new): the journal's last seq and its title, which a
+    # resumed import continues from (issue 27)
+    after: tuple | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict:
+        out = {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
+               "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned,
+               "source_status": self.source_status, "orphan": list(self.orphan),
+               "source_items": self.source_items, "carried": self.source_items - sum(n for _, n in self.skipped),
+               "skipped": dict(self.skipped),
+               # every importer, the same keys: source_items == converted + merged + sum(skipped)
+               "converted": self.source_items - self.merged - sum(n for _, n in self.skipped), "merged": self.merged}
+        if self.source_lines is not None:
+            out["source_lines"] = self.source_lines
+        return out
+
+
+#: While an import sets a dict: per store, the files of its project folders by name (listed once,
+#: then each journal the import creates added), so finding a session id's journal in another
+#: project folder costs no listing of the store per new session.
+NAMES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("names", default=None)
