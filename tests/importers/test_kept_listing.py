@@ -264,7 +264,7 @@ CODEX_KINDS = ["none", "grow", "new-rollout", "new-day", "archive", "remove", "n
 @given(st.lists(st.tuples(st.sampled_from(CODEX_KINDS), st.integers(0, 10 ** 6)), min_size=1, max_size=4))
 def test_a_kept_codex_listing_gives_the_units_a_listing_finds(tmp_path_factory, settled, changes):
     from tests.restore.kit import CODEX
-    from toolkit.importers import codex
+    from toolkit.importers import codex_units as codex  # (the importer as --from codex loads it: its listing)
 
     home = tmp_path_factory.mktemp("codex") / ".codex"
     shutil.copytree(CODEX, home)

@@ -33,10 +33,10 @@ if TYPE_CHECKING:
 # The writer (toolkit.importers.output) and the durability layer are loaded where a unit is read or
 # written: an import that finds nothing new reports what was kept without them (issue 27).
 
-#: --from NAME -> the importer's module.  Claude Code's is its listing (claude_units), which loads
-#: the converter (toolkit.importers.claude) only when a transcript is read.
+#: --from NAME -> the importer's module.  Claude Code's and Codex's are their listings (claude_units,
+#: codex_units), which load the converter (toolkit.importers.claude, .codex) only when a file is read.
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
-             "claude": "toolkit.importers.claude_units", "codex": "toolkit.importers.codex",
+             "claude": "toolkit.importers.claude_units", "codex": "toolkit.importers.codex_units",
              "opencode": "toolkit.importers.opencode", "gemini": "toolkit.importers.gemini", "cline": "toolkit.importers.cline"}
 
 

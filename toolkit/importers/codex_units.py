@@ -1,0 +1,101 @@
+"""Codex CLI's rollouts as an import lists them (the registry's ``codex``): the homes on this
+machine, one unit per rollout (with its home's ``session_index.jsonl``, which names threads), and
+a unit's key.  An import that finds nothing new needs nothing else: every other name of the
+importer (``scan_unit``, ``resume_unit``, ...) is :mod:`toolkit.importers.codex`'s, loaded the
+first time one is asked for, when a rollout is read (issue 27, as :mod:`toolkit.importers.claude_units`)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import NotASourceError, PathNotFoundError
+from ..findings import Finding
+from ..layouts.base import looked
+from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
+from .base import Options  # noqa: F401 (what the importer takes from the command line)
+from .unchanged import Unit
+
+APP = "codex"
+
+
+def __getattr__(name: str):
+    """The rest of the importer: :mod:`toolkit.importers.codex`, loaded when first asked for."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(importlib.import_module("toolkit.importers.codex"), name)
+
+
+def detect() -> list[Path]:
+    """The Codex homes on this machine that hold rollouts: $CODEX_HOME, ~/.codex, %USERPROFILE%\\.codex."""
+    return [home for home in default_roots() if (home / SESSIONS).is_dir() or (home / ARCHIVED).is_dir()]
+
+
+def _walk(top: Path, depth: int) -> list[Path]:
+    """Rollouts in ``top`` and its date folders (``YYYY/MM/DD``), by name."""
+    looked(top)  # (an import keeping its listing: what it lists, or that it is not there)
+    if not top.is_dir():
+        return []
+    found = sorted(p for p in top.iterdir() if is_rollout_name(p.name) and p.is_file())
+    if depth:
+        for sub in sorted(p for p in top.iterdir() if p.name.isdigit() and p.is_dir()):
+            found += _walk(sub, depth - 1)
+    return found
+
+
+def _rollouts(source: Path) -> list[Path]:
+    """``--source``: a Codex home, its sessions/ or archived_sessions/ folder, a date folder, or one rollout."""
+    source = Path(source).expanduser()
+    if not source.exists():
+        raise PathNotFoundError(str(source))
+    if source.is_file():
+        return [source]
+    if (source / SESSIONS).is_dir() or (source / ARCHIVED).is_dir():
+        return _walk(source / SESSIONS, 3) + _walk(source / ARCHIVED, 0)
+    found = _walk(source, 0 if source.name == ARCHIVED else 3)
+    if found or source.name in (SESSIONS, ARCHIVED):
+        return found
+    raise NotASourceError(f"{source} (expected a Codex home (~/.codex), its sessions/ or archived_sessions/ folder, "
+                          "a date folder or a rollout-*.jsonl)")
+
+
+def source_files(source: Path) -> list[Path]:
+    return _rollouts(source)
+
+
+def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
+    """One unit per rollout; each also depends on its home's ``session_index.jsonl`` (thread names)."""
+    names: dict[Path, dict[str, str]] = {}  # read once per home, when a rollout of it is read
+    found = []
+    for path in _rollouts(source):
+        home = home_of(path.parent)
+        found.append(Unit(str(path), (path,), (home / "session_index.jsonl",), (path, home, names)))
+    return found
+
+
+def units_from(source: Path, kept: list[tuple[str, list[str], list[str]]]) -> list[Unit] | None:
+    """The units :func:`units` found, from what an import kept of them (key, files, deps); None
+    when they are not as :func:`units` makes them."""
+    names: dict[Path, dict[str, str]] = {}
+    found = []
+    for key, files, deps in kept:
+        if len(files) != 1 or key != files[0]:
+            return None
+        path = Path(files[0])
+        home = home_of(path.parent)
+        found.append(Unit(key, (path,), tuple(map(Path, deps)), (path, home, names)))
+    return found
+
+
+def unit_key(unit: Unit) -> str:
+    """The thread id a rollout's session is named after, as far as its first record or its name
+    says: rollouts that share it (a copy in archived_sessions) write one journal, one after the other."""
+    path = unit.handle[0]
+    try:
+        first, _partial = first_record(path)
+    except Exception:  # noqa: BLE001 - unreadable here: scan_unit reports it
+        first = None
+    payload = first.get("payload") if isinstance(first, dict) else None
+    sid = payload.get("id") if isinstance(payload, dict) else first.get("id") if isinstance(first, dict) else None  # legacy: bare
+    return (sid if isinstance(sid, str) and sid else thread_id(path) or str(path)).lower()
