@@ -10,6 +10,8 @@ under it), so that its cost is the stat of each file (issue 27; start-up, DESIGN
 from __future__ import annotations
 
 import contextvars
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,3 +65,13 @@ class Outcome:
 #: then each journal the import creates added), so finding a session id's journal in another
 #: project folder costs no listing of the store per new session.
 NAMES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("names", default=None)
+
+
+def loaded_later(module: str) -> Callable[[str], object]:
+    """An importer's listing module's ``__getattr__`` (PEP 562): every name it does not define is
+    ``module``'s (the converter's), imported the first time one is asked for."""
+    def __getattr__(name: str) -> object:
+        if name.startswith("__"):  # (what the import system and tools probe modules for)
+            raise AttributeError(name)
+        return getattr(importlib.import_module(module), name)
+    return __getattr__

@@ -7,7 +7,6 @@ writer under it was a fifth of such an import's time)."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from collections.abc import Callable
@@ -16,17 +15,11 @@ from pathlib import Path
 from ..errors import NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..layouts.claude_code import CLAUDE_CODE, _subagents, default_roots, is_subagent
-from .base import Options  # noqa: F401 (what the importer takes from the command line)
+from .base import Options, loaded_later  # noqa: F401 (Options: what the importer takes from the command line)
 from .unchanged import Unit
 
 APP = "claude-code"
-
-
-def __getattr__(name: str):
-    """The rest of the importer: :mod:`toolkit.importers.claude`, loaded when first asked for."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    return getattr(importlib.import_module("toolkit.importers.claude"), name)
+__getattr__ = loaded_later("toolkit.importers.claude")  # the rest of the importer, loaded when first asked for
 
 
 def detect() -> list[Path]:

@@ -6,7 +6,6 @@ first time one is asked for, when a rollout is read (issue 27, as :mod:`toolkit.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,17 +13,11 @@ from ..errors import NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..layouts.base import looked
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
-from .base import Options  # noqa: F401 (what the importer takes from the command line)
+from .base import Options, loaded_later  # noqa: F401 (Options: what the importer takes from the command line)
 from .unchanged import Unit
 
 APP = "codex"
-
-
-def __getattr__(name: str):
-    """The rest of the importer: :mod:`toolkit.importers.codex`, loaded when first asked for."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    return getattr(importlib.import_module("toolkit.importers.codex"), name)
+__getattr__ = loaded_later("toolkit.importers.codex")  # the rest of the importer, loaded when first asked for
 
 
 def detect() -> list[Path]:
