@@ -6,6 +6,7 @@ Both work on raw bytes and report byte offsets; nothing here re-serialises JSON.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -39,8 +40,6 @@ def loads(data: bytes) -> object:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        import json  # (here: the standard library's parser is for the rare line orjson refuses)
-
         try:
             return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
         except RecursionError:  # nested deeper than Python's stack (orjson stops at 1024)
@@ -164,15 +163,7 @@ def iter_batches(handle: BinaryIO, chunk: int | None = None, cap: int | None = N
 
 # --- splitting a damaged line ------------------------------------------------------------
 
-_DECODER: list = []  # the standard library's decoder, made for the first damaged line (start-up, DESIGN.md §8)
-
-
-def _decoder():
-    if not _DECODER:
-        import json
-
-        _DECODER.append(json.JSONDecoder())
-    return _DECODER[0]
+_DECODER = json.JSONDecoder()
 JSON_SPACE = " \t\r\n"
 
 
@@ -239,7 +230,7 @@ def _object_at(text: str, pos: int):
     if text[pos] != "{":
         return None
     try:
-        obj, stop = _decoder().raw_decode(text, pos)
+        obj, stop = _DECODER.raw_decode(text, pos)
     except RecursionError:
         return _BEYOND
     except ValueError as exc:

@@ -3,7 +3,7 @@ this machine, one unit per session with its subagents and the files its conversi
 and a unit's key.  An import that finds nothing new needs nothing else: every other name of the
 importer (``scan_unit``, ``resume_unit``, ...) is :mod:`toolkit.importers.claude`'s, loaded the
 first time one is asked for, when a transcript is read (issue 27: loading the converter and the
-writer under it was a fifth of such an import's time)."""
+writer under it was 7 of the 68 ms an unchanged re-import of 483 transcripts took, net of start-up)."""
 
 from __future__ import annotations
 

@@ -448,8 +448,6 @@ def _same_id(store: Path, path: Path) -> Path:
     return max(found, key=lambda p: (p.stat().st_mtime_ns, str(p)))
 
 
-
-
 def _names_in(store: Path) -> dict[str, list[Path]]:
     names: dict[str, list[Path]] = {}
     try:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -460,8 +461,6 @@ def _json(document: dict) -> bytes:
     try:
         return orjson.dumps(document)
     except TypeError:  # a lone surrogate (a title cut mid-emoji): as a \u escape, which loads reads back
-        import json
-
         return json.dumps(document, ensure_ascii=True).encode("ascii")
 
 
