@@ -1181,8 +1181,10 @@ def temp_file(tmp: Path, shown: Path | None = None) -> Iterator[BinaryIO]:
 
 
 #: The buffer of a file written whole (a journal an importer creates): a journal's lines are a few
-#: KB each, and an 8 KiB buffer made a write call for nearly each of them.
-WRITE_BUFFER = 1 << 20
+#: KB each, and an 8 KiB buffer made a write call for nearly each of them.  128 KiB, not more: the
+#: buffer stays in the core's cache while the kernel copies it out (a 1 MiB one did not: the first
+#: Claude Code import of 405 MB took 0.5 s more system time and 7 % more wall, six runs interleaved).
+WRITE_BUFFER = 1 << 17
 
 
 @contextlib.contextmanager
