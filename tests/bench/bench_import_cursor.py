@@ -48,9 +48,10 @@ does not exist yet (exit 16, "No such command"), it says so and reports the naiv
 MB is 10**6 bytes, MiB 2**20.
 
 --dir DIR builds the DB in DIR (DIR/User) and keeps it; a later run with the same --size-mb and
---seed reuses it.  The import store goes to DIR/store and is removed at the end unless --keep.
-Without --dir everything goes to a temp folder under /tmp, removed at the end unless --keep.
-Disk: about 1.5x --size-mb for the DB plus ~1.5x for the imported store.
+--seed reuses it.  Each run's import store goes to DIR/store-N (a new folder each run) and they are
+removed at the end unless --keep.  Without --dir everything goes to a temp folder under /tmp,
+removed at the end unless --keep.  Disk: about 1.5x --size-mb for the DB plus ~1.5x for each run's
+imported store.
 
 The file name has no ``test_`` prefix on purpose: pytest does not collect or import it.
 """
@@ -789,7 +790,7 @@ def run_fsck(cli: list[str], store: Path) -> tuple[list[str], dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=int, default=1024, help="DB size in MB (10**6 bytes), default 1024")
-    parser.add_argument("--dir", type=Path, help="build (or reuse) the Cursor DB in DIR/User and keep it; the import store goes to DIR/store")
+    parser.add_argument("--dir", type=Path, help="build (or reuse) the Cursor DB in DIR/User and keep it; each run's import store goes to DIR/store-N")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder / the import store and print where")
     parser.add_argument("--seed", type=int, default=20251215)
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the best time is kept (default 1)")
@@ -811,9 +812,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         temp = base = Path(tempfile.mkdtemp(prefix="levelsess-bench-cursor-", dir="/tmp"))
     store = base / "store"
+    stores: list[Path] = []  # each import's (a new folder each run: see below), removed at the end
     built = (base / MARKER).exists()
     free = shutil.disk_usage(base).free
-    need = int(args.size_mb * MB * ((0 if built else 1.5) + 1.6))
+    need = int(args.size_mb * MB * ((0 if built else 1.5) + 1.6 * max(1, args.repeat)))
     if free < need:
         raise SystemExit(f"{base}: {free / MB:.0f} MB free, about {need / MB:.0f} MB needed for --size-mb {args.size_mb}")
     problems: list[str] = []
@@ -864,8 +866,12 @@ def main(argv: list[str] | None = None) -> int:
             first = results["import"] = Result("import", "levelsess import --from cursor --source DIR/User --store EMPTY --json (under probe)")
             again = results["re-import"] = Result("re-import", "the same, again on that store: nothing new")
             for n in range(args.repeat):
+                # a new folder, the last run's kept until the end: an import does not follow the removal of
+                # a store's files, whose inodes a file system without a journal will not give again for 30 s
+                store = base / f"store-{n}"
                 shutil.rmtree(store, ignore_errors=True)
                 store.mkdir(parents=True)
+                stores.append(store)
                 os.sync()
                 command = ["import", "--from", "cursor", "--source", str(user), "--store", str(store), "--json"]
                 say(f"levelsess import, run {n + 1}/{args.repeat} ...")
@@ -928,7 +934,8 @@ def main(argv: list[str] | None = None) -> int:
         if temp and not args.keep:
             shutil.rmtree(temp, ignore_errors=True)
         elif not args.keep:
-            shutil.rmtree(store, ignore_errors=True)  # --dir: keep the DB, drop the imported store
+            for made in stores:  # --dir: keep the DB, drop the imported stores
+                shutil.rmtree(made, ignore_errors=True)
 
 
 def _print_report(doc: dict, results: list[Result]) -> None:
