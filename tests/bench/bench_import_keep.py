@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copytree(pristine, tree)  # grown here, never in the kept tree
         files = _transcripts(args.app, tree)
         size = warm(files)
+        os.sync()  # the copy's dirty pages written back now, not in the middle of a measured run
         full = temp / "full"
         importing = ["import", "--from", args.app, "--source", str(tree), "--json"]
         startup = min(_run(["--version"], env)[0] for _ in range(3))
