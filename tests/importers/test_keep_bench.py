@@ -1,0 +1,30 @@
+"""tests/bench/bench_import_keep.py runs end to end on a small tree of each app (issue 27): the
+benchmark a nightly keep's figures come from keeps working, and what it checks holds through the
+command line: a re-import that finds nothing new reads nothing, one after some transcripts grew
+resumes them, and its journals are byte for byte those a ``--reread`` writes.  No time is asserted
+(the figures are the benchmark's to print)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_import_keep.py"
+
+
+@pytest.mark.parametrize("app, size", [("claude", "3"), ("codex", "2")])
+def test_keep_bench_on_a_small_tree(app: str, size: str, tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(BENCH), "--from", app, "--size-mb", size, "--repeat", "2",
+                           "--out", str(tmp_path / "tree"), "--json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert doc["same_journals_as_reread"] is True
+    assert doc["grown_files"] >= 1 and doc["grown_bytes"] > 0
+    assert doc["grown_report"]["read"] == 0 and doc["grown_report"]["resumed"] >= doc["grown_files"]
+    assert [r["name"] for r in doc["results"]] == ["fsck", "import", "unchanged", "grown", "grown --reread"]
+    assert all(r["seconds"] > 0 and r["rss_mib"] > 0 for r in doc["results"])
+    assert len(doc["runs"]["fsck"]) == len(doc["runs"]["import"]) == 2
