@@ -70,11 +70,12 @@ TAIL = 4096
 
 class Unit(NamedTuple):
     """The files one conversation is read from (``files``, counted in the progress total), those
-    it also depends on (``deps``), a stable ``key``, and what the importer needs to read it."""
+    it also depends on (``deps``), a stable ``key``, and what the importer needs to read it.  A
+    file is a path, or its name as a string (a listing kept by the import cache: compared as one)."""
 
     key: str
-    files: tuple[Path, ...]
-    deps: tuple[Path, ...] = ()
+    files: tuple[Path | str, ...]
+    deps: tuple[Path | str, ...] = ()
     handle: object = None
 
 
