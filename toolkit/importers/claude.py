@@ -63,7 +63,7 @@ from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDE
 from .bloom import Hashed
 from .spill import from_db, guarded, temp_db, to_db
 from .unchanged import Unit
-from .claude_units import APP, detect, source_files, unit_key, units  # noqa: F401 (the importer's listing, in a module of its own)
+from .claude_units import APP, detect, source_files, unit_key, units, units_from  # noqa: F401 (the importer's listing, in a module of its own)
 from .uris import apply_map, folder_status, is_foreign
 
 if TYPE_CHECKING:

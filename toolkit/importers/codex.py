@@ -78,7 +78,7 @@ from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, S
 from .bloom import Digests, digest_of, keep_last
 from .sourcelines import SourceLine, SourceReader, hashed, read_on
 from .unchanged import Unit, journal_stamp
-from .codex_units import APP, detect, source_files, unit_key, units  # noqa: F401 (the importer's listing, in a module of its own)
+from .codex_units import APP, detect, source_files, unit_key, units, units_from  # noqa: F401 (the importer's listing, in a module of its own)
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, folder_status, is_foreign
 
