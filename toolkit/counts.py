@@ -52,6 +52,7 @@ class Count:
 def count_import(app: str, source: Path, options=None) -> Count:
     """Count the sessions ``import --from app --source source`` would write (a dry run's number)."""
     from .importers import load
+    from .importers.base import unfarmed
     from .importers.output import Options
 
     importer = load(app)
@@ -63,7 +64,7 @@ def count_import(app: str, source: Path, options=None) -> Count:
         count.unreadable += finding.code == "source-unreadable"
 
     try:
-        for session in importer.scan(Path(source), options or Options(), sink):
+        for session in unfarmed(importer.scan(Path(source), options or Options(), sink), sink):
             if session.id in seen:  # the same journal written twice is one session in the store
                 continue
             seen.add(session.id)

@@ -679,6 +679,11 @@ class Committer:
             self._thread.join()
             self._thread = None
 
+    def pause(self) -> None:
+        """Every file handed so far is in place or removed, and the thread has ended (before a
+        fork); what failed stays for :meth:`wait_through` to give, and the next file starts it again."""
+        self._drain()
+
     def wait(self) -> list[tuple[Path, BaseException]]:
         """Every file written is in place or removed: the ones not in place, with why."""
         self._drain()

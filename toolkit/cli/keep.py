@@ -24,7 +24,7 @@ def import_(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and convert everything, write nothing; say what would be created or appended.")] = False,
     no_raw: Annotated[bool, typer.Option("--no-raw", help="Leave out each record's original source JSON (\"raw\").")] = False,
     include_trashed: Annotated[bool, typer.Option("--include-trashed", help="Also import sessions trashed from the store (`levelsess trash`; `levelsess trash --list` lists them), and forget that they were trashed.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Worker processes importing sessions, for claude and codex (0 = automatic: one per core for 32 MiB or more to read, where a transcript that only grew counts the bytes it added; 1 = none). The journals and the report are the same whatever N. Example: levelsess import --from claude --jobs 2", min=0)] = 0,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Worker processes importing sessions, for claude, codex and cursor (the chats of its global database) (0 = automatic: one per core for 32 MiB or more to read, where a transcript that only grew counts the bytes it added; 1 = none). The journals and the report are the same whatever N. Example: levelsess import --from claude --jobs 2", min=0)] = 0,
     reread: Annotated[bool, typer.Option("--reread", help="Read every source file again and list every folder again, even those unchanged since the last import into this store (which an import otherwise skips: it kept what that import saw and the listing that found it, in the user's cache folder). Example: levelsess import --from claude --reread")] = False,
     json_: JsonOpt = False,
     quiet: QuietOpt = False,

@@ -24,7 +24,7 @@ from .. import tombstones
 from ..errors import FileChangedError, LevelsessError, OperationalError, UsageError, exit_code_for
 from ..findings import Finding
 from . import parallel, unchanged
-from .base import NAMES, Outcome
+from .base import NAMES, Farm, Outcome
 
 if TYPE_CHECKING:
     from .. import durable
@@ -125,7 +125,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             kept = unchanged.Kept(None if reread else cache, trashed_ids)
             entries: dict[str, dict | None] = {}
             units, stamped, listing, listed = unchanged.list_units(importer, source, report.findings.append, kept)
-            context = _Context(store, importer, source, options, kept, stones, dry_run, no_raw, include_trashed)
+            context = _Context(store, importer, source, options, kept, stones, dry_run, no_raw, include_trashed, jobs=jobs)
             context.remember = lambda scanned: memo.get().remember_scan(scanned[0].parent, scanned[0], *scanned[1])
 
             def take(part: _Part, unit: unchanged.Unit) -> None:  # in the order of the units, whoever read them
@@ -247,6 +247,7 @@ class _Context:
     no_raw: bool
     include_trashed: bool
     read_back: bool = False
+    jobs: int = 1  # --jobs, for the items a scan lets workers convert (a Farm: Cursor's composers)
     remember: Callable[[tuple], None] | None = None  # this process's index memo takes a new journal's scan
     _commits: tuple | None = None  # (pid, the Committer of this process's units)
 
@@ -382,11 +383,15 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
     def linked() -> list:
         failed = commits.wait_through(mark) if commits is not None else []
         scans(done=True)  # (a journal not linked is not the one written: its scan is none)
-        return failed
+        return failed + farmed
 
     prior = context.kept.prior(unit) if not context.dry_run else {}  # what a kept resume state says of each session
+    farmed: list = []  # what workers of a Farm could not link
     try:
         for session in unchanged.scan_unit(context.importer, context.source, unit, context.options, part.findings.append):
+            if type(session) is Farm:
+                farmed += _farm(context, session, part, states, commits, scans, prior)
+                continue
             session.resumed_from = prior.get(session.id)
             part.clean &= _one(context, session, part, states)
             session.resume_state = None  # (its closure may hold the session: a cycle that kept what was read until a collection)
@@ -401,6 +406,84 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
         output.WRITTEN.reset(fed)
     mark = commits.mark() if commits is not None else 0
     return linked
+
+
+def _farm(context: _Context, farm: Farm, part: _Part, states: dict, commits: durable.Committer | None,
+          scans: Callable[[], None], prior: dict) -> list:
+    """The items of a scan's :class:`~toolkit.importers.base.Farm`, into ``part``: here, each
+    one's sessions written as any other's; or, with ``--jobs`` and enough to read, in forked
+    workers (:func:`parallel.run`), each writing the sessions it makes and giving back what they
+    came to, taken here in item order.  Returns what a worker could not link (path, why): the
+    unit's wait gives it with its own."""
+    workers = 1
+    if commits is not None and context.jobs != 1 and not context.read_back and farm.count > 1:  # (never in a unit's worker)
+        workers = parallel.worker_count(context.jobs, farm.size, farm.count)
+    if workers <= 1:
+        for index in range(farm.count):
+            sessions, said = farm.make(index, part.findings.append)
+            for session in sessions:
+                session.resumed_from = prior.get(session.id)
+                part.clean &= _one(context, session, part, states)
+                session.resume_state = None
+                scans()
+            farm.after(index, said)
+        return []
+    failed: list = []
+
+    def take(index: int, done: tuple) -> None:
+        got, got_states, said, lost = done
+        part.sessions += got.sessions
+        part.findings += got.findings
+        part.raised += got.raised
+        part.touched |= got.touched
+        part.landed |= got.landed
+        part.clean &= got.clean
+        part.scans += got.scans
+        states.update(got_states)
+        failed.extend(lost)
+        farm.after(index, said)
+
+    commits.pause()  # (its thread ends before the fork: a thread does not cross it)
+    farm.release()
+    parallel.run([str(index) for index in range(farm.count)], lambda index: _farmed(context, farm, index, prior), workers, take)
+    return failed
+
+
+def _farmed(context: _Context, farm: Farm, index: int, prior: dict) -> Callable[[], tuple]:
+    """Item ``index`` of ``farm`` made and its sessions written by this process (a worker, or the
+    parent after a worker was lost), up to their fsync, which its background thread does: the call
+    returned waits for it and gives (its part, its resume states, what the scan learns of it, what
+    was not linked), the journals it wrote read back for the index while in the page cache."""
+    from . import output
+
+    commits = context.committer()  # (this process's own)
+    part, states, written = _Part(), {}, []
+    before = commits.mark()
+    token, fed = output.COMMITS.set(commits), output.WRITTEN.set(written)
+    try:
+        sessions, said = farm.make(index, part.findings.append)
+        for session in sessions:
+            session.resumed_from = prior.get(session.id)
+            part.clean &= _one(context, session, part, states)
+            session.resume_state = None
+    except BaseException:
+        commits.wait_through(commits.mark(), after=before)  # what it wrote is in place (or removed) first
+        raise
+    finally:
+        output.COMMITS.reset(token)
+        output.WRITTEN.reset(fed)
+    mark = commits.mark()
+
+    def finish() -> tuple:
+        from ..fsck.incremental import read_back
+
+        failed = commits.wait_through(mark, after=before)
+        part.scans += [scanned for scanned in map(lambda item: _written_scan(*item), written) if scanned is not None]
+        scanned = {journal for journal, _scan in part.scans}
+        part.scans += [(o.path, read_back(o.path)) for o in part.sessions
+                       if o.status in ("created", "updated") and o.path not in scanned]
+        return part, states, said, failed
+    return finish
 
 
 def _synced(commits: durable.Committer, before: int, mark: int) -> Callable[[], list]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,3 +75,35 @@ def loaded_later(module: str) -> Callable[[str], object]:
             raise AttributeError(name)
         return getattr(importlib.import_module(module), name)
     return __getattr__
+
+
+class Farm:
+    """What a scan yields, in place of sessions, for items it can convert in worker processes
+    (issue 27: a Cursor database's composers).  ``make(i, report)`` converts item ``i`` (its
+    findings go to ``report``) and gives ``(sessions, said)``: the sessions to write, in order, and
+    what the scan must learn of the item (small, picklable); ``after(i, said)`` is that, told in
+    the process that runs the scan, in item order.  :func:`toolkit.importers.run_import` calls
+    ``make`` here or, with ``--jobs``, in forked workers, each of which writes the sessions it made
+    and gives back their outcomes: the journals and the report are those of ``make`` and ``after``
+    called here for each item in turn.  ``make`` of one item must not depend on another's (a worker
+    sees the scan as it was when the workers were forked), nor two items make one session id.
+    ``size``: the bytes they read (how many workers are worth it); ``release``: called before the
+    workers are forked, to let go of what must not cross a fork (an open SQLite connection)."""
+
+    __slots__ = ("count", "size", "make", "after", "release")
+
+    def __init__(self, count: int, size: int, make: Callable[[int, Callable], tuple[list, object]],
+                 after: Callable[[int, object], None], release: Callable[[], None] = lambda: None) -> None:
+        self.count, self.size, self.make, self.after, self.release = count, size, make, after, release
+
+
+def unfarmed(found: Iterable, report: Callable) -> Iterator:
+    """A scan's sessions, each :class:`Farm`'s made here in turn (what reads sessions without writing them)."""
+    for item in found:
+        if type(item) is Farm:
+            for index in range(item.count):
+                sessions, said = item.make(index, report)
+                yield from sessions
+                item.after(index, said)
+        else:
+            yield item

@@ -86,9 +86,7 @@ def open_db(path: Path) -> Iterator[sqlite3.Connection]:
         else:
             target, query = path, "?mode=ro&immutable=1" if wal_mode else "?mode=ro"
         try:
-            conn = sqlite3.connect(target.resolve().as_uri() + query, uri=True, timeout=2)
-            conn.text_factory = bytes
-            conn.execute("select count(*) from sqlite_master").fetchone()
+            conn = _connect(target.resolve().as_uri() + query, target)
         except sqlite3.DatabaseError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise LockBusyError(f"{path}: the database is locked by the editor; close it and retry") from exc
@@ -100,6 +98,35 @@ def open_db(path: Path) -> Iterator[sqlite3.Connection]:
     finally:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that knows how it was opened: its URI, and the file it read (:func:`reopen`)."""
+
+    opened: tuple[str, Path, tuple[int, int]] | None = None
+
+
+def _connect(uri: str, target: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=2, factory=_Connection)
+    conn.text_factory = bytes
+    conn.execute("select count(*) from sqlite_master").fetchone()
+    info = os.stat(target)
+    conn.opened = (uri, target, (info.st_dev, info.st_ino))
+    return conn
+
+
+def reopen(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """A new connection to what ``conn`` (from :func:`open_db`) reads, opened as it was: a forked
+    worker's own (an SQLite connection must not be used across a fork).  Refused when the file at
+    its path is no longer the one ``conn`` opened (replaced meanwhile)."""
+    uri, target, ident = conn.opened
+    try:
+        info = os.stat(target)
+        if (info.st_dev, info.st_ino) != ident:
+            raise OperationalError(f"{target} was replaced while it was being imported; import again")
+        return _connect(uri, target)
+    except (sqlite3.DatabaseError, OSError) as exc:
+        raise OperationalError(f"{target}: cannot read the database again ({exc}); import again") from exc
 
 
 def tables(conn: sqlite3.Connection) -> set[str]:

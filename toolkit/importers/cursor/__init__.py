@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ...findings import Finding
+from ..base import Farm
 from ..output import Session
 from . import transcripts
 from .scan import APP, Options, Scan
@@ -35,9 +36,18 @@ def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> I
     if sources.transcripts:
         found = transcripts.sessions(sources.transcripts, options, report, transcripts.Projects(default_user_dirs()))
     for session in found:
-        if options.orphans_only and not session.orphaned:
-            continue
-        yield session
+        if type(session) is Farm:  # the global database's composers (run_import may convert them in workers)
+            yield _orphans_only(session) if options.orphans_only else session
+        elif not (options.orphans_only and not session.orphaned):
+            yield session
+
+
+def _orphans_only(farm: Farm) -> Farm:
+    """``--orphans-only``: of each composer's sessions, the orphaned ones (the scan learns of all of them)."""
+    def make(index: int, report: Callable[[Finding], None]) -> tuple[list[Session], object]:
+        sessions, said = farm.make(index, report)
+        return [session for session in sessions if session.orphaned], said
+    return Farm(farm.count, farm.size, make, farm.after, farm.release)
 
 
 def source_files(source: Path) -> list[Path]:

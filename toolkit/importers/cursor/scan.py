@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,6 +11,7 @@ from ...errors import LevelsessError
 from ...findings import Finding
 from ...lines import loads
 from .. import sqlite as db
+from ..base import Farm
 from ..output import Options, Raw, Session, iso_from_ms, safe_id
 from ..uris import apply_map, classify
 from .convert import Clock, bubble_text, convert_bubble, iso, model_name, orphan_event, request_time, settle_times, skip_reason
@@ -151,11 +153,7 @@ class Scan:
                     elif cid not in pending or len(session.records) > len(pending[cid].records):
                         pending[cid] = session
         if self.sources.global_db is not None:
-            for cid, session in self._each_db(self.sources.global_db, self._global(self.sources.global_db)):
-                local = pending.pop(cid, None)
-                chosen = local if local is not None and len(local.records) > len(session.records) else session
-                yielded.add(chosen.id)
-                yield chosen
+            yield from self._each_db(self.sources.global_db, self._global(self.sources.global_db, pending, yielded))
         for session in pending.values():
             yielded.add(session.id)
             yield session
@@ -348,49 +346,84 @@ class Scan:
         if match is not None:
             self.head_workspace[cid] = match
 
-    def _global(self, path: Path) -> Iterator[tuple[str, Session]]:
+    def _global(self, path: Path, pending: dict[str, Session], yielded: set[str]) -> Iterator[Session | Farm]:
+        """The global database's composers, each converted on its own (a :class:`Farm`: with
+        ``--jobs``, in worker processes), then the bubble rows no composer claims."""
         with db.open_db(path) as conn:
             names = db.tables(conn)
             self._load_catalog(conn, path)
             if KV not in names:
                 return
-            handled: set[str] = set()  # composers read (ids only: bounded memory)
-            deleted: set[str] = set()  # composerData is NULL: the chat was deleted
-            broken: set[str] = set()  # composerData cannot be read
-            for key in db.keys(conn, KV, "composerData:"):
-                cid = key[len("composerData:"):]
-                raw = db.raw_value(conn, KV, key)
-                if raw is None:
-                    deleted.add(cid)
-                    continue
-                try:
-                    composer = db.decode(raw)
-                except db.SourceUnreadable as exc:
-                    composer = None
-                    self.finding("source-unreadable", "error", path, key, f"{exc}; its bubbles are recovered without it")
-                if not isinstance(composer, dict):
-                    if composer is not None:
-                        self.finding("source-unreadable", "error", path, key, "composerData is not a JSON object; its bubbles are recovered without it")
-                    broken.add(cid)
-                    continue
-                handled.add(cid)
-                composer["composerId"] = cid  # the key names it, whatever the value says
-                if not self._in_scope(cid, composer):
-                    continue
-                session = self._safely(path, key, lambda c=composer, k=key: self._composer(conn, c, k, path))
-                if session is not None:
-                    yield cid, session
+            keys = list(db.keys(conn, KV, "composerData:"))  # (the keys only: bounded memory)
+            found: dict[str, set[str]] = {"handled": set(), "deleted": set(), "broken": set()}  # composer ids
+            here = _Connected(conn)
+
+            def after(index: int, said: tuple[str, str | None]) -> None:
+                status, chosen = said
+                cid = keys[index][len("composerData:"):]
+                found[status].add(cid)
+                if chosen is not None:
+                    pending.pop(cid, None)
+                    yielded.add(chosen)
+
+            yield Farm(len(keys), _size(path), lambda i, report: self._global_one(here.get(), keys[i], path, pending, report), after,
+                       here.close)
+            conn = here.get()
+            handled, deleted, broken = found["handled"], found["deleted"], found["broken"]
             left = [cid for cid in _bubble_owners(conn) if cid not in handled and self._in_scope(cid, None)]
             for cid in left:
                 reason = "editor-unreadable" if cid in broken else "deleted"
                 key = f"composerData:{cid}"
                 session = self._safely(path, key, lambda c=cid, r=reason: self._leftover(conn, c, path, r))
                 if session is not None:
-                    yield cid, session
+                    yield self._chosen(cid, session, pending, yielded)
             gone = len(deleted - set(left))
             if gone and self.sources.scope is None:
                 self.finding("source-skipped", "warning", path, "composerData:", f"{gone} deleted chat(s), nothing left to recover "
                              "(composerData is NULL and no bubble rows remain: normal after deleting chats in Cursor)")
+
+    def _global_one(self, conn: sqlite3.Connection, key: str, path: Path, pending: dict[str, Session],
+                    report: Callable[[Finding], None]) -> tuple[list[Session], tuple[str, str | None]]:
+        """One ``composerData:`` row: the session to write (none, or the workspace's copy when it
+        has more records), and (handled | deleted | broken, the id of the session chosen).  Its
+        findings go to ``report``."""
+        cid = key[len("composerData:"):]
+        kept, self.report = self.report, report
+        try:
+            try:
+                raw = db.raw_value(conn, KV, key)
+            except (sqlite3.DatabaseError, OSError) as exc:  # a damaged page: this composer's, not the rest's
+                self.finding("source-unreadable", "error", path, key, f"cannot read it ({exc}); its bubbles are recovered without it")
+                return [], ("broken", None)
+            if raw is None:
+                return [], ("deleted", None)
+            try:
+                composer = db.decode(raw)
+            except db.SourceUnreadable as exc:
+                composer = None
+                self.finding("source-unreadable", "error", path, key, f"{exc}; its bubbles are recovered without it")
+            if not isinstance(composer, dict):
+                if composer is not None:
+                    self.finding("source-unreadable", "error", path, key, "composerData is not a JSON object; its bubbles are recovered without it")
+                return [], ("broken", None)
+            composer["composerId"] = cid  # the key names it, whatever the value says
+            if not self._in_scope(cid, composer):
+                return [], ("handled", None)
+            session = self._safely(path, key, lambda: self._composer(conn, composer, key, path))
+            if session is None:
+                return [], ("handled", None)
+            chosen = self._chosen(cid, session, pending, set())
+            return [chosen], ("handled", chosen.id)
+        finally:
+            self.report = kept
+
+    @staticmethod
+    def _chosen(cid: str, session: Session, pending: dict[str, Session], yielded: set[str]) -> Session:
+        """The global copy of a composer, or the workspace's when it has more records (ties: the global one)."""
+        local = pending.pop(cid, None)
+        chosen = local if local is not None and len(local.records) > len(session.records) else session
+        yielded.add(chosen.id)
+        return chosen
 
     def _in_scope(self, cid: str, composer: dict | None) -> bool:
         """With ``--source workspaceStorage/<id>``: only that workspace's composers."""
@@ -580,6 +613,33 @@ class Scan:
         session.first_uri = first_uri
         _archive(session, composer)
         return self.account(tally, session, path, key)
+
+
+class _Connected:
+    """The global database's connection in this process: the scan's, or one opened as it was
+    (:func:`.sqlite.reopen`) by a forked worker, or here again after :meth:`close`.  SQLite's state
+    must not cross a fork: the scan's connection is closed before the workers are forked, and
+    each opens its own."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.first, self.conn, self.pid = conn, conn, os.getpid()
+
+    def get(self) -> sqlite3.Connection:
+        if self.conn is None or os.getpid() != self.pid:
+            self.conn, self.pid = db.reopen(self.first), os.getpid()  # (the first's URI and file: open_db's choice)
+        return self.conn
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _bubble_owners(conn: sqlite3.Connection) -> list[str]:

@@ -1,0 +1,164 @@
+"""`import --from cursor --jobs N` (issue 27): the global database's composers are converted and
+written by worker processes, each opening the database itself, and the journals, the index and the
+report, in their order, are those one process writes.  Real SQLite files, real forks, a real SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_cli
+from tests.importers.cursor_db import CURSOR, add_bubble, modern_user_dir, put, real_bubbles
+from tests.importers.test_import_jobs import imported, store_files
+from toolkit import forked
+from toolkit.errors import OperationalError
+from toolkit.importers import cursor, parallel, run_import
+from toolkit.importers import sqlite as db
+from toolkit.importers.cursor import replay
+from toolkit.importers.cursor.scan import Scan
+
+pytestmark = pytest.mark.skipif(not forked.available(), reason="no os.fork: --jobs imports in this process")
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def _bench_user(base: Path) -> Path:
+    """The benchmark's synthetic Cursor folder, small: 13 composers (one of 100 bubbles), orphan rows, 5 workspaces."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from bench_import_cursor import build_source
+    finally:
+        sys.path.remove(str(BENCH))
+    build_source(base, 6, 7, CURSOR / "bubbles-2025-12.jsonl", lambda _text: None)
+    return base / "User"
+
+
+def _wal_user(base: Path) -> tuple[Path, sqlite3.Connection]:
+    """A WAL database whose rows are still in its -wal (read from a snapshot copy): the real
+    bubbles' composer, and three more made of them, one deleted (NULL) with its rows left."""
+    info = modern_user_dir(base, base / "project")
+    conn = info["conn"]
+    for n, (_cid, bid, value) in enumerate(real_bubbles()[:30]):
+        add_bubble(info, f"extra-{n:03d}", {**value, "bubbleId": f"extra-{n:03d}", "text": f"message {n} of {bid}"})
+    for n in range(3):
+        cid = f"c0ffee{n:02d}-0000-4000-8000-000000000000"
+        bubbles = real_bubbles()[n * 20:n * 20 + 20]
+        headers = [{"bubbleId": f"b{k:03d}", "type": value.get("type", 2)} for k, (_c, _b, value) in enumerate(bubbles)]
+        put(conn, f"composerData:{cid}", None if n == 2 else {"_v": 10, "composerId": cid, "name": f"chat {n}",
+                                                              "createdAt": 1765808373121 + n, "fullConversationHeadersOnly": headers})
+        for k, (_c, _b, value) in enumerate(bubbles):
+            put(conn, f"bubbleId:{cid}:b{k:03d}", {**value, "bubbleId": f"b{k:03d}"})
+    conn.commit()
+    assert (info["user"] / "globalStorage" / "state.vscdb-wal").stat().st_size > 0
+    return info["user"], conn
+
+
+def _nulls_user(base: Path) -> Path:
+    user = base / "User"
+    (user / "globalStorage").mkdir(parents=True)
+    shutil.copyfile(CURSOR / "synthetic-global-nulls.state.vscdb", user / "globalStorage" / "state.vscdb")
+    return user
+
+
+def _forks(monkeypatch) -> list[int]:
+    forks: list[int] = []
+    real = parallel.run
+    monkeypatch.setattr(parallel, "run", lambda *args: (forks.append(args[2]), real(*args))[1])
+    return forks
+
+
+@pytest.mark.parametrize("build", ["bench", "wal", "nulls"])
+def test_jobs_2_writes_the_journals_and_report_of_jobs_1(tmp_path, monkeypatch, build):
+    kept = None
+    if build == "bench":
+        user = _bench_user(tmp_path / "src")
+    elif build == "wal":
+        user, kept = _wal_user(tmp_path / "src")
+    else:
+        user = _nulls_user(tmp_path / "src")
+    forks = _forks(monkeypatch)
+    before = {p: p.read_bytes() for p in user.rglob("*") if p.is_file()}
+    one = imported("cursor", user, tmp_path / "one", "--jobs", "1")
+    assert forks == []
+    two = imported("cursor", user, tmp_path / "two", "--jobs", "2")
+    assert forks == ([] if build == "nulls" else [2])  # the composers were converted in two workers (one composer: here)
+    assert one[0] in (0, 4) and one == two
+    assert json.loads(one[1])["sessions"] and '"status": "created"' in one[1]
+    assert store_files(tmp_path / "one") == store_files(tmp_path / "two")
+    assert {p: p.read_bytes() for p in user.rglob("*") if p.is_file()} == before  # the source: not a byte written
+    # nothing new, read again in workers (--reread) or not: the same report as one process's
+    for extra in ((), ("--reread",)):
+        again_one = imported("cursor", user, tmp_path / "one", "--jobs", "1", *extra)
+        again_two = imported("cursor", user, tmp_path / "two", "--jobs", "2", *extra)
+        assert again_one == again_two and '"status": "created"' not in again_two[1]
+    assert store_files(tmp_path / "one") == store_files(tmp_path / "two")
+    assert run_cli("fsck", "--store", str(tmp_path / "two")).exit_code in (0, 4)
+    if kept is not None:
+        kept.close()
+
+
+def test_orphans_only_and_a_workspace_scope_are_kept_in_workers(tmp_path):
+    user = _bench_user(tmp_path / "src")
+    scope = sorted((user / "workspaceStorage").iterdir())[1]
+    for name, extra in (("orphans", ("--source", str(user), "--orphans-only")), ("scope", ("--source", str(scope)))):
+        runs = []
+        for jobs in ("1", "2"):
+            store = tmp_path / f"{name}-{jobs}"
+            result = run_cli("import", "--from", "cursor", *extra, "--store", str(store), "--json", "--jobs", jobs)
+            runs.append((result.exit_code, result.stdout.replace(str(store), "STORE")))
+        assert runs[0] == runs[1] and runs[0][0] in (0, 4)
+        assert store_files(tmp_path / f"{name}-1") == store_files(tmp_path / f"{name}-2")
+    assert json.loads(runs[0][1])["sessions"]  # the scope holds chats
+
+
+def test_a_chat_kept_as_rows_converts_in_a_worker_to_the_same_bytes(tmp_path, monkeypatch):
+    monkeypatch.setattr(replay, "ROWS_IN_MEMORY", 64 << 10)  # every large composer's rows go to a temporary database
+    user = _bench_user(tmp_path / "src")
+    for jobs in (1, 2):
+        run_import("cursor", [user], tmp_path / f"store-{jobs}", cursor.Options(), jobs=jobs)
+    assert store_files(tmp_path / "store-1") == store_files(tmp_path / "store-2")
+
+
+def test_a_worker_killed_mid_import_leaves_its_composers_to_the_parent(tmp_path, monkeypatch):
+    user = _bench_user(tmp_path / "src")
+    with sqlite3.connect(user / "globalStorage" / "state.vscdb") as conn:
+        keys = [k for (k,) in conn.execute("select key from cursorDiskKV where key like 'composerData:%' order by key")]
+    assert len(keys) > 8  # (one composer a batch: a worker dies before it wrote any of its batch)
+    parent = os.getpid()
+    real = Scan._global_one
+
+    def dying(self, conn, key, *args):
+        if os.getpid() != parent and key == keys[4]:  # SIGKILL, in whichever worker took the fifth composer
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, conn, key, *args)
+
+    one = run_import("cursor", [user], tmp_path / "one", cursor.Options(), jobs=1)
+    monkeypatch.setattr(Scan, "_global_one", dying)
+    forks = _forks(monkeypatch)
+    two = run_import("cursor", [user], tmp_path / "two", cursor.Options(), jobs=2)
+    assert forks == [2]
+    assert [(o.id, o.status, o.records) for o in two.sessions] == [(o.id, o.status, o.records) for o in one.sessions]
+    assert [f.to_json() for f in two.findings] == [f.to_json() for f in one.findings]
+    journals = lambda store: {k: v for k, v in store_files(store).items() if k.endswith(".jsonl")}  # noqa: E731
+    assert journals(tmp_path / "one") == journals(tmp_path / "two")
+    assert run_cli("fsck", "--store", str(tmp_path / "two")).exit_code in (0, 4)
+
+
+def test_a_worker_will_not_read_a_database_replaced_since_the_import_opened_it(tmp_path):
+    user = _nulls_user(tmp_path)
+    path = user / "globalStorage" / "state.vscdb"
+    with db.open_db(path) as conn:
+        again = db.reopen(conn)  # the same file: opened as the first was (read-only)
+        assert again.execute("select count(*) from cursorDiskKV").fetchone() == conn.execute(
+            "select count(*) from cursorDiskKV").fetchone()
+        again.close()
+        shutil.copyfile(path, tmp_path / "copy")
+        os.replace(tmp_path / "copy", path)  # another file at its path now
+        with pytest.raises(OperationalError, match="replaced while it was being imported"):
+            db.reopen(conn)
