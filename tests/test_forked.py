@@ -165,3 +165,44 @@ def test_without_fork_a_process_pool_gives_the_same_report(tmp_path, monkeypatch
     monkeypatch.setattr(forked, "available", lambda: False)
     pooled = run_cli("fsck", "--json", "--jobs", "2", str(store))
     assert (pooled.exit_code, pooled.stdout) == (one.exit_code, one.stdout)
+
+
+def test_overlapped_batches_wait_after_the_next_one_began(tmp_path):
+    # overlap: a worker begins its next batch before it waits for the one before (whose wait, a
+    # background fsync in an import, then overlaps that work); the results are the serial ones
+    log = tmp_path / "log"
+
+    def begin(batch):
+        with open(log, "a") as handle:
+            handle.write(f"{os.getpid()} begin {batch[0]}\n")
+
+        def wait():
+            with open(log, "a") as handle:
+                handle.write(f"{os.getpid()} wait {batch[0]}\n")
+            return square_all(batch)
+        return wait
+
+    batches = [[n, n + 1] for n in range(0, 40, 2)]
+    assert forked.map_batches(begin, batches, 2, overlap=True) == [square_all(b) for b in batches]
+    steps: dict[str, list[str]] = {}
+    for line in log.read_text().splitlines():
+        pid, what, n = line.split()
+        steps.setdefault(pid, []).append(f"{what} {n}")
+    assert sorted(int(s.split()[1]) for pid in steps for s in steps[pid] if s.startswith("begin")) == list(range(0, 40, 2))
+    for seen in steps.values():  # each worker: begin a, begin b, wait a, begin c, wait b, ..., wait last
+        begun = [s.split()[1] for s in seen if s.startswith("begin")]
+        assert seen == [f"begin {begun[0]}"] + [x for a, b in zip(begun, begun[1:]) for x in (f"begin {b}", f"wait {a}")] + [f"wait {begun[-1]}"]
+    no_children_left()
+
+
+def test_an_overlapped_batch_that_fails_still_sends_the_one_before(tmp_path):
+    def begin(batch):
+        if batch[0] == 3:
+            raise Refused("batch 3")
+        return lambda: square_all(batch)
+
+    got: dict[int, list] = {}
+    with pytest.raises(Refused, match="batch 3"):
+        forked.map_batches(begin, [[n] for n in range(6)], 1, lambda n, r: got.__setitem__(n, r), overlap=True)
+    assert got == {0: [0], 1: [1], 2: [4]}  # one worker, in order: what it began before batch 3 was finished and sent
+    no_children_left()

@@ -45,10 +45,13 @@ def available() -> bool:
 
 
 def map_batches(fn: Callable[[Any], list], batches: Sequence[Any], jobs: int,
-                done: Callable[[int, list], None] | None = None) -> list[list]:
+                done: Callable[[int, list], None] | None = None, *, overlap: bool = False) -> list[list]:
     """``[fn(batch) for batch in batches]``, computed by ``jobs`` forked workers.
 
-    ``done(number, results)`` is called in the parent as each batch's results arrive."""
+    ``done(number, results)`` is called in the parent as each batch's results arrive.  ``overlap``:
+    ``fn(batch)`` does the batch's work up to what it waits for (a background thread's fsync) and
+    returns the call that waits and gives its results; a worker calls it after it began its next
+    batch, so the wait overlaps that batch's work (its last batch's, when no batch is left)."""
     results: list[list | None] = [None] * len(batches)
     if not batches:
         return []
@@ -70,7 +73,7 @@ def map_batches(fn: Callable[[Any], list], batches: Sequence[Any], jobs: int,
                     os.close(read_end)
                     for fd in children:
                         os.close(fd)
-                    _work(fn, batches, queue_read, write_end)
+                    _work(fn, batches, queue_read, write_end, overlap)
                 finally:
                     os._exit(1)
             os.close(write_end)
@@ -103,8 +106,17 @@ def _fill(fd: int, data: bytes) -> None:
     os.close(fd)
 
 
-def _work(fn, batches, queue: int, out: int) -> None:
+def _work(fn, batches, queue: int, out: int, overlap: bool = False) -> None:
     code = 0
+    begun: tuple[int, Callable[[], list]] | None = None  # (overlap) the batch begun and not yet finished
+
+    def finish() -> None:  # the batch begun before: its wait, then its results sent
+        nonlocal begun
+        if begun is not None:
+            number, wait = begun
+            begun = None
+            _send(out, number, pickle.dumps(wait(), protocol=pickle.HIGHEST_PROTOCOL))
+
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C is the parent's to handle
         while True:
@@ -113,12 +125,24 @@ def _work(fn, batches, queue: int, out: int) -> None:
                 break
             number = _INDEX.unpack(taken)[0]
             try:
+                if overlap:
+                    try:
+                        wait = fn(batches[number])
+                    finally:  # (the batch before is finished and sent even when this one fails)
+                        finish()
+                    begun = (number, wait)
+                    continue
                 blob = pickle.dumps(fn(batches[number]), protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException as exc:  # noqa: BLE001 - sent to the parent, which raises it
                 _send(out, _FAILED, _pickled_error(exc))
                 code = 1
                 break
             _send(out, number, blob)
+        try:
+            finish()
+        except BaseException as exc:  # noqa: BLE001 - sent to the parent, which raises it
+            _send(out, _FAILED, _pickled_error(exc))
+            code = 1
     except BaseException:  # noqa: BLE001 - the parent sees the missing batch
         code = 1
     finally:

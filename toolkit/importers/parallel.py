@@ -56,12 +56,14 @@ def batches(keys: list[str], jobs: int = 1) -> list[list[int]]:
     return [sorted(i for group in ordered[n:n + size] for i in group) for n in range(0, len(ordered), size)]
 
 
-def pipelined(keys: list[str], indexes: Iterable[int], begin: Callable[[int], Callable[[], object]]) -> Iterator[tuple[int, object]]:
+def pipelined(keys: list[str], indexes: Iterable[int], begin: Callable[[int], Callable[[], object]],
+              held: list | None = None) -> Iterator[tuple[int, object]]:
     """``(i, result)`` for each unit ``i`` in order, where ``begin(i)`` does the unit's work up to
     what it waits for (its journals' fsync, a background thread's) and returns the call that waits
     and gives its result.  Unit ``i`` is finished after unit ``i + 1`` began, so the wait overlaps
     the next unit's work; units that share a key are done one after the other (the second may
-    extend a journal the first creates).  A unit that fails still lets the one before it finish."""
+    extend a journal the first creates).  A unit that fails still lets the one before it finish.
+    ``held``: the last unit is not finished but put there, as ``(i, its wait)``."""
     pending: tuple[int, Callable[[], object]] | None = None
     for index in indexes:
         if pending is not None and keys[pending[0]] == keys[index]:
@@ -78,7 +80,10 @@ def pipelined(keys: list[str], indexes: Iterable[int], begin: Callable[[int], Ca
             yield pending[0], pending[1]()
         pending = (index, finish)
     if pending is not None:
-        yield pending[0], pending[1]()
+        if held is not None:
+            held.append(pending)
+        else:
+            yield pending[0], pending[1]()
 
 
 def run(keys: list[str], begin: Callable[[int], Callable[[], object]], jobs: int, emit: Callable[[int, object], None]) -> None:
@@ -91,8 +96,14 @@ def run(keys: list[str], begin: Callable[[int], Callable[[], object]], jobs: int
     pending: dict[int, object] = {}
     state = {"next": 0}
 
-    def work(batch: list[int]) -> list:
-        return list(pipelined(keys, batch, begin))
+    def work(batch: list[int]) -> Callable[[], list]:  # (the batch's last wait overlaps the worker's next batch)
+        held: list = []
+        results = list(pipelined(keys, batch, begin, held))
+
+        def wait() -> list:
+            results.extend((index, finish()) for index, finish in held)
+            return results
+        return wait
 
     def release() -> None:
         while state["next"] in pending:
@@ -106,7 +117,7 @@ def run(keys: list[str], begin: Callable[[int], Callable[[], object]], jobs: int
         release()
 
     try:
-        forked.map_batches(work, plan, jobs, done)
+        forked.map_batches(work, plan, jobs, done, overlap=True)
     except (OSError, forked.WorkerLost):  # no pipes or processes left, a worker killed: the rest imported here
         pass
     except BaseException:  # the run stops: what the workers finished is still reported and settled
