@@ -167,3 +167,20 @@ def test_a_worker_will_not_read_a_database_replaced_since_the_import_opened_it(t
         os.replace(tmp_path / "copy", path)  # another file at its path now
         with pytest.raises(OperationalError, match="replaced while it was being imported"):
             db.reopen(conn)
+
+
+def test_progress_moves_composer_by_composer_and_adds_up_to_the_bytes(tmp_path):
+    # one unit (the User folder), yet the progress's bytes arrive as each composer is taken, in the
+    # same steps whatever --jobs, and they add up to what `source_bytes` announced as the total
+    from toolkit.importers import source_bytes
+
+    user = _bench_user(tmp_path / "src")
+    seen = {}
+    for jobs in (1, 2):
+        read, outcomes = [], []
+        run_import("cursor", [user], tmp_path / f"store-{jobs}", cursor.Options(), read=read.append,
+                   progress=outcomes.append, jobs=jobs)
+        seen[jobs] = read
+        assert sum(read) == source_bytes("cursor", [user]) and len(read) > 10
+        assert len(outcomes) == len(list((tmp_path / f"store-{jobs}").rglob("*.jsonl")))
+    assert seen[1] == seen[2]

@@ -127,6 +127,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             units, stamped, listing, listed = unchanged.list_units(importer, source, report.findings.append, kept)
             context = _Context(store, importer, source, options, kept, stones, dry_run, no_raw, include_trashed, jobs=jobs)
             context.remember = lambda scanned: memo.get().remember_scan(scanned[0].parent, scanned[0], *scanned[1])
+            context.advance = read
 
             def take(part: _Part, unit: unchanged.Unit) -> None:  # in the order of the units, whoever read them
                 report.sessions += part.sessions
@@ -140,8 +141,8 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                 for outcome in part.sessions:
                     if progress:
                         progress(outcome)
-                if read:  # the unit's files are done, whether they made sessions or not
-                    read(part.size)
+                if read:  # the unit's files are done, whether they made sessions or not (less what a Farm told as it went)
+                    read(part.size - part.advanced)
                 entries[unit.key] = part.entry
                 for journal, scanned in part.scans:
                     if scanned is not None:
@@ -248,6 +249,7 @@ class _Context:
     include_trashed: bool
     read_back: bool = False
     jobs: int = 1  # --jobs, for the items a scan lets workers convert (a Farm: Cursor's composers)
+    advance: Callable[[int], None] | None = None  # the progress's bytes, told as a Farm's items are taken
     remember: Callable[[tuple], None] | None = None  # this process's index memo takes a new journal's scan
     _commits: tuple | None = None  # (pid, the Committer of this process's units)
 
@@ -282,6 +284,7 @@ class _Part:
     entry: dict | Callable[[], dict | None] | None = None  # (or the call that makes it: _recalled, later)
     size: int = 0
     scans: list = field(default_factory=list)  # (journal, read_back) of the journals a worker wrote
+    advanced: int = 0  # bytes of it told to the progress already (a Farm's items, as each was taken)
     clean: bool = True  # no write met anything of its own (a lock, a repair)
 
 
@@ -415,6 +418,7 @@ def _farm(context: _Context, farm: Farm, part: _Part, states: dict, commits: dur
     workers (:func:`parallel.run`), each writing the sessions it makes and giving back what they
     came to, taken here in item order.  Returns what a worker could not link (path, why): the
     unit's wait gives it with its own."""
+    budget = max(0, min(farm.size, part.size - part.advanced))  # (of the unit's bytes, the progress's, those the farm reads)
     workers = 1
     if commits is not None and context.jobs != 1 and not context.read_back and farm.count > 1:  # (never in a unit's worker)
         workers = parallel.worker_count(context.jobs, farm.size, farm.count)
@@ -427,6 +431,7 @@ def _farm(context: _Context, farm: Farm, part: _Part, states: dict, commits: dur
                 session.resume_state = None
                 scans()
             farm.after(index, said)
+            _advanced(context, farm, index, part, budget)
         return []
     failed: list = []
 
@@ -442,11 +447,21 @@ def _farm(context: _Context, farm: Farm, part: _Part, states: dict, commits: dur
         states.update(got_states)
         failed.extend(lost)
         farm.after(index, said)
+        _advanced(context, farm, index, part, budget)
 
     commits.pause()  # (its thread ends before the fork: a thread does not cross it)
     farm.release()
     parallel.run([str(index) for index in range(farm.count)], lambda index: _farmed(context, farm, index, prior), workers, take)
     return failed
+
+
+def _advanced(context: _Context, farm: Farm, index: int, part: _Part, budget: int) -> None:
+    """The progress moves on by item ``index``'s share of the ``budget`` bytes the farm reads (the
+    rest of the unit's when it is done): a database of a thousand chats does not sit at 0 % until its end."""
+    if context.advance is not None and budget > 0:
+        share = budget * (index + 1) // farm.count - budget * index // farm.count
+        part.advanced += share
+        context.advance(share)
 
 
 def _farmed(context: _Context, farm: Farm, index: int, prior: dict) -> Callable[[], tuple]:
