@@ -443,7 +443,11 @@ def _farm(context: _Context, farm: Farm, part: _Part, states: dict, commits: dur
         part.touched |= got.touched
         part.landed |= got.landed
         part.clean &= got.clean
-        part.scans += got.scans
+        for scanned in got.scans:  # to the index memo now, while the workers go on (else with the unit)
+            if context.remember is None:
+                part.scans.append(scanned)
+            elif scanned[1] is not None:
+                context.remember(scanned)
         states.update(got_states)
         failed.extend(lost)
         farm.after(index, said)
