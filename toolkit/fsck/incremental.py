@@ -205,13 +205,16 @@ def decode_facts(doc: dict) -> object:
 # -- entries -----------------------------------------------------------------------------------
 
 def _encode_scan(scan: JournalScan, stamp: list[int], tail: str, read_ns: int, strict: bool,
-                 prefix: str | None = None) -> dict | None:
+                 prefix: str | None = None, lean: bool = False) -> dict | None:
     where = str(scan.path)
     if any(f.path != where for f in scan.findings):
         return None
     facts = encode_facts(scan.facts)
     if facts is None:
         return None
+    meta = facts.get("fields", {}).get("meta") if lean else None
+    if isinstance(meta, dict) and "raw" in meta:  # (a lean cache's: the source row a meta record carries is left out)
+        facts["fields"] = {**facts["fields"], "meta": {k: v for k, v in meta.items() if k != "raw"}}
     entry = {"layout": scan.layout.name, "strict": strict, "stamp": stamp, "tail_sha256": tail, "read_ns": read_ns,
              "records": scan.records, "body_end": scan.body_end, "tail": scan.tail.value, "foreign": scan.foreign,
              "findings": [[f.code, f.severity, f.line, f.offset, f.message, f.excerpt] for f in scan.findings],
@@ -241,10 +244,14 @@ def _decode_scan(entry: dict, journal: Path) -> JournalScan:
 class IncrementalCache:
     """The cache of one check run: look journals up before scanning, record scans after."""
 
-    def __init__(self, strict: bool, *, root: Path | None = None, racy_ns: int | None = None) -> None:
+    def __init__(self, strict: bool, *, root: Path | None = None, racy_ns: int | None = None, lean: bool = False) -> None:
         """``root``: another folder of the user's cache (``import`` keeps its own, for the indexes it
-        rebuilds); ``racy_ns``: how close to its read a journal's change makes its entry untrusted."""
+        rebuilds); ``racy_ns``: how close to its read a journal's change makes its entry untrusted;
+        ``lean``: the facts kept leave out the source row (``raw``) of each journal's meta record, for
+        a cache whose scans only make index entries (``import``'s: a Cursor chat's meta record holds
+        its composer's row, and thousands of them were most of an import's memory)."""
         self.strict = strict
+        self.lean = lean
         self.root = cache_dir() if root is None else root
         self._racy_ns = racy_ns
         self.where: dict[Path, Path] = {}      # folder -> its cache file
@@ -392,7 +399,7 @@ class IncrementalCache:
             after, tail = _probe(journal)
             if after == stamp and tail and (stamp[2], stamp[3]) == (scan.size, scan.mtime_ns):
                 prefix = _prefix_hash(journal, scan.resume_state[1]) if scan.resume_state else None
-                entry = _encode_scan(scan, stamp, tail, read_ns, self.strict, prefix)
+                entry = _encode_scan(scan, stamp, tail, read_ns, self.strict, prefix, self.lean)
         states = self._states(where)
         if entry is not None and "resume" in entry:
             states[key] = base64.b64encode(scan.resume_state[0]).decode()

@@ -757,10 +757,11 @@ def _index_memo():
     in the user's cache folder): a journal it only appended to is read from where that read
     stopped.  A store's journals are only ever appended to or replaced (a repair renames), so an
     entry is trusted right after it is read (no racy window, which guards against same-size
-    rewrites in place)."""
+    rewrites in place).  Lean: its scans only make index entries, so a meta record's source row is
+    not kept."""
     from ..fsck.incremental import IncrementalCache, cache_dir
 
-    return IncrementalCache(False, root=cache_dir().parent / "import-index", racy_ns=0)
+    return IncrementalCache(False, root=cache_dir().parent / "import-index", racy_ns=0, lean=True)
 
 
 def _settle(touched: list[Path], landed: list[Path], report: ImportReport, memo) -> None:
