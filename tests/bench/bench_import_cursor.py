@@ -48,7 +48,8 @@ does not exist yet (exit 16, "No such command"), it says so and reports the naiv
 MB is 10**6 bytes, MiB 2**20.
 
 --dir DIR builds the DB in DIR (DIR/User) and keeps it; a later run with the same --size-mb and
---seed reuses it.  Each run's import store goes to DIR/store-N (a new folder each run) and they are
+--seed reuses it.  Each run's import store goes to DIR/store-N (a new folder each run; its cache, the
+import's memos, to DIR/cache-N: XDG_CACHE_HOME) and they are
 removed at the end unless --keep.  Without --dir everything goes to a temp folder under /tmp,
 removed at the end unless --keep.  Disk: about 1.5x --size-mb for the DB plus ~1.5x for each run's
 imported store.
@@ -703,13 +704,14 @@ class Run:
     stderr: str
 
 
-def run_probed(cli_args: list[str]) -> Run:
+def run_probed(cli_args: list[str], env: dict | None = None) -> Run:
     """Run ``levelsess CLI_ARGS`` under PROBE: wall time, exit code, VmHWM, the JSON document."""
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as err:
         report = Path(folder) / "rss"
         gc.collect()
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", PROBE, str(report), *cli_args], stdout=subprocess.PIPE, stderr=err, check=False)
+        proc = subprocess.run([sys.executable, "-c", PROBE, str(report), *cli_args], stdout=subprocess.PIPE, stderr=err, check=False,
+                              env=env)
         wall = time.perf_counter() - started
         err.seek(0)
         stderr = err.read().decode(errors="replace")
@@ -868,14 +870,16 @@ def main(argv: list[str] | None = None) -> int:
             for n in range(args.repeat):
                 # a new folder, the last run's kept until the end: an import does not follow the removal of
                 # a store's files, whose inodes a file system without a journal will not give again for 30 s
-                store = base / f"store-{n}"
-                shutil.rmtree(store, ignore_errors=True)
-                store.mkdir(parents=True)
-                stores.append(store)
+                store, cache = base / f"store-{n}", base / f"cache-{n}"
+                for made in (store, cache):  # (the user's cache holds an import's memo of its store's folders:
+                    shutil.rmtree(made, ignore_errors=True)  # one of its own, as a first import on a new machine)
+                    made.mkdir(parents=True)
+                    stores.append(made)
+                env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
                 os.sync()
                 command = ["import", "--from", "cursor", "--source", str(user), "--store", str(store), "--json"]
                 say(f"levelsess import, run {n + 1}/{args.repeat} ...")
-                run = run_probed(command)
+                run = run_probed(command, env)
                 if run.code == 16:
                     missing = f"`levelsess import --from cursor` is a usage error (exit 16: {_last_line(run.stderr)})"
                     say(f"import not measured: {missing}")
@@ -889,7 +893,7 @@ def main(argv: list[str] | None = None) -> int:
                     found.append(f"import stderr: {run.stderr.strip()[-600:]}")
                 problems += found
                 say(f"levelsess import again (re-import), run {n + 1}/{args.repeat} ...")
-                run = run_probed(command)
+                run = run_probed(command, env)
                 again.seconds.append(run.wall)
                 again.exit = run.code
                 again.rss_mib = max(again.rss_mib or 0, round(run.rss_mib, 1)) if run.rss_mib else again.rss_mib
