@@ -184,3 +184,53 @@ def test_progress_moves_composer_by_composer_and_adds_up_to_the_bytes(tmp_path):
         assert sum(read) == source_bytes("cursor", [user]) and len(read) > 10
         assert len(outcomes) == len(list((tmp_path / f"store-{jobs}").rglob("*.jsonl")))
     assert seen[1] == seen[2]
+
+
+def _damaged_user(base: Path) -> Path:
+    """A global database whose first composer's row sits on a damaged overflow page (its next-page
+    number overwritten): reading that one value fails, "database disk image is malformed"; three
+    composers after it are whole."""
+    path = base / "User" / "globalStorage" / "state.vscdb"
+    path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(path)
+    for table in ("ItemTable", "cursorDiskKV"):
+        conn.execute(f"CREATE TABLE {table} (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
+    marker = "DAMAGED-ROW-MARKER"
+    damaged = {"_v": 10, "composerId": "0-damaged", "name": "damaged", "pad": (marker + "y" * 500) * 40,
+               "fullConversationHeadersOnly": [{"bubbleId": "d1", "type": 1}]}
+    put(conn, "composerData:0-damaged", damaged)
+    put(conn, "bubbleId:0-damaged:d1", {"type": 1, "bubbleId": "d1", "text": "kept in its own row", "createdAt": "2025-12-01T00:00:00.000Z"})
+    for cid in ("a", "b", "c"):
+        put(conn, f"composerData:{cid}", {"_v": 10, "composerId": cid, "name": f"chat {cid}", "createdAt": 1765808373121,
+                                          "fullConversationHeadersOnly": [{"bubbleId": "m1", "type": 1}, {"bubbleId": "m2", "type": 2}]})
+        put(conn, f"bubbleId:{cid}:m1", {"type": 1, "bubbleId": "m1", "text": f"question {cid}", "createdAt": "2025-12-01T00:00:00.000Z"})
+        put(conn, f"bubbleId:{cid}:m2", {"type": 2, "bubbleId": "m2", "text": f"answer {cid}", "createdAt": "2025-12-01T00:00:01.000Z"})
+    conn.commit()
+    conn.close()
+    data = bytearray(path.read_bytes())
+    pages = [n for n in range(len(data) // 4096) if marker.encode() in data[n * 4096:(n + 1) * 4096]]
+    assert len(pages) > 3
+    data[pages[2] * 4096:pages[2] * 4096 + 4] = (999_999).to_bytes(4, "big")  # an overflow page's link to the next
+    path.write_bytes(data)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn, pytest.raises(sqlite3.DatabaseError, match="malformed"):
+        conn.execute("select value from cursorDiskKV where key = 'composerData:0-damaged'").fetchone()
+    return base / "User"
+
+
+def test_a_damaged_page_costs_its_composer_not_the_rest(tmp_path):
+    user = _damaged_user(tmp_path / "src")
+    runs = []
+    for jobs in ("1", "2"):
+        code, out = imported("cursor", user, tmp_path / f"store-{jobs}", "--jobs", jobs)
+        runs.append((code, out))
+    assert runs[0] == runs[1]
+    code, out = runs[0]
+    doc = json.loads(out)
+    assert code == 4  # an error finding: the damaged row; every other composer imported
+    by_id = {s["id"]: s for s in doc["sessions"]}
+    assert {f"cursor-{cid}" for cid in "abc"} <= set(by_id) and all(by_id[f"cursor-{cid}"]["records"] == 2 for cid in "abc")
+    said = [f for f in doc["findings"] if "composerData:0-damaged" in f["path"]]
+    assert said and said[0]["code"] == "source-unreadable" and "malformed" in said[0]["message"]
+    # its bubbles, in rows of their own, are still recovered: as a chat the editor could not read
+    assert by_id["cursor-0-damaged"]["orphan"] == ["editor-unreadable"] and by_id["cursor-0-damaged"]["records"] == 1
+    assert store_files(tmp_path / "store-1") == store_files(tmp_path / "store-2")

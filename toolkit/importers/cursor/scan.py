@@ -393,7 +393,9 @@ class Scan:
             try:
                 raw = db.raw_value(conn, KV, key)
             except (sqlite3.DatabaseError, OSError) as exc:  # a damaged page: this composer's, not the rest's
-                self.finding("source-unreadable", "error", path, key, f"cannot read it ({exc}); its bubbles are recovered without it")
+                self.finding("source-unreadable", "error", path, key, f"cannot read it ({exc}: a damaged page); its bubbles, in "
+                             "rows of their own, are recovered without it (Cursor cannot read this row either: keep a copy of "
+                             "the database before Cursor writes to it again)")
                 return [], ("broken", None)
             if raw is None:
                 return [], ("deleted", None)
