@@ -115,3 +115,39 @@ def test_a_re_import_of_a_few_grown_files_reads_them_here_not_in_workers(tmp_pat
         path.write_bytes(path.read_bytes())
     report = run_import(app, [source], store, options, jobs=0)
     assert report.read > 0 and forks == [2, 2]
+
+
+def test_gemini_sessions_import_in_workers_to_the_bytes_and_report_of_one_process(tmp_path, monkeypatch):
+    # a Gemini CLI folder of many sessions (SOURCES-MORE §1.2, §1.3): main sessions, a subagent's,
+    # a legacy whole-file .json with its resumed .jsonl twin (one short id: one worker, in order)
+    import json as _json
+
+    from tests.layouts.gemini import every_kind, gemini, gemini_home, line, meta, name, user
+    from toolkit.importers import gemini as gemini_importer
+
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
+    files = {}
+    for n in range(12):
+        sid = f"{n:08x}-5f60-4a71-8b92-a3b4c5d6e7f8"
+        files[name(sid, f"2026-08-{n + 1:02d}T16-16")] = every_kind(sid, hours=n + 1.0)
+    parent = "00000003-5f60-4a71-8b92-a3b4c5d6e7f8"
+    sub = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+    files[f"{parent}/{sub}.jsonl"] = b"".join(map(line, [meta(sub, kind="subagent"), user("s1", "look"), gemini("s2", "done")]))
+    old = "0ld0ld00-5f60-4a71-8b92-a3b4c5d6e7f8"
+    legacy = {**meta(old), "messages": [user("l1", "old question"), gemini("l2", "old answer")]}
+    files[f"session-2026-01-01T00-00-{old[:8]}.json"] = _json.dumps(legacy, indent=2).encode()
+    files[f"session-2026-01-01T00-00-{old[:8]}.jsonl"] = every_kind(old)
+    home = gemini_home(tmp_path / "src", files)
+    units = gemini_importer.units(home, lambda _f: None)
+    keys = [gemini_importer.unit_key(u) for u in units]
+    assert keys.count(old[:8].lower()) == 2 and len(set(keys)) == len(keys) - 1  # the twins together, the rest apart
+    forks = []
+    real = parallel.run
+    monkeypatch.setattr(parallel, "run", lambda *args: (forks.append(args[2]), real(*args))[1])
+    one = imported("gemini", home, tmp_path / "one", "--jobs", "1")
+    two = imported("gemini", home, tmp_path / "two", "--jobs", "2")
+    assert forks == [2] and one == two and one[0] in (0, 4)
+    assert _json.loads(one[1])["sessions"] and '"status": "created"' in one[1]
+    assert store_files(tmp_path / "one") == store_files(tmp_path / "two")
+    again = [imported("gemini", home, tmp_path / s, "--jobs", j, "--reread") for s, j in (("one", "1"), ("two", "2"))]
+    assert again[0] == again[1] and '"status": "created"' not in again[1][1]

@@ -48,6 +48,7 @@ record (and the title), so they are resumed; a metadata line without ``sessionId
 from __future__ import annotations
 
 import hashlib
+import re
 from array import array
 from collections.abc import Callable, Iterator
 from itertools import chain
@@ -65,7 +66,8 @@ from .spill import KnownKeys
 from .unchanged import Unit, journal_stamp
 from .uris import apply_map, folder_status
 
-__all__ = ["APP", "Options", "detect", "resume_unit", "scan", "session_from_file", "source_files"]
+__all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "session_from_file", "source_files", "unit_key",
+           "units"]
 
 APP = "gemini"
 
@@ -118,6 +120,18 @@ def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
             deps.append(path.with_suffix(".jsonl"))
         found.append(Unit(str(path), (path,), tuple(deps), path))
     return found
+
+
+_SHORT_ID = re.compile(r"-([a-zA-Z0-9_-]{8})\.jsonl?$")  # session-<time>-<sessionId[0:8]>.json(l) (SOURCES-MORE §1.2)
+
+
+def unit_key(unit: Unit) -> str:
+    """What names a file's session as far as its name says: a session's short id (its ``.json``
+    and ``.jsonl`` twins share it), else the file's stem (a subagent's file is named after its
+    session): ``import --jobs`` imports the units that share it one after the other, in one worker."""
+    path = unit.handle
+    match = _SHORT_ID.search(path.name) if path.name.startswith("session-") else None
+    return (match.group(1) if match else path.stem).lower()
 
 
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
