@@ -234,3 +234,25 @@ def test_a_damaged_page_costs_its_composer_not_the_rest(tmp_path):
     # its bubbles, in rows of their own, are still recovered: as a chat the editor could not read
     assert by_id["cursor-0-damaged"]["orphan"] == ["editor-unreadable"] and by_id["cursor-0-damaged"]["records"] == 1
     assert store_files(tmp_path / "store-1") == store_files(tmp_path / "store-2")
+
+
+def test_the_editor_locking_the_database_mid_import_stops_it_with_a_typed_error(tmp_path, monkeypatch):
+    # Cursor takes the database (an exclusive lock, a real one) after the import opened it: reading a
+    # composer's row meets "database is locked", which is the editor's doing, not a damaged row
+    from toolkit.errors import LockBusyError
+
+    user = _damaged_user(tmp_path / "src")
+    path = user / "globalStorage" / "state.vscdb"
+    real = Scan._global_one
+    editor = sqlite3.connect(path, timeout=0)
+
+    def locked(self, conn, key, *args):
+        if not editor.in_transaction:
+            editor.execute("begin exclusive")
+        return real(self, conn, key, *args)
+
+    monkeypatch.setattr(Scan, "_global_one", locked)
+    with pytest.raises(LockBusyError, match="locked by the editor; close it and retry"):
+        run_import("cursor", [user], tmp_path / "store", cursor.Options(), jobs=1)
+    editor.rollback()
+    editor.close()

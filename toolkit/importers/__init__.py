@@ -462,7 +462,7 @@ def _farm(context: _Context, farm: Farm, part: _Part, states: dict, commits: dur
 def _advanced(context: _Context, farm: Farm, index: int, part: _Part, budget: int) -> None:
     """The progress moves on by item ``index``'s share of the ``budget`` bytes the farm reads (the
     rest of the unit's when it is done): a database of a thousand chats does not sit at 0 % until its end."""
-    if context.advance is not None and budget > 0:
+    if context.advance is not None and budget > 0 and not context.read_back:  # (a unit's worker tells its parent nothing)
         share = budget * (index + 1) // farm.count - budget * index // farm.count
         part.advanced += share
         context.advance(share)

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ...errors import LevelsessError
+from ...errors import LevelsessError, LockBusyError
 from ...findings import Finding
 from ...lines import loads
 from .. import sqlite as db
@@ -392,10 +392,15 @@ class Scan:
         try:
             try:
                 raw = db.raw_value(conn, KV, key)
-            except (sqlite3.DatabaseError, OSError) as exc:  # a damaged page: this composer's, not the rest's
-                self.finding("source-unreadable", "error", path, key, f"cannot read it ({exc}: a damaged page); its bubbles, in "
-                             "rows of their own, are recovered without it (Cursor cannot read this row either: keep a copy of "
-                             "the database before Cursor writes to it again)")
+            except (sqlite3.DatabaseError, OSError) as exc:  # this composer's row, not the rest's
+                why = str(exc)
+                if "locked" in why or "busy" in why:  # the editor writing: as when the database is opened
+                    raise LockBusyError(f"{path}: the database is locked by the editor; close it and retry") from exc
+                damaged = "malformed" in why or "corrupt" in why
+                self.finding("source-unreadable", "error", path, key, f"cannot read it ({why}{': a damaged page' if damaged else ''}); "
+                             "its bubbles, in rows of their own, are recovered without it" + (
+                                 " (Cursor cannot read this row either: keep a copy of the database before Cursor writes to it again)"
+                                 if damaged else ""))
                 return [], ("broken", None)
             if raw is None:
                 return [], ("deleted", None)
