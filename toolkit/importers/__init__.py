@@ -350,13 +350,18 @@ def _begin(context: _Context, unit: unchanged.Unit, stamped: dict | None, part: 
         if states is not None:
             part.entry = unchanged.entry(stamped, part.sessions, part.findings, states)
         if context.read_back:  # a worker: the journals it appended to read now, while in the page cache, not by the settle
-            from ..fsck.incremental import read_back
-
-            fed = {journal for journal, _scanned in part.scans}
-            part.scans += [(o.path, read_back(o.path)) for o in part.sessions
-                           if o.status in ("created", "updated") and o.path not in fed]
+            _read_back(part)
         return part
     return finish
+
+
+def _read_back(part: _Part) -> None:
+    """The journals ``part``'s sessions created or extended that have no scan yet, read into its
+    scans (a worker's: while in the page cache, not by the parent's settle)."""
+    from ..fsck.incremental import read_back
+
+    fed = {journal for journal, _scanned in part.scans}
+    part.scans += [(o.path, read_back(o.path)) for o in part.sessions if o.status in ("created", "updated") and o.path not in fed]
 
 
 def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dict, *,
@@ -395,9 +400,7 @@ def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dic
             if type(session) is Farm:
                 farmed += _farm(context, session, part, states, commits, scans, prior)
                 continue
-            session.resumed_from = prior.get(session.id)
-            part.clean &= _one(context, session, part, states)
-            session.resume_state = None  # (its closure may hold the session: a cycle that kept what was read until a collection)
+            _write(context, session, part, states, prior)
             scans()
         part.read = len(part.sessions)
     except BaseException:
@@ -426,9 +429,7 @@ def _farm(context: _Context, farm: Farm, part: _Part, states: dict, commits: dur
         for index in range(farm.count):
             sessions, said = farm.make(index, part.findings.append)
             for session in sessions:
-                session.resumed_from = prior.get(session.id)
-                part.clean &= _one(context, session, part, states)
-                session.resume_state = None
+                _write(context, session, part, states, prior)
                 scans()
             farm.after(index, said)
             _advanced(context, farm, index, part, budget)
@@ -482,9 +483,7 @@ def _farmed(context: _Context, farm: Farm, index: int, prior: dict) -> Callable[
     try:
         sessions, said = farm.make(index, part.findings.append)
         for session in sessions:
-            session.resumed_from = prior.get(session.id)
-            part.clean &= _one(context, session, part, states)
-            session.resume_state = None
+            _write(context, session, part, states, prior)
     except BaseException:
         commits.wait_through(commits.mark(), after=before)  # what it wrote is in place (or removed) first
         raise
@@ -494,15 +493,19 @@ def _farmed(context: _Context, farm: Farm, index: int, prior: dict) -> Callable[
     mark = commits.mark()
 
     def finish() -> tuple:
-        from ..fsck.incremental import read_back
-
         failed = commits.wait_through(mark, after=before)
-        part.scans += [scanned for scanned in map(lambda item: _written_scan(*item), written) if scanned is not None]
-        scanned = {journal for journal, _scan in part.scans}
-        part.scans += [(o.path, read_back(o.path)) for o in part.sessions
-                       if o.status in ("created", "updated") and o.path not in scanned]
+        part.scans += [scanned for item in written if (scanned := _written_scan(*item)) is not None]
+        _read_back(part)
         return part, states, said, failed
     return finish
+
+
+def _write(context: _Context, session: Session, part: _Part, states: dict, prior: dict) -> None:
+    """One session of a unit read in full written (or counted trashed) into ``part``, as the last
+    import's kept resume state of it says it began (``prior``)."""
+    session.resumed_from = prior.get(session.id)
+    part.clean &= _one(context, session, part, states)
+    session.resume_state = None  # (its closure may hold the session: a cycle that kept what was read until a collection)
 
 
 def _synced(commits: durable.Committer, before: int, mark: int) -> Callable[[], list]:
