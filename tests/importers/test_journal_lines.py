@@ -10,13 +10,21 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolkit.importers.output import AT, COVERS_PREVIOUS, SOURCE_LINE, Raw, _numbered_line, _source_line_head, _source_lines, _source_value, encode
+from toolkit.importers import output
+from toolkit.importers.output import (AT, COVERS_PREVIOUS, SOURCE_LINE, WRITER_KEYS, Raw, _numbered_line, _source_line_head, _source_lines,
+                                      _source_value, encode)
 
-KEYS = st.sampled_from(["kind", "t", "content", "seq", "coversThrough", "raw", "sourceKey", "_alias", COVERS_PREVIOUS,
-                        "_lineId", "model", "partial"])
+KEYS = st.sampled_from(["kind", "t", "content", "seq", "coversThrough", "raw", "sourceKey", "model", "partial", *WRITER_KEYS])
 #: text, sometimes with a lone surrogate (a JavaScript writer's cut emoji): orjson refuses it, the writer escapes it
 TEXT = st.one_of(st.text(max_size=8), st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=2))
 VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), TEXT, st.lists(TEXT, max_size=3))
+
+
+def test_every_key_that_instructs_the_writer_is_one_it_drops():
+    """The writer's hot path drops the keys in WRITER_KEYS, where :func:`encode` drops any key
+    starting with "_": every such key the importers are given (a name in output) is in it."""
+    named = {value for name, value in vars(output).items() if name.isupper() and isinstance(value, str) and value[:1] == "_"}
+    assert named - {output.UNASSIGNED} == set(WRITER_KEYS)  # (UNASSIGNED: a folder's name, not a key)
 
 
 def _plain(record: dict, seq: int) -> bytes:
