@@ -88,8 +88,8 @@ def open_db(path: Path) -> Iterator[sqlite3.Connection]:
         try:
             conn = _connect(target.resolve().as_uri() + query, target)
         except sqlite3.DatabaseError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise LockBusyError(f"{path}: the database is locked by the editor; close it and retry") from exc
+            if is_locked(exc):
+                raise locked(path) from exc
             raise OperationalError(f"{path}: cannot read the database ({exc})") from exc
         try:
             yield conn
@@ -98,6 +98,16 @@ def open_db(path: Path) -> Iterator[sqlite3.Connection]:
     finally:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
+
+
+def is_locked(exc: BaseException) -> bool:
+    """Whether SQLite's error is another process holding the database (the editor writing)."""
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def locked(path: Path) -> LockBusyError:
+    """The error of a database the editor holds: what to do about it."""
+    return LockBusyError(f"{path}: the database is locked by the editor; close it and retry")
 
 
 class _Connection(sqlite3.Connection):

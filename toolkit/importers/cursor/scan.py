@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ...errors import LevelsessError, LockBusyError
+from ...errors import LevelsessError
 from ...findings import Finding
 from ...lines import loads
 from .. import sqlite as db
@@ -393,9 +393,9 @@ class Scan:
             try:
                 raw = db.raw_value(conn, KV, key)
             except (sqlite3.DatabaseError, OSError) as exc:  # this composer's row, not the rest's
+                if db.is_locked(exc):  # the editor writing: as when the database is opened
+                    raise db.locked(path) from exc
                 why = str(exc)
-                if "locked" in why or "busy" in why:  # the editor writing: as when the database is opened
-                    raise LockBusyError(f"{path}: the database is locked by the editor; close it and retry") from exc
                 damaged = "malformed" in why or "corrupt" in why
                 self.finding("source-unreadable", "error", path, key, f"cannot read it ({why}{': a damaged page' if damaged else ''}); "
                              "its bubbles, in rows of their own, are recovered without it" + (
