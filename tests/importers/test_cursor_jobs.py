@@ -169,6 +169,24 @@ def test_a_worker_will_not_read_a_database_replaced_since_the_import_opened_it(t
             db.reopen(conn)
 
 
+def test_a_worker_meeting_the_editor_holding_the_database_gets_the_lock_error(tmp_path):
+    # the editor takes the database (a real exclusive lock) between the scan's open and a worker's
+    # reopen: the lock's typed error, with its next step, as when the import opens it
+    from toolkit.errors import LockBusyError
+
+    path = _damaged_user(tmp_path / "src") / "globalStorage" / "state.vscdb"
+    with db.open_db(path) as conn:
+        editor = sqlite3.connect(path, timeout=0)
+        editor.execute("begin exclusive")
+        try:
+            with pytest.raises(LockBusyError, match="locked by the editor; close it and retry"):
+                db.reopen(conn)
+        finally:
+            editor.rollback()
+            editor.close()
+        db.reopen(conn).close()  # the editor done: read again as before
+
+
 def test_progress_moves_composer_by_composer_and_adds_up_to_the_bytes(tmp_path):
     # one unit (the User folder), yet the progress's bytes arrive as each composer is taken, in the
     # same steps whatever --jobs, and they add up to what `source_bytes` announced as the total

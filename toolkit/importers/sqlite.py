@@ -136,6 +136,8 @@ def reopen(conn: sqlite3.Connection) -> sqlite3.Connection:
             raise OperationalError(f"{target} was replaced while it was being imported; import again")
         return _connect(uri, target)
     except (sqlite3.DatabaseError, OSError) as exc:
+        if is_locked(exc):  # the editor took it meanwhile: as when it is opened
+            raise locked(target) from exc
         raise OperationalError(f"{target}: cannot read the database again ({exc}); import again") from exc
 
 
