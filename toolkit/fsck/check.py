@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from ..errors import LevelsessError, NotAJournalError, UnknownFormatError, exit_code_for  # noqa: F401 (exit_code_for: named here too)
 from ..findings import Finding
-from ..workers import worker_count  # (named here too: migrate imports it from here)
+from ..workers import file_size, worker_count  # (named here too: migrate imports them from here)
 from ..index import load_cache
 from ..journal import JournalScan, foreign_only, scan_journal
 from ..layouts import BaseLayout as Layout
@@ -265,13 +265,6 @@ def _batches(work: list, jobs: int) -> list[list[int]]:
 
 def _scan_batch(items: list) -> list:
     return [scan_one(item) for item in items]
-
-
-def file_size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def check_folders(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ...errors import LevelsessError
 from ...findings import Finding
+from ...workers import file_size
 from ...lines import loads
 from .. import sqlite as db
 from ..base import Farm
@@ -366,7 +367,7 @@ class Scan:
                     pending.pop(cid, None)
                     yielded.add(chosen)
 
-            yield Farm(len(keys), _size(path), lambda i, report: self._global_one(here.get(), keys[i], path, pending, report), after,
+            yield Farm(len(keys), file_size(path), lambda i, report: self._global_one(here.get(), keys[i], path, pending, report), after,
                        here.close)
             conn = here.get()
             handled, deleted, broken = found["handled"], found["deleted"], found["broken"]
@@ -640,13 +641,6 @@ class _Connected:
         if self.conn is not None:
             self.conn.close()
         self.conn = None
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _bubble_owners(conn: sqlite3.Connection) -> list[str]:
