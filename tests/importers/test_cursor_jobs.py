@@ -16,10 +16,10 @@ import pytest
 
 from tests.helpers import run_cli
 from tests.importers.cursor_db import CURSOR, add_bubble, modern_user_dir, put, real_bubbles
-from tests.importers.test_import_jobs import imported, store_files
+from tests.importers.test_import_jobs import forks_asked, imported, store_files
 from toolkit import forked
 from toolkit.errors import OperationalError
-from toolkit.importers import cursor, parallel, run_import
+from toolkit.importers import cursor, run_import
 from toolkit.importers import sqlite as db
 from toolkit.importers.cursor import replay
 from toolkit.importers.cursor.scan import Scan
@@ -66,13 +66,6 @@ def _nulls_user(base: Path) -> Path:
     return user
 
 
-def _forks(monkeypatch) -> list[int]:
-    forks: list[int] = []
-    real = parallel.run
-    monkeypatch.setattr(parallel, "run", lambda *args: (forks.append(args[2]), real(*args))[1])
-    return forks
-
-
 @pytest.mark.parametrize("build", ["bench", "wal", "nulls"])
 def test_jobs_2_writes_the_journals_and_report_of_jobs_1(tmp_path, monkeypatch, build):
     kept = None
@@ -82,7 +75,7 @@ def test_jobs_2_writes_the_journals_and_report_of_jobs_1(tmp_path, monkeypatch, 
         user, kept = _wal_user(tmp_path / "src")
     else:
         user = _nulls_user(tmp_path / "src")
-    forks = _forks(monkeypatch)
+    forks = forks_asked(monkeypatch)
     before = {p: p.read_bytes() for p in user.rglob("*") if p.is_file()}
     one = imported("cursor", user, tmp_path / "one", "--jobs", "1")
     assert forks == []
@@ -140,7 +133,7 @@ def test_a_worker_killed_mid_import_leaves_its_composers_to_the_parent(tmp_path,
 
     one = run_import("cursor", [user], tmp_path / "one", cursor.Options(), jobs=1)
     monkeypatch.setattr(Scan, "_global_one", dying)
-    forks = _forks(monkeypatch)
+    forks = forks_asked(monkeypatch)
     two = run_import("cursor", [user], tmp_path / "two", cursor.Options(), jobs=2)
     assert forks == [2]
     assert [(o.id, o.records) for o in two.sessions] == [(o.id, o.records) for o in one.sessions]

@@ -32,6 +32,14 @@ def store_files(store: Path) -> dict[str, bytes]:
     return out
 
 
+def forks_asked(monkeypatch) -> list[int]:
+    """The worker counts the import's runs in workers ask for (parallel.run, spied on), in order."""
+    forks: list[int] = []
+    real = parallel.run
+    monkeypatch.setattr(parallel, "run", lambda *args: (forks.append(args[2]), real(*args))[1])
+    return forks
+
+
 def imported(app: str, source: Path, store: Path, *extra: str) -> tuple[int, str]:
     result = run_cli("import", "--from", app, "--source", str(source), "--store", str(store), "--json", *extra)
     return result.exit_code, result.stdout.replace(str(store), "STORE")
@@ -94,9 +102,7 @@ def test_a_re_import_of_a_few_grown_files_reads_them_here_not_in_workers(tmp_pat
     from toolkit.importers import codex
 
     monkeypatch.setattr(workers, "PARALLEL_THRESHOLD", 64 << 10)  # the fixtures are small: a few kB is "much" here
-    forks = []
-    real = parallel.run
-    monkeypatch.setattr(parallel, "run", lambda *args: (forks.append(args[2]), real(*args))[1])
+    forks = forks_asked(monkeypatch)
     source, store = tmp_path / "source", tmp_path / "store"
     shutil.copytree(fixtures, source)
     options = claude.Options() if app == "claude" else codex.Options()
@@ -141,9 +147,7 @@ def test_gemini_sessions_import_in_workers_to_the_bytes_and_report_of_one_proces
     units = gemini_importer.units(home, lambda _f: None)
     keys = [gemini_importer.unit_key(u) for u in units]
     assert keys.count(old[:8].lower()) == 2 and len(set(keys)) == len(keys) - 1  # the twins together, the rest apart
-    forks = []
-    real = parallel.run
-    monkeypatch.setattr(parallel, "run", lambda *args: (forks.append(args[2]), real(*args))[1])
+    forks = forks_asked(monkeypatch)
     one = imported("gemini", home, tmp_path / "one", "--jobs", "1")
     two = imported("gemini", home, tmp_path / "two", "--jobs", "2")
     assert forks == [2] and one == two and one[0] in (0, 4)
