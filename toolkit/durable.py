@@ -230,6 +230,29 @@ def fsync_fd(fd: int, path: Path | str) -> None:
         raise _fail("fsync", path, exc) from exc
 
 
+#: The bytes at the end of a file :func:`release_written` leaves in the page cache: what is read of
+#: a new journal next, its stamp and tail hash (fsck's incremental cache reads its last 4 KiB).
+KEEP_CACHED = 8192
+
+
+def release_written(fd: int) -> None:
+    """Let the kernel drop a file's pages from the page cache, now that they are on disk (after its
+    fsync), all but its last KEEP_CACHED bytes.  An import writes hundreds of MB that nothing reads
+    soon: kept, they push the user's working set out of memory, and each new journal takes fresh
+    pages (on a VM, pages the host must back first: measured here, 400 MB written into 600 new
+    files took 0.8-1.0 s of system time, 0.15 s when each was released after its fsync).
+    Released, the next journal reuses them.  Only a hint: a system
+    without ``posix_fadvise`` keeps its cache as ever, and nothing written depends on it."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    try:
+        end = os.fstat(fd).st_size - KEEP_CACHED
+        if end > 0:
+            os.posix_fadvise(fd, 0, end - end % 4096, os.POSIX_FADV_DONTNEED)
+    except OSError:
+        pass
+
+
 #: The folders whose fsync :func:`batched_dir_syncs` holds back (None: each is synced at once).
 _DIR_SYNCS: contextvars.ContextVar[dict[str, Path] | None] = contextvars.ContextVar("levelsess_dir_syncs", default=None)
 
@@ -628,6 +651,7 @@ class Committer:
                     continue
                 try:
                     fsync_fd(handle.fileno(), tmp)
+                    release_written(handle.fileno())
                 finally:
                     handle.close()
                 _link_new(tmp, path)

@@ -174,3 +174,42 @@ def test_waiting_through_a_mark_waits_for_the_files_before_it_only(tmp_path, mon
     assert commits.wait_through(commits.mark()) == []
     assert (tmp_path / "late.jsonl").read_bytes() == b"late\n"
     assert commits.wait() == []
+
+
+def _cached_pages(path: Path) -> int:
+    """How many of ``path``'s pages are in the page cache (``mincore`` of a private mapping)."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    size = path.stat().st_size
+    pages = -(-size // mmap.PAGESIZE)
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_COPY) as mapped:
+        vector = (ctypes.c_ubyte * pages)()
+        address = ctypes.addressof(ctypes.c_char.from_buffer(mapped))
+        try:
+            if libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(size), vector) != 0:
+                pytest.skip(f"mincore failed: {os.strerror(ctypes.get_errno())}")
+            return sum(byte & 1 for byte in vector)
+        finally:
+            del address  # (no export of the mapping outlives it)
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise") or not os.path.exists("/proc"), reason="Linux page cache only")
+def test_a_new_file_leaves_the_page_cache_once_on_disk_but_for_its_tail(tmp_path):
+    """An import's journals are not read again soon: after its fsync the thread lets the kernel
+    drop a new file's pages (the next journal reuses them), all but the tail read next."""
+    data = b"".join(b'{"n": %08d, "pad": "%s"}\n' % (n, b"x" * 200) for n in range(4096))  # ~900 kB
+    plain = tmp_path / "plain.jsonl"
+    with open(plain, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    if _cached_pages(plain) < len(data) // 4096:
+        pytest.skip("this file system keeps no page cache of what was written")
+    commits = durable.Committer()
+    with commits.new_file(tmp_path / "j.jsonl") as out:
+        out.write(data)
+    assert commits.wait() == []
+    assert _cached_pages(tmp_path / "j.jsonl") <= durable.KEEP_CACHED // 4096 + 2
+    assert (tmp_path / "j.jsonl").read_bytes() == data  # the bytes, read back from the disk
