@@ -767,6 +767,18 @@ def _index_memo():
     return IncrementalCache(False, root=cache_dir().parent / "import-index", racy_ns=0, lean=True)
 
 
+def _project(folder: Path, discover) -> list:
+    """The store folder an import wrote journals in, as the LevelCode project it is (an importer
+    writes nothing else there): not discovered by sniffing the heads of its journals for every other
+    layout, heads that a new journal no longer keeps in memory (durable.release_written)."""
+    from ..layouts.registry import get
+
+    found = get("levelcode").claim_dir(folder)
+    if found is not None and len(found) == 1 and found[0].path == folder:
+        return found
+    return discover(folder)[:1]
+
+
 def _settle(touched: list[Path], landed: list[Path], report: ImportReport, memo) -> None:
     """fsync each folder that got new journals; in every folder the import's sessions live in,
     remove this tool's dead temp files and bring the index up to date.
@@ -783,7 +795,7 @@ def _settle(touched: list[Path], landed: list[Path], report: ImportReport, memo)
     with durable.batched_dir_syncs():  # each folder once, at the end: before the import cache says anything is done
         for folder in touched:  # the new journals' renames, made durable once per folder
             durable.fsync_dir(folder)
-        folders = [found for folder in landed for found in discover(folder)[:1]]
+        folders = [found for folder in landed for found in _project(folder, discover)]
         for folder in folders:  # temp files of an import that was killed mid-write
             report.findings += remove_dead_temps(folder)
         report.findings += reindex(folders, memo=memo).findings
