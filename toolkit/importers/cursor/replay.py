@@ -3,8 +3,8 @@
 A composer's ``bubbleId:<cid>:*`` rows are read in one pass over its key range (the unique index)
 instead of a query per bubble, which cost as much again as reading them.  A converted record holds
 its row's bytes (under ``raw``) and the text taken out of them (its content): the bubble twice.  For
-most composers that is a few MB; past :data:`ROWS_IN_MEMORY` bytes of rows (a chat of two thousand
-bubbles) the rows move to a private temporary database (:func:`..spill.temp_db`) and the session's
+most composers that is a few MB; past :data:`ROWS_IN_MEMORY` bytes of rows (a chat of some seven
+thousand bubbles) the rows move to a private temporary database (:func:`..spill.temp_db`) and the session's
 records become a :class:`Replay`: per record only what converting its row again takes, converted
 when the writer reads it.  So memory stays flat whatever a chat's size, and the journal is the same,
 byte for byte: the same conversion of the same bytes, with the times :func:`.convert.settle_times`
@@ -22,8 +22,11 @@ from ..spill import guarded, temp_db
 from .convert import convert_bubble, orphan_event
 
 KV = "cursorDiskKV"
-#: Bytes of one composer's rows held in memory; past it they go to a temporary database.
-ROWS_IN_MEMORY = 8 << 20
+#: Bytes of one composer's rows held in memory; past it they go to a temporary database.  A chat
+#: held costs about its rows' size again in memory (a 31.5 MB one: 87 MiB peak RSS, 58 MiB spilled);
+#: a spilled one is read and converted twice, its rows written once more: the 5,000-bubble chats of
+#: DESIGN §8's 1 GB mix (22 MB each) are held, the rare larger one spilled.
+ROWS_IN_MEMORY = 32 << 20
 MISSING = object()
 
 
