@@ -398,7 +398,8 @@ class IncrementalCache:
         if scan is not None and stamp is not None:
             after, tail = _probe(journal)
             if after == stamp and tail and (stamp[2], stamp[3]) == (scan.size, scan.mtime_ns):
-                prefix = _prefix_hash(journal, scan.resume_state[1]) if scan.resume_state else None
+                at = scan.resume_state[1] if scan.resume_state else None  # (at the end: the tail just hashed)
+                prefix = None if at is None else tail if at == stamp[2] else _prefix_hash(journal, at)
                 entry = _encode_scan(scan, stamp, tail, read_ns, self.strict, prefix, self.lean)
         states = self._states(where)
         if entry is not None and "resume" in entry:
