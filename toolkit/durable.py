@@ -571,13 +571,16 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
 
 
 class Committer:
-    """New files written one after another, each made durable and linked into place by one
-    background thread while the caller writes the next: an fsync waits on the disk, not the CPU,
-    so an importer writing hundreds of journals converts the next while the last one syncs.
+    """New files written one after another, each made durable by one background thread while the
+    caller writes the next: an fsync waits on the disk, not the CPU, so an importer writing hundreds
+    of journals converts the next while the last one syncs.
 
-    :meth:`new_file` is ``atomic_writer(path, sync_dir=False, exclusive=True)`` whose last step
-    (fsync, then hard-link into place, never over a file that appeared meanwhile) is the thread's,
-    in the order the files were written.  :meth:`wait` returns once every file is in place or
+    :meth:`new_file` is ``atomic_writer(path, sync_dir=False, exclusive=True)`` whose last step is
+    deferred: the thread fsyncs each file, in the order they were written, and each synced one is
+    hard-linked into place (never over a file that appeared meanwhile) by the caller's next call
+    (:meth:`_finish`): the thread wants the interpreter's lock twice a file, not after each of the
+    five calls that finish one (with both threads busy, each hand-over is a wake-up of the other;
+    measured here, half a worker's context switches).  :meth:`wait` returns once every file is in place or
     removed again, with what failed for each one that is not in place (a :class:`FileExistsError`
     when another writer made the path first; a typed error for a failed fsync or a full disk):
     the caller writes those again as it would have without the thread.  The guarantees are
@@ -596,7 +599,8 @@ class Committer:
         self._thread = None
         self._failed: list[tuple[int, Path, BaseException]] = []  # (its mark, path, why)
         self._pending: dict[str, int] = {}  # the paths handed to the thread and not yet settled, with their marks
-        self._handed = self._settled = 0  # files handed to the thread, and settled by it, so far
+        self._handed = self._reached = 0  # files handed to the thread, and synced by it, so far
+        self._synced: list = []  # (job, its fsync's error) of each file synced and not yet finished
         self._done = threading.Condition()
 
     @contextlib.contextmanager
@@ -604,6 +608,7 @@ class Committer:
         """Raises :class:`FileExistsError` at once when ``path`` exists, after the thread settled
         an earlier file of the same path (its temp name is this one's)."""
         refuse_symlinked(path.parent)
+        self._finish()
         if str(path) in self._pending:
             self._until(self._pending.get(str(path), 0))
         if os.path.lexists(path):
@@ -617,7 +622,7 @@ class Committer:
         self._jobs.put((handle, tmp, path, self._handed))
 
     def sync(self, fd: int, path: Path) -> None:
-        """Hand the thread an open file's fsync and close (``fd``: what :func:`append_lines` just
+        """Hand the thread an open file's fsync, closed after it (``fd``: what :func:`append_lines` just
         appended to ``path``, which exists).  A failed fsync is :meth:`wait_through`'s to give, as
         for a new file; the caller raises it: what was appended is not known to be durable."""
         self._start()
@@ -637,35 +642,51 @@ class Committer:
             self._thread.start()
 
     def _run(self) -> None:
+        """Each file's fsync, in order: only the wait on the disk is the thread's."""
         while True:
             job = self._jobs.get()
             if job is None:
                 return
             handle, tmp, path, mark = job
+            error = None
             try:
-                if tmp is None:  # an append's fsync (handle: its descriptor)
-                    try:
-                        fsync_fd(handle, path)
-                    finally:
-                        os.close(handle)
-                    continue
-                try:
-                    fsync_fd(handle.fileno(), tmp)
-                    release_written(handle.fileno())
-                finally:
-                    handle.close()
-                _link_new(tmp, path)
+                fsync_fd(handle if tmp is None else handle.fileno(), path if tmp is None else tmp)
             except BaseException as exc:  # noqa: BLE001 - handed to wait(), which the caller reads
-                if tmp is not None:
-                    with contextlib.suppress(OSError):
-                        os.unlink(tmp)
-                self._failed.append((mark, path, exc))
-            finally:
-                if tmp is not None:
-                    self._pending.pop(str(path), None)
-                with self._done:
-                    self._settled = mark
-                    self._done.notify_all()
+                error = exc
+            with self._done:
+                self._synced.append((job, error))
+                self._reached = mark
+                self._done.notify_all()
+
+    def _finish(self) -> None:
+        """Release, close and link each file the thread synced (or remove it when its fsync failed),
+        in order: from then on it is settled, in place or in :attr:`_failed`."""
+        while self._synced:
+            with self._done:
+                synced, self._synced = self._synced, []
+            for (handle, tmp, path, mark), error in synced:
+                try:
+                    if tmp is None:  # an append's fsync (handle: its descriptor)
+                        os.close(handle)
+                        if error is not None:
+                            raise error
+                        continue
+                    try:
+                        if error is None:
+                            release_written(handle.fileno())
+                    finally:
+                        handle.close()
+                    if error is not None:
+                        raise error
+                    _link_new(tmp, path)
+                except BaseException as exc:  # noqa: BLE001 - handed to wait(), which the caller reads
+                    if tmp is not None:
+                        with contextlib.suppress(OSError):
+                            os.unlink(tmp)
+                    self._failed.append((mark, path, exc))
+                finally:
+                    if tmp is not None:
+                        self._pending.pop(str(path), None)
 
     def mark(self) -> int:
         """The point reached: every file handed so far is at or before it."""
@@ -674,7 +695,8 @@ class Committer:
     def _until(self, mark: int) -> None:
         if self._thread is not None:
             with self._done:
-                self._done.wait_for(lambda: self._settled >= mark)
+                self._done.wait_for(lambda: self._reached >= mark)
+        self._finish()
 
     def wait_through(self, mark: int, after: int = 0) -> list[tuple[Path, BaseException]]:
         """Every file handed up to ``mark`` is in place or removed: the ones not in place, with why
@@ -687,6 +709,7 @@ class Committer:
 
     def waiting(self, path: Path) -> bool:
         """Whether ``path`` still waits for the thread (neither in place nor given up yet)."""
+        self._finish()
         return str(path) in self._pending
 
     def settle(self, name: str) -> None:
@@ -702,6 +725,7 @@ class Committer:
             self._jobs.put(None)
             self._thread.join()
             self._thread = None
+        self._finish()
 
     def pause(self) -> None:
         """Every file handed so far is in place or removed, and the thread has ended (before a
