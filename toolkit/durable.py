@@ -235,22 +235,29 @@ def fsync_fd(fd: int, path: Path | str) -> None:
 KEEP_CACHED = 8192
 
 
-def release_written(fd: int) -> None:
-    """Let the kernel drop a file's pages from the page cache, now that they are on disk (after its
-    fsync), all but its last KEEP_CACHED bytes.  An import writes hundreds of MB that nothing reads
-    soon: kept, they push the user's working set out of memory, and each new journal takes fresh
-    pages (on a VM, pages the host must back first: measured here, 400 MB written into 600 new
-    files took 0.8-1.0 s of system time, 0.15 s when each was released after its fsync).
-    Released, the next journal reuses them.  Only a hint: a system
-    without ``posix_fadvise`` keeps its cache as ever, and nothing written depends on it."""
+def release_written(path: Path) -> None:
+    """Let the kernel drop a file's pages from the page cache, all but its last KEEP_CACHED bytes:
+    for a file on disk (fsynced) that nothing reads again soon.  An import writes hundreds of MB of
+    journals: kept, they push the user's working set out of memory, and each new journal takes
+    fresh pages (on a VM, pages the host must back first: measured here, 400 MB written into 600
+    new files took 0.8-1.0 s of system time, 0.15 s when each was released after its fsync).
+    Released, the next journal reuses them.  Only a hint: a system without ``posix_fadvise``
+    keeps its cache as ever, and nothing written or read depends on it."""
     if not hasattr(os, "posix_fadvise"):
         return
     try:
-        end = os.fstat(fd).st_size - KEEP_CACHED
-        if end > 0:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return
+    try:
+        info = os.fstat(fd)
+        end = info.st_size - KEEP_CACHED
+        if stat.S_ISREG(info.st_mode) and end > 0:
             os.posix_fadvise(fd, 0, end - end % 4096, os.POSIX_FADV_DONTNEED)
     except OSError:
         pass
+    finally:
+        os.close(fd)
 
 
 #: The folders whose fsync :func:`batched_dir_syncs` holds back (None: each is synced at once).
@@ -659,8 +666,8 @@ class Committer:
                 self._done.notify_all()
 
     def _finish(self) -> None:
-        """Release, close and link each file the thread synced (or remove it when its fsync failed),
-        in order: from then on it is settled, in place or in :attr:`_failed`."""
+        """Close and link each file the thread synced (or remove it when its fsync failed), in order:
+        from then on it is settled, in place or in :attr:`_failed`."""
         while self._synced:
             with self._done:
                 synced, self._synced = self._synced, []
@@ -671,11 +678,7 @@ class Committer:
                         if error is not None:
                             raise error
                         continue
-                    try:
-                        if error is None:
-                            release_written(handle.fileno())
-                    finally:
-                        handle.close()
+                    handle.close()
                     if error is not None:
                         raise error
                     _link_new(tmp, path)

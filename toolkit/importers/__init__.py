@@ -358,10 +358,15 @@ def _begin(context: _Context, unit: unchanged.Unit, stamped: dict | None, part: 
 def _read_back(part: _Part) -> None:
     """The journals ``part``'s sessions created or extended that have no scan yet, read into its
     scans (a worker's: while in the page cache, not by the parent's settle)."""
+    from .. import durable
     from ..fsck.incremental import read_back
 
     fed = {journal for journal, _scanned in part.scans}
-    part.scans += [(o.path, read_back(o.path)) for o in part.sessions if o.status in ("created", "updated") and o.path not in fed]
+    for outcome in part.sessions:
+        if outcome.status in ("created", "updated") and outcome.path not in fed:
+            part.scans.append((outcome.path, read_back(outcome.path)))
+            if outcome.status == "created":
+                durable.release_written(outcome.path)  # (read: now nothing of this import reads it again)
 
 
 def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dict, *,
@@ -524,6 +529,7 @@ def _written_scan(path: Path, fed, info) -> tuple | None:
     """(journal, (scan, stamp, when)) of a new journal, from what its writer wrote, for the index:
     when the file linked is still the one written (same inode, size and time: nothing appended
     since), else None (the reindex reads it)."""
+    from .. import durable
     from ..fsck.incremental import stamp_of
 
     try:
@@ -534,9 +540,10 @@ def _written_scan(path: Path, fed, info) -> tuple | None:
         return None
     scan = fed.scan(now)
     if scan is None:
-        return None
+        return None  # (read back for its scan, then released: _read_back)
     if os.environ.get("LEVELSESS_SELF_CHECK"):  # the test suite's: every such scan is what a read of the file makes
         _check_written_scan(path, scan)
+    durable.release_written(path)  # nothing of this import reads it again (but its tail, kept)
     return path, (scan, stamp_of(now), time.time_ns())
 
 
