@@ -584,13 +584,13 @@ class Committer:
 
     :meth:`new_file` is ``atomic_writer(path, sync_dir=False, exclusive=True)`` whose last step is
     deferred: the thread fsyncs each file, in the order they were written, and each synced one is
-    hard-linked into place (never over a file that appeared meanwhile) by the caller's next call
-    (:meth:`_finish`): the thread wants the interpreter's lock twice a file, not after each of the
-    five calls that finish one (with both threads busy, each hand-over is a wake-up of the other;
-    measured here, half a worker's context switches).  :meth:`wait` returns once every file is in place or
-    removed again, with what failed for each one that is not in place (a :class:`FileExistsError`
-    when another writer made the path first; a typed error for a failed fsync or a full disk):
-    the caller writes those again as it would have without the thread.  The guarantees are
+    closed and hard-linked into place (never over a file that appeared meanwhile) by the caller's
+    next call (:meth:`_finish`).  So the thread wants the interpreter's lock twice a file, not after
+    each of the four calls that finish one: with both threads busy, each hand-over wakes the other
+    (measured here, half a Cursor worker's context switches).  :meth:`wait` returns once every file
+    is in place or removed again, with what failed for each one that is not in place (a
+    :class:`FileExistsError` when another writer made the path first; a typed error for a failed
+    fsync or a full disk): the caller writes those again as it would have without the thread.  The guarantees are
     :func:`atomic_writer`'s: a file is only ever linked after its fsync, and the folder's fsync
     stays the caller's.  At most ``limit`` written files wait for the thread (each an open file).
     Make one in the thread that uses it, and :meth:`wait` before a fork: the thread ends there.
