@@ -667,29 +667,40 @@ class Committer:
 
     def _finish(self) -> None:
         """Close and link each file the thread synced (or remove it when its fsync failed), in order:
-        from then on it is settled, in place or in :attr:`_failed`."""
+        from then on it is settled, in place or in :attr:`_failed`.  Interrupted (Ctrl-C), the file
+        at hand is settled as failed and the rest wait for the next call."""
         while self._synced:
             with self._done:
                 synced, self._synced = self._synced, []
-            for (handle, tmp, path, mark), error in synced:
+            for index, (job, error) in enumerate(synced):
                 try:
-                    if tmp is None:  # an append's fsync (handle: its descriptor)
-                        os.close(handle)
-                        if error is not None:
-                            raise error
-                        continue
-                    handle.close()
-                    if error is not None:
-                        raise error
-                    _link_new(tmp, path)
-                except BaseException as exc:  # noqa: BLE001 - handed to wait(), which the caller reads
-                    if tmp is not None:
-                        with contextlib.suppress(OSError):
-                            os.unlink(tmp)
-                    self._failed.append((mark, path, exc))
-                finally:
-                    if tmp is not None:
-                        self._pending.pop(str(path), None)
+                    self._settle(*job, error)
+                except BaseException:
+                    with self._done:
+                        self._synced[:0] = synced[index + 1:]
+                    raise
+
+    def _settle(self, handle, tmp: Path | None, path: Path, mark: int, error: BaseException | None) -> None:
+        try:
+            if tmp is None:  # an append's fsync (handle: its descriptor)
+                os.close(handle)
+                if error is not None:
+                    raise error
+                return
+            handle.close()
+            if error is not None:
+                raise error
+            _link_new(tmp, path)
+        except BaseException as exc:  # noqa: BLE001 - handed to wait(), which the caller reads
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            self._failed.append((mark, path, exc))
+            if not isinstance(exc, Exception) and exc is not error:  # (Ctrl-C here: the caller's to see too)
+                raise
+        finally:
+            if tmp is not None:
+                self._pending.pop(str(path), None)
 
     def mark(self) -> int:
         """The point reached: every file handed so far is at or before it."""

@@ -176,6 +176,32 @@ def test_waiting_through_a_mark_waits_for_the_files_before_it_only(tmp_path, mon
     assert commits.wait() == []
 
 
+def test_ctrl_c_while_a_synced_file_is_linked_reaches_the_caller_and_the_rest_are_linked_next(tmp_path, monkeypatch):
+    """The caller links what the thread synced: a Ctrl-C there is the caller's (not a failure of
+    that file swallowed); that file is given up, and the files synced after it wait for the next call."""
+    real_link = durable._link_new
+
+    def link(tmp: Path, path: Path) -> None:
+        if path.name == "j1.jsonl":
+            raise KeyboardInterrupt
+        real_link(tmp, path)
+
+    import threading
+
+    go, real_fsync = threading.Event(), durable.fsync_fd
+    monkeypatch.setattr(durable, "_link_new", link)
+    monkeypatch.setattr(durable, "fsync_fd", lambda fd, path: (go.wait(), real_fsync(fd, path)))  # none synced while written
+    commits = durable.Committer()
+    for n in range(3):
+        with commits.new_file(tmp_path / f"j{n}.jsonl") as out:
+            out.write(b'{"n": %d}\n' % n)
+    go.set()
+    with pytest.raises(KeyboardInterrupt):
+        commits.wait()
+    assert [(path.name, type(why)) for path, why in commits.wait()] == [("j1.jsonl", KeyboardInterrupt)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j0.jsonl", "j2.jsonl"]  # (j1's temp file removed)
+
+
 def _cached_pages(path: Path) -> int:
     """How many of ``path``'s pages are in the page cache (``mincore`` of a private mapping)."""
     import ctypes
