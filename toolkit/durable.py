@@ -251,9 +251,8 @@ def release_written(path: Path) -> None:
         return
     try:
         info = os.fstat(fd)
-        end = info.st_size - KEEP_CACHED
-        if stat.S_ISREG(info.st_mode) and end > 0:
-            os.posix_fadvise(fd, 0, end - end % 4096, os.POSIX_FADV_DONTNEED)
+        if stat.S_ISREG(info.st_mode) and info.st_size > KEEP_CACHED:  # (the kernel drops only the whole pages before it)
+            os.posix_fadvise(fd, 0, info.st_size - KEEP_CACHED, os.POSIX_FADV_DONTNEED)
     except OSError:
         pass
     finally:
@@ -590,9 +589,9 @@ class Committer:
     (measured here, half a Cursor worker's context switches).  :meth:`wait` returns once every file
     is in place or removed again, with what failed for each one that is not in place (a
     :class:`FileExistsError` when another writer made the path first; a typed error for a failed
-    fsync or a full disk): the caller writes those again as it would have without the thread.  The guarantees are
-    :func:`atomic_writer`'s: a file is only ever linked after its fsync, and the folder's fsync
-    stays the caller's.  At most ``limit`` written files wait for the thread (each an open file).
+    fsync or a full disk): the caller writes those again as it would have without the thread.  The
+    guarantees are :func:`atomic_writer`'s: a file is only ever linked after its fsync, and the
+    folder's fsync stays the caller's.  At most ``limit`` written files wait for the thread (each an open file).
     Make one in the thread that uses it, and :meth:`wait` before a fork: the thread ends there.
 
     :meth:`mark` and :meth:`wait_through` wait for the files handed until a point only (a unit's),

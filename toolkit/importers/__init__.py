@@ -540,7 +540,7 @@ def _written_scan(path: Path, fed, info) -> tuple | None:
         return None
     scan = fed.scan(now)
     if scan is None:
-        return None  # (read back for its scan, then released: _read_back)
+        return None  # (read back for its scan: by a worker, which then releases it, or by the settle)
     if os.environ.get("LEVELSESS_SELF_CHECK"):  # the test suite's: every such scan is what a read of the file makes
         _check_written_scan(path, scan)
     durable.release_written(path)  # nothing of this import reads it again (but its tail, kept)
@@ -774,11 +774,12 @@ def _index_memo():
     return IncrementalCache(False, root=cache_dir().parent / "import-index", racy_ns=0, lean=True)
 
 
-def _project(folder: Path, discover) -> list:
+def _project(folder: Path) -> list:
     """The store folder an import wrote journals in, as the LevelCode project it is (an importer
     writes nothing else there): not discovered by sniffing the heads of its journals for every other
     layout, heads that a new journal no longer keeps in memory (durable.release_written)."""
     from ..layouts.registry import get
+    from ..stores import discover
 
     found = get("levelcode").claim_dir(folder)
     if found is not None and len(found) == 1 and found[0].path == folder:
@@ -797,12 +798,11 @@ def _settle(touched: list[Path], landed: list[Path], report: ImportReport, memo)
     from .. import durable
     from ..fsck.repair import remove_dead_temps
     from ..reindex import reindex
-    from ..stores import discover
 
     with durable.batched_dir_syncs():  # each folder once, at the end: before the import cache says anything is done
         for folder in touched:  # the new journals' renames, made durable once per folder
             durable.fsync_dir(folder)
-        folders = [found for folder in landed for found in _project(folder, discover)]
+        folders = [found for folder in landed for found in _project(folder)]
         for folder in folders:  # temp files of an import that was killed mid-write
             report.findings += remove_dead_temps(folder)
         report.findings += reindex(folders, memo=memo).findings

@@ -275,7 +275,9 @@ def _write(db: Path, found: StatePlan) -> Finding | None:
         connection.execute("COMMIT")
         check = connection.execute("PRAGMA integrity_check").fetchall()
     except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
+        from ..importers.sqlite import is_locked
+
+        if is_locked(exc):
             return _in_use(db, f"the database is locked ({exc})")
         return Finding("restore-verify-failed", "error", str(db), None, None, f"the write failed: {exc}")
     except sqlite3.Error as exc:
