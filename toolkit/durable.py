@@ -605,6 +605,7 @@ class Committer:
         self._thread = None
         self._failed: list[tuple[int, Path, BaseException]] = []  # (its mark, path, why)
         self._pending: dict[str, int] = {}  # the paths handed to the thread and not yet settled, with their marks
+        self._stats: dict[str, os.stat_result] = {}  # and each new file's stat once written (:meth:`written`)
         self._handed = self._reached = 0  # files handed to the thread, and synced by it, so far
         self._synced: list = []  # (job, its fsync's error) of each file synced and not yet finished
         self._done = threading.Condition()
@@ -622,9 +623,11 @@ class Committer:
         tmp = temp_name(path)
         with _filled(tmp, path) as handle:  # (closed by the thread, after its fsync)
             yield handle
+        info = os.fstat(handle.fileno())
         self._start()
         self._handed += 1
         self._pending[str(path)] = self._handed
+        self._stats[str(path)] = info
         self._jobs.put((handle, tmp, path, self._handed))
 
     def sync(self, fd: int, path: Path) -> None:
@@ -700,6 +703,7 @@ class Committer:
         finally:
             if tmp is not None:
                 self._pending.pop(str(path), None)
+                self._stats.pop(str(path), None)
 
     def mark(self) -> int:
         """The point reached: every file handed so far is at or before it."""
@@ -724,6 +728,13 @@ class Committer:
         """Whether ``path`` still waits for the thread (neither in place nor given up yet)."""
         self._finish()
         return str(path) in self._pending
+
+    def written(self, path: Path) -> os.stat_result | None:
+        """The stat of the new file handed for ``path`` and not yet settled, as it was written: what
+        the file in place will show but its ``st_ctime`` (a link changes no inode, size or mtime),
+        for a caller that needs no more than those and must not wait for the thread; None when no
+        new file of that path waits (it is in place, given up, or was never handed)."""
+        return self._stats.get(str(path))
 
     def settle(self, name: str) -> None:
         """Wait until the files named ``name`` (in any folder) that wait for the thread are settled

@@ -251,3 +251,65 @@ def test_an_imports_journals_leave_the_page_cache_once_nothing_reads_them_but_th
     assert cached <= pages // 4, f"{cached} of {pages} pages still cached"  # (the tails, and what reading them read ahead)
     for path in journals:
         assert json.loads(path.read_bytes().split(b"\n", 1)[0])["kind"] == "meta"  # (read back from the disk)
+
+
+def test_a_new_journals_stamp_is_the_written_files_before_the_thread_links_it(tmp_path, monkeypatch):
+    """:meth:`Committer.written`: while the thread holds a new file, the stat it was written with
+    (inode, size, mtime: the stamp a resume state keeps) is what the file in place shows once linked."""
+    import threading
+
+    go, real_fsync = threading.Event(), durable.fsync_fd
+    monkeypatch.setattr(durable, "fsync_fd", lambda fd, path: (go.wait(30), real_fsync(fd, path)))
+    commits = durable.Committer()
+    path = tmp_path / "a.jsonl"
+    with commits.new_file(path) as out:
+        out.write(b"a\n" * 1000)
+    held = commits.written(path)
+    assert held is not None and not path.exists()  # (still in its fsync)
+    go.set()
+    assert commits.wait() == []
+    now = os.stat(path)
+    assert (held.st_ino, held.st_size, held.st_mtime_ns) == (now.st_ino, now.st_size, now.st_mtime_ns)
+    assert commits.written(path) is None  # in place: the disk says it
+
+
+def test_a_rollouts_resume_state_is_taken_without_waiting_for_its_journals_fsync(tmp_path, monkeypatch):
+    """A rollout's resume state is taken as soon as its journal is written (output.written_stamp),
+    not after the background thread's fsync and link of it (a first import of many small rollouts
+    waited there a tenth of its time); the stamp it keeps is the journal's in place: each grown
+    rollout is then resumed, and writes what a full read does."""
+    import random
+
+    from tests.bench.grow import grow_codex
+    from tests.importers.resumes import alike, imported
+    from tests.importers.test_resumed_codex import _home, _rollouts, _thread
+    from toolkit.importers import codex
+
+    home = _home(tmp_path)
+    inside, waited, taken = [False], [], []
+    real_capture, real_until = codex._capture, durable.Committer._until
+
+    def capture(*args, **kwargs):
+        inside[0] = True
+        try:
+            state = real_capture(*args, **kwargs)
+        finally:
+            inside[0] = False
+        taken.append(state is not None)
+        return state
+
+    def until(self, mark):
+        waited.append(inside[0])
+        return real_until(self, mark)
+
+    monkeypatch.setattr(codex, "_capture", capture)
+    monkeypatch.setattr(durable.Committer, "_until", until)
+    imported("codex", home, tmp_path / "cached", "--jobs", "1")
+    assert sum(taken) >= 4 and waited and not any(waited)  # states taken; the imports' waits were none of theirs
+    imported("codex", home, tmp_path / "full", "--reread", "--jobs", "1")
+    rng = random.Random(11)
+    grown = [path for path in _rollouts(home) if any(_thread(n) in path.name for n in (1, 2)) and grow_codex(path, rng)]
+    reports = {"cached": imported("codex", home, tmp_path / "cached", "--jobs", "1"),
+               "full": imported("codex", home, tmp_path / "full", "--reread", "--jobs", "1")}
+    assert reports["cached"]["resumed"] == len(grown) == 2 and reports["cached"]["read"] == 0
+    alike(tmp_path, reports, "grown")

@@ -73,7 +73,7 @@ from ..layouts.codex import first_record, legacy_record, thread_id
 from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, payload_sketch,
                                   is_legacy_meta, message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
-from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, in_place,
+from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, written_stamp,
                      json_object, offset_line_key, safe_id)
 from .bloom import Digests, digest_of, keep_last
 from .sourcelines import SourceLine, SourceReader, hashed, read_on
@@ -987,8 +987,7 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
             or rollout.kept is None or rollout.walked is None or session.created_at is None
             or (fork and (start is None or end is None))):  # a fork's replay still open: new lines may be inherited
         return None
-    in_place(outcome.path)  # (a new journal the import's thread is still linking)
-    mark = journal_stamp(outcome.path)
+    mark = written_stamp(outcome.path)  # (a new journal the import's thread may still be linking)
     if mark is None:
         return None
     decided = rollout.kept["decided"]

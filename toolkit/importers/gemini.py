@@ -60,7 +60,7 @@ from ..layouts.gemini import CHATS, GEMINI, TMP, default_roots, is_session_name,
 from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
 from ..lines import open_regular
 from .bloom import Digests, digest_of, keep_last
-from .output import AT, Options, Outcome, Raw, Resumed, Session, SourceState, first_prompt, in_place, safe_id
+from .output import AT, Options, Outcome, Raw, Resumed, Session, SourceState, first_prompt, safe_id, written_stamp
 from .sourcelines import SourceReader, read_on
 from .spill import KnownKeys
 from .unchanged import Unit, journal_stamp
@@ -488,8 +488,7 @@ def _capture(path: Path, reader: SourceReader, at: _LinesAt, digests: array, fac
         return None
     if outcome.keys != len(digests):  # the journal holds a key no line of the file has now: not this file's alone
         return None
-    in_place(outcome.path)  # (a new journal the import's thread is still linking)
-    mark = journal_stamp(outcome.path)
+    mark = written_stamp(outcome.path)  # (a new journal the import's thread may still be linking)
     if mark is None:
         return None
     return {"path": str(path), "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
