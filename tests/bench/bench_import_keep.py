@@ -1,12 +1,15 @@
 #!/usr/bin/env python
 """The nightly keep at the speed of a check (issue 27) - a standalone script, not a pytest test.
 
-    python tests/bench/bench_import_keep.py [--from claude|codex] [--size-mb 300] [--grow 10] [--repeat 1] [--out DIR] [--json]
+    python tests/bench/bench_import_keep.py [--from claude|codex] [--shape small|fixtures] [--size-mb 300] [--grow 10]
+                                            [--repeat 1] [--out DIR] [--json]
 
 Builds (or reuses, with --out) a tree: for claude, the ``projects/`` tree of tests/bench/bench_claude.py
 (the real anonymised fixtures, copied under new ids); for codex, a Codex home of rollouts of
-tests/bench/codex_rollout.py's shape, of 200 to 4,000 records each.  Then measures, in one run,
-each as a subprocess (wall time, start-up included; peak RSS from tests/bench/probe.py's probe):
+tests/bench/codex_rollout.py's shape, of 200 to 4,000 records each (``--shape small``, the default:
+about 200 bytes a line, the most lines a MB can hold), or of the real anonymised fixture rollouts
+copied under new thread ids (``--shape fixtures``: 1.9 kB a line on average, as Codex writes them).
+Then measures, in one run, each as a subprocess (wall time, start-up included; peak RSS from tests/bench/probe.py's probe):
 
   fsck        `levelsess fsck TREE` (automatic jobs), the baseline of the first import
   import      the first `import --from APP --source TREE --store EMPTY`
@@ -81,6 +84,31 @@ def _build_codex(home: Path, size_mb: int) -> None:
         made += path.stat().st_size
 
 
+CODEX_FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "codex"
+if not CODEX_FIXTURES.is_dir():  # a worktree elsewhere: the team machine's shared/, as bench_claude
+    CODEX_FIXTURES = Path("/work/shared/fixtures/codex")
+
+
+def _build_codex_fixtures(home: Path, size_mb: int) -> None:
+    """Copies of the real rollouts, in turn, each under a thread id of its own (in its session_meta
+    and its file name, as Codex names a rollout) until the home holds SIZE MB."""
+    sources = sorted(CODEX_FIXTURES.rglob("rollout-*.jsonl"))
+    if not sources:
+        raise SystemExit(f"no Codex CLI fixtures under {CODEX_FIXTURES}")
+    datas = [path.read_bytes() for path in sources]
+    ids = [json.loads(data.split(b"\n", 1)[0])["payload"]["id"].encode() for data in datas]
+    made, n = 0, 0
+    while made < size_mb * MB:
+        n += 1
+        k = n % len(datas)
+        thread = f"019e0000-0000-7000-8000-{n:012x}"
+        day = home / "sessions" / "2026" / "05" / f"{5 + n % 20:02d}"
+        day.mkdir(parents=True, exist_ok=True)
+        data = datas[k].replace(ids[k], thread.encode())
+        (day / f"rollout-2026-05-05T00-00-00-{thread}.jsonl").write_bytes(data)
+        made += len(data)
+
+
 def _transcripts(app: str, tree: Path) -> list[Path]:
     if app == "claude":
         return sorted(p for p in tree.glob("*/*.jsonl") if p.is_file())
@@ -94,6 +122,8 @@ def _journals(store: Path) -> dict[str, Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--from", dest="app", choices=("claude", "codex"), default="claude")
+    parser.add_argument("--shape", choices=("small", "fixtures"), default="small",
+                        help="codex: rollouts of small records (codex_rollout.py) or copies of the real fixture rollouts")
     parser.add_argument("--size-mb", type=int, default=300)
     parser.add_argument("--grow", type=float, default=10.0, help="percent of the transcripts that grow by a turn")
     parser.add_argument("--out", type=Path, help="build the tree here and keep it (reused when it exists)")
@@ -111,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                 from bench_claude import build
 
                 build(pristine, args.size_mb)
+            elif args.shape == "fixtures":
+                _build_codex_fixtures(pristine, args.size_mb)
             else:
                 _build_codex(pristine, args.size_mb)
         tree = temp / "tree" / pristine.name
@@ -147,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         a, b = _journals(store), _journals(full)
         same = a.keys() == b.keys() and all(filecmp.cmp(a[k], b[k], shallow=False) for k in a)
         net = lambda wall: max(wall - startup, 1e-3)  # noqa: E731
-        doc = {"app": args.app, "bytes": size, "files": len(files), "grown_files": len(grown_files), "grown_bytes": added,
+        doc = {"app": args.app, "shape": args.shape if args.app == "codex" else "fixtures", "bytes": size, "files": len(files), "grown_files": len(grown_files), "grown_bytes": added,
                "startup_seconds": round(startup, 3), "same_journals_as_reread": same, "repeat": args.repeat,
                "runs": {"fsck": [round(run[0], 3) for run in fscks], "import": [round(run[0], 3) for run in firsts]},
                "results": [{"name": name, "seconds": round(run[0], 3), "rss_mib": round(run[1], 1)}
@@ -161,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(doc, indent=2))
         else:
-            print(f"{args.app}: {len(files)} files, {size / MB:,.0f} MB; {len(grown_files)} grew by {added / 1000:,.0f} kB; "
+            print(f"{args.app}{' (' + doc['shape'] + ')' if args.app == 'codex' else ''}: {len(files)} files, {size / MB:,.0f} MB; {len(grown_files)} grew by {added / 1000:,.0f} kB; "
                   f"start-up {startup:.2f} s" + (f"; fsck and first import: best of {args.repeat}" if args.repeat > 1 else ""))
             for r in doc["results"]:
                 runs = doc["runs"].get(r["name"], [])
