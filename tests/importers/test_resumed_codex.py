@@ -372,3 +372,28 @@ def test_a_line_said_new_is_none_of_the_files_lines(before, line):
         assert digest not in [d for d, _i in seen]
     if latest.new_identity(v) and offset_line_key(v) is not None:
         assert offset_line_key(v) not in [i for _d, i in seen]
+
+
+def test_a_spawned_threads_rollout_is_resumed_until_a_replay_of_its_parent_begins(tmp_path):
+    """A subagent's rollout (the real fixture: a parent in ``source.subagent.thread_spawn``, no replay
+    of the parent) grows like any other: resumed, the stores alike.  Had a copy of a ``session_meta``
+    followed, a full read would take the records after it for a replay of the parent (``inherited``):
+    a resume cannot prove that away, so that growth is read in full, and the stores are alike again."""
+    home = _home(tmp_path)
+    spawned = next(p for p in _rollouts(home) if "019d781a" in p.name)
+    assert "thread_spawn" in spawned.read_text().split("\n", 1)[0]
+    _same(tmp_path, _three(home, tmp_path), "first import")
+    rng = random.Random(13)
+    for _ in range(2):
+        _append(spawned, _lines(_turn(spawned, rng)))
+        reports = _three(home, tmp_path)
+        _same(tmp_path, reports, "spawned, grown")
+        assert reports[0]["resumed"] == reports[1]["resumed"] == 1 and reports[1]["read"] == 0
+    meta = orjson.loads(spawned.read_bytes().split(b"\n", 1)[0])
+    parent = {**meta, "timestamp": "2026-05-06T00:00:00.000Z", "payload": {**meta["payload"], "id": _thread(40), "source": "cli"}}
+    _append(spawned, _lines([parent, *_turn(spawned, rng)]))
+    reports = _three(home, tmp_path)
+    _same(tmp_path, reports, "a replay begins")
+    assert reports[0]["resumed"] == reports[1]["resumed"] == 0 and reports[1]["read"] == 1
+    full = {k: v for k, v in _journals(tmp_path / "full").items() if "019d781a" in k}
+    assert any(b'"inherited":true' in data for data in full.values())  # (what the resume could not have written)

@@ -53,8 +53,8 @@ model and counts a full read carries on with.  Only a journal of this rollout al
 it created, or one a resume or a full read of it continued, untouched since).  A resume is refused,
 and the rollout read in full, unless it is proven to write what a full read would: the bytes
 before unchanged, the new lines whole records ending in a newline, no whole-file fact changed
-(no prompt typed in a rollout with none, no call whose id an end event shown had, the fork's
-replay closed), every record before decided as before (a mirror pairing across where the last
+(no prompt typed in a rollout with none, no call whose id an end event shown had, a fork's replay
+of its parent closed, or, in a thread spawned with none, none begun), every record before decided as before (a mirror pairing across where the last
 import stopped), every new line new by its bytes and identity, every new record keyed by a new line.
 """
 
@@ -985,7 +985,7 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
             or reader.covered != reader.end
             or outcome.after is None or outcome.keys is None or rollout.count > RESUME_RECORDS or rollout.meta is None
             or rollout.kept is None or rollout.walked is None or session.created_at is None
-            or (fork and (start is None or end is None))):  # a fork's replay still open: new lines may be inherited
+            or (fork and start is not None and end is None)):  # a fork's replay still open: new lines may be inherited
         return None
     mark = written_stamp(outcome.path)  # (a new journal the import's thread may still be linking)
     if mark is None:
@@ -1004,7 +1004,8 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
     t, model, when = rollout.walked
     return {"path": str(rollout.path), "sid": said_as, "covered": reader.covered, "sha256": reader.sha256,
             "number": reader.number, "count": rollout.count, "decider": rollout.kept, "tail": tail,
-            "typed": rollout.prompts_typed, "replay": [start, end] if fork else None,
+            "typed": rollout.prompts_typed, "replay": [start, end] if fork and start is not None else None,
+            "unstarted": fork and start is None,  # (a thread spawned from another: no replay of it yet, one may begin)
             "latest": rollout.latest.dump(),
             "calls": kept(rows.call_ids()), "ends": kept(rows.orphan_ends()), "exits": kept(rows.exit_ids()),
             "recent_calls": list(calls), "recent_exits": [[c, code] for c, code in rollout.recent_exits.items()],
@@ -1061,6 +1062,8 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             envelope, item = as_envelope(value), sketch(value)
             if line.lifted or (item.kind in ("prompt", "user_item") and not state["typed"]):
                 return None  # a prompt typed where none was: the user messages before are context now
+            if item.kind == "session_meta" and state.get("unstarted"):
+                return None  # a thread with a parent and no replay of it yet: its replay begins here
             base = hashlib.sha256(line.data).hexdigest()[:16]
             if not latest.new(value, base):  # maybe a line before, the same bytes: its key's number is not known here
                 return None
