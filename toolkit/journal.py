@@ -278,12 +278,14 @@ def scan_journal(
     progress: Callable[[int], None] | None = None,
     resume: tuple[bytes, int] | None = None,
     checkpoint: bool = False,
+    lean: bool = False,
 ) -> JournalScan:
     """Read ``path`` once and classify every line; never writes.
 
     ``resume``: a ``resume_state`` of an earlier scan of this very file, whose bytes up to its
     offset are known to be unchanged: reading goes on from there with the reader's state as it
-    was, and the result is the one a full read gives.  ``checkpoint``: return such a state."""
+    was, and the result is the one a full read gives.  ``checkpoint``: return such a state
+    (``lean``: as a lean memo keeps it, :func:`lean_checkpoint`)."""
     layout = get_layout(layout)
     classifier, start = (_restore(resume, path, layout, strict, validator) if resume is not None else
                          (_Classifier(path, layout, strict, validator), 0))
@@ -314,7 +316,7 @@ def scan_journal(
                 else:
                     body_end = item.offset
                     if checkpoint and classifier.identified and classifier.foreign is None:
-                        state = (_checkpoint(classifier), body_end)
+                        state = (_checkpoint(classifier, lean), body_end)
                     classifier.terminated = classifier.lineno
                     tail_state = classifier.tail(item)
         except _Foreign:  # one finding per foreign file; the rest of it is not read
@@ -419,12 +421,13 @@ class WrittenScan:
         self.offset += size
         return end - start
 
-    def scan(self, info: os.stat_result) -> JournalScan | None:
-        """The scan, for the file written (``info``: its stat, which must have every byte given)."""
+    def scan(self, info: os.stat_result, lean: bool = False) -> JournalScan | None:
+        """The scan, for the file written (``info``: its stat, which must have every byte given);
+        ``lean``: its checkpoint for a lean memo (:func:`lean_checkpoint`)."""
         c, size = self.classifier, self.offset
         if not self.usable or info.st_size != size or not size or size > SOFT_CAP or not c.identified:
             return None
-        state = (_checkpoint(c), size)
+        state = (_checkpoint(c, lean), size)
         c.terminated = c.lineno
         tail_state = c.tail(Tail(size, b""))
         c.rules.finish(size, tail_state)
@@ -455,15 +458,44 @@ def judge_tail(path: Path, layout: BaseLayout | str, data: bytes, offset: int) -
         return TailState.HELD
 
 
-def _checkpoint(classifier: _Classifier) -> bytes:
-    """The reader's whole state (sink, counts, the layout's rules and facts), as bytes."""
+def _checkpoint(classifier: _Classifier, lean: bool = False) -> bytes:
+    """The reader's whole state (sink, counts, the layout's rules and facts), as bytes.  ``lean``:
+    the journal's meta record in it leaves out its source row (``raw``), as a lean memo's facts do
+    (:func:`lean_checkpoint`)."""
     import pickle
 
     validator, classifier.validator = classifier.validator, None  # the caller's: given again on resume
+    facts = classifier.facts
+    meta = getattr(facts, "meta", None)
+    slim = lean and isinstance(meta, dict) and "raw" in meta
+    if slim:
+        facts.meta = {key: value for key, value in meta.items() if key != "raw"}
     try:
         return pickle.dumps(classifier, protocol=pickle.HIGHEST_PROTOCOL)
     finally:
         classifier.validator = validator
+        if slim:
+            facts.meta = meta
+
+
+def lean_checkpoint(state: bytes) -> bytes:
+    """A checkpoint as a lean memo keeps it (``import``'s, whose scans make index entries only):
+    the meta record in it without its source row, as the memo's facts are.  A Codex rollout's
+    ``session_meta`` was 15 of each state's 16 kB, and a grown import read and wrote them all
+    again.  A scan that goes on from it has a meta record without ``raw``, which is what that
+    memo keeps of any scan; anything that is no such checkpoint is given back as it is."""
+    if b"raw" not in state:  # (nothing in it is called raw: lean already)
+        return state
+    import pickle
+
+    try:
+        classifier = pickle.loads(state)
+    except Exception:  # noqa: BLE001 - not one this build reads: the memo's resume refuses it later, as ever
+        return state
+    meta = getattr(getattr(classifier, "facts", None), "meta", None)
+    if type(classifier) is not _Classifier or not (isinstance(meta, dict) and "raw" in meta):
+        return state
+    return _checkpoint(classifier, lean=True)
 
 
 def _restore(resume: tuple[bytes, int], path: Path, layout: BaseLayout, strict: bool, validator) -> tuple[_Classifier, int]:

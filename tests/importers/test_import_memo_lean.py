@@ -62,3 +62,51 @@ def test_the_memo_keeps_no_source_row_and_the_indexes_stay_right(tmp_path, monke
     _check(store)
     assert all("raw" not in meta for meta in _memo_metas(tmp_path / "cache"))
     info["conn"].close()
+
+
+def _memo_states(cache: Path) -> dict[str, object]:
+    import base64
+    import pickle
+
+    states = {}
+    for path in (cache / "levelsess" / "import-index").glob("*.states.json"):
+        for journal, state in orjson.loads(path.read_bytes())["journals"].items():
+            states[journal] = pickle.loads(base64.b64decode(state))
+    return states
+
+
+def test_the_memos_reader_states_keep_no_source_row_and_a_journal_grown_is_indexed_from_them(tmp_path, monkeypatch):
+    """The reader state the memo keeps of each journal (what reindex goes on from when it grew) is
+    lean as its facts are (journal.lean_checkpoint): a Codex rollout's session_meta was 15 of its
+    16 kB, rewritten on every import that changed one.  Made by the workers and by a reindex that
+    went on from one alike; the index of the journals grown from them is the journals' own."""
+    import pickle
+    import random
+
+    from tests.bench.grow import grow_codex
+    from tests.restore.kit import CODEX
+    from toolkit.journal import lean_checkpoint, scan_journal
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    home, store = tmp_path / "home", tmp_path / "store"
+    shutil.copytree(CODEX, home)
+    imported = lambda *extra: run_cli("import", "--from", "codex", "--source", str(home), "--store", str(store), "--json", *extra)  # noqa: E731
+    for jobs in ("2", "1"):  # (a first import's scans from workers, then a re-import's from this process)
+        assert imported("--jobs", jobs).exit_code in (0, 4)
+        states = _memo_states(tmp_path / "cache")
+        assert len(states) == 3 and all(state.facts.meta is not None and "raw" not in state.facts.meta for state in states.values())
+        _check(store)
+        rng = random.Random(int(jobs))
+        assert all(grow_codex(path, rng) for path in sorted(home.rglob("rollout-*.jsonl")))
+    assert imported().exit_code in (0, 4)
+    _check(store)
+    journal = next(store.rglob("codex-*.jsonl"))
+    full = scan_journal(journal, checkpoint=True)
+    lean = lean_checkpoint(full.resume_state[0])
+    assert b'"raw":' in journal.read_bytes().split(b"\n", 1)[0] and len(lean) < len(full.resume_state[0]) // 3
+    direct = pickle.loads(scan_journal(journal, checkpoint=True, lean=True).resume_state[0])
+    made = pickle.loads(lean)
+    assert lean_checkpoint(lean) == lean and made.facts == direct.facts and "raw" not in made.facts.meta
+    assert (made.records, made.lineno, made.rules.turn_seqs) == (direct.records, direct.lineno, direct.rules.turn_seqs)
+    # fsck --incremental keeps its own cache, not lean: a scan it goes on from is a full read's
+    assert run_cli("fsck", str(store), "--incremental", "--json").exit_code == 0

@@ -247,7 +247,8 @@ class IncrementalCache:
     def __init__(self, strict: bool, *, root: Path | None = None, racy_ns: int | None = None, lean: bool = False) -> None:
         """``root``: another folder of the user's cache (``import`` keeps its own, for the indexes it
         rebuilds); ``racy_ns``: how close to its read a journal's change makes its entry untrusted;
-        ``lean``: the facts kept leave out the source row (``raw``) of each journal's meta record, for
+        ``lean``: the facts kept, and the reader states (:func:`~toolkit.journal.lean_checkpoint`),
+        leave out the source row (``raw``) of each journal's meta record, for
         a cache whose scans only make index entries (``import``'s: a Cursor chat's meta record holds
         its composer's row, and thousands of them were most of an import's memory)."""
         self.strict = strict
@@ -395,6 +396,10 @@ class IncrementalCache:
         entries = self.files[where]
         entry = None
         self.resumed += resumed and scan is not None
+        if scan is not None and self.lean and scan.resume_state is not None:  # (one a worker made is lean already)
+            from ..journal import lean_checkpoint
+
+            scan = dataclasses.replace(scan, resume_state=(lean_checkpoint(scan.resume_state[0]), scan.resume_state[1]))
         if scan is not None and stamp is not None:
             after, tail = _probe(journal)
             if after == stamp and tail and (stamp[2], stamp[3]) == (scan.size, scan.mtime_ns):

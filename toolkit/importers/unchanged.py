@@ -305,6 +305,13 @@ class Kept:
         standing = _standing(entry, self.folders)
         return None if standing is None else standing[:2]
 
+    def unit_key(self, unit: Unit) -> str | None:
+        """The importer's ``unit_key`` of ``unit`` as the last import found it, if it kept one: the
+        caller's to use only for a unit recalled (its files as they were then)."""
+        entry = self.units.get(unit.key)
+        found = entry.get("unit_key") if isinstance(entry, dict) else None
+        return found if isinstance(found, str) else None
+
     def journals(self, unit: Unit) -> dict | None:
         """The stamps of the unit's journals as kept (a recalled unit keeps them, not today's)."""
         entry = self.units.get(unit.key)
@@ -420,6 +427,8 @@ def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> 
         units[key] = {"files": value["files"], "journals": journals, "projects": _projects(outcomes),
                       "sessions": [{**_fields(o), "path": str(o.path), "keys": None, "after": None} for o in outcomes],
                       "findings": [_fields(f) for f in value["findings"]]}
+        if isinstance(value.get("unit_key"), str):  # (the importer's, read from the files as they are: Kept.unit_key)
+            units[key]["unit_key"] = value["unit_key"]
         if value["resume"]:
             resumes[key] = value["resume"]
     if not units:
