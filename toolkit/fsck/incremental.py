@@ -209,12 +209,15 @@ def _encode_scan(scan: JournalScan, stamp: list[int], tail: str, read_ns: int, s
     where = str(scan.path)
     if any(f.path != where for f in scan.findings):
         return None
-    facts = encode_facts(scan.facts)
+    facts = scan.facts
+    meta = getattr(facts, "meta", None) if lean else None
+    if isinstance(meta, dict) and "raw" in meta and dataclasses.is_dataclass(facts):  # (a lean cache's: the source row
+        # a meta record carries is left out, before the facts are encoded and checked: a Codex rollout's session_meta
+        # made most of the work of remembering each journal, in the import's parent while its workers wrote)
+        facts = dataclasses.replace(facts, meta={k: v for k, v in meta.items() if k != "raw"})
+    facts = encode_facts(facts)
     if facts is None:
         return None
-    meta = facts.get("fields", {}).get("meta") if lean else None
-    if isinstance(meta, dict) and "raw" in meta:  # (a lean cache's: the source row a meta record carries is left out)
-        facts["fields"] = {**facts["fields"], "meta": {k: v for k, v in meta.items() if k != "raw"}}
     entry = {"layout": scan.layout.name, "strict": strict, "stamp": stamp, "tail_sha256": tail, "read_ns": read_ns,
              "records": scan.records, "body_end": scan.body_end, "tail": scan.tail.value, "foreign": scan.foreign,
              "findings": [[f.code, f.severity, f.line, f.offset, f.message, f.excerpt] for f in scan.findings],
