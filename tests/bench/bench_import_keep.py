@@ -2,7 +2,7 @@
 """The nightly keep at the speed of a check (issue 27) - a standalone script, not a pytest test.
 
     python tests/bench/bench_import_keep.py [--from claude|codex] [--shape small|fixtures] [--size-mb 300] [--grow 10]
-                                            [--repeat 1] [--out DIR] [--json]
+                                            [--repeat 1] [--out DIR] [--keep] [--json]
 
 Builds (or reuses, with --out) a tree: for claude, the ``projects/`` tree of tests/bench/bench_claude.py
 (the real anonymised fixtures, copied under new ids); for codex, a Codex home of rollouts of
@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="build the tree here and keep it (reused when it exists)")
     parser.add_argument("--repeat", type=int, default=1, help="run fsck and the first import this many times, in turn; "
                         "the best of each is the figure (the last import's store is the one re-imported)")
+    parser.add_argument("--keep", action="store_true", help="leave the run's stores and caches (their folder is named "
+                        "on stderr): on a file system without a journal, removing them slows whatever creates files next")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     args.repeat = max(1, args.repeat)
@@ -207,7 +209,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  the same journals as a full re-read: {same}")
         return 0 if same else 1
     finally:
-        shutil.rmtree(temp, ignore_errors=True)
+        if args.keep:
+            print(f"kept {temp}", file=sys.stderr)
+        else:
+            shutil.rmtree(temp, ignore_errors=True)
 
 
 if __name__ == "__main__":
