@@ -415,3 +415,30 @@ def test_a_grown_import_reads_the_unit_key_of_the_grown_rollouts_only(tmp_path, 
     assert read and set(read) <= {str(path) for path in grown}, read
     _same(tmp_path, (*reports, _import(home, tmp_path / "full", "--reread", "--jobs", "1")), "grown")
     assert reports[1]["resumed"] == len(grown) == 2
+
+
+def test_a_grown_import_keeps_the_entries_of_the_rollouts_it_recalled_as_they_were(tmp_path):
+    """The import cache an import writes again after some rollouts grew holds every other unit's
+    entry and resume state exactly as the file held them (Kept.as_kept: not made again from what
+    was recalled); the grown ones' are new, and the next import recalls every rollout."""
+    home = _home(tmp_path)
+    _import(home, tmp_path / "cached1", "--jobs", "1")
+
+    def kept() -> tuple[dict, dict]:
+        files = [p for p in (Path(os.environ["XDG_CACHE_HOME"]) / "levelsess" / "import-cache").rglob("*.json")
+                 if not p.name.endswith(".listing.json")]
+        assert len(files) == 1
+        document, resumes = load(files[0])
+        return document["units"], resumes
+
+    units, resumes = kept()
+    rng = random.Random(19)
+    grown = {str(path) for path in _rollouts(home) if any(_thread(n) in path.name for n in (1, 2)) and grow_codex(path, rng)}
+    assert _import(home, tmp_path / "cached1", "--jobs", "1")["resumed"] == len(grown) == 2
+    after, resumed = kept()
+    assert after.keys() == units.keys() and grown <= after.keys()
+    for key in units.keys() - grown:
+        assert after[key] == units[key] and resumed.get(key) == resumes.get(key), key
+    for key in grown:
+        assert after[key]["files"] != units[key]["files"] and resumed[key] != resumes[key]
+    assert _import(home, tmp_path / "cached1", "--jobs", "1")["from_cache"] == len(_rollouts(home))

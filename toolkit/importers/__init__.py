@@ -262,7 +262,10 @@ def _with_keys(entries: dict, units: list[unchanged.Unit], known: dict[str, str]
     made = {}
     for key, entry in entries.items():
         value = entry() if callable(entry) else entry
-        if value is not None and key in known:
+        if type(value) is unchanged.Kept.Entry:
+            if key in known and value.kept.get("unit_key") != known[key]:
+                value = value._replace(kept={**value.kept, "unit_key": known[key]})
+        elif value is not None and key in known:
             value = {**value, "unit_key": known[key]}
         made[key] = value
     return made
@@ -334,8 +337,8 @@ def _recalled(context: _Context, unit: unchanged.Unit, stamped: dict | None, *, 
     part.from_cache = len(part.sessions)
     kept, sessions, findings = context.kept, part.sessions, part.findings  # (not the part: it holds the call)
 
-    def entry() -> dict | None:
-        return unchanged.entry(stamped, sessions, findings, kept.states(unit), kept.journals(unit))
+    def entry() -> dict | unchanged.Kept.Entry | None:
+        return kept.as_kept(unit) or unchanged.entry(stamped, sessions, findings, kept.states(unit), kept.journals(unit))
     part.entry = entry if later else entry()
     return part
 

@@ -250,6 +250,7 @@ class Kept:
         self._resumes: dict | None = {}
         self._later: tuple | None = None  # where the resume states are (the file, its stamp, the offset): read and
         # parsed when one is first asked for (an import that finds nothing new never does)
+        self.current = False  # the file is this build's (:meth:`as_kept`)
         if path is None:  # --reread
             return
         try:
@@ -268,6 +269,7 @@ class Kept:
                 and sorted(cached.get("trashed", [])) == sorted(trashed)):
             self.units = cached["units"]
             self._resumes = None
+            self.current = cached["version"] == VERSION
             if cached["version"] == 3:  # the last build's file, its states in each unit: read as they are (an upgrade reads nothing again)
                 self._resumes = {key: unit.pop("resume", None) for key, unit in self.units.items() if isinstance(unit, dict)}
 
@@ -311,6 +313,23 @@ class Kept:
         entry = self.units.get(unit.key)
         found = entry.get("unit_key") if isinstance(entry, dict) else None
         return found if isinstance(found, str) else None
+
+    def as_kept(self, unit: Unit) -> Kept.Entry | None:
+        """A recalled unit's entry to keep again, as the file holds it (with its resume states): what
+        :func:`entry` would make of it, which :func:`remember` writes back without making it again
+        (a grown import of 800 rollouts made and wrote again the 730 it recalled: 20 ms).  None when
+        the file is another build's (made again, in this build's form)."""
+        entry = self.units.get(unit.key)
+        if not self.current or not isinstance(entry, dict):
+            return None
+        resume = self.resumes(unit)
+        return Kept.Entry(entry, dict(resume) if isinstance(resume, dict) else {})
+
+    class Entry(NamedTuple):
+        """A unit's entry as the cache file holds it, and its resume states (:meth:`as_kept`)."""
+
+        kept: dict
+        resume: dict
 
     def journals(self, unit: Unit) -> dict | None:
         """The stamps of the unit's journals as kept (a recalled unit keeps them, not today's)."""
@@ -419,6 +438,11 @@ def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> 
     units, resumes = {}, {}
     for key, value in entries.items():
         if value is None:
+            continue
+        if type(value) is Kept.Entry:  # a unit recalled: as the file held it
+            units[key] = value.kept
+            if value.resume:
+                resumes[key] = value.resume
             continue
         outcomes = value["outcomes"]
         journals = value["journals"]  # as the unit left them: one another unit wrote since is read again next time
