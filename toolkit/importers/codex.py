@@ -54,8 +54,9 @@ it created, or one a resume or a full read of it continued, untouched since).  A
 and the rollout read in full, unless it is proven to write what a full read would: the bytes
 before unchanged, the new lines whole records ending in a newline, no whole-file fact changed
 (no prompt typed in a rollout with none, no call whose id an end event shown had, a fork's replay
-of its parent closed, or, in a thread spawned with none, none begun), every record before decided as before (a mirror pairing across where the last
-import stopped), every new line new by its bytes and identity, every new record keyed by a new line.
+of its parent closed, or, in a thread spawned with none, none begun), every record before decided
+as before (a mirror pairing across where the last import stopped), every new line new by its bytes
+and identity, every new record keyed by a new line.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ from ..layouts.codex import first_record, legacy_record, thread_id
 from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, payload_sketch,
                                   is_legacy_meta, message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
-from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, written_stamp,
-                     json_object, offset_line_key, safe_id)
+from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, json_object,
+                     offset_line_key, safe_id, written_stamp)
 from .bloom import Digests, digest_of, keep_last
 from .sourcelines import SourceLine, SourceReader, hashed, read_on
 from .unchanged import Unit, journal_stamp
