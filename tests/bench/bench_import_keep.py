@@ -16,9 +16,9 @@ Then measures, in one run, each as a subprocess (wall time, start-up included; p
   unchanged   the same import again, nothing changed: nothing is read (baseline: import); the best
               of three runs, as the start-up's (it changes nothing, so each run is the same)
   grown       after GROW % of the transcripts (rollouts) grew by a turn: only what they added is
-              read (baseline: import); then the same changes imported into a copy of the store
-              with `--reread` (every file read in full), and the two stores' journals compared
-              byte for byte
+              read (baseline: import); then the same change imported into a copy of the store
+              with `--reread` (every file read in full), and, after the last round, the two
+              stores' journals compared byte for byte
 
 With ``--repeat N`` fsck and the first import run N times, in turn (each import into a new store
 and cache), and so does the growth (each round another GROW % of the transcripts grows and is
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copytree(store, full)
         rng = random.Random(2027)
         want, rounds = max(1, round(len(files) * args.grow / 100)), []
-        for _ in range(args.repeat):  # (each round grows another GROW %; the --reread after the last reads them all)
+        for _ in range(args.repeat):  # (each round grows another GROW %, imported into each store as a nightly keep would)
             grown_files, added = [], 0
             for path in rng.sample(files, len(files)):  # (one with no main chain to continue does not grow: the next does)
                 if len(grown_files) == want:
@@ -179,9 +179,9 @@ def main(argv: list[str] | None = None) -> int:
                 if grew:
                     grown_files.append(path)
                     added += grew
-            rounds.append((_run([*importing, "--store", str(store)], env), grown_files, added))
-        grown, grown_files, added = min(rounds, key=lambda round_: round_[0][0])
-        reread = _run([*importing, "--store", str(full), "--reread"], env)
+            rounds.append((_run([*importing, "--store", str(store)], env), grown_files, added,
+                           _run([*importing, "--store", str(full), "--reread"], env)))
+        grown, grown_files, added, reread = min(rounds, key=lambda round_: round_[0][0])
         a, b = _journals(store), _journals(full)
         same = a.keys() == b.keys() and all(filecmp.cmp(a[k], b[k], shallow=False) for k in a)
         net = lambda wall: max(wall - startup, 1e-3)  # noqa: E731
