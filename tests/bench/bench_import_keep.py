@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         unchanged = min((_run([*importing, "--store", str(store)], env) for _ in range(3)), key=lambda run: run[0])
         assert unchanged[2] and unchanged[2]["read"] == 0, "nothing changed: nothing is read"
         shutil.copytree(store, full)
+        os.sync()  # (the copy's pages written back now: not by the fsyncs of the grown import timed next)
         rng = random.Random(2027)
         want, rounds = max(1, round(len(files) * args.grow / 100)), []
         for _ in range(args.repeat):  # (each round grows another GROW %, imported into each store as a nightly keep would)
