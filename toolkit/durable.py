@@ -604,8 +604,8 @@ class Committer:
         self._jobs: queue.Queue = queue.Queue(limit)
         self._thread = None
         self._failed: list[tuple[int, Path, BaseException]] = []  # (its mark, path, why)
-        self._pending: dict[str, int] = {}  # the paths handed to the thread and not yet settled, with their marks
-        self._stats: dict[str, os.stat_result] = {}  # and each new file's stat once written (:meth:`written`)
+        # the new files handed to the thread and not yet settled: path -> (its mark, its stat once written)
+        self._pending: dict[str, tuple[int, os.stat_result]] = {}
         self._handed = self._reached = 0  # files handed to the thread, and synced by it, so far
         self._synced: list = []  # (job, its fsync's error) of each file synced and not yet finished
         self._done = threading.Condition()
@@ -617,7 +617,7 @@ class Committer:
         refuse_symlinked(path.parent)
         self._finish()
         if str(path) in self._pending:
-            self._until(self._pending.get(str(path), 0))
+            self._until(self._pending[str(path)][0])
         if os.path.lexists(path):
             raise FileExistsError(errno.EEXIST, "exists", str(path))
         tmp = temp_name(path)
@@ -626,8 +626,7 @@ class Committer:
         info = os.fstat(handle.fileno())
         self._start()
         self._handed += 1
-        self._pending[str(path)] = self._handed
-        self._stats[str(path)] = info
+        self._pending[str(path)] = (self._handed, info)
         self._jobs.put((handle, tmp, path, self._handed))
 
     def sync(self, fd: int, path: Path) -> None:
@@ -703,7 +702,6 @@ class Committer:
         finally:
             if tmp is not None:
                 self._pending.pop(str(path), None)
-                self._stats.pop(str(path), None)
 
     def mark(self) -> int:
         """The point reached: every file handed so far is at or before it."""
@@ -734,13 +732,14 @@ class Committer:
         the file in place will show but its ``st_ctime`` (a link changes no inode, size or mtime),
         for a caller that needs no more than those and must not wait for the thread; None when no
         new file of that path waits (it is in place, given up, or was never handed)."""
-        return self._stats.get(str(path))
+        pending = self._pending.get(str(path))
+        return pending[1] if pending is not None else None
 
     def settle(self, name: str) -> None:
         """Wait until the files named ``name`` (in any folder) that wait for the thread are settled
         (the thread goes on with the others): whoever looks for that name next finds it in place
         (or, if it failed, not; the failure is still the unit's wait's to give)."""
-        marks = [mark for pending, mark in list(self._pending.items()) if os.path.basename(pending) == name]
+        marks = [mark for pending, (mark, _info) in list(self._pending.items()) if os.path.basename(pending) == name]
         if marks:
             self._until(max(marks))
 

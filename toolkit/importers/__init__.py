@@ -154,7 +154,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                 if part is not None:
                     ready[index] = part
             kept.folders = None  # (units are read from here on: a project folder may appear)
-            unit_key = _unit_keys(importer, units, kept, set(ready))
+            unit_key, known_keys = _unit_keys(importer, units, kept, set(ready))
             todo = [index for index in range(len(units)) if index not in ready]
             if todo and ready and hasattr(importer, "unit_key"):  # a unit that may write a journal a kept one reads:
                 keys = [unit_key(index) for index in range(len(units))]  # both go in order, as one process does
@@ -212,7 +212,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                         release(todo[k], part)
             context.close()
             if not dry_run and not as_kept:
-                done.append((cache, _with_keys(entries, units, unit_key.known)))
+                done.append((cache, _with_keys(entries, known_keys)))
             if not dry_run and listing is not None and not listed:
                 lists.append((cache, listing))
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
@@ -235,29 +235,24 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     return report
 
 
-def _unit_keys(importer, units: list[unchanged.Unit], kept: unchanged.Kept, recalled: set[int]) -> Callable[[int], str]:
-    """The importer's ``unit_key`` of unit ``index``, found once: as the last import kept it for a
-    unit recalled (its files are as they were then, so is what the key is read from), else the
-    importer's (a Codex rollout's key is in its first record: read, for each of 800 rollouts, it
-    took a grown import 30 ms).  ``.known``: the keys found, by unit key, to keep with the entries."""
-    known: dict[str, str] = {}
+def _unit_keys(importer, units: list[unchanged.Unit], kept: unchanged.Kept,
+               recalled: set[int]) -> tuple[Callable[[int], str], dict[str, str]]:
+    """(the importer's ``unit_key`` of unit ``index``, the keys known, by unit key, to keep with the
+    entries): as the last import kept it for a unit recalled (its files are as they were then, so is
+    what the key is read from), else the importer's, found once (a Codex rollout's key is in its
+    first record: read, for each of 800 rollouts, it took a grown import 30 ms)."""
+    known = {units[i].key: found for i in recalled if (found := kept.unit_key(units[i])) is not None}
 
     def unit_key(index: int) -> str:
         unit = units[index]
-        found = known.get(unit.key)
-        if found is None:
-            found = kept.unit_key(unit) if index in recalled else None
-            known[unit.key] = found = found if found is not None else importer.unit_key(unit)
-        return found
+        if unit.key not in known:
+            known[unit.key] = importer.unit_key(unit)
+        return known[unit.key]
 
-    unit_key.known = known  # type: ignore[attr-defined]
-    for index in recalled:  # (kept again with their entries, found or not this time)
-        if (found := kept.unit_key(units[index])) is not None:
-            known[units[index].key] = found
-    return unit_key
+    return unit_key, known
 
 
-def _with_keys(entries: dict, units: list[unchanged.Unit], known: dict[str, str]) -> dict:
+def _with_keys(entries: dict, known: dict[str, str]) -> dict:
     """Each unit's cache entry (made now, if it is the call that makes it) with its unit key, when found."""
     made = {}
     for key, entry in entries.items():

@@ -16,7 +16,7 @@ from ..errors import NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..layouts.claude_code import CLAUDE_CODE, _subagents, default_roots, is_subagent
 from .base import Options, loaded_later  # noqa: F401 (Options: what the importer takes from the command line)
-from .unchanged import Unit
+from .unchanged import Later, Unit
 
 APP = "claude-code"
 __getattr__ = loaded_later("toolkit.importers.claude")  # the rest of the importer, loaded when first asked for
@@ -108,26 +108,15 @@ def units_from(source: Path, kept: list[tuple[str, list[str], list[str]]]) -> li
     """The units :func:`units` found, from what an import kept of them (key, files, deps): a
     session's transcript comes first, and never sits in a subagents folder.  Their files and
     deps stay the strings kept (what the import cache compares), and the transcripts become
-    paths only when the unit is read (:class:`_Named`)."""
-    return [Unit(key, tuple(files), tuple(deps), _Named(files)) for key, files, deps in kept]
+    paths only when the unit is read (:class:`~toolkit.importers.unchanged.Later`)."""
+    return [Unit(key, tuple(files), tuple(deps), Later(_handle, files)) for key, files, deps in kept]
 
 
-class _Named:
-    """A kept unit's ``handle``, ``(main transcript or None, its subagent transcripts)``, made of
-    the kept file names when first unpacked: a re-import that finds nothing new unpacks none
-    (issue 27: making them paths took 4.6 of the 58 ms one took, net of start-up, for 483 transcripts)."""
-
-    __slots__ = ("files", "made")
-
-    def __init__(self, files: list[str]) -> None:
-        self.files, self.made = files, None
-
-    def __iter__(self):
-        if self.made is None:
-            paths = [Path(name) for name in self.files]
-            main = paths[0] if paths and not is_subagent(paths[0]) else None
-            self.made = (main, paths[1:] if main is not None else paths)
-        return iter(self.made)
+def _handle(files: list[str]) -> tuple[Path | None, list[Path]]:
+    """``(main transcript or None, its subagent transcripts)`` of a kept unit's file names."""
+    paths = [Path(name) for name in files]
+    main = paths[0] if paths and not is_subagent(paths[0]) else None
+    return main, paths[1:] if main is not None else paths
 
 
 def unit_key(unit: Unit) -> str:

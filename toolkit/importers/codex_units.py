@@ -15,7 +15,7 @@ from ..findings import Finding
 from ..layouts.base import looked
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
 from .base import Options, loaded_later  # noqa: F401 (Options: what the importer takes from the command line)
-from .unchanged import Unit
+from .unchanged import Later, Unit
 
 APP = "codex"
 __getattr__ = loaded_later("toolkit.importers.codex")  # the rest of the importer, loaded when first asked for
@@ -77,36 +77,18 @@ def units_from(source: Path, kept: list[tuple[str, list[str], list[str]]]) -> li
     for key, files, deps in kept:
         if len(files) != 1 or key != files[0]:
             return None
-        found.append(Unit(key, (key,), tuple(deps), _Named(key, homes, names)))
+        found.append(Unit(key, (key,), tuple(deps), Later(_handle, key, homes, names)))  # (the strings kept, stamped as ever)
     return found
 
 
-class _Named:
-    """A kept unit's ``handle``, ``(rollout, its home, the home's thread names)`` as :func:`units`
-    makes it, made of the kept file name when first unpacked (a date folder's home found once): a
-    re-import that finds nothing new unpacks none.  Its file and dep stay the strings kept, what the
-    import cache compares (issue 27: making paths of them, and finding each one's home, took a
-    sixth of what an unchanged re-import of 800 rollouts took, net of start-up)."""
-
-    __slots__ = ("name", "homes", "names", "made")
-
-    def __init__(self, name: str, homes: dict[str, Path], names: dict) -> None:
-        self.name, self.homes, self.names, self.made = name, homes, names, None
-
-    def _made(self) -> tuple[Path, Path, dict]:
-        if self.made is None:
-            path, folder = Path(self.name), os.path.dirname(self.name)
-            home = self.homes.get(folder)
-            if home is None:
-                home = self.homes[folder] = home_of(path.parent)
-            self.made = (path, home, self.names)
-        return self.made
-
-    def __iter__(self):
-        return iter(self._made())
-
-    def __getitem__(self, index: int):
-        return self._made()[index]
+def _handle(name: str, homes: dict[str, Path], names: dict) -> tuple[Path, Path, dict]:
+    """``(rollout, its home, the home's thread names)`` of a kept unit's rollout, as :func:`units`
+    makes it: a date folder's home found once (``homes``)."""
+    path, folder = Path(name), os.path.dirname(name)
+    home = homes.get(folder)
+    if home is None:
+        home = homes[folder] = home_of(path.parent)
+    return path, home, names
 
 
 def unit_key(unit: Unit) -> str:

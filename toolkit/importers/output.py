@@ -38,7 +38,7 @@ from ..lines import CHUNK, cap_text, loads, open_regular
 from ..stores import slug
 from .spill import KnownKeys, Offsets
 from .base import NAMES, Options, Outcome  # noqa: F401 (the importers' names for them, as ever)
-from .unchanged import journal_stamp
+from .unchanged import journal_mark, journal_stamp
 
 UNASSIGNED = "_unassigned"
 #: An extension is appended this many bytes at a time, so a large one is never held whole.
@@ -565,9 +565,7 @@ def written_stamp(path: Path) -> list | None:
     import of many small rollouts waited a tenth of its time there."""
     commits = COMMITS.get()
     info = commits.written(path) if commits is not None else None
-    if info is not None:
-        return [info.st_ino, info.st_size, info.st_mtime_ns]
-    return journal_stamp(path)
+    return journal_mark(info) if info is not None else journal_stamp(path)
 
 
 def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> Outcome:
