@@ -1,4 +1,4 @@
-"""A re-import that finds nothing new loads neither the converter nor the writer (issue 27): the
+"""A re-import that finds nothing new loads neither the converter nor the writer, nor hashlib's OpenSSL (issue 27): the
 registry's claude and codex are their listings (importers/claude_units.py, codex_units.py), whose
 module ``__getattr__`` loads the rest of the importer only when a file must be read.  Each import
 runs in a process of its own, as a nightly job does, and says which of those modules it loaded."""
@@ -25,7 +25,8 @@ try:
 except SystemExit:
     pass
 HEAVY = ("toolkit.importers.claude", "toolkit.importers.codex", "toolkit.importers.output", "toolkit.durable",
-         "toolkit.importers.sourcelines", "toolkit.importers.bloom")
+         "toolkit.importers.sourcelines", "toolkit.importers.bloom",
+         "_hashlib")  # (hashlib's OpenSSL: its load alone was a tenth of such an import, toolkit.digest)
 print("\nLOADED " + " ".join(m for m in HEAVY if m in sys.modules))
 """
 

@@ -8,7 +8,7 @@ store, levelsess keeps in the user's cache folder (``~/.cache/levelsess/import-c
 per unit, what the run saw and what the next import would report of it:
 
 - each file the unit is read from, and each it depends on (Codex's thread names): device, inode,
-  size, mtime, ctime and the sha256 of its last 4 KiB;
+  size, mtime, ctime and a BLAKE2b (128 bits) of its last 4 KiB;
 - each journal the unit's sessions have in the store: its inode, size and mtime;
 - whether each session's project folder existed (it decides "orphaned" and "not on this
   machine"), and the sessions the store has trashed;
@@ -40,7 +40,6 @@ not show, so such a listing is not kept.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -49,6 +48,7 @@ from typing import NamedTuple
 
 import orjson
 
+from ..digest import blake2b, sha256
 from ..findings import Finding
 from ..lines import loads
 from ..places import user_cache_dir
@@ -103,13 +103,13 @@ class Later:
 
 def _key(app: str, source: Path, options, no_raw: bool, include_trashed: bool) -> str:
     what = orjson.dumps([NAMED, app, os.path.abspath(source), repr(options), no_raw, include_trashed])
-    return hashlib.sha256(what).hexdigest()[:32]
+    return sha256(what).hexdigest()[:32]
 
 
 def cache_path(store: Path, app: str, source: Path, options, no_raw: bool, include_trashed: bool) -> Path:
     """In the user's cache folder, never in the store or the source: a store holds journals only,
     and an import that finds nothing new writes nothing there."""
-    where = hashlib.sha256(os.path.abspath(store).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    where = sha256(os.path.abspath(store).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return (Path(user_cache_dir()) / FOLDER / where
             / f"{_key(app, source, options, no_raw, include_trashed)}.json")
 
@@ -126,7 +126,7 @@ def stamp(path: str) -> list | None:
         return None
     try:
         info = os.fstat(fd)
-        tail = hashlib.sha256(os.pread(fd, TAIL, max(0, info.st_size - TAIL))).hexdigest()[:32]
+        tail = blake2b(os.pread(fd, TAIL, max(0, info.st_size - TAIL)), digest_size=16).hexdigest()
     except (OSError, AttributeError):  # not a file that can be read at an offset (a FIFO, a folder; os.pread off Unix)
         return None
     finally:

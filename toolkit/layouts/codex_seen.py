@@ -35,10 +35,11 @@ over a list.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
+
+from ..digest import blake2b
 
 MIRROR_WINDOW = 3
 #: Text Codex injects as a user-role message (AGENTS.md, environment, aborted-turn markers,
@@ -128,7 +129,7 @@ def as_envelope(record: object) -> object:
 def _digest(text: object) -> bytes:
     if not isinstance(text, str):
         return b""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).digest()
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).digest()
 
 
 def message_text(content: object, kinds: tuple[str, ...]) -> str | None:
