@@ -7,7 +7,7 @@ one, the third with ``--reread`` (every rollout read in full).  After every kind
 turns added, a turn cut between an item and its mirror so the pairing crosses where the import
 stopped, a prompt typed in a rollout that had none, a call whose id an end event shown before had,
 a line being written and then finished, a file cut, rewritten in place with its mtime put back,
-replaced, removed, a thread renamed in session_index.jsonl), the journals hold the same bytes
+replaced, removed, a thread renamed in session_index.jsonl, the import cache lost), the journals hold the same bytes
 and the reports the same sessions, counts and findings.
 """
 
@@ -181,13 +181,15 @@ def _change(kind: str, path: Path, home: Path, rng: random.Random, pending: dict
         target = home / "archived_sessions" / path.name
         if not target.exists():
             shutil.copyfile(path, target)
+    elif kind == "forget":  # the import cache lost (a cache cleaner, another user's cache folder): a full read proves anew
+        shutil.rmtree(Path(os.environ["XDG_CACHE_HOME"]) / "levelsess" / "import-cache", ignore_errors=True)
     elif kind == "rename":
         thread = path.stem[-36:]  # (the rollout's name ends in its thread id)
         _append(home / "session_index.jsonl", orjson.dumps({"id": thread, "thread_name": f"named {rng.randint(0, 9)}"}) + b"\n")
 
 
 KINDS = ["turns", "bench-turn", "mid-pair", "mirror-first", "typed", "end-call", "torn", "cut", "rewrite", "replace", "remove",
-         "rename"]  # ("archive-copy": see test_a_thread_of_two_rollouts_is_never_resumed)
+         "rename", "forget"]  # ("archive-copy": see test_a_thread_of_two_rollouts_is_never_resumed)
 
 
 def _three(home: Path, tmp: Path) -> tuple[dict, dict, dict]:
@@ -238,6 +240,33 @@ def test_a_grown_rollout_is_resumed_and_writes_what_a_full_read_does(tmp_path):
             assert report["read"] == 0
     again = _three(home, tmp_path)
     assert again[0]["from_cache"] == again[1]["from_cache"] == len(_rollouts(home))
+
+
+@pytest.mark.parametrize("lost", ["cache", "reread"])
+def test_a_journal_the_import_did_not_create_is_resumed_once_a_full_read_proves_it_its_rollouts(tmp_path, lost):
+    """After the import cache is lost, or a --reread (an earlier build's store, a cache cleaner), a
+    rollout that grows is read in full once: that read proves its journal holds only what the
+    rollout gives, and every growth after it is resumed, the stores alike."""
+    home = _home(tmp_path)
+    generated = [p for p in _rollouts(home) if any(_thread(n) in p.name for n in (1, 2, 7))]
+    _same(tmp_path, _three(home, tmp_path), "first import")
+    if lost == "cache":
+        shutil.rmtree(Path(os.environ["XDG_CACHE_HOME"]) / "levelsess" / "import-cache")
+    else:
+        for store in ("cached2", "cached1"):
+            _import(home, tmp_path / store, "--reread")
+    rng = random.Random(11)
+    pending: dict = {}
+    for round_ in range(3):
+        for path in generated:
+            _change("turns", path, home, rng, pending)
+        reports = _three(home, tmp_path)
+        _same(tmp_path, reports, round_)
+        for report in reports[:2]:
+            if lost == "cache" and round_ == 0:  # nothing kept: every rollout read, the grown ones too
+                assert report["read"] == len(_rollouts(home)), report["read"]
+            else:  # (after a --reread every unit is kept, and each grown journal was proven its rollout's)
+                assert report["resumed"] == len(generated) and report["read"] == 0, (round_, report["read"], report["resumed"])
 
 
 @pytest.mark.parametrize("kind", ["mirror-first", "typed", "end-call", "torn", "rewrite", "replace", "cut", "fork-open"])

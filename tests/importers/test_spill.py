@@ -58,6 +58,9 @@ def test_offsets_answer_like_a_set_before_and_after_they_move_to_disk(monkeypatc
     model.update(added)
     for probe in [*model, *probes]:
         assert (probe in offsets) == (type(probe) is int and probe < 2**63 and probe in model)
+    held = {o for o in model if o < 2**63}
+    for size in [*held, *(p for p in probes if type(p) is int)]:  # (what an import's proof of a journal asks)
+        assert offsets.reaches(size) == any(o >= size for o in held)
     offsets.close()
     assert all(probe not in offsets for probe in model)
 

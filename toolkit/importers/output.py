@@ -238,6 +238,9 @@ class Session:
     # left it (set by run_import before a full read's write: an importer may continue it)
     resumed_from: dict | None = None
     raw_at: int | None = None  # the offset of the source line under the meta's raw
+    # after a write that found its journal (not one it created): the journal's stamp (inode, size,
+    # mtime) when that write proved the journal holds only what this source gives (:class:`_Own`)
+    proven: list | None = None
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` source items of this session that became no record, for ``reason``."""
@@ -524,8 +527,9 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool, read:
     except LevelsessError as exc:
         return _refused(session, path, exc)
     kept = False
+    own = _Own(session, known, held)
     try:
-        new, extra = _additions(session, records, known, title, held, no_raw)
+        new, extra = _additions(session, records, known, title, held, no_raw, own)
         had = len(known)
         if (new or extra) and read is not None and stamp is not None:
             read.append((known, last_seq, title, held, stamp))
@@ -536,6 +540,8 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool, read:
             held.close()
     status = "updated" if new or extra else "unchanged"
     if status == "unchanged":
+        if own.proven(had) and stamp is not None:  # (its stamp before it was read: anything appended since undoes the proof)
+            session.proven = [stamp[1], stamp[2], stamp[3]]
         return _outcome(session, path, had, 0, status, had, (last_seq, title, None)), []
     return _outcome(session, path, had + new, new, status), []
 
@@ -698,15 +704,19 @@ def _extend(store: Path, session: Session, path: Path, records: list[dict], no_r
             raise  # no room for its keys: not the journal's fault
         except LevelsessError as exc:
             return _refused(session, path, exc)
+    own = _Own(session, known, held)
     try:
         extra = []
         if session.title is not None and session.title != title:  # the title record goes first: a pass for its time
             extra = _title(session, _when(session, _looked_at(records, known, held)), title)
         after = _After(session.created_at)
-        new = (record for record in after.new(_looked_at(records, known, held), held.carried) if record is not None)
+        new = (record for record in after.new(_looked_at(records, known, held, own), held.carried) if record is not None)
         partials: dict = {}
         written = _append(path, chain(extra, new, after.source_records(session, held, no_raw)), last_seq, partials)
         had = len(known)
+        if own.proven(had):  # (under the lock: what it appended is all that was appended since the journal was read)
+            info = os.stat(path)
+            session.proven = [info.st_ino, info.st_size, info.st_mtime_ns]
         keys = after.keys.total(known)
     finally:
         known.close()
@@ -792,7 +802,7 @@ def _append(path: Path, records: Iterable[dict], seq: int, partials: dict | None
     return count
 
 
-def _looked_at(records, known, held: _Held) -> Iterator[tuple[dict, dict | None]]:
+def _looked_at(records, known, held: _Held, own: _Own | None = None) -> Iterator[tuple[dict, dict | None]]:
     """Each record looked at, with what the journal lacks of it: itself, its supersession (a
     partial copy it completes, a kept copy whose source lines changed or grew, or that was kept
     off the chain the record is on now) or None.  Once a record moves onto the conversation, the
@@ -800,8 +810,11 @@ def _looked_at(records, known, held: _Held) -> Iterator[tuple[dict, dict | None]
     lines = held.lines
     lines.begin()
     select = getattr(records, "select", None)  # a lazy source converts only what may be new
+    see = own.see if own is not None and own.keys is not None else None
     for record in select(known, lines) if select is not None else records:
         key = record.get("sourceKey")
+        if see is not None:
+            see(record)
         if key not in known and record.get(ALIAS) not in known:
             identity = record.get(LINE_ID)
             if isinstance(identity, str) and lines.same_source:  # a new key: a new line, or one whose bytes changed in place
@@ -831,6 +844,38 @@ def _looked_at(records, known, held: _Held) -> Iterator[tuple[dict, dict | None]
         if seqs is None and lines.reorder and record.get(SUPERSEDES_ALIAS):
             seqs = lines.holders(record)  # after a record that moved: appended again, in the new order
         yield record, lines.superseding(record, seqs)
+
+
+class _Own:
+    """Whether a journal this write found (it did not create it) holds only what the session's
+    source gives: every key it holds is a key of one of the records read now (so nothing another
+    source wrote, nor a line the source no longer has), every source line it carries lies within the
+    bytes read (none where the next import's new lines begin), and the only source it names is this one (issue 27: a journal an import created is
+    known to be its source's, and the next import reads on from where it stopped; one found, after
+    the import cache was lost or made by ``--reread``, was read in full at every growth, for good).
+    The proof needs a pass over every record (a source that converts only what may be new gives
+    none) and the journal's keys in memory."""
+
+    def __init__(self, session: Session, known: KnownKeys, held: _Held) -> None:
+        state = session.state
+        self.known = known.in_memory()
+        mine = (state is not None and getattr(session.records, "select", None) is None and self.known is not None
+                and held.path == state.path and set(held.states) <= {state.path} and not held.carried.reaches(state.size))
+        self.keys: set[str] | None = set() if mine else None  # the journal's keys a record read now has
+
+    def see(self, record: dict) -> None:
+        keys, known = self.keys, self.known
+        for key in (record.get("sourceKey"), record.get(ALIAS)):
+            if key in known:
+                keys.add(key)
+        parts = record.get(PART_KEYS)
+        for key in parts if isinstance(parts, list) else ():
+            if key in known:
+                keys.add(key)
+
+    def proven(self, held: int) -> bool:
+        """Whether every one of the journal's ``held`` keys was seen (after a pass over every record)."""
+        return self.keys is not None and len(self.keys) == held
 
 
 def _grew(record: dict, known) -> bool:
@@ -879,12 +924,12 @@ class _After:
 
 
 def _additions(session: Session, records, known: KnownKeys, title: object, held: _Held,
-               no_raw: bool) -> tuple[int, bool]:
+               no_raw: bool, own: _Own | None = None) -> tuple[int, bool]:
     """How many records a journal lacks (or whose partial copy they complete); and whether it
     lacks anything else: a title change, source lines no record carries, the source's new state."""
     after = _After(session.created_at)
     try:
-        for _addition in after.new(_looked_at(records, known, held), held.carried):
+        for _addition in after.new(_looked_at(records, known, held, own), held.carried):
             pass
     finally:
         after.keys.close()  # (a plan counts no keys)

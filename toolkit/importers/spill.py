@@ -103,6 +103,11 @@ class KnownKeys:
     def _limit(self) -> int:
         return KNOWN_IN_MEMORY if self._in_memory is None else min(self._in_memory, KNOWN_IN_MEMORY)
 
+    def in_memory(self) -> dict[str, int | None] | None:
+        """The keys as a dict while they are held in one (None once they moved to the database): ``in``
+        it says what ``in`` this says."""
+        return self._dict
+
     def _write_guarded(self, key: str, seq: int | None, replace: bool) -> None:
         if self._dict is None:
             self._pending.append((to_db(key), seq, replace))
@@ -201,6 +206,13 @@ class Offsets:
         """The offsets as a set while they are held in one (None past :data:`KNOWN_IN_MEMORY`): ``in``
         it says what ``in`` this says of a file's offset."""
         return self._set
+
+    def reaches(self, offset: int) -> bool:
+        """Whether any offset held is ``offset`` or past it."""
+        if self._set is not None:
+            return any(held >= offset for held in self._set)
+        self._flush()
+        return self._db.execute("SELECT 1 FROM offsets WHERE offset >= ? LIMIT 1", (offset,)).fetchone() is not None
 
     def __contains__(self, offset: object) -> bool:
         if type(offset) is not int or not _INT64[0] <= offset <= _INT64[1]:  # alike before and after the move
