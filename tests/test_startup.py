@@ -196,3 +196,29 @@ def test_a_next_line_naming_a_bracketed_path_is_printed_whole(tmp_path):
     result = run_cli("fsck", str(store))
     assert result.exit_code == 4 and "Traceback" not in result.stderr
     assert "next: run `levelsess fsck --repair" in result.stderr and "odd [/x] store" in result.stderr
+
+
+_BUILT = r"""
+import contextlib, json, sys
+import click, typer
+from toolkit import cli
+out = {}
+for info in list(cli.app.registered_commands):
+    name = info.name or typer.main.get_command_name(info.callback.__name__)
+    with cli._only(info) if sys.argv[1] == "evaluated" else contextlib.nullcontext():
+        group = typer.main.get_command(cli.app)
+    command = group.commands[name]
+    out[name] = [command.to_info_dict(click.Context(command, info_name=name)),
+                 group.to_info_dict(click.Context(group, info_name="levelsess"))["params"]]
+print(json.dumps(out, default=repr, sort_keys=True))
+"""
+
+
+def test_annotations_evaluated_at_once_build_every_command_as_typer_does():
+    """cli._evaluated makes a command's (and the group's) string annotations objects in one
+    evaluation, before typer reads them: every command's options, types, defaults and help come out
+    as typer builds them from the strings."""
+    built = {mode: subprocess.run([sys.executable, "-c", _BUILT, mode], capture_output=True, text=True, check=True).stdout
+             for mode in ("evaluated", "as-written")}
+    assert built["evaluated"] == built["as-written"]
+    assert '"import"' in built["evaluated"] and "0x" not in built["evaluated"]
