@@ -9,7 +9,17 @@ from pathlib import Path
 from .errors import NotAStoreError, PathNotFoundError
 from .layouts.base import STATE_DIR, Folder  # noqa: F401 (re-exported)
 from .layouts.registry import every
-from .layouts.logician import ENTRIES as LOGICIAN_ENTRIES, SESSIONS_DIR as LOGICIAN_DIR  # noqa: F401 (re-exported)
+
+
+def __getattr__(name: str) -> object:
+    """``LOGICIAN_ENTRIES`` and ``LOGICIAN_DIR`` (re-exported), from the Logician layout, loaded when
+    first asked for: a command that never looks for a Logician workspace does not load it (an
+    import's start-up, DESIGN.md §8)."""
+    if name in ("LOGICIAN_ENTRIES", "LOGICIAN_DIR"):
+        from .layouts import logician
+
+        return logician.ENTRIES if name == "LOGICIAN_ENTRIES" else logician.SESSIONS_DIR
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def slug(project: str) -> str:

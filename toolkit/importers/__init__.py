@@ -15,7 +15,6 @@ import importlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -46,16 +45,20 @@ def load(name: str) -> ModuleType:
     return importlib.import_module(IMPORTERS[name])
 
 
-@dataclass
 class ImportReport:
-    app: str
-    sessions: list[Outcome] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    sources: list[Path] = field(default_factory=list)
-    dry_run: bool = False
-    read: int = 0        # sessions read from their sources
-    from_cache: int = 0  # sessions whose sources had not changed since the last import (not read)
-    resumed: int = 0     # sessions whose source only grew: read from where the last import stopped
+    """What an import did: each session's outcome, the findings, and how many sessions it read,
+    resumed and took from the import cache.  (A plain class, as the two below, not a dataclass:
+    making one costs an import that finds nothing new half a millisecond of its start-up.)"""
+
+    def __init__(self, app: str, sources: list[Path] | None = None, dry_run: bool = False) -> None:
+        self.app = app
+        self.sessions: list[Outcome] = []
+        self.findings: list[Finding] = []
+        self.sources: list[Path] = sources if sources is not None else []
+        self.dry_run = dry_run
+        self.read = 0        # sessions read from their sources
+        self.from_cache = 0  # sessions whose sources had not changed since the last import (not read)
+        self.resumed = 0     # sessions whose source only grew: read from where the last import stopped
 
     @property
     def exit_code(self) -> int:
@@ -266,24 +269,18 @@ def _with_keys(entries: dict, known: dict[str, str]) -> dict:
     return made
 
 
-@dataclass
 class _Context:
     """What every unit of one source is imported with."""
 
-    store: Path
-    importer: object
-    source: Path
-    options: object
-    kept: unchanged.Kept
-    stones: dict
-    dry_run: bool
-    no_raw: bool
-    include_trashed: bool
-    read_back: bool = False
-    jobs: int = 1  # --jobs, for the items a scan lets workers convert (a Farm: Cursor's composers)
-    advance: Callable[[int], None] | None = None  # the progress's bytes, told as a Farm's items are taken
-    remember: Callable[[tuple], None] | None = None  # this process's index memo takes a new journal's scan
-    _commits: tuple | None = None  # (pid, the Committer of this process's units)
+    def __init__(self, store: Path, importer, source: Path, options, kept: unchanged.Kept, stones: dict, dry_run: bool,
+                 no_raw: bool, include_trashed: bool, *, jobs: int = 1) -> None:
+        self.store, self.importer, self.source, self.options, self.kept = store, importer, source, options, kept
+        self.stones, self.dry_run, self.no_raw, self.include_trashed = stones, dry_run, no_raw, include_trashed
+        self.read_back = False
+        self.jobs = jobs  # --jobs, for the items a scan lets workers convert (a Farm: Cursor's composers)
+        self.advance: Callable[[int], None] | None = None  # the progress's bytes, told as a Farm's items are taken
+        self.remember: Callable[[tuple], None] | None = None  # this process's index memo takes a new journal's scan
+        self._commits: tuple | None = None  # (pid, the Committer of this process's units)
 
     def close(self) -> None:
         """The background thread ends (every journal it was given is in place or given up already)."""
@@ -301,23 +298,24 @@ class _Context:
         return self._commits[1]
 
 
-@dataclass
 class _Part:
     """What one unit came to, for :func:`run_import` to report in the order of the units."""
 
-    sessions: list = field(default_factory=list)
-    findings: list = field(default_factory=list)
-    read: int = 0
-    resumed: int = 0
-    from_cache: int = 0
-    touched: set = field(default_factory=set)
-    landed: set = field(default_factory=set)
-    raised: list = field(default_factory=list)
-    entry: dict | Callable[[], dict | None] | None = None  # (or the call that makes it: _recalled, later)
-    size: int = 0
-    scans: list = field(default_factory=list)  # (journal, read_back) of the journals a worker wrote
-    advanced: int = 0  # bytes of it told to the progress already (a Farm's items, as each was taken)
-    clean: bool = True  # no write met anything of its own (a lock, a repair)
+    __slots__ = ("sessions", "findings", "read", "resumed", "from_cache", "touched", "landed", "raised", "entry", "size",
+                 "scans", "advanced", "clean")
+
+    def __init__(self, size: int = 0) -> None:
+        self.sessions: list = []
+        self.findings: list = []
+        self.read = self.resumed = self.from_cache = 0
+        self.touched: set = set()
+        self.landed: set = set()
+        self.raised: list = []
+        self.entry: dict | Callable[[], dict | None] | None = None  # (or the call that makes it: _recalled, later)
+        self.size = size
+        self.scans: list = []  # (journal, read_back) of the journals a worker wrote
+        self.advanced = 0  # bytes of it told to the progress already (a Farm's items, as each was taken)
+        self.clean = True  # no write met anything of its own (a lock, a repair)
 
 
 def _recalled(context: _Context, unit: unchanged.Unit, stamped: dict | None, *, later: bool = False) -> _Part | None:
