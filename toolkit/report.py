@@ -7,7 +7,6 @@ import os
 import re
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
 
 from typing import TYPE_CHECKING
 
@@ -24,17 +23,16 @@ if TYPE_CHECKING:  # rich is imported where a table or a coloured line is drawn:
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow"}
 
 
-@dataclass
 class Output:
-    """Where and how to render: human (rich) or json; quiet drops everything but errors."""
+    """Where and how to render: human (rich) or json; quiet drops everything but errors.  (A plain
+    class, as :class:`AlikeGroup`: making a dataclass is a millisecond of every command's start-up.)"""
 
-    json: bool = False
-    quiet: bool = False
-    verbose: bool = False
-    base: str | None = None
-    targets: list = field(default_factory=list)  # the PATHs as given, for the commands a "next:" line names
-    _out: Console | None = field(default=None, repr=False)
-    _err: Console | None = field(default=None, repr=False)
+    def __init__(self, json: bool = False, quiet: bool = False, verbose: bool = False, base: str | None = None,
+                 targets: list | None = None) -> None:
+        self.json, self.quiet, self.verbose, self.base = json, quiet, verbose, base
+        self.targets: list = targets if targets is not None else []  # the PATHs as given, for the commands a "next:" line names
+        self._out: Console | None = None
+        self._err: Console | None = None
 
     @property
     def out(self) -> Console:
@@ -204,14 +202,13 @@ def findings_table(findings: list[Finding], title: str | None = None, verbose: b
     return table
 
 
-@dataclass
 class AlikeGroup:
     """Warnings with the same code and message (N empty transcripts): one line with a count."""
 
-    severity: str
-    code: str
-    message: str
-    paths: list
+    __slots__ = ("severity", "code", "message", "paths")
+
+    def __init__(self, severity: str, code: str, message: str, paths: list) -> None:
+        self.severity, self.code, self.message, self.paths = severity, code, message, paths
 
     @property
     def where(self) -> str:
