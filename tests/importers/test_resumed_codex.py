@@ -86,6 +86,14 @@ def _rollouts(home: Path) -> list[Path]:
 _TICK = [0]
 
 
+@pytest.fixture(autouse=True)
+def _ticks_from_zero():
+    """Every test's grown lines are the same bytes whatever ran before it in its worker: a resume's
+    filters may say "maybe" of a line they never saw (that session is then read in full, to the
+    same journals), and a test that counts the sessions resumed must not depend on which did."""
+    _TICK[0] = 0
+
+
 def _turn(path: Path, rng: random.Random, *, typed: bool = True, call: str | None = None) -> list[dict]:
     """One turn of codex_rollout's shape (task_started, turn_context, the prompt and its mirror,
     reasoning, a shell call, its end and output, the answer and its mirror, token count,

@@ -204,7 +204,7 @@ def test_the_last_build_s_cache_file_is_read_as_it_is_so_an_upgrade_reads_nothin
     import orjson
 
     from toolkit.importers.output import Options
-    from toolkit.importers.unchanged import cache_path, load
+    from toolkit.importers.unchanged import VERSION, cache_path, load
 
     path = write_transcript(tmp_path, 200)
     source, store, full = tmp_path / "projects", tmp_path / "store", tmp_path / "full"
@@ -222,7 +222,7 @@ def test_the_last_build_s_cache_file_is_read_as_it_is_so_an_upgrade_reads_nothin
     assert (grown["read"], grown["resumed"]) == (0, 1)
     assert _said(grown) == _said(_import(source, full, "--reread"))
     assert _journals(store) == _journals(full)
-    assert load(cache)[0]["version"] == 4  # written again by this build
+    assert load(cache)[0]["version"] == VERSION  # written again by this build
 
 
 def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
@@ -247,3 +247,98 @@ def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
     assert again["resumed"] == 0 and again["read"] == 1
     assert _said(again) == _said(_import(source, full, "--reread"))
     assert _journals(store) == _journals(full)
+
+
+def _layout(cache: Path) -> tuple[bytes, dict, list[bytes]]:
+    """A cache file's first line, the lengths of its units' lines of states, and those lines."""
+    import orjson
+
+    head, _, rest = cache.read_bytes().partition(b"\n")
+    lengths, _, body = rest.partition(b"\n")
+    return head, orjson.loads(lengths), body.split(b"\n")[:-1]
+
+
+def test_a_grown_import_parses_the_states_of_the_grown_units_only(tmp_path, monkeypatch):
+    """Each unit's resume states are a line of their own: an import that resumes one transcript
+    parses that line alone, and keeps every other unit's line as the file held it."""
+    from toolkit.importers import run_import, unchanged
+    from toolkit.importers.output import Options
+
+    source, store = _tree(tmp_path / "projects"), tmp_path / "store"
+    run_import("claude", [source], store, Options())
+    cache = unchanged.cache_path(store, "claude", source, Options(), False, False)
+    head, lengths, lines = _layout(cache)
+    assert len(lengths) == len(lines) >= 3 and [len(line) for line in lines] == list(lengths.values())
+    grown = source / "-home-ada-gen-2" / "5e55a0e1-0000-4000-8000-000000000002.jsonl"
+    grow_claude(grown, random.Random(8), turns=2)
+    parsed = []
+    states = unchanged._states
+    monkeypatch.setattr(unchanged, "_states", lambda raw, span, key: parsed.append(key) or states(raw, span, key))
+    report = run_import("claude", [source], store, Options())
+    assert (report.resumed, report.read) == (1, 0)
+    assert len(parsed) == 1
+    _head, after, kept = _layout(cache)
+    assert after.keys() == lengths.keys()
+    changed = [key for key, old, new in zip(lengths, lines, kept) if old != new]
+    assert changed == parsed  # (the others' lines, as they were)
+
+
+@pytest.mark.parametrize("damage", ["longer", "shorter", "swapped", "another-key", "fewer"])
+def test_a_line_of_states_out_of_place_means_a_full_read(tmp_path, damage):
+    """Lengths that do not lay out the file line by line, or a line that is another unit's: no
+    state (the transcript that grew is read in full, to the journals a full read writes), never an error."""
+    import orjson
+
+    from toolkit.importers.output import Options
+    from toolkit.importers.unchanged import cache_path
+
+    source, store, full = _tree(tmp_path / "projects"), tmp_path / "store", tmp_path / "full"
+    _import(source, store)
+    _import(source, full, "--reread")
+    cache = cache_path(store, "claude", source, Options(), False, False)
+    head, lengths, lines = _layout(cache)
+    keys = list(lengths)
+    grown = source / "-home-ada-gen-2" / "5e55a0e1-0000-4000-8000-000000000002.jsonl"
+    at = next(n for n, key in enumerate(keys) if key.endswith(grown.name))
+    other = (at + 1) % len(keys)
+    if damage in ("longer", "shorter"):
+        lengths[keys[at]] += 1 if damage == "longer" else -1
+    elif damage == "swapped":  # two units' lines (and lengths) swapped: each line names its own unit
+        lines[at], lines[other] = lines[other], lines[at]
+        lengths = {key: len(line) for key, line in zip(keys, lines)}
+    elif damage == "another-key":
+        lines[at] = orjson.dumps([keys[other], orjson.loads(lines[at])[1]])
+        lengths[keys[at]] = len(lines[at])
+    else:
+        del lengths[keys[at]]
+    cache.write_bytes(head + b"\n" + orjson.dumps(lengths) + b"\n" + b"".join(line + b"\n" for line in lines))
+    grow_claude(grown, random.Random(4), turns=2)
+    again = _import(source, store)
+    assert again["resumed"] == 0 and again["read"] >= 1
+    assert _said(again) == _said(_import(source, full, "--reread"))
+    assert _journals(store) == _journals(full)
+
+
+def test_a_cache_file_of_version_4_is_read_as_it_is(tmp_path):
+    """The build before kept every unit's states in one document on the second line: an upgrade
+    recalls what did not change, resumes what grew from those states, and writes this build's file."""
+    import orjson
+
+    from toolkit.importers.output import Options
+    from toolkit.importers.unchanged import VERSION, cache_path, load
+
+    source, store, full = _tree(tmp_path / "projects"), tmp_path / "store", tmp_path / "full"
+    first = _import(source, store)
+    _import(source, full, "--reread")
+    cache = cache_path(store, "claude", source, Options(), False, False)
+    doc, resumes = load(cache)
+    cache.write_bytes(orjson.dumps({**doc, "version": 4}) + b"\n" + orjson.dumps(resumes))
+    again = _import(source, store)
+    assert (again["read"], again["resumed"], again["from_cache"]) == (0, 0, first["read"] + first["resumed"] + first["from_cache"])
+    grown = source / "-home-ada-gen-2" / "5e55a0e1-0000-4000-8000-000000000002.jsonl"
+    grow_claude(grown, random.Random(9), turns=2)
+    report = _import(source, store)
+    assert (report["read"], report["resumed"]) == (0, 1)
+    assert _said(report) == _said(_import(source, full, "--reread"))
+    assert _journals(store) == _journals(full)
+    assert load(cache)[0]["version"] == VERSION

@@ -951,9 +951,10 @@ class _Unproven(Exception):
 
 def _own_journal(rollout: _Rollout, session: Session, outcome: Outcome) -> bool:
     """Whether the journal holds only what imports of this rollout wrote, of lines it still has: one
-    it created; one this write proved to (``session.proven``: output's ``_Own``); or one a state kept for it (``session.resumed_from``: its journal untouched since)
-    says so, when the bytes that state was taken of are still this file's first ones (read again
-    here, with the rest, which must be the bytes this read imported)."""
+    it created; one this write proved so (``session.proven``: output's ``_Own``), untouched since;
+    or one a state kept for it (``session.resumed_from``: its journal untouched since) says so,
+    when the bytes that state was taken of are still this file's first ones (read again here, with
+    the rest, which must be the bytes this read imported)."""
     if outcome.status == "created":
         return True
     if session.proven is not None and outcome.status in ("updated", "unchanged"):  # what this write found it holds, proven

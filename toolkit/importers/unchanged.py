@@ -16,8 +16,9 @@ per unit, what the run saw and what the next import would report of it:
   was; one whose journals this run wrote, and that met no finding, as ``unchanged``, holding the
   source keys the write left (:attr:`~toolkit.importers.output.Outcome.keys`);
 - what resuming each of its sessions needs (a transcript that only grew is read on from where
-  the last import stopped), on the file's second line: two thirds of its bytes, which an import
-  that finds nothing new never parses.
+  the last import stopped), after the first line: the lengths of the units' states on the second
+  line, then each unit's on a line of its own.  Two thirds of the file's bytes, which an import
+  that finds nothing new never reads, and one that resumes a few units parses only theirs.
 
 The next import of the same source into the same store, with the same options, compares each
 unit with the disk.  When nothing of it differs, every file is as it was when it was read (a
@@ -57,9 +58,10 @@ from .base import Outcome
 # (toolkit.durable is loaded by what writes the cache: an import that finds nothing new keeps the file as it is)
 
 #: 3: a resume's Bloom filters hash with BLAKE2b (a state of 2 would answer wrongly); 4: the resume
-#: states on a second line (a file of 3 is read as it is, found under the same name: :data:`NAMED`)
-VERSION = 4
-NAMED = 3  # the version a cache file's name is made with (a file of 3 or 4 is found by a build of either)
+#: states on a second line; 5: each unit's on a line of its own, after their lengths (a file of 3
+#: or 4 is read as it is, found under the same name: :data:`NAMED`)
+VERSION = 5
+NAMED = 3  # the version a cache file's name is made with (a file of 3, 4 or 5 is found by a build of any)
 FOLDER = "import-cache"
 #: The statuses a re-import reports as they were.
 SETTLED = frozenset({"unchanged", "trashed"})
@@ -273,9 +275,11 @@ class Kept:
         #: Whether each project folder exists, as the units are recalled before any is read (a folder
         #: one unit's import makes is looked at again by those after it): None once reading begins.
         self.folders: dict[str, bool] | None = {}
-        self._resumes: dict | None = {}
-        self._later: tuple | None = None  # where the resume states are (the file, its stamp, the offset): read and
-        # parsed when one is first asked for (an import that finds nothing new never does)
+        self._resumes: dict = {}  # each unit's resume states, parsed (by unit key)
+        self._later: tuple | None = None  # where the resume states are (the file, its stamp, the offset, its version):
+        # read when one is first asked for (an import that finds nothing new never does)
+        self._spans: dict[str, tuple[int, int]] = {}  # where each unit's line of states is in ``_raw``, until parsed
+        self._raw = b""
         self.current = False  # the file is this build's (:meth:`as_kept`)
         if path is None:  # --reread
             return
@@ -287,37 +291,60 @@ class Kept:
             with open(path, "rb") as handle:
                 head = handle.readline()
                 info = os.fstat(handle.fileno())
-            self._later = (path, (info.st_ino, info.st_size, info.st_mtime_ns), len(head))
             cached = loads(head)
         except (OSError, ValueError):
             return
-        if (isinstance(cached, dict) and cached.get("version") in (3, VERSION) and isinstance(cached.get("units"), dict)
+        if (isinstance(cached, dict) and cached.get("version") in (3, 4, VERSION) and isinstance(cached.get("units"), dict)
                 and sorted(cached.get("trashed", [])) == sorted(trashed)):
             self.units = cached["units"]
-            self._resumes = None
+            self._later = (path, (info.st_ino, info.st_size, info.st_mtime_ns), len(head), cached["version"])
             self.current = cached["version"] == VERSION
-            if cached["version"] == 3:  # the last build's file, its states in each unit: read as they are (an upgrade reads nothing again)
+            if cached["version"] == 3:  # an older build's file, its states in each unit: read as they are (an upgrade reads nothing again)
                 self._resumes = {key: unit.pop("resume", None) for key, unit in self.units.items() if isinstance(unit, dict)}
+                self._later = None
 
     def resumes(self, unit: Unit) -> object:
-        """The unit's kept resume states (a dict by session id when the cache holds one)."""
-        return self.hold().get(unit.key)
+        """The unit's kept resume states (a dict by session id when the cache holds one), parsed when first asked for."""
+        self.hold()
+        key = unit.key
+        if key not in self._resumes:
+            span = self._spans.pop(key, None)
+            self._resumes[key] = _states(self._raw, span, key) if span is not None else None
+        return self._resumes[key]
 
-    def hold(self) -> dict:
-        """Every unit's kept resume states, read and parsed once (before the cache file goes: :func:`forget`)."""
-        if self._resumes is None:
+    def hold(self) -> None:
+        """Read the kept resume states from the file, once (before the cache file goes: :func:`forget`):
+        each unit's line of them is parsed when that unit's are first asked for."""
+        if self._later is None:
+            return
+        version = self._later[3]
+        try:
+            rest = self._rest()
+        except OSError:  # gone: no state, so a grown file is read in full
+            rest = b""
+        self._later = None
+        if version == 4:  # an older build's file: every unit's states in one document
             try:
-                found = loads(self._rest())
-            except (OSError, ValueError):  # gone, or a damaged second line: no state, so a grown file is read in full
+                found = loads(rest)
+            except ValueError:  # a damaged second line: as above
                 found = {}
-            self._resumes, self._later = (found if isinstance(found, dict) else {}), None
-        return self._resumes
+            self._resumes = found if isinstance(found, dict) else {}
+            return
+        lengths, _, self._raw = rest.partition(b"\n")
+        self._spans = _spans(lengths, self._raw)
+
+    def raw_states(self, unit: Unit) -> bytes | None:
+        """The unit's line of resume states as the file holds it, while not parsed (what :meth:`as_kept`
+        keeps again without parsing it)."""
+        self.hold()
+        span = self._spans.get(unit.key)
+        return self._raw[span[0]:span[1]] if span is not None else None
 
     def _rest(self) -> bytes:
-        """The cache file's second line, when the file is still the one whose first line was read."""
+        """What follows the cache file's first line, when the file is still the one whose first line was read."""
         if self._later is None:
             return b""
-        path, stamp, offset = self._later
+        path, stamp, offset, _version = self._later
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
             if (info.st_ino, info.st_size, info.st_mtime_ns) != stamp:
@@ -348,14 +375,18 @@ class Kept:
         entry = self.units.get(unit.key)
         if not self.current or not isinstance(entry, dict):
             return None
+        raw = self.raw_states(unit)
+        if raw is not None:  # (never parsed: kept as the file holds it)
+            return Kept.Entry(entry, raw)
         resume = self.resumes(unit)
         return Kept.Entry(entry, dict(resume) if isinstance(resume, dict) else {})
 
     class Entry(NamedTuple):
-        """A unit's entry as the cache file holds it, and its resume states (:meth:`as_kept`)."""
+        """A unit's entry as the cache file holds it, and its resume states (:meth:`as_kept`): parsed,
+        or its line of them as the file holds it."""
 
         kept: dict
-        resume: dict
+        resume: dict | bytes
 
     def journals(self, unit: Unit) -> dict | None:
         """The stamps of the unit's journals as kept (a recalled unit keeps them, not today's)."""
@@ -505,15 +536,47 @@ def keep_listing(path: Path, listing: dict) -> None:
 
 
 def dump(document: dict, resumes: dict) -> bytes:
-    """The cache file: the units on its first line, their resume states (two thirds of its bytes)
-    on the second, which an import that finds nothing new never parses."""
-    return _json(document) + b"\n" + _json(resumes)
+    """The cache file: the units on its first line; then their resume states (two thirds of its
+    bytes, which an import that finds nothing new never reads): the length of each unit's line of
+    them, then each unit's line (``[key, states]``; ``states`` parsed, or its line as kept)."""
+    lines = [states if type(states) is bytes else _json([key, states]) for key, states in resumes.items()]
+    lengths = _json({key: len(line) for key, line in zip(resumes, lines)})
+    return b"".join([_json(document), b"\n", lengths, b"\n", *(line + b"\n" for line in lines)])
 
 
 def load(path: Path) -> tuple[dict, dict]:
-    """A cache file's two documents (a test reads and damages them)."""
+    """A cache file's units and every unit's resume states (a test reads and damages them)."""
     head, _, later = path.read_bytes().partition(b"\n")
-    return loads(head), loads(later)
+    lengths, _, raw = later.partition(b"\n")
+    spans = _spans(lengths, raw)
+    return loads(head), {key: _states(raw, span, key) for key, span in spans.items()}
+
+
+def _spans(lengths: bytes, raw: bytes) -> dict[str, tuple[int, int]]:
+    """Where each unit's line of states is in ``raw``, from the lengths the file gives them; none
+    when those do not lay ``raw`` out line by line (a damaged file: no state, a full read)."""
+    try:
+        found = loads(lengths)
+    except ValueError:
+        return {}
+    spans, start = {}, 0
+    for key, length in found.items() if isinstance(found, dict) else ():
+        end = start + length if type(length) is int and length >= 0 else -1
+        if not 0 <= end < len(raw) or raw[end:end + 1] != b"\n":
+            return {}
+        spans[key], start = (start, end), end + 1
+    return spans if start == len(raw) else {}
+
+
+def _states(raw: bytes, span: tuple[int, int], key: str) -> dict | None:
+    """A unit's resume states from its line (``[key, states]``); None when it is not that unit's."""
+    try:
+        found = loads(raw[span[0]:span[1]])
+    except ValueError:
+        return None
+    if type(found) is not list or len(found) != 2 or found[0] != key:
+        return None
+    return found[1]
 
 
 def _json(document: dict) -> bytes:
