@@ -26,7 +26,8 @@ except SystemExit:
     pass
 HEAVY = ("toolkit.importers.claude", "toolkit.importers.codex", "toolkit.importers.output", "toolkit.durable",
          "toolkit.importers.sourcelines", "toolkit.importers.bloom",
-         "_hashlib")  # (hashlib's OpenSSL: its load alone was a tenth of such an import, toolkit.digest)
+         "_hashlib",  # (hashlib's OpenSSL: its load alone was a tenth of such an import, toolkit.digest)
+         "toolkit.layouts.codex")  # (and with it the reader of rollouts' records: codex_units loads it to list or read one)
 print("\nLOADED " + " ".join(m for m in HEAVY if m in sys.modules))
 """
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..layouts.base import looked
-from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, first_record, home_of, is_rollout_name, thread_id
+from ..layouts.codex_names import ARCHIVED, SESSIONS, default_roots, home_of, is_rollout_name, thread_id
 from .base import Options, loaded_later  # noqa: F401 (Options: what the importer takes from the command line)
 from .unchanged import Later, Unit
 
@@ -94,6 +94,8 @@ def _handle(name: str, homes: dict[str, Path], names: dict) -> tuple[Path, Path,
 def unit_key(unit: Unit) -> str:
     """The thread id a rollout's session is named after, as far as its first record or its name
     says: rollouts that share it (a copy in archived_sessions) write one journal, one after the other."""
+    from ..layouts.codex import first_record  # (the reader of rollouts: loaded when one is opened)
+
     path = unit.handle[0]
     try:
         first, _partial = first_record(path)

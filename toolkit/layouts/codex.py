@@ -18,14 +18,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import Folder, ForeignLayout, entries, home_roots
+from .base import Folder, ForeignLayout, entries
+from .codex_names import ARCHIVED, SESSIONS, default_roots, home_of, is_rollout_name, thread_id  # noqa: F401 (re-exported)
 from .codex_seen import as_envelope, context_cwd, is_legacy_line, is_legacy_meta, message_text, parent_of, typed_prompt
 from ..errors import NotAStoreError, PermissionDeniedError
 
-SESSIONS = "sessions"
-ARCHIVED = "archived_sessions"
 TYPES = frozenset({"session_meta", "event_msg", "response_item", "turn_context", "compacted"})
-_UUID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
 _ENVELOPE = ({"timestamp", "type", "payload"}, {"timestamp", "ordinal", "type", "payload"})
 _OPENING = b'{"timestamp":'
 _LEGACY_OPENING = b'{"id":'  # a pre-envelope rollout's bare session metadata
@@ -34,21 +32,6 @@ _LEGACY_OPENING = b'{"id":'  # a pre-envelope rollout's bare session metadata
 _LEGACY_ITEMS = frozenset({"message", "reasoning", "function_call", "function_call_output", "local_shell_call",
                            "custom_tool_call", "custom_tool_call_output", "web_search_call"})
 _FOREIGN_KEYS = re.compile(rb'"(parentUuid|uuid|sessionId|kind|role|leafUuid)"\s*:')
-
-
-def default_roots() -> list[Path]:
-    """Every Codex home this machine may have: $CODEX_HOME, ~/.codex, and ``%USERPROFILE%\\.codex``."""
-    return list(dict.fromkeys(home_roots("CODEX_HOME", ".codex")))
-
-
-def is_rollout_name(name: str) -> bool:
-    return name.startswith("rollout-") and name.endswith(".jsonl")
-
-
-def thread_id(path: Path) -> str | None:
-    """The thread id a rollout's file name ends with, or None."""
-    match = _UUID.search(path.name)
-    return match.group(1) if match else None
 
 
 @dataclass
@@ -281,14 +264,6 @@ def _ours(ours: int, theirs: int) -> bool:
     among them is that file's own ``unknown-format`` finding, never a reason to leave every
     rollout of the home unchecked."""
     return ours > 0 and ours >= theirs
-
-
-def home_of(folder: Path) -> Path:
-    """The Codex home a folder of rollouts belongs to (what its saved bytes are filed under)."""
-    for parent in (folder, *folder.parents):
-        if parent.name in (SESSIONS, ARCHIVED):
-            return parent.parent
-    return folder
 
 
 class Codex(ForeignLayout):
