@@ -54,3 +54,12 @@ def test_a_kept_outcome_of_other_fields_is_made_the_careful_way(outcome, name, d
     else:
         value["future"] = 1
     assert unchanged._outcome(value) == (outcome if name != "title" or not drop else dataclasses.replace(outcome, title=None))
+
+
+@given(st.lists(st.sampled_from(["", "a", "ü b", "#x", ".", "..", "s.jsonl"]), max_size=5), st.integers(0, 3), st.booleans())
+def test_a_kept_journal_path_is_the_path_it_names(parts, absolute, trailing):
+    """A journal's path comes back from the cache by joining its name to its folder's path, made once
+    per folder: the same path as one parsed whole, whatever the string."""
+    text = "/" * absolute + "/".join(parts) + ("/" if trailing else "")  # (two slashes first: POSIX keeps them)
+    made = unchanged._path(text)
+    assert made == Path(text) and str(made) == str(Path(text)) and type(made) is type(Path(text))

@@ -49,13 +49,13 @@ class Outcome:
     after: tuple | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
+        carried = self.source_items - sum(n for _, n in self.skipped)
         out = {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
                "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned,
                "source_status": self.source_status, "orphan": list(self.orphan),
-               "source_items": self.source_items, "carried": self.source_items - sum(n for _, n in self.skipped),
-               "skipped": dict(self.skipped),
+               "source_items": self.source_items, "carried": carried, "skipped": dict(self.skipped),
                # every importer, the same keys: source_items == converted + merged + sum(skipped)
-               "converted": self.source_items - self.merged - sum(n for _, n in self.skipped), "merged": self.merged}
+               "converted": carried - self.merged, "merged": self.merged}
         if self.source_lines is not None:
             out["source_lines"] = self.source_lines
         return out

@@ -220,8 +220,12 @@ def stamps(unit: Unit, shared: dict[str, list | str | None] | None = None) -> di
     (every rollout of a Codex home depends on its ``session_index.jsonl``)."""
     if unit.handle is False:
         return None
-    marks = {str(path): stamp(str(path)) for path in sorted({str(p) for p in unit.files})}
-    for path in sorted({str(p) for p in unit.deps} - set(marks)):  # a file it looks at that may well not be there
+    if len(unit.files) == 1:  # (the common unit: a rollout, a session file)
+        name = str(unit.files[0])
+        marks = {name: stamp(name)}
+    else:
+        marks = {str(path): stamp(str(path)) for path in sorted({str(p) for p in unit.files})}
+    for path in sorted({str(p) for p in unit.deps} - marks.keys()) if unit.deps else ():  # a file it looks at that may well not be there
         mark = shared.get(path, False) if shared is not None else False
         if mark is False:
             mark = stamp(path) or ("absent" if not os.path.lexists(path) else None)
@@ -604,6 +608,19 @@ def forget(path: Path) -> None:
 
 
 _FIELDS: frozenset[str] = frozenset()
+_FOLDERS: dict[str, Path] = {}  # a project folder's path, made once for all the journals in it
+
+
+def _path(text: str) -> Path:
+    """``Path(text)``, its folder's part made once (a store holds many journals in a few folders:
+    joining a name to a folder's path is half the cost of parsing the whole path)."""
+    folder, _, name = text.rpartition(os.sep)
+    if os.sep not in folder.rstrip(os.sep):  # (a name at a root: "/x", "//x", "C:\\x": parsed whole)
+        return Path(text)
+    parent = _FOLDERS.get(folder)
+    if parent is None:
+        parent = _FOLDERS[folder] = Path(folder)
+    return parent / name
 
 
 def _outcome(value: dict) -> Outcome:
@@ -615,7 +632,7 @@ def _outcome(value: dict) -> Outcome:
         made = object.__new__(Outcome)
         own = made.__dict__
         own.update(value)
-        own["path"] = Path(value["path"])
+        own["path"] = _path(value["path"])
         own["orphan"] = tuple(value["orphan"])
         own["skipped"] = tuple(map(tuple, value["skipped"]))
         return made
