@@ -342,3 +342,46 @@ def test_a_cache_file_of_version_4_is_read_as_it_is(tmp_path):
     assert _said(report) == _said(_import(source, full, "--reread"))
     assert _journals(store) == _journals(full)
     assert load(cache)[0]["version"] == VERSION
+
+
+@pytest.mark.parametrize("tails", ["same bytes", "other bytes"])
+def test_an_earlier_builds_tail_hashes_are_checked_so_an_upgrade_reads_nothing_again(tmp_path, tails):
+    """A build before this one hashed each file's last 4 KiB with sha256: a file whose stamp is
+    otherwise the same, and whose last 4 KiB hash so today, is unchanged (nothing read again, the
+    cache written again in this build's form); a kept hash those bytes do not give means a full read."""
+    import hashlib
+
+    import orjson
+
+    from toolkit.importers.output import Options
+    from toolkit.importers.unchanged import TAIL, VERSION, cache_path, load
+
+    source, store, full = _tree(tmp_path / "projects"), tmp_path / "store", tmp_path / "full"
+    first = _import(source, store)
+    _import(source, full, "--reread")
+    cache = cache_path(store, "claude", source, Options(), False, False)
+    doc, resumes = load(cache)
+    for unit in doc["units"].values():
+        for path, mark in unit["files"].items():
+            if isinstance(mark, list):
+                data = Path(path).read_bytes()
+                mark[5] = hashlib.sha256(data[-TAIL:] if tails == "same bytes" else b"x" + data).hexdigest()[:32]
+    cache.write_bytes(orjson.dumps({**doc, "version": 4}) + b"\n" + orjson.dumps(resumes))
+    units = len(doc["units"])
+    again = _import(source, store)
+    if tails == "same bytes":
+        assert (again["read"], again["from_cache"]) == (0, first["read"] + first["from_cache"])
+        doc_now, _resumes = load(cache)
+        assert doc_now["version"] == VERSION and len(doc_now["units"]) == units
+        assert all(mark != doc["units"][key]["files"][path] for key, unit in doc_now["units"].items()
+                   for path, mark in unit["files"].items() if isinstance(mark, list))  # (this build's hashes now)
+    else:
+        assert again["read"] == first["read"] + first["from_cache"] and again["from_cache"] == 0
+    grown = source / "-home-ada-gen-2" / "5e55a0e1-0000-4000-8000-000000000002.jsonl"
+    grow_claude(grown, random.Random(12), turns=2)
+    report = _import(source, store)
+    # (the kept state goes on when nothing was read again; a full read that wrote nothing keeps none for
+    # this transcript, whose last response is still being written: the seq of its partial record is a write's)
+    assert (report["read"], report["resumed"]) == ((0, 1) if tails == "same bytes" else (1, 0))
+    assert _said(report) == _said(_import(source, full, "--reread"))
+    assert _journals(store) == _journals(full)

@@ -165,7 +165,8 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                 for index in [i for i in ready if keys[i] in busy]:
                     del ready[index]
                 todo = [index for index in range(len(units)) if index not in ready]
-            as_kept = not todo and set(kept.units) == {unit.key for unit in units}  # the cache file stays as it is
+            # the cache file stays as it is (unless an earlier build's: written again in this one's form)
+            as_kept = not todo and kept.current and set(kept.units) == {unit.key for unit in units}
             if not dry_run and not as_kept:
                 kept.hold()  # (what resuming needs is read from the file first)
                 unchanged.forget(cache)  # until this source's run is done and durable

@@ -250,7 +250,7 @@ def _only_grown(entry: object, stamped: dict | None) -> tuple[str, int] | None:
     before = entry.get("files") if isinstance(entry, dict) else None
     if stamped is None or not isinstance(before, dict) or set(before) != set(stamped):
         return None
-    changed = [path for path in stamped if stamped[path] != before[path]]
+    changed = [path for path in stamped if not _alike(path, before[path], stamped[path])]
     if len(changed) != 1:
         return None
     old, new = before[changed[0]], stamped[changed[0]]
@@ -258,6 +258,37 @@ def _only_grown(entry: object, stamped: dict | None) -> tuple[str, int] | None:
             and type(old[2]) is int and type(new[2]) is int and new[2] > old[2]):
         return None  # not the same file (device, inode), or not larger
     return changed[0], new[2] - old[2]
+
+
+def _alike(path: str, kept: object, mark: object) -> bool:
+    """Whether a file's kept stamp and today's say the same file: equal, or the kept one an earlier
+    build's, which hashed the file's last 4 KiB with sha256 (32 hex digits, as these do with
+    BLAKE2b), and those bytes hash so today: an upgrade reads no unchanged file again."""
+    if kept == mark:
+        return True
+    if not (type(kept) is list and type(mark) is list and len(kept) == len(mark) == 6 and kept[:5] == mark[:5]
+            and type(kept[5]) is str and len(kept[5]) == 32):
+        return False
+    return _sha256_tail(path, mark) == kept[5]
+
+
+def _sha256_tail(path: str, mark: list) -> str | None:
+    """An earlier build's hash of the file's last 4 KiB, of the file ``mark`` stamps (None if it is not that one now)."""
+    import hashlib  # (only an upgrade's first import asks: OpenSSL is a start-up cost, toolkit.digest)
+
+    try:
+        fd = os.open(path, _OPEN)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns] != mark[:5]:
+            return None
+        return hashlib.sha256(os.pread(fd, TAIL, max(0, info.st_size - TAIL))).hexdigest()[:32]
+    except (OSError, AttributeError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def _projects(outcomes: list[Outcome], known: dict[str, bool] | None = None) -> dict[str, bool]:
@@ -359,7 +390,11 @@ class Kept:
     def recall(self, unit: Unit, stamped: dict | None) -> tuple[list[Outcome], list[Finding]] | None:
         """The unit's outcomes and findings, as kept, when nothing it depends on changed; else None (read it)."""
         entry = self.units.get(unit.key)
-        if stamped is None or not isinstance(entry, dict) or entry.get("files") != stamped:
+        if stamped is None or not isinstance(entry, dict):
+            return None
+        kept = entry.get("files")
+        if kept != stamped and not (isinstance(kept, dict) and kept.keys() == stamped.keys()
+                                    and all(_alike(path, kept[path], mark) for path, mark in stamped.items())):
             return None
         standing = _standing(entry, self.folders)
         return None if standing is None else standing[:2]
