@@ -69,6 +69,8 @@ class LevelsessGroup(HelpGroup):
         tolerant_streams()  # an encoding that cannot hold a title or path degrades to escapes, never a traceback
         try:
             with _ctrl_c_in_this_process_only():
+                if not _NO_LIBRARY.intersection(sys.argv[1:] if args is None else args):  # (these print and exit, loading nothing)
+                    _load_orjson()
                 code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except _USAGE_ERRORS as exc:
             if type(exc).__name__ == "NoArgsIsHelpError":  # `levelsess` alone: its help, on stdout as --help prints it
@@ -147,6 +149,25 @@ def _ctrl_c_in_this_process_only():
     finally:
         if term is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, term)
+
+
+_NO_LIBRARY = frozenset({"--version", "--help", "-h"})
+
+
+def _load_orjson() -> None:
+    """Load orjson (nearly every command does) with SIGINT and SIGTERM held back: a KeyboardInterrupt
+    raised inside its module's initialisation (a Ctrl-C, a ``kill`` in those few milliseconds) crashed
+    the interpreter (SIGSEGV, no message, exit -11).  A signal that came meanwhile is taken right
+    after, here, as any Ctrl-C (exit 32)."""
+    if "orjson" in sys.modules:
+        return
+    mask = getattr(signal, "pthread_sigmask", None)
+    held = mask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if mask is not None else None
+    try:
+        import orjson  # noqa: F401
+    finally:
+        if held is not None:
+            mask(signal.SIG_SETMASK, held)
 
 
 def _aimed(hint: str | None, exc: LevelsessError) -> str | None:
