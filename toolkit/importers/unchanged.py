@@ -119,16 +119,17 @@ def cache_path(store: Path, app: str, source: Path, options, no_raw: bool, inclu
 _OPEN = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)  # (a FIFO never blocks a stamp)
 
 
-def stamp(path: str) -> list | None:
+def stamp(path: str, hashed: Callable[[bytes], str] | None = None) -> list | None:
     """What says a source file is the one read: identity, size, times, its last bytes (all of
-    the one file opened)."""
+    the one file opened; ``hashed``: how those bytes are hashed, when not as this build does)."""
     try:
         fd = os.open(path, _OPEN)
     except OSError:
         return None
     try:
         info = os.fstat(fd)
-        tail = blake2b(os.pread(fd, TAIL, max(0, info.st_size - TAIL)), digest_size=16).hexdigest()
+        last = os.pread(fd, TAIL, max(0, info.st_size - TAIL))
+        tail = blake2b(last, digest_size=16).hexdigest() if hashed is None else hashed(last)
     except (OSError, AttributeError):  # not a file that can be read at an offset (a FIFO, a folder; os.pread off Unix)
         return None
     finally:
@@ -276,19 +277,8 @@ def _sha256_tail(path: str, mark: list) -> str | None:
     """An earlier build's hash of the file's last 4 KiB, of the file ``mark`` stamps (None if it is not that one now)."""
     import hashlib  # (only an upgrade's first import asks: OpenSSL is a start-up cost, toolkit.digest)
 
-    try:
-        fd = os.open(path, _OPEN)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns] != mark[:5]:
-            return None
-        return hashlib.sha256(os.pread(fd, TAIL, max(0, info.st_size - TAIL))).hexdigest()[:32]
-    except (OSError, AttributeError):
-        return None
-    finally:
-        os.close(fd)
+    found = stamp(path, lambda last: hashlib.sha256(last).hexdigest()[:32])
+    return found[5] if found is not None and found[:5] == mark[:5] else None
 
 
 def _projects(outcomes: list[Outcome], known: dict[str, bool] | None = None) -> dict[str, bool]:
