@@ -34,6 +34,7 @@ def test_known_keys_answer_like_a_dict_before_and_after_they_move_to_disk(monkey
             known.setdefault(key, None)
             model.setdefault(key, None)
     assert len(known) == len(model)
+    assert known.partials() == {key: seq for key, seq in model.items() if seq is not None}  # (a partial record's seq)
     for key in [*model, *probes, None]:
         assert (key in known) == (key in model)
         assert known.get(key, "absent") == model.get(key, "absent")

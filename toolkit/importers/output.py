@@ -531,6 +531,7 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool, read:
     try:
         new, extra = _additions(session, records, known, title, held, no_raw, own)
         had = len(known)
+        partials = known.partials() if not (new or extra) else None  # (the seq of each record still partial: a resume supersedes it)
         if (new or extra) and read is not None and stamp is not None:
             read.append((known, last_seq, title, held, stamp))
             kept = True
@@ -542,7 +543,7 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool, read:
     if status == "unchanged":
         if own.proven(had) and stamp is not None:  # (its stamp before it was read: anything appended since undoes the proof)
             session.proven = [stamp[1], stamp[2], stamp[3]]
-        return _outcome(session, path, had, 0, status, had, (last_seq, title, None)), []
+        return _outcome(session, path, had, 0, status, had, (last_seq, title, partials)), []
     return _outcome(session, path, had + new, new, status), []
 
 

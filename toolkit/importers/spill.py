@@ -103,6 +103,13 @@ class KnownKeys:
     def _limit(self) -> int:
         return KNOWN_IN_MEMORY if self._in_memory is None else min(self._in_memory, KNOWN_IN_MEMORY)
 
+    def partials(self) -> dict[str, int]:
+        """The seq of each key whose record is still ``partial``, by key (few: a response being written)."""
+        if self._dict is not None:
+            return {key: seq for key, seq in self._dict.items() if seq is not None}
+        self._flush()
+        return {from_db(key): seq for key, seq in self._db.execute("SELECT key, seq FROM known WHERE seq IS NOT NULL")}
+
     def in_memory(self) -> dict[str, int | None] | None:
         """The keys as a dict while they are held in one (None once they moved to the database): ``in``
         it says what ``in`` this says."""
