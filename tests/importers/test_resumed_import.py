@@ -249,6 +249,16 @@ def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
     assert _journals(store) == _journals(full)
 
 
+def _gen_2_resumed(source: Path, store: Path, full: Path, seed: int) -> None:
+    """The long generated transcript grows by two turns: the import resumes it alone, and says and
+    writes what a full read (into ``full``) does."""
+    grow_claude(source / "-home-ada-gen-2" / "5e55a0e1-0000-4000-8000-000000000002.jsonl", random.Random(seed), turns=2)
+    report = _import(source, store)
+    assert (report["read"], report["resumed"]) == (0, 1)
+    assert _said(report) == _said(_import(source, full, "--reread"))
+    assert _journals(store) == _journals(full)
+
+
 def _layout(cache: Path) -> tuple[bytes, dict, list[bytes]]:
     """A cache file's first line, the lengths of its units' lines of states, and those lines."""
     import orjson
@@ -335,12 +345,7 @@ def test_a_cache_file_of_version_4_is_read_as_it_is(tmp_path):
     cache.write_bytes(orjson.dumps({**doc, "version": 4}) + b"\n" + orjson.dumps(resumes))
     again = _import(source, store)
     assert (again["read"], again["resumed"], again["from_cache"]) == (0, 0, first["read"] + first["resumed"] + first["from_cache"])
-    grown = source / "-home-ada-gen-2" / "5e55a0e1-0000-4000-8000-000000000002.jsonl"
-    grow_claude(grown, random.Random(9), turns=2)
-    report = _import(source, store)
-    assert (report["read"], report["resumed"]) == (0, 1)
-    assert _said(report) == _said(_import(source, full, "--reread"))
-    assert _journals(store) == _journals(full)
+    _gen_2_resumed(source, store, full, 9)
     assert load(cache)[0]["version"] == VERSION
 
 
@@ -377,11 +382,6 @@ def test_an_earlier_builds_tail_hashes_are_checked_so_an_upgrade_reads_nothing_a
                    for path, mark in unit["files"].items() if isinstance(mark, list))  # (this build's hashes now)
     else:
         assert again["read"] == first["read"] + first["from_cache"] and again["from_cache"] == 0
-    grown = source / "-home-ada-gen-2" / "5e55a0e1-0000-4000-8000-000000000002.jsonl"
-    grow_claude(grown, random.Random(12), turns=2)
-    report = _import(source, store)
     # (the kept state goes on when nothing was read again; a full read that wrote nothing keeps one too,
     # this transcript's last response still being written: its partial record's seq is the journal's)
-    assert (report["read"], report["resumed"]) == (0, 1)
-    assert _said(report) == _said(_import(source, full, "--reread"))
-    assert _journals(store) == _journals(full)
+    _gen_2_resumed(source, store, full, 12)
