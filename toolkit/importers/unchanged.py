@@ -249,16 +249,24 @@ def _only_grown(entry: object, stamped: dict | None) -> tuple[str, int] | None:
     """(the one file of a kept unit ``entry`` that changed, the bytes it added) when it only grew
     (the same device and inode, larger) and no other file of the unit changed; else None."""
     before = entry.get("files") if isinstance(entry, dict) else None
-    if stamped is None or not isinstance(before, dict) or set(before) != set(stamped):
-        return None
-    changed = [path for path in stamped if not _alike(path, before[path], stamped[path])]
-    if len(changed) != 1:
+    changed = _changed(before, stamped)
+    if changed is None or len(changed) != 1:
         return None
     old, new = before[changed[0]], stamped[changed[0]]
     if not (isinstance(old, list) and isinstance(new, list) and len(old) > 2 and old[:2] == new[:2]
             and type(old[2]) is int and type(new[2]) is int and new[2] > old[2]):
         return None  # not the same file (device, inode), or not larger
     return changed[0], new[2] - old[2]
+
+
+def _changed(kept: object, stamped: dict | None) -> list[str] | None:
+    """The files of a unit whose stamps today are not the kept ones (:func:`_alike`); None when its
+    files are not the ones kept (or either is unknown)."""
+    if stamped is None or not isinstance(kept, dict) or kept.keys() != stamped.keys():
+        return None
+    if kept == stamped:  # (the common case: nothing changed)
+        return []
+    return [path for path, mark in stamped.items() if not _alike(path, kept[path], mark)]
 
 
 def _alike(path: str, kept: object, mark: object) -> bool:
@@ -380,11 +388,7 @@ class Kept:
     def recall(self, unit: Unit, stamped: dict | None) -> tuple[list[Outcome], list[Finding]] | None:
         """The unit's outcomes and findings, as kept, when nothing it depends on changed; else None (read it)."""
         entry = self.units.get(unit.key)
-        if stamped is None or not isinstance(entry, dict):
-            return None
-        kept = entry.get("files")
-        if kept != stamped and not (isinstance(kept, dict) and kept.keys() == stamped.keys()
-                                    and all(_alike(path, kept[path], mark) for path, mark in stamped.items())):
+        if not isinstance(entry, dict) or _changed(entry.get("files"), stamped) != []:
             return None
         standing = _standing(entry, self.folders)
         return None if standing is None else standing[:2]
