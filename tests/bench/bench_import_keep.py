@@ -1,14 +1,15 @@
 #!/usr/bin/env python
 """The nightly keep at the speed of a check (issue 27) - a standalone script, not a pytest test.
 
-    python tests/bench/bench_import_keep.py [--from claude|codex] [--shape small|fixtures] [--size-mb 300] [--grow 10]
+    python tests/bench/bench_import_keep.py [--from claude|codex|gemini] [--shape small|fixtures] [--size-mb 300] [--grow 10]
                                             [--repeat 1] [--out DIR] [--keep] [--json]
 
 Builds (or reuses, with --out) a tree: for claude, the ``projects/`` tree of tests/bench/bench_claude.py
 (the real anonymised fixtures, copied under new ids); for codex, a Codex home of rollouts of
 tests/bench/codex_rollout.py's shape, of 200 to 4,000 records each (``--shape small``, the default:
 about 200 bytes a line, the most lines a MB can hold), or of the real anonymised fixture rollouts
-copied under new thread ids (``--shape fixtures``: 1.9 kB a line on average, as Codex writes them).
+copied under new thread ids (``--shape fixtures``: 1.9 kB a line on average, as Codex writes them);
+for gemini, a ``~/.gemini`` of JSONL session files as Gemini CLI writes them (:func:`_build_gemini`).
 Then measures, in one run, each as a subprocess (wall time, start-up included; peak RSS from tests/bench/probe.py's probe):
 
   fsck        `levelsess fsck TREE` (automatic jobs), the baseline of the first import
@@ -40,11 +41,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_fsck import MB, MIB, warm  # noqa: E402
-from grow import grow_claude, grow_codex  # noqa: E402
+from grow import grow_claude, grow_codex, grow_gemini  # noqa: E402
 from probe import PROBE  # noqa: E402
 
 
@@ -110,7 +112,51 @@ def _build_codex_fixtures(home: Path, size_mb: int) -> None:
         made += len(data)
 
 
+def _build_gemini(home: Path, size_mb: int) -> None:
+    """A ``~/.gemini`` of JSONL session files as Gemini CLI writes them (SOURCES-MORE.md §1.2, §1.9), in
+    seven projects: a metadata line, then turns of a typed prompt and an answer with its thoughts, the
+    answer appended again with its tokens and a tool call (a repeated id), each message followed by
+    ``{"$set":{"lastUpdated":…}}``; 5 to 300 turns a session, about 1.4 kB a line."""
+    import hashlib
+
+    rng = random.Random(27)
+    made, n, projects = 0, 0, {}
+    while made < size_mb * MB:
+        n += 1
+        slug = f"app-{n % 7}"
+        root = f"/home/bench/src/{slug}"
+        chats = home / "tmp" / slug / "chats"
+        if slug not in projects:
+            chats.mkdir(parents=True, exist_ok=True)
+            (chats.parent / ".project_root").write_text(root)
+            projects[root] = slug
+        sid = f"1b2c3d4e-5f60-4a71-8b92-{n:012x}"
+        start = datetime(2026, 8, 1, tzinfo=timezone.utc) + timedelta(hours=n)
+        tick = iter(range(10**6))
+        at = lambda: (start + timedelta(seconds=next(tick))).isoformat(timespec="milliseconds").replace("+00:00", "Z")  # noqa: E731
+        lines = [{"sessionId": sid, "projectHash": hashlib.sha256(root.encode()).hexdigest(), "startTime": at(), "lastUpdated": at(),
+                  "kind": "main"}]
+        for turn in range(rng.randint(5, 300)):
+            lines += [{"id": f"u-{n}-{turn}", "timestamp": at(), "type": "user",
+                       "content": [{"text": f"question {turn} " + "word " * rng.randint(5, 120)}]}, {"$set": {"lastUpdated": at()}}]
+            answer = {"id": f"g-{n}-{turn}", "timestamp": at(), "type": "gemini", "content": "answer " * rng.randint(10, 300),
+                      "thoughts": [{"subject": "Planning", "description": "think " * rng.randint(5, 60), "timestamp": at()}],
+                      "tokens": None, "model": "gemini-2.5-pro"}
+            lines += [answer, {"$set": {"lastUpdated": at()}}]
+            call = {"id": f"read_file-{n}-{turn}", "name": "read_file", "args": {"file_path": root + "/README.md"}, "status": "success",
+                    "timestamp": at(), "result": [{"functionResponse": {"id": f"read_file-{n}-{turn}", "name": "read_file",
+                                                                        "response": {"output": "# app\n" * rng.randint(1, 40)}}}]}
+            lines += [{**answer, "tokens": {"input": 812, "output": 40, "cached": 0, "thoughts": 12, "tool": 0, "total": 864},
+                       "toolCalls": [call]}, {"$set": {"lastUpdated": at()}}]
+        data = b"".join(json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines)
+        (chats / f"session-{start.strftime('%Y-%m-%dT%H-%M')}-{sid[:8]}{n:04x}.jsonl").write_bytes(data)
+        made += len(data)
+    (home / "projects.json").write_text(json.dumps({"projects": projects}, indent=2))
+
+
 def _transcripts(app: str, tree: Path) -> list[Path]:
+    if app == "gemini":
+        return sorted(tree.glob("tmp/*/chats/session-*.jsonl"))
     if app == "claude":
         return sorted(p for p in tree.glob("*/*.jsonl") if p.is_file())
     return sorted(tree.rglob("rollout-*.jsonl"))
@@ -122,7 +168,7 @@ def _journals(store: Path) -> dict[str, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--from", dest="app", choices=("claude", "codex"), default="claude")
+    parser.add_argument("--from", dest="app", choices=("claude", "codex", "gemini"), default="claude")
     parser.add_argument("--shape", choices=("small", "fixtures"), default="small",
                         help="codex: rollouts of small records (codex_rollout.py) or copies of the real fixture rollouts")
     parser.add_argument("--size-mb", type=int, default=300)
@@ -138,12 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     temp = Path(tempfile.mkdtemp(prefix="levelsess-bench-keep-"))
     env = {**os.environ, "XDG_CACHE_HOME": str(temp / "cache")}  # this run's import cache, nobody else's
     try:
-        pristine = (args.out or temp / "built") / ("projects" if args.app == "claude" else ".codex")
+        pristine = (args.out or temp / "built") / {"claude": "projects", "codex": ".codex", "gemini": ".gemini"}[args.app]
         if not pristine.is_dir():
             if args.app == "claude":
                 from bench_claude import build
 
                 build(pristine, args.size_mb)
+            elif args.app == "gemini":
+                _build_gemini(pristine, args.size_mb)
             elif args.shape == "fixtures":
                 _build_codex_fixtures(pristine, args.size_mb)
             else:
@@ -178,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             for path in rng.sample(files, len(files)):  # (one with no main chain to continue does not grow: the next does)
                 if len(grown_files) == want:
                     break
-                grew = grow_claude(path, rng) if args.app == "claude" else grow_codex(path, rng)
+                grew = {"claude": grow_claude, "codex": grow_codex, "gemini": grow_gemini}[args.app](path, rng)
                 if grew:
                     grown_files.append(path)
                     added += grew
@@ -188,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         a, b = _journals(store), _journals(full)
         same = a.keys() == b.keys() and all(filecmp.cmp(a[k], b[k], shallow=False) for k in a)
         net = lambda wall: max(wall - startup, 1e-3)  # noqa: E731
-        doc = {"app": args.app, "shape": args.shape if args.app == "codex" else "fixtures", "bytes": size, "files": len(files), "grown_files": len(grown_files), "grown_bytes": added,
+        doc = {"app": args.app, "shape": args.shape if args.app == "codex" else {"claude": "fixtures", "gemini": "synthetic"}[args.app], "bytes": size, "files": len(files), "grown_files": len(grown_files), "grown_bytes": added,
                "startup_seconds": round(startup, 3), "same_journals_as_reread": same, "repeat": args.repeat,
                "runs": {"fsck": [round(run[0], 3) for run in fscks], "import": [round(run[0], 3) for run in firsts],
                         "grown": [round(run[0][0], 3) for run in rounds]},

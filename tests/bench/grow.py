@@ -3,7 +3,8 @@
 :func:`grow_claude` appends a turn (a typed prompt, then an answer of one or more lines) to a
 Claude Code transcript, chained to its last main-chain record, shaped like the file's own records
 (their fields kept; uuid, parent, ids, time and text new); :func:`grow_codex` appends a turn to a
-Codex rollout (a user message, its event mirror, an answer).  Deterministic for a seed.
+Codex rollout (a user message, its event mirror, an answer); :func:`grow_gemini` appends a turn to
+a Gemini CLI session file.  Deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -124,6 +125,38 @@ def grow_codex(path: Path, rng: random.Random, *, turns: int = 1, at_last_time: 
         lines.append({"timestamp": when(), "type": "response_item",
                       "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": reply}]}})
         lines.append({"timestamp": when(), "type": "event_msg", "payload": {"type": "agent_message", "message": reply}})
+    data = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    with open(path, "ab") as handle:
+        handle.write(data)
+    return len(data)
+
+
+def grow_gemini(path: Path, rng: random.Random, *, turns: int = 1) -> int:
+    """Append ``turns`` turns to a Gemini CLI session file (JSONL) as Gemini CLI's recorder does
+    (SOURCES-MORE.md §1.2, §1.4): each message line, then ``{"$set":{"lastUpdated":…}}``; the answer is
+    appended again once its tokens come (a repeated id: a full replacement).  Each line a second
+    after the one before; return bytes added."""
+    records = _records(path)
+    stamp = next((r["$set"]["lastUpdated"] for r in reversed(records) if isinstance(r.get("$set"), dict)
+                  and isinstance(r["$set"].get("lastUpdated"), str)), None)
+    stamp = stamp or next((r.get("lastUpdated") for r in records if isinstance(r.get("lastUpdated"), str)), "2026-08-21T16:16:00.000Z")
+    last = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+    def when() -> str:
+        nonlocal last
+        last += timedelta(seconds=1)
+        return last.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    lines = []
+    for turn in range(turns):
+        tag = f"{turn}-{rng.random():.6f}"
+        lines.append({"id": f"u-{tag}", "timestamp": when(), "type": "user", "content": [{"text": f"grown prompt {tag}"}]})
+        lines.append({"$set": {"lastUpdated": when()}})
+        answer = {"id": f"g-{tag}", "timestamp": when(), "type": "gemini", "content": f"grown answer {tag}", "model": "gemini-2.5-pro",
+                  "thoughts": [{"subject": "Planning", "description": f"think {tag}", "timestamp": when()}]}
+        lines.append(answer)
+        lines.append({"$set": {"lastUpdated": when()}})
+        lines.append({**answer, "tokens": {"input": 1200, "output": 80, "cached": 0, "thoughts": 40, "tool": 0, "total": 1320}})
+        lines.append({"$set": {"lastUpdated": when()}})
     data = b"".join(orjson.dumps(line) + b"\n" for line in lines)
     with open(path, "ab") as handle:
         handle.write(data)
