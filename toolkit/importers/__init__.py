@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 #: codex_units), which load the converter (toolkit.importers.claude, .codex) only when a file is read.
 IMPORTERS = {"cursor": "toolkit.importers.cursor", "vscode": "toolkit.importers.vscode", "copilot": "toolkit.importers.copilot",
              "claude": "toolkit.importers.claude_units", "codex": "toolkit.importers.codex_units",
-             "opencode": "toolkit.importers.opencode", "gemini": "toolkit.importers.gemini", "cline": "toolkit.importers.cline"}
+             "opencode": "toolkit.importers.opencode", "gemini": "toolkit.importers.gemini_units", "cline": "toolkit.importers.cline"}
 
 
 def load(name: str) -> ModuleType:

@@ -48,15 +48,14 @@ record (and the title), so they are resumed; a metadata line without ``sessionId
 from __future__ import annotations
 
 import hashlib
-import re
 from array import array
 from collections.abc import Callable, Iterator
 from itertools import chain
 from pathlib import Path
 
-from ..errors import FileChangedError, NotASourceError, PathNotFoundError
+from ..errors import FileChangedError
 from ..findings import Finding
-from ..layouts.gemini import CHATS, GEMINI, TMP, default_roots, is_session_name, project_root, sniff_file
+from ..layouts.gemini import CHATS, GEMINI, project_root, sniff_file
 from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
 from ..lines import open_regular
 from .bloom import Digests, digest_of, keep_last
@@ -64,74 +63,11 @@ from .output import AT, Options, Outcome, Raw, Resumed, Session, SourceState, fi
 from .sourcelines import SourceReader, read_on
 from .spill import KnownKeys
 from .unchanged import Unit, journal_stamp
+from .gemini_units import APP, _is_legacy, detect, handle_path, source_files, unit_key, units, units_from  # noqa: F401 (the importer's listing, in a module of its own)
 from .uris import apply_map, folder_status
 
 __all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "session_from_file", "source_files", "unit_key",
            "units"]
-
-APP = "gemini"
-
-
-def detect() -> list[Path]:
-    """The Gemini CLI folders on this machine that hold project folders."""
-    return [home for home in default_roots() if (home / TMP).is_dir()]
-
-
-def _is_legacy(path: Path) -> bool:
-    return path.name.startswith("session-") and path.suffix == ".json" and path.parent.name == CHATS
-
-
-def _in_chats(chats: Path) -> list[Path]:
-    found = sorted(p for p in chats.iterdir() if (is_session_name(p.name) or _is_legacy(p)) and p.is_file())
-    for sub in sorted(p for p in chats.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        found += sorted(p for p in sub.iterdir() if p.suffix == ".jsonl" and p.is_file())
-    return found
-
-
-def source_files(source: Path) -> list[Path]:
-    """``--source``: a Gemini folder (~/.gemini), its tmp/, a project folder, a chats/ folder or one session file."""
-    source = Path(source).expanduser()
-    if not source.exists():
-        raise PathNotFoundError(str(source))
-    if source.is_file():
-        return [source]
-    if (source / TMP).is_dir():
-        source = source / TMP
-    if source.name == TMP:
-        return [f for project in sorted(source.iterdir()) if (project / CHATS).is_dir() for f in _in_chats(project / CHATS)]
-    if (source / CHATS).is_dir():
-        return _in_chats(source / CHATS)
-    if source.name == CHATS:
-        return _in_chats(source)
-    raise NotASourceError(f"{source} (expected a Gemini CLI folder (~/.gemini), its tmp/, a project folder, "
-                          "a chats/ folder or a session .jsonl)")
-
-
-def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
-    """One unit per session file; each also depends on what names its project (the project
-    folder's ``.project_root``, ``projects.json``) and, for a legacy ``.json``, on its ``.jsonl`` twin."""
-    found = []
-    for path in source_files(source):
-        if path.suffix not in (".jsonl", ".json"):
-            continue
-        chats = path.parent.parent if path.parent.name != CHATS else path.parent
-        deps = [chats.parent / ".project_root", chats.parent.parent.parent / "projects.json"]
-        if path.suffix == ".json":
-            deps.append(path.with_suffix(".jsonl"))
-        found.append(Unit(str(path), (path,), tuple(deps), path))
-    return found
-
-
-_SHORT_ID = re.compile(r"-([a-zA-Z0-9_-]{8})\.jsonl?$")  # session-<time>-<sessionId[0:8]>.json(l) (SOURCES-MORE §1.2)
-
-
-def unit_key(unit: Unit) -> str:
-    """What names a file's session as far as its name says: a session's short id (its ``.json``
-    and ``.jsonl`` twins share it), else the file's stem (a subagent's file is named after its
-    session): ``import --jobs`` imports the units that share it one after the other, in one worker."""
-    path = unit.handle
-    match = _SHORT_ID.search(path.name) if path.name.startswith("session-") else None
-    return (match.group(1) if match else path.stem).lower()
 
 
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
@@ -142,7 +78,7 @@ def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> I
 
 def scan_unit(unit: Unit, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
     """The session of one file."""
-    path = unit.handle
+    path = handle_path(unit)
     if path.suffix == ".json" and not _is_legacy(path):
         return
     try:
@@ -504,7 +440,7 @@ def resume_unit(unit: Unit, grown: str, kept: dict) -> list | None:
     """A unit whose ``.jsonl`` session file only grew since the last import (``kept``: that import's
     entry, :mod:`toolkit.importers.unchanged`): its session resumed (:class:`~toolkit.importers.output.Resumed`);
     None when it must be read in full."""
-    path = unit.handle
+    path = handle_path(unit)
     outcomes = kept["outcomes"]
     if path.suffix != ".jsonl" or str(path) != grown or len(outcomes) != 1 or outcomes[0].status != "unchanged":
         return None

@@ -21,27 +21,11 @@ from pathlib import Path
 from ..base import Folder, ForeignLayout, entries
 from ...errors import NotAStoreError, PermissionDeniedError
 from .chat import META, OTHER, Chain, is_message_shape, resumable, text_of
+from ..gemini_names import default_roots, is_session_name  # noqa: F401 (the layout's names, as ever)
 from .places import CHATS, TMP, _is_dir, _projects, home_of, project_root, project_sha  # noqa: F401
 
-_SESSION = re.compile(r"^session-.*\.jsonl$")
 _OPENINGS = (b'{"sessionId":', b'{"id":', b'{"$set":', b'{"$rewindTo":')
 _FOREIGN_KEYS = re.compile(rb'"(parentUuid|uuid|payload|leafUuid|isSidechain|parentId)"\s*:')
-
-
-def default_roots() -> list[Path]:
-    """Every Gemini CLI folder this machine may have: ``$GEMINI_CLI_HOME/.gemini`` (Gemini's own
-    ``homedir()``), ``~/.gemini`` and ``%USERPROFILE%\\.gemini``."""
-    roots = []
-    if os.environ.get("GEMINI_CLI_HOME"):
-        roots.append(Path(os.environ["GEMINI_CLI_HOME"]).expanduser() / ".gemini")
-    roots.append(Path.home() / ".gemini")
-    if os.environ.get("USERPROFILE"):
-        roots.append(Path(os.environ["USERPROFILE"]) / ".gemini")
-    return list(dict.fromkeys(roots))
-
-
-def is_session_name(name: str) -> bool:
-    return bool(_SESSION.match(name))
 
 
 def _sketch(record: dict) -> list:

@@ -7,8 +7,7 @@ import hashlib
 import os
 from pathlib import Path
 
-TMP = "tmp"
-CHATS = "chats"
+from ..gemini_names import CHATS, TMP  # noqa: F401 (where they are named, for the listing alone)
 
 
 def _is_dir(path: Path) -> bool:
