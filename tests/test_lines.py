@@ -87,7 +87,14 @@ def rebuild(items, data: bytes, start: int, cap: int, chunk: int) -> None:
 @given(FILES, st.integers(1, 70), st.integers(1, 120), st.integers(0, 40))
 def test_every_byte_is_yielded_once_in_order_at_any_chunk_cap_and_start(data, chunk, cap, start):
     start = min(start, len(data))
+    hashed = []  # what a hash is given (update=): each batch's lines and newlines, as read, before the batch
+    seen = []
+    for item in iter_batches(io.BytesIO(data[start:]), chunk=chunk, cap=cap, start=start, update=lambda b: hashed.append(bytes(b))):
+        seen.append(item)
+        if isinstance(item, Batch):
+            assert b"".join(hashed) == b"".join(line + b"\n" for batch in seen if isinstance(batch, Batch) for line in batch.lines)
     items = list(iter_batches(io.BytesIO(data[start:]), chunk=chunk, cap=cap, start=start))
+    assert seen == items
     rebuild(items, data, start, cap, chunk)
     assert items == list(reference(io.BytesIO(data[start:]), chunk, cap, start))
 

@@ -111,7 +111,8 @@ class Tail(NamedTuple):
     overlong: Overlong | None = None
 
 
-def iter_batches(handle: BinaryIO, chunk: int | None = None, cap: int | None = None, start: int = 0) -> Iterator[Batch | Overlong | Tail]:
+def iter_batches(handle: BinaryIO, chunk: int | None = None, cap: int | None = None, start: int = 0,
+                 update: Callable[[bytes | memoryview], object] | None = None) -> Iterator[Batch | Overlong | Tail]:
     """Yield batches of terminated lines, any overlong line, and finally the Tail.
 
     ``start``: the offset ``handle`` is at (a read resumed mid-file, at a line start); every
@@ -142,10 +143,14 @@ def iter_batches(handle: BinaryIO, chunk: int | None = None, cap: int | None = N
             block = block[cut + 1 :]
         lines = block.split(b"\n")
         if len(lines) > 1:
+            rest = lines.pop()
+            if update is not None:
+                for piece in pending:
+                    update(piece)
+                update(memoryview(block)[: len(block) - len(rest)])
             if pending:  # only the line that ran on is copied again, never the whole block
                 pending.append(lines[0])
                 lines[0] = b"".join(pending)
-            rest = lines.pop()
             yield Batch(offset, lines)
             offset += held + len(block) - len(rest)
             pending, held = ([rest] if rest else []), len(rest)

@@ -103,12 +103,10 @@ class SourceReader:
                 handle.seek(self.start)
             is_record, fast_loads, JSONError = self.is_record, orjson.loads, orjson.JSONDecodeError
             made = tuple.__new__  # SourceLine(...) without the call of its __new__: the common line's
-            for item in iter_batches(handle, start=self.start):
+            # each line and its newline, as read (until an overlong line, whose bytes are never held)
+            for item in iter_batches(handle, start=self.start, update=digest.update):
                 if type(item) is Batch:
                     offset = item.offset
-                    if digest is not None:  # each line and its newline, as read
-                        digest.update(b"\n".join(item.lines))
-                        digest.update(b"\n")
                     for line in item.lines:
                         number += 1
                         start = offset
