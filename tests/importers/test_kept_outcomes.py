@@ -63,3 +63,16 @@ def test_a_kept_journal_path_is_the_path_it_names(parts, absolute, trailing):
     text = "/" * absolute + "/".join(parts) + ("/" if trailing else "")  # (two slashes first: POSIX keeps them)
     made = unchanged._path(text)
     assert made == Path(text) and str(made) == str(Path(text)) and type(made) is type(Path(text))
+
+
+@pytest.mark.parametrize("head, rest", [(b"", b""), (b"{}", b""), (b"{}\n", b"states\n"), (b'{"a":"' + b"x" * (1 << 20) + b'"}\n', b"1\n2"),
+                                        (b"y" * (3 << 20) + b"\n", b""), (b"z" * ((1 << 20) - 1) + b"\n", b"after"),
+                                        (b"w" * (1 << 20) + b"\n", b"after"), (b"v" * (2 << 20), b"")])
+def test_the_cache_files_first_line_is_read_whole_at_any_length(tmp_path, head, rest):
+    """The first line (the units) is read a MiB at a time: at, across and past the block's end, and a
+    file with no newline at all, it is what a readline gives."""
+    path = tmp_path / "cache.json"
+    path.write_bytes(head + rest)
+    line, info = unchanged._first_line(path)
+    with open(path, "rb") as handle:
+        assert line == handle.readline() and info.st_size == len(head + rest)

@@ -299,6 +299,21 @@ def _projects(outcomes: list[Outcome], known: dict[str, bool] | None = None) -> 
     return {project: known[project] for project in projects}
 
 
+def _first_line(path: Path) -> tuple[bytes, os.stat_result]:
+    """The file's first line (with its newline) and its stat, read a MiB at a time: a buffered
+    ``readline`` of a 400 kB line (the units of 200 rollouts) took 0.5 ms, eight times this."""
+    parts = []
+    with open(path, "rb", buffering=0) as handle:
+        info = os.fstat(handle.fileno())
+        while True:
+            block = handle.read(1 << 20)
+            end = block.find(b"\n")
+            if end >= 0 or not block:
+                parts.append(block[:end + 1] if end >= 0 else block)
+                return b"".join(parts), info
+            parts.append(block)
+
+
 class Kept:
     """The cache of one source's last import: each unit's entry, usable when the trash is as it was."""
 
@@ -321,9 +336,7 @@ class Kept:
         except (OSError, ValueError):
             pass
         try:
-            with open(path, "rb") as handle:
-                head = handle.readline()
-                info = os.fstat(handle.fileno())
+            head, info = _first_line(path)
             cached = loads(head)
         except (OSError, ValueError):
             return
