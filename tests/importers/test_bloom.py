@@ -48,3 +48,18 @@ def test_digests_update_sets_what_each_key_sets(keys: list, size: int) -> None:
     assert kept.bits == _one_by_one(Digests, keys, kept.size)
     assert all(key in kept for key in keys)
     assert Digests.load(kept.dump()).bits == kept.bits
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(_DIGEST, max_size=30), size=st.integers(min_value=1, max_value=5000))
+def test_digests_kept_as_numbers_set_what_their_hex_sets(keys: list, size: int) -> None:
+    """A Gemini import keeps its digests as int64 (``int(digest, 16) - 2**63``): filled from those, a
+    filter is the same bytes as one filled from the hex digests, and holds each."""
+    from array import array
+
+    numbers = array("q", (int(key, 16) - (1 << 63) for key in keys))
+    kept = Digests.empty(size)
+    kept.update_numbers(numbers)
+    assert kept.bits == _one_by_one(Digests, keys, size)
+    assert all(key in kept for key in keys)
+    assert Digests.of_numbers(numbers, len(keys)).bits == Digests.of(iter(keys), len(keys)).bits

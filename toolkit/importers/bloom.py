@@ -135,3 +135,18 @@ class Digests(Bloom):
     def pair(digest: str) -> tuple[int, int]:
         whole = int(digest, 16)
         return whole >> 32, (whole & 0xFFFFFFFF) | 1
+
+    @classmethod
+    def of_numbers(cls, numbers, count: int) -> Digests:
+        """:meth:`of` the digests kept as int64 (``int(digest, 16) - 2**63``, an ``array("q")``), without
+        making each a hex string again to parse it back (a fifth of what a Gemini import spent on its filters)."""
+        kept = cls.empty(max(512, (count + count // 2 + 32) * 12))
+        kept.update_numbers(numbers)
+        return kept
+
+    def update_numbers(self, numbers) -> None:
+        """:meth:`update` with the digests kept as int64, as :meth:`of_numbers` takes them: the same bits."""
+        bits, size, high = self.bits, self.size, 1 << 63
+        for n in numbers:
+            whole = n + high
+            _set_spots(bits, size, whole >> 32, (whole & 0xFFFFFFFF) | 1)

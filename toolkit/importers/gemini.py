@@ -359,11 +359,6 @@ RESUME_BYTES = 16 << 20
 RECENT = 64
 
 
-def _hex(numbers: array) -> Iterator[str]:
-    """16-hex digests kept as int64 (``int(digest, 16) - 2**63``), as digests again."""
-    return (f"{n + (1 << 63):016x}" for n in numbers)
-
-
 class _Unproven(Exception):
     """What a resume met that it cannot prove a full read would convert alike (a filter's "maybe")."""
 
@@ -430,8 +425,8 @@ def _capture(path: Path, reader: SourceReader, at: _LinesAt, digests: array, fac
     return {"path": str(path), "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
             "root": root, "created": session.created_at, "t": facts.t,
             "title": facts.names.title, "fallback": facts.names.fallback, "summary": summary if isinstance(summary, str) else None,
-            "ids": Digests.of(_hex(facts.ids), len(facts.ids)).dump(), "recent": list(facts.recent),
-            "digests": Digests.of(_hex(digests), len(digests)).dump(), "count": len(at),
+            "ids": Digests.of_numbers(facts.ids, len(facts.ids)).dump(), "recent": list(facts.recent),
+            "digests": Digests.of_numbers(digests, len(digests)).dump(), "count": len(at),
             "source_items": session.source_items - torn, "lines": reader.lines - torn, "merged": session.merged, "torn": torn,
             "seq": outcome.after[0], "title_after": outcome.after[1], "keys": outcome.keys, "journal": mark}
 
@@ -495,7 +490,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
         mark = journal_stamp(written.path)
         if written.after is None or written.keys is None or count > RESUME_RECORDS or mark is None:
             return None
-        ids.update(_hex(facts.ids))
+        ids.update_numbers(facts.ids)
         digests.update(counts)
         return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "t": facts.t,
                 "title": facts.names.title, "fallback": facts.names.fallback, "ids": ids.dump(), "recent": list(facts.recent),
