@@ -66,13 +66,28 @@ def test_a_kept_journal_path_is_the_path_it_names(parts, absolute, trailing):
 
 
 @pytest.mark.parametrize("head, rest", [(b"", b""), (b"{}", b""), (b"{}\n", b"states\n"), (b'{"a":"' + b"x" * (1 << 20) + b'"}\n', b"1\n2"),
-                                        (b"y" * (3 << 20) + b"\n", b""), (b"z" * ((1 << 20) - 1) + b"\n", b"after"),
-                                        (b"w" * (1 << 20) + b"\n", b"after"), (b"v" * (2 << 20), b"")])
-def test_the_cache_files_first_line_is_read_whole_at_any_length(tmp_path, head, rest):
-    """The first line (the units) is read a MiB at a time: at, across and past the block's end, and a
-    file with no newline at all, it is what a readline gives."""
+                                        (b'{"b":"' + b"y" * (3 << 20) + b'"}\n', b""), (b'{"c":"' + b"z" * ((1 << 20) - 9) + b'"}\n', b"after"),
+                                        (b'{"d":"' + b"w" * ((1 << 20) - 8) + b'"}\n', b"after"), (b'{"e":"' + b"v" * (2 << 20) + b'"}', b""),
+                                        (b'{"f":"\\ud83d"}\n', b"{}\n"), (b"[1, 2\n", b"]\n"), (b"not json\n", b"")])
+def test_the_cache_files_first_line_is_read_whole_at_any_length(tmp_path, monkeypatch, head, rest):
+    """The first line (the units) is parsed where it lies, mapped: at, across and past a MiB, with
+    no newline at all, with a lone surrogate (loads' fallback), it is what a readline gives, parsed;
+    its length is the line's; a line that is no JSON is a ValueError.  So it is read, a MiB at a
+    time, where the file cannot be mapped."""
+    import mmap
+
     path = tmp_path / "cache.json"
     path.write_bytes(head + rest)
-    line, info = unchanged._first_line(path)
     with open(path, "rb") as handle:
-        assert line == handle.readline() and info.st_size == len(head + rest)
+        line = handle.readline()
+    for mapped in (True, False):
+        if not mapped:
+            monkeypatch.setattr(mmap, "mmap", lambda *a, **k: (_ for _ in ()).throw(OSError("no mmap here")))
+        try:
+            expected = unchanged.loads(line)
+        except ValueError:
+            with pytest.raises(ValueError):
+                unchanged._head(path)
+            continue
+        value, length, info = unchanged._head(path)
+        assert value == expected and length == len(line) and info.st_size == len(head + rest)

@@ -299,19 +299,43 @@ def _projects(outcomes: list[Outcome], known: dict[str, bool] | None = None) -> 
     return {project: known[project] for project in projects}
 
 
-def _first_line(path: Path) -> tuple[bytes, os.stat_result]:
-    """The file's first line (with its newline) and its stat, read a MiB at a time: a buffered
-    ``readline`` of a 400 kB line (the units of 200 rollouts) took 0.5 ms, eight times this."""
-    parts = []
-    with open(path, "rb", buffering=0) as handle:
+def _head(path: Path) -> tuple[object, int, os.stat_result]:
+    """The cache file's first line (every unit's entry) parsed, its length with its newline, and
+    the file's stat.  Read mapped, parsed where it lies: reading 1.5 MB of it (814 rollouts) into
+    new memory and joining the pieces took 1.9 ms, as long as the file's page faults, twice this."""
+    import mmap
+
+    with open(path, "rb") as handle:
         info = os.fstat(handle.fileno())
-        while True:
-            block = handle.read(1 << 20)
-            end = block.find(b"\n")
-            if end >= 0 or not block:
-                parts.append(block[:end + 1] if end >= 0 else block)
-                return b"".join(parts), info
-            parts.append(block)
+        try:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # empty, or a file system that maps nothing: read it
+            line = _first_line(handle)
+            return loads(line), len(line), info
+    with mapped:
+        end = mapped.find(b"\n")
+        length = end + 1 if end >= 0 else len(mapped)
+        view = memoryview(mapped)[:length]
+        try:
+            try:
+                return orjson.loads(view), length, info
+            except orjson.JSONDecodeError:  # (a lone surrogate, which loads' fallback reads: from bytes)
+                return loads(bytes(view)), length, info
+        finally:
+            view.release()
+
+
+def _first_line(handle) -> bytes:
+    """The first line (with its newline) of the file ``handle`` reads, a MiB at a time (a buffered
+    ``readline`` of a 400 kB line took 0.5 ms, eight times this)."""
+    parts = []
+    while True:
+        block = handle.read(1 << 20)
+        end = block.find(b"\n")
+        if end >= 0 or not block:
+            parts.append(block[:end + 1] if end >= 0 else block)
+            return b"".join(parts)
+        parts.append(block)
 
 
 class Kept:
@@ -336,14 +360,13 @@ class Kept:
         except (OSError, ValueError):
             pass
         try:
-            head, info = _first_line(path)
-            cached = loads(head)
+            cached, length, info = _head(path)
         except (OSError, ValueError):
             return
         if (isinstance(cached, dict) and cached.get("version") in (3, 4, VERSION) and isinstance(cached.get("units"), dict)
                 and sorted(cached.get("trashed", [])) == sorted(trashed)):
             self.units = cached["units"]
-            self._later = (path, (info.st_ino, info.st_size, info.st_mtime_ns), len(head), cached["version"])
+            self._later = (path, (info.st_ino, info.st_size, info.st_mtime_ns), length, cached["version"])
             self.current = cached["version"] == VERSION
             if cached["version"] == 3:  # an older build's file, its states in each unit: read as they are (an upgrade reads nothing again)
                 self._resumes = {key: unit.pop("resume", None) for key, unit in self.units.items() if isinstance(unit, dict)}
