@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from tests.helpers import run_cli
+from tests.importers.kept_listing_kit import imports_alike, walk_changes
 from tests.restore.kit import CLAUDE
 from toolkit.importers import claude_units as claude  # (the importer as --from claude loads it: its listing)
 from toolkit.importers.unchanged import Kept, list_units, stamps, units_of
@@ -98,19 +99,7 @@ def settled(monkeypatch):
 @example([("session-folder", 0), ("new-subagent", 0), ("new-subagent", 0)])  # the session folder, then its subagents/ in it
 @example([("new-subagent", 0), ("remove", 0), ("none", 0)])  # a session's subagents whose transcript is gone
 def test_a_kept_listing_gives_the_units_a_listing_finds(tmp_path_factory, settled, changes):
-    source = _tree(tmp_path_factory.mktemp("listing") / ".claude")
-    kept = Kept(None, set())
-    units, _stamped, listing, listed = list_units(claude, source, _quiet, kept)
-    assert not listed and listing is not None
-    for kind, pick in changes:
-        _change(kind, pick, source)
-        kept.listing = orjson.loads(orjson.dumps(listing))  # as the cache file holds it
-        units, stamped, again, listed = list_units(claude, source, _quiet, kept)
-        assert _as_read(units) == _as_read(units_of(claude, source, _quiet)), kind
-        assert stamped == [stamps(unit) for unit in units]
-        if kind in ("none", "grow"):
-            assert listed, f"{kind}: no folder changed, and the kept listing is used"
-        listing = again if again is not None else listing
+    walk_changes(claude, _tree(tmp_path_factory.mktemp("listing") / ".claude"), changes, _change, _as_read)
 
 
 def test_an_import_that_finds_nothing_new_lists_no_folder(tmp_path, settled, monkeypatch):
@@ -130,23 +119,10 @@ def test_an_import_that_finds_nothing_new_lists_no_folder(tmp_path, settled, mon
 
 @pytest.mark.parametrize("kind", [k for k in KINDS if k != "none"])
 def test_after_each_change_a_kept_listing_imports_what_a_fresh_one_does(tmp_path, settled, kind):
-    from toolkit.importers.output import Options
-    from toolkit.importers.unchanged import cache_path
-
     source, store, full = _tree(tmp_path / ".claude"), tmp_path / "store", tmp_path / "full"
     run_cli("import", "--from", "claude", "--source", source, "--store", store, "--json")
     run_cli("import", "--from", "claude", "--source", source, "--store", full, "--json")
-    _change(kind, 3, source)
-    cache_path(full, "claude", source, Options(), False, False).unlink()
-    a = run_cli("import", "--from", "claude", "--source", source, "--store", store, "--json").json
-    b = run_cli("import", "--from", "claude", "--source", source, "--store", full, "--json").json
-
-    def said(report):
-        return sorted((s["id"], s["status"], s["records"], s["new_records"], tuple(s["orphan"])) for s in report["sessions"])
-    assert said(a) == said(b) and a["findings"] == b["findings"]
-    journals = sorted(p.relative_to(store) for p in store.rglob("*.jsonl") if ".levelsess" not in p.parts)
-    assert journals == sorted(p.relative_to(full) for p in full.rglob("*.jsonl") if ".levelsess" not in p.parts)
-    assert all((store / j).read_bytes() == (full / j).read_bytes() for j in journals)
+    imports_alike("claude", source, store, full, lambda: _change(kind, 3, source))
 
 
 def test_what_changed_in_the_last_seconds_is_not_kept(tmp_path, monkeypatch):

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from tests.helpers import run_cli
+from tests.importers.kept_listing_kit import imports_alike, walk_changes
 from tests.layouts.gemini import ROOT, every_kind, gemini, gemini_home, line, meta, name, user
 from toolkit.importers import gemini_units as importer  # (the importer as --from gemini loads it: its listing)
-from toolkit.importers.unchanged import Kept, list_units, stamps, units_of
 from toolkit.layouts import base
 
 _FRESH = itertools.count()
@@ -83,10 +83,6 @@ KINDS = ["none", "grow", "new-session", "new-project", "project-without-chats", 
          "rename-project", "stray", "stray-home"]
 
 
-def _quiet(_finding) -> None:
-    return None
-
-
 @pytest.fixture
 def settled(monkeypatch):
     """Nothing is too recent to keep: the listing kept is what these tests test."""
@@ -102,26 +98,11 @@ def _home(root: Path) -> Path:
 @example([("project-without-chats", 0), ("chats-made", 0)])  # a project's chats/ made after the listing
 @example([("subagent", 0), ("subagent", 0)])  # a subagent folder, then another file in it
 def test_a_kept_listing_gives_the_units_a_listing_finds(tmp_path_factory, settled, changes):
-    home = _home(tmp_path_factory.mktemp("listing"))
-    kept = Kept(None, set())
-    units, _stamped, listing, listed = list_units(importer, home, _quiet, kept)
-    assert not listed and listing is not None
-    for kind, pick in changes:
-        _change(kind, pick, home)
-        kept.listing = orjson.loads(orjson.dumps(listing))  # as the cache file holds it
-        units, stamped, again, listed = list_units(importer, home, _quiet, kept)
-        assert _as_read(units) == _as_read(units_of(importer, home, _quiet)), kind
-        assert stamped == [stamps(unit) for unit in units]
-        if kind in ("none", "grow"):
-            assert listed, f"{kind}: no folder changed, and the kept listing is used"
-        listing = again if again is not None else listing
+    walk_changes(importer, _home(tmp_path_factory.mktemp("listing")), changes, _change, _as_read)
 
 
 @pytest.mark.parametrize("kind", [k for k in KINDS if k != "none"])
 def test_after_each_change_a_kept_listing_imports_what_a_fresh_one_does(tmp_path, settled, monkeypatch, kind):
-    from toolkit.importers.output import Options
-    from toolkit.importers.unchanged import cache_path
-
     home, store, full = _home(tmp_path / "a"), tmp_path / "store", tmp_path / "full"
     _change("project-without-chats", 1, home)  # (so that "chats-made" has a project to make its chats/ in)
     first = run_cli("import", "--from", "gemini", "--source", home, "--store", store, "--json").json
@@ -131,14 +112,4 @@ def test_after_each_change_a_kept_listing_imports_what_a_fresh_one_does(tmp_path
     monkeypatch.setattr(importer, "source_files", lambda *a: calls.append(a) or listing(*a))
     again = run_cli("import", "--from", "gemini", "--source", home, "--store", store, "--json").json
     assert calls == [] and again["read"] == 0 and again["from_cache"] == len(first["sessions"]) > 0, "nothing changed: nothing listed"
-    _change(kind, 3, home)
-    cache_path(full, "gemini", home, Options(), False, False).unlink()
-    a = run_cli("import", "--from", "gemini", "--source", home, "--store", store, "--json").json
-    b = run_cli("import", "--from", "gemini", "--source", home, "--store", full, "--json").json
-
-    def said(report):
-        return sorted((s["id"], s["status"], s["records"], s["new_records"], tuple(s["orphan"])) for s in report["sessions"])
-    assert said(a) == said(b) and a["findings"] == b["findings"]
-    journals = sorted(p.relative_to(store) for p in store.rglob("*.jsonl") if ".levelsess" not in p.parts)
-    assert journals == sorted(p.relative_to(full) for p in full.rglob("*.jsonl") if ".levelsess" not in p.parts)
-    assert all((store / j).read_bytes() == (full / j).read_bytes() for j in journals)
+    imports_alike("gemini", home, store, full, lambda: _change(kind, 3, home))
