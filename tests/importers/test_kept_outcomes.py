@@ -91,3 +91,24 @@ def test_the_cache_files_first_line_is_read_whole_at_any_length(tmp_path, monkey
             continue
         value, length, info = unchanged._head(path)
         assert value == expected and length == len(line) and info.st_size == len(head + rest)
+
+
+@given(st.lists(st.tuples(TEXT, TEXT), max_size=3), st.none() | TEXT, st.booleans())
+def test_the_options_name_the_cache_file_as_the_dataclass_did(mapping, project, orphans_only):
+    """``Options`` is a plain class now; its repr, which an import's cache file is named by
+    (``unchanged._key``), is the dataclass's it replaced, so no kept cache is lost to an upgrade;
+    and it compares as that did."""
+    from toolkit.importers.base import Options
+
+    @dataclasses.dataclass
+    class Before:
+        mapping: list = dataclasses.field(default_factory=list)
+        project: str | None = None
+        orphans_only: bool = False
+
+    Before.__qualname__ = "Options"  # (the dataclass's repr names its class so: it was toolkit.importers.base's)
+    options = Options(mapping=mapping, project=project, orphans_only=orphans_only)
+    assert repr(options) == repr(Before(mapping, project, orphans_only))
+    assert repr(Options()) == "Options(mapping=[], project=None, orphans_only=False)"
+    assert options == Options(list(mapping), project, orphans_only) and options != Options(mapping, project, not orphans_only)
+    assert Options().mapping is not Options().mapping  # (each its own list)
