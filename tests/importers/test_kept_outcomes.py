@@ -1,5 +1,5 @@
 """A kept session's outcome comes back from the import cache as the outcome that was kept
-(toolkit/importers/unchanged.py ``_outcome``: made without the frozen dataclass's ``__init__``
+(toolkit/importers/unchanged.py ``_outcome``: made without the ``__init__`` of :class:`Outcome`
 when its fields are the ones :func:`~toolkit.importers.unchanged.remember` writes)."""
 
 from __future__ import annotations
@@ -30,30 +30,32 @@ def _kept(outcome: Outcome) -> dict:
 
 
 def _attributes(outcome: Outcome) -> dict:
-    return {f.name: (type(getattr(outcome, f.name)), getattr(outcome, f.name)) for f in dataclasses.fields(outcome)}
+    return {name: (type(getattr(outcome, name)), getattr(outcome, name)) for name in Outcome.FIELDS}
 
 
 @given(OUTCOMES)
 def test_a_kept_outcome_comes_back_equal_field_by_field_and_type_by_type(outcome):
-    outcome = dataclasses.replace(outcome, keys=None, after=None)
+    outcome = outcome.replace(keys=None, after=None)
     back = unchanged._outcome(_kept(outcome))
     assert back == outcome and hash(back) == hash(outcome)
     assert _attributes(back) == _attributes(outcome)
     assert back.to_json() == outcome.to_json()
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        back.status = "created"  # (still frozen)
+    with pytest.raises(AttributeError):
+        back.status = "created"  # (still immutable)
+    with pytest.raises(AttributeError):
+        del back.title
 
 
 @given(OUTCOMES, st.sampled_from(["keys", "after", "title"]), st.booleans())
 def test_a_kept_outcome_of_other_fields_is_made_the_careful_way(outcome, name, drop):
-    """A field missing, or one this build does not know: the dataclass's own __init__ (its defaults)."""
-    outcome = dataclasses.replace(outcome, keys=None, after=None)
+    """A field missing, or one this build does not know: the class's own __init__ (its defaults)."""
+    outcome = outcome.replace(keys=None, after=None)
     value = _kept(outcome)
     if drop:
         del value[name]
     else:
         value["future"] = 1
-    assert unchanged._outcome(value) == (outcome if name != "title" or not drop else dataclasses.replace(outcome, title=None))
+    assert unchanged._outcome(value) == (outcome if name != "title" or not drop else outcome.replace(title=None))
 
 
 @given(st.lists(st.sampled_from(["", "a", "ü b", "#x", ".", "..", "s.jsonl"]), max_size=5), st.integers(0, 3), st.booleans())
@@ -112,3 +114,47 @@ def test_the_options_name_the_cache_file_as_the_dataclass_did(mapping, project, 
     assert repr(Options()) == "Options(mapping=[], project=None, orphans_only=False)"
     assert options == Options(list(mapping), project, orphans_only) and options != Options(mapping, project, not orphans_only)
     assert Options().mapping is not Options().mapping  # (each its own list)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Before:
+    """The frozen dataclass ``Outcome`` was, field for field: what the plain class must still be."""
+
+    id: str
+    project: str | None
+    path: Path
+    records: int
+    new_records: int
+    status: str
+    orphaned: bool
+    source_status: str = "live"
+    orphan: tuple = ()
+    source_items: int = 0
+    skipped: tuple = ()
+    source_lines: int | None = None
+    merged: int = 0
+    title: str | None = None
+    keys: int | None = dataclasses.field(default=None, compare=False)
+    after: tuple | None = dataclasses.field(default=None, compare=False)
+
+
+@given(OUTCOMES, OUTCOMES, st.none() | st.integers(0, 9), st.none() | st.tuples(st.integers(0, 9), TEXT))
+def test_an_outcome_is_what_the_frozen_dataclass_was(a, b, keys, after):
+    """Fields in the dataclass's order (positions), equality and hash on all but keys and after,
+    replace, immutability, and a pickle (a worker's outcomes cross one) giving it back equal."""
+    import pickle
+
+    assert Outcome.FIELDS == tuple(f.name for f in dataclasses.fields(_Before))
+    a = a.replace(keys=keys, after=after)
+    before_a, before_b = (_Before(*(getattr(o, name) for name in Outcome.FIELDS)) for o in (a, b))
+    assert (a == b) == (before_a == before_b) and (a == a.replace(keys=None, after=None))
+    assert hash(a) == hash(a.replace(keys=None, after=None)) and (a != b) == (before_a != before_b)
+    assert Outcome(*(getattr(a, name) for name in Outcome.FIELDS)).fields() == a.fields()
+    changed = a.replace(status="x")
+    assert changed.fields() == {**a.fields(), "status": "x"} and changed is not a
+    with pytest.raises(TypeError):
+        a.replace(nothing=1)
+    for name in Outcome.FIELDS:
+        assert f"{name}={getattr(a, name)!r}" in repr(a)
+    back = pickle.loads(pickle.dumps(a, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back == a and back.fields() == a.fields() and back.to_json() == a.to_json()

@@ -40,7 +40,6 @@ not show, so such a listing is not kept.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -551,7 +550,7 @@ def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding]
         if outcome.status in SETTLED:
             kept.append(outcome)
         elif outcome.status in WRITTEN and outcome.keys is not None:
-            kept.append(dataclasses.replace(outcome, records=outcome.keys, new_records=0, status="unchanged"))
+            kept.append(outcome.replace(records=outcome.keys, new_records=0, status="unchanged"))
         else:
             return None
     return {"files": stamped, "outcomes": kept, "findings": findings, "resume": resume or {},
@@ -657,11 +656,11 @@ def _json(document: dict) -> bytes:
 
 
 def _fields(value) -> dict:
-    """A dataclass's or a named tuple's (a finding's) fields (their values are strings, numbers and
+    """An outcome's or a named tuple's (a finding's) fields (their values are strings, numbers and
     tuples of them: no copy needed)."""
     if isinstance(value, tuple):
         return value._asdict()
-    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    return value.fields()
 
 
 def forget(path: Path) -> None:
@@ -692,7 +691,7 @@ def _outcome(value: dict) -> Outcome:
     """The outcome a kept session's fields make (what :func:`remember` wrote: every field of
     :class:`Outcome`, ``path`` as a string, tuples as lists)."""
     global _FIELDS
-    fields = _FIELDS = _FIELDS or frozenset(f.name for f in dataclasses.fields(Outcome))
+    fields = _FIELDS = _FIELDS or frozenset(Outcome.FIELDS)
     if value.keys() == fields:  # as remember wrote it: made without the frozen __init__'s sixteen setattrs (a third of a recall)
         made = object.__new__(Outcome)
         own = made.__dict__
