@@ -105,7 +105,7 @@ class Outcome:
         unknown = changes.keys() - set(Outcome.FIELDS)
         if unknown:
             raise TypeError(f"Outcome has no field {sorted(unknown)[0]!r}")
-        return Outcome(**{**self.__dict__, **changes})
+        return Outcome(**{**self.fields(), **changes})
 
     def fields(self) -> dict:
         """Every field and its value (what ``remember`` keeps of it)."""
