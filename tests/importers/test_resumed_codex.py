@@ -7,7 +7,8 @@ one, the third with ``--reread`` (every rollout read in full).  After every kind
 turns added, a turn cut between an item and its mirror so the pairing crosses where the import
 stopped, a prompt typed in a rollout that had none, a call whose id an end event shown before had,
 a line being written and then finished, a file cut, rewritten in place with its mtime put back,
-replaced, removed, a thread renamed in session_index.jsonl, the import cache lost), the journals hold the same bytes
+replaced, removed, moved into archived_sessions or back, a thread renamed in session_index.jsonl, the import cache lost),
+the journals hold the same bytes
 and the reports the same sessions, counts and findings.
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, example, given, settings, strategies as st
 
 from tests.bench.codex_rollout import records
 from tests.bench.grow import grow_codex
@@ -189,6 +190,14 @@ def _change(kind: str, path: Path, home: Path, rng: random.Random, pending: dict
         target = home / "archived_sessions" / path.name
         if not target.exists():
             shutil.copyfile(path, target)
+    elif kind == "move":  # archived (Codex moves a rollout into archived_sessions) or back out: one file, another path
+        archived = home / "archived_sessions"
+        target = home / "sessions" / "2026" / "05" / "06" / path.name if path.parent == archived else archived / path.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            path.rename(target)
+            if path in pending:
+                pending[target] = pending.pop(path)
     elif kind == "forget":  # the import cache lost (a cache cleaner, another user's cache folder): a full read proves anew
         shutil.rmtree(Path(os.environ["XDG_CACHE_HOME"]) / "levelsess" / "import-cache", ignore_errors=True)
     elif kind == "rename":
@@ -197,7 +206,7 @@ def _change(kind: str, path: Path, home: Path, rng: random.Random, pending: dict
 
 
 KINDS = ["turns", "bench-turn", "mid-pair", "mirror-first", "typed", "end-call", "torn", "cut", "rewrite", "replace", "remove",
-         "rename", "forget"]  # ("archive-copy": see test_a_thread_of_two_rollouts_is_never_resumed)
+         "rename", "forget", "move"]  # ("archive-copy": see test_a_thread_of_two_rollouts_is_never_resumed)
 
 
 def _three(home: Path, tmp: Path) -> tuple[dict, dict, dict]:
@@ -218,6 +227,7 @@ def _same(tmp: Path, reports: tuple[dict, dict, dict], what) -> None:
 @settings(max_examples=10, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(0, 2 ** 32), st.lists(st.lists(st.sampled_from(KINDS), min_size=1, max_size=3), min_size=1, max_size=4))
+@example(5, [["mid-pair", "move"], ["turns"], ["torn", "move"], ["turns", "forget"], ["turns"]])  # moved mid-write, and back
 def test_a_resumed_rollout_writes_and_says_what_a_full_read_does(tmp_path_factory, seed, rounds):
     rng = random.Random(seed)
     tmp = tmp_path_factory.mktemp("resumed")
@@ -275,6 +285,32 @@ def test_a_journal_the_import_did_not_create_is_resumed_once_a_full_read_proves_
                 assert report["read"] == len(_rollouts(home)), report["read"]
             else:  # (after a --reread every unit is kept, and each grown journal was proven its rollout's)
                 assert report["resumed"] == len(generated) and report["read"] == 0, (round_, report["read"], report["resumed"])
+
+
+def test_a_moved_rollout_is_resumed_once_a_full_read_proves_its_journal_its_own(tmp_path):
+    """A rollout archived (moved into archived_sessions: Codex's own archive), or a home renamed,
+    leaves its journal naming where it was.  At its new path it is read in full once, which proves
+    the journal holds only what it gives (the other file it names is gone); every growth after is
+    resumed, the stores alike.  Moved back, the same again."""
+    home = _home(tmp_path)
+    generated = [p for p in _rollouts(home) if any(_thread(n) in p.name for n in (1, 2, 7))]
+    _same(tmp_path, _three(home, tmp_path), "first import")
+    rng = random.Random(13)
+    pending: dict = {}
+    for moves in range(2):
+        for path in generated:
+            _change("move", path, home, rng, pending)
+        generated = [p for p in _rollouts(home) if any(_thread(n) in p.name for n in (1, 2, 7))]
+        for round_ in range(3):
+            for path in generated:
+                _change("turns", path, home, rng, pending)
+            reports = _three(home, tmp_path)
+            _same(tmp_path, reports, (moves, round_))
+            for report in reports[:2]:
+                if round_ == 0:  # at a new path: a new unit, read in full
+                    assert report["read"] == len(generated) and report["resumed"] == 0, (moves, report["read"], report["resumed"])
+                else:
+                    assert report["resumed"] == len(generated) and report["read"] == 0, (moves, round_, report["read"], report["resumed"])
 
 
 @pytest.mark.parametrize("kind", ["mirror-first", "typed", "end-call", "torn", "rewrite", "replace", "cut", "fork-open"])

@@ -851,17 +851,18 @@ class _Own:
     """Whether a journal this write found (it did not create it) holds only what the session's
     source gives: every key it holds is a key of one of the records read now (so nothing another
     source wrote, nor a line the source no longer has), every source line it carries lies within the
-    bytes read (none where the next import's new lines begin), and the only source it names is this one (issue 27: a journal an import created is
-    known to be its source's, and the next import reads on from where it stopped; one found, after
-    the import cache was lost or made by ``--reread``, was read in full at every growth, for good).
-    The proof needs a pass over every record (a source that converts only what may be new gives
-    none) and the journal's keys in memory."""
+    bytes read (none where the next import's new lines begin), and the only source it names is this
+    one, or besides it only files no longer there (:func:`_only_source`) (issue 27: a journal an
+    import created is known to be its source's, and the next import reads on from where it stopped;
+    one found, after the import cache was lost or made by ``--reread``, was read in full at every
+    growth, for good).  The proof needs a pass over every record (a source that converts only what
+    may be new gives none) and the journal's keys in memory."""
 
     def __init__(self, session: Session, known: KnownKeys, held: _Held) -> None:
         state = session.state
         self.known = known.in_memory()
         mine = (state is not None and getattr(session.records, "select", None) is None and self.known is not None
-                and held.path == state.path and set(held.states) <= {state.path} and not held.carried.reaches(state.size))
+                and _only_source(held, state.path) and not held.carried.reaches(state.size))
         self.keys: set[str] | None = set() if mine else None  # the journal's keys a record read now has
 
     def see(self, record: dict) -> None:
@@ -877,6 +878,18 @@ class _Own:
     def proven(self, held: int) -> bool:
         """Whether every one of the journal's ``held`` keys was seen (after a pass over every record)."""
         return self.keys is not None and len(self.keys) == held
+
+
+def _only_source(held: _Held, path: str) -> bool:
+    """Whether the journal names no source file but ``path`` (its meta's, its source states'), or
+    besides it only files no longer there: a rollout moved (a thread archived, then continued; a
+    home renamed) leaves its journal naming where it was, and was read in full at every growth, for
+    good.  What such a journal holds is this file's all the same, which the keys prove; a file it
+    names that is still there (a copy in archived_sessions) may write it too: never this one's alone."""
+    named = {p for p in held.states if p != path}
+    if held.path != path:
+        named.add(held.path)
+    return all(isinstance(p, str) and not os.path.lexists(p) for p in named)
 
 
 def _grew(record: dict, known) -> bool:
