@@ -671,7 +671,7 @@ def forget(path: Path) -> None:
         pass
 
 
-_FIELDS: frozenset[str] = frozenset()
+_FIELDS = frozenset(Outcome.FIELDS)
 _FOLDERS: dict[str, Path] = {}  # a project folder's path, made once for all the journals in it
 
 
@@ -690,9 +690,8 @@ def _path(text: str) -> Path:
 def _outcome(value: dict) -> Outcome:
     """The outcome a kept session's fields make (what :func:`remember` wrote: every field of
     :class:`Outcome`, ``path`` as a string, tuples as lists)."""
-    global _FIELDS
-    fields = _FIELDS = _FIELDS or frozenset(Outcome.FIELDS)
-    if value.keys() == fields:  # as remember wrote it: made without the frozen __init__'s sixteen setattrs (a third of a recall)
+    fields = _FIELDS
+    if value.keys() == fields:  # as remember wrote it: its fields taken as they are, without __init__'s keywords
         made = object.__new__(Outcome)
         own = made.__dict__
         own.update(value)
