@@ -103,8 +103,11 @@ class SourceReader:
                 handle.seek(self.start)
             is_record, fast_loads, JSONError = self.is_record, orjson.loads, orjson.JSONDecodeError
             made = tuple.__new__  # SourceLine(...) without the call of its __new__: the common line's
-            # each line and its newline, as read (until an overlong line, whose bytes are never held)
-            for item in iter_batches(handle, start=self.start, update=digest.update):
+            def hashed(block) -> None:
+                """Each line and its newline, as read; nothing after an overlong line, whose bytes are never held."""
+                if digest is not None:
+                    digest.update(block)
+            for item in iter_batches(handle, start=self.start, update=hashed):
                 if type(item) is Batch:
                     offset = item.offset
                     for line in item.lines:
