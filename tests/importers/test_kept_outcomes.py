@@ -1,6 +1,7 @@
 """A kept session's outcome comes back from the import cache as the outcome that was kept
-(toolkit/importers/unchanged.py ``_outcome``: made without the ``__init__`` of :class:`Outcome`
-when its fields are the ones :func:`~toolkit.importers.unchanged.remember` writes)."""
+(:meth:`Outcome.kept`: its fields unpacked when first asked for, its JSON made from them as they
+are, when they are the ones :func:`~toolkit.importers.unchanged.remember` writes; else
+toolkit/importers/unchanged.py ``_outcome``, by the ``__init__`` of :class:`Outcome`)."""
 
 from __future__ import annotations
 
@@ -33,17 +34,71 @@ def _attributes(outcome: Outcome) -> dict:
     return {name: (type(getattr(outcome, name)), getattr(outcome, name)) for name in Outcome.FIELDS}
 
 
-@given(OUTCOMES)
-def test_a_kept_outcome_comes_back_equal_field_by_field_and_type_by_type(outcome):
+@given(OUTCOMES, st.sampled_from(["equal", "hash", "attributes", "repr", "fields", "to_json", "pickle", "copy", "replace"]))
+def test_a_kept_outcome_comes_back_equal_field_by_field_and_type_by_type(outcome, first):
+    """Whatever is asked of it first (its fields are unpacked then), and whatever after."""
+    import copy
+    import pickle
+
     outcome = outcome.replace(keys=None, after=None)
-    back = unchanged._outcome(_kept(outcome))
-    assert back == outcome and hash(back) == hash(outcome)
-    assert _attributes(back) == _attributes(outcome)
-    assert back.to_json() == outcome.to_json()
-    with pytest.raises(AttributeError):
-        back.status = "created"  # (still immutable)
-    with pytest.raises(AttributeError):
-        del back.title
+    value = _kept(outcome)
+    assert unchanged._as_remembered(value)
+    for back in (Outcome.kept(value), unchanged._outcome(_kept(outcome))):
+        asked = {"equal": lambda: back == outcome, "hash": lambda: hash(back) == hash(outcome),
+                 "attributes": lambda: _attributes(back) == _attributes(outcome), "repr": lambda: repr(back) == repr(outcome),
+                 "fields": lambda: back.fields() == outcome.fields(), "to_json": lambda: back.to_json() == outcome.to_json(),
+                 "pickle": lambda: pickle.loads(pickle.dumps(back)) == outcome, "copy": lambda: copy.copy(back) == outcome,
+                 "replace": lambda: back.replace(title="t") == outcome.replace(title="t")}
+        assert asked.pop(first)()
+        assert all(check() for check in asked.values())
+        assert back == outcome and hash(back) == hash(outcome) and outcome == back
+        assert back.to_json() == outcome.to_json()
+        with pytest.raises(AttributeError):
+            back.status = "created"  # (still immutable)
+        with pytest.raises(AttributeError):
+            del back.title
+        with pytest.raises(AttributeError):
+            back.future  # noqa: B018 (a field no outcome has)
+    assert value == _kept(outcome)  # (what the cache kept is not changed by it)
+
+
+@given(OUTCOMES)
+def test_a_kept_outcomes_json_is_made_without_unpacking_it(outcome):
+    """What a re-import that finds nothing new asks of most outcomes: their JSON, from the kept fields."""
+    kept = Outcome.kept(_kept(outcome.replace(keys=None, after=None)))
+    assert kept.to_json() == outcome.to_json() and "_kept" in kept.__dict__
+    assert kept.status == outcome.status and "_kept" not in kept.__dict__  # (a field asked: unpacked, once)
+    assert kept.to_json() == outcome.to_json()
+
+
+@pytest.mark.parametrize("change", ["path None", "path a list", "orphan a string", "skipped a dict", "a pair of three",
+                                    "a count not a number", "a field more", "a field less", "not a dict"])
+def test_kept_fields_not_as_remember_writes_them_are_not_taken_as_they_are(change):
+    """Anything else is made by ``__init__`` (its defaults), or refused: never unpacked late, where a
+    damaged cache would fail in the middle of a report instead of being read again."""
+    value = _kept(Outcome("s", None, Path("/s/a.jsonl"), 1, 0, "unchanged", False, skipped=(("ui", 2),)))
+    if change == "path None":
+        value["path"] = None
+    elif change == "path a list":
+        value["path"] = ["/s", "a.jsonl"]
+    elif change == "orphan a string":
+        value["orphan"] = "folder-missing"
+    elif change == "skipped a dict":
+        value["skipped"] = {"ui": 2}
+    elif change == "a pair of three":
+        value["skipped"] = [["ui", 2, 3]]
+    elif change == "a count not a number":
+        value["skipped"] = [["ui", "2"]]
+    elif change == "a field more":
+        value["future"] = 1
+    elif change == "a field less":
+        del value["title"]
+    else:
+        value = [value]
+    assert not unchanged._as_remembered(value)
+    entry = {"sessions": [value], "findings": [], "journals": {}, "projects": {}}
+    standing = unchanged._standing(entry)
+    assert standing is None or all("_kept" not in o.__dict__ for o in standing[0])
 
 
 @given(OUTCOMES, st.sampled_from(["keys", "after", "title"]), st.booleans())
@@ -63,7 +118,9 @@ def test_a_kept_journal_path_is_the_path_it_names(parts, absolute, trailing):
     """A journal's path comes back from the cache by joining its name to its folder's path, made once
     per folder: the same path as one parsed whole, whatever the string."""
     text = "/" * absolute + "/".join(parts) + ("/" if trailing else "")  # (two slashes first: POSIX keeps them)
-    made = unchanged._path(text)
+    from toolkit.importers.base import kept_path
+
+    made = kept_path(text)
     assert made == Path(text) and str(made) == str(Path(text)) and type(made) is type(Path(text))
 
 

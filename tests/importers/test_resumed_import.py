@@ -349,17 +349,24 @@ def test_a_cache_file_of_version_4_is_read_as_it_is(tmp_path):
     assert load(cache)[0]["version"] == VERSION
 
 
+@pytest.mark.parametrize("earlier", ["sha256 (version 4)", "blake2b (version 5)"])
 @pytest.mark.parametrize("tails", ["same bytes", "other bytes"])
-def test_an_earlier_builds_tail_hashes_are_checked_so_an_upgrade_reads_nothing_again(tmp_path, tails):
-    """A build before this one hashed each file's last 4 KiB with sha256: a file whose stamp is
-    otherwise the same, and whose last 4 KiB hash so today, is unchanged (nothing read again, the
-    cache written again in this build's form); a kept hash those bytes do not give means a full read."""
+def test_an_earlier_builds_tail_hashes_are_checked_so_an_upgrade_reads_nothing_again(tmp_path, tails, earlier):
+    """Builds before this one hashed each file's last 4 KiB with sha256, then BLAKE2b: a file whose
+    stamp is otherwise the same, and whose last 4 KiB hash so today, is unchanged (nothing read
+    again, the cache written again in this build's form, which the next import takes as it is); a
+    kept hash those bytes do not give means a full read."""
     import hashlib
+
+    def digest(data: bytes) -> str:
+        if earlier.startswith("sha256"):
+            return hashlib.sha256(data).hexdigest()[:32]
+        return hashlib.blake2b(data, digest_size=16).hexdigest()
 
     import orjson
 
     from toolkit.importers.output import Options
-    from toolkit.importers.unchanged import TAIL, VERSION, cache_path, load
+    from toolkit.importers.unchanged import TAIL, VERSION, cache_path, dump, load
 
     source, store, full = _tree(tmp_path / "projects"), tmp_path / "store", tmp_path / "full"
     first = _import(source, store)
@@ -370,8 +377,11 @@ def test_an_earlier_builds_tail_hashes_are_checked_so_an_upgrade_reads_nothing_a
         for path, mark in unit["files"].items():
             if isinstance(mark, list):
                 data = Path(path).read_bytes()
-                mark[5] = hashlib.sha256(data[-TAIL:] if tails == "same bytes" else b"x" + data).hexdigest()[:32]
-    cache.write_bytes(orjson.dumps({**doc, "version": 4}) + b"\n" + orjson.dumps(resumes))
+                mark[5] = digest(data[-TAIL:] if tails == "same bytes" else b"x" + data)
+    if earlier.startswith("sha256"):
+        cache.write_bytes(orjson.dumps({**doc, "version": 4}) + b"\n" + orjson.dumps(resumes))
+    else:  # (version 5: the layout of this build's file)
+        cache.write_bytes(dump({**doc, "version": 5}, resumes))
     units = len(doc["units"])
     again = _import(source, store)
     if tails == "same bytes":
@@ -380,6 +390,10 @@ def test_an_earlier_builds_tail_hashes_are_checked_so_an_upgrade_reads_nothing_a
         assert doc_now["version"] == VERSION and len(doc_now["units"]) == units
         assert all(mark != doc["units"][key]["files"][path] for key, unit in doc_now["units"].items()
                    for path, mark in unit["files"].items() if isinstance(mark, list))  # (this build's hashes now)
+        before = cache.read_bytes()
+        once_more = _import(source, store)  # (taken as they are: nothing checked the earlier way, nothing written)
+        assert (once_more["read"], once_more["from_cache"]) == (0, first["read"] + first["from_cache"])
+        assert cache.read_bytes() == before
     else:
         assert again["read"] == first["read"] + first["from_cache"] and again["from_cache"] == 0
     # (the kept state goes on when nothing was read again; a full read that wrote nothing keeps one too,

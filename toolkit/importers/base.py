@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import importlib
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -79,6 +80,39 @@ class Outcome:
                              orphaned=orphaned, source_status=source_status, orphan=orphan, source_items=source_items,
                              skipped=skipped, source_lines=source_lines, merged=merged, title=title, keys=keys, after=after)
 
+    @classmethod
+    def kept(cls, value: dict) -> Outcome:
+        """The outcome the import cache kept, ``value``: every field of :data:`FIELDS` as
+        :func:`toolkit.importers.unchanged.remember` wrote it (``path`` a string, tuples as lists,
+        checked by the caller), unpacked when a field is first asked for.  A re-import that finds
+        nothing new reports 800 of them as JSON and asks none (:meth:`to_json` reads ``value``):
+        making each one's fields and path took a tenth of its time, net of start-up (issue 27)."""
+        made = object.__new__(cls)
+        made.__dict__["_kept"] = value
+        return made
+
+    def __getattr__(self, name: str) -> object:
+        """A field of a kept outcome not unpacked yet (only called for a name its ``__dict__`` lacks)."""
+        own = self.__dict__
+        if name.startswith("__") or "_kept" not in own:
+            raise AttributeError(name)
+        self._unpack()
+        try:
+            return own[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def _unpack(self) -> dict:
+        """The fields (``__dict__``), a kept outcome's made from what the cache kept first."""
+        own = self.__dict__
+        value = own.pop("_kept", None)
+        if value is not None:
+            own.update(value)
+            own["path"] = kept_path(value["path"])
+            own["orphan"] = tuple(value["orphan"])
+            own["skipped"] = tuple(map(tuple, value["skipped"]))
+        return own
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"an Outcome is immutable: cannot assign to field {name!r}")
 
@@ -86,7 +120,7 @@ class Outcome:
         raise AttributeError(f"an Outcome is immutable: cannot delete field {name!r}")
 
     def _compared(self) -> tuple:
-        own = self.__dict__
+        own = self._unpack()
         return tuple(own[name] for name in Outcome._COMPARED)
 
     def __eq__(self, other: object) -> bool:
@@ -98,7 +132,8 @@ class Outcome:
         return hash(self._compared())
 
     def __repr__(self) -> str:
-        return "Outcome(" + ", ".join(f"{name}={self.__dict__[name]!r}" for name in Outcome.FIELDS) + ")"
+        own = self._unpack()
+        return "Outcome(" + ", ".join(f"{name}={own[name]!r}" for name in Outcome.FIELDS) + ")"
 
     def replace(self, **changes) -> Outcome:
         """A copy with ``changes`` (field: value), as ``dataclasses.replace`` made one."""
@@ -109,9 +144,22 @@ class Outcome:
 
     def fields(self) -> dict:
         """Every field and its value (what ``remember`` keeps of it)."""
-        return {name: self.__dict__[name] for name in Outcome.FIELDS}
+        own = self._unpack()
+        return {name: own[name] for name in Outcome.FIELDS}
 
     def to_json(self) -> dict:
+        kept = self.__dict__.get("_kept")
+        if kept is not None:  # (the same, from the kept fields as they are)
+            skipped = kept["skipped"]
+            carried = kept["source_items"] - sum(n for _, n in skipped)
+            out = {"id": kept["id"], "project": kept["project"], "path": kept["path"], "records": kept["records"],
+                   "new_records": kept["new_records"], "status": kept["status"], "orphaned": kept["orphaned"],
+                   "source_status": kept["source_status"], "orphan": list(kept["orphan"]),
+                   "source_items": kept["source_items"], "carried": carried, "skipped": dict(skipped),
+                   "converted": carried - kept["merged"], "merged": kept["merged"]}
+            if kept["source_lines"] is not None:
+                out["source_lines"] = kept["source_lines"]
+            return out
         carried = self.source_items - sum(n for _, n in self.skipped)
         out = {"id": self.id, "project": self.project, "path": str(self.path), "records": self.records,
                "new_records": self.new_records, "status": self.status, "orphaned": self.orphaned,
@@ -122,6 +170,22 @@ class Outcome:
         if self.source_lines is not None:
             out["source_lines"] = self.source_lines
         return out
+
+
+_FOLDERS: dict[str, Path] = {}  # a project folder's path, made once for all the journals in it
+
+
+def kept_path(text: str) -> Path:
+    """``Path(text)`` of a journal's path as the import cache keeps it, its folder's part made once
+    (a store holds many journals in a few folders: joining a name to a folder's path is half the
+    cost of parsing the whole path)."""
+    folder, _, name = text.rpartition(os.sep)
+    if os.sep not in folder.rstrip(os.sep):  # (a name at a root: "/x", "//x", "C:\\x": parsed whole)
+        return Path(text)
+    parent = _FOLDERS.get(folder)
+    if parent is None:
+        parent = _FOLDERS[folder] = Path(folder)
+    return parent / name
 
 
 #: While an import sets a dict: per store, the files of its project folders by name (listed once,
