@@ -31,6 +31,7 @@ class StoreHealth:
     codes: dict = field(default_factory=dict)
     problem: str | None = None
     advice: list = field(default_factory=list)  # "next:" steps, as fsck would print them
+    due: list = field(default_factory=list)  # gemini: the session files its next start deletes (sweep-due)
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "path": str(self.path), "sessions": self.sessions, "bytes": self.bytes, "errors": self.errors,
@@ -47,11 +48,11 @@ class Install:
     workspaces: list = field(default_factory=list)  # vscode: WorkspaceSurvey
     cleanup_days: int | None = None  # claude-code: cleanupPeriodDays (default 30: a hard delete at start-up)
     cleanup_source: str = ""         # where that figure comes from
-    due: int = 0                     # claude-code: sessions the next start-up will delete
-    kept: int = 0                    # claude-code: of those, how many the store already holds
+    due: int = 0                     # claude-code, gemini: sessions the next start-up will delete
+    kept: int = 0                    # claude-code, gemini: of those, how many the store already holds
     schedule: tuple[str, str] | None = None  # claude-code, codex: (scheduler, `levelsess schedule install …`) that keeps it nightly
     scheduled: bool = False          # that nightly keep is installed, as schedule install would write it
-    gone: list = field(default_factory=list)  # claude-code: kept sessions whose transcript it no longer has
+    gone: list = field(default_factory=list)  # claude-code, codex, gemini: kept sessions whose file it no longer has
     parity: dict | None = None  # codex: rollouts vs the state DB's threads rows (restore --app codex)
     count: Count | None = None  # what `import --from APP --source USER` would recover (toolkit.counts)
     in_store: int = 0                # of those, how many the store holds
@@ -73,7 +74,9 @@ class Install:
         if self.app == "claude-code":
             document["retention"] = {"cleanupPeriodDays": self.cleanup_days, "from": self.cleanup_source,
                                      "due_at_next_start": self.due, "due_already_in_store": self.kept}
-        if self.app in ("claude-code", "codex"):
+        if self.app == "gemini":
+            document["sweep"] = {"due_at_next_start": self.due, "due_already_in_store": self.kept}
+        if self.app in ("claude-code", "codex", "gemini"):
             document["kept_but_gone"] = {"sessions": self.gone, "restore": restore_command(self.gone, self.store)}
         if self.app in ("codex", "gemini"):
             document["state_db"] = self.parity
@@ -107,6 +110,7 @@ def _health(kind: str, path: Path) -> StoreHealth:
     health.errors = sum(f.severity == "error" for f in findings)
     health.warnings = sum(f.severity == "warning" for f in findings)
     health.codes = dict(Counter(f.code for f in findings))
+    health.due = [f.path for f in findings if f.code == "sweep-due"]
     for folder in report.folders:
         for session in folder.sessions:
             if session.lock is not None:
@@ -276,10 +280,16 @@ def _tool(app: str, folder: Path, store: Path, kept: set[str]) -> Install:
     return install
 
 
-def _gemini(home: Path, store: Path, kept: set[str]) -> Install:
-    """A Gemini CLI folder: its session files, how many the store keeps, the nightly import."""
+def _gemini(home: Path, store: Path, due: list[str], sources: dict[str, str], children: dict[str, str]) -> Install:
+    """A Gemini CLI folder: its session files, how many its next start deletes (``due``: their
+    paths, sweep-due) and how many of those the store already keeps (a kept session's source file,
+    ``children`` with subagent sessions: id -> path at import), the kept sessions it no longer has,
+    and the nightly import."""
     install = _counted(Install("gemini", home))
-    install.kept = sum(sid in kept for sid in install.count.ids)
+    held = {os.path.abspath(path) for path in children.values()}
+    install.due = len(due)
+    install.kept = sum(os.path.abspath(path) in held for path in due)
+    install.gone = gone_from(home, sources)
     install.schedule = nightly_command(["gemini"], store)
     return install
 
@@ -398,9 +408,12 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     from .tombstones import read as read_tombstones
 
     trashed = set(read_tombstones(target))  # trashed on purpose: never advised for import again
+    # the Gemini CLI sessions the store keeps (id -> session file at import): without, then with, subagent sessions
+    kept_gemini = (kept_sources(target, "gemini"), kept_sources(target, "gemini", children=True)) if gemini else ({}, {})
     installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
                 + [_claude(r, target, stored, kept_claude_sources(target) if claude else None) for r in claude]
-                + [_codex(h, target, stored) for h in codex] + [_gemini(h, target, stored) for h in gemini]
+                + [_codex(h, target, stored) for h in codex]
+                + [_gemini(h, target, _due(stores, h), *kept_gemini) for h in gemini]
                 + [_tool(app, folder, target, stored) for app, folder in tools])
     for install in installs:  # every install: how many of the sessions import would write the store holds
         install.store = target
@@ -409,6 +422,11 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
             install.trashed = sum(sid in trashed and sid not in stored for sid in install.count.ids)
     mark_scheduled(installs, target)
     return Diagnosis(stores, installs, _next_steps(stores, installs, target))
+
+
+def _due(stores: list[StoreHealth], home: Path) -> list[str]:
+    """The session files in the Gemini CLI folder ``home`` its next start deletes (its health's sweep-due)."""
+    return [path for health in stores if health.kind == "gemini" and health.path == home for path in health.due]
 
 
 def _next_steps(stores: list[StoreHealth], installs: list[Install], store: Path) -> list[str]:
@@ -433,11 +451,12 @@ def _next_steps(stores: list[StoreHealth], installs: list[Install], store: Path)
             elif missing > 0:
                 steps.append(f"{command}        # {held}; Claude Code deletes each {install.cleanup_days} days after its last write")
         elif install.app == "gemini" and install.sessions:
-            due = sum(h.codes.get("sweep-due", 0) for h in stores if h.kind == "gemini" and h.path == install.user)
-            if due or missing > 0:
-                note = (f"; its next start deletes {due} of its sessions, with no trash (sweep-due in `levelsess fsck "
-                        f"{_quote(install.user)}`): keep them first (or a raw copy: {_copy_gemini(install.user)})" if due else "")
-                steps.append(f"{command}        # {held}" + note)
+            if install.due > install.kept:  # (one the store keeps already is not advised again: it has it)
+                steps.append(f"{command}        # {held}; its next start deletes {install.due} of its sessions, with no "
+                             f"trash (sweep-due in `levelsess fsck {_quote(install.user)}`), {install.kept} of them in the "
+                             f"store: keep the rest first (or a raw copy: {_copy_gemini(install.user)})")
+            elif missing > 0:
+                steps.append(f"{command}        # {held}")
         elif install.app == "cursor" and missing > 0:
             steps.append(f"{command}        # {held}; read them with `levelsess show ID` or `levelsess export ID` (levelsess "
                          "does not write chats back into Cursor: its database is opaque and changes with each version)")

@@ -286,11 +286,35 @@ def test_doctor_counts_what_the_next_start_deletes(tmp_path, monkeypatch):
     assert health.path == home and health.codes.get("sweep-due") == 1
     assert any("import --from gemini" in step and "its next start deletes 1 of its sessions" in step for step in result.next)
     [install] = [i for i in result.installs if i.app == "gemini"]
-    assert (install.user, install.sessions, install.kept) == (home, 2, 0) and install.schedule
-    run_cli("import", "--from", "gemini", "--source", home, "--store", tmp_path / "store")
-    [install] = [i for i in diagnose(str(tmp_path / "store"), roots=[tmp_path]).installs if i.app == "gemini"]
-    assert install.kept == 2, "the nightly import's sessions are counted as kept"
+    assert (install.user, install.sessions, install.due, install.kept) == (home, 2, 1, 0) and install.schedule
+    store = tmp_path / "store"
+    run_cli("import", "--from", "gemini", "--source", home, "--store", store)
+    after = diagnose(str(store), roots=[tmp_path])
+    [install] = [i for i in after.installs if i.app == "gemini"]
+    assert (install.in_store, install.due, install.kept, install.gone) == (2, 1, 1, []), "the nightly import's sessions are kept"
+    assert install.to_json()["sweep"] == {"due_at_next_start": 1, "due_already_in_store": 1}
+    assert not [step for step in after.next if "import --from gemini" in step], "nothing left to keep: no import advised"
+    shown = run_cli("doctor", "--store", store).stdout
+    rows: list[list[str]] = []
+    for line in shown.splitlines():
+        if line.startswith("│"):
+            cells = [cell.strip() for cell in line.strip("│").split("│")]
+            if cells[0] or not rows:
+                rows.append(cells)
+            else:  # a cell wrapped onto the next line
+                rows[-1] = [" ".join(filter(None, pair)) for pair in zip(rows[-1], cells)]
+    [cells] = [row for row in rows if row[0] == "Gemini CLI"]  # (not its sessions' health row)
+    assert cells[5] == "" and cells[7] == "2 in the store; its next start deletes 1, 1 of them in the store", \
+        "what the store keeps is a note of its own, never under the tool's warnings"
     assert snapshot(home) == before
+    [due] = [Path(f.path) for f in findings(home) if f.code == "sweep-due"]
+    due.unlink()  # what its next start does
+    gone = diagnose(str(store), roots=[tmp_path])
+    [install] = [i for i in gone.installs if i.app == "gemini"]
+    assert len(install.gone) == 1 and install.due == 0
+    [step] = [step for step in gone.next if step.startswith("levelsess restore")]
+    assert install.gone[0] in step and f"--store {store}" in step and "no longer has" in step
+    assert install.to_json()["kept_but_gone"]["sessions"] == install.gone
 
 
 def test_incremental_keeps_the_verdict_and_the_facts(tmp_path, monkeypatch):

@@ -33,18 +33,18 @@ def _health_table(result):
     from rich.text import Text
 
     table = Table(title="levelsess doctor", title_justify="left")
-    for column in ("what", "where", "sessions", "size", "errors", "warnings", "locks (stale)"):
+    for column in ("what", "where", "sessions", "size", "errors", "warnings", "locks (stale)", "notes"):
         add_column(table, column)
     for health in result.stores:
         table.add_row(STORE_KINDS.get(health.kind, health.kind), str(health.path),
                       f"{health.sessions} files" if health.kind in TOOL_TREES else str(health.sessions),
                       mb(health.bytes), Text(str(health.errors), style="bold red" if health.errors else ""),
-                      str(health.warnings), f"{health.locks} ({health.stale_locks})" if health.locks else "0")
-    for install in result.installs:
+                      str(health.warnings), f"{health.locks} ({health.stale_locks})" if health.locks else "0", "")
+    for install in result.installs:  # (what the store keeps of it: a column of its own, never read as its warnings)
         note = _install_note(install)
         table.add_row(APP_NAMES.get(install.app, install.app), str(install.user),
                       install.count.describe() if install.count else str(install.sessions),
-                      mb(install.db_bytes) if install.db_bytes else "-", "", Text(note, style="yellow" if note else ""), "")
+                      mb(install.db_bytes) if install.db_bytes else "-", "", "", "", Text(note, style="yellow" if note else ""))
     return table
 
 
@@ -59,10 +59,12 @@ def _install_note(install) -> str:
         note = f"{install.in_store} in the store"
         if install.parity and (install.parity["without_row"] or install.parity["empty_first_message"]):
             note += f"; {install.parity['without_row']} with no DB row, {install.parity['empty_first_message']} hidden (empty first message)"
+    if install.app == "gemini" and install.due:
+        note = f"its next start deletes {install.due}, {install.kept} of them in the store"
     if install.app in ("gemini", "copilot", "opencode", "cursor", "vscode", "cline") and install.sessions:
         note = "; ".join(filter(None, [f"{install.in_store} in the store", note,
                                        f"{install.listed} in its own list" if install.listed is not None else ""]))
-    if install.app == "codex" and install.gone:
+    if install.app in ("codex", "gemini") and install.gone:
         note += f"; {len(install.gone)} kept, gone here"
     if install.count and install.count.problem:
         note = install.count.problem
