@@ -45,10 +45,9 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
+from zlib import adler32, crc32
 
 import orjson
-
-from zlib import adler32, crc32
 
 from ..digest import blake2b, sha256
 from ..findings import Finding
