@@ -87,6 +87,12 @@ def test_doctor_says_how_many_due_sessions_the_store_keeps_and_its_advice_works(
     claude = next(i for i in after.json["installs"] if i["app"] == "claude-code")
     assert claude["retention"]["due_already_in_store"] == claude["retention"]["due_at_next_start"] == len(mains) // 2
     assert not any("Import them now" in s for s in after.json["next"])
+    from toolkit.doctor import diagnose
+    from toolkit.render_cli.doctor import _install_note
+
+    [install] = [i for i in diagnose(str(store), roots=[_empty(tmp_path)]).installs if i.app == "claude-code"]
+    assert _install_note(install) == (f"{claude['in_store']} in the store; cleanup after 30 d: {len(mains) // 2} due, "
+                                      f"{len(mains) // 2} of them in the store") and claude["in_store"] > 0
     nightly = claude["nightly"]
     assert nightly["scheduler"] in ("cron", "systemd") and any(nightly["command"] in s for s in after.json["next"])
     assert nightly["command"].startswith("levelsess schedule install --app claude --store ")  # tests/test_schedule.py follows it

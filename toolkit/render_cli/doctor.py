@@ -53,8 +53,9 @@ def _install_note(install) -> str:
     orphans = sum(w.orphaned_sessions for w in install.orphaned)
     note = f"{orphans} orphaned" if install.app == "vscode" and orphans else ""
     if install.app == "claude-code":
-        note = (f"cleanup after {install.cleanup_days} d: {install.due} due, {install.kept} of them in the store" if install.due
-                else f"cleanup after {install.cleanup_days} d") + (f"; {len(install.gone)} kept, gone here" if install.gone else "")
+        note = (f"{install.in_store} in the store; " if install.count is not None else "") + (
+            f"cleanup after {install.cleanup_days} d: {install.due} due, {install.kept} of them in the store" if install.due
+            else f"cleanup after {install.cleanup_days} d") + (f"; {len(install.gone)} kept, gone here" if install.gone else "")
     if install.app == "codex":
         note = f"{install.in_store} in the store"
         if install.parity and (install.parity["without_row"] or install.parity["empty_first_message"]):
