@@ -312,3 +312,39 @@ def test_two_files_of_one_session_write_what_a_full_read_does(tmp_path):
         _append(target, data)
         _two(home, tmp_path)
         assert len({tuple(journals(tmp_path / store).items()) for store in stores}) == 1, target.name
+
+
+def _kept_forms(tmp: Path, home: Path) -> set[str]:
+    """The form the cached store's kept states' digests are in: ``exact`` (toolkit.importers.bloom.Exact)
+    or ``bloom``; but the twin's, whose unit (with its legacy .json) is read in full each time."""
+    from toolkit.importers.base import Options
+    from toolkit.importers.unchanged import cache_path
+
+    _document, resumes = load(cache_path(tmp / "cached", "gemini", home, Options(), False, False))
+    return {"exact" if state[key][0] == "q8" else "bloom" for unit in resumes.values() for sid, state in unit.items()
+            if TWIN not in sid for key in ("ids", "digests")}
+
+
+@pytest.mark.parametrize("kept", ["exact", "bloom", "exact, then past the limit"])
+def test_the_digests_a_resume_keeps_in_either_form_resume_as_a_full_read_writes(tmp_path, monkeypatch, kept):
+    """A session's line digests and message ids are kept exactly while few, in Bloom filters past
+    EXACT_KEYS (and by builds before the exact form): a state in either form is resumed, and the
+    stores are alike; an exact state that grows past the limit is kept as a filter, and resumed."""
+    from toolkit.importers import bloom
+
+    home, limit = _home(tmp_path), bloom.EXACT_KEYS
+    if kept == "bloom":
+        monkeypatch.setattr(bloom, "EXACT_KEYS", 0)
+    _same(tmp_path, _two(home, tmp_path), "first import")
+    assert _kept_forms(tmp_path, home) == ({"bloom"} if kept == "bloom" else {"exact"})
+    monkeypatch.setattr(bloom, "EXACT_KEYS", limit)
+    if kept == "exact, then past the limit":  # (each session holds more ids and lines than this after a turn)
+        monkeypatch.setattr(bloom, "EXACT_KEYS", 1)
+    rng = random.Random(11)
+    for step in ("turn", "turn"):
+        for path in _sessions(home):
+            _change(step, path, home, rng, {})
+        reports = _two(home, tmp_path)
+        _same(tmp_path, reports, (kept, step))
+        assert reports["cached"]["resumed"] == len(_sessions(home)), (kept, step, reports["cached"]["read"])
+        assert _kept_forms(tmp_path, home) == ({"exact"} if kept == "exact" else {"bloom"}), (kept, step)

@@ -7,14 +7,20 @@ Each key gives two numbers, ``first`` and an odd ``step``; its PROBES bits are
 ``(first + i * step) % size`` (Kirsch and Mitzenmacher: as good as PROBES independent hashes).
 :class:`Hashed` takes them from a 128-bit BLAKE2b of any string (Claude Code's uuids, message ids,
 keys); :class:`Digests` from the 64 bits of a 16-hex sha256 digest a caller made already (Codex's
-call ids and lines): uniform already, so not hashed again."""
+call ids and lines): uniform already, so not hashed again.  A Gemini session's digests are kept
+exactly while few (:class:`Exact`, :func:`kept_digests`): no false "maybe", and no filter to fill."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import sys
+from array import array
 
 PROBES = 6
+#: Up to this many digests a resume keeps them exactly (:class:`Exact`: 8 bytes each, made at C
+#: speed); past it, in a :class:`Digests` filter (about 2.3 bytes each, a Python loop to fill).
+EXACT_KEYS = 1 << 16
 
 
 class Bloom:
@@ -150,3 +156,74 @@ class Digests(Bloom):
         for n in numbers:
             whole = n + high
             _set_spots(bits, size, whole >> 32, (whole & 0xFFFFFFFF) | 1)
+
+
+class Exact:
+    """Digests a resume keeps exactly (int64, ``int(digest, 16) - 2**63``, as :meth:`Digests.of_numbers`
+    takes them), while few (:data:`EXACT_KEYS`): held only when added, so no false "maybe", and
+    kept as their bytes, where filling a filter with a Gemini session's every line took 6 % of its
+    first import.  What :class:`Digests` answers for a key added, with :meth:`update`,
+    :meth:`update_numbers` and :meth:`dump` alike; its dump is ``["q8", base64 of the int64s, little-endian]``,
+    which :meth:`Digests.load` refuses (a build before it reads such a state as none: a full read)."""
+
+    TAG = "q8"
+
+    def __init__(self, numbers: array) -> None:
+        self.numbers = numbers
+        self._held: set[int] | None = None  # made when first asked (a resume asks of its new lines only)
+
+    @classmethod
+    def of_numbers(cls, numbers) -> Exact:
+        return cls(array("q", numbers))
+
+    def __contains__(self, digest: str) -> bool:
+        if self._held is None:
+            self._held = set(self.numbers)
+        return int(digest, 16) - (1 << 63) in self._held
+
+    def update(self, digests) -> None:
+        """Add 16-hex digests (as :meth:`Digests.update` takes them)."""
+        self.update_numbers([int(digest, 16) - (1 << 63) for digest in digests])
+
+    def update_numbers(self, numbers) -> None:
+        self.numbers.extend(numbers)
+        if self._held is not None:
+            self._held.update(numbers)
+
+    def dump(self) -> list:
+        """The kept form: exact while few, else a :class:`Digests` filter of them."""
+        if len(self.numbers) > EXACT_KEYS:
+            return Digests.of_numbers(self.numbers, len(self.numbers)).dump()
+        numbers = self.numbers
+        if sys.byteorder != "little":
+            numbers = array("q", numbers)
+            numbers.byteswap()
+        return [self.TAG, base64.b64encode(numbers.tobytes()).decode("ascii")]
+
+    @classmethod
+    def load(cls, value: object) -> Exact:
+        """A kept :meth:`dump`; ValueError for anything else."""
+        if not (isinstance(value, list) and len(value) == 2 and value[0] == cls.TAG and isinstance(value[1], str)):
+            raise ValueError("not kept digests")
+        data = base64.b64decode(value[1], validate=True)
+        if len(data) % 8:
+            raise ValueError("not kept digests")
+        numbers = array("q")
+        numbers.frombytes(data)
+        if sys.byteorder != "little":
+            numbers.byteswap()
+        return cls(numbers)
+
+
+def kept_digests(numbers) -> list:
+    """What a resume keeps of these digests (int64): :class:`Exact` while few, a :class:`Digests` filter past :data:`EXACT_KEYS`."""
+    if len(numbers) <= EXACT_KEYS:
+        return Exact.of_numbers(numbers).dump()
+    return Digests.of_numbers(numbers, len(numbers)).dump()
+
+
+def load_digests(value: object) -> Exact | Digests:
+    """Kept digests, as :func:`kept_digests` or an earlier build (a :class:`Digests` filter) kept them; ValueError for anything else."""
+    if isinstance(value, list) and value[:1] == [Exact.TAG]:
+        return Exact.load(value)
+    return Digests.load(value)

@@ -33,8 +33,9 @@ only its new lines are read, and the records a full re-import would append are a
 source's new state.  What that needs is kept in the unit's import-cache entry (:func:`_capture`):
 where the read stopped and the sha256 of the bytes before, the last time, the title as it stands
 (the last ``$set`` summary or the first user text, the metadata's summary, the first prompt), the
-message ids seen and the digests of the lines (Bloom filters, :mod:`toolkit.importers.bloom`, with
-the last ids exactly: an update of a recent message is common), and the journal as it was left.
+message ids seen and the digests of the lines (exactly while a session has at most 65,536 of
+them, else in Bloom filters: :mod:`toolkit.importers.bloom`; the last ids exactly in any case: an
+update of a recent message is common), and the journal as it was left.
 Only a journal of this file alone is resumed (after the write, it holds as many keys as the file
 has lines: no other; then untouched since).  A resume is refused, and the file read in full, unless it is proven
 to write what a full read would: the bytes before unchanged, the new lines whole lines ending in a
@@ -58,7 +59,7 @@ from ..findings import Finding
 from ..layouts.gemini import CHATS, GEMINI, project_root, sniff_file
 from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
 from ..lines import open_regular
-from .bloom import Digests, digest_of, keep_last
+from .bloom import Digests, Exact, digest_of, keep_last, kept_digests, load_digests
 from .output import AT, Options, Outcome, Raw, Resumed, Session, SourceState, first_prompt, safe_id, written_stamp
 from .sourcelines import SourceReader, read_on
 from .spill import KnownKeys
@@ -367,7 +368,7 @@ class _SeenBefore:
     """The message ids seen, for a resume: the new ones and the recent ones exactly; one the kept
     filter may hold is :class:`_Unproven` (a full read knows whether it makes ``"replaces": true``)."""
 
-    def __init__(self, kept: Digests, recent: list) -> None:
+    def __init__(self, kept: Exact | Digests, recent: list) -> None:
         self.kept, self.recent, self.new = kept, dict.fromkeys(recent), {}
 
     def __contains__(self, mid: str) -> bool:
@@ -388,7 +389,7 @@ class _CountsBefore(dict):
     """Each new line digest's count, for a resume: a digest the kept filter may hold is
     :class:`_Unproven` (its line may repeat one before: its ``#n`` is not known here)."""
 
-    def __init__(self, kept: Digests) -> None:
+    def __init__(self, kept: Exact | Digests) -> None:
         super().__init__()
         self.kept = kept
 
@@ -425,8 +426,8 @@ def _capture(path: Path, reader: SourceReader, at: _LinesAt, digests: array, fac
     return {"path": str(path), "covered": reader.covered, "sha256": reader.sha256, "number": reader.number,
             "root": root, "created": session.created_at, "t": facts.t,
             "title": facts.names.title, "fallback": facts.names.fallback, "summary": summary if isinstance(summary, str) else None,
-            "ids": Digests.of_numbers(facts.ids, len(facts.ids)).dump(), "recent": list(facts.recent),
-            "digests": Digests.of_numbers(digests, len(digests)).dump(), "count": len(at),
+            "ids": kept_digests(facts.ids), "recent": list(facts.recent),
+            "digests": kept_digests(digests), "count": len(at),
             "source_items": session.source_items - torn, "lines": reader.lines - torn, "merged": session.merged, "torn": torn,
             "seq": outcome.after[0], "title_after": outcome.after[1], "keys": outcome.keys, "journal": mark}
 
@@ -464,7 +465,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
     if reading is None:
         return None
     reader, said = reading
-    ids, digests = Digests.load(state["ids"]), Digests.load(state["digests"])
+    ids, digests = load_digests(state["ids"]), load_digests(state["digests"])
     seen, counts = _SeenBefore(ids, state["recent"]), _CountsBefore(digests)
     facts = _Facts(state["created"], state["t"], _Names(state["title"], state["fallback"]), state["recent"])
     records: list[dict] = []
