@@ -804,11 +804,16 @@ def output_writer(path: Path) -> Iterator[BinaryIO]:
             raise
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably."""
+def atomic_write(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (``data``: bytes, or pieces of them
+    written in turn, never joined: an import cache of several MB is not held twice)."""
     with atomic_writer(path) as handle:
         try:
-            handle.write(data)
+            if isinstance(data, (bytes, bytearray, memoryview)):
+                handle.write(data)
+            else:
+                for piece in data:
+                    handle.write(piece)
         except OSError as exc:
             raise _fail("write", path, exc) from exc
 

@@ -318,10 +318,11 @@ def _kept_forms(tmp: Path, home: Path) -> set[str]:
     """The form the cached store's kept states' digests are in: ``exact`` (toolkit.importers.bloom.Exact)
     or ``bloom``; but the twin's, whose unit (with its legacy .json) is read in full each time."""
     from toolkit.importers.base import Options
+    from toolkit.importers.bloom import Exact
     from toolkit.importers.unchanged import cache_path
 
     _document, resumes = load(cache_path(tmp / "cached", "gemini", home, Options(), False, False))
-    return {"exact" if state[key][0] == "q8" else "bloom" for unit in resumes.values() for sid, state in unit.items()
+    return {"exact" if state[key][0] == Exact.TAG else "bloom" for unit in resumes.values() for sid, state in unit.items()
             if TWIN not in sid for key in ("ids", "digests")}
 
 
@@ -329,7 +330,9 @@ def _kept_forms(tmp: Path, home: Path) -> set[str]:
 def test_the_digests_a_resume_keeps_in_either_form_resume_as_a_full_read_writes(tmp_path, monkeypatch, kept):
     """A session's line digests and message ids are kept exactly while few, in Bloom filters past
     EXACT_KEYS (and by builds before the exact form): a state in either form is resumed, and the
-    stores are alike; an exact state that grows past the limit is kept as a filter, and resumed."""
+    stores are alike; an exact state that grows past the limit is not kept (its top bits cannot
+    make a filter that holds each digest): the next growth is read in full and kept as a filter,
+    and the one after resumed."""
     from toolkit.importers import bloom
 
     home, limit = _home(tmp_path), bloom.EXACT_KEYS
@@ -340,11 +343,14 @@ def test_the_digests_a_resume_keeps_in_either_form_resume_as_a_full_read_writes(
     monkeypatch.setattr(bloom, "EXACT_KEYS", limit)
     if kept == "exact, then past the limit":  # (each session holds more ids and lines than this after a turn)
         monkeypatch.setattr(bloom, "EXACT_KEYS", 1)
+        expected = [(True, set()), (False, {"bloom"}), (True, {"bloom"})]
+    else:
+        expected = [(True, {kept})] * 3
     rng = random.Random(11)
-    for step in ("turn", "turn"):
+    for step, (resumed, forms) in enumerate(expected):
         for path in _sessions(home):
-            _change(step, path, home, rng, {})
+            _change("turn", path, home, rng, {})
         reports = _two(home, tmp_path)
         _same(tmp_path, reports, (kept, step))
-        assert reports["cached"]["resumed"] == len(_sessions(home)), (kept, step, reports["cached"]["read"])
-        assert _kept_forms(tmp_path, home) == ({"exact"} if kept == "exact" else {"bloom"}), (kept, step)
+        assert reports["cached"]["resumed"] == (len(_sessions(home)) if resumed else 0), (kept, step, reports["cached"]["read"])
+        assert _kept_forms(tmp_path, home) == forms, (kept, step)

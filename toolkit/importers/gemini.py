@@ -59,7 +59,7 @@ from ..findings import Finding
 from ..layouts.gemini import CHATS, GEMINI, project_root, sniff_file
 from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
 from ..lines import open_regular
-from .bloom import Digests, Exact, digest_of, keep_last, kept_digests, load_digests
+from .bloom import Digests, Exact, digest_of, dump_kept, keep_last, kept_digests, load_digests
 from .output import AT, Options, Outcome, Raw, Resumed, Session, SourceState, first_prompt, safe_id, written_stamp
 from .sourcelines import SourceReader, read_on
 from .spill import KnownKeys
@@ -493,9 +493,12 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             return None
         ids.update_numbers(facts.ids)
         digests.update(counts)
+        ids_kept, digests_kept = dump_kept(ids), dump_kept(digests)
+        if ids_kept is None or digests_kept is None:  # (grown past what is kept exactly: read in full next time)
+            return None
         return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "t": facts.t,
-                "title": facts.names.title, "fallback": facts.names.fallback, "ids": ids.dump(), "recent": list(facts.recent),
-                "digests": digests.dump(), "count": count, "source_items": session.source_items,
+                "title": facts.names.title, "fallback": facts.names.fallback, "ids": ids_kept, "recent": list(facts.recent),
+                "digests": digests_kept, "count": count, "source_items": session.source_items,
                 "lines": session.source_lines, "torn": 0, "seq": written.after[0], "title_after": written.after[1],
                 "keys": written.keys, "journal": mark}
 

@@ -618,7 +618,7 @@ def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> 
     from .. import durable
 
     durable.ensure_dir(path.parent)
-    durable.atomic_write(path, dump({"version": VERSION, "trashed": sorted(trashed), "units": units}, resumes))
+    durable.atomic_write(path, _pieces({"version": VERSION, "trashed": sorted(trashed), "units": units}, resumes))
 
 
 def listing_path(path: Path) -> Path:
@@ -639,9 +639,19 @@ def dump(document: dict, resumes: dict) -> bytes:
     """The cache file: the units on its first line; then their resume states (two thirds of its
     bytes, which an import that finds nothing new never reads): the length of each unit's line of
     them, then each unit's line (``[key, states]``; ``states`` parsed, or its line as kept)."""
+    return b"".join(_pieces(document, resumes))
+
+
+def _pieces(document: dict, resumes: dict) -> Iterator[bytes]:
+    """:func:`dump`'s bytes, in the pieces :func:`remember` writes in turn (never joined)."""
     lines = [states if type(states) is bytes else _json([key, states]) for key, states in resumes.items()]
-    lengths = _json({key: len(line) for key, line in zip(resumes, lines)})
-    return b"".join([_json(document), b"\n", lengths, b"\n", *(line + b"\n" for line in lines)])
+    yield _json(document)
+    yield b"\n"
+    yield _json({key: len(line) for key, line in zip(resumes, lines)})
+    yield b"\n"
+    for line in lines:
+        yield line
+        yield b"\n"
 
 
 def load(path: Path) -> tuple[dict, dict]:
