@@ -14,7 +14,7 @@ from .fsck.repair import rebuild_cache, remove_dead_temps, write_refusal
 from .journal import JournalScan, foreign_only, scan_journal
 from .stores import Folder, discover
 from .scan import Loaded
-from .verified import trusted_index, vouched
+from .verified import vouched
 
 
 class ReindexResult(NamedTuple):
@@ -99,15 +99,18 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             continue
         # only an index whose exact bytes levelsess wrote or verified may skip the journals;
         # --check always compares in full
-        if not (full or check_only) and trusted_index(folder) is not None:
-            unchanged.append(folder.cache)
-            skipped.append(folder.cache)
-            continue
+        stamps = None  # the journals' stamps the trust test took (a reindex of what changed starts from them)
+        if not (full or check_only):
+            found, stamps = verified.trusted(folder)
+            if found is not None:
+                unchanged.append(folder.cache)
+                skipped.append(folder.cache)
+                continue
         if folder.problem is not None:  # an unreadable folder: its cache is never guessed at
             findings.append(Finding("unreadable", "error", str(folder.path), None, None, folder.problem))
             refused.append(folder.cache)
             continue
-        changed = _changed(folder, memo) if memo is not None and not (full or check_only) else None
+        changed = _changed(folder, memo, stamps) if memo is not None and not (full or check_only) else None
         scans: list[JournalScan] = [] if changed is None else changed.scans
         readable = True
         for journal in folder.journals if changed is None else ():
@@ -173,7 +176,7 @@ class _Changed(NamedTuple):
     known: bytes  # the index's bytes as vouched for
 
 
-def _changed(folder: Folder, memo) -> _Changed | None:
+def _changed(folder: Folder, memo, stamps: list[list] | None = None) -> _Changed | None:
     """An import's reindex of a folder whose index levelsess vouched for and some of whose journals
     changed since (the import appended to them, or made them): only those are read (from where the
     memo's last read stopped), and the entries the index held for them, derived again from the
@@ -188,7 +191,7 @@ def _changed(folder: Folder, memo) -> _Changed | None:
     if found is None:
         return None
     recorded, stored, known = found
-    stamps = verified.journal_stamps(folder)
+    stamps = verified.journal_stamps(folder) if stamps is None else stamps  # (the trust test's, taken a moment ago)
     if stamps is None or len({name for name, *_stamp in stamps}) != len(stamps):  # (two journals of one name: not a folder's listing)
         return None
     kept = {name: stamp for name, *stamp in stamps if recorded.get(name) == stamp}

@@ -85,16 +85,22 @@ def trusted_index(folder: Folder) -> object | None:
     None means "read the journals": no fingerprint, or the index or any journal differs from
     what it recorded.  Reads the fingerprint, one stat per file and the index itself; writes nothing.
     """
+    return trusted(folder)[0]
+
+
+def trusted(folder: Folder) -> tuple[object | None, list[list] | None]:
+    """:func:`trusted_index`, and the journals' stamps it took (:func:`journal_stamps`; None when
+    it took none): a reindex that goes on to bring the index up to date starts from them."""
     recorded = _fingerprint(folder)
     journals = journal_stamps(folder) if recorded is not None else None
     read = _read_index(folder) if journals is not None and journals == recorded.get("journals") else None
     if read is None:
-        return None
+        return None, journals
     data, index_stamp = read
     if _document(folder, data, index_stamp, journals) != recorded:  # the sha256 proves the bytes, not just the stat
-        return None
+        return None, journals
     loaded = _parse(data)
-    return loaded.value if loaded.state == "ok" else None
+    return (loaded.value if loaded.state == "ok" else None), journals
 
 
 def vouched(folder: Folder) -> tuple[dict[str, list], object, bytes] | None:

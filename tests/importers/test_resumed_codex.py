@@ -515,3 +515,24 @@ def test_a_grown_import_keeps_the_entries_of_the_rollouts_it_recalled_as_they_we
     for key in grown:
         assert after[key]["files"] != units[key]["files"] and resumed[key] != resumes[key]
     assert _import(home, tmp_path / "cached1", "--jobs", "1")["from_cache"] == len(_rollouts(home))
+
+
+def test_a_grown_import_stats_each_journal_of_a_changed_folder_twice_for_its_index(tmp_path, monkeypatch):
+    """Bringing a changed folder's index up to date after a grown import stats its journals for the
+    trust test, which the update of what changed starts from, and once more when the new index is
+    vouched for (what changed meanwhile is not vouched): twice, not three times; the stores alike."""
+    from toolkit import verified
+
+    home = _home(tmp_path)
+    _same(tmp_path, _three(home, tmp_path), "first import")
+    calls, real = [], verified.journal_stamps
+    monkeypatch.setattr(verified, "journal_stamps", lambda folder: (calls.append(folder.path), real(folder))[1])
+    rng = random.Random(23)
+    grown = [path for path in _rollouts(home) if any(_thread(n) in path.name for n in (1, 2)) and grow_codex(path, rng)]
+    one = _import(home, tmp_path / "cached1", "--jobs", "1")
+    assert one["resumed"] == len(grown) == 2
+    folders = {Path(s["path"]).parent for s in one["sessions"] if s["status"] == "updated"}
+    assert folders and sorted(calls) == sorted([*folders, *folders]), calls
+    monkeypatch.setattr(verified, "journal_stamps", real)
+    two = _import(home, tmp_path / "cached2", "--jobs", "2")
+    _same(tmp_path, (two, one, _import(home, tmp_path / "full", "--reread", "--jobs", "1")), "grown")
