@@ -20,7 +20,7 @@ from typing import NamedTuple
 import orjson
 
 from .layouts.base import STATE_DIR
-from .lines import loads
+from .parse import loads
 
 NAME = "trashed.jsonl"
 

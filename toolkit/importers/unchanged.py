@@ -51,7 +51,7 @@ import orjson
 
 from ..digest import blake2b, sha256
 from ..findings import Finding
-from ..lines import loads
+from ..parse import loads
 from ..places import user_cache_dir
 from .base import Outcome
 
