@@ -346,3 +346,29 @@ def test_the_journals_are_the_reference_bytes_and_so_is_what_a_reimport_appends(
         got = claude_shapes.digests(store, home)
         assert sorted(got) == sorted(reference[name])
         assert [path for path in got if got[path] != reference[name][path]] == [], f"journals differ ({name} import)"
+
+
+@pytest.mark.parametrize("first", ["upper", "lower"])
+def test_one_windows_folder_whose_drive_letter_codex_recorded_in_both_cases_is_one_store_folder(tmp_path, first):
+    """Windows names one folder ``D:\\x`` and ``d:\\x``; Codex records its working folder as the shell
+    gave it (the fixtures hold both): every session of that folder goes to one store folder, the one
+    made first, whichever case came first; each keeps its project as recorded; a POSIX project's
+    folder is its own."""
+    from toolkit.importers.output import Session, journal_path
+
+    home = codex_home(tmp_path)
+    assert len({json.loads(p.read_bytes().split(b"\n", 1)[0])["payload"]["cwd"][:1] for p in home.rglob("rollout-*.jsonl")}) == 2
+    store = tmp_path / "store"
+    sessions = [Session(f"codex-{n}", project, None, None, {"app": "codex"}, None)
+                for n, project in enumerate(["D:\\Work\\app", "d:\\Work\\app", "/home/ada/D--x", "/home/ada/d--x"])]
+    if first == "lower":
+        sessions[:2] = sessions[1::-1]
+    made = journal_path(store, sessions[0])
+    made.parent.mkdir(parents=True)
+    assert journal_path(store, sessions[1]).parent == made.parent, "a folder of the other case is the one the store has"
+    assert len({journal_path(store, s).parent for s in sessions[2:]}) == 2, "POSIX paths are their own"
+    assert _import(home, store).exit_code == 0
+    assert len({p.parent for p in _journals(store).values()}) == 1
+    projects = {json.loads(p.read_bytes().split(b"\n", 1)[0])["project"][:1] for p in _journals(store).values()}
+    assert projects == {"D", "d"}, "each keeps its project as Codex recorded it"
+    assert run_cli("fsck", "--strict", "--json", store).exit_code == 0

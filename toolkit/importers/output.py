@@ -323,7 +323,19 @@ class _KeyCount:
 
 def journal_path(store: Path, session: Session) -> Path:
     folder = slug(session.project) if session.project else UNASSIGNED
-    return store / folder / f"{session.id}.jsonl"
+    return store / _drive_folder(store, folder) / f"{session.id}.jsonl"
+
+
+def _drive_folder(store: Path, folder: str) -> str:
+    """The store folder of a project on a Windows drive, its drive letter in the case a folder of
+    the store already has it: Windows names one folder ``D:\\x`` and ``d:\\x`` (Codex records its
+    working folder as the shell gave it, in either case), so the sessions of both go to one store
+    folder, the one made first.  Any other folder as it is."""
+    if len(folder) > 3 and folder[1:3] == "--" and folder[0].isascii() and folder[0].isalpha():
+        other = folder[0].swapcase() + folder[1:]
+        if not os.path.lexists(store / folder) and os.path.isdir(store / other):
+            return other
+    return folder
 
 
 #: Bytes a journal's name leaves for the names levelsess derives from it: its lock's temp file
