@@ -351,9 +351,10 @@ def test_the_journals_are_the_reference_bytes_and_so_is_what_a_reimport_appends(
 @pytest.mark.parametrize("first", ["upper", "lower"])
 def test_one_windows_folder_whose_drive_letter_codex_recorded_in_both_cases_is_one_store_folder(tmp_path, first):
     """Windows names one folder ``D:\\x`` and ``d:\\x``; Codex records its working folder as the shell
-    gave it (the fixtures hold both): every session of that folder goes to one store folder, the one
-    made first, whichever case came first; each keeps its project as recorded; a POSIX project's
-    folder is its own."""
+    gave it (the fixtures hold both): every session of that folder goes to one store folder, the
+    same whichever case comes first (its drive letter upper case, as Windows writes it, unless the
+    store has one already: then that one), with --jobs 1 or 2; each keeps its project as recorded;
+    a POSIX project's folder is its own."""
     from toolkit.importers.output import Session, journal_path
 
     home = codex_home(tmp_path)
@@ -363,12 +364,15 @@ def test_one_windows_folder_whose_drive_letter_codex_recorded_in_both_cases_is_o
                 for n, project in enumerate(["D:\\Work\\app", "d:\\Work\\app", "/home/ada/D--x", "/home/ada/d--x"])]
     if first == "lower":
         sessions[:2] = sessions[1::-1]
-    made = journal_path(store, sessions[0])
-    made.parent.mkdir(parents=True)
-    assert journal_path(store, sessions[1]).parent == made.parent, "a folder of the other case is the one the store has"
+    assert journal_path(store, sessions[0]).parent.name == journal_path(store, sessions[1]).parent.name == "D--Work-app"
+    legacy = store / "d--Work-app"  # (a store an earlier build filed d:\\ sessions in)
+    legacy.mkdir(parents=True)
+    assert journal_path(store, sessions[0]).parent == journal_path(store, sessions[1]).parent == legacy
     assert len({journal_path(store, s).parent for s in sessions[2:]}) == 2, "POSIX paths are their own"
-    assert _import(home, store).exit_code == 0
-    assert len({p.parent for p in _journals(store).values()}) == 1
-    projects = {json.loads(p.read_bytes().split(b"\n", 1)[0])["project"][:1] for p in _journals(store).values()}
-    assert projects == {"D", "d"}, "each keeps its project as Codex recorded it"
-    assert run_cli("fsck", "--strict", "--json", store).exit_code == 0
+    for jobs in ("1", "2"):
+        store = tmp_path / f"store-{jobs}"
+        assert _import(home, store, "--jobs", jobs).exit_code == 0
+        assert {p.parent.name for p in _journals(store).values()} == {"D--Ftuwt-sovnai-Modfruact-QMNLO-GNFSC"}
+        projects = {json.loads(p.read_bytes().split(b"\n", 1)[0])["project"][:1] for p in _journals(store).values()}
+        assert projects == {"D", "d"}, "each keeps its project as Codex recorded it"
+        assert run_cli("fsck", "--strict", "--json", store).exit_code == 0

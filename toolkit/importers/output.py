@@ -327,14 +327,16 @@ def journal_path(store: Path, session: Session) -> Path:
 
 
 def _drive_folder(store: Path, folder: str) -> str:
-    """The store folder of a project on a Windows drive, its drive letter in the case a folder of
-    the store already has it: Windows names one folder ``D:\\x`` and ``d:\\x`` (Codex records its
-    working folder as the shell gave it, in either case), so the sessions of both go to one store
-    folder, the one made first.  Any other folder as it is."""
-    if len(folder) > 3 and folder[1:3] == "--" and folder[0].isascii() and folder[0].isalpha():
+    """The store folder of a project on a Windows drive: Windows names one folder ``D:\\x`` and
+    ``d:\\x`` (Codex records its working folder as the shell gave it, in either case), so one
+    store folder takes both: the one of its own case if the store has it, else one of the other
+    case it has, else the drive letter upper case, as Windows writes it.  The same folder whatever
+    order the sessions come in (worker processes each decide alone); a store that holds both keeps
+    both.  Any other folder as it is."""
+    if len(folder) > 3 and folder[1:3] == "--" and folder[0].isascii() and folder[0].isalpha() \
+            and not os.path.lexists(store / folder):
         other = folder[0].swapcase() + folder[1:]
-        if not os.path.lexists(store / folder) and os.path.isdir(store / other):
-            return other
+        return other if os.path.isdir(store / other) else folder[0].upper() + folder[1:]
     return folder
 
 
