@@ -18,9 +18,10 @@ import sys
 from array import array
 
 PROBES = 6
-#: Up to this many digests a resume keeps them exactly (:class:`Exact`: 8 bytes each, made at C
+#: Up to this many digests a resume keeps them exactly (:class:`Exact`: 4 bytes each, made at C
 #: speed); past it, in a :class:`Digests` filter (about 2.3 bytes each, a Python loop to fill).
 EXACT_KEYS = 1 << 16
+_INT32 = next(code for code in "ilh" if array(code).itemsize == 4)  # (array's 4-byte signed type: "i" wherever levelsess runs)
 
 
 class Bloom:
@@ -159,24 +160,25 @@ class Digests(Bloom):
 
 
 class Exact:
-    """Digests a resume keeps exactly while few (:data:`EXACT_KEYS`): the top 32 bits of each (of the
-    int64 ``int(digest, 16) - 2**63`` :meth:`Digests.of_numbers` takes, its ``>> 32``), so a digest
-    not added is "maybe held" only when its top 32 bits are one's added (1 in 65,000 at the limit,
-    where a filter says it of 1 in 400), kept as their bytes, where filling a filter with a Gemini
-    session's every line took 6 % of its first import; 5.3 bytes a digest in the cache, a filter's
-    3 (:func:`kept_digests` keeps more in a filter; :func:`dump_kept` none).  What :class:`Digests` answers for a key added, with :meth:`update`, :meth:`update_numbers`
-    and :meth:`dump` alike; its dump is ``["p4", base64 of the int32s, little-endian]``, which
+    """Digests a resume keeps exactly while few (:data:`EXACT_KEYS`): the top 32 bits of each (of
+    the int64 ``int(digest, 16) - 2**63`` that :meth:`Digests.of_numbers` takes, its ``>> 32``).
+    A digest not added is "maybe held" only when its top 32 bits are one's added (1 in 65,000 at
+    the limit, where a filter says it of 1 in 400).  Kept as their bytes: filling a filter with a
+    Gemini session's every line took 6 % of its first import; 5.3 bytes a digest in the cache, a
+    filter's 3 (:func:`kept_digests` keeps more in a filter; :func:`dump_kept` none).  What
+    :class:`Digests` answers of a key added, with :meth:`update`, :meth:`update_numbers` and
+    :meth:`dump` alike; its dump is ``["p4", base64 of the int32s, little-endian]``, which
     :meth:`Digests.load` refuses."""
 
     TAG = "p4"
 
     def __init__(self, tops: array) -> None:
-        self.tops = tops  # array("i"): each digest's top 32 bits, signed
+        self.tops = tops  # array(_INT32): each digest's top 32 bits, signed
         self._held: set[int] | None = None  # made when first asked (a resume asks of its new lines only)
 
     @classmethod
     def of_numbers(cls, numbers) -> Exact:
-        return cls(array("i", [n >> 32 for n in numbers]))
+        return cls(array(_INT32, [n >> 32 for n in numbers]))
 
     def __contains__(self, digest: str) -> bool:
         if self._held is None:
@@ -201,7 +203,7 @@ class Exact:
     def dump(self) -> list:
         tops = self.tops
         if sys.byteorder != "little":
-            tops = array("i", tops)
+            tops = array(_INT32, tops)
             tops.byteswap()
         return [self.TAG, base64.b64encode(tops.tobytes()).decode("ascii")]
 
@@ -213,7 +215,7 @@ class Exact:
         data = base64.b64decode(value[1], validate=True)
         if len(data) % 4:
             raise ValueError("not kept digests")
-        tops = array("i")
+        tops = array(_INT32)
         tops.frombytes(data)
         if sys.byteorder != "little":
             tops.byteswap()
@@ -221,7 +223,8 @@ class Exact:
 
 
 def kept_digests(numbers) -> list:
-    """What a resume keeps of these digests (int64): :class:`Exact` while few, a :class:`Digests` filter past :data:`EXACT_KEYS`."""
+    """What a resume keeps of these digests (int64): :class:`Exact` while few, a :class:`Digests`
+    filter past :data:`EXACT_KEYS`."""
     if len(numbers) <= EXACT_KEYS:
         return Exact.of_numbers(numbers).dump()
     return Digests.of_numbers(numbers, len(numbers)).dump()
@@ -237,7 +240,8 @@ def dump_kept(kept: Exact | Digests) -> list | None:
 
 
 def load_digests(value: object) -> Exact | Digests:
-    """Kept digests, as :func:`kept_digests` or an earlier build (a :class:`Digests` filter) kept them; ValueError for anything else."""
+    """Kept digests, as :func:`kept_digests` or an earlier build (a :class:`Digests` filter) kept
+    them; ValueError for anything else."""
     if isinstance(value, list) and value[:1] == [Exact.TAG]:
         return Exact.load(value)
     return Digests.load(value)
