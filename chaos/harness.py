@@ -24,8 +24,8 @@ every journal under the chaos folder:
   kill waits for it, so a slow start-up is never mistaken for silence).
 
 ``power-loss`` mode additionally cuts each journal back to a random offset at or past its last
-ACKed end, and may zero-fill the cut region, before checking; that simulation never goes below
-an ACK, so it cannot catch a writer that ACKs before fsync.  ``power-loss`` with ``fs="lazyfs"``
+ACKed end and what it held when the cycle began, and may zero-fill the cut region, before
+checking; that simulation never goes below an ACK, so it cannot catch a writer that ACKs before fsync.  ``power-loss`` with ``fs="lazyfs"``
 runs the writers on a LazyFS mount (:mod:`chaos.lazyfs`) and, after the kills, drops every
 unsynced byte (a real power cut) before checking: that catches it.  Every cycle also counts
 where the kill (and the cut) left each journal it wrote: mid-record (``torn``), after a whole
@@ -437,7 +437,7 @@ class Harness:
         check.check_locks()
         check.check_indexes()
         if config.mode == "power-loss" and self.mount is None:
-            check.power_loss(rng)
+            check.power_loss(rng, before)
             count_landings(written, report.landings["power-loss"])
         try:
             check.fsck_and_repair()

@@ -90,20 +90,27 @@ class CycleCheck:
                     self.violation("index-ahead", str(index.relative_to(self.folder)),
                                    f"index lists {entry['bytes']} bytes for {journal.name}, which holds {size}")
 
-    def power_loss(self, rng: random.Random) -> None:
-        """Cut each journal back to a random offset at or past its last ACKed end; maybe zero-fill."""
+    def power_loss(self, rng: random.Random, before: dict[Path, tuple[int, int]]) -> None:
+        """Cut each journal back to a random offset at or past its last ACKed end and past what
+        it held when the cycle began (``before``: size and mtime); maybe zero-fill the cut.
+
+        What a journal held before the cycle's writers started is what the previous cycle left
+        and checked: durable long since, and possibly counted by a cache since (a repair brings
+        meta.json up to a whole record the killed writer fsynced but had not ACKed yet).  A
+        power cut now cannot take it; cutting it would report the cache, not a writer."""
         for journal in journals(self.folder):
             relpath = str(journal.relative_to(self.folder))
             acked = max((end for end, _ in self.h.acks.get(relpath, [])), default=0)
+            floor = max(acked, before.get(journal, (0, 0))[0])
             size = journal.stat().st_size
-            if size <= acked:
+            if size <= floor:
                 continue
-            cut = rng.randint(acked, size)
+            cut = rng.randint(floor, size)
             with open(journal, "r+b") as handle:
                 handle.truncate(cut)
-                if cut > acked and rng.random() < 0.5:
-                    handle.seek(acked)
-                    handle.write(b"\0" * (cut - acked))
+                if cut > floor and rng.random() < 0.5:
+                    handle.seek(floor)
+                    handle.write(b"\0" * (cut - floor))
 
     def fsck_and_repair(self) -> None:
         folders, refused = discover_chaos(self.folder)

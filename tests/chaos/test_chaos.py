@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import random
+import shutil
 import os
 import shlex
 import subprocess
@@ -97,3 +99,50 @@ def _lost(journal: Path, end: int, digest: str) -> bool:
     from chaos.verify import _record_ok
 
     return not _record_ok(journal.read_bytes() if journal.exists() else b"", end, digest)
+
+
+def test_the_simulated_power_cut_never_takes_what_an_earlier_cycle_left(tmp_path):
+    """A killed writer can fsync a whole record and die before its ACK; the cycle's repair then
+    counts it in meta.json.  The next cycle's simulated cut must not take that record (durable
+    long since): it did, and reported ``meta-ahead`` against a correct writer on a loaded
+    machine.  What this cycle appended past its last ACK is still cut (sometimes zero-filled)."""
+    from chaos.harness import Harness
+    from chaos.scope import snapshot
+    from chaos.verify import CycleCheck
+
+    env = {**os.environ, "LEVELSESS_CHAOS_DIR": str(tmp_path / "run"), "LEVELSESS_CHAOS_SEED": "7"}
+    proc = subprocess.run([sys.executable, "-m", "chaos.writer", "--name", "w001", "--layout", "logician",
+                           "--max-records", "5", "--largest", "400"], env=env, capture_output=True, check=True)
+    acks: dict[str, list[tuple[int, str]]] = {}
+    for _ack, relpath, end, digest in (line.split() for line in proc.stdout.decode().splitlines()):
+        acks.setdefault(relpath, []).append((int(end), digest))
+    journal = tmp_path / "run" / "ws/.logician/sessions/sessions/w001/messages.jsonl"
+
+    def entry(n: int, parent: str) -> bytes:
+        return orjson.dumps({"id": f"w001-{n}", "parentId": parent, "timestamp": "2026-12-05T00:00:00.000Z",
+                             "role": "assistant", "text": "x" * 50}) + b"\n"
+
+    last = orjson.loads(journal.read_bytes().splitlines()[-1])["id"]
+    with open(journal, "ab") as handle:  # fsynced, not ACKed: the kill came between
+        handle.write(entry(6, last))
+    assert run_cli("fsck", "--repair", tmp_path / "run" / "ws").exit_code == 1  # meta.json 5 -> 6
+    assert run_cli("fsck", tmp_path / "run" / "ws").exit_code == 0
+    kept = journal.stat().st_size
+    before = snapshot(tmp_path / "run")
+    with open(journal, "ab") as handle:  # this cycle's append, killed before its ACK
+        handle.write(entry(7, "w001-6"))
+    grown = journal.read_bytes()
+    cuts = set()
+    for seed in range(40):
+        folder = tmp_path / f"try-{seed}"
+        shutil.copytree(tmp_path / "run", folder)
+        harness = Harness(Config(mode="power-loss"))
+        harness.folder, harness.acks = folder, acks
+        check = CycleCheck(harness, 1)
+        check.power_loss(random.Random(seed), {folder / path.relative_to(tmp_path / "run"): stamp for path, stamp in before.items()})
+        data = (folder / journal.relative_to(tmp_path / "run")).read_bytes()
+        assert data[:kept] == grown[:kept], "the cut went below what the cycle began with"
+        cuts.add(len(data))
+        check.fsck_and_repair()
+        assert check.found == [], check.found
+    assert min(cuts) < len(grown), "the cut never took this cycle's unACKed record"
