@@ -94,7 +94,8 @@ def test_the_grammar_applies_updates_set_and_rewinds(tmp_path):
     scan = scan_journal(chats(home) / name(), GEMINI)
     assert scan.identified and scan.tail is TailState.NONE and not [f for f in scan.findings if f.severity == "error"]
     facts = scan.facts
-    assert list(facts.messages) == [U1, G2, U2], "G1 was updated in place, then rewound; a repeated id is no duplicate"
+    assert list(replay(chats(home) / name()).messages) == [U1, G2, U2], "G1 was updated in place, then rewound; a repeated id is no duplicate"
+    assert facts.messages == {} and facts.settled is not None, "a scan keeps the answers, not a sketch of each message"
     assert facts.updates == 1 and facts.rewinds == 1 and facts.dropped == 1
     assert facts.session_id == SID and facts.project_hash == PROJECT_HASH and facts.turns == 2
     assert facts.title == "README for my-app" and facts.model == "gemini-2.5-pro"
