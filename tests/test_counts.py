@@ -72,3 +72,25 @@ def test_ls_lists_what_import_wrote_and_doctor_says_it_is_kept(home, tmp_path):
     assert again["codex"]["sessions"] == again["codex"]["in_store"]
     human = run_cli("doctor", "--store", store).stdout
     assert "files" in human  # a tool tree's health row counts files read, and says so
+
+
+def test_a_count_in_worker_processes_is_the_serial_count(home, tmp_path):
+    """doctor counts a large install with forked workers (count_import's jobs): the same sessions,
+    in the same order, with the same kinds and findings as one process counts them, whatever
+    unit each worker took (the fixtures and a Gemini CLI folder; a rollout with a damaged line)."""
+    from tests.layouts.gemini import every_kind, gemini_home, name
+    from toolkit.counts import count_import
+
+    rollout = next((home / ".codex").rglob("rollout-*.jsonl"))
+    shutil.copy(rollout, rollout.with_name(rollout.name.replace("rollout-", "rollout-9")))
+    damaged = rollout.read_bytes().split(b"\n")
+    damaged.insert(2, b"\xff\xfe not json")
+    rollout.write_bytes(b"\n".join(damaged))
+    gemini = gemini_home(tmp_path / "g", {name(f"{n:08x}-0000-4000-8000-000000000000"): every_kind(f"{n:08x}-0000-4000-8000-000000000000")
+                                          for n in range(9)})
+    for app, source in (("claude", home / ".claude"), ("codex", home / ".codex"), ("gemini", gemini)):
+        serial = count_import(app, source, jobs=1)
+        assert serial.sessions > 1 and serial.problem is None, app
+        for jobs in (2, 3):
+            forked = count_import(app, source, jobs=jobs)
+            assert (forked.to_json(), forked.ids) == (serial.to_json(), serial.ids), (app, jobs)
