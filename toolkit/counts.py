@@ -88,12 +88,11 @@ def _summary(session) -> tuple[str, bool, bool, bool]:
 def _sessions(importer, source: Path, options, count: Count, jobs: int):
     """The summary of each session the import would write, in its order; a source's units in
     worker processes when ``jobs`` and their size ask for it."""
+    from .importers import parallel
     from .importers.base import unfarmed
 
     def sink(finding) -> None:
         count.unreadable += finding.code == "source-unreadable"
-
-    from .importers import parallel
 
     if parallel.supports(importer) and jobs != 1:
         from .importers.unchanged import sizes
