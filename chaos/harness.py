@@ -25,9 +25,10 @@ every journal under the chaos folder:
 
 ``power-loss`` mode additionally cuts each journal back to a random offset at or past its last
 ACKed end and what it held when the cycle began, and may zero-fill the cut region, before
-checking; that simulation never goes below an ACK, so it cannot catch a writer that ACKs before fsync.  ``power-loss`` with ``fs="lazyfs"``
-runs the writers on a LazyFS mount (:mod:`chaos.lazyfs`) and, after the kills, drops every
-unsynced byte (a real power cut) before checking: that catches it.  Every cycle also counts
+checking; that simulation never goes below an ACK, so it cannot catch a writer that ACKs
+before fsync.  ``power-loss`` with ``fs="lazyfs"`` runs the writers on a LazyFS mount
+(:mod:`chaos.lazyfs`) and, after the kills, drops every unsynced byte (a real power cut) before
+checking: that catches it.  Every cycle also counts
 where the kill (and the cut) left each journal it wrote: mid-record (``torn``), after a whole
 record but before its newline (``unterminated``), or ``between`` records.  Journals carry over from cycle
 to cycle (writers resume them, as an editor does after a crash) until the folder passes a size

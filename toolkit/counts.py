@@ -98,7 +98,7 @@ def _sessions(importer, source: Path, options, count: Count, jobs: int):
         from .importers.unchanged import sizes
 
         units = importer.units(source, sink)
-        workers = parallel.worker_count(jobs, sum(sizes(unit, None) for unit in units), len(units)) if len(units) > 1 else 1
+        workers = parallel.worker_count(jobs, sum(sizes(unit, None) for unit in units), len(units))
         if workers > 1:
             yield from _in_workers(importer, units, options, count, workers)
             return

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import random
-import shutil
 import os
+import random
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
