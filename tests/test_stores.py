@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import PROJECT_SLUG, logician_session, make_store
 from toolkit.errors import NotAStoreError, PathNotFoundError
@@ -17,6 +21,21 @@ def test_slug_examples():
     unicode = slug("/Users/zoë/código")
     assert unicode.startswith("-Users-zo--c-digo-") and len(unicode.rsplit("-", 1)[1]) == 8
     assert slug("/a/b") != slug("/a/c")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=260) | st.text(alphabet="/abcXYZ019.-_ é中\u0130\u212a\u0660\u00b2", max_size=260))
+def test_slug_is_its_definition(project):
+    """DESIGN §2.1 a character at a time: an ASCII letter or digit stays, anything else is a dash;
+    a long or non-ASCII result is cut and given the path's hash (asked twice: the kept answer too)."""
+    out = "".join(c if c.isascii() and c.isalnum() else "-" for c in project)
+    if len(out) > 200 or not project.isascii():
+        out = out[:180] + "-" + hashlib.sha256(project.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    try:
+        project.encode("utf-8")
+    except UnicodeEncodeError:  # (a lone surrogate: no path of this tool's is one)
+        return
+    assert slug(project) == out and slug(project) == out
 
 
 def test_store_project_and_journal(tmp_path):
