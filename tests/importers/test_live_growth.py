@@ -66,10 +66,10 @@ def _tree(app: str, home: Path) -> tuple[Path, list[Path]]:
     return root, [gemini_session.write(root, 600)]
 
 
-def _import(root: Path, app: str, store: Path, cache: Path) -> tuple[int, dict]:
+def _import(root: Path, app: str, store: Path, cache: Path, jobs: int = 0) -> tuple[int, dict]:
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     proc = subprocess.run([sys.executable, "-m", "toolkit.cli", "import", "--from", app, "--source", str(root),
-                           "--store", str(store), "--json"], env=env, capture_output=True, timeout=120)
+                           "--store", str(store), "--json", "--jobs", str(jobs)], env=env, capture_output=True, timeout=120)
     assert not proc.stderr.strip().startswith(b"Traceback"), proc.stderr.decode(errors="replace")[-2000:]
     return proc.returncode, json.loads(proc.stdout)
 
@@ -93,8 +93,9 @@ def _journals(store: Path) -> dict[str, Path]:
     return {p.name: p for p in store.rglob("*.jsonl") if ".levelsess" not in p.parts}
 
 
-@pytest.mark.parametrize("app", ["claude", "codex", "gemini"])
-def test_imports_while_the_tool_writes_lose_and_repeat_nothing(app: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("app, jobs", [("claude", 0), ("codex", 0), ("gemini", 0), ("claude", 2), ("codex", 2)])
+def test_imports_while_the_tool_writes_lose_and_repeat_nothing(app: str, jobs: int, tmp_path: Path) -> None:
+    """``jobs``: as ``import --jobs`` (2: the transcripts in two worker processes, each resuming its own)."""
     if app != "gemini" and not FIXTURES.is_dir():
         pytest.skip("shared/fixtures is not beside the checkout")
     root, transcripts = _tree(app, tmp_path / "home")
@@ -111,13 +112,13 @@ def test_imports_while_the_tool_writes_lose_and_repeat_nothing(app: str, tmp_pat
     store, cache, runs = tmp_path / "store", tmp_path / "cache", 0
     try:
         while writer.poll() is None or runs < 2:
-            code, _report = _import(root, app, store, cache)
+            code, _report = _import(root, app, store, cache, jobs)
             assert code in (0, 4)
             runs += 1
     finally:
         writer.kill()
         writer.wait()
-    code, last = _import(root, app, store, cache)
+    code, last = _import(root, app, store, cache, jobs)
     assert code == 0, last
     fresh_code, _fresh = _import(root, app, tmp_path / "fresh", tmp_path / "fresh-cache")
     assert fresh_code == 0
