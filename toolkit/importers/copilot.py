@@ -24,9 +24,10 @@ from ..findings import Finding
 from ..identify import identify_lines
 from ..lines import loads, split_line
 from .output import Options, Raw, Session, json_object, safe_id
+from .unchanged import Unit
 from .uris import apply_map, folder_status, is_foreign
 
-__all__ = ["APP", "Options", "detect", "scan", "session_from_log", "source_files"]
+__all__ = ["APP", "Options", "detect", "scan", "scan_unit", "session_from_log", "source_files", "unit_key", "units"]
 
 APP = "copilot"
 LOG = "events.jsonl"
@@ -72,19 +73,65 @@ def source_files(source: Path) -> list[Path]:
 
 def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
     """Yield every Copilot CLI session under ``source`` as a converted :class:`Session`."""
-    for log in _logs(source):
+    for unit in units(source, report):
+        yield from scan_unit(unit, options, report)
+
+
+# -- one unit per session log: a re-import reads only the logs that changed (issue 27) ----------
+
+
+def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
+    """One unit per session log; each also depends on what its folder says of it beside the log
+    (``workspace.yaml``, ``vscode.metadata.json``: its project and title)."""
+    return [Unit(str(log), (log,), (log.parent / "workspace.yaml", log.parent / "vscode.metadata.json"), log)
+            for log in _logs(source)]
+
+
+def scan_unit(unit: Unit, options: Options, report: Callable[[Finding], None]) -> Iterator[Session]:
+    """The session of one log."""
+    log = Path(unit.handle)
+    try:
+        data = log.read_bytes()
+    except OSError as exc:
+        report(Finding("unreadable", "error", str(log), None, None, f"cannot read: {exc.strerror or exc}"))
+        return
+    try:
+        session = session_from_log(log, data, options, report)
+    except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
+        report(Finding("source-unreadable", "error", str(log), None, None, f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
+        return
+    if session is not None and not (options.orphans_only and not session.orphaned):
+        yield session
+
+
+def unit_key(unit: Unit) -> str:
+    """The session id a log's journal is named after (:func:`session_from_log`'s, folded to lower
+    case): logs that share it (a session folder copied under another name) write one journal, one
+    after the other, in one worker of ``import --jobs``.  Its first line says it, as Copilot CLI
+    writes a log; else the log is read as a conversion reads it."""
+    log = Path(unit.handle)
+    try:
+        with open(log, "rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError:
+        return str(log)  # (scan_unit reports it)
+    line = first_line(head)
+    try:
+        event = loads(line) if line is not None and (b"\n" in head or len(head) < 1 << 16) else None
+    except ValueError:
+        event = None
+    data = event.get("data") if isinstance(event, dict) and event.get("type") == "session.start" else None
+    sid = data.get("sessionId") if isinstance(data, dict) else None
+    if not (isinstance(sid, str) and sid):
         try:
-            data = log.read_bytes()
-        except OSError as exc:
-            report(Finding("unreadable", "error", str(log), None, None, f"cannot read: {exc.strerror or exc}"))
-            continue
-        try:
-            session = session_from_log(log, data, options, report)
-        except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
-            report(Finding("source-unreadable", "error", str(log), None, None, f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
-            continue
-        if session is not None and not (options.orphans_only and not session.orphaned):
-            yield session
+            events = _events(log.read_bytes(), str(log), lambda _finding: None)[0]
+        except Exception:  # noqa: BLE001 - untrusted data, unreadable here: scan_unit reports it
+            events = []
+        start = next((e["data"] for _n, e, _r in events if e["type"] == "session.start" and isinstance(e.get("data"), dict)), {})
+        sid = start.get("sessionId") if isinstance(start.get("sessionId"), str) else None
+        sid = sid or _yaml_scalars(log.parent / "workspace.yaml").get("id") or (
+            log.parent.name if log.parent.parent.name == "session-state" else None)
+    return (sid or str(log)).lower()
 
 
 # -- reading the log ---------------------------------------------------------------------------
