@@ -1,5 +1,5 @@
 """The nightly keep while the tool is writing (issue 27): a real writer process appends to
-transcripts as Claude Code, Codex CLI and Gemini CLI do (open, append, close; a line now and then
+transcripts as Claude Code, Codex CLI, Gemini CLI and Copilot CLI do (open, append, close; a line now and then
 in two writes, so an import may meet it half written) while ``levelsess import`` runs again and
 again into one store, reading only what changed.  Whatever the interleaving, once the writer is
 done and one more import has run, the store holds every source line a fresh import of the final
@@ -57,6 +57,20 @@ def _tree(app: str, home: Path) -> tuple[Path, list[Path]]:
         root = home / ".codex"
         shutil.copytree(FIXTURES / "codex", root)
         return root, sorted(root.rglob("rollout-*.jsonl"))
+    if app == "copilot":
+        from tests.importers.test_copilot import _event, copilot_session, events
+
+        root, cwd, logs = home / ".copilot", home / "app", []
+        cwd.mkdir(parents=True)
+        for n in range(3):
+            sid = f"0d7f5c3a-9b1e-4c2d-8e6f-{n:012x}"
+            objects = events(sid, cwd)
+            for k in range(len(objects), 300):  # a long session: prompts and answers, each event of its own
+                body = ({"content": f"ask {k}", "agentMode": "interactive"} if k % 2 else
+                        {"messageId": f"m{k}", "content": f"answer {k} " + "word " * (k % 40), "toolRequests": []})
+                objects.append(_event("user.message" if k % 2 else "assistant.message", body, k, objects[-1]["id"]))
+            logs.append(copilot_session(root, sid, cwd, objects=objects))
+        return root, logs
     sys.path.insert(0, str(BENCH))
     try:
         import gemini_session
@@ -93,10 +107,10 @@ def _journals(store: Path) -> dict[str, Path]:
     return {p.name: p for p in store.rglob("*.jsonl") if ".levelsess" not in p.parts}
 
 
-@pytest.mark.parametrize("app, jobs", [("claude", 0), ("codex", 0), ("gemini", 0), ("claude", 2), ("codex", 2)])
+@pytest.mark.parametrize("app, jobs", [("claude", 0), ("codex", 0), ("gemini", 0), ("copilot", 0), ("claude", 2), ("codex", 2), ("copilot", 2)])
 def test_imports_while_the_tool_writes_lose_and_repeat_nothing(app: str, jobs: int, tmp_path: Path) -> None:
     """``jobs``: as ``import --jobs`` (2: the transcripts in two worker processes, each resuming its own)."""
-    if app != "gemini" and not FIXTURES.is_dir():
+    if app in ("claude", "codex") and not FIXTURES.is_dir():
         pytest.skip("shared/fixtures is not beside the checkout")
     root, transcripts = _tree(app, tmp_path / "home")
     rng = random.Random(27)
