@@ -26,5 +26,5 @@ def test_keep_bench_on_a_small_tree(app: str, size: str, shape: str, tmp_path: P
     assert doc["grown_files"] >= 1 and doc["grown_bytes"] > 0
     assert doc["grown_report"]["read"] == 0 and doc["grown_report"]["resumed"] >= doc["grown_files"]
     assert [r["name"] for r in doc["results"]] == ["fsck", "import", "unchanged", "grown", "grown --reread"]
-    assert all(r["seconds"] > 0 and r["rss_mib"] > 0 for r in doc["results"])
+    assert all(r["seconds"] > 0 and r["rss_mib"] > 0 for r in doc["results"]) and doc["create_us"] > 0
     assert len(doc["runs"]["fsck"]) == len(doc["runs"]["import"]) == len(doc["runs"]["grown"]) == 2
