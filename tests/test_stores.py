@@ -94,3 +94,29 @@ def test_a_store_and_one_of_its_journals_are_checked_once(tmp_path):
     for paths in ((store, journal), (journal, store)):
         both = run_cli("fsck", "--json", *paths).json
         assert (both["files"], both["records"], both["bytes"]) == (alone["files"], alone["records"], alone["bytes"])
+
+
+def test_a_folder_is_listed_once_and_claims_what_journals_in_lists(tmp_path, monkeypatch):
+    """A store and each project folder in it are listed once (what makes a folder a project and
+    its journals come from one listing); the journals are journals_in's, hidden files, locks and
+    other names left out."""
+    from toolkit.layouts import base
+    from toolkit.layouts.base import journals_in
+
+    store = make_store(tmp_path / "store", sessions=3)
+    project = store / PROJECT_SLUG
+    for name in (".hidden.jsonl", "x.jsonl.lock", "notes.txt", "index.json", "b.jsonl.1.tail"):
+        (project / name).write_text("{}")
+    (project / "sub.jsonl").mkdir()  # a folder named like a journal: listed, as journals_in lists it
+    other = store / "-home-ada-other"
+    other.mkdir()
+    (other / "one.jsonl").write_bytes((project / sorted(p.name for p in project.glob("*.jsonl") if p.is_file())[0]).read_bytes())
+    listed: list = []
+    real = base.entries
+    monkeypatch.setattr("toolkit.layouts.levelcode.entries", lambda folder: (listed.append(folder), real(folder))[1])
+    folders = LEVELCODE.claim_dir(store)
+    assert sorted(listed) == sorted([store, project, other])
+    assert {f.path: f.journals for f in folders} == {project: journals_in(project), other: journals_in(other)}
+    listed.clear()
+    [one] = LEVELCODE.claim_dir(project)
+    assert listed == [project] and one.journals == journals_in(project) and len(one.journals) == 4

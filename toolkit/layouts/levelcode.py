@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import PLACEHOLDER_MODELS, BaseLayout, Folder, entries, journals_in
+from .base import PLACEHOLDER_MODELS, BaseLayout, Folder, entries
 from ..errors import PermissionDeniedError
 
 NEWEST_VERSION = 2
@@ -174,8 +174,14 @@ class LevelCodeRules:
             self.c.sink.add("missing-meta", "no meta record: the journal holds only blank lines", None, 0)
 
 
-def _is_project(folder: Path) -> bool:
-    return any((e.name.endswith(".jsonl") or e.name == "index.json") and not e.name.startswith(".") for e in entries(folder))
+def _holds_project(listed: list) -> bool:
+    """Whether a folder's entries (:func:`~toolkit.layouts.base.entries`) make it a project folder."""
+    return any((e.name.endswith(".jsonl") or e.name == "index.json") and not e.name.startswith(".") for e in listed)
+
+
+def _journals(listed: list) -> tuple[Path, ...]:
+    """:func:`~toolkit.layouts.base.journals_in` of the folder those entries are of (listed once)."""
+    return tuple(Path(e.path) for e in listed if e.name.endswith(".jsonl") and not e.name.startswith("."))
 
 
 class LevelCode(BaseLayout):
@@ -203,19 +209,21 @@ class LevelCode(BaseLayout):
         return Folder(parent, self, parent.parent if in_project else parent, (path,), whole=False)
 
     def claim_dir(self, path: Path) -> list[Folder] | None:
-        if _is_project(path):
-            return [Folder(path, self, path.parent, journals_in(path))]
+        listed = entries(path)  # (each folder listed once: what it holds is judged and taken from one listing)
+        if _holds_project(listed):
+            return [Folder(path, self, path.parent, _journals(listed))]
         folders = []
-        for entry in entries(path):
+        for entry in listed:
             if entry.name.startswith(".") or not entry.is_dir():
                 continue
             sub = Path(entry.path)
             try:
-                if _is_project(sub):
-                    folders.append(Folder(sub, self, path, journals_in(sub)))
+                inner = entries(sub)
+                if _holds_project(inner):
+                    folders.append(Folder(sub, self, path, _journals(inner)))
             except PermissionDeniedError as exc:  # one unreadable project is a finding, not the end of the check
                 folders.append(Folder(sub, self, path, (), problem=str(exc)))
-        visible = [e for e in entries(path) if not e.name.startswith(".")]
+        visible = [e for e in listed if not e.name.startswith(".")]
         if folders or not visible or all(e.is_dir() and e.name.startswith(("-", "_")) for e in visible):
             return folders  # a store, maybe with only empty project folders (a writer killed at birth)
         return None
