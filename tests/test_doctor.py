@@ -110,3 +110,38 @@ def test_every_command_doctor_prints_names_its_store_and_an_import_is_advised_on
     assert run_cli(*restore[1:]).exit_code == 4, "the plan first"
     assert run_cli(*restore[1:], "--yes").exit_code == 0
     assert rollout.read_bytes() == original
+
+
+def test_doctor_tells_its_progress_each_step_of_a_known_total_and_finds_the_same(tmp_path, monkeypatch):
+    """diagnose tells a progress line, before each tree it checks and each install it counts, how
+    many steps there are in all and which one is under way (paths under the home as ~/…); what it
+    finds is the same with or without it."""
+    from tests.importers.test_copilot import copilot_session
+    from toolkit.doctor import diagnose
+
+    home = _home(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    copilot_session(home / ".copilot", "0d7f5c3a-9b1e-4c2d-8e6f-000000000001", tmp_path)
+    told: list = []
+    with no_writes():
+        found = diagnose(progress=lambda total, what: told.append((total, what)))
+    plain = diagnose()
+    assert found.to_json() == plain.to_json()
+    assert told == [(4, "checking the store (~/.levelcode/sessions)"), (4, "counting Cursor (~/.config/Cursor/User)"),
+                    (4, "counting VS Code (~/.config/Code/User)"), (4, "counting Copilot CLI (~/.copilot)")]
+    assert len(found.stores) + len(found.installs) == len(told)
+
+
+def test_doctor_on_a_terminal_shows_the_step_under_way_and_leaves_its_report_as_it_was(tmp_path, monkeypatch):
+    """On a terminal, doctor's progress line (stderr) names each step of the known total, then
+    goes; what it prints after is what it prints anywhere else."""
+    from tests.helpers import on_a_terminal
+
+    home = _home(tmp_path, monkeypatch)
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    code, shown = on_a_terminal("doctor", env=env, stderr_too=True)
+    assert code == 0
+    assert "doctor: checking the store (~/.levelcode/sessions)" in shown and "doctor: counting VS Code (~/.config/Code/User)" in shown
+    assert "/3" in shown  # the store, Cursor and VS Code: three steps
+    plain = run_cli("doctor").stdout
+    assert "VS Code chats it no longer shows" in plain and "VS Code chats it no longer shows" in shown

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -373,36 +374,45 @@ def claude_roots() -> list[Path]:
     return [root for root in default_roots() if (root / "projects").is_dir()]
 
 
-def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagnosis:
-    """Look everywhere levelsess knows about; write nothing."""
-    from .importers import cursor, vscode
+#: The names doctor gives what it looks at, in its progress line.
+_TOOL_NAMES = {"levelcode": "the store", "logician": "a Logician workspace", "claude-code": "Claude Code", "codex": "Codex CLI",
+               "gemini": "Gemini CLI", "cursor": "Cursor", "vscode": "VS Code", "copilot": "Copilot CLI",
+               "opencode": "OpenCode", "cline": "Cline, Roo Code and Kilo Code"}
 
-    stores = []
+
+def diagnose(store: str | None = None, roots: list[Path] | None = None,
+             progress: Callable[[int, str], None] | None = None) -> Diagnosis:
+    """Look everywhere levelsess knows about; write nothing.  ``progress(total, what)`` is told,
+    before each check of a tree and each count of an install, how many there are in all and what
+    comes next (a terminal's progress line: a heavy user's trees take seconds each)."""
+    from .importers import cline as cline_importer, codex as codex_importer, copilot as copilot_importer, cursor, \
+        gemini as gemini_importer, opencode as opencode_importer, vscode
+
     candidates = [default_store(store)]
     if store is None:
         candidates.append(Path.home() / ".levelcode" / "sessions")
-    for path in dict.fromkeys(candidates):
-        if path.is_dir():
-            stores.append(_health("levelcode", path))
-    for workspace in find_logician(roots or [Path.cwd()]):
-        stores.append(_health("logician", workspace))
-    claude = claude_roots()
-    for root in claude:
-        stores.append(_health("claude-code", root / "projects"))
-    from .importers import codex as codex_importer
-
-    codex = codex_importer.detect()
-    for home in codex:
-        stores.append(_health("codex", home))
-    from .importers import gemini as gemini_importer
-
-    gemini = gemini_importer.detect()
-    for home in gemini:  # its health counts the sessions its next start deletes (sweep-due)
-        stores.append(_health("gemini", home))
-    from .importers import cline as cline_importer, copilot as copilot_importer, opencode as opencode_importer
-
+    claude, codex, gemini = claude_roots(), codex_importer.detect(), gemini_importer.detect()
+    checks = ([("levelcode", path) for path in dict.fromkeys(candidates) if path.is_dir()]
+              + [("logician", workspace) for workspace in find_logician(roots or [Path.cwd()])]
+              + [("claude-code", root / "projects") for root in claude] + [("codex", home) for home in codex]
+              + [("gemini", home) for home in gemini])  # a Gemini folder's health counts what its next start deletes (sweep-due)
     tools = [("copilot", h) for h in copilot_importer.detect()] + [("opencode", d) for d in opencode_importer.detect()] \
         + [("cline", g) for g in cline_importer.detect()]
+    cursors, vscodes = cursor.detect(), vscode.detect()
+    total = len(checks) + len(cursors) + len(vscodes) + len(claude) + len(codex) + len(gemini) + len(tools)
+
+    home = str(Path.home())
+
+    def step(what: str, path: Path) -> None:
+        if progress is not None:
+            shown = str(path)
+            shown = "~" + shown[len(home):] if home not in ("", "/") and (shown + "/").startswith(home + "/") else shown
+            progress(total, f"{what} ({shown})")
+
+    stores = []
+    for kind, path in checks:
+        step(f"checking {_TOOL_NAMES[kind]}", path)  # (the store, a workspace, a tool's transcripts)
+        stores.append(_health(kind, path))
     target = default_store(store)
     stored = imported_ids(target) if claude or codex or gemini or tools else set()
     from .tombstones import read as read_tombstones
@@ -410,11 +420,17 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None) -> Diagn
     trashed = set(read_tombstones(target))  # trashed on purpose: never advised for import again
     # the Gemini CLI sessions the store keeps (id -> session file at import): without, then with, subagent sessions
     kept_gemini = (kept_sources(target, "gemini"), kept_sources(target, "gemini", children=True)) if gemini else ({}, {})
-    installs = ([_cursor(u) for u in cursor.detect()] + [_vscode(u) for u in vscode.detect()]
-                + [_claude(r, target, stored, kept_claude_sources(target) if claude else None) for r in claude]
-                + [_codex(h, target, stored) for h in codex]
-                + [_gemini(h, target, _due(stores, h), *kept_gemini) for h in gemini]
-                + [_tool(app, folder, target, stored) for app, folder in tools])
+    installs = []
+    for app, places, make in (("cursor", cursors, _cursor), ("vscode", vscodes, _vscode),
+                              ("claude-code", claude, lambda r: _claude(r, target, stored, kept_claude_sources(target))),
+                              ("codex", codex, lambda h: _codex(h, target, stored)),
+                              ("gemini", gemini, lambda h: _gemini(h, target, _due(stores, h), *kept_gemini))):
+        for place in places:
+            step(f"counting {_TOOL_NAMES[app]}", place)  # (what an import of it would write)
+            installs.append(make(place))
+    for app, folder in tools:
+        step(f"counting {_TOOL_NAMES[app]}", folder)
+        installs.append(_tool(app, folder, target, stored))
     for install in installs:  # every install: how many of the sessions import would write the store holds
         install.store = target
         if install.count is not None:

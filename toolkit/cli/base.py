@@ -253,6 +253,27 @@ def _progress(out: Output, label: str, total, *, unit: str = "items"):
 
 
 @contextlib.contextmanager
+def _steps(out: Output, label: str):
+    """Yield ``step(total, what)`` for work told of as it goes (``doctor``: each tree it checks,
+    each install it counts): a bar of steps on stderr, when it is a terminal, naming the one under
+    way; None otherwise, for the caller to pass on as "no progress"."""
+    if out.json or out.quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    begun = [0]
+    with Progress(TextColumn("{task.description}", style="progress.description", markup=False), BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=out.err, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def step(total: int, what: str) -> None:
+            bar.update(task, total=total, completed=begun[0], description=f"{label}: {what}", refresh=True)  # (each step drawn)
+            begun[0] += 1
+        yield step
+
+
+@contextlib.contextmanager
 def _ctrl_c_deferred():
     """Turn Ctrl-C into a flag so the current atomic step finishes first."""
     hit = []

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .base import JsonOpt, Output, PathNotFoundError, QuietOpt, StoreOpt, UsageError, VerboseOpt, _output, _progress, _store, add_column, app, default_store, findings_table, print_table, printable
+from .base import JsonOpt, Output, PathNotFoundError, QuietOpt, StoreOpt, UsageError, VerboseOpt, _output, _progress, _steps, _store, add_column, app, default_store, findings_table, print_table, printable
 
 
 
@@ -185,7 +185,8 @@ def doctor(
     for path in paths or []:  # a folder named on the command line must exist, as for every other command
         if not Path(path).exists():
             raise PathNotFoundError(str(path))
-    result = diagnose(_store(ctx, store), [Path(p) for p in paths] if paths else None)
+    with _steps(out, "doctor") as step:
+        result = diagnose(_store(ctx, store), [Path(p) for p in paths] if paths else None, progress=step)
     if (include_content or include_paths) and bundle is None:
         raise UsageError(f"{'--include-content' if include_content else '--include-paths'} only applies to --bundle FILE.zip")
     if bundle is not None:
