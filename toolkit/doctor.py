@@ -374,10 +374,8 @@ def claude_roots() -> list[Path]:
     return [root for root in default_roots() if (root / "projects").is_dir()]
 
 
-#: The names doctor gives what it looks at, in its progress line.
-_TOOL_NAMES = {"levelcode": "the store", "logician": "a Logician workspace", "claude-code": "Claude Code", "codex": "Codex CLI",
-               "gemini": "Gemini CLI", "cursor": "Cursor", "vscode": "VS Code", "copilot": "Copilot CLI",
-               "opencode": "OpenCode", "cline": "Cline, Roo Code and Kilo Code"}
+#: What doctor's progress line calls the trees it checks that are no tool's (a tool's: APP_TITLES).
+_CHECKED = {"levelcode": "the store", "logician": "a Logician workspace"}
 
 
 def diagnose(store: str | None = None, roots: list[Path] | None = None,
@@ -411,7 +409,7 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None,
 
     stores = []
     for kind, path in checks:
-        step(f"checking {_TOOL_NAMES[kind]}", path)  # (the store, a workspace, a tool's transcripts)
+        step(f"checking {_CHECKED.get(kind) or APP_TITLES[kind]}", path)  # (the store, a workspace, a tool's transcripts)
         stores.append(_health(kind, path))
     target = default_store(store)
     stored = imported_ids(target) if claude or codex or gemini or tools else set()
@@ -426,10 +424,10 @@ def diagnose(store: str | None = None, roots: list[Path] | None = None,
                               ("codex", codex, lambda h: _codex(h, target, stored)),
                               ("gemini", gemini, lambda h: _gemini(h, target, _due(stores, h), *kept_gemini))):
         for place in places:
-            step(f"counting {_TOOL_NAMES[app]}", place)  # (what an import of it would write)
+            step(f"counting {APP_TITLES[app]}", place)  # (what an import of it would write)
             installs.append(make(place))
     for app, folder in tools:
-        step(f"counting {_TOOL_NAMES[app]}", folder)
+        step(f"counting {APP_TITLES[app]}", folder)
         installs.append(_tool(app, folder, target, stored))
     for install in installs:  # every install: how many of the sessions import would write the store holds
         install.store = target

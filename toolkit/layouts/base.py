@@ -504,4 +504,9 @@ def entries(folder: Path) -> list[os.DirEntry]:
 
 
 def journals_in(folder: Path) -> tuple[Path, ...]:
-    return tuple(Path(e.path) for e in entries(folder) if e.name.endswith(".jsonl") and not e.name.startswith("."))
+    return journals_of(entries(folder))
+
+
+def journals_of(listed: list[os.DirEntry]) -> tuple[Path, ...]:
+    """:func:`journals_in` of the folder ``listed`` (its :func:`entries`) lists, from that listing."""
+    return tuple(Path(e.path) for e in listed if e.name.endswith(".jsonl") and not e.name.startswith("."))

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import PLACEHOLDER_MODELS, BaseLayout, Folder, entries
+from .base import PLACEHOLDER_MODELS, BaseLayout, Folder, entries, journals_of
 from ..errors import PermissionDeniedError
 
 NEWEST_VERSION = 2
@@ -179,10 +179,6 @@ def _holds_project(listed: list) -> bool:
     return any((e.name.endswith(".jsonl") or e.name == "index.json") and not e.name.startswith(".") for e in listed)
 
 
-def _journals(listed: list) -> tuple[Path, ...]:
-    """:func:`~toolkit.layouts.base.journals_in` of the folder those entries are of (listed once)."""
-    return tuple(Path(e.path) for e in listed if e.name.endswith(".jsonl") and not e.name.startswith("."))
-
 
 class LevelCode(BaseLayout):
     name = "levelcode"
@@ -211,7 +207,7 @@ class LevelCode(BaseLayout):
     def claim_dir(self, path: Path) -> list[Folder] | None:
         listed = entries(path)  # (each folder listed once: what it holds is judged and taken from one listing)
         if _holds_project(listed):
-            return [Folder(path, self, path.parent, _journals(listed))]
+            return [Folder(path, self, path.parent, journals_of(listed))]
         folders = []
         for entry in listed:
             if entry.name.startswith(".") or not entry.is_dir():
@@ -220,7 +216,7 @@ class LevelCode(BaseLayout):
             try:
                 inner = entries(sub)
                 if _holds_project(inner):
-                    folders.append(Folder(sub, self, path, _journals(inner)))
+                    folders.append(Folder(sub, self, path, journals_of(inner)))
             except PermissionDeniedError as exc:  # one unreadable project is a finding, not the end of the check
                 folders.append(Folder(sub, self, path, (), problem=str(exc)))
         visible = [e for e in listed if not e.name.startswith(".")]
