@@ -86,12 +86,26 @@ def pipelined(keys: list[str], indexes: Iterable[int], begin: Callable[[int], Ca
             yield pending[0], pending[1]()
 
 
+def _load_before_fork() -> None:
+    """Load here, once, the modules each worker's writes load (the journal writer's scan, the
+    import memo's, the store's layout): loaded after the fork, every worker paid for them again,
+    some 8 ms each, and the parent a third time when it settled the folders."""
+    import importlib
+
+    from ..layouts.registry import get
+
+    for name in ("toolkit.journal", "toolkit.fsck.incremental"):
+        importlib.import_module(name)
+    get("levelcode")
+
+
 def run(keys: list[str], begin: Callable[[int], Callable[[], object]], jobs: int, emit: Callable[[int, object], None]) -> None:
     """``begin(i)()`` for every unit ``i`` in ``jobs`` workers (each a few units in a row,
     :func:`pipelined`); ``emit(i, result)`` in the parent, in unit order.  Units a lost worker left
     are processed here."""
     from .. import forked
 
+    _load_before_fork()
     plan = batches(keys, jobs)
     pending: dict[int, object] = {}
     state = {"next": 0}
