@@ -170,3 +170,64 @@ def test_a_failed_folder_sync_at_the_blocks_end_is_the_durability_error_it_alway
         with durable.batched_dir_syncs():
             durable.atomic_write(tmp_path / "a" / "x.json", b"{}\n")
             durable.atomic_write(tmp_path / "b" / "x.json", b"{}\n")
+
+
+def test_atomic_writes_replace_each_file_in_order_their_fsyncs_at_once(tmp_path, monkeypatch):
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for folder in folders:
+        folder.mkdir()
+    items = [(folders[n % 2] / f"f{n}.json", b"new %d\n" % n) for n in range(7)]
+    for path, _data in items[::2]:
+        path.write_bytes(b"old\n")
+    synced = record_fsyncs(monkeypatch)
+    renamed: list[str] = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        assert len([name for name, _thread in synced if ".tmp" in name]) == len(items)  # every temp synced first
+        renamed.append(os.path.basename(dst))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(durable.os, "replace", replace)
+    durable.atomic_writes(items)
+    assert renamed == [path.name for path, _data in items]
+    assert all(path.read_bytes() == data for path, data in items)
+    assert sorted(os.listdir(folders[0]) + os.listdir(folders[1])) == sorted(path.name for path, _data in items)
+    assert {thread for name, thread in synced if ".tmp" in name} <= {"levelsess-fsync"}
+    assert {name for name, _thread in synced if ".tmp" not in name} >= {str(folder) for folder in folders}
+
+
+def test_atomic_writes_that_cannot_write_one_file_put_none_in_place(tmp_path, monkeypatch):
+    items = [(tmp_path / f"f{n}.json", b"new\n") for n in range(3)]
+    for path, _data in items:
+        path.write_bytes(b"old\n")
+    missing = [*items, (tmp_path / "gone" / "f3.json", b"new\n")]  # its folder does not exist: the create fails
+    with pytest.raises(DurabilityError):
+        durable.atomic_writes(missing)
+    assert [path.read_bytes() for path, _data in items] == [b"old\n"] * 3
+    assert sorted(os.listdir(tmp_path)) == [path.name for path, _data in items]  # no temp file left
+
+    def broken(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(durable.os, "fsync", broken)
+    with pytest.raises(DurabilityError):
+        durable.atomic_writes(items)
+    assert [path.read_bytes() for path, _data in items] == [b"old\n"] * 3
+    assert sorted(os.listdir(tmp_path)) == [path.name for path, _data in items]
+    with pytest.raises(ValueError):
+        durable.atomic_writes([items[0], items[0]])
+
+
+def test_dead_temps_of_several_targets_go_in_one_listing_and_only_theirs(tmp_path):
+    import subprocess
+    import sys
+
+    from toolkit import verified
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    names = [f".a.json.{dead}.tmp", f".b.states.json.{dead}.tmp", f".a.json.{os.getpid()}.tmp", f".c.json.{dead}.tmp", "a.json"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"x")
+    verified.remove_dead_temps(tmp_path / "a.json", tmp_path / "b.states.json")
+    assert sorted(os.listdir(tmp_path)) == sorted([f".a.json.{os.getpid()}.tmp", f".c.json.{dead}.tmp", "a.json"])

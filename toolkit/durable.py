@@ -301,26 +301,31 @@ def batched_dir_syncs() -> Iterator[None]:
 
 
 def _fsync_dirs_at_once(folders: list[Path], threads: int = 8) -> None:
-    """fsync ``folders`` from up to ``threads`` threads at once (each waits on the disk, not the
-    CPU; a single one in this thread); the first failure is raised once every one was tried.
-    (Plain threads: loading concurrent.futures took longer than the syncs it would run.)"""
-    if len(folders) <= 1:
-        for folder in folders:
-            _fsync_dir(folder)
+    """fsync ``folders`` from up to ``threads`` threads at once (:func:`_at_once`)."""
+    _at_once(_fsync_dir, folders, threads, "levelsess-dirsync")
+
+
+def _at_once(fn: Callable, jobs: list, threads: int, name: str) -> None:
+    """``fn(job)`` for every job, from up to ``threads`` threads at once (each waits on the disk,
+    not the CPU; a single job in this thread); the first failure is raised once every one was
+    tried.  (Plain threads: loading concurrent.futures took longer than the syncs it would run.)"""
+    if len(jobs) <= 1:
+        for job in jobs:
+            fn(job)
         return
     import threading
 
     failed: list[BaseException] = []
 
-    def run(share: list[Path]) -> None:
-        for folder in share:
+    def run(share: list) -> None:
+        for job in share:
             try:
-                _fsync_dir(folder)
+                fn(job)
             except BaseException as exc:  # noqa: BLE001 - given to the caller below
                 failed.append(exc)
 
-    workers = [threading.Thread(target=run, args=(folders[k::threads],), name="levelsess-dirsync", daemon=True)
-               for k in range(min(threads, len(folders)))]
+    workers = [threading.Thread(target=run, args=(jobs[k::threads],), name=name, daemon=True)
+               for k in range(min(threads, len(jobs)))]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -816,6 +821,56 @@ def atomic_write(path: Path, data: bytes | Iterable[bytes]) -> None:
                     handle.write(piece)
         except OSError as exc:
             raise _fail("write", path, exc) from exc
+
+
+def atomic_writes(items: list[tuple[Path, bytes]], threads: int = 8) -> None:
+    """Replace each ``path`` with its ``data``, atomically and durably as :func:`atomic_write`
+    does, their fsyncs at once: every temp file written, then all fsynced from up to ``threads``
+    threads (each waits on the disk, not the CPU: an import's settling saved its memo's files one
+    fsync after another), then each renamed into place in the order given (a file is never in
+    place before one given ahead of it), then their folders synced.  When a write or an fsync
+    fails, nothing is renamed and every temp file is removed; a failed rename leaves the files
+    before it in place."""
+    if len({str(path) for path, _data in items}) != len(items):
+        raise ValueError("atomic_writes: a path given twice")
+    if len(items) <= 1:
+        for path, data in items:
+            atomic_write(path, data)
+        return
+    made: list[tuple[int, Path, Path]] = []  # (fd, temp, path), open until renamed or removed
+    try:
+        for path, data in items:
+            refuse_symlinked(path.parent)
+            tmp = temp_name(path)
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            except OSError as exc:
+                raise _fail("create", tmp, exc) from exc
+            made.append((fd, tmp, path))
+            _write_all(fd, data, path)
+        _at_once(lambda job: fsync_fd(job[0], job[1]), made, threads, "levelsess-fsync")
+        for fd, _tmp, _path in made:  # (closed first: a rename never names a file still being written)
+            os.close(fd)
+        closed = [(-1, tmp, path) for _fd, tmp, path in made]
+        made = closed
+    except BaseException:
+        for fd, tmp, _path in made:
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    for index, (_fd, tmp, path) in enumerate(made):
+        try:
+            _replace(tmp, path)
+        except BaseException:
+            for _fd, left, _path in made[index:]:
+                with contextlib.suppress(OSError):
+                    os.unlink(left)
+            raise
+    for folder in dict.fromkeys(path.parent for _fd, _tmp, path in made):
+        fsync_dir(folder)
 
 
 def write_new(path: Path, data: bytes) -> None:

@@ -183,14 +183,23 @@ def _as_scanned(journals: list[list], scans: list[JournalScan], kept: dict[str, 
                     for name, ino, size, mtime, ctime in journals))
 
 
-def remove_dead_temps(target: Path) -> None:
-    """Remove the temp files of writes to ``target`` (a fingerprint, a cache) whose process was killed."""
-    prefix = f".{target.name}."
-    try:
-        with os.scandir(target.parent) as entries:
-            dead = [Path(e.path) for e in entries if e.name.startswith(prefix)
-                    and (pid := durable.temp_owner(e.name)) is not None and process_start(pid) is None]
-    except OSError:  # tidying is a courtesy; the write that follows reports a real problem
-        return
-    for temp in dead:
-        durable.remove(temp)
+def remove_dead_temps(*targets: Path) -> None:
+    """Remove the temp files of writes to ``targets`` (a fingerprint, a cache) whose process was
+    killed: one listing of each folder they are in."""
+    by_folder: dict[Path, set[str]] = {}
+    for target in targets:
+        by_folder.setdefault(target.parent, set()).add(target.name)
+    for folder, names in by_folder.items():
+        try:
+            with os.scandir(folder) as entries:
+                dead = [Path(e.path) for e in entries if e.name.startswith(".") and _temp_of(e.name) in names
+                        and (pid := durable.temp_owner(e.name)) is not None and process_start(pid) is None]
+        except OSError:  # tidying is a courtesy; the write that follows reports a real problem
+            continue
+        for temp in dead:
+            durable.remove(temp)
+
+
+def _temp_of(name: str) -> str:
+    """The name a temp file ``.NAME.PID.tmp`` (:func:`~toolkit.durable.temp_name`) is written for."""
+    return name[1:].rsplit(".", 2)[0] if name.endswith(".tmp") else ""

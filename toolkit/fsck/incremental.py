@@ -443,17 +443,17 @@ class IncrementalCache:
             return
         try:
             durable.ensure_dir(self.root)
+            writes: list[tuple[Path, bytes]] = []
             for where in sorted(self.dirty):
-                for target in (_sidecar(where), where):  # what a run killed mid-write left
-                    remove_dead_temps(target)
-                if where in self.states:  # written first: an entry never points at a state not yet saved
+                if where in self.states:  # renamed first: an entry never points at a state not yet saved
                     states = {k: v for k, v in self.states[where].items() if k in self.files[where]}
-                    durable.atomic_write(_sidecar(where), orjson.dumps({"format": FORMAT, "levelsess": __version__,
-                                                                        "journals": states}))
+                    writes.append((_sidecar(where), orjson.dumps({"format": FORMAT, "levelsess": __version__, "journals": states})))
                 doc = {"format": FORMAT, "levelsess": __version__, "journals": self.files[where]}
                 if self.verdicts.get(where):
                     doc["verdict"] = self.verdicts[where]
-                durable.atomic_write(where, orjson.dumps(doc))
+                writes.append((where, orjson.dumps(doc)))
+            remove_dead_temps(*(path for path, _data in writes))  # what a run killed mid-write left
+            durable.atomic_writes(writes)  # (their fsyncs at once: an import's settling saves one pair a folder)
         except (LevelsessError, OSError) as exc:
             self.error = f"the incremental-check cache could not be written: {exc}"
         self.dirty.clear()
