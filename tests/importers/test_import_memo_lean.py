@@ -110,3 +110,37 @@ def test_the_memos_reader_states_keep_no_source_row_and_a_journal_grown_is_index
     assert (made.records, made.lineno, made.rules.turn_seqs) == (direct.records, direct.lineno, direct.rules.turn_seqs)
     # fsck --incremental keeps its own cache, not lean: a scan it goes on from is a full read's
     assert run_cli("fsck", str(store), "--incremental", "--json").exit_code == 0
+
+
+def test_a_lean_scan_is_what_the_lean_memo_keeps_of_the_whole_one(tmp_path, monkeypatch):
+    """What a worker ships to its parent (:func:`lean_scan`, made in the worker) is remembered
+    exactly as the whole scan was: the same entry, the same reader state; and it carries no row."""
+    import pickle
+
+    from toolkit.fsck.incremental import IncrementalCache, lean_scan, read_back
+    from toolkit.journal import scan_journal
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = tmp_path / "codex"
+    shutil.copytree(FIXTURES / "codex", source)
+    store = tmp_path / "store"
+    result = run_cli("import", "--from", "codex", "--source", str(source), "--store", str(store), "--json")
+    assert result.exit_code in (0, 4), result.stdout
+    journals = sorted(store.rglob("codex-*.jsonl"))
+    assert journals
+    for journal in journals:
+        whole = scan_journal(journal, "levelcode", checkpoint=True)
+        assert "raw" in whole.facts.meta  # (a Codex journal's meta carries its rollout's session_meta row)
+        lean = lean_scan(whole)
+        assert "raw" not in lean.facts.meta and b"raw" not in lean.resume_state[0]
+        assert len(pickle.dumps(lean)) < len(pickle.dumps(whole))
+        assert read_back(journal)[0] == lean and read_back(journal)[0].resume_state == lean.resume_state
+        entries = []
+        for scan in (whole, lean):
+            memo = IncrementalCache(False, root=tmp_path / f"memo-{len(entries)}", lean=True)
+            info = journal.stat()
+            stamp = [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+            memo.remember_scan(journal.parent, journal, scan, stamp, 0)
+            memo.save()
+            entries.append([path.read_bytes() for path in sorted((tmp_path / f"memo-{len(entries)}").glob("*.json"))])
+        assert entries[0] == entries[1]

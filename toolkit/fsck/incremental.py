@@ -209,13 +209,7 @@ def _encode_scan(scan: JournalScan, stamp: list[int], tail: str, read_ns: int, s
     where = str(scan.path)
     if any(f.path != where for f in scan.findings):
         return None
-    facts = scan.facts
-    meta = getattr(facts, "meta", None) if lean else None
-    if isinstance(meta, dict) and "raw" in meta and dataclasses.is_dataclass(facts):  # (a lean cache's: the source row
-        # a meta record carries is left out, before the facts are encoded and checked: a Codex rollout's session_meta
-        # made most of the work of remembering each journal, in the import's parent while its workers wrote)
-        facts = dataclasses.replace(facts, meta={k: v for k, v in meta.items() if k != "raw"})
-    facts = encode_facts(facts)
+    facts = encode_facts(_lean_facts(scan.facts) if lean else scan.facts)
     if facts is None:
         return None
     entry = {"layout": scan.layout.name, "strict": strict, "stamp": stamp, "tail_sha256": tail, "read_ns": read_ns,
@@ -226,6 +220,32 @@ def _encode_scan(scan: JournalScan, stamp: list[int], tail: str, read_ns: int, s
     if state is not None and prefix is not None and len(state[0]) <= max(RESUME_MIN, scan.size // RESUME_SHARE):
         entry["resume"] = {"at": state[1], "prefix_sha256": prefix}  # the state itself: in the sidecar file
     return entry
+
+
+def _lean_facts(facts: object) -> object:
+    """``facts`` as a lean cache keeps them: the source row a meta record carries (``raw``) left out,
+    before the facts are encoded and checked (a Codex rollout's session_meta made most of the work of
+    remembering each journal, in the import's parent while its workers wrote)."""
+    meta = getattr(facts, "meta", None)
+    if isinstance(meta, dict) and "raw" in meta and dataclasses.is_dataclass(facts):
+        return dataclasses.replace(facts, meta={k: v for k, v in meta.items() if k != "raw"})
+    return facts
+
+
+def lean_scan(scan: JournalScan) -> JournalScan:
+    """``scan`` as a lean cache (the import's memo) keeps it: facts without the meta record's source
+    row, its reader state a :func:`~toolkit.journal.lean_checkpoint`.  What an import's worker gives
+    its parent to remember: the whole scan, pickled, was 18 kB a Codex rollout, 15 of them the
+    session_meta row the parent then left out (15 MB through the pipes of a 400 MB import)."""
+    facts = _lean_facts(scan.facts)
+    state = scan.resume_state
+    if state is not None:
+        from ..journal import lean_checkpoint
+
+        state = (lean_checkpoint(state[0]), state[1])
+    if facts is scan.facts and state is scan.resume_state:
+        return scan
+    return dataclasses.replace(scan, facts=facts, resume_state=state)
 
 
 def _prefix_hash(path: Path, end: int) -> str | None:
@@ -461,7 +481,8 @@ class IncrementalCache:
 
 def read_back(journal: Path, layout_name: str = "levelcode") -> tuple[JournalScan, list[int], int] | None:
     """A journal just written, read as ``reindex`` reads it (with a checkpoint to go on from), with
-    its stamp taken before: what :meth:`IncrementalCache.remember_scan` keeps; None if it cannot be read."""
+    its stamp taken before: what :meth:`IncrementalCache.remember_scan` of the import's lean memo
+    keeps (:func:`lean_scan`); None if it cannot be read."""
     from ..journal import scan_journal
 
     read_ns = time.time_ns()
@@ -469,7 +490,7 @@ def read_back(journal: Path, layout_name: str = "levelcode") -> tuple[JournalSca
     if stamp is None:
         return None
     try:
-        return scan_journal(journal, layout_name, checkpoint=True), stamp, read_ns
+        return lean_scan(scan_journal(journal, layout_name, checkpoint=True)), stamp, read_ns
     except LevelsessError:
         return None
 

@@ -561,7 +561,7 @@ def _written_scan(path: Path, fed, info) -> tuple | None:
     when the file linked is still the one written (same inode, size and time: nothing appended
     since), else None (the reindex reads it)."""
     from .. import durable
-    from ..fsck.incremental import stamp_of
+    from ..fsck.incremental import lean_scan, stamp_of
 
     try:
         now = os.stat(path)
@@ -575,7 +575,7 @@ def _written_scan(path: Path, fed, info) -> tuple | None:
     if os.environ.get("LEVELSESS_SELF_CHECK"):  # the test suite's: every such scan is what a read of the file makes
         _check_written_scan(path, scan)
     durable.release_written(path)  # nothing of this import reads it again (but its tail, kept)
-    return path, (scan, stamp_of(now), time.time_ns())
+    return path, (lean_scan(scan), stamp_of(now), time.time_ns())  # (what the memo keeps: a worker's pipe carries no more)
 
 
 def _check_written_scan(path: Path, scan) -> None:
