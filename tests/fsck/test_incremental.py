@@ -221,7 +221,10 @@ def test_incremental_writes_only_its_cache_outside_the_store(store, isolated_hom
 
 
 @pytest.mark.parametrize("garbage", [b"", b"\x00\x00\x00", b'{"format": 1, "levelsess"', b"[1, 2]",
-                                     b'{"format": 1, "levelsess": "0.1.0", "journals": {"x": 1}}'])
+                                     b'{"format": 1, "levelsess": "0.1.0", "journals": {"x": 1}}',  # the format before lines
+                                     b'{"format": 2, "levelsess": "0.1.0"}\n"x"\t{}',  # its last line cut short
+                                     b'{"format": 2, "levelsess": "0.1.0"}\n{"x": 1}\n',  # a line that is no key and value
+                                     b'{"format": 2, "levelsess": "0.1.0"}\n"x"\t{"layout": \n'])
 def test_corrupt_cache_is_ignored_and_rewritten(store, garbage):
     root, _ = store
     _settle_and_prime(root)
@@ -231,7 +234,7 @@ def test_corrupt_cache_is_ignored_and_rewritten(store, garbage):
         path.write_bytes(garbage)
     assert_same_as_full(root, from_cache=0)
     for path in files:
-        assert isinstance(orjson.loads(path.read_bytes()), dict)
+        assert incremental.read_file(path)["journals"]
     assert_same_as_full(root, from_cache=_count(root))
 
 
@@ -239,11 +242,11 @@ def test_corrupt_cache_entries_are_ignored(store):
     root, _ = store
     _settle_and_prime(root)
     for path in _cache_files():
-        doc = orjson.loads(path.read_bytes())
+        doc = incremental.read_file(path)
         for entry in doc["journals"].values():
             entry["findings"] = "nonsense"
             entry["facts"] = {"class": "os:system", "fields": {}, "tags": {}}
-        path.write_bytes(orjson.dumps(doc))
+        incremental.write_file(path, doc)
     assert_same_as_full(root, from_cache=0)
 
 
@@ -272,9 +275,9 @@ def test_removed_journal_leaves_the_cache(tmp_path):
     victim.unlink()
     assert_same_as_full(root, from_cache=2)
     (cache,) = _cache_files()
-    assert str(victim) not in orjson.loads(cache.read_bytes())["journals"]
+    assert str(victim) not in incremental.read_file(cache)["journals"]
     states = cache.with_name(cache.stem + ".states.json")
-    assert not states.exists() or str(victim) not in orjson.loads(states.read_bytes())["journals"]
+    assert not states.exists() or str(victim) not in incremental.read_file(states)["journals"]
 
 
 def test_new_journal_is_read(tmp_path):
@@ -447,9 +450,9 @@ def test_a_corrupt_reader_state_means_a_full_read(store, garbage):
     for cache in _cache_files():
         states = cache.with_name(cache.stem + ".states.json")
         if garbage == "state":  # valid JSON, a state that does not unpickle to a reader
-            doc = orjson.loads(states.read_bytes())
+            doc = incremental.read_file(states)
             doc["journals"] = {k: base64.b64encode(b"\x80\x04garbage").decode() for k in doc["journals"]}
-            states.write_bytes(orjson.dumps(doc))
+            incremental.write_file(states, doc)
         else:
             states.write_bytes(garbage)
     with open(journal, "ab") as handle:
@@ -562,3 +565,37 @@ def test_a_just_written_cache_file_is_judged_again_next_time(indexed, monkeypatc
     judged = _judged(monkeypatch)
     assert_same_as_full(root)
     assert judged
+
+
+def test_a_cache_file_is_a_line_a_journal_and_only_the_lines_asked_for_are_parsed(tmp_path, monkeypatch):
+    """Format 2: the head on the first line, then ``<key><TAB><entry>`` a journal; a lookup parses
+    its own line only, and a save writes every line it did not parse back as it was."""
+    root = make_store(tmp_path / "store", sessions=5)
+    time.sleep(SETTLE)
+    _settle_and_prime(root)
+    (cache,) = _cache_files()
+    data = cache.read_bytes()
+    head, *lines = data.splitlines()
+    assert orjson.loads(head)["format"] == incremental.FORMAT == 2
+    keys = [orjson.loads(line.partition(b"\t")[0]) for line in lines]
+    assert sorted(keys) == sorted(str(p) for p in root.rglob("*.jsonl"))
+    parsed = []
+    real_loads = incremental.orjson.loads
+
+    class Counting:
+        JSONDecodeError = orjson.JSONDecodeError
+
+        @staticmethod
+        def loads(data):
+            parsed.append(bytes(data[:40]))
+            return real_loads(data)
+
+        dumps = staticmethod(orjson.dumps)
+
+    entries, _verdict = incremental._load(cache)
+    monkeypatch.setattr(incremental, "orjson", Counting)
+    assert entries.get(keys[2])["layout"] == "levelcode"
+    assert len(parsed) == 1 and entries.get(keys[2]) is entries.get(keys[2]) and len(parsed) == 1
+    assert entries.get("no such journal") is None
+    monkeypatch.undo()
+    assert incremental._dump(orjson.loads(head), entries) == data  # the lines not parsed written back as they were

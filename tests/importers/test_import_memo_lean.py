@@ -10,9 +10,9 @@ import json
 import shutil
 from pathlib import Path
 
-import orjson
 
 from tests.helpers import run_cli
+from toolkit.fsck.incremental import read_file
 from tests.importers.cursor_db import FIXTURES, add_bubble, modern_user_dir, real_bubbles
 
 
@@ -21,7 +21,7 @@ def _memo_metas(cache: Path) -> list[dict]:
     for path in (cache / "levelsess" / "import-index").glob("*.json"):
         if path.name.endswith(".states.json"):
             continue
-        for entry in orjson.loads(path.read_bytes())["journals"].values():
+        for entry in read_file(path)["journals"].values():
             meta = entry["facts"]["fields"].get("meta")
             if isinstance(meta, dict):
                 metas.append(meta)
@@ -70,7 +70,7 @@ def _memo_states(cache: Path) -> dict[str, object]:
 
     states = {}
     for path in (cache / "levelsess" / "import-index").glob("*.states.json"):
-        for journal, state in orjson.loads(path.read_bytes())["journals"].items():
+        for journal, state in read_file(path)["journals"].items():
             states[journal] = pickle.loads(base64.b64decode(state))
     return states
 

@@ -1,8 +1,11 @@
 """Remember what ``fsck --incremental`` verified, so an unchanged journal is not read again.
 
 The cache lives outside every store, under ``platformdirs.user_cache_dir("levelsess")``:
-one small JSON file per folder (``fsck-incremental/<sha256 of the folder's absolute path>.json``),
-written through :func:`toolkit.durable.atomic_write`, and only when something in it changed.
+one small file per folder (``fsck-incremental/<sha256 of the folder's absolute path>.json``),
+written through :func:`toolkit.durable.atomic_writes`, and only when something in it changed.
+Its first line is a JSON head (format, version, the folder's verdict); then a line a journal,
+``<its path as a JSON string><TAB><its entry as JSON>``, each parsed only when that journal is
+looked up (:class:`_Lines`): a run that finds a few journals grown parses those, not all.
 A plain ``fsck`` never imports this module: it reads and writes nothing here.
 
 Each entry holds the journal's (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns), a sha256 of
@@ -67,7 +70,7 @@ from ..layouts import get as get_layout
 from ..lines import read_regular
 from ..verified import remove_dead_temps
 
-FORMAT = 1
+FORMAT = 2  # 2: a line a journal, each parsed when asked for (1: one JSON document)
 SUBDIR = "fsck-incremental"
 TAIL_BYTES = 4096
 #: A reader's state is kept for a journal that may grow only when it is small: at most this many
@@ -279,8 +282,8 @@ class IncrementalCache:
         self.root = cache_dir() if root is None else root
         self._racy_ns = racy_ns
         self.where: dict[Path, Path] = {}      # folder -> its cache file
-        self.files: dict[Path, dict] = {}      # cache file -> {journal key: entry}
-        self.states: dict[Path, dict] = {}     # cache file -> {journal key: base64 reader state}, read when needed
+        self.files: dict[Path, _Lines] = {}    # cache file -> {journal key: entry}
+        self.states: dict[Path, _Lines] = {}   # cache file -> {journal key: base64 reader state}, read when needed
         self.verdicts: dict[Path, dict] = {}   # cache file -> the folder's index.json / meta.json verdict
         self.hit: set[Path] = set()            # journals this run took from the cache
         self.dirty: set[Path] = set()
@@ -465,13 +468,14 @@ class IncrementalCache:
             durable.ensure_dir(self.root)
             writes: list[tuple[Path, bytes]] = []
             for where in sorted(self.dirty):
+                head = {"format": FORMAT, "levelsess": __version__}
                 if where in self.states:  # renamed first: an entry never points at a state not yet saved
-                    states = {k: v for k, v in self.states[where].items() if k in self.files[where]}
-                    writes.append((_sidecar(where), orjson.dumps({"format": FORMAT, "levelsess": __version__, "journals": states})))
-                doc = {"format": FORMAT, "levelsess": __version__, "journals": self.files[where]}
+                    entries = self.files[where]
+                    states = {k: v for k, v in dict.items(self.states[where]) if k in entries}
+                    writes.append((_sidecar(where), _dump(head, states)))
                 if self.verdicts.get(where):
-                    doc["verdict"] = self.verdicts[where]
-                writes.append((where, orjson.dumps(doc)))
+                    head["verdict"] = self.verdicts[where]
+                writes.append((where, _dump(head, self.files[where])))
             remove_dead_temps(*(path for path, _data in writes))  # what a run killed mid-write left
             durable.atomic_writes(writes)  # (their fsyncs at once: an import's settling saves one pair a folder)
         except (LevelsessError, OSError) as exc:
@@ -501,17 +505,93 @@ def _sidecar(where: Path) -> Path:
     return where.with_name(where.stem + ".states.json")
 
 
-def _load(where: Path) -> tuple[dict, dict | None]:
-    """Return a cache file's entries and its folder verdict; a missing, unreadable, corrupt or
-    stale file has neither."""
+class _Lines(dict):
+    """A cache file's entries (or reader states) by journal key, each parsed from its line when
+    first asked for: a grown import looks up the few journals that changed, not every one (a
+    Codex home of 814 rollouts: 3 MB of memo parsed and written again for the 81 that grew).
+    Until then a value is its line's bytes, which :func:`_dump` writes back as they are."""
+
+    __slots__ = ()
+
+    def get(self, key, default=None):
+        value = dict.get(self, key, default)
+        if type(value) is bytes:
+            try:
+                value = orjson.loads(value)
+            except ValueError:  # (a damaged line: as if the journal had no entry)
+                dict.__delitem__(self, key)
+                return default
+            dict.__setitem__(self, key, value)
+        return value
+
+    def __getitem__(self, key):
+        value = self.get(key, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(key)
+        return value
+
+
+_ABSENT = object()
+
+
+def _dump(head: dict, values: dict) -> bytes:
+    """A cache file: ``head`` (its format, version and verdict) on the first line, then a line a
+    journal, ``<its key as JSON><TAB><its value as JSON>`` (no JSON text holds a raw tab or newline)."""
+    lines = [orjson.dumps(head)]
+    for key, value in dict.items(values):
+        lines.append(orjson.dumps(key) + b"\t" + (value if type(value) is bytes else orjson.dumps(value)))
+    lines.append(b"")
+    return b"\n".join(lines)
+
+
+def _load(where: Path) -> tuple[_Lines, dict | None]:
+    """Return a cache file's entries (each parsed when asked for) and its folder verdict; a
+    missing, unreadable, corrupt or stale file has neither."""
     try:
-        doc = orjson.loads(read_regular(where))
+        data = read_regular(where)
+    except (OSError, LevelsessError):
+        return _Lines(), None
+    head, _, body = data.partition(b"\n")
+    try:
+        doc = orjson.loads(head)
+    except ValueError:
+        return _Lines(), None
+    if (not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("levelsess") != __version__
+            or not data.endswith(b"\n")):
+        return _Lines(), None
+    entries = _Lines()
+    for line in body.split(b"\n")[:-1]:
+        key, tab, value = line.partition(b"\t")
+        try:
+            key = orjson.loads(key)
+        except ValueError:
+            key = None
+        if not tab or type(key) is not str:  # not a line this build writes: the file is not trusted at all
+            return _Lines(), None
+        dict.__setitem__(entries, key, value)
+    verdict = doc.get("verdict")
+    return entries, (verdict if isinstance(verdict, dict) else None)
+
+
+def read_file(path: Path) -> dict | None:
+    """A cache file as one document, every line parsed: its head (format, version, verdict) with
+    ``journals``, each journal's value by its key; None when this build would not use it (for
+    tests and tools: a run parses only the lines it asks for)."""
+    entries, _verdict = _load(path)
+    try:
+        head = orjson.loads(read_regular(path).partition(b"\n")[0])
     except (OSError, LevelsessError, ValueError):
-        return {}, None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("levelsess") != __version__:
-        return {}, None
-    journals, verdict = doc.get("journals"), doc.get("verdict")
-    return (journals if isinstance(journals, dict) else {}), (verdict if isinstance(verdict, dict) else None)
+        return None
+    if not entries and head.get("format") != FORMAT:
+        return None
+    journals = {key: entries.get(key) for key in list(entries)}
+    return {**head, "journals": {key: value for key, value in journals.items() if value is not None}}
+
+
+def write_file(path: Path, doc: dict) -> None:
+    """Write ``doc`` (as :func:`read_file` gives it) as a cache file, through :mod:`toolkit.durable`."""
+    head = {key: value for key, value in doc.items() if key != "journals"}
+    durable.atomic_write(path, _dump(head, doc.get("journals", {})))
 
 
 def _whole_probe(path: Path) -> list | None:
