@@ -223,3 +223,22 @@ def test_the_big_rollout_checks_clean_with_strict(tmp_path):
     home = codex_home(tmp_path)
     result = run_cli("fsck", "--strict", "--json", home / BIG)
     assert result.exit_code == 0 and result.json["findings"] == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(size=st.sampled_from([10, 4_000, (1 << 14) - 60, (1 << 14) + 7, 40_000, (1 << 16) + 3, 200_000, (1 << 20) + 10]),
+       blank=st.sampled_from([b"", b"\n", b"\n\n  \n", b"\0\0\n"]), bom=st.booleans(), terminated=st.booleans())
+def test_first_record_reads_the_whole_first_line_whatever_its_length(tmp_path, size, blank, bom, terminated):
+    """first_record reads on until the first line's newline (at most 1 MiB): a session_meta of any
+    length, after blank lines or a BOM, parses whole; one cut at 1 MiB is a partial record."""
+    from toolkit.layouts.codex import first_record
+
+    line = envelope("2026-05-05T00:00:00.000Z", "session_meta",
+                    {"id": "019e0000-0000-7000-8000-000000000001", "base_instructions": {"text": "x" * size}})
+    path = tmp_path / f"rollout-{size}-{len(blank)}-{bom}-{terminated}.jsonl"
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + blank + line + (b"\n" + line + b"\n" if terminated else b""))
+    found, partial = first_record(path)
+    if 3 * bom + len(blank) + len(line) < 1 << 20:
+        assert found == json.loads(line) and partial is False
+    else:  # cut at 1 MiB: what it holds could be the start of a record
+        assert found is None and partial is True
