@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolkit.lines import Batch, Overlong, Tail, iter_batches
@@ -105,3 +105,24 @@ def test_a_line_over_many_reads_is_joined_once():
     line = b'{"kind":"user","content":"' + b"y" * 3_000_000 + b'"}'
     items = list(iter_batches(io.BytesIO(line + b"\n" + b"tail"), chunk=4096, cap=64 << 20))
     assert items[0] == Batch(0, [line]) and items[-1] == Tail(len(line) + 1, b"tail")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(size=st.sampled_from([0, 10, (1 << 14) - 60, (1 << 14) + 7, 40_000, (1 << 16) + 3, 200_000, (1 << 20) + 10]),
+       blank=st.sampled_from([b"", b"\n", b"\n\n  \n", b"\0\0\n", b" " * 70_000 + b"\n"]), bom=st.booleans(),
+       strip_bom=st.booleans(), rest=st.sampled_from([b"", b"\n", b'\n{"b":2}\n']))
+def test_first_line_is_the_first_line_that_is_not_blank_whatever_its_length(tmp_path, size, blank, bom, strip_bom, rest):
+    """first_line reads on until that line's newline, a newline among the blank lines before it
+    never ending the read, up to FIRST_CAP; a BOM is passed over when asked."""
+    from toolkit.lines import FIRST_CAP, first_line
+
+    line = b'{"a":"' + b"x" * size + b'"}'
+    head = (b"\xef\xbb\xbf" if bom else b"") + blank
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(head + line + rest)
+    data = head + line + rest
+    body = data[:FIRST_CAP]  # the oracle: everything within the cap read at once
+    body = (body[3:] if strip_bom and body.startswith(b"\xef\xbb\xbf") else body).lstrip(b"\0 \t\r\n")
+    assert first_line(path, bom=strip_bom) == body.split(b"\n", 1)[0]
+    if not (bom and not strip_bom) and len(head) + len(line) <= FIRST_CAP:
+        assert first_line(path, bom=strip_bom) == line

@@ -38,6 +38,35 @@ def open_regular(path: Path) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+#: What :func:`first_line` reads first, and at most: a first record (a Codex session_meta, a
+#: Claude Code summary) is a few kB, rarely more; one longer than the cap is given cut there.
+FIRST_READ, FIRST_CAP = 1 << 14, 1 << 20
+_BOM = b"\xef\xbb\xbf"
+
+
+def first_line(path: Path, *, bom: bool = True) -> bytes:
+    """The first line of ``path`` that is not blank (after a UTF-8 BOM, with ``bom``), without
+    its newline: :data:`FIRST_READ` bytes read, then on until that line's newline or the end, at
+    most :data:`FIRST_CAP` (a longer line comes cut there).  Blank lines before it (NUL and white
+    space) count for nothing: a newline among them never ends the read.  :func:`open_regular`'s
+    errors are raised."""
+    def found(head: bytes) -> tuple[bytes, bool]:
+        body = (head[3:] if bom and head.startswith(_BOM) else head).lstrip(b"\0 \t\r\n")
+        end = body.find(b"\n")
+        return (body, False) if end < 0 else (body[:end], True)
+
+    with open_regular(path) as handle:  # never blocks on a FIFO named like a transcript
+        head = handle.read(FIRST_READ)
+        line, ended = found(head)
+        while not ended and len(head) < FIRST_CAP:
+            more = handle.read(min(len(head), FIRST_CAP - len(head)))
+            if not more:
+                break
+            head += more
+            line, ended = found(head)
+    return line
+
+
 def read_regular(path: Path) -> bytes:
     """Read a small file (a cache, a lock) whole; see :func:`open_regular`."""
     with open_regular(path) as handle:

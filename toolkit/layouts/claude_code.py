@@ -366,16 +366,12 @@ def sniff_head(path: Path) -> str | None:
     """What the first record of ``path`` looks like (identify.sniff), reading at most 1 MiB; None
     for an empty, unreadable or unrecognised file."""
     from ..identify import sniff
-    from ..lines import loads, open_regular
+    from ..lines import first_line, loads
 
     try:
-        with open_regular(path) as handle:  # never blocks on a FIFO named like a transcript
-            head = handle.read(1 << 16)
-            if b"\n" not in head:  # a long first record: read on, up to 1 MiB, to parse it whole
-                head += handle.read((1 << 20) - len(head))
+        line = first_line(path, bom=False)  # (a long first record read on, up to 1 MiB, to parse it whole)
     except OSError:
         return None
-    line = head.lstrip(b"\0 \t\r\n").split(b"\n", 1)[0]
     try:
         obj = loads(line)
     except ValueError:

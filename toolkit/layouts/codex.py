@@ -185,25 +185,13 @@ class CodexRules:
 
 
 def first_record(path: Path) -> tuple[object, bool]:
-    """The first record of ``path`` parsed (reading at most 1 MiB: a session_meta line is big)
-    and whether its bytes could be one cut off; (None, False) for an unreadable file."""
-    from ..lines import loads, open_regular
-
-    def first_line(head: bytes) -> tuple[bytes, bool]:  # (the first line after a BOM and blank lines, and whether it ended)
-        body = (head[3:] if head.startswith(b"\xef\xbb\xbf") else head).lstrip(b"\0 \t\r\n")
-        end = body.find(b"\n")
-        return (body, False) if end < 0 else (body[:end], True)
+    """The first record of ``path`` parsed (reading at most 1 MiB: a session_meta line is big,
+    :func:`~toolkit.lines.first_line`) and whether its bytes could be one cut off; (None, False)
+    for an unreadable file."""
+    from ..lines import first_line, loads
 
     try:
-        with open_regular(path) as handle:  # never blocks on a FIFO named like a rollout
-            head = handle.read(1 << 14)  # (a session_meta line is 8-16 kB: most need no second read)
-            line, ended = first_line(head)
-            while not ended and len(head) < 1 << 20:
-                more = handle.read(min(len(head), (1 << 20) - len(head)))
-                if not more:
-                    break
-                head += more
-                line, ended = first_line(head)
+        line = first_line(path)
     except OSError:
         return None, False
     try:

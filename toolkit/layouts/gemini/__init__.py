@@ -180,17 +180,12 @@ class GeminiRules:
 
 def first_record(path: Path) -> tuple[object, bytes]:
     """The first line of ``path`` parsed (None when it does not parse) and its bytes (at most 1 MiB)."""
-    from ...lines import loads, open_regular
+    from ...lines import first_line, loads
 
     try:
-        with open_regular(path) as handle:
-            head = handle.read(1 << 16)
-            if b"\n" not in head:
-                head += handle.read((1 << 20) - len(head))
+        line = first_line(path)
     except OSError:
         return None, b""
-    body = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
-    line = body.lstrip(b"\0 \t\r\n").split(b"\n", 1)[0]
     try:
         return loads(line), line
     except ValueError:
