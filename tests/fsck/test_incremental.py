@@ -599,3 +599,42 @@ def test_a_cache_file_is_a_line_a_journal_and_only_the_lines_asked_for_are_parse
     assert entries.get("no such journal") is None
     monkeypatch.undo()
     assert incremental._dump(orjson.loads(head), entries) == data  # the lines not parsed written back as they were
+
+
+@pytest.mark.parametrize("racy_ns", [0, 50_000_000])  # (the journals are SETTLE old: past either window)
+def test_a_journal_recorded_this_run_is_looked_up_by_a_stat_and_is_what_its_entry_decodes_to(tmp_path, monkeypatch, racy_ns):
+    """An import's settle looks up every journal its workers just recorded: while the journal is
+    the same file as recorded (device, inode, size, times) and not racy, the lookup takes the scan
+    kept in memory, equal to what decoding the entry gives, without reading its tail; an append
+    since, or a racy entry, is judged as a lookup always judged it."""
+    from toolkit.journal import scan_journal
+
+    root = make_store(tmp_path / "store", sessions=3)
+    journals = sorted(root.rglob("*.jsonl"))
+    time.sleep(SETTLE)  # (the files older than the racy window)
+    for lean in (False, True):
+        memo = incremental.IncrementalCache(False, root=tmp_path / f"memo-{lean}-{racy_ns}", racy_ns=racy_ns, lean=lean)
+        for journal in journals:
+            info = journal.stat()
+            memo.remember_scan(journal.parent, journal, scan_journal(journal, "levelcode", checkpoint=True),
+                               incremental.stamp_of(info), time.time_ns())
+        probes = []
+        real_probe = incremental._probe
+        monkeypatch.setattr(incremental, "_probe", lambda *args: probes.append(args) or real_probe(*args))
+        for journal in journals:
+            found = memo.lookup(journal.parent, journal, "levelcode")
+            where, entries = memo._entries(journal.parent)
+            assert found == incremental._decode_scan(entries.get(str(journal)), journal)
+            assert found.resume_state is None
+        assert probes == [] and memo.hits == len(journals)
+        with open(journals[0], "ab") as handle:  # appended since it was recorded: no longer the file recorded
+            handle.write(b"\n")
+        assert memo.lookup(journals[0].parent, journals[0], "levelcode") is None and len(probes) == 1
+        monkeypatch.undo()
+        journals[0].write_bytes(journals[0].read_bytes()[:-1])
+        time.sleep(SETTLE)
+    racy = incremental.IncrementalCache(False, root=tmp_path / "memo-racy", racy_ns=10 * incremental.RACY_NS)
+    journal = journals[1]
+    racy.remember_scan(journal.parent, journal, scan_journal(journal, "levelcode", checkpoint=True),
+                       incremental.stamp_of(journal.stat()), time.time_ns())
+    assert racy.lookup(journal.parent, journal, "levelcode") is None  # racy: read again, as it always was

@@ -286,6 +286,9 @@ class IncrementalCache:
         self.states: dict[Path, _Lines] = {}   # cache file -> {journal key: base64 reader state}, read when needed
         self.verdicts: dict[Path, dict] = {}   # cache file -> the folder's index.json / meta.json verdict
         self.hit: set[Path] = set()            # journals this run took from the cache
+        # journal key -> (its stamp, when it was read, its scan as the cache keeps it) of each entry made
+        # this run: a lookup of it in the same run is a stat, not a read of its tail and a decode
+        self.fresh: dict[str, tuple[list, int, JournalScan]] = {}
         self.dirty: set[Path] = set()
         self.before: dict[Path, tuple] = {}  # journal -> (cache file, its key, stamp before the scan, when)
         self.hits = 0
@@ -310,6 +313,17 @@ class IncrementalCache:
         where, entries = self._entries(folder)
         key = os.path.abspath(journal)
         read_ns = time.time_ns()
+        fresh = self.fresh.get(key)
+        if fresh is not None and fresh[2].layout.name == layout_name:  # recorded this run: as long as it is the same file, as it was
+            try:
+                now = _stamp(os.stat(journal))
+            except OSError:
+                now = None
+            if now == fresh[0] and now[4] < fresh[1] - self.racy_ns:  # (racy, it is judged as below: read again)
+                self.before[journal] = (where, key, now, read_ns)
+                self.hits += 1
+                self.hit.add(journal)
+                return fresh[2]
         entry = entries.get(key)
         stamp, tail = _probe(journal, entry if isinstance(entry, dict) else {})
         self.before[journal] = (where, key, stamp, read_ns)
@@ -432,6 +446,11 @@ class IncrementalCache:
                 at = scan.resume_state[1] if scan.resume_state else None  # (at the end: the tail just hashed)
                 prefix = None if at is None else tail if at == stamp[2] else _prefix_hash(journal, at)
                 entry = _encode_scan(scan, stamp, tail, read_ns, self.strict, prefix, self.lean)
+        if entry is not None:  # (what a lookup decodes of the entry: the facts it kept, no reader state)
+            self.fresh[key] = (stamp, read_ns, dataclasses.replace(scan, facts=_lean_facts(scan.facts) if self.lean else scan.facts,
+                                                                   resume_state=None))
+        else:
+            self.fresh.pop(key, None)
         states = self._states(where)
         if entry is not None and "resume" in entry:
             states[key] = base64.b64encode(scan.resume_state[0]).decode()
@@ -458,6 +477,7 @@ class IncrementalCache:
         for key in [k for k in entries if k not in present]:
             del entries[key]
             self._states(where).pop(key, None)
+            self.fresh.pop(key, None)
             self.dirty.add(where)
 
     def save(self) -> None:
