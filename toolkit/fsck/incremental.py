@@ -451,9 +451,10 @@ class IncrementalCache:
                                                                    resume_state=None))
         else:
             self.fresh.pop(key, None)
-        states = self._states(where)
+        states = self._states(where)  # (the lines as the files will hold them, made now: an import's parent makes them
+        # while its workers write, not in the save that comes after them; a lookup parses one when asked, as if loaded)
         if entry is not None and "resume" in entry:
-            states[key] = base64.b64encode(scan.resume_state[0]).decode()
+            states[key] = orjson.dumps(base64.b64encode(scan.resume_state[0]).decode())
         else:
             states.pop(key, None)
         if entry is None and key not in entries:
@@ -461,7 +462,7 @@ class IncrementalCache:
         if entry is None:
             del entries[key]
         else:
-            entries[key] = entry
+            entries[key] = orjson.dumps(entry)
         self.dirty.add(where)
 
     def remember_scan(self, folder: Path, journal: Path, scan: JournalScan, stamp: list[int], read_ns: int) -> None:
