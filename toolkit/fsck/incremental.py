@@ -286,9 +286,9 @@ class IncrementalCache:
         self.states: dict[Path, _Lines] = {}   # cache file -> {journal key: base64 reader state}, read when needed
         self.verdicts: dict[Path, dict] = {}   # cache file -> the folder's index.json / meta.json verdict
         self.hit: set[Path] = set()            # journals this run took from the cache
-        # journal key -> (its stamp, when it was read, its scan as the cache keeps it) of each entry made
-        # this run: a lookup of it in the same run is a stat, not a read of its tail and a decode
-        self.fresh: dict[str, tuple[list, int, JournalScan]] = {}
+        # journal key -> (its stamp, when it was read) of each entry made this run: a lookup of it in the
+        # same run is a stat, not a read and hash of its tail (no scan is held: memory stays flat)
+        self.fresh: dict[str, tuple[list, int]] = {}
         self.dirty: set[Path] = set()
         self.before: dict[Path, tuple] = {}  # journal -> (cache file, its key, stamp before the scan, when)
         self.hits = 0
@@ -313,19 +313,19 @@ class IncrementalCache:
         where, entries = self._entries(folder)
         key = os.path.abspath(journal)
         read_ns = time.time_ns()
+        entry = entries.get(key)
         fresh = self.fresh.get(key)
-        if fresh is not None and fresh[2].layout.name == layout_name:  # recorded this run: as long as it is the same file, as it was
+        if fresh is not None and isinstance(entry, dict):  # recorded this run: while it is the same file, as it was
             try:
                 now = _stamp(os.stat(journal))
             except OSError:
                 now = None
             if now == fresh[0] and now[4] < fresh[1] - self.racy_ns:  # (racy, it is judged as below: read again)
-                self.before[journal] = (where, key, now, read_ns)
-                self.hits += 1
-                self.hit.add(journal)
-                return fresh[2]
-        entry = entries.get(key)
-        stamp, tail = _probe(journal, entry if isinstance(entry, dict) else {})
+                stamp, tail = now, entry.get("tail_sha256")  # (its tail is the one hashed when it was recorded)
+            else:
+                stamp, tail = _probe(journal, entry)
+        else:
+            stamp, tail = _probe(journal, entry if isinstance(entry, dict) else {})
         self.before[journal] = (where, key, stamp, read_ns)
         if entry is None or tail is None:
             return None
@@ -446,15 +446,14 @@ class IncrementalCache:
                 at = scan.resume_state[1] if scan.resume_state else None  # (at the end: the tail just hashed)
                 prefix = None if at is None else tail if at == stamp[2] else _prefix_hash(journal, at)
                 entry = _encode_scan(scan, stamp, tail, read_ns, self.strict, prefix, self.lean)
-        if entry is not None:  # (what a lookup decodes of the entry: the facts it kept, no reader state)
-            self.fresh[key] = (stamp, read_ns, dataclasses.replace(scan, facts=_lean_facts(scan.facts) if self.lean else scan.facts,
-                                                                   resume_state=None))
+        if entry is not None:
+            self.fresh[key] = (stamp, read_ns)
         else:
             self.fresh.pop(key, None)
         states = self._states(where)  # (the lines as the files will hold them, made now: an import's parent makes them
         # while its workers write, not in the save that comes after them; a lookup parses one when asked, as if loaded)
         if entry is not None and "resume" in entry:
-            states[key] = orjson.dumps(base64.b64encode(scan.resume_state[0]).decode())
+            states[key] = b'"' + base64.b64encode(scan.resume_state[0]) + b'"'  # (base64 is a JSON string as it is)
         else:
             states.pop(key, None)
         if entry is None and key not in entries:
@@ -462,7 +461,7 @@ class IncrementalCache:
         if entry is None:
             del entries[key]
         else:
-            entries[key] = orjson.dumps(entry)
+            entries[key] = bytes(memoryview(orjson.dumps(entry)))  # (a copy of its size: orjson's bytes hold ~8 kB each)
         self.dirty.add(where)
 
     def remember_scan(self, folder: Path, journal: Path, scan: JournalScan, stamp: list[int], read_ns: int) -> None:
@@ -527,10 +526,11 @@ def _sidecar(where: Path) -> Path:
 
 
 class _Lines(dict):
-    """A cache file's entries (or reader states) by journal key, each parsed from its line when
-    first asked for: a grown import looks up the few journals that changed, not every one (a
-    Codex home of 814 rollouts: 3 MB of memo parsed and written again for the 81 that grew).
-    Until then a value is its line's bytes, which :func:`_dump` writes back as they are."""
+    """A cache file's entries (or reader states) by journal key, each kept as its line's bytes and
+    parsed when asked for: a grown import looks up the few journals that changed, not every one (a
+    Codex home of 814 rollouts: 3 MB of memo parsed and written again for the 81 that grew), and
+    :func:`_dump` writes every line back as it is, not encoded again (an import's settle looks up
+    each journal it just wrote once; nothing changes a value in place: a new one is set whole)."""
 
     __slots__ = ()
 
@@ -538,11 +538,10 @@ class _Lines(dict):
         value = dict.get(self, key, default)
         if type(value) is bytes:
             try:
-                value = orjson.loads(value)
+                return orjson.loads(value)
             except ValueError:  # (a damaged line: as if the journal had no entry)
                 dict.__delitem__(self, key)
                 return default
-            dict.__setitem__(self, key, value)
         return value
 
     def __getitem__(self, key):
