@@ -57,3 +57,24 @@ def test_a_200k_record_codex_rollout_imports_in_flat_memory(tmp_path):
     [session] = doc["sessions"]
     assert session["status"] == "created" and session["source_items"] == RECORDS
     assert rss < RSS_LIMIT, f"import of {RECORDS:,} records ({source.stat().st_size / MIB:.0f} MiB): peak RSS {rss / MIB:.1f} MiB"
+
+
+def test_what_an_import_holds_of_a_row_or_a_line_is_held_at_its_size():
+    """orjson's bytes hold a buffer of 4 kB or more whatever their length: a ``raw`` made from a
+    value (a Cline message, an OpenCode row) and an appended line without one are copied to their
+    size, or 10,000 small rows held until their session is written would take 40 MB."""
+    import tracemalloc
+
+    from toolkit.importers.output import Raw, _numbered_line
+
+    values = [{"type": "say", "say": "text", "text": f"message {n}", "ts": 1_700_000_000_000 + n} for n in range(2000)]
+    records = [{"kind": "event", "t": "2026-12-06T00:00:00Z", "type": "title", "title": f"title {n}"} for n in range(2000)]
+    for make, items in ((lambda v: Raw(value=v).data, values), (lambda r: _numbered_line(r, 1)[0], records)):
+        tracemalloc.start()
+        try:
+            held = [make(item) for item in items]
+            size = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        logical = sum(len(data) for data in held)
+        assert size < 2 * logical + 100 * len(held), (size, logical)
