@@ -101,3 +101,36 @@ def test_a_ctrl_c_while_orjson_loads_is_taken_once_it_is_loaded():
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "interrupted; orjson loaded: True"
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="needs a file system that takes any bytes in a name")
+@pytest.mark.parametrize("app, fixture", [("codex", "codex"), ("claude", "claude-code")])
+def test_a_source_and_a_store_under_names_that_are_not_utf8_import_and_check_from_the_caches(tmp_path, app, fixture):
+    """A folder's name on Linux is bytes: one that is not UTF-8 (\\xff) under the source and under the
+    store imports, imports again from the import cache, and checks with --incremental from its cache,
+    no traceback (the caches' keys are those paths: orjson refused them, and the first import died)."""
+    import json
+    import time
+
+    fixtures = ROOT.parent / "shared" / "fixtures" / fixture
+    if not fixtures.is_dir():
+        pytest.skip(f"{fixtures} is not here")
+    source = Path(os.fsdecode(bytes(tmp_path) + b"/src\xfe"))
+    shutil.copytree(fixtures, source)
+    store = Path(os.fsdecode(bytes(tmp_path) + b"/st\xffore"))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def run(*args: str) -> dict:
+        done = subprocess.run([sys.executable, "-m", "toolkit.cli", *args, "--json"], capture_output=True, env=env, cwd=ROOT)
+        assert done.returncode in (0, 4) and b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")[-800:]
+        return json.loads(done.stdout)
+
+    first = run("import", "--from", app, "--source", str(source), "--store", str(store))
+    sessions = len(first["sessions"])
+    assert sessions and first["read"] > 0
+    again = run("import", "--from", app, "--source", str(source), "--store", str(store))
+    assert again["read"] == 0 and again["from_cache"] == first["read"]
+    time.sleep(2.1)  # (journals older than the racy window: trusted by the next check)
+    run("fsck", "--incremental", "--store", str(store))
+    checked = run("fsck", "--incremental", "--store", str(store))
+    assert checked["from_cache"] == len(list(Path(os.fsencode(store).decode(errors="surrogateescape")).rglob("*.jsonl")))

@@ -67,7 +67,9 @@ from ..errors import LevelsessError
 from ..findings import Finding
 from ..journal import JournalScan, TailState
 from ..layouts import get as get_layout
+from ..encode import dumps
 from ..lines import read_regular
+from ..parse import loads
 from ..verified import remove_dead_temps
 
 FORMAT = 2  # 2: a line a journal, each parsed when asked for (1: one JSON document)
@@ -177,7 +179,7 @@ def encode_facts(facts: object) -> dict | None:
             tags[f.name] = tag
     doc = {"class": f"{cls.__module__}:{cls.__qualname__}", "fields": fields, "tags": tags}
     try:
-        if decode_facts(orjson.loads(orjson.dumps(doc))) != facts:
+        if decode_facts(loads(dumps(doc))) != facts:  # (as the cache file will hold them: a path need not be UTF-8)
             return None
     except (TypeError, ValueError, KeyError, AttributeError, orjson.JSONEncodeError):
         return None
@@ -363,7 +365,7 @@ class IncrementalCache:
             before = self.before.get(journal)
             if before is None or before[2] is None:
                 return None
-            digest.update(orjson.dumps([before[1], before[2]]))
+            digest.update(dumps([before[1], before[2]]))
         return digest.hexdigest()
 
     def cache_verdict(self, folder: Path, layout_name: str, cache: Path, journals: list[Path]) -> tuple[Finding, ...] | None:
@@ -461,7 +463,7 @@ class IncrementalCache:
         if entry is None:
             del entries[key]
         else:
-            entries[key] = bytes(memoryview(orjson.dumps(entry)))  # (a copy of its size: orjson's bytes hold ~8 kB each)
+            entries[key] = bytes(memoryview(dumps(entry)))  # (a copy of its size: orjson's bytes hold ~8 kB each)
         self.dirty.add(where)
 
     def remember_scan(self, folder: Path, journal: Path, scan: JournalScan, stamp: list[int], read_ns: int) -> None:
@@ -538,7 +540,7 @@ class _Lines(dict):
         value = dict.get(self, key, default)
         if type(value) is bytes:
             try:
-                return orjson.loads(value)
+                return loads(value)
             except ValueError:  # (a damaged line: as if the journal had no entry)
                 dict.__delitem__(self, key)
                 return default
@@ -557,9 +559,9 @@ _ABSENT = object()
 def _dump(head: dict, values: dict) -> bytes:
     """A cache file: ``head`` (its format, version and verdict) on the first line, then a line a
     journal, ``<its key as JSON><TAB><its value as JSON>`` (no JSON text holds a raw tab or newline)."""
-    lines = [orjson.dumps(head)]
+    lines = [dumps(head)]  # (the encoder that never fails, and the parser that reads it back: a path need not be UTF-8)
     for key, value in dict.items(values):
-        lines.append(orjson.dumps(key) + b"\t" + (value if type(value) is bytes else orjson.dumps(value)))
+        lines.append(dumps(key) + b"\t" + (value if type(value) is bytes else dumps(value)))
     lines.append(b"")
     return b"\n".join(lines)
 
@@ -573,7 +575,7 @@ def _load(where: Path) -> tuple[_Lines, dict | None]:
         return _Lines(), None
     head, _, body = data.partition(b"\n")
     try:
-        doc = orjson.loads(head)
+        doc = loads(head)
     except ValueError:
         return _Lines(), None
     if (not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("levelsess") != __version__
@@ -583,7 +585,7 @@ def _load(where: Path) -> tuple[_Lines, dict | None]:
     for line in body.split(b"\n")[:-1]:
         key, tab, value = line.partition(b"\t")
         try:
-            key = orjson.loads(key)
+            key = loads(key)
         except ValueError:
             key = None
         if not tab or type(key) is not str:  # not a line this build writes: the file is not trusted at all
@@ -599,7 +601,7 @@ def read_file(path: Path) -> dict | None:
     tests and tools: a run parses only the lines it asks for)."""
     entries, _verdict = _load(path)
     try:
-        head = orjson.loads(read_regular(path).partition(b"\n")[0])
+        head = loads(read_regular(path).partition(b"\n")[0])
     except (OSError, LevelsessError, ValueError):
         return None
     if not entries and head.get("format") != FORMAT:

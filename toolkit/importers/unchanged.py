@@ -105,7 +105,7 @@ class Later:
 
 
 def _key(app: str, source: Path, options, no_raw: bool, include_trashed: bool) -> str:
-    what = orjson.dumps([NAMED, app, os.path.abspath(source), repr(options), no_raw, include_trashed])
+    what = _json([NAMED, app, os.path.abspath(source), repr(options), no_raw, include_trashed])  # (a path need not be UTF-8)
     return sha256(what).hexdigest()[:32]
 
 
@@ -689,7 +689,7 @@ def _states(raw: bytes, span: tuple[int, int], key: str) -> dict | None:
     return found[1]
 
 
-def _json(document: dict) -> bytes:
+def _json(document: dict | list) -> bytes:
     """One line of JSON (orjson and json never write a raw newline: one in a string is escaped)."""
     try:
         return orjson.dumps(document)
