@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import socket
+import sys
 import zipfile
 from pathlib import Path
 from urllib.parse import quote
@@ -143,3 +144,21 @@ def test_help_says_what_the_bundle_holds(flag):
     text = " ".join(run_cli("doctor", "--help").stdout.split())
     for piece in ("about.json", "doctor.json", "findings.json", "files.json", "<user>", "<host>", flag):
         assert piece in text.replace("│", "").replace(" ", "") or piece in text
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="needs a file system that takes any bytes in a name")
+def test_a_store_under_a_folder_name_that_is_not_utf8_bundles_with_and_without_paths(tmp_path):
+    """A folder's name on Linux is bytes: the bundle names it escaped with --include-paths, and
+    hides it behind a placeholder without (its URL-quoted form, %FF, failed and the bundle died)."""
+    import os
+
+    from tests.helpers import make_store
+
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/wombat\xffzz"))
+    store = make_store(odd / "store", sessions=1)
+    hidden, shown = tmp_path / "support.zip", tmp_path / "full.zip"
+    assert run_cli("doctor", "--store", store, "--bundle", hidden).exit_code in (0, 4)
+    assert run_cli("doctor", "--store", store, "--bundle", shown, "--include-paths").exit_code in (0, 4)
+    blob, everything = _bundle(hidden), _bundle(shown)
+    assert b"wombat" not in blob and b"\\udcff" not in blob
+    assert b"wombat\\udcffzz" in everything

@@ -73,7 +73,7 @@ class Anonymiser:
         if len(name) < (2 if force else MIN_SUBSTRING):
             self.exact[key] = placeholder
             return
-        for variant in {name, re.sub(r"[^A-Za-z0-9]", "-", name), quote(name)}:
+        for variant in {name, re.sub(r"[^A-Za-z0-9]", "-", name), quote(name, errors="surrogateescape")}:  # (a name need not be UTF-8)
             if len(variant.strip("-")) >= (2 if force else MIN_SUBSTRING):
                 self.names.setdefault(variant.lower(), placeholder)
                 self.original.setdefault(variant, placeholder)

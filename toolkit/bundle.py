@@ -29,11 +29,10 @@ import platform
 import zipfile
 from pathlib import Path
 
-import orjson
-
 from . import __version__, durable
 from .anonymise import Anonymiser
 from .doctor import Diagnosis
+from .encode import dumps
 from .fsck.check import check_folders
 from .stores import discover_all
 
@@ -109,7 +108,7 @@ def build(diagnosis: Diagnosis, include_content: bool = False, include_paths: bo
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, document in documents.items():
-            archive.writestr(name, orjson.dumps(document, option=orjson.OPT_INDENT_2))
+            archive.writestr(name, dumps(document, indent=True))  # (a path need not be UTF-8)
     return buffer.getvalue()
 
 

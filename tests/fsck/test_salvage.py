@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 
 from tests.helpers import PROJECT_SLUG, encode, make_store, run_cli, session_records, snapshot
@@ -77,3 +79,25 @@ def test_salvage_refuses_a_future_version(tmp_path):
     before = snapshot(store)
     assert run_cli("fsck", "--salvage", "--yes", journal).exit_code == 4
     assert snapshot(store) == before
+
+
+def test_salvage_of_a_journal_under_a_folder_name_that_is_not_utf8(tmp_path):
+    """The rejected map names the journal's path: under a folder whose name is not UTF-8 (\\xff on
+    Linux) it is written with an escape, read back as the path, and the salvage goes through."""
+    import os
+    import sys
+
+    import pytest
+
+    from toolkit.parse import loads
+
+    if sys.platform in ("darwin", "win32"):
+        pytest.skip("needs a file system that takes any bytes in a name")
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/st\xffore"))
+    odd.mkdir()
+    store, journal, lines, data = _damaged(odd)
+    result = run_cli("fsck", "--salvage", "--yes", "--json", journal)
+    assert result.exit_code == 1 | 4, result.stdout
+    quarantine = next((store / ".levelsess" / "quarantine").iterdir()) / journal.parent.name
+    rejected = loads((quarantine / f"{journal.name}.rejected.map.json").read_bytes())
+    assert rejected["source"] == str(journal) and len(rejected["pieces"]) == 2

@@ -14,9 +14,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
-
 from .. import durable
+from ..encode import dumps
 from ..errors import LevelsessError, SalvageRefusedError
 from ..journal import BOM, JournalScan, scan_journal
 from ..layouts import BaseLayout as Layout
@@ -161,10 +160,10 @@ def _rewrite(scan: JournalScan, quarantine: Path, jobs: list) -> None:
             if not rejected_map and _same_bytes(out.name, job.source, scan.size):
                 raise SalvageRefusedError(f"{path}: nothing to cut; a rewrite would change nothing")
         durable.atomic_write(quarantine / f"{path.name}.rejected.map.json",
-                             orjson.dumps({"source": str(path), "pieces": rejected_map}, option=orjson.OPT_INDENT_2))
+                             dumps({"source": str(path), "pieces": rejected_map}, indent=True))  # (a path need not be UTF-8)
     if job.carried:  # lines appended while it was rewritten: they are in the new journal too
-        durable.atomic_write(quarantine / f"{path.name}.rejected.map.json", orjson.dumps(
-            {"source": str(path), "pieces": rejected_map, "carried_over": job.carried}, option=orjson.OPT_INDENT_2))
+        durable.atomic_write(quarantine / f"{path.name}.rejected.map.json", dumps(
+            {"source": str(path), "pieces": rejected_map, "carried_over": job.carried}, indent=True))
 
 
 def _same_bytes(candidate: str, source, size: int) -> bool:
