@@ -527,6 +527,6 @@ def _copy_command(projects: Path) -> str:
 
 
 def _quote(path: object) -> str:
-    import shlex
+    from . import shellwords
 
-    return shlex.quote(str(path))
+    return shellwords.quote(str(path))

@@ -17,6 +17,8 @@ import os
 import plistlib
 import re
 import shlex
+
+from . import shellwords
 import shutil
 import subprocess
 import sys
@@ -62,7 +64,7 @@ class Job:
 
     def shell(self) -> str:
         """The commands as one POSIX shell line (``;``: one app's failure does not skip the next)."""
-        return "; ".join(shlex.join(argv) for argv in self.commands)
+        return "; ".join(shlex.join(argv) for argv in self.commands)  # (cron's sh: POSIX quotes, which hold any bytes)
 
 
 @dataclass(frozen=True)
@@ -169,12 +171,13 @@ def recorded(text: str | None) -> dict | None:
 
 def _run(argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        done = subprocess.run(argv, capture_output=True, text=True, errors="surrogateescape", timeout=120,
+                              stdin=subprocess.DEVNULL)  # (a crontab may name a path that is not UTF-8: its bytes kept)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SchedulerError(f"{shlex.join(argv)}: {exc}") from exc
+        raise SchedulerError(f"{shellwords.join(argv)}: {exc}") from exc
     if check and done.returncode != 0:
         detail = (done.stderr or done.stdout).strip().splitlines()
-        raise SchedulerError(f"{shlex.join(argv)} exited {done.returncode}" + (f": {detail[-1]}" if detail else ""))
+        raise SchedulerError(f"{shellwords.join(argv)} exited {done.returncode}" + (f": {detail[-1]}" if detail else ""))
     return done
 
 
@@ -261,8 +264,8 @@ class Cron:
             return Outcome(action, True, True, ran=(command,), status=self.status(job), text=shown)
         durable.ensure_dir(private)
         backup = private / f"crontab.{durable.utc_stamp()}.before"
-        durable.write_new(backup, old.encode())  # the user's crontab as it was: never lost
-        durable.atomic_write(private / "crontab.new", new.encode())
+        durable.write_new(backup, old.encode("utf-8", "surrogateescape"))  # the user's crontab as it was: never lost
+        durable.atomic_write(private / "crontab.new", new.encode("utf-8", "surrogateescape"))  # (bytes as read, paths as named)
         _run([self.exe, str(private / "crontab.new")])
         if self.current() != new:
             raise SchedulerError(f"crontab -l does not read back what was written (it was saved in {backup})")
@@ -309,7 +312,7 @@ class Files:
 
     def show(self, argv: list[str]) -> str:
         """A command as the user would type it in this scheduler's shell."""
-        return shlex.join(argv)
+        return shellwords.join(argv)
 
     @property
     def where(self) -> str:
@@ -387,8 +390,12 @@ def _text(data: bytes | None) -> str:
 
 
 def _systemd_quote(arg: str) -> str:
-    """One ExecStart= word: double-quoted, with systemd's specifiers (%) and variables ($) escaped."""
+    """One ExecStart= word: double-quoted, with systemd's specifiers (%) and variables ($) escaped,
+    and each byte of a name that is not UTF-8 as ``\\xNN`` (a unit file is UTF-8; systemd reads the
+    escape back as that byte)."""
     escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+    if any("\udc80" <= ch <= "\udcff" for ch in escaped):
+        escaped = "".join(f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in escaped)
     return f'"{escaped}"'
 
 

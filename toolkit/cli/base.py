@@ -177,9 +177,9 @@ def _aimed(hint: str | None, exc: LevelsessError) -> str | None:
     if not hint or not isinstance(path, str) or path in ("", "?") or not os.path.isfile(path):
         return hint
     import re
-    import shlex
+    from .. import shellwords
 
-    return re.sub(r"`(levelsess fsck [^`]*)`", lambda m: f"`{m.group(1)} {shlex.quote(path)}`", hint)
+    return re.sub(r"`(levelsess fsck [^`]*)`", lambda m: f"`{m.group(1)} {shellwords.quote(path)}`", hint)
 
 
 def _command_words(group, argv: list[str]) -> str:

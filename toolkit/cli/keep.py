@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import shlex
+from .. import shellwords
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -111,7 +111,7 @@ def _check_sources(from_: str, sources: list[Path], given: bool) -> None:
         if kind is not None and from_ not in kind.apps:
             other = kind.apps[0] if kind.apps else None
             raise NotASourceError(f"{path} is {kind.what}, not {place.split(' (')[0]}", hint=(
-                f"to import it: `levelsess import --from {other} --source {shlex.quote(str(path))}`" if other else
+                f"to import it: `levelsess import --from {other} --source {shellwords.quote(str(path))}`" if other else
                 f"{app} keeps its chats in {place}"))
 
 

@@ -7,7 +7,7 @@ test), never from finding codes alone, so following a hint never leads back to i
 
 from __future__ import annotations
 
-import shlex
+from .. import shellwords
 from pathlib import Path
 
 from ..errors import SKIPPED, UNCORRECTABLE
@@ -22,7 +22,7 @@ _REPAIRABLE_BY_REPAIR = ("torn-tail", "unterminated-tail")
 
 def next_steps(report: CheckReport, findings: list[Finding], targets: list[Path], ran: str = "check") -> list[str]:
     """Return the "next:" lines for a run of ``ran`` (check | repair | salvage) that ended with ``findings``."""
-    where = " ".join(shlex.quote(str(t)) for t in targets)
+    where = " ".join(shellwords.quote(str(t)) for t in targets)
     open_ = [f for f in findings if not f.repaired]
     steps = _symlink_steps(report, open_)  # first: repairing a link's target makes the folder's cache stale
     if not open_:  # nothing left to advise on (and the repair side stays unloaded)
@@ -104,7 +104,7 @@ def _symlink_steps(report: CheckReport, open_: list[Finding]) -> list[str]:
     for folder in report.folders:
         for session in folder.sessions:
             if session.is_symlink and str(session.journal) in damaged:
-                target = shlex.quote(str(session.journal.resolve()))
+                target = shellwords.quote(str(session.journal.resolve()))
                 steps.append(f"{session.journal} is a symlink, never written through: repair the file it points to, "
                              f"`levelsess fsck --repair {target}`")
     return steps

@@ -7,7 +7,7 @@ A journal with any uncorrectable finding is never touched (not even its tail).
 
 from __future__ import annotations
 
-import shlex
+from .. import shellwords
 
 import os
 from collections.abc import Callable
@@ -260,7 +260,7 @@ def relink_refusal(journal: Path, scan: JournalScan, salvage: bool) -> str | Non
         return "the chain breaks at a parentUuid cycle, which relink does not mend; it needs a person"
     beyond = sorted(scan.codes & UNCORRECTABLE - RELINKABLE)
     if beyond and salvage_would_help(scan):
-        return (f"it also has {', '.join(beyond)}: `levelsess fsck --salvage --relink --yes {shlex.quote(str(journal))}` "
+        return (f"it also has {', '.join(beyond)}: `levelsess fsck --salvage --relink --yes {shellwords.quote(str(journal))}` "
                 "salvages it first, then relinks it")
     return f"it also has {', '.join(beyond)}, which relink does not mend; it is left exactly as it is"
 

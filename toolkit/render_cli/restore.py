@@ -6,7 +6,7 @@ from ..report import Output, add_column, findings_table, print_table
 
 
 def render_restore(out: Output, result, keys: list[str], *, to=None, store: str | None = None) -> int:
-    import shlex
+    from .. import shellwords
 
     from ..report import restore_summary, restore_table
 
@@ -22,7 +22,7 @@ def render_restore(out: Output, result, keys: list[str], *, to=None, store: str 
         out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
     if not result.applied and result.plan.steps:
         given = [*keys, *(["--to", str(to)] if to is not None else []), *(["--store", str(store)] if store else [])]
-        out.say("next: levelsess restore " + shlex.join(given) + " --yes", style="bold")  # the same run, applied
+        out.say("next: levelsess restore " + shellwords.join(given) + " --yes", style="bold")  # the same run, applied
     elif result.applied and not result.undone:
         for session in result.plan.sessions:
             if session.next and any(f.action != "refused" for f in session.files):
@@ -54,10 +54,10 @@ def restore_app(out: Output, name: str, source, maps: list[str], *, apply: bool)
     if result.stamp and not result.undone:
         out.say(f"backup and manifest: {result.folder}; undo: levelsess restore --undo {result.stamp}")
     if not result.applied and rows:
-        import shlex
+        from .. import shellwords
 
-        out.say(f"next: levelsess restore --app {name}" + (f" --source {shlex.quote(str(source))}" if source else "")
-                + "".join(f" --map {shlex.quote(m)}" for m in maps) + " --yes", style="bold")
+        out.say(f"next: levelsess restore --app {name}" + (f" --source {shellwords.quote(str(source))}" if source else "")
+                + "".join(f" --map {shellwords.quote(m)}" for m in maps) + " --yes", style="bold")
     elif result.stamp and not result.undone:
         out.say(f"next: {module.NEXT}", style="bold")
     return result.exit_code

@@ -10,7 +10,7 @@ journal gives back the transcript it came from (a sidechain) or that one file (a
 
 from __future__ import annotations
 
-import shlex
+from .. import shellwords
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from ..errors import UsageError
@@ -81,5 +81,5 @@ def _root(source: dict, to: Path | None) -> tuple[Path, PurePath]:
 def _next(meta: dict) -> str:
     sid = meta["source"].get("key") or meta["id"].removeprefix("claude-")
     project = meta.get("project")
-    resume = f"claude --resume {shlex.quote(str(sid))}"
-    return f"cd {shlex.quote(project)} && {resume}" if isinstance(project, str) and project else resume
+    resume = f"claude --resume {shellwords.quote(str(sid))}"
+    return f"cd {shellwords.quote(project)} && {resume}" if isinstance(project, str) and project else resume

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-import shlex
+from .. import shellwords
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -476,7 +476,7 @@ def run_app(source: Path | None, maps: list[str], *, apply: bool) -> ClineResult
 
 
 def command(folder: Path) -> str:
-    return f"levelsess restore --app cline --source {shlex.quote(str(folder))}"
+    return f"levelsess restore --app cline --source {shellwords.quote(str(folder))}"
 
 
 def summary(result: ClineResult) -> str:

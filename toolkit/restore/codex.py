@@ -8,7 +8,7 @@ Making rollouts visible in ``state_5.sqlite`` (``restore --app codex``) is a sep
 from __future__ import annotations
 
 import re
-import shlex
+from .. import shellwords
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from ..errors import UsageError
@@ -25,7 +25,7 @@ def session_files(journal: Path, meta: dict, to: Path | None) -> SessionFiles:
     source = meta["source"]
     root, where = _root(source, to)
     sid = source.get("key") or meta["id"].removeprefix("codex-")
-    return SessionFiles(meta["id"], root, (((journal,), root / where),), f"codex resume {shlex.quote(str(sid))}")
+    return SessionFiles(meta["id"], root, (((journal,), root / where),), f"codex resume {shellwords.quote(str(sid))}")
 
 
 def _root(source: dict, to: Path | None) -> tuple[Path, PurePath]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
+from .. import shellwords
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,7 +179,7 @@ class StateResult:
 
 
 def command(home: Path) -> str:
-    return f"levelsess restore --app codex --source {shlex.quote(str(home))}"
+    return f"levelsess restore --app codex --source {shellwords.quote(str(home))}"
 
 
 def plan(home: Path | None = None) -> StatePlan:

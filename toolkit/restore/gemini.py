@@ -8,7 +8,7 @@ root); Gemini's own ``projects.json`` and ``.project_root`` are not written.
 
 from __future__ import annotations
 
-import shlex
+from .. import shellwords
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from ..errors import UsageError
@@ -88,8 +88,8 @@ def _next(meta: dict, journal: Path, root: Path) -> str:
     that only resuming it keeps it (a plain start there deletes it, SOURCES-MORE §1.6)."""
     sid = meta["source"].get("key") or meta["id"].removeprefix("gemini-")
     project = meta.get("project")
-    resume = f"gemini --resume {shlex.quote(str(sid))}"
-    line = f"cd {shlex.quote(project)} && {resume}" if isinstance(project, str) and project else resume
+    resume = f"gemini --resume {shellwords.quote(str(sid))}"
+    line = f"cd {shellwords.quote(project)} && {resume}" if isinstance(project, str) and project else resume
     old = _too_old(journal, root)
     return f"{line}   # resume it directly: {old}" if old else line
 
