@@ -12,6 +12,7 @@ real ``crontab`` runs only in CI (``CI=true``), and puts the table back as it fo
 from __future__ import annotations
 
 import os
+import sys
 import plistlib
 import shlex
 import shutil
@@ -151,6 +152,21 @@ class TestCrontab:
         direct = tmp_path / "direct"
         assert run_cli("import", "--from", "claude", "--source", claude_home, "--store", direct).exit_code == 0
         assert kept and kept == sorted(p.relative_to(direct) for p in direct.glob("*/claude-*.jsonl")), ran.stderr
+
+    @pytest.mark.skipif(sys.platform == "darwin", reason="needs a file system that takes any bytes in a name")
+    def test_a_store_under_a_name_that_is_not_utf8_is_kept_by_its_bytes_and_the_line_runs(self, crontab, claude_home, tmp_path):
+        """A Linux name is bytes: the crontab holds the store's bytes in sh's quotes, reads back the
+        same (status: installed and current), and the line, run by /bin/sh, keeps into that store."""
+        store = Path(os.fsdecode(bytes(tmp_path) + b"/st\xffore"))
+        assert run_cli("schedule", "install", "--app", "claude", "--store", store).exit_code == 0
+        assert b"st\xffore" in crontab.read_bytes()
+        status = run_cli("schedule", "status", "--app", "claude", "--store", store, "--json").json
+        assert status["installed"] and status["matches"], status
+        line = next(l for l in crontab.read_bytes().splitlines() if b"levelsess" in l and not l.startswith(b"#"))
+        env = {"HOME": os.environ["HOME"], "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+        ran = subprocess.run([b"/bin/sh", b"-c", line.split(b" ", 5)[5].replace(b"\\%", b"%")], env=env, capture_output=True, timeout=300)
+        assert ran.returncode == 0, ran.stderr
+        assert list(store.glob("*/claude-*.jsonl"))
 
     def test_a_machine_with_cline_gets_its_import_in_the_job_and_it_runs(self, crontab, claude_home, isolated_home, tmp_path):
         """`import --from cline` joins the nightly keep: found by default, read back, and its line runs."""
