@@ -17,15 +17,13 @@ import os
 import plistlib
 import re
 import shlex
-
-from . import shellwords
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import durable
+from . import durable, shellwords
 from .errors import SchedulerError, UsageError
 
 APPS = ("claude", "codex", "cursor", "vscode", "copilot", "gemini", "opencode", "cline")

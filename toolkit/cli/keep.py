@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from .. import shellwords
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -109,6 +108,8 @@ def _check_sources(from_: str, sources: list[Path], given: bool) -> None:
                 f"check the path; {app} keeps its chats in {place}, and `levelsess doctor` lists every install it finds"))
         kind = identify(path)
         if kind is not None and from_ not in kind.apps:
+            from .. import shellwords
+
             other = kind.apps[0] if kind.apps else None
             raise NotASourceError(f"{path} is {kind.what}, not {place.split(' (')[0]}", hint=(
                 f"to import it: `levelsess import --from {other} --source {shellwords.quote(str(path))}`" if other else

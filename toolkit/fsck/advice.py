@@ -7,9 +7,9 @@ test), never from finding codes alone, so following a hint never leads back to i
 
 from __future__ import annotations
 
-from .. import shellwords
 from pathlib import Path
 
+from .. import shellwords
 from ..errors import SKIPPED, UNCORRECTABLE
 from ..findings import Finding
 from .check import CheckReport

@@ -7,14 +7,12 @@ A journal with any uncorrectable finding is never touched (not even its tail).
 
 from __future__ import annotations
 
-from .. import shellwords
-
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from .. import durable, locks, verified
+from .. import durable, locks, shellwords, verified
 from ..errors import (RELINKABLE, SALVAGEABLE, UNCORRECTABLE, DurabilityError, FileChangedError, FileInUseError,
                       LevelsessError, LockBusyError, OperationalError, RelinkRefusedError, SalvageRefusedError,
                       SymlinkedFolderError)

@@ -10,9 +10,9 @@ journal gives back the transcript it came from (a sidechain) or that one file (a
 
 from __future__ import annotations
 
-from .. import shellwords
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
+from .. import shellwords
 from ..errors import UsageError
 from ..layouts.claude_code import CLAUDE_CODE, SUBAGENTS, default_roots
 from .contract import SessionFiles, read_meta

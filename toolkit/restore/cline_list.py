@@ -32,11 +32,10 @@ from __future__ import annotations
 import json
 import os
 import stat
-from .. import shellwords
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import durable
+from .. import durable, shellwords
 from ..encode import dumps
 from ..errors import FileChangedError, LevelsessError
 from ..findings import Finding

@@ -8,9 +8,9 @@ Making rollouts visible in ``state_5.sqlite`` (``restore --app codex``) is a sep
 from __future__ import annotations
 
 import re
-from .. import shellwords
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
+from .. import shellwords
 from ..errors import UsageError
 from ..layouts.codex import ARCHIVED, CODEX, SESSIONS, default_roots
 from .contract import SessionFiles

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from .. import shellwords
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 from ..errors import FileChangedError, LevelsessError, PathNotFoundError, UsageError
 from ..findings import Finding
 from ..layouts.codex import ARCHIVED, SESSIONS, default_roots, is_rollout_name, thread_id
-from .. import durable
+from .. import durable, shellwords
 from . import backups, dbfile
 from .dbfile import codex_running as running  # noqa: F401 (who uses the DB: below the backups that ask it too)
 

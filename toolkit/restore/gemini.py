@@ -8,9 +8,9 @@ root); Gemini's own ``projects.json`` and ``.project_root`` are not written.
 
 from __future__ import annotations
 
-from .. import shellwords
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
+from .. import shellwords
 from ..errors import UsageError
 from ..layouts.gemini import CHATS, GEMINI, TMP, default_roots
 from .contract import SessionFiles, read_meta
