@@ -17,7 +17,8 @@ from toolkit import shellwords
 
 pytestmark = pytest.mark.skipif(not shutil.which("bash") or sys.platform == "win32", reason="needs bash")
 
-_NAMES = st.binary(min_size=1, max_size=24).filter(lambda b: b"\0" not in b)
+_NAMES = st.binary(min_size=1, max_size=24).filter(lambda b: b"\0" not in b) | st.text(min_size=1, max_size=12).filter(
+    lambda t: "\0" not in t).map(lambda t: os.fsdecode(t.encode("utf-8", "surrogatepass")) if not any(0xD800 <= ord(c) <= 0xDFFF for c in t) else "x")
 
 
 def _bash_words(line: str) -> list[bytes]:
@@ -28,17 +29,18 @@ def _bash_words(line: str) -> list[bytes]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(names=st.lists(_NAMES.map(os.fsdecode), min_size=1, max_size=4))
+@given(names=st.lists(_NAMES.map(lambda n: os.fsdecode(n) if isinstance(n, bytes) else n), min_size=1, max_size=4))
 def test_every_word_reads_back_in_bash_as_its_bytes(names):
     assert _bash_words(shellwords.join(names)) == [os.fsencode(name) for name in names]
 
 
-def test_a_utf8_word_is_quoted_as_shlex_quotes_it_and_a_name_that_is_not_utf8_with_escapes():
+def test_a_printable_word_is_quoted_as_shlex_quotes_it_and_one_with_a_newline_or_bytes_not_utf8_with_escapes():
     import shlex
 
     for word in ("plain", "a b", "it's", "ünïcode", "$HOME", ""):
         assert shellwords.quote(word) == shlex.quote(word)
     assert shellwords.quote(os.fsdecode(b"/tmp/st\xffore's")) == "$'/tmp/st\\xffore\\'s'"
+    assert shellwords.quote("/tmp/new\nline ü") == "$'/tmp/new\\nline ü'"  # one line, its characters kept
 
 
 def test_the_next_line_of_a_check_under_a_name_that_is_not_utf8_names_the_store_when_pasted(tmp_path):

@@ -1,25 +1,24 @@
 """Commands as the user pastes them into a POSIX shell (bash, zsh): ``shlex``'s quoting, and for a
-path whose name is not UTF-8 (its bytes held as surrogates, as Python reads a Linux file name) the
-``$'…'`` form with ``\\xNN`` escapes: ``shlex.quote`` printed ``'/tmp/st\\udcffore'``, which the
-shell reads as other bytes, and a "next:" line that names the wrong path is worse than none."""
+word with a control character (a newline in a folder's name) or a name that is not UTF-8 (its bytes
+held as surrogates, as Python reads a Linux file name) the ``$'…'`` form with ``\\n`` and ``\\xNN``
+escapes: ``shlex.quote`` printed ``'/tmp/st\\udcffore'``, which the shell reads as other bytes, and a
+newline cut the "next:" line in two; a "next:" line that names the wrong path is worse than none."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
 
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
+
 
 def quote(text: str) -> str:
-    """``text`` as one shell word that reads back as its bytes."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            data = text.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:  # a surrogate no file name holds (one cut from JSON): as shlex has it
-            return shlex.quote(text)
-        return "$'" + "".join(_escaped(byte) for byte in data) + "'"
-    return shlex.quote(text)
+    """``text`` as one shell word that reads back as its bytes, on one line."""
+    if text.isprintable() or not text:
+        return shlex.quote(text)
+    if any("\ud800" <= ch <= "\udfff" and not "\udc80" <= ch <= "\udcff" for ch in text):
+        return shlex.quote(text)  # (a surrogate no file name holds, one cut from JSON: as shlex has it)
+    return "$'" + "".join(_escaped(ch) for ch in text) + "'"
 
 
 def join(argv: Iterable[str]) -> str:
@@ -27,7 +26,9 @@ def join(argv: Iterable[str]) -> str:
     return " ".join(quote(word) for word in argv)
 
 
-def _escaped(byte: int) -> str:
-    if byte in (0x5C, 0x27):  # \ and '
-        return "\\" + chr(byte)
-    return chr(byte) if 0x20 <= byte < 0x7F else f"\\x{byte:02x}"
+def _escaped(ch: str) -> str:
+    if ch in _NAMED:
+        return _NAMED[ch]
+    if "\udc80" <= ch <= "\udcff":  # a byte of a name that is not UTF-8
+        return f"\\x{ord(ch) - 0xDC00:02x}"
+    return ch if ch.isprintable() else "".join(f"\\x{byte:02x}" for byte in ch.encode("utf-8"))
