@@ -22,7 +22,7 @@ from pathlib import Path
 from ..errors import NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..identify import identify_lines
-from ..lines import loads, split_line
+from ..lines import first_line, loads, split_line
 from .output import Options, Raw, Session, json_object, safe_id
 from .unchanged import Unit
 from .uris import apply_map, folder_status, is_foreign
@@ -111,13 +111,11 @@ def unit_key(unit: Unit) -> str:
     writes a log; else the log is read as a conversion reads it."""
     log = Path(unit.handle)
     try:
-        with open(log, "rb") as handle:
-            head = handle.read(1 << 16)
+        line = first_line(log)
     except OSError:
         return str(log)  # (scan_unit reports it)
-    line = first_line(head)
     try:
-        event = loads(line) if line is not None and (b"\n" in head or len(head) < 1 << 16) else None
+        event = loads(line)  # (a line cut at first_line's cap does not parse: the log is read below)
     except ValueError:
         event = None
     data = event.get("data") if isinstance(event, dict) and event.get("type") == "session.start" else None
@@ -308,18 +306,6 @@ def first_number(data: bytes) -> int | None:
     for number, line in enumerate((data[len(BOM):] if data.startswith(BOM) else data).split(b"\n"), start=1):
         if line.strip(b" \t\r"):
             return number
-    return None
-
-
-def first_line(data: bytes) -> bytes | None:
-    """The first non-blank line of ``data`` (a leading BOM ignored), without splitting it all."""
-    start = len(BOM) if data.startswith(BOM) else 0
-    while start < len(data):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        if data[start:end].strip():
-            return data[start:end]
-        start = end + 1
     return None
 
 
