@@ -51,6 +51,7 @@ written leaves the check's verdict as it is (the report says so).
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -63,11 +64,11 @@ from pathlib import Path
 import orjson
 
 from .. import __version__, durable
+from ..encode import dumps
 from ..errors import LevelsessError
 from ..findings import Finding
 from ..journal import JournalScan, TailState
 from ..layouts import get as get_layout
-from ..encode import dumps
 from ..lines import read_regular
 from ..parse import loads
 from ..verified import remove_dead_temps
@@ -316,18 +317,17 @@ class IncrementalCache:
         key = os.path.abspath(journal)
         read_ns = time.time_ns()
         entry = entries.get(key)
+        if not isinstance(entry, dict):
+            entry = None
+        stamp = tail = None
         fresh = self.fresh.get(key)
-        if fresh is not None and isinstance(entry, dict):  # recorded this run: while it is the same file, as it was
-            try:
+        if fresh is not None and entry is not None:  # recorded this run: while it is the same file, as it was
+            with contextlib.suppress(OSError):
                 now = _stamp(os.stat(journal))
-            except OSError:
-                now = None
-            if now == fresh[0] and now[4] < fresh[1] - self.racy_ns:  # (racy, it is judged as below: read again)
-                stamp, tail = now, entry.get("tail_sha256")  # (its tail is the one hashed when it was recorded)
-            else:
-                stamp, tail = _probe(journal, entry)
-        else:
-            stamp, tail = _probe(journal, entry if isinstance(entry, dict) else {})
+                if now == fresh[0] and now[4] < fresh[1] - self.racy_ns:  # (racy: judged as below, read again)
+                    stamp, tail = now, entry.get("tail_sha256")  # (its tail is the one hashed when it was recorded)
+        if stamp is None:
+            stamp, tail = _probe(journal, entry or {})
         self.before[journal] = (where, key, stamp, read_ns)
         if entry is None or tail is None:
             return None
@@ -569,18 +569,26 @@ def _dump(head: dict, values: dict) -> bytes:
 def _load(where: Path) -> tuple[_Lines, dict | None]:
     """Return a cache file's entries (each parsed when asked for) and its folder verdict; a
     missing, unreadable, corrupt or stale file has neither."""
+    head, entries = _read(where)
+    verdict = head.get("verdict") if head is not None else None
+    return entries, (verdict if isinstance(verdict, dict) else None)
+
+
+def _read(where: Path) -> tuple[dict | None, _Lines]:
+    """A cache file's head and its entries; (None, nothing) for a missing, unreadable, corrupt or
+    stale file."""
     try:
         data = read_regular(where)
     except (OSError, LevelsessError):
-        return _Lines(), None
+        return None, _Lines()
     head, _, body = data.partition(b"\n")
     try:
         doc = loads(head)
     except ValueError:
-        return _Lines(), None
+        return None, _Lines()
     if (not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("levelsess") != __version__
             or not data.endswith(b"\n")):
-        return _Lines(), None
+        return None, _Lines()
     entries = _Lines()
     for line in body.split(b"\n")[:-1]:
         key, tab, value = line.partition(b"\t")
@@ -589,22 +597,17 @@ def _load(where: Path) -> tuple[_Lines, dict | None]:
         except ValueError:
             key = None
         if not tab or type(key) is not str:  # not a line this build writes: the file is not trusted at all
-            return _Lines(), None
+            return None, _Lines()
         dict.__setitem__(entries, key, value)
-    verdict = doc.get("verdict")
-    return entries, (verdict if isinstance(verdict, dict) else None)
+    return doc, entries
 
 
 def read_file(path: Path) -> dict | None:
     """A cache file as one document, every line parsed: its head (format, version, verdict) with
     ``journals``, each journal's value by its key; None when this build would not use it (for
     tests and tools: a run parses only the lines it asks for)."""
-    entries, _verdict = _load(path)
-    try:
-        head = loads(read_regular(path).partition(b"\n")[0])
-    except (OSError, LevelsessError, ValueError):
-        return None
-    if not entries and head.get("format") != FORMAT:
+    head, entries = _read(path)
+    if head is None:
         return None
     journals = {key: entries.get(key) for key in list(entries)}
     return {**head, "journals": {key: value for key, value in journals.items() if value is not None}}
