@@ -837,7 +837,7 @@ def atomic_writes(items: list[tuple[Path, bytes]], threads: int = 8) -> None:
         for path, data in items:
             atomic_write(path, data)
         return
-    made: list[tuple[int, Path, Path]] = []  # (fd, temp, path), open until renamed or removed
+    made: list[list] = []  # [fd (None once closed), temp, path] of each file written
     try:
         for path, data in items:
             refuse_symlinked(path.parent)
@@ -846,16 +846,15 @@ def atomic_writes(items: list[tuple[Path, bytes]], threads: int = 8) -> None:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             except OSError as exc:
                 raise _fail("create", tmp, exc) from exc
-            made.append((fd, tmp, path))
+            made.append([fd, tmp, path])
             _write_all(fd, data, path)
         _at_once(lambda job: fsync_fd(job[0], job[1]), made, threads, "levelsess-fsync")
-        for fd, _tmp, _path in made:  # (closed first: a rename never names a file still being written)
+        for job in made:  # (closed first: a rename never names a file still being written)
+            fd, job[0] = job[0], None
             os.close(fd)
-        closed = [(-1, tmp, path) for _fd, tmp, path in made]
-        made = closed
     except BaseException:
         for fd, tmp, _path in made:
-            if fd >= 0:
+            if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             with contextlib.suppress(OSError):
@@ -869,7 +868,7 @@ def atomic_writes(items: list[tuple[Path, bytes]], threads: int = 8) -> None:
                 with contextlib.suppress(OSError):
                     os.unlink(left)
             raise
-    for folder in dict.fromkeys(path.parent for _fd, _tmp, path in made):
+    for folder in dict.fromkeys(path.parent for path, _data in items):
         fsync_dir(folder)
 
 
