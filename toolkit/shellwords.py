@@ -14,10 +14,8 @@ _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
 
 def quote(text: str) -> str:
     """``text`` as one shell word that reads back as its bytes, on one line."""
-    if text.isprintable() or not text:
-        return shlex.quote(text)
-    if any("\ud800" <= ch <= "\udfff" and not "\udc80" <= ch <= "\udcff" for ch in text):
-        return shlex.quote(text)  # (a surrogate no file name holds, one cut from JSON: as shlex has it)
+    if text.isprintable() or any("\ud800" <= ch <= "\udfff" and not "\udc80" <= ch <= "\udcff" for ch in text):
+        return shlex.quote(text)  # (printable; or holding a surrogate no file name holds, one cut from JSON)
     return "$'" + "".join(_escaped(ch) for ch in text) + "'"
 
 
