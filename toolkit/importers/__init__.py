@@ -769,11 +769,10 @@ def _write_one(store: Path, session: Session, dry_run: bool, no_raw: bool) -> tu
     from .. import durable
     from .output import journal_path, not_written, write_session
 
-    path = journal_path(store, session)
     try:
         return write_session(store, session, dry_run=dry_run, no_raw=no_raw)
     except OSError as exc:  # met outside durable (a stat of a path the system will not take)
-        error = durable.typed_error("write", path, exc)
+        error = durable.typed_error("write", journal_path(store, session), exc)
         if error.stops_run:
             raise error from exc
     except OperationalError as exc:

@@ -56,6 +56,7 @@ import orjson
 
 from ..errors import DurabilityError, FileChangedError
 from ..findings import Finding
+from ..layouts.base import one_line
 from ..layouts.claude_code import CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGENTS, prompt_text, split_user
 from ..lines import loads, open_regular
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Resumed,
@@ -1150,7 +1151,7 @@ def _typed(value: dict) -> str | None:
     text = prompt_text(message.get("content"))
     if text is None or text.startswith(_INTERRUPT):
         return None
-    return " ".join(text.split())[:120]
+    return one_line(text)
 
 
 # -- sessions -------------------------------------------------------------------------------------

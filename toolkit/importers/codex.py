@@ -37,9 +37,9 @@ Memory does not grow with the rollout's records: a first read keeps, per record,
 is, its hash, its time, its sketch) and the call ids, exit codes and facts of the whole file, in
 lists for a rollout of at most ROWS_IN_MEMORY records, else in a temporary SQLite database;
 :func:`~toolkit.layouts.codex_seen.decide_stream` then keeps two bytes a record; the records are
-converted from their lines: the bytes of the first ones (up to KEEP_IN_MEMORY) kept from the
-first read, the rest re-read at their offsets (and refused if those changed).  Either way the
-journals are the same bytes.
+converted from their lines: the first ones (up to VALUES_IN_MEMORY) kept parsed from the first
+read, those up to KEEP_IN_MEMORY kept as bytes and parsed again, the rest re-read at their offsets
+(and refused if those changed).  Either way the journals are the same bytes.
 
 A rollout that only grew since the last import is *resumed* (issue 27, :func:`resume`): only its
 new lines are read, and the records, ``source-line`` events (its new lines no record carries) and
@@ -70,6 +70,7 @@ from types import SimpleNamespace
 from ..errors import DurabilityError, FileChangedError
 from ..findings import Finding
 from ..identify import describe, sniff
+from ..layouts.base import one_line
 from ..layouts.codex import first_record, legacy_record, thread_id
 from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, payload_sketch,
                                   is_legacy_meta, message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
@@ -354,6 +355,10 @@ ROWS_IN_MEMORY = 32_768
 #: parsed values kept would take six times the memory, and cost the garbage collector more than
 #: parsing takes); the lines after them are read again at their offsets, and refused if they changed.
 KEEP_IN_MEMORY = 8 << 20
+#: Bytes of a rollout's first lines whose parsed values are kept too, for the first conversion
+#: (the values of real rollouts take about twice their bytes, Claude Code's a group's the same
+#: budget): a rollout within it is parsed once.  A later pass parses the bytes again.
+VALUES_IN_MEMORY = 4 << 20
 
 
 class _Listed:
@@ -574,6 +579,7 @@ class _Rollout:
         self.recent_exits: dict[str, int] = {}
         self.latest = _Latest.empty()  # the lines at the file's latest time
         self.kept_lines: list[bytes] = []  # the first lines' bytes, within KEEP_IN_MEMORY
+        self.kept_values: list[dict | None] = []  # their parsed values, within VALUES_IN_MEMORY, taken by a first conversion
         replay = Replay()
         self.rows = self._read(replay, legacy)
         self.count, self.replay, self.fork = replay.count, replay.range, (replay.fork, replay.start, replay.end)
@@ -591,6 +597,7 @@ class _Rollout:
         first = meta = first_time = cwd = None
         typed = False
         keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
+        values, parsed = self.kept_values, KEEP_IN_MEMORY - VALUES_IN_MEMORY  # (values kept while budget >= parsed)
         sha256, see, recent_calls, recent_exits = hashlib.sha256, self.latest.see, self.recent_calls, self.recent_exits
         add = rows.add
         for line in self.reader:
@@ -636,6 +643,8 @@ class _Rollout:
                 keep = budget >= 0
                 if keep:
                     kept.append(data)
+                    if budget >= parsed:
+                        values.append(line.value)
             n += 1
             if n > limit and type(rows) is _Listed:
                 rows = rows.tabled()
@@ -706,8 +715,8 @@ class _Rollout:
         t, model = created or "", None
         when = created  # the time of the last record (as the writer takes it for the source's events)
         self.walked = None
-        exits, codes, groups, kept = self.rows.exits, self.codes, self.groups, self.kept_lines
-        held, meta = len(kept), _CODES["meta", None]
+        exits, codes, groups, kept, values = self.rows.exits, self.codes, self.groups, self.kept_lines, self.kept_values
+        held, parsed, meta = len(kept), len(values), _CODES["meta", None]
         last = [None] * 8  # the last rows, by n % 8: a record is keyed by one at most MIRROR_WINDOW (< 8) before it
         try:
             for row in self.rows.rows():
@@ -720,7 +729,10 @@ class _Rollout:
                 code = codes[n]
                 if code & 7 or code == meta:  # skipped, or the meta record's line: not read again
                     continue
-                value = loads(data := kept[n] if n < held else self._bytes(n, offset, size, digest))
+                if n < parsed and (value := values[n]) is not None:  # parsed by the first read: taken, once
+                    values[n], data = None, kept[n]
+                else:
+                    value = loads(data := kept[n] if n < held else self._bytes(n, offset, size, digest))
                 envelope = as_envelope(value)
                 back = groups[n]
                 identity = offset_line_key(value) if not back & 7 else None  # (a mirror's key is another line's)
@@ -821,7 +833,7 @@ def _first_prompt(rollout: _Rollout) -> str | None:
                                                               and isinstance(b, dict) and b.get("type") == "text"), None)
         if not record.get("injected") and isinstance(text, str) and text.strip():
             rollout.close()
-            return " ".join(text.split())[:120]
+            return one_line(text)
     rollout.close()
     return None
 

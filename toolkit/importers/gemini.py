@@ -56,6 +56,7 @@ from pathlib import Path
 
 from ..errors import FileChangedError
 from ..findings import Finding
+from ..layouts.base import one_line
 from ..layouts.gemini import CHATS, GEMINI, project_root, sniff_file
 from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
 from ..lines import open_regular
@@ -197,7 +198,7 @@ class _Names:
             self.title = value["$set"]["summary"]
         if self.title is None and record["kind"] == "user" and not record.get("replaces"):
             text = text_of(value.get("content")).strip()
-            self.title = " ".join(text.split())[:120] or None
+            self.title = one_line(text) or None
         if self.fallback is None:
             self.fallback = first_prompt([record])  # what the writer names a session by when the source names it not
 
@@ -558,8 +559,8 @@ def legacy_session_from_file(path: Path, options: Options, report: Callable[[Fin
         record["raw"] = message
         session.records.append(record)
         if title is None and record["kind"] == "user" and not record.get("replaces"):
-            title = " ".join(text_of(message.get("content")).strip().split())[:120] or None
+            title = one_line(text_of(message.get("content")).strip()) or None
     summary = value.get("summary")
-    session.title = (" ".join(summary.split())[:120] if isinstance(summary, str) and summary.strip() else None) or title
+    session.title = (one_line(summary) if isinstance(summary, str) and summary.strip() else None) or title
     session.source_items = 1 + len(messages)
     return session

@@ -404,12 +404,13 @@ def write_session(store: Path, session: Session, *, dry_run: bool = False, no_ra
 def first_prompt(records: list[dict]) -> str | None:
     """The first prompt typed, one line, at most 120 characters (what an editor shows for a chat it
     never named): a user record that is no tool result, text the tool added or a parent's copy."""
+    from ..layouts.base import one_line
     from ..layouts.levelcode import preview_of
 
     for record in records:
         if record.get("kind") == "user" and not (record.get("toolResult") or record.get("injected") or record.get("inherited")):
             prompt = record.get("prompt")  # the typed part an importer took out of a wrapper (Cursor's <user_query>)
-            text = " ".join(prompt.split())[:120] if isinstance(prompt, str) else preview_of(record.get("content"), record.get("added"))
+            text = one_line(prompt) if isinstance(prompt, str) else preview_of(record.get("content"), record.get("added"))
             if text:
                 return text
     return None

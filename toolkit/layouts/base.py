@@ -31,6 +31,21 @@ STATE_DIR = ".levelsess"
 PLACEHOLDER_MODELS = frozenset({"<synthetic>"})
 
 
+def one_line(text: str, limit: int = 120) -> str:
+    """``" ".join(text.split())[:limit]`` (a title, a preview: the words on one line, cut), read
+    from only as much of ``text`` as that takes: a first prompt may be a pasted file of megabytes,
+    and every journal's preview is one.  Of a prefix, the words before its last are whole words of
+    ``text`` (the last may go on past the cut); once they fill ``limit`` they are the answer's start."""
+    size = 4 * limit + 64
+    while size < len(text):
+        words = text[:size].split()
+        whole = " ".join(words[:-1])
+        if len(whole) >= limit:
+            return whole[:limit]
+        size *= 4
+    return " ".join(text.split())[:limit]
+
+
 class Folder(NamedTuple):
     """A unit of checking: a project folder, a session folder; the journals found in it.
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .base import PLACEHOLDER_MODELS, SNIFFERS, Folder, ForeignLayout, entries, home_roots, looked_head
+from .base import PLACEHOLDER_MODELS, SNIFFERS, Folder, ForeignLayout, entries, home_roots, looked_head, one_line
 from .claude_records import (CHAIN, SUBAGENTS, TOP_LEVEL_TYPES, _INJECTED, _ELEMENT, _subagents, added_only,  # noqa: F401
                              is_subagent, prompt_text, split_user, typed_part)
 from ..errors import NotAStoreError, PermissionDeniedError
@@ -197,7 +197,7 @@ class ClaudeRules:
         if text is not None:
             self.turns += 1
             if self.first_prompt is None:
-                self.first_prompt = " ".join(text.split())[:120]
+                self.first_prompt = one_line(text)
 
     def _first_chain(self, obj: dict) -> None:
         """The session's own facts, from its first chain record that carries them."""

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import Folder, ForeignLayout, entries
+from .base import Folder, ForeignLayout, entries, one_line
 from .codex_names import ARCHIVED, SESSIONS, default_roots, home_of, is_rollout_name, thread_id  # noqa: F401 (re-exported)
 from .codex_seen import as_envelope, context_cwd, is_legacy_line, is_legacy_meta, message_text, parent_of, typed_prompt
 from ..errors import NotAStoreError, PermissionDeniedError
@@ -172,7 +172,7 @@ class CodexRules:
             if self.legacy and self.facts.cwd is None:
                 self.facts.cwd = context_cwd(message)  # a pre-envelope meta has no cwd: the context names it
             return
-        text = " ".join(typed.split())[:120] or None
+        text = one_line(typed) or None
         facts = self.facts
         if self.replaying:
             facts.inherited_prompt = facts.inherited_prompt or text

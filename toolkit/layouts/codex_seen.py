@@ -406,8 +406,7 @@ class Decider:
         """:func:`_decision` of record ``i`` written as :meth:`feed_codes` writes it: :func:`_role_at`'s
         answer, kept by kind for the kinds whose role is their kind's alone."""
         seen, taken, mirrors, group, is_call, typed = self.seen, self.taken, self.mirrors, self.group, self.is_call, self.prompts_typed
-        by_kind = {kind: code_of[_role(Sketch(kind), False, typed, is_call)] for kind in _KIND_ONLY}
-        mirror = code_of[_role(_OTHER, True, typed, is_call)]
+        by_kind, mirror = _kind_codes(code_of, typed)
         replay = self.replay
         start, stop = (replay.start, replay.stop) if replay.step == 1 and len(replay) else (0, 0)
 
@@ -506,6 +505,28 @@ _SIMPLE = {"prompt": "prompt", "user_item": "prompt", "assistant": "assistant", 
 #: The kinds whose role (unmirrored, past the first record) is their kind's alone (not an end
 #: event's: whether its call is one).
 _KIND_ONLY = (*_SIMPLE, "user", "injected", "context", "session_meta")
+
+
+#: What :func:`_kind_codes` made, by (``id(code_of)``, ``prompts_typed``): (``code_of``, its answer).
+_KIND_CODES: dict[tuple[int, bool], tuple[dict, dict, int]] = {}
+
+
+def _kind_codes(code_of: dict, prompts_typed: bool) -> tuple[dict, int]:
+    """(the code of each of :data:`_KIND_ONLY`'s kinds, a mirror's code), as ``code_of`` codes
+    :func:`_role`'s answers: made once per ``code_of`` and ``prompts_typed`` (made for each
+    rollout, it took a tenth of a small rollout's decisions)."""
+    key = (id(code_of), prompts_typed)
+    made = _KIND_CODES
+    found = made.get(key)
+    if found is None or found[0] is not code_of:
+        if len(made) > 16:  # (a caller's code_of made anew each time: never more than a few kept)
+            made.clear()
+
+        def never(_call) -> bool:  # (no kind of _KIND_ONLY asks)
+            raise AssertionError("a kind-only role asked whether a call is one")
+        found = made[key] = (code_of, {kind: code_of[_role(Sketch(kind), False, prompts_typed, never)] for kind in _KIND_ONLY},
+                             code_of[_role(_OTHER, True, prompts_typed, never)])
+    return found[1], found[2]
 
 
 def _role(item: Sketch, mirrored: bool, prompts_typed: bool, is_call) -> tuple[str | None, str | None]:

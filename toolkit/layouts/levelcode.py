@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import PLACEHOLDER_MODELS, BaseLayout, Folder, entries, journals_of
+from .base import PLACEHOLDER_MODELS, BaseLayout, Folder, entries, journals_of, one_line
 from ..errors import PermissionDeniedError
 
 NEWEST_VERSION = 2
@@ -47,7 +47,7 @@ def preview_of(content: object, added: object = None) -> str | None:
                 break
     if text is None:
         return None
-    return " ".join(text.split())[:120]
+    return one_line(text)
 
 
 class LevelCodeRules:

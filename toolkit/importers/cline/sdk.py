@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ...errors import LevelsessError
 from ...findings import Finding
+from ...layouts.base import one_line
 from .. import sqlite as sq
 from ..output import Options, Raw, Session, iso_from_ms, safe_id
 from ..uris import apply_map
@@ -68,7 +69,7 @@ def sdk_session(install: Install, folder: Path, index: TaskIndex, options: Optio
     source = {"app": APP, "tool": "cline", "path": str(folder), "key": sid, "version": "sdk:1"}
     if sid in index.where:
         source["listedIn"] = index.where[sid]
-    session = Session(safe_id("cline", sid), None, None, " ".join(title.split())[:120] or None if title else None,
+    session = Session(safe_id("cline", sid), None, None, one_line(title) or None if title else None,
                       source, Raw(value=info) if info else None)
     items = _count(messages, session, dict) if not messages.missing else []
     _problems(messages, "the session messages", report)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ...errors import LevelsessError
 from ...findings import Finding
+from ...layouts.base import one_line
 from .. import sqlite as sq
 from ..output import Options, Raw, Session, iso_from_ms, safe_id
 from ..uris import apply_map, is_foreign
@@ -193,7 +194,7 @@ def _title(item: dict | None) -> str | None:
     task = item.get("task") if item else None
     if not isinstance(task, str):
         return None
-    return " ".join(task.split())[:120] or None
+    return one_line(task) or None
 
 
 def task_session(install: Install, folder: Path, index: TaskIndex, options: Options, report) -> Session | None:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base import Folder, ForeignLayout, entries
+from ..base import Folder, ForeignLayout, entries, one_line
 from ...errors import NotAStoreError, PermissionDeniedError
 from .chat import META, OTHER, Chain, is_message_shape, resumable, text_of
 from ..gemini_names import default_roots, is_session_name  # noqa: F401 (the layout's names, as ever)
@@ -32,7 +32,7 @@ def _sketch(record: dict) -> list:
     """What a listing keeps of one message: [type, resumable, preview, model] (plain JSON, so
     ``fsck --incremental`` can keep the facts)."""
     kind = record.get("type")
-    preview = " ".join(text_of(record.get("content")).split())[:120] if kind == "user" else ""
+    preview = one_line(text_of(record.get("content"))) if kind == "user" else ""
     model = record.get("model") if isinstance(record.get("model"), str) else None
     return [kind if isinstance(kind, str) else None, resumable(record), preview, model]
 
@@ -116,7 +116,7 @@ class GeminiFacts:
     def title(self) -> str | None:
         summary = self._text("summary")
         if summary:
-            return " ".join(summary.split())[:120]
+            return one_line(summary)
         return self.settled[2] if self.settled is not None else self._opening()
 
     @property
