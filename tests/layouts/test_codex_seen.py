@@ -117,3 +117,50 @@ def test_decisions_written_as_codes_are_those_of_the_whole_list(sketches):
     fast.finish_codes(codes, groups, _CODES)
     written = [(_ROLES[c >> 3], _SKIPS[c & 7], i - (g & 7), bool(g & 8)) for i, (c, g) in enumerate(zip(codes, groups))]
     assert written == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(sketches=st.one_of(_SKETCHES, _FORKS), prune=st.sampled_from([0, 1, 3, 7]), cut=st.integers(0, 60))
+def test_codes_with_the_paired_primaries_dropped_at_any_pace(sketches, prune, cut):
+    """feed_codes drops the primaries paired before the records it decided only every _PRUNE + 1
+    records: whatever the pace, the decisions and the state kept at any point are the reference's."""
+    import orjson
+
+    from toolkit.importers.codex import _CODES, _ROLES, _SKIPS
+
+    expected = _reference(sketches)
+    prompts_typed = any(s.kind in ("prompt", "user_item") for s in sketches)
+    calls = {s.call for s in sketches if s.kind == "call" and s.call is not None}
+    facts = {"prompts_typed": prompts_typed, "is_call": calls.__contains__, "replay": codex_seen._replay(sketches)}
+    cut = min(cut, len(sketches))
+    codes, groups = bytearray(len(sketches)), bytearray(len(sketches))
+    before, codex_seen._PRUNE = codex_seen._PRUNE, prune
+    try:
+        fast, slow = codex_seen.Decider(**facts), codex_seen.Decider(**facts)
+        fast.feed_codes(iter(sketches[:cut]), codes, groups, _CODES)
+        list(slow.feed(iter(sketches[:cut])))
+        assert orjson.dumps(fast.snapshot()) == orjson.dumps(slow.snapshot())
+        fast.feed_codes(iter(sketches[cut:]), codes, groups, _CODES)
+        fast.finish_codes(codes, groups, _CODES)
+    finally:
+        codex_seen._PRUNE = before
+    written = [(_ROLES[c >> 3], _SKIPS[c & 7], i - (g & 7), bool(g & 8)) for i, (c, g) in enumerate(zip(codes, groups))]
+    assert written == expected
+
+
+def test_codes_of_a_long_rollout_are_those_of_the_whole_list():
+    """Past _PRUNE records (a thousand and more, as real rollouts have), with mirrors throughout."""
+    from toolkit.importers.codex import _CODES, _ROLES, _SKIPS
+
+    turn = [Sketch("task_started"), Sketch("prompt", b"p"), Sketch("user", b"p"), Sketch("reasoning", b"r", frozenset([b"r"])),
+            Sketch("agent_reasoning", b"r"), Sketch("call", call="c"), Sketch("end", call="c"), Sketch("output", call="c"),
+            Sketch("agent", b"a"), Sketch("assistant", b"a"), Sketch("ui-only")]
+    sketches = [Sketch("session_meta")] + turn * 300
+    expected = _reference(sketches)
+    codes, groups = bytearray(len(sketches)), bytearray(len(sketches))
+    decider = codex_seen.Decider(prompts_typed=True, is_call={"c"}.__contains__, replay=range(0))
+    decider.feed_codes(iter(sketches), codes, groups, _CODES)
+    assert max(len(used) for used in decider.taken) <= codex_seen._PRUNE + 2 * MIRROR_WINDOW + 2  # (memory stays flat)
+    decider.finish_codes(codes, groups, _CODES)
+    written = [(_ROLES[c >> 3], _SKIPS[c & 7], i - (g & 7), bool(g & 8)) for i, (c, g) in enumerate(zip(codes, groups))]
+    assert written == expected
