@@ -61,10 +61,15 @@ def source_files(source: Path) -> list[Path]:
 def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
     """One unit per rollout; each also depends on its home's ``session_index.jsonl`` (thread names)."""
     names: dict[Path, dict[str, str]] = {}  # read once per home, when a rollout of it is read
+    homes: dict[Path, tuple[Path, Path]] = {}  # a date folder's home and thread names file, found once
     found = []
     for path in _rollouts(source):
-        home = home_of(path.parent)
-        found.append(Unit(str(path), (path,), (home / "session_index.jsonl",), (path, home, names)))
+        folder = path.parent
+        if folder not in homes:
+            home = home_of(folder)
+            homes[folder] = (home, home / "session_index.jsonl")
+        home, index = homes[folder]
+        found.append(Unit(str(path), (path,), (index,), (path, home, names)))
     return found
 
 
