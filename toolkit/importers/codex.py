@@ -773,6 +773,22 @@ class _Lines:
             rollout.listed = None
             rollout.close()
 
+    def uncarried(self, carried: Callable[[int], bool]) -> Iterator[tuple[int, bytes]]:
+        """``(offset, bytes)`` of each line whose offset is not ``carried``, as a pass of :meth:`__iter__`
+        and :meth:`_Rollout.read_line` give them, without a call a line (the writer's ``source-line``
+        events: most of a rollout's lines may be mirrors)."""
+        rollout = self.rollout
+        kept = rollout.kept_lines
+        held = len(kept)
+        try:
+            for row in rollout.rows.rows():
+                offset = row[1]
+                if not carried(offset):
+                    n = row[0]
+                    yield offset, kept[n] if n < held else rollout._bytes(n, offset, row[2], row[3])
+        finally:
+            rollout.close()
+
 
 class _Records:
     """A rollout's journal records, converted on each pass (re-iterable, sized)."""

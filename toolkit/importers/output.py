@@ -1140,23 +1140,35 @@ def _source_batches(session: Session, held: _Held, when: str | None, no_raw: boo
     state = session.state
     if state is None or no_raw:
         return
-    count, read, batch, held_bytes = 0, state.read, [], 0
+    count, batch, held_bytes = 0, [], 0
     in_memory = held.carried.in_memory()
     carried = in_memory.__contains__ if in_memory is not None else held.carried.__contains__
-    for offset, length in state.lines:
-        if not carried(offset):
-            data = read(offset, length)  # (now: a reader may know the line by where the pass is)
-            batch.append((offset, data if b"\n" not in data and b"\r" not in data else Raw(data).data))
-            held_bytes += len(data)
-            if len(batch) >= size or held_bytes >= budget:
-                count += len(batch)
-                yield batch
-                batch, held_bytes = [], 0
+    for offset, data in _uncarried(state, carried):
+        batch.append((offset, data if b"\n" not in data and b"\r" not in data else Raw(data).data))
+        held_bytes += len(data)
+        if len(batch) >= size or held_bytes >= budget:
+            count += len(batch)
+            yield batch
+            batch, held_bytes = [], 0
     if batch:
         count += len(batch)
         yield batch
     if count or state.mark() != held.states.get(state.path):
         yield _state_event(state, when)
+
+
+def _uncarried(state: SourceState, carried: Callable[[int], bool]) -> Iterator[tuple[int, bytes]]:
+    """``(offset, bytes)`` of each of the source's lines whose offset is not ``carried``, in order,
+    each read as the pass reaches it: by the lines' own ``uncarried`` when they have one (a reader
+    that holds the bytes: a Codex rollout's mirrors may be most of its lines), else each read."""
+    own = getattr(state.lines, "uncarried", None)
+    if own is not None:
+        yield from own(carried)
+        return
+    read = state.read
+    for offset, length in state.lines:
+        if not carried(offset):
+            yield offset, read(offset, length)  # (now: a reader may know the line by where the pass is)
 
 
 def _state_event(state: SourceState, when: str | None) -> dict:
