@@ -351,13 +351,14 @@ _DIGEST = 12  # bytes of a sketch's digests (codex_seen._digest)
 #: record: 20 MB at most, as a Claude Code group's rows); a longer one in a temporary database,
 #: two bytes a record in memory (:class:`_Tabled`).
 ROWS_IN_MEMORY = 32_768
-#: Bytes of a rollout's first lines kept from the first read to the conversion (parsed again then:
-#: parsed values kept would take six times the memory, and cost the garbage collector more than
-#: parsing takes); the lines after them are read again at their offsets, and refused if they changed.
+#: Bytes of a rollout's first lines kept from the first read to the conversion; the lines after
+#: them are read again at their offsets, and refused if they changed.
 KEEP_IN_MEMORY = 8 << 20
-#: Bytes of a rollout's first lines whose parsed values are kept too, for the first conversion
-#: (the values of real rollouts take about twice their bytes, Claude Code's a group's the same
-#: budget): a rollout within it is parsed once.  A later pass parses the bytes again.
+#: Of those, the bytes whose parsed values are kept too, each taken by the first conversion (a
+#: later pass parses the bytes again): a rollout within it is parsed once.  Parsed, the lines of
+#: the real rollouts take twice their bytes, lines of small records four times: at most 16 MB, as
+#: a Claude Code group's parsed lines (its KEEP_IN_MEMORY); a 400 MB import holding them made no
+#: full collection of the garbage collector.
 VALUES_IN_MEMORY = 4 << 20
 
 
