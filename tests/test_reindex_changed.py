@@ -191,3 +191,36 @@ def test_an_index_edited_by_someone_else_is_never_brought_up_to_date_from_its_en
     _settle(store, tmp_path)
     assert _stored_entries(store) == _full_entries(store)
     assert b"Refundz" not in index.read_bytes()
+
+
+def test_a_folder_read_in_full_holds_each_scan_as_a_lookup_gives_it(tmp_path, monkeypatch):
+    """An import's reindex of a folder it reads in full (no vouched index, an empty memo: the store
+    imported into with another cache folder) holds each scan as the memo's lookup gives it back: no
+    reader state, and, the import's memo being lean, no meta source row.  The index it writes is
+    the one a plain full read writes.  (Held whole, 800 Codex journals took 45 MiB more.)"""
+    stores = []
+    for name in ("memo", "plain"):
+        store = tmp_path / name
+        for n in range(3):
+            sid = f"2026-11-30T09-00-0{n}-a1b{n}"
+            records = session_records(sid, turns=2 + n)
+            records[0]["raw"] = {"type": "session_meta", "payload": {"base_instructions": "You are Codex. " * 400}}
+            write_journal(store / PROJECT_SLUG / f"{sid}.jsonl", records)
+        stores.append(store)
+    held: list = []
+    rebuild = toolkit.reindex.rebuild_cache
+
+    def keep(folder, scans, *args, **kwargs):
+        held.extend(scans)
+        return rebuild(folder, scans, *args, **kwargs)
+
+    monkeypatch.setattr(toolkit.reindex, "rebuild_cache", keep)
+    memo = IncrementalCache(False, root=tmp_path / "cache", racy_ns=0, lean=True)  # (the import's: _index_memo)
+    reindex(discover_all([stores[0]]), memo=memo)
+    assert len(held) == 3
+    assert all(scan.resume_state is None and "raw" not in scan.facts.meta for scan in held)
+    assert memo.dirty, "the memo still records each scan it read"
+    reindex(discover_all([stores[1]]))
+    memo_index, plain_index = (orjson.loads((store / PROJECT_SLUG / "index.json").read_bytes()) for store in stores)
+    assert memo_index.pop("generatedAt") and plain_index.pop("generatedAt")
+    assert memo_index == plain_index and len(memo_index["sessions"]) == 3

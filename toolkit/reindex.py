@@ -237,4 +237,4 @@ def _remembered(memo, folder: Folder, journal: Path) -> JournalScan:
     memo.record(journal, scan if isinstance(scan, JournalScan) else None, resumed=resume is not None)
     if isinstance(scan, LevelsessError):
         raise scan
-    return scan
+    return memo.held(scan)  # (as a lookup gives it: the folder's scans are held until its index is written)
