@@ -90,7 +90,8 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
     if why:  # `reindex notes.jsonl`: refused as `fsck notes.jsonl` refuses it, before its folder is read
         return ReindexResult((), (), (), (), check_only, foreign_only=why)
     written, unchanged, refused, findings, skipped, no_cache = [], [], [], [], [], []
-    scanned: list[JournalScan] = []
+    scanned: list[JournalScan] = []  # the scans with bytes of no layout this knows
+    known = False  # whether a journal with bytes of a layout this knows was read
     for folder in whole_folders(folders):
         if progress:
             progress(1)
@@ -121,7 +122,9 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             except LevelsessError as exc:  # reported; the folder is refused
                 findings.append(Finding("unreadable", "error", str(journal), None, None, str(exc)))
                 readable = False
-        scanned += scans
+        # what foreign_only asks of the scans, not the scans: a store's every one, held to the end, grew with its journals
+        scanned += [scan for scan in scans if scan.size and not scan.identified]
+        known = known or any(scan.size and scan.identified for scan in scans)
         future = [s for s in scans if s.version is not None and s.version > 2]
         foreign = [s for s in scans if not s.identified]
         if future or foreign or not readable:
@@ -162,7 +165,7 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
             unchanged.append(folder.cache)
         else:
             written.append(folder.cache)
-    why = None if written or skipped or no_cache else foreign_only(scanned)
+    why = None if written or skipped or no_cache or known else foreign_only(scanned)
     return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped), why,
                          tuple(no_cache))
 
