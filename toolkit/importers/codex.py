@@ -598,7 +598,7 @@ class _Rollout:
         first = meta = first_time = cwd = None
         typed = False
         keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
-        values, parsed = self.kept_values, KEEP_IN_MEMORY - VALUES_IN_MEMORY  # (values kept while budget >= parsed)
+        values, unparsed = self.kept_values, KEEP_IN_MEMORY - VALUES_IN_MEMORY  # (values kept while budget >= unparsed)
         sha256, see, recent_calls, recent_exits = hashlib.sha256, self.latest.see, self.recent_calls, self.recent_exits
         add = rows.add
         for line in self.reader:
@@ -644,7 +644,7 @@ class _Rollout:
                 keep = budget >= 0
                 if keep:
                     kept.append(data)
-                    if budget >= parsed:
+                    if budget >= unparsed:
                         values.append(line.value)
             n += 1
             if n > limit and type(rows) is _Listed:

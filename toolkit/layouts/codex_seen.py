@@ -514,25 +514,20 @@ _SIMPLE = {"prompt": "prompt", "user_item": "prompt", "assistant": "assistant", 
 _KIND_ONLY = (*_SIMPLE, "user", "injected", "context", "session_meta")
 
 
-#: What :func:`_kind_codes` made, by (``id(code_of)``, ``prompts_typed``): (``code_of``, its answer).
-_KIND_CODES: dict[tuple[int, bool], tuple[dict, dict, int]] = {}
+#: What :func:`_kind_codes` made last, by ``prompts_typed``: (the ``code_of`` it was made for, its answer).
+_KIND_CODES: dict[bool, tuple[dict, dict, int]] = {}
 
 
 def _kind_codes(code_of: dict, prompts_typed: bool) -> tuple[dict, int]:
     """(the code of each of :data:`_KIND_ONLY`'s kinds, a mirror's code), as ``code_of`` codes
-    :func:`_role`'s answers: made once per ``code_of`` and ``prompts_typed`` (made for each
-    rollout, it took a tenth of a small rollout's decisions)."""
-    key = (id(code_of), prompts_typed)
-    made = _KIND_CODES
-    found = made.get(key)
+    :func:`_role`'s answers: made again only for another ``code_of`` (made for each rollout, it
+    took a tenth of a small rollout's decisions)."""
+    found = _KIND_CODES.get(prompts_typed)
     if found is None or found[0] is not code_of:
-        if len(made) > 16:  # (a caller's code_of made anew each time: never more than a few kept)
-            made.clear()
-
         def never(_call) -> bool:  # (no kind of _KIND_ONLY asks)
             raise AssertionError("a kind-only role asked whether a call is one")
-        found = made[key] = (code_of, {kind: code_of[_role(Sketch(kind), False, prompts_typed, never)] for kind in _KIND_ONLY},
-                             code_of[_role(_OTHER, True, prompts_typed, never)])
+        found = _KIND_CODES[prompts_typed] = (code_of, {kind: code_of[_role(Sketch(kind), False, prompts_typed, never)]
+                                                        for kind in _KIND_ONLY}, code_of[_role(_OTHER, True, prompts_typed, never)])
     return found[1], found[2]
 
 
