@@ -647,3 +647,41 @@ def test_naming_one_subagent_files_it_beside_its_session(tmp_path):
     again = tmp_path / "again"
     _result, _report = do_import(root / "projects" / agent, again)
     assert imported(again)[journal_id(agent)][1][0]["source"]["parentMissing"] is True
+
+
+SUMMARY_ONLY = Path("-Ftuwt-cruqtcuw-Domu-Dsquact-ndxfqwn-pftqautt-kwodutt/b27ffd47-4fa7-49ae-a8c3-6c924324cb7a.jsonl")
+
+
+@pytest.mark.parametrize("folder, placed", [
+    ("-home-ada-code-thin-ly", "-home-ada-code-thin-ly"),  # as Claude Code names it: its sessions' store folder
+    ("Z--03-NDV-Omoo-Modt", "Z--03-NDV-Omoo-Modt"),  # a Windows one, beside its session that names its cwd
+    ("my.project", "_unassigned"),  # no name Claude Code (or the store) gives a project folder
+    ("café", "_unassigned"),
+])
+def test_a_transcript_that_names_no_folder_goes_where_its_tool_keeps_it(tmp_path, folder, placed):
+    """A summary-only transcript (and the subagents of a session whose transcript names no folder)
+    has no ``cwd``: it goes to the store folder named as the Claude Code project folder it is in,
+    which is the one its neighbours that name their folder go to; anywhere else, _unassigned."""
+    root = tmp_path / ".claude"
+    projects = root / "projects" / folder
+    projects.mkdir(parents=True)
+    shutil.copy(FIXTURES / "projects" / SUMMARY_ONLY, projects / SUMMARY_ONLY.name)
+    agents = projects / "0b0b0b0b-0000-4000-8000-000000000001" / "subagents"
+    agents.mkdir(parents=True)
+    (agents / "agent-a1.jsonl").write_bytes((FIXTURES / "projects" / SUMMARY_ONLY).read_bytes())
+    named = FIXTURES / "projects" / "Z--03-NDV-Omoo-Modt" / "8d94c819-dc94-47e1-9338-b1489e7612a3.jsonl"
+    if folder == "Z--03-NDV-Omoo-Modt":
+        shutil.copy(named, projects / named.name)
+    store = tmp_path / "store"
+    result, report = do_import(root, store)
+    assert result.exit_code == 0, result.stdout
+    where = {Path(s["path"]).name: Path(s["path"]).parent.name for s in report["sessions"]}
+    assert where[f"claude-{SUMMARY_ONLY.stem}.jsonl"] == placed
+    assert where["claude-0b0b0b0b-0000-4000-8000-000000000001-agent-a1.jsonl"] == placed
+    if folder == "Z--03-NDV-Omoo-Modt":
+        assert where[f"claude-{named.stem}.jsonl"] == placed  # (its cwd Z:\03_NDV\Omoo_Modt)
+    shown = json.loads(run_cli("ls", "--json", "--store", str(store)).stdout)
+    assert {Path(s["path"]).parent.name for s in shown["sessions"] if SUMMARY_ONLY.stem in s["id"]} == {placed}
+    again, report = do_import(root, store)  # the next import finds them there (from its memo or read again)
+    assert again.exit_code == 0 and {s["status"] for s in report["sessions"]} == {"unchanged"}
+    assert sorted(p.relative_to(store).parts[0] for p in store.rglob("*.jsonl")) == sorted(where.values())

@@ -1181,7 +1181,7 @@ def _agent_meta(path: Path) -> dict:
 
 
 def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, project: str | None, options: Options, *,
-           whole_sidechain: bool, extra_source: dict, links: list[tuple[_Item | None, dict]] = (),
+           whole_sidechain: bool, extra_source: dict, folder: str | None = None, links: list[tuple[_Item | None, dict]] = (),
            title: str | None = None, skipped: dict[str, int] | None = None, lines: int | None = None,
            too_large: list | None = None, sides: tuple[str, ...] = ()) -> Session:
     plan = transcript.plan(grp, whole_sidechain=whole_sidechain)
@@ -1194,6 +1194,7 @@ def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, projec
         source["sessionId"] = transcript.session_id  # a renamed file, or a 1.0.x copy re-stamped on resume
     session = Session(sid, options.project or (apply_map(project, options.mapping) if project else None), created, title,
                       source, None, status=status, orphan=orphan)
+    session.folder = folder if session.project is None else None
     session.records = _Records(transcript, plan, title_rank=rank, links=list(links), created=created)
     session.records.line_title = line_title
     if grp == 0 and not whole_sidechain:  # a main conversation: a later import may read only what it adds
@@ -1211,6 +1212,21 @@ def _build(transcript: _Transcript, grp: int, sid: str, session_key: str, projec
         session.skip(reason, count)
     session.too_large = list(too_large or ())
     return session
+
+
+#: A name :func:`toolkit.stores.slug` could give an ASCII project path: never a store's own folder
+#: (``.levelsess``, ``_unassigned``), whatever a folder under ``projects`` is called.
+_CLAUDE_FOLDER = re.compile(r"[A-Za-z0-9-]{1,200}")
+
+
+def _project_folder(folder: Path) -> str | None:
+    """The store folder of a session whose transcripts name no working folder (summary-only,
+    queue-only): the name of the Claude Code project folder they are in (``projects/<slug>``),
+    which is the one :func:`toolkit.stores.slug` gives the sessions there that name theirs when it
+    is ASCII (both turn every character but a letter or digit into ``-``); None anywhere else."""
+    if folder.parent.name != "projects" or not _CLAUDE_FOLDER.fullmatch(folder.name):
+        return None
+    return folder.name
 
 
 def _first_cwd(path: Path) -> str | None:
@@ -1309,6 +1325,7 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
         subagent_sessions.append((agent, sub, agent_id))
         if project is None:
             project = sub.cwd
+    folder = None if project is not None else _project_folder(main.parent if main is not None else agents[0].parent.parent.parent)
     if main is not None:
         groups = _sidechains(transcript)
         links: list[tuple[_Item | None, dict]] = []
@@ -1333,19 +1350,19 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
         if moved:
             skipped["in-sidechain-session"] = moved
         yield _build(transcript, 0, parent_id, parent_sid, project, options, whole_sidechain=False,
-                     extra_source={}, links=links, skipped=skipped, lines=transcript.reader.lines,
+                     extra_source={}, folder=folder, links=links, skipped=skipped, lines=transcript.reader.lines,
                      too_large=transcript.reader.too_large,
                      sides=tuple(safe_id("claude", f"{parent_sid}-side-{root}") for root in groups))
         for root, grp in groups.items():
             yield _build(transcript, grp, safe_id("claude", f"{parent_sid}-side-{root}"), f"{parent_sid}/sidechain/{root}",
                          project, options, whole_sidechain=True, extra_source={"parent": parent_id, "sidechainRoot": root},
-                         lines=transcript.distinct_lines(grp))
+                         folder=folder, lines=transcript.distinct_lines(grp))
     for agent, sub, agent_id in subagent_sessions:
         extra = {"parent": parent_id, "agentId": agent_id, **_agent_meta(agent)}
         if main is None and not (agent.parent.parent.parent / f"{parent_sid}.jsonl").is_file():
             extra["parentMissing"] = True  # the session's transcript is gone (deleted at the source before it was imported)
         yield _build(sub, 0, safe_id("claude", f"{parent_sid}-agent-{agent_id}"), f"{parent_sid}/{SUBAGENTS}/{agent.stem}",
-                     project, options, whole_sidechain=True, extra_source=extra, title=extra.get("description"),
+                     project, options, whole_sidechain=True, extra_source=extra, folder=folder, title=extra.get("description"),
                      skipped=dict(sub.reader.skipped), lines=sub.reader.lines, too_large=sub.reader.too_large)
 
 

@@ -248,6 +248,9 @@ class Session:
     # after a write that found its journal (not one it created): the journal's stamp (inode, size,
     # mtime) when that write proved the journal holds only what this source gives (:class:`_Own`)
     proven: list | None = None
+    # the store folder of a session whose project is not known (None: _unassigned), when where its
+    # tool keeps it names one: a Claude Code transcript with no working folder in it (summary-only)
+    folder: str | None = None
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` source items of this session that became no record, for ``reason``."""
@@ -329,7 +332,7 @@ class _KeyCount:
 
 
 def journal_path(store: Path, session: Session) -> Path:
-    folder = slug(session.project) if session.project else UNASSIGNED
+    folder = slug(session.project) if session.project else (session.folder or UNASSIGNED)
     return store / _drive_folder(store, folder) / f"{session.id}.jsonl"
 
 
