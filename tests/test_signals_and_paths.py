@@ -134,3 +134,22 @@ def test_a_source_and_a_store_under_names_that_are_not_utf8_import_and_check_fro
     run("fsck", "--incremental", "--store", str(store))
     checked = run("fsck", "--incremental", "--store", str(store))
     assert checked["from_cache"] == len(list(Path(os.fsencode(store).decode(errors="surrogateescape")).rglob("*.jsonl")))
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="needs a file system that takes any bytes in a name")
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_a_name_that_is_not_utf8_is_shown_by_its_byte(tmp_path, encoding):
+    """Where a path is only named (an error, a summary, doctor's "where:"), a byte of a folder's
+    name that is not UTF-8 shows as \\xff, the byte a shell's $'\\xff' names, on any terminal: it
+    showed as \\udcff, Python's surrogate for it, which names no byte."""
+    from tests.helpers import make_store
+
+    store = make_store(Path(os.fsdecode(bytes(tmp_path) + b"/st\xffore")) / "store", sessions=1)
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "HOME": str(store.parent), "XDG_CACHE_HOME": str(tmp_path / "c")}
+    shown = []
+    for args in (["fsck", str(store / "nope")], ["fsck", str(store)], ["doctor", "--store", str(store)]):
+        done = subprocess.run([sys.executable, "-m", "toolkit.cli", *args], capture_output=True, env=env, cwd=ROOT)
+        assert b"Traceback" not in done.stderr, done.stderr[-800:]
+        shown.append((done.stdout + done.stderr).decode(encoding))  # (an ASCII stream holds only ASCII)
+    assert not [text for text in shown if "udcff" in text], shown
+    assert "st\\xffore/store/nope" in shown[0] and all("st\\xffore" in text for text in shown), shown

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from .findings import Finding
-from .streams import tolerant_streams  # noqa: F401 - re-exported
+from .streams import ESCAPED, tolerant_streams  # noqa: F401 - re-exported
 from .encode import dumps
 
 if TYPE_CHECKING:  # rich is imported where a table or a coloured line is drawn: a check whose
@@ -134,13 +134,14 @@ def write_json(data: bytes) -> None:
 
 
 def printable(text: object) -> str:
-    """Text safe to print: a lone surrogate (a cut emoji, kept by the importers) is shown as
-    its ``\\udXXX`` escape instead of stopping the output with an encoding error."""
+    """Text safe to print: a lone surrogate (a cut emoji, kept by the importers) is shown as its
+    ``\\udXXX`` escape, and a byte of a file name that is not UTF-8 as ``\\xNN``
+    (:func:`toolkit.streams.escape`), instead of stopping the output with an encoding error."""
     text = str(text)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+        return text.encode("utf-8", ESCAPED).decode("utf-8")
     return text
 
 

@@ -32,12 +32,30 @@ def _ascii_or_escape(exc: UnicodeError) -> tuple[str, int]:
         if char in ASCII_GLYPHS:
             out.append(ASCII_GLYPHS[char])
         else:
-            code = ord(char)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+            out.append(escape(char))
     return "".join(out), exc.end
 
 
+def escape(char: str) -> str:
+    """A character a stream cannot hold, as a backslash escape: a byte of a file name that is not
+    UTF-8 (Python holds it as a surrogate, U+DC80 to U+DCFF) as that byte, ``\\xff`` as the shell's
+    ``$'\\xff'`` names it (not ``\\udcff``, which names no byte); any other as ``backslashreplace``."""
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:
+        code -= 0xDC00
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _escaped(exc: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: each character UTF-8 cannot hold (a lone surrogate) as :func:`escape`."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return "".join(map(escape, exc.object[exc.start:exc.end])), exc.end
+
+
 codecs.register_error(ERRORS, _ascii_or_escape)
+ESCAPED = "levelsess-escape"
+codecs.register_error(ESCAPED, _escaped)
 
 
 def tolerant_streams() -> None:
