@@ -275,6 +275,7 @@ def test_a_lock_made_ready_is_linked_and_the_rest_removed_at_close(tmp_path):
             lock = locks.lock_path(one)
             info = locks.inspect_lock(lock)
             assert info is not None and info.state is locks.LockState.LIVE and info.pid == os.getpid()
+        ahead.released(lock)  # (removed by the releasing thread)
         assert not lock.exists()
         assert locks.try_acquire(one)  # taken again: made now, as always (the one made ahead went with the first)
         durable.remove(lock, lasting=False)
@@ -282,6 +283,70 @@ def test_a_lock_made_ready_is_linked_and_the_rest_removed_at_close(tmp_path):
         locks.AHEAD.reset(token)
         ahead.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "two.jsonl"]  # two's, never taken, removed
+
+
+def test_a_released_lock_is_removed_by_a_thread_and_taken_again_only_once_it_is_gone(tmp_path, monkeypatch):
+    """Released while an import works ahead, a lock is unlinked by the releasing thread (on a file
+    system with ``discard`` and no journal that unlink waits for the disk): held that much longer,
+    never less; taking it again waits for its removal; close() leaves no lock."""
+    from toolkit import locks
+
+    one, two = _journal(tmp_path, "one.jsonl"), _journal(tmp_path, "two.jsonl")
+    go, removed, real = threading.Event(), [], durable.remove
+
+    def slow(path, **kwargs):
+        go.wait(10)
+        removed.append((path.name, threading.current_thread().name))
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(durable, "remove", slow)
+    ahead = locks.Ahead([one, two])
+    token = locks.AHEAD.set(ahead)
+    try:
+        with locks.holding(one):
+            pass
+        with locks.holding(two):
+            pass
+        assert locks.lock_path(one).exists() and locks.lock_path(two).exists()  # released, not yet removed
+        threading.Timer(0.2, go.set).start()
+        with locks.holding(one):  # waits for its removal, then takes it again
+            assert ("one.jsonl.lock", "levelsess-unlocks") in removed
+            assert locks.inspect_lock(locks.lock_path(one)).pid == os.getpid()
+    finally:
+        go.set()
+        locks.AHEAD.reset(token)
+        ahead.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "two.jsonl"]
+    assert [name for name, thread in removed] == ["one.jsonl.lock", "two.jsonl.lock", "one.jsonl.lock"]
+    assert {thread for name, thread in removed} == {"levelsess-unlocks"}
+
+
+def test_a_lock_whose_removal_failed_is_raised_at_close(tmp_path, monkeypatch):
+    """The releasing thread's failure (a read-only file system, say) is the import's error, raised
+    when the import's locks close, as the release itself raised it before."""
+    from toolkit import locks
+    from toolkit.errors import ReadOnlyError
+
+    one = _journal(tmp_path, "one.jsonl")
+    real = durable.remove
+
+    def refused(path, **kwargs):
+        if path.name.endswith(".lock"):
+            raise ReadOnlyError(f"cannot remove {path}: read-only file system")
+        return real(path, **kwargs)
+
+    ahead = locks.Ahead([one])
+    token = locks.AHEAD.set(ahead)
+    monkeypatch.setattr(durable, "remove", refused)
+    try:
+        with locks.holding(one):
+            pass
+    finally:
+        locks.AHEAD.reset(token)
+    with pytest.raises(ReadOnlyError):
+        ahead.close()
+    monkeypatch.undo()
+    assert locks.lock_path(one).exists()  # (left: a dead process's lock, stale at once, as before)
 
 
 def test_a_lock_asked_before_the_thread_reached_it_is_made_by_the_taker(tmp_path, monkeypatch):
