@@ -37,11 +37,24 @@ def said(report: dict) -> tuple:
     return sessions, sorted((f["code"], f["path"], f["line"], f["message"]) for f in report["findings"])
 
 
+def apart(a: dict, b: dict) -> str:
+    """Where two reports' :func:`said` differ, in full (pytest cuts a long comparison short): each
+    session and finding one of them says and the other does not, and how each read its sources."""
+    (sessions_a, findings_a), (sessions_b, findings_b) = said(a), said(b)
+    lines = [f"read/resumed/from_cache: {[a.get(k) for k in ('read', 'resumed', 'from_cache')]} "
+             f"vs {[b.get(k) for k in ('read', 'resumed', 'from_cache')]}"]
+    lines += [f"only in the first: {one}" for one in sessions_a if one not in sessions_b]
+    lines += [f"only in the second: {one}" for one in sessions_b if one not in sessions_a]
+    lines += [f"finding only in the first: {one}" for one in findings_a if one not in findings_b]
+    lines += [f"finding only in the second: {one}" for one in findings_b if one not in findings_a]
+    return "\n".join(lines)
+
+
 def alike(tmp: Path, reports: dict[str, dict], what) -> None:
     """Each store's report and journals as the full read's (``reports``: by the store's folder under
     ``tmp``; ``full`` the one imported with ``--reread``, which neither resumed nor recalled)."""
     full = reports["full"]
     for store, report in reports.items():
-        assert said(report) == said(full), (store, what)
+        assert said(report) == said(full), f"{store} {what}\n{apart(report, full)}"
         assert journals(tmp / store) == journals(tmp / "full"), (store, what)
     assert full["resumed"] == full["from_cache"] == 0

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from tests.bench.claude_transcript import write as write_transcript
 from tests.bench.grow import grow_claude
-from tests.importers.resumes import imported, journals, said
+from tests.importers.resumes import apart, imported, journals, said
 from tests.restore.kit import CLAUDE
 
 if CLAUDE is None:
@@ -95,7 +95,7 @@ def test_a_resumed_import_writes_and_says_what_a_full_one_does(tmp_path_factory,
         for kind in kinds:
             _change(kind, rng.choice(_mains(source)), rng)
         a, b = _import(source, cached, "--jobs", "2"), _import(source, full, "--reread", "--jobs", "1")
-        assert _said(a) == _said(b), kinds
+        assert _said(a) == _said(b), f"{kinds}\n{apart(a, b)}"
         assert _journals(cached) == _journals(full), kinds
         assert b["resumed"] == b["from_cache"] == 0
         resumed += a["resumed"]
@@ -139,7 +139,7 @@ def test_a_transcript_with_inline_sidechains_is_resumed_too(tmp_path, kinds):
     for kind in kinds:
         _change(kind, _mains(source)[0], rng)
         a, b = _import(source, store), _import(source, full, "--reread")
-        assert _said(a) == _said(b), kind
+        assert _said(a) == _said(b), f"{kind}\n{apart(a, b)}"
         assert _journals(store) == _journals(full), kind
         resumed += a["resumed"]
     assert resumed > 0
