@@ -10,6 +10,7 @@ only an untouched source is served from the cache.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -134,29 +135,34 @@ def test_an_unchanged_codex_home_and_a_trash_in_between(tmp_path):
 
 
 def test_a_project_folder_that_appears_is_seen_without_a_change_to_the_source(tmp_path):
-    """Whether a session is orphaned depends on its project folder, not on its files."""
+    """Whether a session is orphaned depends on its project folder, not on its files.  The folder
+    is one of this test's own: the sessions of a fixture's project say it is under ``tmp_path``
+    (made here, the fixtures' own project at / was seen by every test running beside this one,
+    whose reports then said "live" in one import and "not on this machine" in the next)."""
     source = tmp_path / ".claude"
     shutil.copytree(CLAUDE, source)
+    probe = _import("claude", source, tmp_path / "probe", cached=False)
+    project = next(s["project"] for s in probe["sessions"] if s["project"] and not os.path.isdir(s["project"])
+                   and s["project"].startswith("/") and not s["project"].startswith("/proc"))
+    here = tmp_path / "elsewhere" / "app"
+    said, saying = json.dumps(project)[1:-1].encode(), json.dumps(str(here))[1:-1].encode()
+    moved = 0
+    for path in _transcripts(source):
+        data = path.read_bytes()
+        if said in data:
+            path.chmod(0o644)
+            path.write_bytes(data.replace(said, saying))
+            moved += 1
     store = tmp_path / "store"
     first = _import("claude", source, store, cached=True)
-    project = next(s["project"] for s in first["sessions"] if s["project"] and not os.path.isdir(s["project"])
-                   and s["project"].startswith("/") and not s["project"].startswith("/proc"))
-    made, folder = [], Path(project)
-    while not folder.exists():  # only the folders this test makes are removed after it
-        made.append(folder)
-        folder = folder.parent
-    try:
-        os.makedirs(project)
-    except OSError:
-        pytest.skip(f"cannot make {project} here")
-    try:
-        again = _import("claude", source, store, cached=True)
-        assert again["from_cache"] < len(again["sessions"]), "the sessions of that project are read again"
-        full = _import("claude", source, tmp_path / "full", cached=False)
-        assert [s["orphan"] for s in again["sessions"]] == [s["orphan"] for s in full["sessions"]]
-    finally:
-        for folder in made:  # innermost first, each empty
-            os.rmdir(folder)
+    assert moved and str(here) in [s["project"] for s in first["sessions"]] and not here.exists()
+    here.mkdir(parents=True)
+    again = _import("claude", source, store, cached=True)
+    assert again["from_cache"] < len(again["sessions"]), "the sessions of that project are read again"
+    full = _import("claude", source, tmp_path / "full", cached=False)
+    assert [s["orphan"] for s in again["sessions"]] == [s["orphan"] for s in full["sessions"]]
+    assert [s["orphan"] for s in again["sessions"] if s["project"] == str(here)] != \
+        [s["orphan"] for s in first["sessions"] if s["project"] == str(here)]  # (folder-missing, then live)
 
 
 def test_a_gemini_session_is_read_again_when_what_names_its_project_changes(tmp_path):
