@@ -25,10 +25,7 @@ if not os.environ.get("HYPOTHESIS_EXPLORE"):
     settings.load_profile("repeatable")
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory, monkeypatch):
-    """Point HOME and platformdirs at a temporary folder and drop LEVELSESS_* variables."""
-    home = tmp_path_factory.mktemp("home")
+def _isolate(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
@@ -41,3 +38,18 @@ def isolated_home(tmp_path_factory, monkeypatch):
     # (toolkit.importers._written_scan): the whole suite's imports, of every source, compare them
     monkeypatch.setenv("LEVELSESS_SELF_CHECK", "1")
     return home
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_session_home(tmp_path_factory):
+    """The same isolation for the fixtures wider than a test (a module's import of the fixtures),
+    which are made before any test's own: they ran with the machine's HOME, and wrote the import's
+    index memo under the user's ~/.cache/levelsess."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _isolate(tmp_path_factory.mktemp("session-home"), monkeypatch)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """Point HOME and platformdirs at a temporary folder and drop LEVELSESS_* variables."""
+    return _isolate(tmp_path_factory.mktemp("home"), monkeypatch)
