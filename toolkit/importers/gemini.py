@@ -559,8 +559,8 @@ def legacy_session_from_file(path: Path, options: Options, report: Callable[[Fin
         record["raw"] = message
         session.records.append(record)
         if title is None and record["kind"] == "user" and not record.get("replaces"):
-            title = one_line(text_of(message.get("content")).strip()) or None
+            title = one_line(text_of(message.get("content"))) or None
     summary = value.get("summary")
-    session.title = (one_line(summary) if isinstance(summary, str) and summary.strip() else None) or title
+    session.title = (one_line(summary) if isinstance(summary, str) else None) or title  # ("" for white space alone)
     session.source_items = 1 + len(messages)
     return session
