@@ -362,6 +362,11 @@ KEEP_IN_MEMORY = 8 << 20
 VALUES_IN_MEMORY = 4 << 20
 
 
+def _hash(data: bytes) -> str:
+    """The hash a line's key is made of: the first 16 hex digits of the sha256 of its bytes."""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
 class _Listed:
     """A rollout's rows, in lists, one per whole record in file order: where it is (line number,
     offset, size), the hash its key is made of and which occurrence of those bytes it is, its
@@ -377,6 +382,8 @@ class _Listed:
         self.ends: set[str] = set()  # the call ids of end events
         self.exits: dict[str, int] = {}  # (its get: the exit codes as _record asks them)
         self._seen: dict[str, int] = {}  # hash -> lines of those bytes so far
+        # the lines added with their bytes (:meth:`add_kept`): (size, first bytes) -> [[bytes, lines of them so far]]
+        self._near: dict[tuple[int, bytes], list[list]] = {}
         self._last: dict[int, int] | None = None  # offset -> the last record there (built when asked)
 
     def __len__(self) -> int:
@@ -389,6 +396,34 @@ class _Listed:
         self.numbers.append(line)
         self.items.append(item)
 
+    def add_kept(self, line: int, offset: int, data: bytes, item: Sketch, stamp: str | None, model: str | None) -> None:
+        """:meth:`add` of a line whose bytes the rollout keeps: its hash is left to be taken from
+        them when it is asked (:func:`_hash`; most lines of a rollout become no record, and only a
+        record's key needs one), and its repeat is counted by its bytes."""
+        size = len(data)
+        near = self._near.setdefault((size, data[:64]), [])  # (lines that differ rarely share both)
+        for same in near:
+            if same[0] == data:
+                same[1] += 1
+                repeat = same[1]
+                break
+        else:
+            near.append([data, 1])
+            repeat = 1
+        self.places.append((len(self.items), offset, size, None, repeat, stamp, model))
+        self.numbers.append(line)
+        self.items.append(item)
+
+    def hash_kept(self) -> None:
+        """Before the first line :meth:`add` counts by its hash after lines :meth:`add_kept` counted
+        by their bytes: those bytes counted by their hash (one count: the same bytes, the same hash)."""
+        seen = self._seen
+        for near in self._near.values():
+            for data, count in near:
+                digest = _hash(data)
+                seen[digest] = seen.get(digest, 0) + count
+        self._near = {}
+
     def call(self, call: str) -> None:
         self.calls.add(call)
 
@@ -400,12 +435,14 @@ class _Listed:
 
     def finish(self) -> None:
         self._seen = {}
+        self._near = {}
 
-    def tabled(self) -> _Tabled:
-        """The same rows in a temporary database (a rollout past ROWS_IN_MEMORY records)."""
+    def tabled(self, kept: list[bytes]) -> _Tabled:
+        """The same rows in a temporary database (a rollout past ROWS_IN_MEMORY records); ``kept``:
+        the bytes of the first lines, of which a row added by :meth:`add_kept` takes its hash."""
         tabled = _Tabled()
-        for (_n, offset, size, digest, _repeat, stamp, model), line, item in zip(self.places, self.numbers, self.items):
-            tabled.add(line, offset, size, digest, item, stamp, model)
+        for (n, offset, size, digest, _repeat, stamp, model), line, item in zip(self.places, self.numbers, self.items):
+            tabled.add(line, offset, size, digest if digest is not None else _hash(kept[n]), item, stamp, model)
         for call in self.calls:
             tabled.call(call)
         for call, code in self.exits.items():
@@ -600,7 +637,8 @@ class _Rollout:
         keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
         values, unparsed = self.kept_values, KEEP_IN_MEMORY - VALUES_IN_MEMORY  # (values kept while budget >= unparsed)
         sha256, see, recent_calls, recent_exits = hashlib.sha256, self.latest.see, self.recent_calls, self.recent_exits
-        add = rows.add
+        add, add_kept = rows.add, rows.add_kept
+        lazy = True  # each line kept in its bytes, its hash taken only when asked: until the first line not kept
         for line in self.reader:
             number, offset, data, value, _lifted = line
             if legacy:
@@ -636,9 +674,6 @@ class _Rollout:
                     rows.exit(payload["call_id"], payload["exit_code"])
                     keep_last(recent_exits, payload["call_id"], payload["exit_code"], RECENT)
             model = payload.get("model") if top == "turn_context" else None
-            digest = sha256(data).hexdigest()[:16]
-            see(line.value, digest)
-            add(number, offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
             if keep:
                 budget -= len(data)
                 keep = budget >= 0
@@ -646,14 +681,34 @@ class _Rollout:
                     kept.append(data)
                     if budget >= unparsed:
                         values.append(line.value)
+                elif lazy:  # the first line not kept: read again later, its hash is what proves it the same
+                    lazy = self._hash_kept(rows)
+            if lazy:
+                see(line.value, data)
+                add_kept(number, offset, data, item, stamp, model if isinstance(model, str) else None)
+            else:
+                digest = sha256(data).hexdigest()[:16]
+                see(line.value, digest)
+                add(number, offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
             n += 1
             if n > limit and type(rows) is _Listed:
-                rows = rows.tabled()
+                if lazy:
+                    lazy = self._hash_kept(rows)
+                rows = rows.tabled(kept)
                 add = rows.add
+        if lazy:
+            self.latest.hash_kept()
         replay.skip(n - replay.count)
         rows.finish()
         self.first, self.meta, self.first_time, self.cwd, self.prompts_typed = first, meta, first_time, cwd, typed
         return rows
+
+    def _hash_kept(self, rows: _Listed) -> bool:
+        """The lines read so far counted by their hashes (:meth:`_Listed.hash_kept`), the lines
+        after them hashed as they are read; False."""
+        rows.hash_kept()
+        self.latest.hash_kept()
+        return False
 
     def decide(self) -> None:
         """Decide every record, in file order, kept in :attr:`codes` and :attr:`groups`."""
@@ -741,7 +796,8 @@ class _Rollout:
                 if back & 8:
                     record["inherited"] = True
                 keyed = last[(n - back) & 7]  # (the row n - (back & 7))
-                record["sourceKey"] = f"sha256:{keyed[3]}#{keyed[4]}" if keyed[4] > 1 else f"sha256:{keyed[3]}"
+                digest = keyed[3] if keyed[3] is not None else _hash(kept[keyed[0]])  # (a line kept: hashed when asked)
+                record["sourceKey"] = f"sha256:{digest}#{keyed[4]}" if keyed[4] > 1 else f"sha256:{digest}"
                 record[AT] = offset
                 record["raw"] = Raw(data)
                 if identity is not None:
@@ -921,7 +977,8 @@ class _Latest:
     def empty(cls) -> _Latest:
         return cls(None, [], [], [])
 
-    def see(self, value: dict, digest: str) -> None:
+    def see(self, value: dict, digest: str | bytes) -> None:
+        """A line read (``digest``: its hash, or its bytes until :meth:`hash_kept`: the same bytes, the same hash)."""
         time = value.get("timestamp")
         if not isinstance(time, str):
             if self.odd is not None:
@@ -939,6 +996,15 @@ class _Latest:
                 if len(self._digests) > LATEST:
                     self._digests = self._identities = None
                     self.values = []
+
+    def hash_kept(self) -> None:
+        """The lines :meth:`see` was given the bytes of, by their hashes."""
+        def hashed(kept: set | None) -> set | None:
+            return None if kept is None else {_hash(d) if type(d) is bytes else d for d in kept}
+
+        if self._one is not None and type(self._one[1]) is bytes:
+            self._one = (self._one[0], _hash(self._one[1]))
+        self._digests, self.odd = hashed(self._digests), hashed(self.odd)
 
     def new(self, value: dict, digest: str) -> bool:
         """Whether a line (its value and digest) surely has other bytes than every line of the file."""
