@@ -19,12 +19,15 @@ from .parse import _LIMIT, BeyondLimits, loads  # noqa: F401  (every reader's pa
 CHUNK = 4 << 20
 
 
-def open_regular(path: Path) -> BinaryIO:
+def open_regular(path: Path, *, buffered: bool = True) -> BinaryIO:
     """Open ``path`` for reading, refusing anything but a regular file.
 
     The open is non-blocking, so a FIFO named like a journal, cache or lock is refused at once
     instead of waiting forever for a writer: a folder raises IsADirectoryError, anything else
-    that is not a regular file an OSError whose ``strerror`` says so."""
+    that is not a regular file an OSError whose ``strerror`` says so.  ``buffered=False``: the
+    file itself (each ``read`` one system call, which may give fewer bytes than asked only at the
+    end of the file), for a reader that reads in large blocks anyway: no buffer is made (three
+    system calls of its own, a file of each of hundreds of transcripts)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
         mode = os.fstat(fd).st_mode
@@ -35,7 +38,7 @@ def open_regular(path: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
-    return os.fdopen(fd, "rb")
+    return os.fdopen(fd, "rb") if buffered else os.fdopen(fd, "rb", buffering=0)
 
 
 #: What :func:`first_line` reads first, and at most: a first record (a Codex session_meta, a
@@ -44,18 +47,20 @@ FIRST_READ, FIRST_CAP = 1 << 14, 1 << 20
 _BOM = b"\xef\xbb\xbf"
 
 
-def first_line(path: Path, *, bom: bool = True) -> bytes:
+def first_line(path: Path, *, bom: bool = True, info: list | None = None) -> bytes:
     """The first line of ``path`` that is not blank (after a UTF-8 BOM, with ``bom``), without
     its newline: :data:`FIRST_READ` bytes read, then on until that line's newline or the end, at
     most :data:`FIRST_CAP` (a longer line comes cut there).  Blank lines before it (NUL and white
     space) count for nothing: a newline among them never ends the read.  :func:`open_regular`'s
-    errors are raised."""
+    errors are raised.  ``info``: the stat of the file read is appended to it (taken before the read)."""
     def found(head: bytes) -> tuple[bytes, bool]:
         body = (head[3:] if bom and head.startswith(_BOM) else head).lstrip(b"\0 \t\r\n")
         end = body.find(b"\n")
         return (body, False) if end < 0 else (body[:end], True)
 
-    with open_regular(path) as handle:  # never blocks on a FIFO named like a transcript
+    with open_regular(path, buffered=False) as handle:  # never blocks on a FIFO named like a transcript
+        if info is not None:
+            info.append(os.fstat(handle.fileno()))
         head = handle.read(FIRST_READ)
         line, ended = found(head)
         while not ended and len(head) < FIRST_CAP:

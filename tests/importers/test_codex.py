@@ -279,6 +279,63 @@ def test_a_file_that_is_not_a_rollout_is_refused_by_name(tmp_path):
     assert not (tmp_path / "store").exists() or not list((tmp_path / "store").rglob("*.jsonl"))
 
 
+
+def _first_record_calls(monkeypatch) -> list:
+    from toolkit.importers import codex as importer
+
+    calls: list = []
+    real = importer.first_record
+    monkeypatch.setattr(importer, "first_record", lambda path, *a: calls.append(path) or real(path, *a))
+    return calls
+
+
+def test_a_first_record_read_for_the_key_is_not_read_again_by_the_import(tmp_path, monkeypatch):
+    """The key of a unit (its thread id) is read from the rollout's first record; the read of the
+    rollout takes what that read found (the format, a pre-envelope file) instead of reading it again."""
+    from toolkit.importers import codex_units
+
+    home = codex_home(tmp_path)
+    path = home / SMALL
+    calls = _first_record_calls(monkeypatch)
+    unit = next(u for u in codex_units.units(home, lambda f: None) if u.handle[0] == path)
+    assert codex_units.unit_key(unit) == "019d4719-5460-7b10-bdb3-4728ca6f3192"
+    assert session_from_rollout(path, Options(), lambda f: None) is not None
+    assert calls == []  # taken from the key's read
+    assert session_from_rollout(path, Options(), lambda f: None) is not None
+    assert calls == [path]  # once: a second read of it reads it
+
+
+@pytest.mark.parametrize("change", ["appended", "same size, mtime put back", "replaced"])
+def test_a_rollout_changed_after_its_key_was_read_is_identified_by_what_it_holds_now(tmp_path, monkeypatch, change):
+    """Between the listing (the unit's key) and the read (a worker, later), the file became another
+    tool's: its first record is read again and the file refused, however the change hid itself."""
+    import os
+
+    from toolkit.importers import codex_units
+
+    home = codex_home(tmp_path)
+    path = home / SMALL
+    unit = next(u for u in codex_units.units(home, lambda f: None) if u.handle[0] == path)
+    codex_units.unit_key(unit)
+    data, before = path.read_bytes(), path.stat()
+    foreign = b'{"kind":"meta","v":2,"id":"x","project":"/p","createdAt":"t"}'
+    if change == "appended":
+        path.write_bytes(data + b"\n")
+        path.write_bytes(foreign + b"\n" + data)
+    else:
+        body = (foreign + b" " * len(data))[:len(data) - 1] + b"\n"  # the same size
+        if change == "replaced":
+            path.unlink()
+        path.write_bytes(body)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    calls = _first_record_calls(monkeypatch)
+    findings: list = []
+    assert session_from_rollout(path, Options(), findings.append) is None
+    assert calls == [path]
+    assert [f.code for f in findings] == ["unknown-format"]
+
+
 # -- forks ----------------------------------------------------------------------------------------
 
 

@@ -62,6 +62,7 @@ and identity, every new record keyed by a new line.
 from __future__ import annotations
 
 import hashlib
+import os
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -71,16 +72,16 @@ from ..errors import DurabilityError, FileChangedError
 from ..findings import Finding
 from ..identify import describe, sniff
 from ..layouts.base import one_line
-from ..layouts.codex import first_record, legacy_record, thread_id
+from ..layouts.codex import FirstFacts, first_record, legacy_record, thread_id
 from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, payload_sketch,
-                                  is_legacy_meta, message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
+                                  message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, json_object,
                      offset_line_key, safe_id, written_stamp)
 from .bloom import Digests, digest_of, keep_last
 from .sourcelines import SourceLine, SourceReader, hashed, read_on
 from .unchanged import Unit, journal_stamp
-from .codex_units import APP, detect, source_files, unit_key, units, units_from  # noqa: F401 (the importer's listing, in a module of its own)
+from .codex_units import APP, FIRSTS, detect, source_files, stamp_of, unit_key, units, units_from  # noqa: F401 (the importer's listing, in a module of its own)
 from .spill import from_db, guarded, temp_db, to_db
 from .uris import apply_map, folder_status, is_foreign
 
@@ -291,16 +292,29 @@ def _whole_record(obj: object) -> bool:
     return type(obj) is dict and "timestamp" in obj and isinstance(obj.get("type"), str) and isinstance(obj.get("payload"), dict)
 
 
+def first_facts(path: Path) -> FirstFacts:
+    """The facts of the first record of ``path``: those :func:`unit_key` kept, taken once, while
+    the file is as it was then (same device, inode, size, mtime and ctime), else read now."""
+    kept = FIRSTS.pop(str(path), None)
+    if kept is not None:
+        try:
+            if stamp_of(os.stat(path)) == kept[0]:
+                return kept[1]
+        except OSError:
+            pass  # (read now: the read says why it cannot be)
+    return FirstFacts.of(first_record(path)[0])
+
+
 def session_from_rollout(path: Path, options: Options, report: Callable[[Finding], None],
                          names: dict[str, str] | None = None) -> Session | None:
     """Convert one rollout; None (and a finding) when it is not one or holds no session."""
     where = str(path)
-    first, _partial = first_record(path)
-    if first is not None and sniff(first) != "codex":  # another tool's file: one finding, not one per line
+    first = first_facts(path)
+    if first.present and first.sniffed != "codex":  # another tool's file: one finding, not one per line
         report(Finding("unknown-format", "error", where, 1, None,
-                       f"{describe(sniff(first))}, not a Codex CLI rollout (its first record says so); skipped"))
+                       f"{describe(first.sniffed)}, not a Codex CLI rollout (its first record says so); skipped"))
         return None
-    legacy = is_legacy_meta(first)
+    legacy = first.legacy
     rollout = _Rollout(path, report, legacy=legacy)
     if rollout.first is None:
         report(Finding("source-skipped", "warning", where, None, None, "holds no whole rollout record; nothing to import"))

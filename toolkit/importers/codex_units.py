@@ -58,8 +58,20 @@ def source_files(source: Path) -> list[Path]:
     return _rollouts(source)
 
 
+#: The facts of the first records :func:`unit_key` read (path -> (the file's stamp then, the
+#: :class:`~toolkit.layouts.codex.FirstFacts`)), for the read of the same rollout by this process or
+#: a worker forked from it (:func:`toolkit.importers.codex.first_facts`), each taken once; a new
+#: listing drops them.  A Codex session_meta line is tens of kB: it was read and parsed twice.
+FIRSTS: dict[str, tuple] = {}
+
+
+def stamp_of(info: os.stat_result) -> tuple:
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
 def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
     """One unit per rollout; each also depends on its home's ``session_index.jsonl`` (thread names)."""
+    FIRSTS.clear()
     names: dict[Path, dict[str, str]] = {}  # read once per home, when a rollout of it is read
     homes: dict[Path, tuple[Path, Path]] = {}  # a date folder's home and thread names file, found once
     found = []
@@ -76,6 +88,7 @@ def units(source: Path, report: Callable[[Finding], None]) -> list[Unit]:
 def units_from(source: Path, kept: list[tuple[str, list[str], list[str]]]) -> list[Unit] | None:
     """The units :func:`units` found, from what an import kept of them (key, files, deps); None
     when they are not as :func:`units` makes them."""
+    FIRSTS.clear()
     names: dict[Path, dict[str, str]] = {}
     homes: dict[str, Path] = {}
     found = []
@@ -99,11 +112,14 @@ def _handle(name: str, homes: dict[str, Path], names: dict) -> tuple[Path, Path,
 def unit_key(unit: Unit) -> str:
     """The thread id a rollout's session is named after, as far as its first record or its name
     says: rollouts that share it (a copy in archived_sessions) write one journal, one after the other."""
-    from ..layouts.codex import first_record  # (the reader of rollouts: loaded when one is opened)
+    from ..layouts.codex import FirstFacts, first_record  # (the reader of rollouts: loaded when one is opened)
 
     path = unit.handle[0]
     try:
-        first, _partial = first_record(path)
+        info: list = []
+        first, _partial = first_record(path, info)
+        if info:  # for the read of the rollout (codex.first_facts): not read and parsed a second time
+            FIRSTS[str(path)] = (stamp_of(info[0]), FirstFacts.of(first))
     except Exception:  # noqa: BLE001 - unreadable here: scan_unit reports it
         first = None
     payload = first.get("payload") if isinstance(first, dict) else None

@@ -96,7 +96,7 @@ class SourceReader:
 
     def __iter__(self) -> Iterator[SourceLine]:
         digest: hashlib._Hash | None = self.digest if self.digest is not None else hashlib.sha256()
-        with open_regular(self.path) as handle:
+        with open_regular(self.path, buffered=False) as handle:  # (read in blocks of 4 MiB: no buffer of its own)
             number = self.number
             offset = self.covered = self.end = self.start
             if self.start:

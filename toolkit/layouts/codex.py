@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .base import Folder, ForeignLayout, entries, one_line
 from .codex_names import ARCHIVED, SESSIONS, default_roots, home_of, is_rollout_name, thread_id  # noqa: F401 (re-exported)
@@ -184,20 +185,36 @@ class CodexRules:
         pass
 
 
-def first_record(path: Path) -> tuple[object, bool]:
+def first_record(path: Path, info: list | None = None) -> tuple[object, bool]:
     """The first record of ``path`` parsed (reading at most 1 MiB: a session_meta line is big,
     :func:`~toolkit.lines.first_line`) and whether its bytes could be one cut off; (None, False)
-    for an unreadable file."""
+    for an unreadable file.  ``info``: the stat of the file read is appended to it."""
     from ..lines import first_line, loads
 
     try:
-        line = first_line(path)
+        line = first_line(path, info=info)
     except OSError:
         return None, False
     try:
         return loads(line), False
     except ValueError:
         return None, CODEX.partial_ok(line)
+
+
+class FirstFacts(NamedTuple):
+    """What an importer asks of a rollout's first record before it reads the rollout: whether
+    there is one, the format it says (:func:`~toolkit.identify.sniff`), and whether it opens a
+    pre-envelope rollout (:func:`~toolkit.layouts.codex_seen.is_legacy_meta`)."""
+
+    present: bool
+    sniffed: str | None
+    legacy: bool
+
+    @classmethod
+    def of(cls, record: object) -> FirstFacts:
+        from ..identify import sniff
+
+        return cls(record is not None, sniff(record) if record is not None else None, is_legacy_meta(record))
 
 
 def sniff_file(path: Path) -> str | None:
