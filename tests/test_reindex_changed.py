@@ -224,3 +224,42 @@ def test_a_folder_read_in_full_holds_each_scan_as_a_lookup_gives_it(tmp_path, mo
     memo_index, plain_index = (orjson.loads((store / PROJECT_SLUG / "index.json").read_bytes()) for store in stores)
     assert memo_index.pop("generatedAt") and plain_index.pop("generatedAt")
     assert memo_index == plain_index and len(memo_index["sessions"]) == 3
+
+
+
+def _index_changed_by_scanning(stored: list, gone: list[dict]):
+    """The rule :func:`toolkit.index.index_changed` keeps, as it was first written: each entry of
+    ``gone`` removes the first entry equal to it, searched from the start (the reference)."""
+    from toolkit.index import _order, same
+
+    entries = list(stored)
+    for old in gone:
+        at = next((i for i, entry in enumerate(entries) if same(entry, old)), None)
+        if at is None:
+            return None
+        del entries[at]
+    if not all(isinstance(entry, dict) for entry in entries):
+        return None
+    entries.sort(key=_order, reverse=True)
+    if any(_order(a) == _order(b) and not same(a, b) for a, b in zip(entries, entries[1:])):
+        return None
+    return 1, entries
+
+
+_ENTRY = st.fixed_dictionaries({"id": st.sampled_from(["a", "b", "c"]), "updatedAt": st.sampled_from(["t1", "t2", "t3"]),
+                                "turns": st.integers(0, 2)})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(st.one_of(_ENTRY, _ENTRY.map(lambda e: {**e, "id": 7})), max_size=8),
+       picks=st.lists(st.integers(0, 7), max_size=4), strays=st.lists(_ENTRY, max_size=2))
+def test_an_index_brought_up_to_date_drops_the_same_entries_however_many_share_an_id(monkeypatch, entries, picks, strays):
+    """Entries of one id (a journal copied under another name), equal entries, an id that is no
+    string, an entry gone that the index does not hold: the entries an import's reindex finds by
+    their id are those a search of the whole index from its start finds."""
+    import toolkit.index as index
+
+    with monkeypatch.context() as patched:
+        patched.setattr(index, "index_entry", lambda scan, _v2: dict(scan))  # (a scan is its entry here)
+        gone = [entries[i] for i in picks if i < len(entries) and isinstance(entries[i]["id"], str)] + strays
+        assert index.index_changed(list(entries), gone, []) == _index_changed_by_scanning(entries, gone)

@@ -113,13 +113,19 @@ def index_changed(stored: object, gone: list[JournalScan], scans: list[JournalSc
     now_v2 = any(s.version == 2 for s in scans)
     if now_v2 != (version == 2):  # v1 -> v2 rewrites every entry; v2 -> ? depends on the journals not read
         return None
-    for old in (index_entry(scan, version == 2) for scan in gone):
-        at = next((i for i, entry in enumerate(entries) if same(entry, old)), None)
-        if at is None:
-            return None
-        del entries[at]
     if not all(isinstance(entry, dict) for entry in entries):
         return None
+    places: dict[object, list[int]] = {}  # an entry's id -> where the entries of that id are, in order
+    for i, entry in enumerate(entries):
+        key = entry.get("id")
+        places.setdefault(key if isinstance(key, str) else None, []).append(i)
+    removed: set[int] = set()
+    for old in (index_entry(scan, version == 2) for scan in gone):  # each the first entry equal to it (one of that id)
+        at = next((i for i in places.get(old["id"], ()) if i not in removed and same(entries[i], old)), None)
+        if at is None:
+            return None
+        removed.add(at)
+    entries = [entry for i, entry in enumerate(entries) if i not in removed]
     entries += (index_entry(s, version == 2) for s in scans)
     entries.sort(key=_order, reverse=True)
     if any(_order(a) == _order(b) and not same(a, b) for a, b in zip(entries, entries[1:])):
