@@ -156,3 +156,61 @@ def test_reindex_of_a_journal_and_a_file_that_is_not_one_refuses_that_folder(tmp
     notes = write_journal(store / PROJECT_SLUG / "notes.jsonl", NOT_JOURNALS["text"])
     result = run_cli("reindex", journal, notes, "--json")
     assert result.exit_code == 4 and [f["code"] for f in result.json["findings"]] == ["unknown-format"]
+
+
+def _store_of_many_folders(root):
+    """Folders of every fate a reindex gives: written, current (vouched), refused (a future schema,
+    a file of another tool), and a journal in a folder that is a symlink, among plain ones."""
+    for n in range(9):
+        sid = f"2026-11-30T09-00-0{n}-a1b{n}"
+        write_journal(root / f"-home-ada-p{n}" / f"{sid}.jsonl", session_records(sid, turns=1 + n % 3))
+    write_journal(root / "-home-ada-future" / "s.jsonl", b'{"kind":"meta","v":9,"id":"s","project":"/p","createdAt":"t"}\n')
+    write_journal(root / "-home-ada-foreign" / "s.jsonl", b'{"type":"summary","summary":"x","leafUuid":"u"}\n')
+    real = root.parent / "elsewhere" / "-home-ada-linked"
+    write_journal(real / "s.jsonl", session_records("s"))
+    (root / "-home-ada-linked").symlink_to(real)
+    return root
+
+
+def test_folders_reindexed_at_once_give_what_one_at_a_time_gives(tmp_path, monkeypatch):
+    """Folders are reindexed by several threads: the result (its order, every finding) and the
+    caches written are those of one folder after another."""
+    import toolkit.reindex as reindex_module
+    from toolkit.stores import discover_all
+
+    runs = []
+    for threads in (1, 8):
+        store = _store_of_many_folders(tmp_path / f"t{threads}" / "store")
+        run_cli("reindex", "--store", store, "-q")  # (a first pass: some folders are current for the second)
+        for n in (0, 4):
+            journal = next((store / f"-home-ada-p{n}").glob("*.jsonl"))
+            with open(journal, "ab") as handle:
+                handle.write(orjson.dumps({"kind": "user", "t": "2026-11-30T10:00:00Z", "content": "one more", "seq": 99}) + b"\n")
+        monkeypatch.setattr(reindex_module, "THREADS", threads)
+        if threads == 1:
+            monkeypatch.setattr(reindex_module, "_in_order", lambda fn, folders: map(fn, folders))
+        result = reindex_module.reindex(discover_all([store]))
+        monkeypatch.undo()
+        caches = {str(p.relative_to(store)): {**orjson.loads(p.read_bytes()), "generatedAt": None}
+                  for p in sorted(store.rglob("index.json"))}
+        said = orjson.dumps(result.to_json()).replace(str(store.parent).encode(), b"ROOT")  # (the link's target too)
+        runs.append((orjson.loads(said), caches))
+    assert runs[0] == runs[1]
+    assert runs[0][0]["refused"] and runs[0][0]["written"] and runs[0][0]["unchanged"]
+
+
+def test_an_error_in_one_folder_is_raised_after_the_folders_before_it(tmp_path, monkeypatch):
+    import toolkit.reindex as reindex_module
+
+    folders = list(range(12))
+    seen = []
+
+    def one(folder):
+        if folder == 5:
+            raise RuntimeError("folder 5")
+        return folder
+
+    with pytest.raises(RuntimeError, match="folder 5"):
+        for done in reindex_module._in_order(one, folders):
+            seen.append(done)
+    assert seen == [0, 1, 2, 3, 4]

@@ -92,82 +92,149 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
     written, unchanged, refused, findings, skipped, no_cache = [], [], [], [], [], []
     scanned: list[JournalScan] = []  # the scans with bytes of no layout this knows
     known = False  # whether a journal with bytes of a layout this knows was read
-    for folder in whole_folders(folders):
+    targets = whole_folders(folders)
+    lists = {"written": written, "unchanged": unchanged, "refused": refused, "skipped": skipped, "no_cache": no_cache}
+    for done in _in_order(lambda folder: _one(folder, check_only, full, memo), targets):
         if progress:
             progress(1)
-        if folder.cache is None:  # Claude Code keeps none, and levelsess writes none in its tree
-            no_cache.append(folder.path)
-            continue
-        # only an index whose exact bytes levelsess wrote or verified may skip the journals;
-        # --check always compares in full
-        stamps = None  # the journals' stamps the trust test took (a reindex of what changed starts from them)
-        if not (full or check_only):
-            found, stamps = verified.trusted(folder)
-            if found is not None:
-                unchanged.append(folder.cache)
-                skipped.append(folder.cache)
-                continue
-        if folder.problem is not None:  # an unreadable folder: its cache is never guessed at
-            findings.append(Finding("unreadable", "error", str(folder.path), None, None, folder.problem))
-            refused.append(folder.cache)
-            continue
-        changed = _changed(folder, memo, stamps) if memo is not None and not (full or check_only) else None
-        scans: list[JournalScan] = [] if changed is None else changed.scans
-        readable = True
-        for journal in folder.journals if changed is None else ():
-            try:
-                scans.append(scan_journal(journal, folder.layout) if memo is None else _remembered(memo, folder, journal))
-            except NotAJournalError as exc:  # a folder or FIFO named like a journal: no data, no entry
-                findings.append(Finding("not-a-journal", "warning", str(journal), None, None, str(exc)))
-            except LevelsessError as exc:  # reported; the folder is refused
-                findings.append(Finding("unreadable", "error", str(journal), None, None, str(exc)))
-                readable = False
+        for name, path in done.put:
+            lists[name].append(path)
+        findings += done.findings
         # what foreign_only asks of the scans, not the scans: a store's every one, held to the end, grew with its journals
-        scanned += [scan for scan in scans if scan.size and not scan.identified]
-        known = known or any(scan.size and scan.identified for scan in scans)
-        future = [s for s in scans if s.version is not None and s.version > 2]
-        foreign = [s for s in scans if not s.identified]
-        if future or foreign or not readable:
-            for scan in future:
-                findings.append(Finding("future-version", "error", str(scan.path), 1, 0,
-                                        f"schema v{scan.version} is newer than this levelsess; folder cache left as is"))
-            for scan in foreign:
-                findings.append(Finding("unknown-format", "error", str(scan.path), None, None,
-                                        f"looks like {scan.foreign}; levelsess writes no cache beside it"))
-            refused.append(folder.cache)
-            continue
-        if check_only:
-            sessions = tuple(SessionCheck(s.path, s, None, ()) for s in scans)
-            drift = check_cache(FolderCheck(folder, sessions))
-            findings.extend(drift)
-            if any(f.code == "unreadable" for f in drift):  # not known to differ: it could not be read
-                refused.append(folder.cache)
-            else:
-                (unchanged if not drift else written).append(folder.cache)
-            continue
-        symlinked = write_refusal(folder, "rebuild-cache", folder.cache)
-        try:
-            if symlinked is not None:
-                raise symlinked
-            with durable.confined(folder.confinement):
-                findings += remove_dead_temps(folder, prefix=f".{folder.cache.name}.")  # a cache write killed before its rename
-                written_now = rebuild_cache(folder, scans) if changed is None else _write_changed(folder, changed)
-        except SymlinkedFolderError as exc:  # nothing written: not through the link, not beside it
-            findings.append(Finding("symlinked-folder", "error", str(folder.path), None, None,
-                                    f"not reindexed: {exc.detail}, and levelsess never writes through a symlinked folder; {exc.hint}"))
-            refused.append(folder.cache)
-            continue
-        except LevelsessError as exc:  # an unreadable cache is never replaced
-            findings.append(Finding("unreadable", "error", str(folder.cache), None, None, str(exc)))
-            refused.append(folder.cache)
-            continue
-        if written_now is None:
-            unchanged.append(folder.cache)
-        else:
-            written.append(folder.cache)
+        scanned += done.foreign
+        known = known or done.known
     why = None if written or skipped or no_cache or known else foreign_only(scanned)
     return ReindexResult(tuple(written), tuple(unchanged), tuple(refused), tuple(findings), check_only, tuple(skipped), why,
                          tuple(no_cache))
+
+
+class _Done(NamedTuple):
+    """What reindexing one folder came to: where its cache goes ((list, path) pairs, in order), findings, and of its
+    scans those with bytes of no layout this knows, and whether one with bytes of a layout it knows was read."""
+
+    put: list[tuple[str, Path]]
+    findings: list[Finding]
+    foreign: list[JournalScan]
+    known: bool
+
+
+#: Folders reindexed at once: each cache written waits on the disk (an fsync of the index, another of
+#: its fingerprint), not the CPU; an import's settling of 53 project folders waited for them in turn.
+THREADS = 8
+
+
+def _in_order(fn: Callable[[Folder], _Done], folders: list[Folder]):
+    """``fn(folder)`` of each folder, given in the folders' order, computed by up to :data:`THREADS`
+    threads at once (each in a copy of this context: :func:`~toolkit.durable.confined` and the
+    batched folder syncs go with it); one folder at a time here when there are few.  The first
+    error raised is raised in its turn, once the folders before it are given."""
+    if len(folders) < 3:
+        for folder in folders:
+            yield fn(folder)
+        return
+    import contextvars
+    import threading
+
+    results: list = [None] * len(folders)
+    ready = [threading.Event() for _folder in folders]
+    claimed = iter(range(len(folders)))
+    lock = threading.Lock()
+
+    def run(context: contextvars.Context) -> None:
+        while True:
+            with lock:
+                index = next(claimed, None)
+            if index is None:
+                return
+            try:
+                results[index] = (True, context.run(fn, folders[index]))
+            except BaseException as exc:  # noqa: BLE001 - raised in the caller, in its turn
+                results[index] = (False, exc)
+            ready[index].set()
+
+    workers = [threading.Thread(target=run, args=(contextvars.copy_context(),), name="levelsess-reindex", daemon=True)
+               for _k in range(min(THREADS, len(folders)))]
+    for worker in workers:
+        worker.start()
+    try:
+        for index in range(len(folders)):
+            ready[index].wait()
+            ok, value = results[index]
+            results[index] = None
+            if not ok:
+                raise value
+            yield value
+    finally:
+        with lock:  # (an error, Ctrl-C: the folders not begun are not begun; those begun finish)
+            for _rest in claimed:
+                pass
+        for worker in workers:
+            worker.join()
+
+
+def _one(folder: Folder, check_only: bool, full: bool, memo) -> _Done:
+    """Rebuild (or with ``check_only`` compare) one folder's cache (:func:`reindex`)."""
+    put: list[tuple[str, Path]] = []
+    findings: list[Finding] = []
+    if folder.cache is None:  # Claude Code keeps none, and levelsess writes none in its tree
+        return _Done([("no_cache", folder.path)], findings, [], False)
+    # only an index whose exact bytes levelsess wrote or verified may skip the journals;
+    # --check always compares in full
+    stamps = None  # the journals' stamps the trust test took (a reindex of what changed starts from them)
+    if not (full or check_only):
+        found, stamps = verified.trusted(folder)
+        if found is not None:
+            return _Done([("unchanged", folder.cache), ("skipped", folder.cache)], findings, [], False)
+    if folder.problem is not None:  # an unreadable folder: its cache is never guessed at
+        findings.append(Finding("unreadable", "error", str(folder.path), None, None, folder.problem))
+        return _Done([("refused", folder.cache)], findings, [], False)
+    changed = _changed(folder, memo, stamps) if memo is not None and not (full or check_only) else None
+    scans: list[JournalScan] = [] if changed is None else changed.scans
+    readable = True
+    for journal in folder.journals if changed is None else ():
+        try:
+            scans.append(scan_journal(journal, folder.layout) if memo is None else _remembered(memo, folder, journal))
+        except NotAJournalError as exc:  # a folder or FIFO named like a journal: no data, no entry
+            findings.append(Finding("not-a-journal", "warning", str(journal), None, None, str(exc)))
+        except LevelsessError as exc:  # reported; the folder is refused
+            findings.append(Finding("unreadable", "error", str(journal), None, None, str(exc)))
+            readable = False
+    foreign_scans = [scan for scan in scans if scan.size and not scan.identified]
+    known = any(scan.size and scan.identified for scan in scans)
+    future = [s for s in scans if s.version is not None and s.version > 2]
+    foreign = [s for s in scans if not s.identified]
+    if future or foreign or not readable:
+        for scan in future:
+            findings.append(Finding("future-version", "error", str(scan.path), 1, 0,
+                                    f"schema v{scan.version} is newer than this levelsess; folder cache left as is"))
+        for scan in foreign:
+            findings.append(Finding("unknown-format", "error", str(scan.path), None, None,
+                                    f"looks like {scan.foreign}; levelsess writes no cache beside it"))
+        return _Done([("refused", folder.cache)], findings, foreign_scans, known)
+    if check_only:
+        sessions = tuple(SessionCheck(s.path, s, None, ()) for s in scans)
+        drift = check_cache(FolderCheck(folder, sessions))
+        findings.extend(drift)
+        if any(f.code == "unreadable" for f in drift):  # not known to differ: it could not be read
+            put.append(("refused", folder.cache))
+        else:
+            put.append(("unchanged" if not drift else "written", folder.cache))
+        return _Done(put, findings, foreign_scans, known)
+    symlinked = write_refusal(folder, "rebuild-cache", folder.cache)
+    try:
+        if symlinked is not None:
+            raise symlinked
+        with durable.confined(folder.confinement):
+            findings += remove_dead_temps(folder, prefix=f".{folder.cache.name}.")  # a cache write killed before its rename
+            written_now = rebuild_cache(folder, scans) if changed is None else _write_changed(folder, changed)
+    except SymlinkedFolderError as exc:  # nothing written: not through the link, not beside it
+        findings.append(Finding("symlinked-folder", "error", str(folder.path), None, None,
+                                f"not reindexed: {exc.detail}, and levelsess never writes through a symlinked folder; {exc.hint}"))
+        return _Done([("refused", folder.cache)], findings, foreign_scans, known)
+    except LevelsessError as exc:  # an unreadable cache is never replaced
+        findings.append(Finding("unreadable", "error", str(folder.cache), None, None, str(exc)))
+        return _Done([("refused", folder.cache)], findings, foreign_scans, known)
+    return _Done([("unchanged" if written_now is None else "written", folder.cache)], findings, foreign_scans, known)
 
 
 class _Changed(NamedTuple):

@@ -58,6 +58,7 @@ import hashlib
 import importlib
 import os
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -295,6 +296,7 @@ class IncrementalCache:
         self.dirty: set[Path] = set()
         self.before: dict[Path, tuple] = {}  # journal -> (cache file, its key, stamp before the scan, when)
         self.hits = 0
+        self._counting = threading.Lock()  # (reindex reads folders from several threads: counts are never lost)
         self.resumed = 0  # journals that had only grown: read from where the last check stopped
         self.error: str | None = None
 
@@ -338,7 +340,8 @@ class IncrementalCache:
             scan = _decode_scan(entry, journal)
         except (KeyError, TypeError, ValueError, AttributeError, ImportError):
             return None
-        self.hits += 1
+        with self._counting:
+            self.hits += 1
         self.hit.add(journal)
         return scan
 
@@ -437,7 +440,8 @@ class IncrementalCache:
         where, key, stamp, read_ns = self.before[journal]  # kept: PATHs may name a journal twice
         entries = self.files[where]
         entry = None
-        self.resumed += resumed and scan is not None
+        with self._counting:
+            self.resumed += resumed and scan is not None
         if scan is not None and self.lean and scan.resume_state is not None:  # (one a worker made is lean already)
             from ..journal import lean_checkpoint
 
