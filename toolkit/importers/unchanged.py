@@ -593,6 +593,7 @@ def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding]
 def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> None:
     """Keep each unit's entry for the next import (after the run's journals and indexes are durable)."""
     units, resumes = {}, {}
+    found: dict[str, bool] = {}  # whether each project folder exists, looked at once (814 rollouts of one project: one stat)
     for key, value in entries.items():
         if value is None:
             continue
@@ -605,7 +606,7 @@ def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> 
         journals = value["journals"]  # as the unit left them: one another unit wrote since is read again next time
         if any(mark is None for mark in journals.values()):
             continue
-        units[key] = {"files": value["files"], "journals": journals, "projects": _projects(outcomes),
+        units[key] = {"files": value["files"], "journals": journals, "projects": _projects(outcomes, found),
                       "sessions": [{**_fields(o), "path": str(o.path), "keys": None, "after": None} for o in outcomes],
                       "findings": [_fields(f) for f in value["findings"]]}
         if isinstance(value.get("unit_key"), str):  # (the importer's, read from the files as they are: Kept.unit_key)
