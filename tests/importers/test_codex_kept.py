@@ -64,15 +64,50 @@ def test_real_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkey
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), rows=st.sampled_from([0, 1, 3, 20, 1 << 30]),
-       keep=st.sampled_from([0, 1, 150, 2000, 1 << 40]), reread=st.booleans())
-def test_odd_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkeypatch, seed, rows, keep, reread):
-    """Forks, mirrors, copied lines, damage mid-file, torn tails, lone surrogates (codex_shapes)."""
+       keep=st.sampled_from([0, 1, 150, 2000, 1 << 40]), reread=st.booleans(), short=st.sampled_from([0, 200, 1 << 30]))
+def test_odd_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkeypatch, seed, rows, keep, reread, short):
+    """Forks, mirrors, copied lines, damage mid-file, torn tails, lone surrogates (codex_shapes);
+    copied lines counted by their bytes whole or by their size and first bytes (``short``)."""
     def build(home: Path) -> None:
         codex_shapes.build(home, rollouts=6, seed=seed)
 
     with monkeypatch.context() as patched:
         kept = _imports(tmp_path, build, ALL_IN_MEMORY, patched, reread=reread)
+        patched.setattr(codex, "SHORT_LINE", short)
         assert _imports(tmp_path, build, (rows, keep), patched, reread=reread) == kept
+
+
+@pytest.mark.parametrize("short", [0, 1 << 30])
+def test_copied_lines_are_keyed_alike_however_they_are_counted(tmp_path, monkeypatch, short):
+    """A line copied several times (the same bytes: ``#2``, ``#3`` keys), short and long, among
+    lines that share their size and first bytes but not the rest: counted by its bytes whole or
+    by its size and first bytes, the keys are those the hashes of every line give."""
+    import json
+
+    from tests.layouts.codex import envelope
+
+    def build(home: Path) -> None:
+        folder = home / "sessions" / "2026" / "04" / "01"
+        folder.mkdir(parents=True)
+        meta = {"id": "019d0000-0000-7000-8000-00000000c0de", "timestamp": "2026-04-01T10:00:00.000Z", "cwd": "/tmp/p",
+                "originator": "codex_cli_rs", "cli_version": "0.119.0"}
+        t = "2026-04-01T10:00:01.000Z"
+        said = [envelope(t, "response_item", {"type": "message", "role": "assistant",
+                                              "content": [{"type": "output_text", "text": text}]})
+                for text in ("a", "b" * 700, "c" * 700 + "x", "c" * 700 + "y")]
+        lines = [envelope("2026-04-01T10:00:00.000Z", "session_meta", meta), said[0], said[1], said[0], said[2], said[3],
+                 said[1], said[3], said[1], said[0]]
+        (folder / "rollout-2026-04-01T10-00-00-019d0000-0000-7000-8000-00000000c0de.jsonl").write_bytes(
+            b"".join(line + b"\n" for line in lines))
+
+    with monkeypatch.context() as patched:
+        patched.setattr(codex, "SHORT_LINE", short)
+        journals, _reports = _imports(tmp_path, build, ALL_IN_MEMORY, patched)
+        patched.setattr(codex, "KEEP_IN_MEMORY", 0)  # every line hashed as it is read: the reference
+        hashed, _reports = _imports(tmp_path, build, (1 << 30, 0), patched)
+    assert journals == hashed
+    keys = [json.loads(line).get("sourceKey") for journal in journals.values() for line in journal.splitlines()]
+    assert sum(1 for key in keys if key and "#3" in key) == 2  # said[0] and said[1], each a third time
 
 
 def test_a_rollout_and_its_kept_lines_are_freed_once_its_journal_is_written(tmp_path, monkeypatch):
