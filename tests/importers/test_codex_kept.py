@@ -64,24 +64,21 @@ def test_real_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkey
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), rows=st.sampled_from([0, 1, 3, 20, 1 << 30]),
-       keep=st.sampled_from([0, 1, 150, 2000, 1 << 40]), reread=st.booleans(), short=st.sampled_from([0, 200, 1 << 30]))
-def test_odd_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkeypatch, seed, rows, keep, reread, short):
-    """Forks, mirrors, copied lines, damage mid-file, torn tails, lone surrogates (codex_shapes);
-    copied lines counted by their bytes whole or by their size and first bytes (``short``)."""
+       keep=st.sampled_from([0, 1, 150, 2000, 1 << 40]), reread=st.booleans())
+def test_odd_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkeypatch, seed, rows, keep, reread):
+    """Forks, mirrors, copied lines, damage mid-file, torn tails, lone surrogates (codex_shapes)."""
     def build(home: Path) -> None:
         codex_shapes.build(home, rollouts=6, seed=seed)
 
     with monkeypatch.context() as patched:
         kept = _imports(tmp_path, build, ALL_IN_MEMORY, patched, reread=reread)
-        patched.setattr(codex, "SHORT_LINE", short)
         assert _imports(tmp_path, build, (rows, keep), patched, reread=reread) == kept
 
 
-@pytest.mark.parametrize("short", [0, 1 << 30])
-def test_copied_lines_are_keyed_alike_however_they_are_counted(tmp_path, monkeypatch, short):
+def test_copied_lines_are_keyed_alike_however_they_are_counted(tmp_path, monkeypatch):
     """A line copied several times (the same bytes: ``#2``, ``#3`` keys), short and long, among
-    lines that share their size and first bytes but not the rest: counted by its bytes whole or
-    by its size and first bytes, the keys are those the hashes of every line give."""
+    lines that share their size and first bytes but not the rest: counted by their bytes while
+    they are kept, the keys are those the hashes of every line give."""
     import json
 
     from tests.layouts.codex import envelope
@@ -101,7 +98,6 @@ def test_copied_lines_are_keyed_alike_however_they_are_counted(tmp_path, monkeyp
             b"".join(line + b"\n" for line in lines))
 
     with monkeypatch.context() as patched:
-        patched.setattr(codex, "SHORT_LINE", short)
         journals, _reports = _imports(tmp_path, build, ALL_IN_MEMORY, patched)
         patched.setattr(codex, "KEEP_IN_MEMORY", 0)  # every line hashed as it is read: the reference
         hashed, _reports = _imports(tmp_path, build, (1 << 30, 0), patched)

@@ -376,11 +376,6 @@ KEEP_IN_MEMORY = 8 << 20
 VALUES_IN_MEMORY = 4 << 20
 
 
-#: A line of at most this many bytes is counted by its bytes whole (:meth:`_Listed.add_kept`); a longer
-#: one by its size and first bytes, then compared whole with those that share them.
-SHORT_LINE = 512
-
-
 def _hash(data: bytes) -> str:
     """The hash a line's key is made of: the first 16 hex digits of the sha256 of its bytes."""
     return hashlib.sha256(data).hexdigest()[:16]
@@ -401,9 +396,7 @@ class _Listed:
         self.ends: set[str] = set()  # the call ids of end events
         self.exits: dict[str, int] = {}  # (its get: the exit codes as _record asks them)
         self._seen: dict[str, int] = {}  # hash -> lines of those bytes so far
-        # the lines added with their bytes (:meth:`add_kept`): a short one's bytes -> lines of them so far, a
-        # longer one's (size, first bytes) -> [[bytes, lines of them so far]] (its bytes are not hashed whole)
-        self._short: dict[bytes, int] = {}
+        # the lines added with their bytes (:meth:`add_kept`): (size, first bytes) -> [[bytes, lines of them so far]]
         self._near: dict[tuple[int, bytes], list[list]] = {}
         self._last: dict[int, int] | None = None  # offset -> the last record there (built when asked)
 
@@ -422,24 +415,15 @@ class _Listed:
         them when it is asked (:func:`_hash`; most lines of a rollout become no record, and only a
         record's key needs one), and its repeat is counted by its bytes."""
         size = len(data)
-        if size <= SHORT_LINE:
-            short = self._short
-            repeat = short[data] = short.get(data, 0) + 1
+        near = self._near.setdefault((size, data[:64]), [])  # (lines that differ rarely share both)
+        for same in near:
+            if same[0] == data:
+                same[1] += 1
+                repeat = same[1]
+                break
         else:
-            key = (size, data[:64])  # (lines that differ rarely share both)
-            near = self._near.get(key)
-            if near is None:
-                self._near[key] = [[data, 1]]
-                repeat = 1
-            else:
-                for same in near:
-                    if same[0] == data:
-                        same[1] += 1
-                        repeat = same[1]
-                        break
-                else:
-                    near.append([data, 1])
-                    repeat = 1
+            near.append([data, 1])
+            repeat = 1
         self.places.append((len(self.items), offset, size, None, repeat, stamp, model))
         self.numbers.append(line)
         self.items.append(item)
@@ -448,10 +432,11 @@ class _Listed:
         """Before the first line :meth:`add` counts by its hash after lines :meth:`add_kept` counted
         by their bytes: those bytes counted by their hash (one count: the same bytes, the same hash)."""
         seen = self._seen
-        for data, count in [*self._short.items(), *(same for near in self._near.values() for same in near)]:
-            digest = _hash(data)
-            seen[digest] = seen.get(digest, 0) + count
-        self._short, self._near = {}, {}
+        for near in self._near.values():
+            for data, count in near:
+                digest = _hash(data)
+                seen[digest] = seen.get(digest, 0) + count
+        self._near = {}
 
     def call(self, call: str) -> None:
         self.calls.add(call)
@@ -464,7 +449,7 @@ class _Listed:
 
     def finish(self) -> None:
         self._seen = {}
-        self._short, self._near = {}, {}
+        self._near = {}
 
     def tabled(self, kept: list[bytes]) -> _Tabled:
         """The same rows in a temporary database (a rollout past ROWS_IN_MEMORY records); ``kept``:
