@@ -650,7 +650,7 @@ class _Rollout:
         typed = False
         keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
         values, unparsed = self.kept_values, KEEP_IN_MEMORY - VALUES_IN_MEMORY  # (values kept while budget >= unparsed)
-        sha256, see, recent_calls, recent_exits = hashlib.sha256, self.latest.see, self.recent_calls, self.recent_exits
+        see, recent_calls, recent_exits = self.latest.see, self.recent_calls, self.recent_exits
         add, add_kept = rows.add, rows.add_kept
         lazy = True  # each line kept in its bytes, its hash taken only when asked: until the first line not kept
         for line in self.reader:
@@ -696,18 +696,20 @@ class _Rollout:
                     if budget >= unparsed:
                         values.append(line.value)
                 elif lazy:  # the first line not kept: read again later, its hash is what proves it the same
-                    lazy = self._hash_kept(rows)
+                    lazy = False
+                    self._hash_kept(rows)
             if lazy:
                 see(line.value, data)
                 add_kept(number, offset, data, item, stamp, model if isinstance(model, str) else None)
             else:
-                digest = sha256(data).hexdigest()[:16]
+                digest = _hash(data)
                 see(line.value, digest)
                 add(number, offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
             n += 1
             if n > limit and type(rows) is _Listed:
                 if lazy:
-                    lazy = self._hash_kept(rows)
+                    lazy = False
+                    self._hash_kept(rows)
                 rows = rows.tabled(kept)
                 add = rows.add
         if lazy:
@@ -717,12 +719,11 @@ class _Rollout:
         self.first, self.meta, self.first_time, self.cwd, self.prompts_typed = first, meta, first_time, cwd, typed
         return rows
 
-    def _hash_kept(self, rows: _Listed) -> bool:
-        """The lines read so far counted by their hashes (:meth:`_Listed.hash_kept`), the lines
-        after them hashed as they are read; False."""
+    def _hash_kept(self, rows: _Listed) -> None:
+        """The lines read so far counted by their hashes (:meth:`_Listed.hash_kept`): the lines
+        after them are hashed as they are read."""
         rows.hash_kept()
         self.latest.hash_kept()
-        return False
 
     def decide(self) -> None:
         """Decide every record, in file order, kept in :attr:`codes` and :attr:`groups`."""
@@ -763,7 +764,7 @@ class _Rollout:
             self._handle = open_regular(self.path)
         self._handle.seek(offset)
         data = self._handle.read(size)
-        if hashlib.sha256(data).hexdigest()[:16] != digest:
+        if _hash(data) != digest:
             self.close()
             raise FileChangedError(f"{self.path} changed while it was being imported (rewritten?): record {n + 1} is no "
                                    "longer the one it was; import again")
@@ -1177,7 +1178,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
                 return None  # a prompt typed where none was: the user messages before are context now
             if item.kind == "session_meta" and state.get("unstarted"):
                 return None  # a thread with a parent and no replay of it yet: its replay begins here
-            base = hashlib.sha256(line.data).hexdigest()[:16]
+            base = _hash(line.data)
             if not latest.new(value, base):  # maybe a line before, the same bytes: its key's number is not known here
                 return None
             if item.kind == "call" and item.call is not None:
