@@ -117,3 +117,47 @@ def test_a_damaged_exact_form_is_refused():
     for value in ([Exact.TAG, "%%"], [Exact.TAG, "AAA="], [Exact.TAG, 3], [Exact.TAG], Exact.TAG):
         with pytest.raises(ValueError):
             load_digests(value) if isinstance(value, list) and len(value) == 2 else Exact.load(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(_TEXT, max_size=40), others=st.lists(_TEXT, max_size=20), later=st.lists(_TEXT, max_size=10))
+def test_prints_hold_what_was_added_and_nothing_else_in_their_kept_form(keys, others, later):
+    """Kept exactly (``Prints``: the CRC-32 of each key's UTF-8), keys of text or bytes are each
+    held, made at once from text (no Python step a key) or added one by one alike, and no other key
+    is (but one of the same CRC); the kept form reads back the same, and each loader refuses the
+    other's form."""
+    import zlib
+
+    import pytest
+
+    from toolkit.importers.bloom import Prints
+
+    texts = [key for key in keys if isinstance(key, str)]
+    crc = lambda key: zlib.crc32(key if isinstance(key, bytes) else key.encode("utf-8", "surrogatepass"))  # noqa: E731
+    made, mixed, one = Prints.of(iter(texts)), Prints.of(iter(keys), text=False), Prints.of(())
+    for key in keys:
+        one.add(key)
+    assert list(made.crcs) == [crc(key) for key in texts]
+    assert list(mixed.crcs) == list(one.crcs) == [crc(key) for key in keys]
+    assert all(key in mixed for key in keys) and all(key in made for key in texts)
+    assert not any(key in mixed for key in others if crc(key) not in {crc(k) for k in keys})
+    again = Prints.load(mixed.dump())
+    assert list(again.crcs) == list(mixed.crcs) and all(key in again for key in keys)  # (asked before it grows)
+    for key in later:
+        again.add(key)
+    assert all(key in again for key in later)
+    assert all(key in Prints.load(again.dump()) for key in keys + later) and len(again) == len(keys) + len(later)
+    with pytest.raises(ValueError):
+        Hashed.load(mixed.dump())
+    with pytest.raises(ValueError):
+        Prints.load(Hashed.of(iter(keys), len(keys)).dump())
+
+
+def test_a_damaged_prints_form_is_refused():
+    import pytest
+
+    from toolkit.importers.bloom import Prints
+
+    for value in ([Prints.TAG, "%%"], [Prints.TAG, "AAA="], [Prints.TAG, 3], [Prints.TAG], Prints.TAG, ["p4", "AAAAAA=="]):
+        with pytest.raises(ValueError):
+            Prints.load(value)

@@ -145,31 +145,95 @@ def test_a_transcript_with_inline_sidechains_is_resumed_too(tmp_path, kinds):
     assert resumed > 0
 
 
-@given(st.lists(st.text(min_size=1, max_size=20), max_size=300), st.lists(st.text(min_size=1, max_size=20), max_size=50))
-@settings(max_examples=60, deadline=None)
-def test_what_a_resume_keeps_of_the_ids_it_saw_never_forgets_one(added, later):
-    """The uuids and message ids a resume checks new lines against (a Bloom filter): every id added
-    is "maybe seen", before and after it is kept and loaded, and with more added since."""
-    from toolkit.importers.claude import _seen, _Seen
+@given(st.lists(st.one_of(st.text(min_size=1, max_size=20), st.binary(min_size=1, max_size=20)), max_size=300),
+       st.lists(st.one_of(st.text(min_size=1, max_size=20), st.binary(min_size=1, max_size=20)), max_size=50),
+       st.sampled_from(["exact", "filter"]))
+@settings(max_examples=80, deadline=None)
+def test_what_a_resume_keeps_of_the_ids_it_saw_never_forgets_one(added, later, form):
+    """The uuids (text), message ids (bytes) and keys a resume checks new lines against, kept
+    exactly (a CRC of each) while few and in a Bloom filter past EXACT_KEYS: every id added is
+    "maybe seen", before and after it is kept and loaded, and with more added since."""
+    from toolkit.importers import bloom
+    from toolkit.importers.bloom import Prints
+    from toolkit.importers.claude import _load_seen, _Seen, _seen
 
-    seen = _Seen.load(_seen(added))
-    assert all(digest in seen for digest in added)
-    for digest in later:
-        seen.add(digest)
-    again = _Seen.load(seen.dump())
-    assert all(digest in again for digest in added + later)
+    limit = bloom.EXACT_KEYS
+    bloom.EXACT_KEYS = limit if form == "exact" else 0
+    try:
+        texts = [key for key in added if isinstance(key, str)]
+        kept = [_seen(iter(texts)), _seen(iter(added), len(added), text=False)]
+    finally:
+        bloom.EXACT_KEYS = limit
+    for dump, keys in zip(kept, (texts, added)):
+        seen = _load_seen(dump)
+        assert type(seen) is (Prints if form == "exact" or not keys else _Seen)
+        assert all(key in seen for key in keys)
+        for key in later:
+            seen.add(key)
+        again = _load_seen(seen.dump())
+        assert all(key in again for key in keys + later)
 
 
 def test_what_a_resume_keeps_of_the_ids_it_saw_rarely_claims_one_it_did_not_see():
-    """A false "maybe seen" costs a full read: about 1 in 400 ids never added (12 bits an id, 6
-    probes), for uuids (text) and message ids (bytes) alike; a filter of all ones would pass the
-    test above and never resume."""
-    from toolkit.importers.claude import _seen, _Seen
+    """A false "maybe seen" costs a full read: kept exactly, about 1 in 430,000 ids never added
+    here (10,000 CRCs of 32 bits); in a filter, about 1 in 400 (12 bits an id, 6 probes); for uuids
+    (text) and message ids (bytes) alike.  A filter of all ones would pass the test above and never
+    resume."""
+    from toolkit.importers import bloom
+    from toolkit.importers.claude import _load_seen, _seen
 
-    for kind in (str, lambda text: text.encode()):
-        seen = _Seen.load(_seen(kind(f"0000-{n:08x}-uuid") for n in range(10_000)))
-        claimed = sum(kind(f"1111-{n:08x}-uuid") in seen for n in range(20_000))
-        assert claimed < 20_000 / 100, claimed
+    limit = bloom.EXACT_KEYS
+    try:
+        for most, exact in ((20_000 / 100, 0), (5, limit)):
+            bloom.EXACT_KEYS = exact
+            for kind, text in ((str, True), (lambda text: text.encode(), False)):
+                seen = _load_seen(_seen((kind(f"0000-{n:08x}-uuid") for n in range(10_000)), 10_000, text))
+                claimed = sum(kind(f"1111-{n:08x}-uuid") in seen for n in range(20_000))
+                assert claimed < most, (exact, claimed)
+    finally:
+        bloom.EXACT_KEYS = limit
+
+
+def _kept_forms(store: Path, source: Path) -> set[str]:
+    """How the import cache keeps each main conversation's uuids: exactly, or in a filter."""
+    from toolkit.importers.bloom import Prints
+    from toolkit.importers.output import Options
+    from toolkit.importers.unchanged import cache_path, load
+
+    _doc, resumes = load(cache_path(store, "claude", source, Options(), False, False))
+    return {"exact" if state["uuids"][0] == Prints.TAG else "bloom"
+            for unit in resumes.values() for state in unit.values() if "uuids" in state}
+
+
+@pytest.mark.parametrize("kept", ["exact", "bloom", "exact, then past the limit"])
+def test_the_ids_a_resume_keeps_in_either_form_resume_as_a_full_read_writes(tmp_path, monkeypatch, kept):
+    """A transcript's uuids, message ids and keys are kept exactly while few, in Bloom filters past
+    EXACT_KEYS (and by builds before the exact form): a state in either form is resumed, and the
+    stores are alike; a resume whose exact ids would grow past the limit reads the transcript in
+    full instead, which keeps filters, and the next growth is resumed from them."""
+    from toolkit.importers import bloom
+
+    path = write_transcript(tmp_path, 300)
+    source, store, full = tmp_path / "projects", tmp_path / "store", tmp_path / "full"
+    limit = bloom.EXACT_KEYS
+    if kept == "bloom":
+        monkeypatch.setattr(bloom, "EXACT_KEYS", 0)
+    assert _said(_import(source, store)) == _said(_import(source, full, "--reread"))
+    assert _kept_forms(store, source) == ({"bloom"} if kept == "bloom" else {"exact"})
+    monkeypatch.setattr(bloom, "EXACT_KEYS", limit)
+    if kept == "exact, then past the limit":
+        monkeypatch.setattr(bloom, "EXACT_KEYS", 1)
+        expected = [(False, "bloom"), (True, "bloom"), (True, "bloom")]
+    else:
+        expected = [(True, kept)] * 3
+    rng = random.Random(12)
+    for step, (resumed, form) in enumerate(expected):
+        grow_claude(path, rng, turns=rng.randint(1, 2), parts=rng.randint(1, 3))
+        a, b = _import(source, store), _import(source, full, "--reread")
+        assert _said(a) == _said(b), f"{kept} {step}\n{apart(a, b)}"
+        assert _journals(store) == _journals(full), (kept, step)
+        assert (a["resumed"], a["read"]) == ((1, 0) if resumed else (0, 1)), (kept, step)
+        assert _kept_forms(store, source) == {form}, (kept, step)
 
 
 @pytest.mark.parametrize("second", [b"", b"{", b"[1,2]", b'{"x": 1}\n{"y": 2}', b"\xff\xfe"])

@@ -61,7 +61,8 @@ from ..layouts.claude_code import CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGE
 from ..lines import loads, open_regular
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Resumed,
                      Session, SourceState, line_digest, safe_id)
-from .bloom import Hashed
+from . import bloom
+from .bloom import Hashed, Prints
 from .spill import from_db, guarded, temp_db, to_db
 from .unchanged import Unit
 from .claude_units import APP, detect, source_files, unit_key, units, units_from  # noqa: F401 (the importer's listing, in a module of its own)
@@ -1418,14 +1419,31 @@ class _Seen(Hashed):
         return cls.empty(max(1024, count * 12 + 1024))
 
 
-def _seen(keys, count: int | None = None) -> list:
-    """``keys`` (about ``count`` of them, streamed) as a kept :class:`_Seen`, with room to grow."""
+def _seen(keys, count: int | None = None, text: bool = True) -> list:
+    """``keys`` (at most ``count`` of them, streamed; text when ``text``, else bytes) as a resume
+    keeps them: exactly while few (:class:`~.bloom.Prints`), else as a :class:`_Seen` filter with
+    room to grow."""
     if count is None:
         keys = list(keys)
         count = len(keys)
+    if count <= bloom.EXACT_KEYS:
+        return Prints.of(keys, text).dump()
     seen = _Seen.sized(count + count // 4 + 256)
     seen.update(keys)
     return seen.dump()
+
+
+def _load_seen(value: object) -> Prints | _Seen:
+    """What :func:`_seen` kept (or an earlier build's filter); ValueError for anything else."""
+    if isinstance(value, list) and value[:1] == [Prints.TAG]:
+        return Prints.load(value)
+    return _Seen.load(value)
+
+
+def _kept_seen(*kept: Prints | _Seen) -> bool:
+    """Whether these, added to by a resume, can be kept: exact ones grown past
+    :data:`~.bloom.EXACT_KEYS` cannot (the transcript is read in full instead, and keeps filters)."""
+    return not any(type(seen) is Prints and len(seen) > bloom.EXACT_KEYS for seen in kept)
 
 
 def _side_state(session: Session, outcome: Outcome, looked: str | None) -> dict | None:
@@ -1484,7 +1502,7 @@ def _capture(transcript: _Transcript, plan: _Plan, records: _Records, session: S
             "rank": records.title_rank, "line_title": records.line_title, "shown": records.shown_title,
             "prompt": _first_prompt(transcript, plan), "created": session.created_at,
             "uuids": _seen(transcript.uuids(), transcript.count),
-            "msgs": _seen(transcript.msgs(), transcript.count),
+            "msgs": _seen(transcript.msgs(), transcript.count, text=False),
             "hkeys": hkeys, "links_when": last_t(anchored), "loose_when": last_t(loose), "has_loose": bool(loose),
             "source_items": session.source_items, "merged": session.merged, "source_lines": session.source_lines,
             "seq": outcome.after[0], "title": outcome.after[1], "keys": outcome.keys, "partial": partial,
@@ -1553,12 +1571,12 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
         return None
     reader, said = reading
     try:
-        uuids, msgs = _Seen.load(state["uuids"]), _Seen.load(state["msgs"])
+        uuids, msgs = _load_seen(state["uuids"]), _load_seen(state["msgs"])
     except (TypeError, ValueError, IndexError):
         return None
     fresh: set[bytes] = set()
     try:
-        repeats, once = dict(state["hkeys"]["repeats"]), _Seen.load(state["hkeys"]["seen"])
+        repeats, once = dict(state["hkeys"]["repeats"]), _load_seen(state["hkeys"]["seen"])
     except (TypeError, ValueError, IndexError, KeyError):
         return None
     hkeys: dict[str, int] = {}  # the new lines' keys, with the count of the file's lines before each
@@ -1605,6 +1623,8 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
         once.add(base)
         if count > 1:
             repeats[base] = count
+    if not _kept_seen(uuids, msgs, once):
+        return None
     return _resumed_session(items, state, reader, project, sid, source, status, journal, uuids.dump(), msgs.dump(),
                             {"repeats": repeats, "seen": once.dump()})
 
