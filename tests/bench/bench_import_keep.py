@@ -5,7 +5,9 @@
                                             [--repeat 1] [--out DIR] [--keep] [--json]
 
 Builds (or reuses, with --out) a tree: for claude, the ``projects/`` tree of tests/bench/bench_claude.py
-(the real anonymised fixtures, copied under new ids); for codex, a Codex home of rollouts of
+(the real anonymised fixtures, copied under new ids; ``--shape fixtures``, the default) or transcripts
+of tests/bench/claude_transcript.py's shape, of 200 to 4,000 records each (``--shape small``: about
+600 bytes a line); for codex, a Codex home of rollouts of
 tests/bench/codex_rollout.py's shape, of 200 to 4,000 records each (``--shape small``, the default:
 about 200 bytes a line, the most lines a MB can hold), or of the real anonymised fixture rollouts
 copied under new thread ids (``--shape fixtures``: 1.9 kB a line on average, as Codex writes them);
@@ -72,6 +74,28 @@ def _run(args: list[str], env: dict) -> tuple[float, float, dict | None]:
         except ValueError:
             doc = None
         return wall, int(report.read_text()) / MIB, doc
+
+
+def _build_claude_small(projects: Path, size_mb: int) -> None:
+    """Transcripts of tests/bench/claude_transcript.py's shape (about 600 bytes a line: the most
+    records a MB holds), of 200 to 4,000 records each, in 30 projects; each its own session (its
+    file name, every ``sessionId``, every uuid)."""
+    import claude_transcript
+
+    rng = random.Random(27)
+    made, n = 0, 0
+    while made < size_mb * MB:
+        n += 1
+        sid = f"5e55a0e1-0000-4000-8000-{n:012x}"
+        folder = projects / f"-home-bench-code-proj{n % 30}"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{sid}.jsonl"
+        with open(path, "wb") as out:
+            for record in claude_transcript.records(rng.randint(200, 4000)):
+                data = json.dumps(record, separators=(",", ":")).replace(claude_transcript.SESSION, sid)
+                # (each uuid, made from the record's number, made this file's own: its top 32 bits are the file's)
+                out.write(data.replace('"00000000-0000-4000-0000-', f'"{n:08x}-0000-4000-0000-').encode() + b"\n")
+        made += path.stat().st_size
 
 
 def _build_codex(home: Path, size_mb: int) -> None:
@@ -198,8 +222,10 @@ def _journals(store: Path) -> dict[str, Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--from", dest="app", choices=("claude", "codex", "gemini"), default="claude")
-    parser.add_argument("--shape", choices=("small", "fixtures"), default="small",
-                        help="codex: rollouts of small records (codex_rollout.py) or copies of the real fixture rollouts")
+    parser.add_argument("--shape", choices=("small", "fixtures"), default=None,
+                        help="codex: rollouts of small records (codex_rollout.py, the default) or copies of the real fixture "
+                        "rollouts; claude: copies of the real fixture transcripts (bench_claude.py, the default) or transcripts "
+                        "of small records (claude_transcript.py)")
     parser.add_argument("--size-mb", type=int, default=300)
     parser.add_argument("--grow", type=float, default=10.0, help="percent of the transcripts that grow by a turn")
     parser.add_argument("--out", type=Path, help="build the tree here and keep it (reused when it exists)")
@@ -210,12 +236,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     args.repeat = max(1, args.repeat)
+    args.shape = args.shape or ("fixtures" if args.app == "claude" else "small")
     temp = Path(tempfile.mkdtemp(prefix="levelsess-bench-keep-"))
     env = {**os.environ, "XDG_CACHE_HOME": str(temp / "cache")}  # this run's import cache, nobody else's
     try:
         pristine = (args.out or temp / "built") / {"claude": "projects", "codex": ".codex", "gemini": ".gemini"}[args.app]
         if not pristine.is_dir():
-            if args.app == "claude":
+            if args.app == "claude" and args.shape == "small":
+                _build_claude_small(pristine, args.size_mb)
+            elif args.app == "claude":
                 from bench_claude import build
 
                 build(pristine, args.size_mb)
@@ -266,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         a, b = _journals(store), _journals(full)
         same = a.keys() == b.keys() and all(filecmp.cmp(a[k], b[k], shallow=False) for k in a)
         net = lambda wall: max(wall - startup, 1e-3)  # noqa: E731
-        doc = {"app": args.app, "shape": args.shape if args.app == "codex" else {"claude": "fixtures", "gemini": "synthetic"}[args.app], "bytes": size, "files": len(files), "grown_files": len(grown_files), "grown_bytes": added,
+        doc = {"app": args.app, "shape": args.shape if args.app != "gemini" else "synthetic", "bytes": size, "files": len(files), "grown_files": len(grown_files), "grown_bytes": added,
                "startup_seconds": round(startup, 3), "create_us": round(creating, 1), "same_journals_as_reread": same, "repeat": args.repeat,
                "runs": {"fsck": [round(run[0], 3) for run in fscks], "import": [round(run[0], 3) for run in firsts],
                         "grown": [round(run[0][0], 3) for run in rounds]},
@@ -281,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(doc, indent=2))
         else:
-            print(f"{args.app}{' (' + doc['shape'] + ')' if args.app == 'codex' else ''}: {len(files)} files, {size / MB:,.0f} MB; {len(grown_files)} grew by {added / 1000:,.0f} kB; "
+            print(f"{args.app}{' (' + doc['shape'] + ')' if args.app != 'gemini' else ''}: {len(files)} files, {size / MB:,.0f} MB; {len(grown_files)} grew by {added / 1000:,.0f} kB; "
                   f"start-up {startup:.2f} s; a file created in {creating:.0f} us" + (f"; fsck, first import and growth: best of {args.repeat}" if args.repeat > 1 else ""))
             if creating > SLOW_CREATE_US:
                 print(f"  (creating a file takes {creating:.0f} us here, several times a quiet file system's: files removed in the last "
