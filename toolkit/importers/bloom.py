@@ -205,25 +205,34 @@ class Exact:
         return len(self.tops)
 
     def dump(self) -> list:
-        tops = self.tops
-        if sys.byteorder != "little":
-            tops = array(_INT32, tops)
-            tops.byteswap()
-        return [self.TAG, base64.b64encode(tops.tobytes()).decode("ascii")]
+        return _dump_words(self.TAG, self.tops)
 
     @classmethod
     def load(cls, value: object) -> Exact:
         """A kept :meth:`dump`; ValueError for anything else."""
-        if not (isinstance(value, list) and len(value) == 2 and value[0] == cls.TAG and isinstance(value[1], str)):
-            raise ValueError("not kept digests")
-        data = base64.b64decode(value[1], validate=True)
-        if len(data) % 4:
-            raise ValueError("not kept digests")
-        tops = array(_INT32)
-        tops.frombytes(data)
-        if sys.byteorder != "little":
-            tops.byteswap()
-        return cls(tops)
+        return cls(_load_words(value, cls.TAG, _INT32, "digests"))
+
+
+def _dump_words(tag: str, words: array) -> list:
+    """``[tag, base64 of the 4-byte words, little-endian]``: the kept form of :class:`Exact` and :class:`Prints`."""
+    if sys.byteorder != "little":
+        words = array(words.typecode, words)
+        words.byteswap()
+    return [tag, base64.b64encode(words.tobytes()).decode("ascii")]
+
+
+def _load_words(value: object, tag: str, code: str, what: str) -> array:
+    """The words of a kept :func:`_dump_words` form of ``tag``; ValueError for anything else."""
+    if not (isinstance(value, list) and len(value) == 2 and value[0] == tag and isinstance(value[1], str)):
+        raise ValueError(f"not kept {what}")
+    data = base64.b64decode(value[1], validate=True)
+    if len(data) % 4:
+        raise ValueError(f"not kept {what}")
+    words = array(code)
+    words.frombytes(data)
+    if sys.byteorder != "little":
+        words.byteswap()
+    return words
 
 
 def kept_digests(numbers) -> list:
@@ -295,22 +304,9 @@ class Prints:
         return len(self.crcs)
 
     def dump(self) -> list:
-        crcs = self.crcs
-        if sys.byteorder != "little":
-            crcs = array(_UINT32, crcs)
-            crcs.byteswap()
-        return [self.TAG, base64.b64encode(crcs.tobytes()).decode("ascii")]
+        return _dump_words(self.TAG, self.crcs)
 
     @classmethod
     def load(cls, value: object) -> Prints:
         """A kept :meth:`dump`; ValueError for anything else."""
-        if not (isinstance(value, list) and len(value) == 2 and value[0] == cls.TAG and isinstance(value[1], str)):
-            raise ValueError("not kept prints")
-        data = base64.b64decode(value[1], validate=True)
-        if len(data) % 4:
-            raise ValueError("not kept prints")
-        crcs = array(_UINT32)
-        crcs.frombytes(data)
-        if sys.byteorder != "little":
-            crcs.byteswap()
-        return cls(crcs)
+        return cls(_load_words(value, cls.TAG, _UINT32, "prints"))
