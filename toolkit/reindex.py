@@ -174,7 +174,6 @@ def _in_order(fn: Callable[[Folder], _Done], folders: list[Folder]):
 
 def _one(folder: Folder, check_only: bool, full: bool, memo) -> _Done:
     """Rebuild (or with ``check_only`` compare) one folder's cache (:func:`reindex`)."""
-    put: list[tuple[str, Path]] = []
     findings: list[Finding] = []
     if folder.cache is None:  # Claude Code keeps none, and levelsess writes none in its tree
         return _Done([("no_cache", folder.path)], findings, [], False)
@@ -215,11 +214,9 @@ def _one(folder: Folder, check_only: bool, full: bool, memo) -> _Done:
         sessions = tuple(SessionCheck(s.path, s, None, ()) for s in scans)
         drift = check_cache(FolderCheck(folder, sessions))
         findings.extend(drift)
-        if any(f.code == "unreadable" for f in drift):  # not known to differ: it could not be read
-            put.append(("refused", folder.cache))
-        else:
-            put.append(("unchanged" if not drift else "written", folder.cache))
-        return _Done(put, findings, foreign_scans, known)
+        # not known to differ when it could not be read
+        put = "refused" if any(f.code == "unreadable" for f in drift) else "unchanged" if not drift else "written"
+        return _Done([(put, folder.cache)], findings, foreign_scans, known)
     symlinked = write_refusal(folder, "rebuild-cache", folder.cache)
     try:
         if symlinked is not None:
