@@ -88,5 +88,5 @@ def test_the_readme_opens_with_the_two_commands_ci_runs():
     readme = (root / "README.md").read_text()
     block = readme.split("```sh\n", 1)[1].split("```", 1)[0].strip().splitlines()
     ci = [line for line in (root / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd "))]
-    assert block == ci == ["python3 -m venv .venv && . .venv/bin/activate && python -m pip install -e '.[test]' && levelsess demo",
+    assert block == ci == ["python3 -m venv .venv && . .venv/bin/activate && python -m pip install -e '.[test]' && python -m compileall -q toolkit && levelsess demo",
                            "pytest -n auto"]

@@ -192,6 +192,30 @@ SLOW_CREATE_US = 60
 SETTLE_STEP = 15
 
 
+def uncompiled() -> int:
+    """How many of levelsess's modules have no compiled bytecode of their current source.  Each run
+    of the command compiles those again when Python may not keep what it compiles (an editable
+    install where ``PYTHONDONTWRITEBYTECODE`` is set): 15 ms of every run, 40 ms or more of an
+    import that finds nothing changed, which the start-up subtracted does not hold."""
+    import importlib.util
+
+    import toolkit
+
+    missing = 0
+    for source in Path(toolkit.__file__).parent.rglob("*.py"):
+        try:
+            head = Path(importlib.util.cache_from_source(str(source))).read_bytes()[:16]
+            info = source.stat()
+        except OSError:
+            missing += 1
+            continue
+        hashed = len(head) == 16 and int.from_bytes(head[4:8], "little") & 1  # (a hash-based one: checked when loaded)
+        stamped = (int.from_bytes(head[8:12], "little"), int.from_bytes(head[12:16], "little"))
+        if len(head) < 16 or not (hashed or stamped == (int(info.st_mtime) & 0xFFFFFFFF, info.st_size & 0xFFFFFFFF)):
+            missing += 1
+    return missing
+
+
 def _create_cost(folder: Path, count: int = 200) -> float:
     """Microseconds to create a file (and write 1 kB to it) in ``folder``, the best of five rounds:
     what each journal a first import makes costs the kernel, which fsck never pays.  On ext4
@@ -305,8 +329,9 @@ def main(argv: list[str] | None = None) -> int:
         a, b = _journals(store), _journals(full)
         same = a.keys() == b.keys() and all(filecmp.cmp(a[k], b[k], shallow=False) for k in a)
         net = lambda wall: max(wall - startup, 1e-3)  # noqa: E731
+        stale = uncompiled()
         doc = {"app": args.app, "shape": args.shape if args.app != "gemini" else "synthetic", "bytes": size, "files": len(files), "grown_files": len(grown_files), "grown_bytes": added,
-               "startup_seconds": round(startup, 3), "create_us": round(creating, 1), "waited_seconds": waited, "same_journals_as_reread": same, "repeat": args.repeat,
+               "startup_seconds": round(startup, 3), "uncompiled_modules": stale, "create_us": round(creating, 1), "waited_seconds": waited, "same_journals_as_reread": same, "repeat": args.repeat,
                "runs": {"fsck": [round(run[0], 3) for run in fscks], "import": [round(run[0], 3) for run in firsts],
                         "grown": [round(run[0][0], 3) for run in rounds]},
                "results": [{"name": name, "seconds": round(run[0], 3), "rss_mib": round(run[1], 1)}
@@ -326,6 +351,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  (creating a file takes {creating:.0f} us here, several times a quiet file system's: files removed in the last "
                       "minutes, a test run's, slow each create on ext4 without a journal; the first import, which creates a journal "
                       "a session, is slower than it will be once that passes, and fsck is not)")
+            if stale:
+                print(f"  ({stale} of levelsess's modules have no compiled bytecode: each run compiles them again where "
+                      "PYTHONDONTWRITEBYTECODE is set, and the re-imports' ratios count that; `python -m compileall -q toolkit` "
+                      "compiles them once, as the README's install does)")
             for r in doc["results"]:
                 runs = doc["runs"].get(r["name"], [])
                 every = f"  (each run: {', '.join(f'{t:.2f}' for t in runs)} s)" if len(runs) > 1 else ""
