@@ -7,10 +7,11 @@
 Builds (or reuses, with --out) a tree: for claude, the ``projects/`` tree of tests/bench/bench_claude.py
 (the real anonymised fixtures, copied under new ids; ``--shape fixtures``, the default) or transcripts
 of tests/bench/claude_transcript.py's shape, of 200 to 4,000 records each (``--shape small``: about
-600 bytes a line); for codex, a Codex home of rollouts of
-tests/bench/codex_rollout.py's shape, of 200 to 4,000 records each (``--shape small``, the default:
-about 200 bytes a line, the most lines a MB can hold), or of the real anonymised fixture rollouts
-copied under new thread ids (``--shape fixtures``: 1.9 kB a line on average, as Codex writes them);
+600 bytes a line); for codex, a Codex home of the real anonymised fixture rollouts copied under new thread ids
+(``--shape fixtures``, the default: 1.9 kB a line on average, as Codex writes them) or of rollouts of
+tests/bench/codex_rollout.py's shape, of 200 to 4,000 records each (``--shape small``: about 200
+bytes a line, the most lines a MB can hold).  The real shapes are what issue 27's targets were
+measured on; the small ones are the stress case, where the cost a record sets the ratio;
 for gemini, a ``~/.gemini`` of JSONL session files as Gemini CLI writes them (:func:`_build_gemini`).
 Then measures, in one run, each as a subprocess (wall time, start-up included; peak RSS from tests/bench/probe.py's probe):
 
@@ -250,9 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--from", dest="app", choices=("claude", "codex", "gemini"), default="claude")
     parser.add_argument("--shape", choices=("small", "fixtures"), default=None,
-                        help="codex: rollouts of small records (codex_rollout.py, the default) or copies of the real fixture "
-                        "rollouts; claude: copies of the real fixture transcripts (bench_claude.py, the default) or transcripts "
-                        "of small records (claude_transcript.py)")
+                        help="fixtures (the default): copies of the real fixture transcripts (claude, bench_claude.py) or "
+                        "rollouts (codex); small: transcripts or rollouts of small records (claude_transcript.py, "
+                        "codex_rollout.py), the stress case")
     parser.add_argument("--size-mb", type=int, default=300)
     parser.add_argument("--grow", type=float, default=10.0, help="percent of the transcripts that grow by a turn")
     parser.add_argument("--out", type=Path, help="build the tree here and keep it (reused when it exists)")
@@ -266,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     args.repeat = max(1, args.repeat)
-    args.shape = args.shape or ("fixtures" if args.app == "claude" else "small")
+    args.shape = args.shape or "fixtures"
     temp = Path(tempfile.mkdtemp(prefix="levelsess-bench-keep-"))
     env = {**os.environ, "XDG_CACHE_HOME": str(temp / "cache")}  # this run's import cache, nobody else's
     try:
