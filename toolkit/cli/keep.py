@@ -116,6 +116,51 @@ def _check_sources(from_: str, sources: list[Path], given: bool) -> None:
                 f"{app} keeps its chats in {place}"))
 
 
+#: Past this many warnings of one code, each in its own words, an import's summary shows the first and a count.
+MANY_ALIKE = 10
+
+
+def _skip_summary(findings: list, verbose: bool) -> tuple[list, str | None]:
+    """Each session's warning of its source lines that became no record (a Codex rollout's mirrors,
+    injected context and UI bookkeeping: every rollout has some), added up into one line when three
+    or more sessions have one, with the other findings as they are.  A nightly keep of 800
+    rollouts printed 2,400 lines of them, every night.  ``-v`` lists each, as ``--json`` always does."""
+    from ..importers.base import skipped_tallies
+
+    if verbose:
+        return findings, None
+    rest, sessions, totals = [], 0, {}
+    for finding in findings:
+        tallies = skipped_tallies(finding.message) if finding.code == "source-skipped" and finding.severity == "warning" else None
+        if tallies is None:
+            rest.append(finding)
+            continue
+        sessions += 1
+        for reason, (count, why) in tallies.items():
+            totals[reason] = (totals.get(reason, (0, why))[0] + count, why)
+    if sessions < 3:
+        return findings, None
+    lines = sum(count for count, _why in totals.values())
+    parts = "; ".join(f"{reason} {count:,} ({why})" for reason, (count, why) in
+                      sorted(totals.items(), key=lambda item: (-item[1][0], item[0])))
+    return rest, (f"source-skipped  x{sessions}: {lines:,} source lines of {sessions:,} sessions became no record: {parts} "
+                  "(-v lists each session's)")
+
+
+def _many_alike(findings: list, verbose: bool) -> tuple[list, list[tuple[str, list]]]:
+    """The findings to list one by one, and the warnings of each code that has more than
+    :data:`MANY_ALIKE` of them (each in its own words: a count in each), as (code, them): one line each."""
+    if verbose:
+        return findings, []
+    by_code: dict[str, list] = {}
+    for finding in findings:
+        if finding.severity == "warning":
+            by_code.setdefault(finding.code, []).append(finding)
+    many = {code for code, members in by_code.items() if len(members) > MANY_ALIKE}
+    return ([f for f in findings if not (f.severity == "warning" and f.code in many)],
+            [(code, members) for code, members in by_code.items() if code in many])
+
+
 def _render_import(out: Output, report, target: Path) -> None:
     from rich.table import Table
 
@@ -135,12 +180,19 @@ def _render_import(out: Output, report, target: Path) -> None:
             table.caption = f"… and {len(shown) - 30} more; -v lists every session"
         print_table(out.out, table)
     shown_findings = [f for f in report.findings if f.severity == "error" or not out.quiet]  # -q: errors only
+    shown_findings, skips = _skip_summary(shown_findings, out.verbose)
     single, groups = alike_groups(shown_findings, verbose=out.verbose)
+    single, many = _many_alike(single, out.verbose)
     if single:
         print_table(out.out, findings_table(single, verbose=out.verbose))
     for group in groups:  # N alike warnings (empty transcripts, ...): one line, -v lists each
         out.line([(group.severity, "yellow"), (f"  {group.code}  x{len(group.paths)}: {group.message} ({group.where}; "
                                                   "-v lists each)", None)])
+    for code, members in many:  # N warnings of one code, each its own words: the first, and how many more
+        out.line([("warning", "yellow"), (f"  {code}  x{len(members)}: {members[0].message} ({members[0].path}; and "
+                                          f"{len(members) - 1:,} more like it; -v lists each)", None)])
+    if skips:
+        out.line([("warning", "yellow"), (f"  {skips}", None)])
     counts = {status: sum(s.status == status for s in report.sessions)
               for status in ("created", "updated", "unchanged", "skipped", "trashed")}
     orphaned = sum(s.orphaned for s in report.sessions)

@@ -12,9 +12,42 @@ from __future__ import annotations
 import contextvars
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+
+
+#: The words that end a :func:`skipped_message`'s head, before its reasons; and one of its reasons.
+_NO_RECORD = " lines became no record: "
+_SKIPPED_PART = re.compile(r"(?P<reason>[^\s;()]+) (?P<count>[\d,]+) \((?P<why>[^;()]*); line [\d, ]+…?\)(?:; |$)")
+
+
+def skipped_message(sid: str, skipped: dict[str, list], why: dict[str, str]) -> str:
+    """What a session's ``source-skipped`` warning says of its source lines that became no record,
+    by reason (``skipped``: reason -> [count, its first five line numbers]; ``why``: each reason's
+    words).  :func:`skipped_tallies` reads it back: an import's summary adds them up."""
+    parts = [f"{reason} {count:,} ({why.get(reason, reason)}; line {', '.join(map(str, lines))}{'…' if count > 5 else ''})"
+             for reason, (count, lines) in sorted(skipped.items())]
+    return f"session {sid}: {sum(count for count, _lines in skipped.values()):,}{_NO_RECORD}" + "; ".join(parts)
+
+
+def skipped_tallies(message: str) -> dict[str, tuple[int, str]] | None:
+    """``{reason: (count, its words)}`` of a :func:`skipped_message`; None for any other message."""
+    head, found, rest = message.partition(_NO_RECORD)
+    if not found or not head.startswith("session ") or not rest:
+        return None
+    total = head.rpartition(" ")[2].replace(",", "")
+    tallies: dict[str, tuple[int, str]] = {}
+    at = 0
+    for match in _SKIPPED_PART.finditer(rest):
+        if match.start() != at:
+            return None
+        tallies[match["reason"]] = (int(match["count"].replace(",", "")), match["why"])
+        at = match.end()
+    if at != len(rest) or not total.isdigit() or int(total) != sum(count for count, _why in tallies.values()):
+        return None
+    return tallies
 
 
 class Options:

@@ -76,6 +76,7 @@ from ..layouts.codex import FirstFacts, first_record, legacy_record, thread_id
 from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, payload_sketch,
                                   message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
+from .base import skipped_message
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, json_object,
                      offset_line_key, safe_id, written_stamp)
 from .bloom import Digests, digest_of, keep_last
@@ -897,10 +898,7 @@ def _convert(session: Session, rollout: _Rollout) -> None:
 
 def _skipped_finding(where: str, sid: str, skipped: dict[str, list]) -> Finding:
     """The lines that became no record, by reason (``skipped``: reason -> [count, its first five line numbers])."""
-    parts = [f"{reason} {count:,} ({WHY.get(reason, reason)}; line {', '.join(map(str, n))}{'…' if count > 5 else ''})"
-             for reason, (count, n) in sorted(skipped.items())]
-    return Finding("source-skipped", "warning", where, None, None,
-                   f"session {sid}: {sum(c for c, _n in skipped.values()):,} lines became no record: " + "; ".join(parts))
+    return Finding("source-skipped", "warning", where, None, None, skipped_message(sid, skipped, WHY))
 
 
 def _first_prompt(rollout: _Rollout) -> str | None:
