@@ -123,8 +123,9 @@ MANY_ALIKE = 10
 def _skip_summary(findings: list, verbose: bool) -> tuple[list, str | None]:
     """Each session's warning of its source lines that became no record (a Codex rollout's mirrors,
     injected context and UI bookkeeping: every rollout has some), added up into one line when three
-    or more sessions have one, with the other findings as they are.  A nightly keep of 800
-    rollouts printed 2,400 lines of them, every night.  ``-v`` lists each, as ``--json`` always does."""
+    or more sessions have one, with the other findings as they are.  An import of 800 rollouts
+    printed 2,400 lines of them, and again on each import that found nothing new (0.2 s of a 0.3 s
+    run).  ``-v`` lists each, as ``--json`` always does; the nightly job's ``-q`` shows errors only."""
     from ..importers.base import skipped_tallies
 
     if verbose:
