@@ -85,3 +85,8 @@ def test_a_codex_import_says_its_skipped_lines_in_one_line_whose_counts_are_the_
         assert f"{sum(totals.values()):,} source lines of {len(rollouts())} sessions became no record" in lines[0]
         for reason, count in totals.items():
             assert f"{reason} {count:,} ({WHY[reason]})" in lines[0]
+        assert "each is in its journal as a source line, for restore" in lines[0]
+    events = sum(journal.read_bytes().count(b'"type":"source-line"') for journal in (tmp_path / "store").rglob("*.jsonl"))
+    assert events == sum(totals.values()), "what the line says: every line that became no record is in a journal"
+    bare = run_cli("import", "--from", "codex", "--source", home, "--store", tmp_path / "bare", "--no-raw")
+    assert "source lines of" in bare.stdout + bare.stderr and "for restore" not in bare.stdout + bare.stderr

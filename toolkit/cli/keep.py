@@ -74,7 +74,7 @@ def import_(
     if out.json:
         out.emit_json(report.to_json())
         return code
-    _render_import(out, report, target)
+    _render_import(out, report, target, kept_raw=not no_raw)
     return code
 
 
@@ -120,12 +120,14 @@ def _check_sources(from_: str, sources: list[Path], given: bool) -> None:
 MANY_ALIKE = 10
 
 
-def _skip_summary(findings: list, verbose: bool) -> tuple[list, str | None]:
+def _skip_summary(findings: list, verbose: bool, kept_raw: bool = False) -> tuple[list, str | None]:
     """Each session's warning of its source lines that became no record (a Codex rollout's mirrors,
     injected context and UI bookkeeping: every rollout has some), added up into one line when three
     or more sessions have one, with the other findings as they are.  An import of 800 rollouts
     printed 2,400 lines of them, and again on each import that found nothing new (0.2 s of a 0.3 s
-    run).  ``-v`` lists each, as ``--json`` always does; the nightly job's ``-q`` shows errors only."""
+    run).  ``-v`` lists each, as ``--json`` always does; the nightly job's ``-q`` shows errors only.
+    ``kept_raw``: the journals keep each such line as a ``source-line`` event (an import without
+    ``--no-raw``, not a dry run), which the line says: nothing of the rollout is lost."""
     from ..importers.base import skipped_tallies
 
     if verbose:
@@ -144,8 +146,9 @@ def _skip_summary(findings: list, verbose: bool) -> tuple[list, str | None]:
     lines = sum(count for count, _why in totals.values())
     parts = "; ".join(f"{reason} {count:,} ({why})" for reason, (count, why) in
                       sorted(totals.items(), key=lambda item: (-item[1][0], item[0])))
-    return rest, (f"source-skipped  x{sessions}: {lines:,} source lines of {sessions:,} sessions became no record: {parts} "
-                  "(-v lists each session's)")
+    kept = "; each is in its journal as a source line, for restore" if kept_raw else ""
+    return rest, (f"source-skipped  x{sessions}: {lines:,} source lines of {sessions:,} sessions became no record: {parts}"
+                  f"{kept} (-v lists each session's)")
 
 
 def _many_alike(findings: list, verbose: bool) -> tuple[list, list[tuple[str, list]]]:
@@ -162,7 +165,7 @@ def _many_alike(findings: list, verbose: bool) -> tuple[list, list[tuple[str, li
             [(code, members) for code, members in by_code.items() if code in many])
 
 
-def _render_import(out: Output, report, target: Path) -> None:
+def _render_import(out: Output, report, target: Path, kept_raw: bool = True) -> None:
     from rich.table import Table
 
     from ..importers.uris import NOT_HERE
@@ -181,7 +184,8 @@ def _render_import(out: Output, report, target: Path) -> None:
             table.caption = f"… and {len(shown) - 30} more; -v lists every session"
         print_table(out.out, table)
     shown_findings = [f for f in report.findings if f.severity == "error" or not out.quiet]  # -q: errors only
-    shown_findings, skips = _skip_summary(shown_findings, out.verbose)
+    written = kept_raw and not report.dry_run and all(s.status in ("created", "updated", "unchanged") for s in report.sessions)
+    shown_findings, skips = _skip_summary(shown_findings, out.verbose, kept_raw=written)
     single, groups = alike_groups(shown_findings, verbose=out.verbose)
     single, many = _many_alike(single, out.verbose)
     if single:
