@@ -165,7 +165,7 @@ def _many_alike(findings: list, verbose: bool) -> tuple[list, list[tuple[str, li
             [(code, members) for code, members in by_code.items() if code in many])
 
 
-def _render_import(out: Output, report, target: Path, kept_raw: bool = True) -> None:
+def _render_import(out: Output, report, target: Path, kept_raw: bool) -> None:
     from rich.table import Table
 
     from ..importers.uris import NOT_HERE

@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 
-#: The words that end a :func:`skipped_message`'s head, before its reasons; and one of its reasons.
+#: The words that end a :func:`skipped_message`'s head, before its reasons; and one of its reasons
+#: (compiled when first read back, by re's own cache: every import loads this module, few read one).
 _NO_RECORD = " lines became no record: "
-_SKIPPED_PART = re.compile(r"(?P<reason>[^\s;()]+) (?P<count>[\d,]+) \((?P<why>[^;()]*); line [\d, ]+…?\)(?:; |$)")
+_SKIPPED_PART = r"(?P<reason>[^\s;()]+) (?P<count>[\d,]+) \((?P<why>[^;()]*); line [\d, ]+…?\)(?:; |$)"
 
 
 def skipped_message(sid: str, skipped: dict[str, list], why: dict[str, str]) -> str:
@@ -40,7 +41,7 @@ def skipped_tallies(message: str) -> dict[str, tuple[int, str]] | None:
     total = head.rpartition(" ")[2].replace(",", "")
     tallies: dict[str, tuple[int, str]] = {}
     at = 0
-    for match in _SKIPPED_PART.finditer(rest):
+    for match in re.finditer(_SKIPPED_PART, rest):
         if match.start() != at:
             return None
         tallies[match["reason"]] = (int(match["count"].replace(",", "")), match["why"])
