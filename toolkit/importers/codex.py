@@ -37,9 +37,8 @@ Memory does not grow with the rollout's records: a first read keeps, per record,
 is, its hash, its time, its sketch) and the call ids, exit codes and facts of the whole file, in
 lists for a rollout of at most ROWS_IN_MEMORY records, else in a temporary SQLite database;
 :func:`~toolkit.layouts.codex_seen.decide_stream` then keeps two bytes a record; the records are
-converted from their lines: the first ones (up to VALUES_IN_MEMORY) kept parsed from the first
-read, those up to KEEP_IN_MEMORY kept as bytes and parsed again, the rest re-read at their offsets
-(and refused if those changed).  Either way the journals are the same bytes.
+converted from their lines: those up to KEEP_IN_MEMORY kept as bytes from the first read and
+parsed again, the rest re-read at their offsets (and refused if those changed).  Either way the journals are the same bytes.
 
 A rollout that only grew since the last import is *resumed* (issue 27, :func:`resume`): only its
 new lines are read, and the records, ``source-line`` events (its new lines no record carries) and
@@ -367,14 +366,13 @@ _DIGEST = 12  # bytes of a sketch's digests (codex_seen._digest)
 #: two bytes a record in memory (:class:`_Tabled`).
 ROWS_IN_MEMORY = 32_768
 #: Bytes of a rollout's first lines kept from the first read to the conversion; the lines after
-#: them are read again at their offsets, and refused if they changed.
+#: them are read again at their offsets, and refused if they changed.  Only their bytes: each is
+#: parsed again when it is converted.  Its parsed value kept from the first read instead (up to
+#: 4 MB of lines a rollout) cost more than the second parse it saved: a first import of 814 real
+#: rollouts took 4.4 s of CPU against 4.9 s, 60 MB of small records 2.6-3.0 s against 3.3-3.6 s
+#: (serial, runs interleaved): what a read holds on to is the cache's, and the next line's memory
+#: is no longer the memory the last one freed.
 KEEP_IN_MEMORY = 8 << 20
-#: Of those, the bytes whose parsed values are kept too, each taken by the first conversion (a
-#: later pass parses the bytes again): a rollout within it is parsed once.  Parsed, the lines of
-#: the real rollouts take twice their bytes, lines of small records four times: at most 16 MB, as
-#: a Claude Code group's parsed lines (its KEEP_IN_MEMORY); a 400 MB import holding them made no
-#: full collection of the garbage collector.
-VALUES_IN_MEMORY = 4 << 20
 
 
 def _hash(data: bytes) -> str:
@@ -632,7 +630,6 @@ class _Rollout:
         self.recent_exits: dict[str, int] = {}
         self.latest = _Latest.empty()  # the lines at the file's latest time
         self.kept_lines: list[bytes] = []  # the first lines' bytes, within KEEP_IN_MEMORY
-        self.kept_values: list[dict | None] = []  # their parsed values, within VALUES_IN_MEMORY, taken by a first conversion
         replay = Replay()
         self.rows = self._read(replay, legacy)
         self.count, self.replay, self.fork = replay.count, replay.range, (replay.fork, replay.start, replay.end)
@@ -650,7 +647,6 @@ class _Rollout:
         first = meta = first_time = cwd = None
         typed = False
         keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
-        values, unparsed = self.kept_values, KEEP_IN_MEMORY - VALUES_IN_MEMORY  # (values kept while budget >= unparsed)
         see, recent_calls, recent_exits = self.latest.see, self.recent_calls, self.recent_exits
         add, add_kept = rows.add, rows.add_kept
         lazy = True  # each line kept in its bytes, its hash taken only when asked: until the first line not kept
@@ -694,8 +690,6 @@ class _Rollout:
                 keep = budget >= 0
                 if keep:
                     kept.append(data)
-                    if budget >= unparsed:
-                        values.append(line.value)
                 elif lazy:  # the first line not kept: read again later, its hash is what proves it the same
                     lazy = False
                     self._hash_kept(rows)
@@ -787,8 +781,8 @@ class _Rollout:
         t, model = created or "", None
         when = created  # the time of the last record (as the writer takes it for the source's events)
         self.walked = None
-        exits, codes, groups, kept, values = self.rows.exits, self.codes, self.groups, self.kept_lines, self.kept_values
-        held, parsed, meta = len(kept), len(values), _CODES["meta", None]
+        exits, codes, groups, kept = self.rows.exits, self.codes, self.groups, self.kept_lines
+        held, meta = len(kept), _CODES["meta", None]
         last = [None] * 8  # the last rows, by n % 8: a record is keyed by one at most MIRROR_WINDOW (< 8) before it
         try:
             for row in self.rows.rows():
@@ -801,10 +795,7 @@ class _Rollout:
                 code = codes[n]
                 if code & 7 or code == meta:  # skipped, or the meta record's line: not read again
                     continue
-                if n < parsed and (value := values[n]) is not None:  # parsed by the first read: taken, once
-                    values[n], data = None, kept[n]
-                else:
-                    value = loads(data := kept[n] if n < held else self._bytes(n, offset, size, digest))
+                value = loads(data := kept[n] if n < held else self._bytes(n, offset, size, digest))
                 envelope = as_envelope(value)
                 back = groups[n]
                 identity = offset_line_key(value) if not back & 7 else None  # (a mirror's key is another line's)
