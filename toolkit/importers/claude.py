@@ -36,7 +36,7 @@ Memory does not grow with a transcript's records (issue 28: a 1,000,000-record t
 3.4 GB): what the graph and the conversion need of each record is a row in a private temporary
 SQLite database (:func:`toolkit.importers.spill.temp_db`), the walks run over two arrays of
 about 11 bytes a record, and each record is converted from its line, re-read at its offset
-(or kept parsed from the first pass, within a fixed budget).  A group of transcripts totalling
+(or kept from the first pass as bytes, within a fixed budget).  A group of transcripts totalling
 at most :data:`ROWS_IN_MEMORY` bytes (nearly every session) holds its rows in a list instead,
 and answers the same questions without a database (issue 27: a first import's SQL was a fifth
 of its time).
@@ -75,9 +75,11 @@ if TYPE_CHECKING:
 
 __all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "source_files", "unit_key", "units"]
 
-#: Bytes of source lines an import group (a session with its subagents) keeps parsed between its
-#: two passes; the rest are re-read at their offset.  A budget, not a file size: memory stays
-#: the same whatever the transcripts' size or number of records.
+#: Bytes of source lines an import group (a session with its subagents) keeps between its two
+#: passes, as bytes, parsed again when converted; the rest are re-read at their offset.  A budget,
+#: not a file size: memory stays the same whatever the transcripts' size or number of records.
+#: (Kept parsed instead, they cost more than the parse they saved: 282 MB of real transcripts
+#: 3.0-3.2 s of CPU against 3.2-3.8 s, 28 MB of small records 0.69-0.75 s against 0.77-0.87 s.)
 KEEP_IN_MEMORY = 4 << 20
 #: A group whose transcripts total at most this many bytes keeps its rows (a few hundred bytes a
 #: record) in memory; a larger one puts them in a temporary database (:class:`_Transcript`).
@@ -180,7 +182,7 @@ class _Db:
     def __init__(self) -> None:
         self._conn = None
         self.tables = 0
-        self.keep = KEEP_IN_MEMORY  # bytes of source lines the group may still keep parsed
+        self.keep = KEEP_IN_MEMORY  # bytes of source lines the group may still keep
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -220,7 +222,7 @@ class _Transcript:
         self.flags = bytearray()
         self.cwd = self.version = self.session_id = None
         self.first_stamp: str | None = None
-        self.kept: dict[int, tuple[dict, bytes]] = {}  # parsed lines within the group's KEEP_IN_MEMORY
+        self.kept: dict[int, bytes] = {}  # the bytes of lines within the group's KEEP_IN_MEMORY
         stamp = None
         add, done = self._rows()
         for src in self.reader:
@@ -236,7 +238,7 @@ class _Transcript:
             self.flags.append(flags)
             if len(src.data) <= db.keep:
                 db.keep -= len(src.data)
-                self.kept[row[0]] = (value, src.data)
+                self.kept[row[0]] = src.data
             add(row)
         done()
         self.count = len(self.flags)
@@ -309,11 +311,16 @@ class _Transcript:
     def item(self, n: int) -> _Item:
         return _Item.of(self.db.conn.execute(f"SELECT {_COLUMNS} FROM {self.table} WHERE n = ?", (n,)).fetchone())
 
+    def line_bytes(self, item: _Item) -> bytes:
+        """The bytes of ``item``'s line: kept, or re-read and checked as :meth:`value` does."""
+        data = self.kept.get(item.n)
+        return data if data is not None else self.value(item)[1]
+
     def value(self, item: _Item) -> tuple[dict, bytes]:
-        """The record and its bytes (kept from the first pass, or re-read at its offset)."""
-        kept = self.kept.get(item.n)
-        if kept is not None:
-            return kept
+        """The record and its bytes (its bytes kept from the first pass and parsed again, or re-read at its offset)."""
+        data = self.kept.get(item.n)
+        if data is not None:
+            return loads(data), data
         if self._handle is None:
             self._handle = open_regular(self.path)
         self._handle.seek(item.offset)
@@ -343,7 +350,7 @@ class _Transcript:
     def _read_line(self, grp: int) -> Callable[[int, int], bytes]:
         def read(offset: int, _length: int) -> bytes:
             try:
-                return self.value(self.item(self._last_at(offset, grp)))[1]
+                return self.line_bytes(self.item(self._last_at(offset, grp)))
             finally:
                 self.close()
         return read
