@@ -79,7 +79,7 @@ __all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "sour
 #: passes, as bytes, parsed again when converted; the rest are re-read at their offset.  A budget,
 #: not a file size: memory stays the same whatever the transcripts' size or number of records.
 #: (Kept parsed instead, they cost more than the parse they saved: 282 MB of real transcripts
-#: 3.0-3.2 s of CPU against 3.2-3.8 s, 28 MB of small records 0.69-0.75 s against 0.77-0.87 s.)
+#: 3.0-3.3 s of CPU against 3.2-3.8 s, 28 MB of small records 0.69-0.75 s against 0.77-0.87 s.)
 KEEP_IN_MEMORY = 4 << 20
 #: A group whose transcripts total at most this many bytes keeps its rows (a few hundred bytes a
 #: record) in memory; a larger one puts them in a temporary database (:class:`_Transcript`).

@@ -38,7 +38,8 @@ is, its hash, its time, its sketch) and the call ids, exit codes and facts of th
 lists for a rollout of at most ROWS_IN_MEMORY records, else in a temporary SQLite database;
 :func:`~toolkit.layouts.codex_seen.decide_stream` then keeps two bytes a record; the records are
 converted from their lines: those up to KEEP_IN_MEMORY kept as bytes from the first read and
-parsed again, the rest re-read at their offsets (and refused if those changed).  Either way the journals are the same bytes.
+parsed again, the rest re-read at their offsets (and refused if those changed).  Either way the
+journals are the same bytes.
 
 A rollout that only grew since the last import is *resumed* (issue 27, :func:`resume`): only its
 new lines are read, and the records, ``source-line`` events (its new lines no record carries) and
