@@ -16,6 +16,8 @@ from .encode import dumps
 
 if TYPE_CHECKING:  # rich is imported where a table or a coloured line is drawn: a check whose
     # output is a line or a JSON document never loads it (a fifth of a command's start-up)
+    from collections.abc import Callable
+
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -223,14 +225,21 @@ def alike_groups(findings: list[Finding], verbose: bool = False, least: int = 3)
     are shown one by one."""
     if verbose:
         return list(findings), []
-    by_kind: dict[tuple, list[Finding]] = {}
+    single, groups = grouped_warnings(findings, lambda f: (f.code, f.message), least)
+    return single, [AlikeGroup("warning", code, message, [f.path for f in members]) for (code, message), members in groups]
+
+
+def grouped_warnings(findings: list[Finding], key: Callable[[Finding], object],
+                     least: int) -> tuple[list[Finding], list[tuple[object, list[Finding]]]]:
+    """Split ``findings`` into those shown one by one and, as ``(key, them)`` in the order first
+    met, the warnings of each ``key`` that ``least`` or more of them share; errors are never grouped."""
+    by_key: dict[object, list[Finding]] = {}
     for f in findings:
         if f.severity == "warning":
-            by_kind.setdefault((f.code, f.message), []).append(f)
-    grouped = {key for key, members in by_kind.items() if len(members) >= least}
-    single = [f for f in findings if f.severity != "warning" or (f.code, f.message) not in grouped]
-    return single, [AlikeGroup("warning", code, message, [f.path for f in by_kind[(code, message)]]) for code, message in by_kind
-                    if (code, message) in grouped]
+            by_key.setdefault(key(f), []).append(f)
+    grouped = {k for k, members in by_key.items() if len(members) >= least}
+    return ([f for f in findings if f.severity != "warning" or key(f) not in grouped],
+            [(k, members) for k, members in by_key.items() if k in grouped])
 
 
 def name_table(**options) -> Table:

@@ -154,15 +154,11 @@ def _skip_summary(findings: list, verbose: bool, kept_raw: bool = False) -> tupl
 def _many_alike(findings: list, verbose: bool) -> tuple[list, list[tuple[str, list]]]:
     """The findings to list one by one, and the warnings of each code that has more than
     :data:`MANY_ALIKE` of them (each in its own words: a count in each), as (code, them): one line each."""
+    from ..report import grouped_warnings
+
     if verbose:
         return findings, []
-    by_code: dict[str, list] = {}
-    for finding in findings:
-        if finding.severity == "warning":
-            by_code.setdefault(finding.code, []).append(finding)
-    many = {code for code, members in by_code.items() if len(members) > MANY_ALIKE}
-    return ([f for f in findings if not (f.severity == "warning" and f.code in many)],
-            [(code, members) for code, members in by_code.items() if code in many])
+    return grouped_warnings(findings, lambda f: f.code, MANY_ALIKE + 1)
 
 
 def _render_import(out: Output, report, target: Path, kept_raw: bool) -> None:
