@@ -389,6 +389,14 @@ class WrittenScan:
         if data[:1] != b"{" or data.find(b"\n") != len(data) - 1 or data[-2:-1] == b"\r":  # as :meth:`line` says
             self.usable = False
             return
+        self.numbered(data, record)
+
+    def numbered(self, data: bytes, record: dict) -> None:
+        """:meth:`terminated` of a line the writer made one ``{`` record and its newline, with no other
+        newline or carriage return in it (an importer's :func:`~toolkit.importers.output._numbered_line`:
+        JSON as orjson writes it, with a raw row that holds neither): not looked through again."""
+        if not self.usable:
+            return
         c = self.classifier
         c.lineno += 1
         try:
@@ -398,24 +406,28 @@ class WrittenScan:
             return
         self.offset += len(data)
 
-    def plain_events(self, lines: list[bytes], start: int, seq: int, t: object) -> int:
+    def plain_events(self, lines: list[bytes], start: int, seq: int, t: object, *, plain: bool = False) -> int:
         """:meth:`line` of each of ``lines[start:]``, ``event`` lines of a type that keeps no fact
         (``source-line``) numbered from ``seq`` with time ``t``, without their records, in one call:
         how many of them, from the first, were taken.  The first one not taken must be given to
-        :meth:`line` (with its record) instead."""
+        :meth:`line` (with its record) instead.  ``plain``: the caller made each line a ``{`` record
+        with no newline or carriage return in it (as :meth:`line` asks), so none is looked through."""
         c = self.classifier
         if not (self.usable and c.identified):
             return 0
-        plain = getattr(c.rules, "plain_events", None)
-        if plain is None:
+        rules = getattr(c.rules, "plain_events", None)
+        if rules is None:
             return 0
-        end, size = start, 0
-        while end < len(lines):
-            data = lines[end]
-            if data[:1] != b"{" or data[-1:] == b"\r" or b"\n" in data:
-                break
-            end, size = end + 1, size + len(data) + 1
-        if not plain(seq, end - start, t):  # (the rules take them all, or none)
+        if plain:
+            end, size = len(lines), sum(map(len, lines[start:] if start else lines)) + len(lines) - start
+        else:
+            end, size = start, 0
+            while end < len(lines):
+                data = lines[end]
+                if data[:1] != b"{" or data[-1:] == b"\r" or b"\n" in data:
+                    break
+                end, size = end + 1, size + len(data) + 1
+        if not rules(seq, end - start, t):  # (the rules take them all, or none)
             return 0
         c.lineno += end - start
         self.offset += size

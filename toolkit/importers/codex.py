@@ -415,15 +415,20 @@ class _Listed:
         them when it is asked (:func:`_hash`; most lines of a rollout become no record, and only a
         record's key needs one), and its repeat is counted by its bytes."""
         size = len(data)
-        near = self._near.setdefault((size, data[:64]), [])  # (lines that differ rarely share both)
-        for same in near:
-            if same[0] == data:
-                same[1] += 1
-                repeat = same[1]
-                break
-        else:
-            near.append([data, 1])
+        key = (size, data[:64])  # (lines that differ rarely share both)
+        near = self._near.get(key)
+        if near is None:
+            self._near[key] = [[data, 1]]
             repeat = 1
+        else:
+            for same in near:
+                if same[0] == data:
+                    same[1] += 1
+                    repeat = same[1]
+                    break
+            else:
+                near.append([data, 1])
+                repeat = 1
         self.places.append((len(self.items), offset, size, None, repeat, stamp, model))
         self.numbers.append(line)
         self.items.append(item)

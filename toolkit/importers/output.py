@@ -611,8 +611,8 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
 
     fed = WrittenScan(path) if written is not None else None
     feed = fed.line if fed is not None else lambda _line, _value=None: None
-    feed_terminated = fed.terminated if fed is not None else lambda _line, _value: None
-    plain_events = fed.plain_events if fed is not None else lambda lines, k, _seq, _t: len(lines) - k
+    feed_terminated = fed.numbered if fed is not None else lambda _line, _value: None  # (each line as _numbered_line makes it)
+    plain_events = fed.plain_events if fed is not None else lambda lines, k, _seq, _t, plain=False: len(lines) - k
     with writer as out:
         meta = session.meta(no_raw)
         _carries(meta, held.carried)
@@ -644,7 +644,7 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
                     write(b"\n")
                     k = 0
                     while k < len(lines):  # plain_events takes what it can, feed (with its record) the one it declines, in order
-                        k += plain_events(lines, k, first + k, t)
+                        k += plain_events(lines, k, first + k, t, plain=True)  # (made from a template, of rows with no newline)
                         if k < len(lines):
                             feed(lines[k], _source_value(t, item[k][0], first + k))
                             k += 1
