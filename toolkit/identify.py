@@ -46,7 +46,7 @@ def sniff(record: object) -> str | None:
         return "gemini"
     if isinstance(kind, str) and kind in _LEVELCODE_KINDS and not _has(record, "payload", "uuid", "parentUuid"):
         return LEVELCODE
-    if "payload" in record and kind_of in _CODEX_TYPES and not _has(record, "parentUuid", "kind", "role"):
+    if "payload" in record and isinstance(kind_of, str) and kind_of in _CODEX_TYPES and not _has(record, "parentUuid", "kind", "role"):
         return "codex"
     if set(record) == _COPILOT_KEYS and isinstance(kind_of, str) and _DOTTED.match(kind_of):
         return "copilot"

@@ -215,10 +215,11 @@ def _levelcode_md(record: dict, state: dict) -> str | None:
     if kind == "event":
         if record.get("type") == "orphan-message":
             return _orphan_md(record, when)
-        if record.get("type") in _BOOKKEEPING:
+        of_type = record.get("type") if isinstance(record.get("type"), str) else None  # (a list there names no type: no set's member)
+        if of_type in _BOOKKEEPING:
             state["quiet"] = state.get("quiet", 0) + 1
             return None
-        if record.get("type") in _RESTORE_ONLY:
+        if of_type in _RESTORE_ONLY:
             return None
         if record.get("type") == "off-chain":
             message = record.get("message") if isinstance(record.get("message"), dict) else {}

@@ -18,6 +18,16 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 
+def unconverted(exc: Exception, what: str = "") -> str:
+    """The words of the finding of a session (a task, a row) an importer could not convert: a bug
+    met on untrusted data, isolated (the session is skipped, the import goes on).  ``what``: the
+    item named first (``task 1234``).  Under the test suite (``LEVELSESS_SELF_CHECK``) it is raised
+    instead: no input a test builds may end here, whatever shape its values take."""
+    if os.environ.get("LEVELSESS_SELF_CHECK"):
+        raise exc
+    return f"{what + ' ' if what else ''}could not be converted ({type(exc).__name__}: {exc}); skipped"
+
+
 #: The words that end a :func:`skipped_message`'s head, before its reasons; and one of its reasons
 #: (compiled when first read back, by re's own cache: every import loads this module, few read one).
 _NO_RECORD = " lines became no record: "

@@ -57,6 +57,7 @@ import orjson
 from ..errors import DurabilityError, FileChangedError
 from ..findings import Finding
 from ..layouts.base import one_line
+from .base import unconverted
 from ..layouts.claude_code import CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGENTS, prompt_text, split_user
 from ..lines import loads, open_regular
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Resumed,
@@ -160,7 +161,7 @@ def _row(n: int, src: SourceLine, value: dict, stamp: str | None) -> tuple[tuple
             request = value.get("requestId")
             msg = _ids([message["id"], request if isinstance(request, str) else None])
         uses = _ids([b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)])
-        if message.get("stop_reason") in _FINAL:
+        if isinstance(stop := message.get("stop_reason"), str) and stop in _FINAL:
             flags |= _STOP
     elif kind == "user":
         results = _ids([b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else "" for b in content
@@ -1396,7 +1397,7 @@ def scan_unit(unit: Unit, options: Options, report: Callable[[Finding], None]) -
             return
         except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
             report(Finding("source-unreadable", "error", str(where), None, None,
-                           f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
+                           unconverted(exc)))
             return
         for session in sessions:
             if not len(session.records) and not session.too_large:  # a record too large to parse is kept all the same

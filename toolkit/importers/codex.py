@@ -76,7 +76,7 @@ from ..layouts.codex import FirstFacts, first_record, legacy_record, thread_id
 from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, payload_sketch,
                                   message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
 from ..lines import loads, open_regular
-from .base import skipped_message
+from .base import skipped_message, unconverted
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, json_object,
                      offset_line_key, safe_id, written_stamp)
 from .bloom import Digests, digest_of, keep_last
@@ -114,7 +114,7 @@ def scan_unit(unit: Unit, options: Options, report: Callable[[Finding], None]) -
         return
     except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
         report(Finding("source-unreadable", "error", str(path), None, None,
-                       f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
+                       unconverted(exc)))
         return
     if session is not None and not (options.orphans_only and not session.orphaned):
         yield session

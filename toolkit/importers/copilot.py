@@ -23,6 +23,7 @@ from ..errors import NotASourceError, PathNotFoundError
 from ..findings import Finding
 from ..identify import identify_lines
 from ..lines import first_line, loads, split_line
+from .base import unconverted
 from .output import Options, Raw, Session, json_object, safe_id
 from .unchanged import Unit
 from .uris import apply_map, folder_status, is_foreign
@@ -98,7 +99,7 @@ def scan_unit(unit: Unit, options: Options, report: Callable[[Finding], None]) -
     try:
         session = session_from_log(log, data, options, report)
     except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
-        report(Finding("source-unreadable", "error", str(log), None, None, f"could not be converted ({type(exc).__name__}: {exc}); skipped"))
+        report(Finding("source-unreadable", "error", str(log), None, None, unconverted(exc)))
         return
     if session is not None and not (options.orphans_only and not session.orphaned):
         yield session
@@ -326,7 +327,8 @@ class _Conversation:
 
     def __init__(self, events: list[tuple[int, dict, bytes]], first: int | None) -> None:
         def by_call(kind: str) -> dict:
-            return {e["data"].get("toolCallId"): e["data"] for _n, e, _r in events if e["type"] == kind and isinstance(e.get("data"), dict)}
+            return {e["data"]["toolCallId"]: e["data"] for _n, e, _r in events  # (by a string id: the only kind a call is looked up by)
+                    if e["type"] == kind and isinstance(e.get("data"), dict) and isinstance(e["data"].get("toolCallId"), str)}
 
         self.starts, self.completes = by_call("tool.execution_start"), by_call("tool.execution_complete")
         self.start = next((e["data"] for _n, e, _r in events if e["type"] == "session.start" and isinstance(e.get("data"), dict)), {})
@@ -351,7 +353,7 @@ class _Conversation:
             self.ui_only.append(key)
             return
         if (kind == "session.start" and body is self.start and number == self.first) or (
-                kind in TOOL_EVENTS and body.get("toolCallId") in self.carried):
+                kind in TOOL_EVENTS and isinstance(body.get("toolCallId"), str) and body["toolCallId"] in self.carried):
             self.merged += 1
             return  # carried by the meta record / by the assistant record that requested the call
         if kind == "session.model_change" and isinstance(body.get("newModel"), str):

@@ -216,7 +216,7 @@ class ClaudeRules:
         facts.first_timestamp, facts.last_timestamp = self.first_stamp, self.last_stamp
         facts.session_id, facts.turns, facts.first_prompt = self.session_id, self.turns, self.first_prompt
         # a summary titles the conversation ending at its leafUuid, usually in another file
-        self.facts.summaries = [(leaf, text) for leaf, text in self.summaries if leaf in index]
+        self.facts.summaries = [(leaf, text) for leaf, text in self.summaries if isinstance(leaf, str) and leaf in index]
         if not parents:
             return
         sidechain = all(self.side)

@@ -67,7 +67,7 @@ def legacy_record(obj: object) -> bool:
     if is_legacy_meta(obj) or (set(obj) <= {"record_type"} | _STATE_KEYS and isinstance(obj.get("record_type"), str)):
         return True
     kind = obj.get("type")
-    return kind in _LEGACY_ITEMS and "payload" not in obj and (kind != "message" or isinstance(obj.get("role"), str))
+    return isinstance(kind, str) and kind in _LEGACY_ITEMS and "payload" not in obj and (kind != "message" or isinstance(obj.get("role"), str))
 
 
 _STATE_KEYS = frozenset({"previous_response_id"})

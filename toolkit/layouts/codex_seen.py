@@ -219,6 +219,8 @@ def envelope_sketch(record: object) -> Sketch:
 def payload_sketch(top: object, payload: dict) -> Sketch:
     """:func:`envelope_sketch` of an envelope of type ``top`` whose ``payload`` is a dict."""
     kind = payload.get("type")
+    if type(kind) is not str:  # (a list or an object there names no kind this knows, and is no set's member)
+        kind = None
     if top == "event_msg":
         if kind == "user_message":
             return Sketch("prompt", _digest(payload.get("message")))

@@ -39,6 +39,9 @@ def plan_restore(store: Path, keys: list[str], to: Path | None = None) -> Restor
         journal = _journal(store, key)
         meta = read_meta(journal)
         app = _app(key, meta)
+        if not (isinstance(meta.get("id"), str) and meta["id"]):  # (a levelsess journal's id is a string: this one was changed)
+            raise UsageError(f"{key}: the meta record of {journal} has no string id, so it is not a session levelsess kept as it "
+                             "wrote it; nothing was restored", hint=f"`levelsess fsck --strict {journal}` says what is wrong with it")
         files = app.session_files(journal, meta, to)
         new = tuple(f for f in files.files if f[1] not in targets)  # a subagent named beside its session: once
         targets.update(target for _journals, target in new)
@@ -94,7 +97,7 @@ def _journal(store: Path, key: str) -> Path:
 
 def _app(key: str, meta: dict | None):
     source = meta.get("source") if meta else None
-    app = source.get("app") if isinstance(source, dict) else None
+    app = source.get("app") if isinstance(source, dict) and isinstance(source.get("app"), str) else None
     if app in APPS:
         return importlib.import_module(APPS[app])
     why = _OTHERS.get(app, f"it came from {app}" if app else "it is a levelsess session, not one kept from another tool")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ...findings import Finding
+from ..base import unconverted
 from ..output import Options, Session
 from . import sdk, tasks
 from .places import detect, resolve
@@ -68,7 +69,7 @@ def _one(folder: Path, convert, options: Options, report) -> Iterator[Session]:
         return
     except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each task
         report(Finding("source-unreadable", "error", str(folder), None, None,
-                       f"task {folder.name} could not be converted ({type(exc).__name__}: {exc}); skipped"))
+                       unconverted(exc, f"task {folder.name}")))
         return
     if session is not None and not (options.orphans_only and not session.orphaned):
         yield session

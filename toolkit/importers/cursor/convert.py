@@ -38,7 +38,7 @@ def lexical_text(rich: object) -> str:
             return node["text"]
         children = [c for c in node.get("children") or [] if isinstance(c, dict)]
         parts = [walk(c) for c in children]
-        if any(c.get("type") in BLOCK_TYPES for c in children):
+        if any(isinstance(c.get("type"), str) and c["type"] in BLOCK_TYPES for c in children):
             return "\n".join(parts)
         return "".join(parts)
 

@@ -12,7 +12,7 @@ from ...findings import Finding
 from ...workers import file_size
 from ...lines import loads
 from .. import sqlite as db
-from ..base import Farm
+from ..base import Farm, unconverted
 from ..output import Options, Raw, Session, iso_from_ms, safe_id
 from ..uris import apply_map, classify
 from .convert import Clock, bubble_text, convert_bubble, iso, model_name, orphan_event, request_time, settle_times, skip_reason
@@ -196,7 +196,7 @@ class Scan:
         try:
             return make()
         except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each row
-            self.finding("source-unreadable", "error", path, key, f"could not be converted ({type(exc).__name__}: {exc}); skipped")
+            self.finding("source-unreadable", "error", path, key, unconverted(exc))
             return None
 
     # -- workspace databases: heads, legacy tabs, inline composers -------------------------

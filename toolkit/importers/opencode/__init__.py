@@ -31,6 +31,7 @@ from pathlib import Path
 from ...errors import NotASourceError, PathNotFoundError
 from ...findings import Finding
 from .. import sqlite as sq
+from ..base import unconverted
 from ..output import Options, Raw, Session, iso_from_ms, safe_id
 from ..uris import apply_map, is_foreign
 from .convert import record
@@ -106,7 +107,7 @@ def scan(source: Path, options: Options, report: Callable[[Finding], None]) -> I
             try:
                 session = _session(sid, stores, lost.get(sid, {}), migrated, options, report)
             except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
-                report(Finding("source-unreadable", "error", str(source), None, None, f"session {sid} could not be converted ({type(exc).__name__}: {exc}); skipped"))
+                report(Finding("source-unreadable", "error", str(source), None, None, unconverted(exc, f"session {sid}")))
                 continue
             if not (options.orphans_only and not session.orphaned):
                 yield session

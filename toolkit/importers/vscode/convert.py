@@ -40,7 +40,7 @@ def iso(ms: object) -> str | None:
 def normalise(session: dict) -> dict:
     """v1/v2/v3 differences (SOURCES §3.2): title, string message/response, error details."""
     requests = []
-    for request in session.get("requests") or []:
+    for request in session.get("requests") if isinstance(session.get("requests"), list) else []:
         if not isinstance(request, dict):
             continue
         request = dict(request)
@@ -48,7 +48,7 @@ def normalise(session: dict) -> dict:
             request["message"] = {"text": request["message"]}
         if isinstance(request.get("response"), str):
             request["response"] = [{"value": request["response"]}]
-        if request.get("responseErrorDetails") is not None:
+        if request.get("responseErrorDetails") is not None and (request.get("result") is None or isinstance(request.get("result"), dict)):
             result = dict(request.get("result") or {})
             result.setdefault("errorDetails", request["responseErrorDetails"])
             request["result"] = result
@@ -76,7 +76,7 @@ def _uri_text(uri: object) -> str | None:
 def context_files(request: dict) -> list[str]:
     files = []
     variables = (request.get("variableData") or {}).get("variables") if isinstance(request.get("variableData"), dict) else None
-    for variable in variables or []:
+    for variable in variables if isinstance(variables, list) else []:
         if not isinstance(variable, dict):
             continue
         value = variable.get("value")
@@ -95,7 +95,7 @@ def _inline_name(part: dict) -> str:
         return ref["name"]
     target = ref.get("uri") if isinstance(ref, dict) and "uri" in ref else ref
     if isinstance(ref, dict) and "location" in ref:
-        target = (ref["location"] or {}).get("uri")
+        target = ref["location"].get("uri") if isinstance(ref["location"], dict) else None
     text = _uri_text(target) or ""
     return text.replace("\\", "/").rstrip("/").rpartition("/")[2] or text
 
@@ -127,7 +127,8 @@ def _round_call(part: dict, request: dict, cursor: dict) -> dict | None:
     if "calls" not in cursor:
         result = request.get("result") if isinstance(request.get("result"), dict) else {}
         rounds = (result.get("metadata") or {}).get("toolCallRounds") if isinstance(result.get("metadata"), dict) else None
-        cursor["calls"] = [c for r in rounds if isinstance(r, dict) for c in (r.get("toolCalls") or []) if isinstance(c, dict)] \
+        cursor["calls"] = [c for r in rounds if isinstance(r, dict) and isinstance(r.get("toolCalls"), list) for c in r["toolCalls"]
+                           if isinstance(c, dict)] \
             if isinstance(rounds, list) else []
         cursor["next"] = 0
     tool_id = part.get("toolId")
@@ -230,7 +231,12 @@ def response_blocks(request: dict, tally: Tally | None = None, rid: str = "") ->
                 blocks.append({"type": "text", "text": joined})
             text.clear()
 
-    for n, part in enumerate(request.get("response") or []):
+    response = request.get("response") or []
+    if not isinstance(response, list):  # (a number or an object there: no part VS Code would show; kept under raw)
+        tally.items += 1
+        tally.skip("unknown-shape", f"response:{rid}")
+        response = []
+    for n, part in enumerate(response):
         tally.items += 1
         key = f"response:{rid}#{n}"
         if not isinstance(part, dict):
@@ -278,7 +284,7 @@ def response_blocks(request: dict, tally: Tally | None = None, rid: str = "") ->
                 tally.skip("empty", key)
         elif kind == "clearToPreviousToolInvocation":
             text.clear()  # VS Code drops the text since the last tool block
-        elif kind in UI_ONLY:
+        elif isinstance(kind, str) and kind in UI_ONLY:
             tally.skip("ui-only", key)
         else:
             tally.skip(f"unknown-kind:{kind}" if isinstance(kind, str) else "unknown-shape", key)
@@ -288,7 +294,7 @@ def response_blocks(request: dict, tally: Tally | None = None, rid: str = "") ->
 
 def status_of(request: dict) -> str:
     state = request.get("modelState")
-    if isinstance(state, dict) and state.get("value") in STATUS:
+    if isinstance(state, dict) and isinstance(state.get("value"), (int, float)) and state["value"] in STATUS:  # (a list there is no key)
         return STATUS[state["value"]]
     if request.get("isCanceled"):
         return "cancelled"

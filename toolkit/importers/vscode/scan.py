@@ -21,6 +21,7 @@ from pathlib import Path
 from ...errors import LevelsessError
 from ...findings import Finding
 from .. import sqlite as db
+from ..base import unconverted
 from ..output import Options, Raw, Session, safe_id
 from ..uris import apply_map, classify
 from .convert import Tally, convert, iso, normalise, title_of
@@ -80,7 +81,7 @@ class Scan:
         try:
             return make()
         except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
-            self.finding("source-unreadable", "error", where, f"could not be converted ({type(exc).__name__}: {exc}); skipped")
+            self.finding("source-unreadable", "error", where, unconverted(exc))
             return None
 
     # -- the state.vscdb of a store: index, legacy sessions, transfer index -------------------
@@ -310,6 +311,11 @@ class Scan:
             if not isinstance(request, dict):  # a null hole (a delete) or a stray value: no record
                 tally.items += 1
                 tally.skip("deleted" if request is None else "not-an-object", f"requests[{n}]")
+        odd = state.get("requests")
+        odd = odd if odd is not None and not isinstance(odd, list) else None  # (a number, an object: no request a chat holds)
+        if odd is not None:
+            tally.items += 1
+            tally.skip("unknown-shape", "requests")
         state = normalise(state)
         sid = state.get("sessionId") if isinstance(state.get("sessionId"), str) and state["sessionId"] else None
         if sid is None and not legacy and store.kind == "file":
@@ -336,7 +342,7 @@ class Scan:
         fallback = created or (iso(mtime * 1000) if mtime else None)
         records, first = convert(state, fallback, tally)
         title = title_of(state) or (entry.get("title") if isinstance(entry, dict) and entry.get("title") else None)
-        raw = Raw(value={k: v for k, v in state.items() if k != "requests"})
+        raw = Raw(value={k: v for k, v in state.items() if k != "requests"} | ({"requests": odd} if odd is not None else {}))
         source = {"app": APP, "path": path, "key": key, "version": version, "sessionId": sid}
         if store.workspace_id:
             source["workspaceId"] = store.workspace_id

@@ -38,7 +38,7 @@ def classify(obj: object) -> str:
 
 def is_message_shape(obj: object) -> bool:
     """A Gemini message record by its own keys (what a file whose metadata line was lost opens with)."""
-    return (type(obj) is dict and isinstance(obj.get("id"), str) and obj.get("type") in MESSAGE_TYPES
+    return (type(obj) is dict and isinstance(obj.get("id"), str) and isinstance(obj.get("type"), str) and obj["type"] in MESSAGE_TYPES
             and "timestamp" in obj and "content" in obj
             and not any(k in obj for k in ("parentId", "uuid", "parentUuid", "payload", "kind")))
 
