@@ -653,7 +653,7 @@ class _Rollout:
         first = meta = first_time = cwd = None
         typed = False
         keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
-        see, recent_calls, recent_exits = self.latest.see, self.recent_calls, self.recent_exits
+        see, see_at, recent_calls, recent_exits = self.latest.see, self.latest.see_at, self.recent_calls, self.recent_exits
         add, add_kept = rows.add, rows.add_kept
         lazy = True  # each line kept in its bytes, its hash taken only when asked: until the first line not kept
         for line in self.reader:
@@ -700,11 +700,11 @@ class _Rollout:
                     lazy = False
                     self._hash_kept(rows)
             if lazy:
-                see(line.value, data)
+                see(line.value, data) if legacy else see_at(stamp, value, data)  # (a legacy line's own time, not its envelope's)
                 add_kept(number, offset, data, item, stamp, model if isinstance(model, str) else None)
             else:
                 digest = _hash(data)
-                see(line.value, digest)
+                see(line.value, digest) if legacy else see_at(stamp, value, digest)
                 add(number, offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
             n += 1
             if n > limit and type(rows) is _Listed:
@@ -990,7 +990,11 @@ class _Latest:
     def see(self, value: dict, digest: str | bytes) -> None:
         """A line read (``digest``: its hash, or its bytes until :meth:`hash_kept`: the same bytes, the same hash)."""
         time = value.get("timestamp")
-        if not isinstance(time, str):
+        self.see_at(time if isinstance(time, str) else None, value, digest)
+
+    def see_at(self, time: str | None, value: dict, digest: str | bytes) -> None:
+        """:meth:`see` of a line whose ``timestamp`` was taken already (None: not a string)."""
+        if time is None:
             if self.odd is not None:
                 self.odd.add(digest)
                 if len(self.odd) > LATEST:

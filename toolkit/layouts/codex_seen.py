@@ -216,39 +216,51 @@ def envelope_sketch(record: object) -> Sketch:
     return payload_sketch(record.get("type"), payload if type(payload) is dict else {})
 
 
+_new = tuple.__new__  # Sketch(...) without its __new__'s frame: a sketch is made for most lines of every rollout
+_NO_ALT = Sketch._field_defaults["alt"]
+#: event_msg kinds with a sketch of their own (:func:`payload_sketch`), each by a code: one lookup for every kind.
+_EVENT_CODES = {"user_message": 1, "agent_message": 2, "item_completed": 3, "agent_reasoning": 4, **dict.fromkeys(ENDS, 5)}
+
+
 def payload_sketch(top: object, payload: dict) -> Sketch:
     """:func:`envelope_sketch` of an envelope of type ``top`` whose ``payload`` is a dict."""
     kind = payload.get("type")
     if type(kind) is not str:  # (a list or an object there names no kind this knows, and is no set's member)
         kind = None
     if top == "event_msg":
-        if kind == "user_message":
-            return Sketch("prompt", _digest(payload.get("message")))
-        if kind == "agent_message":
-            return Sketch("agent", _digest(payload.get("message")))
-        if kind in ENDS:
-            return Sketch("end", call=payload.get("call_id") if isinstance(payload.get("call_id"), str) else None)
-        if kind == "item_completed" and (text := user_item_text(payload.get("item"))) is not None:
-            return Sketch("user_item", _digest(text))
-        if kind == "agent_reasoning":
-            return Sketch("agent_reasoning", _digest(payload.get("text")))
-        return _EVENTS.get(kind, _UI_ONLY) if type(kind) is str else _UI_ONLY
+        code = _EVENT_CODES.get(kind)
+        if code == 1:
+            return _new(Sketch, ("prompt", _digest(payload.get("message")), _NO_ALT, None, None, None))
+        if code == 2:
+            return _new(Sketch, ("agent", _digest(payload.get("message")), _NO_ALT, None, None, None))
+        if code == 5:
+            call = payload.get("call_id")
+            return _new(Sketch, ("end", b"", _NO_ALT, call if isinstance(call, str) else None, None, None))
+        if code == 3 and (text := user_item_text(payload.get("item"))) is not None:
+            return _new(Sketch, ("user_item", _digest(text), _NO_ALT, None, None, None))
+        if code == 4:
+            return _new(Sketch, ("agent_reasoning", _digest(payload.get("text")), _NO_ALT, None, None, None))
+        return _EVENTS.get(kind, _UI_ONLY) if kind is not None else _UI_ONLY
     if top == "response_item":
         if kind == "message":
             role = payload.get("role")
             if role == "user":
                 text = message_text(payload.get("content"), ("input_text",))
-                return Sketch("injected" if text is not None and INJECTED.match(text) else "user", _digest(text))
+                return _new(Sketch, ("injected" if text is not None and INJECTED.match(text) else "user", _digest(text), _NO_ALT,
+                                     None, None, None))
             if role == "assistant":
-                return Sketch("assistant", _digest(message_text(payload.get("content"), ("output_text",))))
+                return _new(Sketch, ("assistant", _digest(message_text(payload.get("content"), ("output_text",))), _NO_ALT,
+                                     None, None, None))
             return _CONTEXT  # developer and system messages: never shown
         if kind == "reasoning":
             texts = summary_texts(payload)
             return Sketch("reasoning", _digest("\n".join(texts)) if texts else b"", frozenset(map(_digest, texts)))
         if kind in CALLS:
-            return Sketch("call", call=payload.get("call_id") if isinstance(payload.get("call_id"), str) else None)
+            call = payload.get("call_id")
+            return _new(Sketch, ("call", b"", _NO_ALT, call if isinstance(call, str) else None, None, None))
         if kind in OUTPUTS:
-            return Sketch("output", call=payload.get("call_id") if isinstance(payload.get("call_id"), str) else None)
+            call = payload.get("call_id")
+            return _new(Sketch, ("output", b"", _NO_ALT, call if isinstance(call, str) else None, None, None))
         return _OTHER
     if top == "session_meta":
         ident = payload.get("id") if isinstance(payload.get("id"), str) else None
