@@ -191,15 +191,20 @@ def _each_example(pristine: Path, name: str, tmp_path: Path):
     return work, work / name
 
 
+def _copied(files: list[Path], root: Path, into: Path) -> None:
+    """Copy ``files`` (under ``root``) to the same places under ``into``: the small real sources of a format."""
+    for path in files:
+        target = into / path.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+
+
 @pytest.fixture(scope="module")
 def codex_tree(tmp_path_factory) -> Path:
     from tests.importers import codex_shapes
 
     home = tmp_path_factory.mktemp("codex") / ".codex"
-    for rollout in sorted((FIXTURES / "codex").rglob("rollout-*.jsonl"), key=lambda p: p.stat().st_size)[:2]:
-        target = home / rollout.relative_to(FIXTURES / "codex")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(rollout, target)
+    _copied(sorted((FIXTURES / "codex").rglob("rollout-*.jsonl"), key=lambda p: p.stat().st_size)[:2], FIXTURES / "codex", home)
     codex_shapes.build(home, rollouts=4, seed=31)
     return home
 
@@ -209,12 +214,8 @@ def claude_tree(tmp_path_factory) -> Path:
     from tests.importers import claude_shapes
 
     projects = tmp_path_factory.mktemp("claude") / "projects"
-    small = sorted((p for p in (FIXTURES / "claude-code" / "projects").glob("*/*.jsonl") if p.stat().st_size < 50_000),
-                   key=lambda p: p.stat().st_size)
-    for transcript in small:
-        target = projects / transcript.parent.name / transcript.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(transcript, target)
+    fixtures = FIXTURES / "claude-code" / "projects"
+    _copied([p for p in fixtures.glob("*/*.jsonl") if p.stat().st_size < 50_000], fixtures, projects)
     claude_shapes.build(projects, sessions=4, seed=31)
     return projects
 
@@ -239,38 +240,21 @@ def copilot_tree(tmp_path_factory) -> Path:
     return home
 
 
-@pytest.mark.skipif(not (FIXTURES / "codex").is_dir(), reason="shared/fixtures is not beside the checkout")
+FORMATS = {"codex": ("codex_tree", ".codex", CODEX_PLACES), "claude": ("claude_tree", "projects", CLAUDE_PLACES),
+           "gemini": ("gemini_tree", ".gemini", GEMINI_PLACES), "copilot": ("copilot_tree", ".copilot", COPILOT_PLACES)}
+#: The formats, those built from shared/fixtures skipped where it is not beside the checkout.
+APPS = [pytest.param(app, marks=pytest.mark.skipif(app in ("codex", "claude") and not FIXTURES.is_dir(),
+                                                   reason="shared/fixtures is not beside the checkout")) for app in sorted(FORMATS)]
+
+
+@pytest.mark.parametrize("app", APPS)
 @SETTINGS
 @given(data=st.data())
-def test_a_codex_rollout_with_an_odd_value_still_imports(data, codex_tree, tmp_path):
-    work, home = _each_example(codex_tree, ".codex", tmp_path)
-    changed = _mutate(data, home, CODEX_PLACES)
-    _every_command("codex", home, changed, work)
-
-
-@pytest.mark.skipif(not (FIXTURES / "claude-code").is_dir(), reason="shared/fixtures is not beside the checkout")
-@SETTINGS
-@given(data=st.data())
-def test_a_claude_transcript_with_an_odd_value_still_imports(data, claude_tree, tmp_path):
-    work, projects = _each_example(claude_tree, "projects", tmp_path)
-    changed = _mutate(data, projects, CLAUDE_PLACES)
-    _every_command("claude", projects, changed, work)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_a_gemini_session_with_an_odd_value_still_imports(data, gemini_tree, tmp_path):
-    work, home = _each_example(gemini_tree, ".gemini", tmp_path)
-    changed = _mutate(data, home, GEMINI_PLACES)
-    _every_command("gemini", home, changed, work)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_a_copilot_log_with_an_odd_value_still_imports(data, copilot_tree, tmp_path):
-    work, home = _each_example(copilot_tree, ".copilot", tmp_path)
-    changed = _mutate(data, home, COPILOT_PLACES)
-    _every_command("copilot", home, changed, work)
+def test_a_source_with_an_odd_value_still_imports(app, data, request, tmp_path):
+    fixture, name, named = FORMATS[app]
+    work, tree = _each_example(request.getfixturevalue(fixture), name, tmp_path)
+    changed = _mutate(data, tree, named)
+    _every_command(app, tree, changed, work)
 
 
 @pytest.fixture(scope="module")
@@ -294,13 +278,8 @@ def test_a_journal_with_an_odd_value_is_checked_shown_and_exported(data, journal
         run_cli(*args)
 
 
-FORMATS = {"codex": ("codex_tree", ".codex", CODEX_PLACES), "claude": ("claude_tree", "projects", CLAUDE_PLACES),
-           "gemini": ("gemini_tree", ".gemini", GEMINI_PLACES), "copilot": ("copilot_tree", ".copilot", COPILOT_PLACES)}
-
-
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures is not beside the checkout")
 @pytest.mark.parametrize("odd", FEW, ids=lambda odd: type(odd).__name__)
-@pytest.mark.parametrize("app", sorted(FORMATS))
+@pytest.mark.parametrize("app", APPS)
 def test_every_place_of_every_kind_of_line_takes_an_odd_value(app, odd, request, tmp_path):
     """Not drawn at random: every kind of line of each format's sources, each of its places two
     levels deep and each place its readers look at, takes each odd value in turn (a copy of the line
