@@ -9,9 +9,11 @@ record of a kind it does not know, kept with its bytes, or a line that became no
 counted): the rest of its session is imported all the same.
 
 Under the test suite an importer's last-resort catch-all raises instead of skipping the session
-(:func:`toolkit.importers.base.unconverted`): each example here must convert.  Each test draws a
-source file, one of its lines, one value in that line (at any depth) and the odd value that takes
-its place, then imports the source, checks it, and shows and exports what was written.
+(:func:`toolkit.importers.base.unconverted`): each example here must convert.  The exhaustive tests
+give every place two levels deep of every kind of line of each format's sources and journals, and
+every place its readers look at, each of five odd values in turn; the drawn ones put an odd value
+at any depth of a drawn line.  Then the source is imported, checked, listed and shown, and what was
+written shown, exported and planned for restore.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ ODD = st.one_of(
     st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
                  lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["type", "text", "id", "kind"]), inner,
                                                                               max_size=3), max_leaves=6))
+
 
 def _places(*paths: str) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(path.split(".")) for path in paths)
