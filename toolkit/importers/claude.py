@@ -57,9 +57,9 @@ import orjson
 from ..errors import DurabilityError, FileChangedError
 from ..findings import Finding
 from ..layouts.base import one_line
-from .base import unconverted
 from ..layouts.claude_code import CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGENTS, prompt_text, split_user
 from ..lines import loads, open_regular
+from .base import unconverted
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Resumed,
                      Session, SourceState, line_digest, safe_id)
 from . import bloom

@@ -417,18 +417,16 @@ class _Listed:
         size = len(data)
         key = (size, data[:64])  # (lines that differ rarely share both)
         near = self._near.get(key)
-        if near is None:
-            self._near[key] = [[data, 1]]
-            repeat = 1
+        if near is None:  # (a list made only for a new key, not for every line)
+            near = self._near[key] = []
+        for same in near:
+            if same[0] == data:
+                same[1] += 1
+                repeat = same[1]
+                break
         else:
-            for same in near:
-                if same[0] == data:
-                    same[1] += 1
-                    repeat = same[1]
-                    break
-            else:
-                near.append([data, 1])
-                repeat = 1
+            near.append([data, 1])
+            repeat = 1
         self.places.append((len(self.items), offset, size, None, repeat, stamp, model))
         self.numbers.append(line)
         self.items.append(item)
@@ -653,7 +651,7 @@ class _Rollout:
         first = meta = first_time = cwd = None
         typed = False
         keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
-        see, see_at, recent_calls, recent_exits = self.latest.see, self.latest.see_at, self.recent_calls, self.recent_exits
+        see_at, recent_calls, recent_exits = self.latest.see_at, self.recent_calls, self.recent_exits
         add, add_kept = rows.add, rows.add_kept
         lazy = True  # each line kept in its bytes, its hash taken only when asked: until the first line not kept
         for line in self.reader:
@@ -677,6 +675,9 @@ class _Rollout:
             stamp = value.get("timestamp")
             if type(stamp) is not str:
                 stamp = None
+            own = line.value.get("timestamp") if legacy else stamp  # (a legacy line's own time, not its envelope's)
+            if type(own) is not str:
+                own = None
             if not first_time:
                 first_time = stamp
             if not typed and (kind == "prompt" or kind == "user_item"):
@@ -700,11 +701,11 @@ class _Rollout:
                     lazy = False
                     self._hash_kept(rows)
             if lazy:
-                see(line.value, data) if legacy else see_at(stamp, value, data)  # (a legacy line's own time, not its envelope's)
+                see_at(own, line.value, data)
                 add_kept(number, offset, data, item, stamp, model if isinstance(model, str) else None)
             else:
                 digest = _hash(data)
-                see(line.value, digest) if legacy else see_at(stamp, value, digest)
+                see_at(own, line.value, digest)
                 add(number, offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
             n += 1
             if n > limit and type(rows) is _Listed:
