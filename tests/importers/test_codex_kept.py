@@ -62,17 +62,51 @@ def test_real_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkey
     assert _imports(tmp_path, _fixtures_and_a_long_rollout, limits, monkeypatch, reread=reread) == kept
 
 
+#: Which kept lines' parsed values a first read holds for the conversion (codex._HELD_KINDS): none,
+#: as it does, and every kind a sketch has.
+HELD = [frozenset(), codex._HELD_KINDS,
+        frozenset({"prompt", "agent", "end", "user_item", "agent_reasoning", "interrupt", "error", "task_started", "ui-only",
+                   "injected", "user", "assistant", "context", "reasoning", "call", "output", "other", "session_meta", "compact"})]
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), rows=st.sampled_from([0, 1, 3, 20, 1 << 30]),
-       keep=st.sampled_from([0, 1, 150, 2000, 1 << 40]), reread=st.booleans())
-def test_odd_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkeypatch, seed, rows, keep, reread):
-    """Forks, mirrors, copied lines, damage mid-file, torn tails, lone surrogates (codex_shapes)."""
+       keep=st.sampled_from([0, 1, 150, 2000, 1 << 40]), reread=st.booleans(), held=st.sampled_from(HELD))
+def test_odd_rollouts_held_either_way_import_to_the_same_bytes(tmp_path, monkeypatch, seed, rows, keep, reread, held):
+    """Forks, mirrors, copied lines, damage mid-file, torn tails, lone surrogates (codex_shapes);
+    the parsed values of none, some or all of the kept lines held from the first read."""
     def build(home: Path) -> None:
         codex_shapes.build(home, rollouts=6, seed=seed)
 
     with monkeypatch.context() as patched:
+        patched.setattr(codex, "_HELD_KINDS", frozenset())
         kept = _imports(tmp_path, build, ALL_IN_MEMORY, patched, reread=reread)
+        patched.setattr(codex, "_HELD_KINDS", held)
         assert _imports(tmp_path, build, (rows, keep), patched, reread=reread) == kept
+
+
+def test_a_second_pass_over_a_rollouts_records_converts_them_alike(tmp_path, monkeypatch):
+    """The parsed values the first read held are the first pass's: a second pass over the records
+    (a dry run's plan, then its write) parses them again, and the records are the same, as are
+    those of a read that held none."""
+    home = tmp_path / ".codex"
+    codex_shapes.build(home, rollouts=6, seed=11)
+    from toolkit.importers.codex import Options, session_from_rollout
+
+    def passes(held: frozenset) -> list:
+        monkeypatch.setattr(codex, "_HELD_KINDS", held)
+        found = []
+        for path in sorted(home.rglob("rollout-*.jsonl")):
+            session = session_from_rollout(path, Options(mapping={}, project=None, orphans_only=False), lambda _f: None)
+            if session is not None:
+                first = [{**r, "raw": r["raw"].data} for r in session.records]
+                second = [{**r, "raw": r["raw"].data} for r in session.records]
+                assert first == second
+                found.append(first)
+        return found
+
+    records = passes(HELD[-1])
+    assert records and any(records) and records == passes(frozenset())
 
 
 def test_copied_lines_are_keyed_alike_however_they_are_counted(tmp_path, monkeypatch):

@@ -367,13 +367,22 @@ _DIGEST = 12  # bytes of a sketch's digests (codex_seen._digest)
 #: two bytes a record in memory (:class:`_Tabled`).
 ROWS_IN_MEMORY = 32_768
 #: Bytes of a rollout's first lines kept from the first read to the conversion; the lines after
-#: them are read again at their offsets, and refused if they changed.  Only their bytes: each is
-#: parsed again when it is converted.  Its parsed value kept from the first read instead (up to
-#: 4 MB of lines a rollout) cost more than the second parse it saved: a first import of 814 real
-#: rollouts took 4.4 s of CPU against 4.9 s, 60 MB of small records 2.6-3.0 s against 3.3-3.6 s
-#: (serial, runs interleaved): what a read holds on to is the cache's, and the next line's memory
-#: is no longer the memory the last one freed.
+#: them are read again at their offsets, and refused if they changed.  Mostly their bytes: each is
+#: parsed again when it is converted.  Every line's parsed value kept from the first read instead
+#: (up to 4 MB of lines a rollout) cost more than the second parse it saved: a first import of 814
+#: real rollouts took 4.4 s of CPU against 4.9 s, 60 MB of small records 2.6-3.0 s against
+#: 3.3-3.6 s (serial, runs interleaved): what a read holds on to is the cache's, and the next
+#: line's memory is no longer the memory the last one freed.
 KEEP_IN_MEMORY = 8 << 20
+#: The kept lines whose parsed value the first read keeps for the conversion (``_Rollout.outputs``):
+#: those of a kind that usually becomes a record (a tool's output, a call, an answer, a prompt) and
+#: of _HELD_SIZE bytes or more, whose value is a few objects around long strings (a turn_context, a
+#: third of a real rollout's bytes, becomes no record).  A real rollout's records are mostly such
+#: lines: its first import ran 2 % fewer instructions; small records are parsed twice, as before
+#: (held, 60 MB of them took 5 to 10 % more CPU).  The conversion takes each value once: a second
+#: pass over the records parses again.
+_HELD_KINDS = frozenset({"output", "call", "reasoning", "assistant", "prompt", "user"})
+_HELD_SIZE = 1024
 
 
 def _hash(data: bytes) -> str:
@@ -634,6 +643,7 @@ class _Rollout:
         self.recent_exits: dict[str, int] = {}
         self.latest = _Latest.empty()  # the lines at the file's latest time
         self.kept_lines: list[bytes] = []  # the first lines' bytes, within KEEP_IN_MEMORY
+        self.outputs: dict[int, dict] = {}  # of those, the values parsed that the conversion takes (n -> value: _HELD_KINDS)
         replay = Replay()
         self.rows = self._read(replay, legacy)
         self.count, self.replay, self.fork = replay.count, replay.range, (replay.fork, replay.start, replay.end)
@@ -651,6 +661,7 @@ class _Rollout:
         first = meta = first_time = cwd = None
         typed = False
         keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
+        outputs = self.outputs
         see_at, recent_calls, recent_exits = self.latest.see_at, self.recent_calls, self.recent_exits
         add, add_kept = rows.add, rows.add_kept
         lazy = True  # each line kept in its bytes, its hash taken only when asked: until the first line not kept
@@ -697,6 +708,8 @@ class _Rollout:
                 keep = budget >= 0
                 if keep:
                     kept.append(data)
+                    if kind in _HELD_KINDS and len(data) >= _HELD_SIZE and not legacy:
+                        outputs[n] = value
                 elif lazy:  # the first line not kept: read again later, its hash is what proves it the same
                     lazy = False
                     self._hash_kept(rows)
@@ -788,7 +801,7 @@ class _Rollout:
         t, model = created or "", None
         when = created  # the time of the last record (as the writer takes it for the source's events)
         self.walked = None
-        exits, codes, groups, kept = self.rows.exits, self.codes, self.groups, self.kept_lines
+        exits, codes, groups, kept, outputs = self.rows.exits, self.codes, self.groups, self.kept_lines, self.outputs
         held, meta = len(kept), _CODES["meta", None]
         last = [None] * 8  # the last rows, by n % 8: a record is keyed by one at most MIRROR_WINDOW (< 8) before it
         try:
@@ -802,7 +815,13 @@ class _Rollout:
                 code = codes[n]
                 if code & 7 or code == meta:  # skipped, or the meta record's line: not read again
                     continue
-                value = loads(data := kept[n] if n < held else self._bytes(n, offset, size, digest))
+                if n < held:
+                    data = kept[n]
+                    value = outputs.pop(n, None)  # (a second pass parses it again: a value is never shared)
+                    if value is None:
+                        value = loads(data)
+                else:
+                    value = loads(data := self._bytes(n, offset, size, digest))
                 envelope = as_envelope(value)
                 back = groups[n]
                 identity = offset_line_key(value) if not back & 7 else None  # (a mirror's key is another line's)
