@@ -565,14 +565,16 @@ def _as_remembered(value: object) -> bool:
 
 
 def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding], resume: dict | None = None,
-          journals: dict | None = None) -> dict | None:
+          journals: dict | None = None, key: str | None = None) -> dict | None:
     """What the next import of this unit reports when nothing of it changes, or None when that is
     known only by reading it again: an error, or a write whose keys were not counted.  (The caller
     passes no entry for a unit whose write met a finding of its own: a lock, a repaired tail.)
     Its journals' stamps are taken now, when the unit is done (``journals``: a recalled unit's, as
     kept): a journal another unit of the run writes later (a rollout's copy in archived_sessions)
     then differs at the next import, which reads this unit again and counts what it holds then.
-    What reading the source found (a skipped mirror, a torn last line) is found again."""
+    What reading the source found (a skipped mirror, a torn last line) is found again.  ``key``: the
+    unit's, when its resume states are to be kept as the line the cache file holds them on (made here,
+    in the worker that read the unit, not by the parent as it writes the file)."""
     if stamped is None or any(mark is None for mark in stamped.values()):
         return None
     if any(f.severity == "error" for f in findings):
@@ -585,7 +587,8 @@ def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding]
             kept.append(outcome.replace(records=outcome.keys, new_records=0, status="unchanged"))
         else:
             return None
-    return {"files": stamped, "outcomes": kept, "findings": findings, "resume": resume or {},
+    return {"files": stamped, "outcomes": kept, "findings": findings,
+            "resume": (_json([key, resume]) if key is not None else resume) if resume else {},
             "journals": journals if journals is not None else {str(o.path): journal_stamp(o.path) for o in kept
                                                                    if o.status == "unchanged"}}
 
