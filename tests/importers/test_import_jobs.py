@@ -3,6 +3,7 @@ same report, in the same order, as one process does, for Claude Code and Codex C
 
 from __future__ import annotations
 
+import base64
 import re
 import shutil
 from pathlib import Path
@@ -155,3 +156,46 @@ def test_gemini_sessions_import_in_workers_to_the_bytes_and_report_of_one_proces
     assert store_files(tmp_path / "one") == store_files(tmp_path / "two")
     again = [imported("gemini", home, tmp_path / s, "--jobs", j, "--reread") for s, j in (("one", "1"), ("two", "2"))]
     assert again[0] == again[1] and '"status": "created"' not in again[1][1]
+
+
+def _memo(cache: Path, store: Path) -> tuple[dict, dict]:
+    """The import memo's entries and reader states of ``store``'s journals, by journal name, less
+    what differs between two runs (the stamp, when it was read) and the store's own name."""
+    from toolkit.fsck.incremental import read_file
+
+    entries, states, prefix = {}, {}, str(store) + "/"
+    for path in (cache / "levelsess" / "import-index").glob("*.json"):
+        doc = read_file(path)
+        kept = states if path.name.endswith(".states.json") else entries
+        for key, value in (doc or {}).get("journals", {}).items():
+            if key.startswith(prefix):
+                name = key[len(prefix):]
+                if kept is states:
+                    kept[name] = base64.b64decode(value).replace(str(store).encode(), b"STORE")
+                else:
+                    kept[name] = {k: v for k, v in value.items() if k not in ("stamp", "read_ns")}
+    return entries, states
+
+
+@pytest.mark.parametrize("app, fixtures", [("claude", CLAUDE), ("codex", CODEX)])
+def test_a_workers_scans_are_kept_in_the_memo_as_one_process_keeps_its_own(tmp_path, monkeypatch, app, fixtures):
+    """A worker sends the parent each journal's memo entry made (toolkit.fsck.incremental.encoded_scan),
+    not its scan: the memo holds the same entries and reader states either way, and a re-import
+    after a source grew resumes from them alike."""
+    from toolkit import reindex
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = tmp_path / "source"
+    shutil.copytree(fixtures, source)
+    one, two = tmp_path / "one", tmp_path / "two"  # (names of one length: the reader states hold them)
+    assert imported(app, source, one, "--jobs", "1") == imported(app, source, two, "--jobs", "2")
+    memo_one, memo_two = _memo(tmp_path / "cache", one), _memo(tmp_path / "cache", two)
+    assert memo_one[0] and memo_one[1] and memo_one == memo_two
+    assert all(entry["resume"] for name, entry in memo_one[0].items() if name in memo_one[1])
+    # and the parent's reindex takes every journal from what the workers sent: it reads none
+    read: list = []
+    real = reindex.scan_one
+    monkeypatch.setattr(reindex, "scan_one", lambda args: (read.append(args[0]), real(args))[1])
+    forks = forks_asked(monkeypatch)
+    assert imported(app, source, tmp_path / "six", "--jobs", "2")[0] in (0, 4)
+    assert forks == [2] and read == []

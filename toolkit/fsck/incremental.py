@@ -61,6 +61,7 @@ import stat
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -438,28 +439,21 @@ class IncrementalCache:
     def record(self, journal: Path, scan: JournalScan | None, resumed: bool = False) -> None:
         """Remember a fresh scan, if the journal held still while it was read; forget it otherwise."""
         where, key, stamp, read_ns = self.before[journal]  # kept: PATHs may name a journal twice
-        entries = self.files[where]
-        entry = None
         with self._counting:
             self.resumed += resumed and scan is not None
-        if scan is not None and self.lean and scan.resume_state is not None:  # (one a worker made is lean already)
-            from ..journal import lean_checkpoint
+        self._keep(where, key, stamp, read_ns, *encoded_scan(journal, scan, stamp, read_ns, self.strict, self.lean))
 
-            scan = dataclasses.replace(scan, resume_state=(lean_checkpoint(scan.resume_state[0]), scan.resume_state[1]))
-        if scan is not None and stamp is not None:
-            after, tail = _probe(journal)
-            if after == stamp and tail and (stamp[2], stamp[3]) == (scan.size, scan.mtime_ns):
-                at = scan.resume_state[1] if scan.resume_state else None  # (at the end: the tail just hashed)
-                prefix = None if at is None else tail if at == stamp[2] else _prefix_hash(journal, at)
-                entry = _encode_scan(scan, stamp, tail, read_ns, self.strict, prefix, self.lean)
+    def _keep(self, where: Path, key: str, stamp: list | None, read_ns: int, entry: bytes | None, state: bytes | None) -> None:
+        """The entry (and reader state) :func:`encoded_scan` made of a journal's scan, kept; None: forgotten."""
+        entries = self.files[where]
         if entry is not None:
             self.fresh[key] = (stamp, read_ns)
         else:
             self.fresh.pop(key, None)
         states = self._states(where)  # (the lines as the files will hold them, made now: an import's parent makes them
         # while its workers write, not in the save that comes after them; a lookup parses one when asked, as if loaded)
-        if entry is not None and "resume" in entry:
-            states[key] = b'"' + base64.b64encode(scan.resume_state[0]) + b'"'  # (base64 is a JSON string as it is)
+        if state is not None:
+            states[key] = state
         else:
             states.pop(key, None)
         if entry is None and key not in entries:
@@ -467,7 +461,7 @@ class IncrementalCache:
         if entry is None:
             del entries[key]
         else:
-            entries[key] = bytes(memoryview(dumps(entry)))  # (a copy of its size: orjson's bytes hold ~8 kB each)
+            entries[key] = entry
         self.dirty.add(where)
 
     def held(self, scan: JournalScan) -> JournalScan:
@@ -485,6 +479,14 @@ class IncrementalCache:
         where, _entries = self._entries(folder)
         self.before[journal] = (where, os.path.abspath(journal), stamp, read_ns)
         self.record(journal, scan)
+
+    def remember_encoded(self, folder: Path, journal: Path, encoded: Encoded) -> None:
+        """:meth:`remember_scan` of a scan an import's worker made into what this cache keeps of it
+        (:func:`encoded_scan`, with the memo's own ``strict`` and ``lean``)."""
+        where, _entries = self._entries(folder)
+        key = os.path.abspath(journal)
+        self.before[journal] = (where, key, encoded.stamp, encoded.read_ns)
+        self._keep(where, key, encoded.stamp, encoded.read_ns, encoded.entry, encoded.state)
 
     def forget_missing(self, folder: Path, journals: list[Path]) -> None:
         """Drop entries of journals a whole folder no longer holds."""
@@ -517,6 +519,41 @@ class IncrementalCache:
         except (LevelsessError, OSError) as exc:
             self.error = f"the incremental-check cache could not be written: {exc}"
         self.dirty.clear()
+
+
+class Encoded(NamedTuple):
+    """What a cache keeps of one journal's scan (:func:`encoded_scan`), made where the journal was
+    written: an import's worker sends it to the parent, which keeps it as it is
+    (:meth:`IncrementalCache.remember_encoded`), not the scan to be pickled, unpickled and encoded there."""
+
+    stamp: list | None
+    read_ns: int
+    entry: bytes | None  # None: the journal did not hold still (nothing is kept of it)
+    state: bytes | None  # its reader state's line, when the entry keeps one to resume from
+
+
+def encoded_scan(journal: Path, scan: JournalScan | None, stamp: list | None, read_ns: int, strict: bool,
+                 lean: bool) -> tuple[bytes | None, bytes | None]:
+    """The entry a cache keeps of ``scan`` (as its file holds it) and the line of its reader state,
+    when the journal held still since ``stamp`` (taken before it was read) and is the one scanned;
+    else ``(None, None)``.  Reads the journal's stamp and last bytes again (and those before where
+    its state resumes)."""
+    if scan is None or stamp is None:
+        return None, None
+    if lean and scan.resume_state is not None:  # (one a worker made is lean already)
+        from ..journal import lean_checkpoint
+
+        scan = dataclasses.replace(scan, resume_state=(lean_checkpoint(scan.resume_state[0]), scan.resume_state[1]))
+    after, tail = _probe(journal)
+    if not (after == stamp and tail and (stamp[2], stamp[3]) == (scan.size, scan.mtime_ns)):
+        return None, None
+    at = scan.resume_state[1] if scan.resume_state else None  # (at the end: the tail just hashed)
+    prefix = None if at is None else tail if at == stamp[2] else _prefix_hash(journal, at)
+    entry = _encode_scan(scan, stamp, tail, read_ns, strict, prefix, lean)
+    if entry is None:
+        return None, None
+    state = b'"' + base64.b64encode(scan.resume_state[0]) + b'"' if "resume" in entry else None  # (base64 is a JSON string as it is)
+    return bytes(memoryview(dumps(entry))), state  # (a copy of its size: orjson's bytes hold ~8 kB each)
 
 
 def read_back(journal: Path, layout_name: str = "levelcode") -> tuple[JournalScan, list[int], int] | None:

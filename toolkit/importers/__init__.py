@@ -129,7 +129,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             entries: dict[str, dict | None] = {}
             units, stamped, listing, listed = unchanged.list_units(importer, source, report.findings.append, kept)
             context = _Context(store, importer, source, options, kept, stones, dry_run, no_raw, include_trashed, jobs=jobs)
-            context.remember = lambda scanned: memo.get().remember_scan(scanned[0].parent, scanned[0], *scanned[1])
+            context.remember = lambda scanned: _remember(memo.get(), *scanned)
             context.advance = read
 
             def take(part: _Part, unit: unchanged.Unit) -> None:  # in the order of the units, whoever read them
@@ -149,7 +149,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                 entries[unit.key] = part.entry
                 for journal, scanned in part.scans:
                     if scanned is not None:
-                        memo.get().remember_scan(journal.parent, journal, *scanned)
+                        _remember(memo.get(), journal, scanned)
 
             ready: dict[int, _Part] = {}  # what each unit came to, until those before it are reported
             for index, unit in enumerate(units):  # the units as kept (nothing of them changed): here, at once
@@ -237,6 +237,14 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
         with contextlib.suppress(LevelsessError):
             unchanged.keep_listing(cache, listing)
     return report
+
+
+def _remember(memo, journal: Path, scanned: tuple) -> None:
+    """Keep a journal's scan in the import memo: ``(scan, stamp, when)``, or as a worker encoded it (:func:`_read_back`)."""
+    if hasattr(scanned, "entry"):
+        memo.remember_encoded(journal.parent, journal, scanned)
+    else:
+        memo.remember_scan(journal.parent, journal, *scanned)
 
 
 def _unit_keys(importer, units: list[unchanged.Unit], kept: unchanged.Kept,
@@ -390,7 +398,7 @@ def _read_back(part: _Part) -> None:
     """The journals ``part``'s sessions created or extended that have no scan yet, read into its
     scans (a worker's: while in the page cache, not by the parent's settle)."""
     from .. import durable
-    from ..fsck.incremental import read_back
+    from ..fsck.incremental import Encoded, encoded_scan, read_back
 
     fed = {journal for journal, _scanned in part.scans}
     for outcome in part.sessions:
@@ -398,6 +406,11 @@ def _read_back(part: _Part) -> None:
             part.scans.append((outcome.path, read_back(outcome.path)))
             if outcome.status == "created":
                 durable.release_written(outcome.path)  # (read: now nothing of this import reads it again)
+    # each as the parent's memo keeps it, made here: what goes through the pipe is its bytes, not
+    # the scan (a first import's parent unpickled and encoded 814 scans while its workers wrote)
+    part.scans = [(journal, scanned if scanned is None else
+                   Encoded(scanned[1], scanned[2], *encoded_scan(journal, *scanned, MEMO_STRICT, MEMO_LEAN)))
+                  for journal, scanned in part.scans]
 
 
 def _read_unit(context: _Context, unit: unchanged.Unit, part: _Part, states: dict, *,
@@ -801,7 +814,11 @@ def _index_memo():
     not kept."""
     from ..fsck.incremental import IncrementalCache, cache_dir
 
-    return IncrementalCache(False, root=cache_dir().parent / "import-index", racy_ns=0, lean=True)
+    return IncrementalCache(MEMO_STRICT, root=cache_dir().parent / "import-index", racy_ns=0, lean=MEMO_LEAN)
+
+
+#: The import memo's modes (:func:`_index_memo`), with which a worker encodes its scans for it (:func:`_read_back`).
+MEMO_STRICT, MEMO_LEAN = False, True
 
 
 def _project(folder: Path) -> list:
