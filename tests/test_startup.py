@@ -222,3 +222,36 @@ def test_annotations_evaluated_at_once_build_every_command_as_typer_does():
              for mode in ("evaluated", "as-written")}
     assert built["evaluated"] == built["as-written"]
     assert '"import"' in built["evaluated"] and "0x" not in built["evaluated"]
+
+
+def test_an_import_that_resumes_grown_rollouts_loads_no_module_it_has_no_use_for(tmp_path):
+    """A nightly import that only appends what a few rollouts added (issue 27) pays the start-up of
+    every module it loads: not pickle.py (the C pickle is enough), base64 (binascii's), shlex (no
+    command is printed) or the salvager."""
+    import random
+    import shutil
+
+    from tests.bench.grow import grow_codex
+    from tests.layouts.codex import FIXTURES
+
+    if not FIXTURES.is_dir():
+        pytest.skip(f"{FIXTURES} is not here")
+    home, store = tmp_path / ".codex", tmp_path / "store"
+    shutil.copytree(FIXTURES, home)
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    args = ("import", "--from", "codex", "--source", str(home), "--store", str(store), "--json")
+    first = _run_env(env, LOADED, *args)
+    assert first.returncode in (0, 4), first.stderr
+    rng = random.Random(5)
+    assert sum(grow_codex(path, rng) > 0 for path in sorted(home.rglob("rollout-*.jsonl"))[:2]) == 2
+    result = _run_env(env, LOADED, *args)
+    assert result.returncode in (0, 4), result.stderr
+    assert '"resumed": 2' in result.stdout
+    loaded = _loaded(result)
+    assert "toolkit.importers.codex" in loaded and "toolkit.reindex" in loaded  # (it did resume, and reindex)
+    assert not loaded & {"pickle", "base64", "shlex", "toolkit.fsck.salvage"}
+
+
+def _run_env(env: dict, code: str, *args: str) -> subprocess.CompletedProcess:
+    full = {**os.environ, **env, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=full, cwd=ROOT)

@@ -470,12 +470,21 @@ def judge_tail(path: Path, layout: BaseLayout | str, data: bytes, offset: int) -
         return TailState.HELD
 
 
+def _pickle() -> tuple[Callable, Callable]:
+    """``dumps`` and ``loads`` of CPython's pickle, without ``pickle.py`` (a millisecond of the start-up of an
+    import that resumes journals; the same bytes); the module's where there is no ``_pickle``."""
+    try:
+        from _pickle import dumps, loads
+    except ImportError:  # pragma: no cover - an interpreter without the C pickle
+        from pickle import dumps, loads
+    return dumps, loads
+
+
 def _checkpoint(classifier: _Classifier, lean: bool = False) -> bytes:
     """The reader's whole state (sink, counts, the layout's rules and facts), as bytes.  ``lean``:
     the journal's meta record in it leaves out its source row (``raw``), as a lean memo's facts do
     (:func:`lean_checkpoint`)."""
-    import pickle
-
+    dumps, _loads = _pickle()
     validator, classifier.validator = classifier.validator, None  # the caller's: given again on resume
     facts = classifier.facts
     meta = getattr(facts, "meta", None)
@@ -483,7 +492,7 @@ def _checkpoint(classifier: _Classifier, lean: bool = False) -> bytes:
     if slim:
         facts.meta = {key: value for key, value in meta.items() if key != "raw"}
     try:
-        return pickle.dumps(classifier, protocol=pickle.HIGHEST_PROTOCOL)
+        return dumps(classifier, protocol=-1)  # (the highest protocol)
     finally:
         classifier.validator = validator
         if slim:
@@ -498,10 +507,8 @@ def lean_checkpoint(state: bytes) -> bytes:
     memo keeps of any scan; anything that is no such checkpoint is given back as it is."""
     if b"raw" not in state:  # (nothing in it is called raw: lean already)
         return state
-    import pickle
-
     try:
-        classifier = pickle.loads(state)
+        classifier = _pickle()[1](state)
     except Exception:  # noqa: BLE001 - not one this build reads: the memo's resume refuses it later, as ever
         return state
     meta = getattr(getattr(classifier, "facts", None), "meta", None)
@@ -512,10 +519,8 @@ def lean_checkpoint(state: bytes) -> bytes:
 
 def _restore(resume: tuple[bytes, int], path: Path, layout: BaseLayout, strict: bool, validator) -> tuple[_Classifier, int]:
     """A reader as a checkpoint left it (for ``path`` and ``layout`` only), and where to go on."""
-    import pickle
-
     state, start = resume
-    classifier = pickle.loads(state)
+    classifier = _pickle()[1](state)
     if (type(classifier) is not _Classifier or classifier.sink.path != str(path) or classifier.layout is not layout
             or classifier.sink.strict != strict):
         raise ValueError("a checkpoint of another journal")

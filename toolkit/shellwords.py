@@ -6,7 +6,6 @@ newline cut the "next:" line in two; a "next:" line that names the wrong path is
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
@@ -15,6 +14,8 @@ _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
 def quote(text: str) -> str:
     """``text`` as one shell word that reads back as its bytes, on one line."""
     if text.isprintable() or any("\ud800" <= ch <= "\udfff" and not "\udc80" <= ch <= "\udcff" for ch in text):
+        import shlex  # (when a command is printed: not loaded by a run that prints none)
+
         return shlex.quote(text)  # (printable; or holding a surrogate no file name holds, one cut from JSON)
     return "$'" + "".join(_escaped(ch) for ch in text) + "'"
 

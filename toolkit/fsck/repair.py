@@ -22,7 +22,6 @@ from ..journal import JournalScan, TailState, judge_tail, scan_journal
 from ..locks import LockState, inspect_lock
 from ..stores import Folder
 from .check import CheckReport, FolderCheck, exit_code_for, folder_leftovers
-from .salvage import MAY_BE_A_RECORD, salvage_journal
 
 #: Record-level problems salvage carries over unchanged (they are reported again, not fixed);
 #: anything else uncorrectable (a future version) means salvage keeps its hands off.
@@ -299,6 +298,8 @@ def salvage_refusal(journal: Path, scan: JournalScan) -> str | None:
     blocking = scan.codes & UNCORRECTABLE
     if scan.records == 0:
         return f"it holds no whole record of {scan.layout.value}: a rewrite would empty it"
+    from .salvage import MAY_BE_A_RECORD  # (a blocked journal's: not loaded by a run that meets none)
+
     unsure = sorted(blocking & MAY_BE_A_RECORD.keys())
     if unsure:
         return (f"it holds {'; and '.join(MAY_BE_A_RECORD[code] + f' ({code})' for code in unsure)}: that may be a whole "
@@ -339,6 +340,8 @@ def _apply(action: Action, touched: dict[Path, set[Path]], force: bool) -> tuple
             where = recovery_dir(folder, RECOVERED)  # made by the save, and removed again if the save fails
             saved = durable.truncate_saving(action.path, scan.body_end, scan.size, where, _still(action.path, folder, TailState.TORN))
         elif action.kind == "salvage":
+            from .salvage import salvage_journal  # (salvage's: not loaded by a run that salvages nothing)
+
             saved = salvage_journal(scan, folder.state_dir / QUARANTINE, folder.path.name)
         elif action.kind == "relink":
             if action.path in touched.get(folder.path, set()) or not scan.unchanged():  # salvaged a moment ago

@@ -13,7 +13,7 @@ so are a Claude Code transcript's ids and keys (:class:`Prints`: a CRC-32 of eac
 
 from __future__ import annotations
 
-import base64
+import binascii  # (base64's encodings, without base64 and struct: a grown import's start-up)
 import hashlib
 import sys
 from array import array
@@ -74,7 +74,7 @@ class Bloom:
             _set_spots(bits, size, first, step)
 
     def dump(self) -> list:
-        return [self.size, base64.b64encode(bytes(self.bits)).decode("ascii")]
+        return [self.size, binascii.b2a_base64(bytes(self.bits), newline=False).decode("ascii")]
 
     @classmethod
     def load(cls, value: object) -> Bloom:
@@ -82,7 +82,7 @@ class Bloom:
         if not (isinstance(value, list) and len(value) == 2 and type(value[0]) is int and value[0] > 0
                 and isinstance(value[1], str)):
             raise ValueError("not a kept filter")
-        bits = bytearray(base64.b64decode(value[1], validate=True))
+        bits = bytearray(binascii.a2b_base64(value[1], strict_mode=True))
         if len(bits) != (value[0] + 7) // 8:
             raise ValueError("not a kept filter")
         return cls(bits, value[0])
@@ -218,14 +218,14 @@ def _dump_words(tag: str, words: array) -> list:
     if sys.byteorder != "little":
         words = array(words.typecode, words)
         words.byteswap()
-    return [tag, base64.b64encode(words.tobytes()).decode("ascii")]
+    return [tag, binascii.b2a_base64(words.tobytes(), newline=False).decode("ascii")]
 
 
 def _load_words(value: object, tag: str, code: str, what: str) -> array:
     """The words of a kept :func:`_dump_words` form of ``tag``; ValueError for anything else."""
     if not (isinstance(value, list) and len(value) == 2 and value[0] == tag and isinstance(value[1], str)):
         raise ValueError(f"not kept {what}")
-    data = base64.b64decode(value[1], validate=True)
+    data = binascii.a2b_base64(value[1], strict_mode=True)
     if len(data) % 4:
         raise ValueError(f"not kept {what}")
     words = array(code)
