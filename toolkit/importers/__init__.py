@@ -408,7 +408,7 @@ def _read_back(part: _Part) -> None:
                 durable.release_written(outcome.path)  # (read: now nothing of this import reads it again)
     # each as the parent's memo keeps it, made here: what goes through the pipe is its bytes, not
     # the scan (a first import's parent unpickled and encoded 814 scans while its workers wrote)
-    part.scans = [(journal, scanned if scanned is None else
+    part.scans = [(journal, scanned if scanned is None or hasattr(scanned, "entry") else  # (one a Farm's worker encoded)
                    Encoded(scanned[1], scanned[2], *encoded_scan(journal, *scanned, MEMO_STRICT, MEMO_LEAN)))
                   for journal, scanned in part.scans]
 
