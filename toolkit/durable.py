@@ -981,6 +981,28 @@ def create_exclusive(path: Path, data: bytes, *, ready: bool = False) -> bool:
     return True
 
 
+def link_exclusive(source: Path, path: Path) -> bool | None:
+    """Hard-link ``source`` (a durable file, kept: a lock body, :class:`~toolkit.locks.Ahead`) at
+    ``path`` unless ``path`` exists: True, or False when it does (``link`` fails then, like
+    O_CREAT|O_EXCL).  None when it cannot be linked there (``source`` gone, a file system without
+    hard links, too many links to it): the caller makes ``path`` as :func:`create_exclusive` does.
+    The folder is not fsynced (it is for locks alone, as :func:`create_exclusive`)."""
+    refuse_symlinked(path.parent)
+    try:
+        os.link(source, path)
+    except FileExistsError:
+        return False
+    except FileNotFoundError as exc:
+        if os.path.isdir(path.parent):
+            return None  # (the body went: made as always)
+        raise _fail("create", path, exc) from exc
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            return None
+        raise _fail("create", path, exc) from exc
+    return True
+
+
 def make_ready(path: Path, data: bytes) -> None:
     """What :func:`create_exclusive` does before its link, done ahead of it: ``data`` written and
     fsynced in ``path``'s temp file, which ``create_exclusive(path, data, ready=True)`` then only

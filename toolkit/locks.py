@@ -234,14 +234,14 @@ def try_acquire(journal: Path, *, force: bool = False) -> bool:
     """
     path = lock_path(journal)
     ahead = AHEAD.get()
-    data = None
-    if ahead is not None:
-        ahead.released(path)  # (this process's own lock on it, released but not yet removed)
-        data = ahead.take(path)  # (its bytes, durable in its temp file already)
+    body = ahead.take(path) if ahead is not None else None  # (a durable file of this process's lock bytes, to link)
     for _ in range(3):
-        if durable.create_exclusive(path, data or lock_content(), ready=data is not None):
+        made = durable.link_exclusive(body, path) if body is not None else None
+        if made is None:  # (no body, or none that links there): made as always
+            body = None
+            made = durable.create_exclusive(path, lock_content())
+        if made:
             return True
-        data = None  # (the temp made ahead went with the first try)
         info = inspect_lock(path)
         if info is None:
             continue
@@ -255,140 +255,60 @@ def try_acquire(journal: Path, *, force: bool = False) -> bool:
 
 
 class Ahead:
-    """Session locks made ready ahead (issue 27): a background thread writes this process's lock
-    content into each lock's temp file and fsyncs it (:func:`~toolkit.durable.make_ready`), in the
-    order given, while this one works; taking such a lock only links it into place.  A grown
-    import takes a lock on every journal it appends to, and the fsync was its longest wait.
+    """Session locks taken by a link (issue 27): this process's lock bytes are written once in each
+    folder, in a file of their own (the lock *body*, a temp file ``.levelsess-locks-N.<pid>.tmp``,
+    fsynced before it is first linked), and each lock this process takes there is a hard link to
+    it (``link`` fails if the lock exists, as O_CREAT|O_EXCL).  A grown import takes a lock on
+    every journal it appends to: a lock made each time was a file created, written and fsynced,
+    and a file freed again when it was released (on ext4 without a journal, each freed inode slows
+    the creates of the next minutes), where a link and an unlink are names only.
 
-    A lock's bytes are durable before its name exists, as when it is made at once.  The thread stays
-    at most :attr:`LIMIT` locks ahead, and one made ready more than :attr:`FRESH` seconds before it
-    is taken is made again by the taker: its ``acquiredAt`` and its mtime (the heartbeat ``fsck``
-    reads) say when it was taken, give or take those seconds.  A lock asked for before the thread
-    reached it is made by the taker as always (the thread passes it by); one being made is waited
-    for.  :meth:`close` stops the thread and removes the temp files no one took.
+    A lock's bytes are durable before its name exists, as when it is made at once, and they are
+    this process's own (never a forked worker's: it makes its locks as always).  A body is made
+    again (a new one: the locks linked to the last keep their bytes) once it is :attr:`FRESH`
+    seconds old, so a lock's ``acquiredAt`` and its mtime (the heartbeat ``fsck`` reads) say when it
+    was taken, give or take those seconds.  Where a body cannot be made or linked (a full disk, a
+    file system without hard links), the lock is made as always.  :meth:`close` removes the bodies:
+    a held lock's bytes stay with its name; a body a killed process left is a leftover temp, tidied
+    as any."""
 
-    A lock released is removed by a second thread (:meth:`release`): the unlink of a file that holds
-    bytes frees a block, and on a file system mounted with ``discard`` and no journal it waits for
-    the disk (0.3 to 1 ms a lock here, a fifth of a grown import).  The lock is held that much
-    longer, never less: taking it again waits for its removal, and :meth:`close` waits for every
-    one (a removal that failed is raised there, as the release would have raised it)."""
-
-    LIMIT = 16  # (4 kept a grown import's units waiting for it: 10-15 ms of 81 resumes, 1-5 ms at 16)
     FRESH = 5.0
 
-    def __init__(self, journals: Iterable[Path]) -> None:
-        import threading
+    def __init__(self, journals: Iterable[Path] = ()) -> None:
+        self._pid = os.getpid()
+        self._bodies: dict[Path, tuple[Path, float]] = {}  # folder -> (its body, when it was made)
+        self._made = 0
 
-        self._wanted = list(dict.fromkeys(lock_path(Path(journal)) for journal in journals))
-        self._asked = set(self._wanted)
-        self._ready: dict[Path, tuple[bytes | None, float]] = {}  # made (its bytes; None: failed) and when: for take
-        self._claimed: set[Path] = set()  # asked for before the thread reached them: the taker's
-        self._current: Path | None = None
-        self._stop = False
-        self._done = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="levelsess-locks", daemon=True)
-        self._thread.start()
-        self._pid = os.getpid()  # (a process forked from this one has neither thread: it releases as always)
-        self._releasing: dict[Path, contextvars.Context] = {}  # locks released, in order, until removed (with
-        # the context they were released in: the confinement of the store's folders, durable.confined)
-        self._releaser: threading.Thread | None = None
-        self._failed: BaseException | None = None
-
-    def _run(self) -> None:
-        for path in self._wanted:
-            with self._done:
-                self._done.wait_for(lambda: self._stop or len(self._ready) < self.LIMIT)
-                if self._stop:
-                    return
-                if path in self._claimed:
-                    continue
-                self._current = path
-            data: bytes | None = lock_content()
-            try:
-                durable.make_ready(path, data)
-            except Exception:  # noqa: BLE001 - (a full disk, a symlinked folder) the taker makes it and meets it there
-                data = None
-            with self._done:
-                self._ready[path], self._current = (data, time.monotonic()), None
-                self._done.notify_all()
-
-    def take(self, path: Path) -> bytes | None:
-        """The bytes of the lock ``path`` made ready, to link (None: make it as always)."""
-        if path not in self._asked:
+    def take(self, path: Path) -> Path | None:
+        """The body to link at the lock ``path`` (None: make the lock as always)."""
+        if os.getpid() != self._pid:  # (a process forked from this one: its locks hold its own pid)
             return None
-        with self._done:
-            self._done.wait_for(lambda: self._current != path)
-            made = self._ready.pop(path, None)
-            if made is None:
-                self._claimed.add(path)
-            self._done.notify_all()  # (room for the next)
-        if made is None or made[0] is None:
+        folder = path.parent
+        found = self._bodies.get(folder)
+        if found is not None and time.monotonic() - found[1] <= self.FRESH:
+            return found[0]
+        if found is not None:
+            self._drop(folder)
+        name = folder / f"levelsess-locks-{self._made}"  # (a new name each time: no body is ever written over)
+        self._made += 1
+        try:
+            durable.make_ready(name, lock_content())
+        except Exception:  # noqa: BLE001 - (a full disk, a symlinked folder) the taker makes it and meets it there
             return None
-        if time.monotonic() - made[1] > self.FRESH:  # made too long ago: made again, now
-            _forget(path)
-            return None
-        return made[0]
+        body = durable.temp_name(name)
+        self._bodies[folder] = (body, time.monotonic())
+        return body
 
-    def release(self, path: Path) -> bool:
-        """Remove the lock ``path``, which this process holds, in the releasing thread; False in a
-        process forked from this one (the caller removes it)."""
-        if os.getpid() != self._pid:
-            return False
-        import threading
-
-        with self._done:
-            self._releasing[path] = contextvars.copy_context()
-            self._done.notify_all()
-            if self._releaser is None:
-                self._releaser = threading.Thread(target=self._release_all, name="levelsess-unlocks", daemon=True)
-                self._releaser.start()
-        return True
-
-    def released(self, path: Path) -> None:
-        """Return once a removal of the lock ``path`` released here is done (it may be taken again)."""
-        if path in self._releasing and os.getpid() == self._pid:
-            with self._done:
-                self._done.wait_for(lambda: path not in self._releasing)
-
-    def _release_all(self) -> None:
-        while True:
-            with self._done:
-                self._done.wait_for(lambda: self._stop or self._releasing)
-                if not self._releasing:
-                    return
-                path, context = next(iter(self._releasing.items()))
-            failed = None
-            try:
-                context.run(durable.remove, path, lasting=False)
-            except BaseException as exc:  # noqa: BLE001 - raised by close(), in the thread that released it
-                failed = exc
-            with self._done:
-                del self._releasing[path]
-                if failed is not None and self._failed is None:
-                    self._failed = failed
-                self._done.notify_all()
+    def _drop(self, folder: Path) -> None:
+        body, _made = self._bodies.pop(folder)
+        with contextlib.suppress(LevelsessError):  # (tidying: one left is a leftover temp once this process ends)
+            durable.remove(body, lasting=False)
 
     def close(self) -> None:
-        with self._done:
-            self._stop = True
-            self._done.notify_all()
-        self._thread.join()
-        if self._releaser is not None and os.getpid() == self._pid:
-            self._releaser.join()  # (it removes every lock released before it stops)
-        for path, (data, _when) in self._ready.items():
-            if data is not None:
-                _forget(path)
-        self._ready.clear()
-        if self._failed is not None:
-            failed, self._failed = self._failed, None
-            raise failed
-
-
-def _forget(path: Path) -> None:
-    """Remove the temp file of the lock ``path`` made ready and not taken (through :mod:`durable`, as
-    every write; not made lasting: one a power cut brings back is a dead process's, tidied as any)."""
-    with contextlib.suppress(LevelsessError):  # (tidying: one left is a leftover temp once this process ends)
-        durable.remove(durable.temp_name(path), lasting=False)
+        if os.getpid() != self._pid:
+            return
+        for folder in list(self._bodies):
+            self._drop(folder)
 
 
 #: The :class:`Ahead` of the import running in this thread, if any.
@@ -397,7 +317,7 @@ AHEAD: contextvars.ContextVar[Ahead | None] = contextvars.ContextVar("locks_ahea
 
 @contextlib.contextmanager
 def ahead(journals: list[Path]) -> Iterator[None]:
-    """While the block runs, the locks of ``journals`` are made ready ahead (:class:`Ahead`)."""
+    """While the block runs, the locks this process takes (those of ``journals``) are links (:class:`Ahead`)."""
     if not journals:
         yield
         return
@@ -415,6 +335,4 @@ def holding(journal: Path, *, force: bool = False) -> Iterator[None]:
         yield
     finally:
         if mine:
-            ahead = AHEAD.get()
-            if ahead is None or not ahead.release(lock_path(journal)):
-                durable.remove(lock_path(journal), lasting=False)
+            durable.remove(lock_path(journal), lasting=False)

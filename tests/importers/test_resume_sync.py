@@ -222,10 +222,11 @@ def test_prefixes_give_what_hashing_gives(tmp_path):
     assert got is False or got.hexdigest() == hashed(one, 4096).hexdigest()
 
 
-def test_a_grown_imports_locks_are_made_ready_ahead_by_a_thread(tmp_path, monkeypatch):
-    """Each session lock a resume takes was written and fsynced by the background thread ahead
-    (durable.make_ready), so taking it is a link; no lock and no temp file is left, and the
-    journals are a full read's."""
+def test_a_grown_imports_locks_are_links_to_one_durable_body(tmp_path, monkeypatch):
+    """Each session lock a resume takes is a hard link to one file of this process's lock bytes in
+    its folder, written and fsynced before it is first linked (durable.make_ready): taking a lock
+    makes no file, releasing one frees none; no lock and no temp file is left, and the journals are
+    a full read's."""
     from toolkit import locks
 
     source, mains = _grown_tree(tmp_path)
@@ -233,26 +234,32 @@ def test_a_grown_imports_locks_are_made_ready_ahead_by_a_thread(tmp_path, monkey
     imported("claude", source, store)
     shutil.copytree(store, full)
     _grow(mains, 27)
-    made, taken = [], []
-    real_ready, real_create = durable.make_ready, durable.create_exclusive
+    made, linked, created, synced = [], [], [], []
+    real_ready, real_link, real_create, real_sync = durable.make_ready, durable.link_exclusive, durable.create_exclusive, durable.fsync_fd
 
     def make_ready(path, data):
-        made.append((path, threading.current_thread().name))
+        made.append(durable.temp_name(path))
         return real_ready(path, data)
 
-    def create_exclusive(path, data, *, ready=False):
-        taken.append((path, ready, data))
-        return real_create(path, data, ready=ready)
+    def link_exclusive(source, path):
+        assert source in synced  # (its bytes durable before any name links them)
+        linked.append((source, path, path.parent.joinpath(source.name).read_bytes(), os.stat(source).st_ino))
+        return real_link(source, path)
+
+    def fsync_fd(fd, path):
+        synced.append(Path(path))
+        return real_sync(fd, path)
 
     monkeypatch.setattr(durable, "make_ready", make_ready)
-    monkeypatch.setattr(durable, "create_exclusive", create_exclusive)
+    monkeypatch.setattr(durable, "link_exclusive", link_exclusive)
+    monkeypatch.setattr(durable, "create_exclusive", lambda *args, **kwargs: created.append(args) or real_create(*args, **kwargs))
+    monkeypatch.setattr(durable, "fsync_fd", fsync_fd)
     report = imported("claude", source, store, "--jobs", "1")
     monkeypatch.undo()
     assert report["resumed"] == 3 and report["read"] == 0
-    assert taken and all(ready for _path, ready, _data in taken)  # every lock taken was made ahead
-    assert {path for path, _ready, _data in taken} <= {path for path, _thread in made}
-    assert {thread for _path, thread in made} == {"levelsess-locks"}
-    assert all(locks._judge(path, data, 0.0).state is locks.LockState.LIVE for path, _ready, data in taken)  # (this process's)
+    assert len(linked) == 3 and not created  # every lock taken was a link, none made as before
+    assert len(made) == len({path.parent for _source, path, _data, _ino in linked})  # one body a folder
+    assert all(locks._judge(path, data, 0.0).state is locks.LockState.LIVE for _s, path, data, _i in linked)  # (this process's)
     assert not [p for p in store.rglob("*") if p.name.endswith((".lock", ".tmp"))]
     imported("claude", source, full, "--reread")
     assert journals(store) == journals(full)
@@ -264,66 +271,32 @@ def _journal(folder: Path, name: str) -> Path:
     return journal
 
 
-def test_a_lock_made_ready_is_linked_and_the_rest_removed_at_close(tmp_path):
+def test_locks_taken_are_links_of_the_folders_body_which_close_removes(tmp_path):
     from toolkit import locks
 
     one, two = _journal(tmp_path, "one.jsonl"), _journal(tmp_path, "two.jsonl")
     ahead = locks.Ahead([one, two])
     token = locks.AHEAD.set(ahead)
     try:
-        with locks.holding(one):
-            lock = locks.lock_path(one)
-            info = locks.inspect_lock(lock)
+        with locks.holding(one), locks.holding(two):
+            first, second = locks.lock_path(one), locks.lock_path(two)
+            body = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+            assert len(body) == 1 and durable.temp_owner(body[0].name) == os.getpid()
+            assert os.stat(first).st_ino == os.stat(second).st_ino == os.stat(body[0]).st_ino
+            info = locks.inspect_lock(first)
             assert info is not None and info.state is locks.LockState.LIVE and info.pid == os.getpid()
-        ahead.released(lock)  # (removed by the releasing thread)
-        assert not lock.exists()
-        assert locks.try_acquire(one)  # taken again: made now, as always (the one made ahead went with the first)
-        durable.remove(lock, lasting=False)
+            assert not locks.try_acquire(one, force=True)  # held: a link fails as O_CREAT|O_EXCL does
+        assert not first.exists() and not second.exists()  # released at once: a name, not a file freed
+        with locks.holding(one):  # taken again: linked again
+            assert os.stat(locks.lock_path(one)).st_ino == os.stat(body[0]).st_ino
     finally:
-        locks.AHEAD.reset(token)
-        ahead.close()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "two.jsonl"]  # two's, never taken, removed
-
-
-def test_a_released_lock_is_removed_by_a_thread_and_taken_again_only_once_it_is_gone(tmp_path, monkeypatch):
-    """Released while an import works ahead, a lock is unlinked by the releasing thread (on a file
-    system with ``discard`` and no journal that unlink waits for the disk): held that much longer,
-    never less; taking it again waits for its removal; close() leaves no lock."""
-    from toolkit import locks
-
-    one, two = _journal(tmp_path, "one.jsonl"), _journal(tmp_path, "two.jsonl")
-    go, removed, real = threading.Event(), [], durable.remove
-
-    def slow(path, **kwargs):
-        go.wait(10)
-        removed.append((path.name, threading.current_thread().name))
-        return real(path, **kwargs)
-
-    monkeypatch.setattr(durable, "remove", slow)
-    ahead = locks.Ahead([one, two])
-    token = locks.AHEAD.set(ahead)
-    try:
-        with locks.holding(one):
-            pass
-        with locks.holding(two):
-            pass
-        assert locks.lock_path(one).exists() and locks.lock_path(two).exists()  # released, not yet removed
-        threading.Timer(0.2, go.set).start()
-        with locks.holding(one):  # waits for its removal, then takes it again
-            assert ("one.jsonl.lock", "levelsess-unlocks") in removed
-            assert locks.inspect_lock(locks.lock_path(one)).pid == os.getpid()
-    finally:
-        go.set()
         locks.AHEAD.reset(token)
         ahead.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "two.jsonl"]
-    assert [name for name, thread in removed] == ["one.jsonl.lock", "two.jsonl.lock", "one.jsonl.lock"]
-    assert {thread for name, thread in removed} == {"levelsess-unlocks"}
 
 
-def test_a_lock_whose_removal_failed_is_raised_at_close(tmp_path, monkeypatch):
-    """The releasing thread's failure (a read-only file system, say) is the import's error, raised
-    when the import's locks close, as the release itself raised it before."""
+def test_a_lock_whose_removal_fails_raises_at_its_release(tmp_path, monkeypatch):
+    """A read-only file system at a release is the import's error, raised where the lock is released."""
     from toolkit import locks
     from toolkit.errors import ReadOnlyError
 
@@ -339,45 +312,43 @@ def test_a_lock_whose_removal_failed_is_raised_at_close(tmp_path, monkeypatch):
     token = locks.AHEAD.set(ahead)
     monkeypatch.setattr(durable, "remove", refused)
     try:
-        with locks.holding(one):
-            pass
+        with pytest.raises(ReadOnlyError):
+            with locks.holding(one):
+                pass
     finally:
         locks.AHEAD.reset(token)
-    with pytest.raises(ReadOnlyError):
         ahead.close()
     monkeypatch.undo()
-    assert locks.lock_path(one).exists()  # (left: a dead process's lock, stale at once, as before)
+    assert locks.lock_path(one).exists()  # (left: its bytes this process's, stale once it ends, as before)
+    assert locks.inspect_lock(locks.lock_path(one)).pid == os.getpid()
 
 
-def test_a_lock_asked_before_the_thread_reached_it_is_made_by_the_taker(tmp_path, monkeypatch):
+@pytest.mark.parametrize("why", [errno.EXDEV, errno.EMLINK, errno.EPERM, "gone"])
+def test_a_lock_whose_body_cannot_be_linked_is_made_as_always(tmp_path, monkeypatch, why):
+    """A file system without hard links, a body with too many, or one gone: the lock is made as
+    before (written, fsynced, linked from its own temp file), and nothing is left."""
     from toolkit import locks
 
-    one, two = _journal(tmp_path, "one.jsonl"), _journal(tmp_path, "two.jsonl")
-    started, go = threading.Event(), threading.Event()
-    real = durable.make_ready
+    one = _journal(tmp_path, "one.jsonl")
+    real = os.link
 
-    def slow(path, data):
-        started.set()
-        go.wait(10)
-        return real(path, data)
+    def refused(source, target, *args, **kwargs):
+        if ".levelsess-locks-" in str(source):
+            if why == "gone":
+                os.unlink(source)
+                return real(source, target, *args, **kwargs)
+            raise OSError(why, os.strerror(why))
+        return real(source, target, *args, **kwargs)
 
-    monkeypatch.setattr(durable, "make_ready", slow)
-    ahead = locks.Ahead([one, two])
-    try:
-        assert started.wait(10)  # the thread is on one's lock
-        assert ahead.take(locks.lock_path(two)) is None  # not reached: the taker's, and the thread passes it by
-        go.set()
-        data = ahead.take(locks.lock_path(one))  # being made: waited for
-        assert data is not None and durable.create_exclusive(locks.lock_path(one), data, ready=True)
-        assert durable.create_exclusive(locks.lock_path(two), locks.lock_content())
-    finally:
-        go.set()
-        ahead.close()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "one.jsonl.lock", "two.jsonl", "two.jsonl.lock"]
-    assert locks.lock_path(one).read_bytes() == data  # the bytes made ahead, linked (no temp of two's was made)
+    monkeypatch.setattr(os, "link", refused)
+    with locks.ahead([one]):
+        with locks.holding(one):
+            info = locks.inspect_lock(locks.lock_path(one))
+            assert info.state is locks.LockState.LIVE and info.pid == os.getpid()
+    assert [p.name for p in tmp_path.iterdir()] == ["one.jsonl"]
 
 
-def test_a_lock_that_could_not_be_made_ahead_is_made_by_the_taker(tmp_path, monkeypatch):
+def test_a_lock_whose_body_could_not_be_made_is_made_by_the_taker(tmp_path, monkeypatch):
     from toolkit import locks
 
     one = _journal(tmp_path, "one.jsonl")
@@ -392,6 +363,56 @@ def test_a_lock_that_could_not_be_made_ahead_is_made_by_the_taker(tmp_path, monk
     assert [p.name for p in tmp_path.iterdir()] == ["one.jsonl"]
 
 
+def test_a_body_older_than_fresh_is_made_again_and_the_locks_of_the_last_keep_their_bytes(tmp_path, monkeypatch):
+    """A lock's acquiredAt and mtime say when it was taken, give or take Ahead.FRESH seconds: past
+    them a new body is made (never written over the last, which a held lock still names)."""
+    from toolkit import locks
+
+    one, two = _journal(tmp_path, "one.jsonl"), _journal(tmp_path, "two.jsonl")
+    ahead = locks.Ahead([one, two])
+    token = locks.AHEAD.set(ahead)
+    try:
+        with locks.holding(one):
+            held = locks.lock_path(one).read_bytes()
+            monkeypatch.setattr(locks.Ahead, "FRESH", -1.0)  # every body is too old now
+            with locks.holding(two):
+                assert os.stat(locks.lock_path(one)).st_ino != os.stat(locks.lock_path(two)).st_ino
+                assert locks.lock_path(one).read_bytes() == held  # the first lock's bytes as they were
+                assert json.loads(locks.lock_path(two).read_bytes())["acquiredAt"] >= json.loads(held)["acquiredAt"]
+                assert len([p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]) == 1  # the last body's gone
+    finally:
+        locks.AHEAD.reset(token)
+        ahead.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "two.jsonl"]
+
+
+def test_a_forked_process_makes_its_own_locks(tmp_path):
+    """A body holds this process's pid: a process forked from it makes its locks as always."""
+    from toolkit import locks
+
+    one = _journal(tmp_path, "one.jsonl")
+    ahead = locks.Ahead([one])
+    token = locks.AHEAD.set(ahead)
+    try:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: its lock names its own pid
+            try:
+                with locks.holding(one):
+                    os.write(write, locks.lock_path(one).read_bytes())
+            finally:
+                os._exit(0)
+        os.close(write)
+        data = os.read(read, 4096)
+        os.close(read)
+        os.waitpid(pid, 0)
+        assert json.loads(data)["pid"] == pid
+    finally:
+        locks.AHEAD.reset(token)
+        ahead.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl"]
+
+
 def test_a_ready_lock_whose_temp_went_is_made_again(tmp_path):
     lock = tmp_path / "one.jsonl.lock"
     durable.make_ready(lock, b'{"a": 1}')
@@ -399,25 +420,3 @@ def test_a_ready_lock_whose_temp_went_is_made_again(tmp_path):
     durable.temp_name(lock).unlink()
     assert durable.create_exclusive(lock, b'{"a": 1}', ready=True)
     assert lock.read_bytes() == b'{"a": 1}' and [p.name for p in tmp_path.iterdir()] == ["one.jsonl.lock"]
-
-
-def test_the_thread_stays_a_few_locks_ahead_and_a_stale_one_is_made_again(tmp_path, monkeypatch):
-    import time
-
-    from toolkit import locks
-
-    journals = [_journal(tmp_path, f"j{n}.jsonl") for n in range(locks.Ahead.LIMIT + 2)]
-    temps = lambda: sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp"))  # noqa: E731
-    ahead = locks.Ahead(journals)
-    try:
-        with ahead._done:  # (told as each is made: no deadline a busy machine could miss)
-            ahead._done.wait_for(lambda: len(ahead._ready) >= locks.Ahead.LIMIT)
-        time.sleep(0.2)  # (a fifth, were the thread not held back, would show by now)
-        assert len(temps()) == locks.Ahead.LIMIT  # and no more, until one is taken
-        monkeypatch.setattr(locks.Ahead, "FRESH", -1.0)  # every lock made ready is too old now
-        first = locks.lock_path(journals[0])
-        assert ahead.take(first) is None and durable.temp_name(first).name not in temps()  # made again by the taker
-        assert locks.try_acquire(journals[0]) and locks.inspect_lock(first).state is locks.LockState.LIVE
-    finally:
-        ahead.close()
-    assert temps() == []

@@ -655,9 +655,9 @@ def _ahead_of(context: _Context, units: list[unchanged.Unit],
 
 @contextlib.contextmanager
 def _worked_ahead(prefixes: list[tuple[str, int]], journals: list[Path]):
-    """While the units are imported here, background threads work ahead of them: one hashes the
-    prefixes their resumes will check (:class:`sourcelines.Prefixes`), one makes the session
-    locks they will take ready (:class:`toolkit.locks.Ahead`)."""
+    """While the units are imported here, a background thread hashes the prefixes their resumes will
+    check (:class:`sourcelines.Prefixes`), and the session locks they take are links to one body of
+    this process's lock bytes a folder (:class:`toolkit.locks.Ahead`)."""
     with contextlib.ExitStack() as stack:
         if prefixes:
             from ..ahead import running

@@ -513,7 +513,7 @@ class Kept:
 
     def resumed_journals(self, unit: Unit) -> list[str]:
         """The journals a resume of ``unit`` would append to: those of its kept sessions that have a
-        kept resume state (what their locks are made ready for)."""
+        kept resume state (whose locks it takes)."""
         entry, states = self.units.get(unit.key), self.resumes(unit)
         if not isinstance(entry, dict) or not isinstance(entry.get("sessions"), list) or not isinstance(states, dict):
             return []
