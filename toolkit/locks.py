@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import itertools
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -277,7 +278,6 @@ class Ahead:
     def __init__(self, journals: Iterable[Path] = ()) -> None:
         self._pid = os.getpid()
         self._bodies: dict[Path, tuple[Path, float]] = {}  # folder -> (its body, when it was made)
-        self._made = 0
 
     def take(self, path: Path) -> Path | None:
         """The body to link at the lock ``path`` (None: make the lock as always)."""
@@ -289,13 +289,13 @@ class Ahead:
             return found[0]
         if found is not None:
             self._drop(folder)
-        name = folder / f"levelsess-locks-{self._made}"  # (a new name each time: no body is ever written over)
-        self._made += 1
+        name = folder / f"levelsess-locks-{next(_BODIES)}"  # (a new name each time: no body is ever written over)
+        body = durable.temp_name(name)
         try:
+            durable.remove(body, lasting=False)  # (a name a dead process of this pid left: its locks keep their bytes)
             durable.make_ready(name, lock_content())
         except Exception:  # noqa: BLE001 - (a full disk, a symlinked folder) the taker makes it and meets it there
             return None
-        body = durable.temp_name(name)
         self._bodies[folder] = (body, time.monotonic())
         return body
 
@@ -310,6 +310,8 @@ class Ahead:
         for folder in list(self._bodies):
             self._drop(folder)
 
+
+_BODIES = itertools.count()  # (the number in each lock body's name: one name a body, in this process)
 
 #: The :class:`Ahead` of the import running in this thread, if any.
 AHEAD: contextvars.ContextVar[Ahead | None] = contextvars.ContextVar("locks_ahead", default=None)

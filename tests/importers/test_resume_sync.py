@@ -420,3 +420,22 @@ def test_a_ready_lock_whose_temp_went_is_made_again(tmp_path):
     durable.temp_name(lock).unlink()
     assert durable.create_exclusive(lock, b'{"a": 1}', ready=True)
     assert lock.read_bytes() == b'{"a": 1}' and [p.name for p in tmp_path.iterdir()] == ["one.jsonl.lock"]
+
+
+def test_a_body_name_left_by_a_dead_process_of_this_pid_is_never_written_over(tmp_path, monkeypatch):
+    """A body's name holds this process's pid; one a dead process of the same pid left, linked as
+    its (stale) locks, keeps its bytes: the name is removed, and the new body is a new file."""
+    import itertools
+
+    from toolkit import locks
+
+    one = _journal(tmp_path, "one.jsonl")
+    monkeypatch.setattr(locks, "_BODIES", itertools.count(7))
+    left = durable.temp_name(tmp_path / "levelsess-locks-7")
+    left.write_bytes(b'{"pid": 1, "host": "gone", "startedAt": 0, "acquiredAt": 0}')
+    os.link(left, tmp_path / "old.jsonl.lock")
+    with locks.ahead([one]):
+        with locks.holding(one):
+            assert locks.inspect_lock(locks.lock_path(one)).pid == os.getpid()
+    assert (tmp_path / "old.jsonl.lock").read_bytes() == b'{"pid": 1, "host": "gone", "startedAt": 0, "acquiredAt": 0}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.jsonl.lock", "one.jsonl"]
