@@ -276,6 +276,7 @@ class Ahead:
     FRESH = 5.0
 
     def __init__(self, journals: Iterable[Path] = ()) -> None:
+        # (``journals``: those the import will lock; each folder's body is made when its first lock is taken)
         self._pid = os.getpid()
         self._bodies: dict[Path, tuple[Path, float]] = {}  # folder -> (its body, when it was made)
 
