@@ -944,9 +944,8 @@ def _save_and_cut(held: Held, keep: int, size: int, removed: bytes, recovery_dir
     return saved
 
 
-def create_exclusive(path: Path, data: bytes, *, ready: bool = False) -> bool:
-    """Create ``path`` holding ``data`` unless it exists; return False if it does.  ``ready``: its
-    temp file holds ``data`` already, made durable ahead (:func:`make_ready`).
+def create_exclusive(path: Path, data: bytes) -> bool:
+    """Create ``path`` holding ``data`` unless it exists; return False if it does.
 
     The bytes are written and fsynced in a temp file first, then hard-linked into place
     (``link`` fails if ``path`` exists, like O_CREAT|O_EXCL).  So a lock is never seen empty
@@ -960,16 +959,13 @@ def create_exclusive(path: Path, data: bytes, *, ready: bool = False) -> bool:
     """
     refuse_symlinked(path.parent)
     tmp = temp_name(path)
-    if not ready:
-        _durable_temp(tmp, data)
+    _durable_temp(tmp, data)
     try:
         try:
             os.link(tmp, path)
         except FileExistsError:
             return False
         except FileNotFoundError as exc:
-            if ready and os.path.isdir(path.parent):  # the temp made ahead is gone: made again, now
-                return create_exclusive(path, data)
             raise _fail("create", path, exc) from exc
         except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
@@ -982,7 +978,7 @@ def create_exclusive(path: Path, data: bytes, *, ready: bool = False) -> bool:
 
 
 def link_exclusive(source: Path, path: Path) -> bool | None:
-    """Hard-link ``source`` (a durable file, kept: a lock body, :class:`~toolkit.locks.Ahead`) at
+    """Hard-link ``source`` (a durable file, kept: a lock body, :class:`~toolkit.locks.LockBodies`) at
     ``path`` unless ``path`` exists: True, or False when it does (``link`` fails then, like
     O_CREAT|O_EXCL).  None when it cannot be linked there (``source`` gone, a file system without
     hard links, too many links to it): the caller makes ``path`` as :func:`create_exclusive` does.
@@ -1004,9 +1000,8 @@ def link_exclusive(source: Path, path: Path) -> bool | None:
 
 
 def make_ready(path: Path, data: bytes) -> None:
-    """What :func:`create_exclusive` does before its link, done ahead of it: ``data`` written and
-    fsynced in ``path``'s temp file, which ``create_exclusive(path, data, ready=True)`` then only
-    links into place (and removes, as always).  A temp file no one links is the caller's to remove."""
+    """``data`` written and fsynced in ``path``'s temp file (:func:`temp_name`), which the caller then
+    links (:func:`link_exclusive`: a lock body) and removes."""
     refuse_symlinked(path.parent)
     _durable_temp(temp_name(path), data)
 

@@ -13,7 +13,7 @@ import errno
 import itertools
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -234,8 +234,8 @@ def try_acquire(journal: Path, *, force: bool = False) -> bool:
     under us); with ``force`` a held lock is ignored and left in place.
     """
     path = lock_path(journal)
-    ahead = AHEAD.get()
-    body = ahead.take(path) if ahead is not None else None  # (a durable file of this process's lock bytes, to link)
+    bodies = BODIES.get()
+    body = bodies.take(path) if bodies is not None else None  # (a durable file of this process's lock bytes, to link)
     for _ in range(3):
         made = durable.link_exclusive(body, path) if body is not None else None
         if made is None:  # (no body, or none that links there): made as always
@@ -255,7 +255,7 @@ def try_acquire(journal: Path, *, force: bool = False) -> bool:
     raise LockBusyError(f"{journal} (lock keeps reappearing)")
 
 
-class Ahead:
+class LockBodies:
     """Session locks taken by a link (issue 27): this process's lock bytes are written once in each
     folder, in a file of their own (the lock *body*, a temp file ``.levelsess-locks-N.<pid>.tmp``,
     fsynced before it is first linked), and each lock this process takes there is a hard link to
@@ -275,8 +275,7 @@ class Ahead:
 
     FRESH = 5.0
 
-    def __init__(self, journals: Iterable[Path] = ()) -> None:
-        # (``journals``: those the import will lock; each folder's body is made when its first lock is taken)
+    def __init__(self) -> None:
         self._pid = os.getpid()
         self._bodies: dict[Path, tuple[Path, float]] = {}  # folder -> (its body, when it was made)
 
@@ -290,7 +289,7 @@ class Ahead:
             return found[0]
         if found is not None:
             self._drop(folder)
-        name = folder / f"levelsess-locks-{next(_BODIES)}"  # (a new name each time: no body is ever written over)
+        name = folder / f"levelsess-locks-{next(_BODY_NUMBERS)}"  # (a new name each time: no body is ever written over)
         body = durable.temp_name(name)
         try:
             durable.remove(body, lasting=False)  # (a name a dead process of this pid left: its locks keep their bytes)
@@ -312,21 +311,18 @@ class Ahead:
             self._drop(folder)
 
 
-_BODIES = itertools.count()  # (the number in each lock body's name: one name a body, in this process)
+_BODY_NUMBERS = itertools.count()  # (the number in each lock body's name: one name a body, in this process)
 
-#: The :class:`Ahead` of the import running in this thread, if any.
-AHEAD: contextvars.ContextVar[Ahead | None] = contextvars.ContextVar("locks_ahead", default=None)
+#: The :class:`LockBodies` of the import running in this thread, if any.
+BODIES: contextvars.ContextVar[LockBodies | None] = contextvars.ContextVar("lock_bodies", default=None)
 
 
 @contextlib.contextmanager
-def ahead(journals: list[Path]) -> Iterator[None]:
-    """While the block runs, the locks this process takes (those of ``journals``) are links (:class:`Ahead`)."""
-    if not journals:
-        yield
-        return
+def bodies() -> Iterator[None]:
+    """While the block runs, the locks this process takes are links to its lock bodies (:class:`LockBodies`)."""
     from .ahead import running
 
-    with running(AHEAD, Ahead(journals)):
+    with running(BODIES, LockBodies()):
         yield
 
 

@@ -2,7 +2,8 @@
 (durable.Committer.sync, issue 27): every journal appended to is fsynced before the import
 returns, by that thread, after its bytes were written; a failed fsync stops the run as the
 append's own did, the import cache is not updated, and the next import ends as a full read.  And
-the prefixes the resumes check are hashed ahead by another background thread (sourcelines.Prefixes)."""
+the prefixes the resumes check are hashed ahead by another background thread (sourcelines.Prefixes),
+and the session locks they take are links to one lock body a folder (locks.LockBodies)."""
 
 from __future__ import annotations
 
@@ -275,8 +276,8 @@ def test_locks_taken_are_links_of_the_folders_body_which_close_removes(tmp_path)
     from toolkit import locks
 
     one, two = _journal(tmp_path, "one.jsonl"), _journal(tmp_path, "two.jsonl")
-    ahead = locks.Ahead([one, two])
-    token = locks.AHEAD.set(ahead)
+    bodies = locks.LockBodies()
+    token = locks.BODIES.set(bodies)
     try:
         with locks.holding(one), locks.holding(two):
             first, second = locks.lock_path(one), locks.lock_path(two)
@@ -290,8 +291,8 @@ def test_locks_taken_are_links_of_the_folders_body_which_close_removes(tmp_path)
         with locks.holding(one):  # taken again: linked again
             assert os.stat(locks.lock_path(one)).st_ino == os.stat(body[0]).st_ino
     finally:
-        locks.AHEAD.reset(token)
-        ahead.close()
+        locks.BODIES.reset(token)
+        bodies.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "two.jsonl"]
 
 
@@ -308,16 +309,16 @@ def test_a_lock_whose_removal_fails_raises_at_its_release(tmp_path, monkeypatch)
             raise ReadOnlyError(f"cannot remove {path}: read-only file system")
         return real(path, **kwargs)
 
-    ahead = locks.Ahead([one])
-    token = locks.AHEAD.set(ahead)
+    bodies = locks.LockBodies()
+    token = locks.BODIES.set(bodies)
     monkeypatch.setattr(durable, "remove", refused)
     try:
         with pytest.raises(ReadOnlyError):
             with locks.holding(one):
                 pass
     finally:
-        locks.AHEAD.reset(token)
-        ahead.close()
+        locks.BODIES.reset(token)
+        bodies.close()
     monkeypatch.undo()
     assert locks.lock_path(one).exists()  # (left: its bytes this process's, stale once it ends, as before)
     assert locks.inspect_lock(locks.lock_path(one)).pid == os.getpid()
@@ -341,7 +342,7 @@ def test_a_lock_whose_body_cannot_be_linked_is_made_as_always(tmp_path, monkeypa
         return real(source, target, *args, **kwargs)
 
     monkeypatch.setattr(os, "link", refused)
-    with locks.ahead([one]):
+    with locks.bodies():
         with locks.holding(one):
             info = locks.inspect_lock(locks.lock_path(one))
             assert info.state is locks.LockState.LIVE and info.pid == os.getpid()
@@ -357,32 +358,32 @@ def test_a_lock_whose_body_could_not_be_made_is_made_by_the_taker(tmp_path, monk
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(durable, "make_ready", full)
-    with locks.ahead([one]):
+    with locks.bodies():
         with locks.holding(one):
             assert locks.inspect_lock(locks.lock_path(one)).state is locks.LockState.LIVE
     assert [p.name for p in tmp_path.iterdir()] == ["one.jsonl"]
 
 
 def test_a_body_older_than_fresh_is_made_again_and_the_locks_of_the_last_keep_their_bytes(tmp_path, monkeypatch):
-    """A lock's acquiredAt and mtime say when it was taken, give or take Ahead.FRESH seconds: past
+    """A lock's acquiredAt and mtime say when it was taken, give or take LockBodies.FRESH seconds: past
     them a new body is made (never written over the last, which a held lock still names)."""
     from toolkit import locks
 
     one, two = _journal(tmp_path, "one.jsonl"), _journal(tmp_path, "two.jsonl")
-    ahead = locks.Ahead([one, two])
-    token = locks.AHEAD.set(ahead)
+    bodies = locks.LockBodies()
+    token = locks.BODIES.set(bodies)
     try:
         with locks.holding(one):
             held = locks.lock_path(one).read_bytes()
-            monkeypatch.setattr(locks.Ahead, "FRESH", -1.0)  # every body is too old now
+            monkeypatch.setattr(locks.LockBodies, "FRESH", -1.0)  # every body is too old now
             with locks.holding(two):
                 assert os.stat(locks.lock_path(one)).st_ino != os.stat(locks.lock_path(two)).st_ino
                 assert locks.lock_path(one).read_bytes() == held  # the first lock's bytes as they were
                 assert json.loads(locks.lock_path(two).read_bytes())["acquiredAt"] >= json.loads(held)["acquiredAt"]
                 assert len([p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]) == 1  # the last body's gone
     finally:
-        locks.AHEAD.reset(token)
-        ahead.close()
+        locks.BODIES.reset(token)
+        bodies.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "two.jsonl"]
 
 
@@ -391,8 +392,8 @@ def test_a_forked_process_makes_its_own_locks(tmp_path):
     from toolkit import locks
 
     one = _journal(tmp_path, "one.jsonl")
-    ahead = locks.Ahead([one])
-    token = locks.AHEAD.set(ahead)
+    bodies = locks.LockBodies()
+    token = locks.BODIES.set(bodies)
     try:
         read, write = os.pipe()
         pid = os.fork()
@@ -408,18 +409,9 @@ def test_a_forked_process_makes_its_own_locks(tmp_path):
         os.waitpid(pid, 0)
         assert json.loads(data)["pid"] == pid
     finally:
-        locks.AHEAD.reset(token)
-        ahead.close()
+        locks.BODIES.reset(token)
+        bodies.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl"]
-
-
-def test_a_ready_lock_whose_temp_went_is_made_again(tmp_path):
-    lock = tmp_path / "one.jsonl.lock"
-    durable.make_ready(lock, b'{"a": 1}')
-    assert durable.temp_name(lock).read_bytes() == b'{"a": 1}'
-    durable.temp_name(lock).unlink()
-    assert durable.create_exclusive(lock, b'{"a": 1}', ready=True)
-    assert lock.read_bytes() == b'{"a": 1}' and [p.name for p in tmp_path.iterdir()] == ["one.jsonl.lock"]
 
 
 def test_a_body_name_left_by_a_dead_process_of_this_pid_is_never_written_over(tmp_path, monkeypatch):
@@ -430,11 +422,11 @@ def test_a_body_name_left_by_a_dead_process_of_this_pid_is_never_written_over(tm
     from toolkit import locks
 
     one = _journal(tmp_path, "one.jsonl")
-    monkeypatch.setattr(locks, "_BODIES", itertools.count(7))
+    monkeypatch.setattr(locks, "_BODY_NUMBERS", itertools.count(7))
     left = durable.temp_name(tmp_path / "levelsess-locks-7")
     left.write_bytes(b'{"pid": 1, "host": "gone", "startedAt": 0, "acquiredAt": 0}')
     os.link(left, tmp_path / "old.jsonl.lock")
-    with locks.ahead([one]):
+    with locks.bodies():
         with locks.holding(one):
             assert locks.inspect_lock(locks.lock_path(one)).pid == os.getpid()
     assert (tmp_path / "old.jsonl.lock").read_bytes() == b'{"pid": 1, "host": "gone", "startedAt": 0, "acquiredAt": 0}'

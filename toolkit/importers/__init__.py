@@ -659,7 +659,7 @@ def _ahead_of(context: _Context, units: list[unchanged.Unit],
 def _worked_ahead(prefixes: list[tuple[str, int]], journals: list[Path]):
     """While the units are imported here, a background thread hashes the prefixes their resumes will
     check (:class:`sourcelines.Prefixes`), and the session locks they take are links to one body of
-    this process's lock bytes a folder (:class:`toolkit.locks.Ahead`)."""
+    this process's lock bytes a folder (:class:`toolkit.locks.LockBodies`)."""
     with contextlib.ExitStack() as stack:
         if prefixes:
             from ..ahead import running
@@ -669,7 +669,7 @@ def _worked_ahead(prefixes: list[tuple[str, int]], journals: list[Path]):
         if journals:
             from .. import locks  # (only an import that resumes takes locks)
 
-            stack.enter_context(locks.ahead(journals))
+            stack.enter_context(locks.bodies())
         yield
 
 
