@@ -374,7 +374,7 @@ ROWS_IN_MEMORY = 32_768
 #: 3.3-3.6 s (serial, runs interleaved): what a read holds on to is the cache's, and the next
 #: line's memory is no longer the memory the last one freed.
 KEEP_IN_MEMORY = 8 << 20
-#: The kept lines whose parsed value the first read keeps for the conversion (``_Rollout.outputs``):
+#: The kept lines whose parsed value the first read keeps for the conversion (``_Rollout.held_values``):
 #: those of a kind that usually becomes a record (a tool's output, a call, an answer, a prompt) and
 #: of _HELD_SIZE bytes or more, whose value is a few objects around long strings (a turn_context, a
 #: third of a real rollout's bytes, becomes no record).  A real rollout's records are mostly such
@@ -643,7 +643,7 @@ class _Rollout:
         self.recent_exits: dict[str, int] = {}
         self.latest = _Latest.empty()  # the lines at the file's latest time
         self.kept_lines: list[bytes] = []  # the first lines' bytes, within KEEP_IN_MEMORY
-        self.outputs: dict[int, dict] = {}  # of those, the values parsed that the conversion takes (n -> value: _HELD_KINDS)
+        self.held_values: dict[int, dict] = {}  # of those, the values parsed that the conversion takes (n -> value: _HELD_KINDS)
         replay = Replay()
         self.rows = self._read(replay, legacy)
         self.count, self.replay, self.fork = replay.count, replay.range, (replay.fork, replay.start, replay.end)
@@ -661,7 +661,7 @@ class _Rollout:
         first = meta = first_time = cwd = None
         typed = False
         keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
-        outputs = self.outputs
+        held_values = self.held_values
         see_at, recent_calls, recent_exits = self.latest.see_at, self.recent_calls, self.recent_exits
         add, add_kept = rows.add, rows.add_kept
         lazy = True  # each line kept in its bytes, its hash taken only when asked: until the first line not kept
@@ -709,7 +709,7 @@ class _Rollout:
                 if keep:
                     kept.append(data)
                     if kind in _HELD_KINDS and len(data) >= _HELD_SIZE and not legacy:
-                        outputs[n] = value
+                        held_values[n] = value
                 elif lazy:  # the first line not kept: read again later, its hash is what proves it the same
                     lazy = False
                     self._hash_kept(rows)
@@ -801,7 +801,7 @@ class _Rollout:
         t, model = created or "", None
         when = created  # the time of the last record (as the writer takes it for the source's events)
         self.walked = None
-        exits, codes, groups, kept, outputs = self.rows.exits, self.codes, self.groups, self.kept_lines, self.outputs
+        exits, codes, groups, kept, held_values = self.rows.exits, self.codes, self.groups, self.kept_lines, self.held_values
         held, meta = len(kept), _CODES["meta", None]
         last = [None] * 8  # the last rows, by n % 8: a record is keyed by one at most MIRROR_WINDOW (< 8) before it
         try:
@@ -817,7 +817,7 @@ class _Rollout:
                     continue
                 if n < held:
                     data = kept[n]
-                    value = outputs.pop(n, None)  # (a second pass parses it again: a value is never shared)
+                    value = held_values.pop(n, None)  # (a second pass parses it again: a value is never shared)
                     if value is None:
                         value = loads(data)
                 else:
