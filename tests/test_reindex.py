@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+from pathlib import Path
 
 import orjson
 import pytest
@@ -172,45 +174,76 @@ def _store_of_many_folders(root):
     return root
 
 
-def test_folders_reindexed_at_once_give_what_one_at_a_time_gives(tmp_path, monkeypatch):
-    """Folders are reindexed by several threads: the result (its order, every finding) and the
-    caches written are those of one folder after another."""
+def _reindexed(store, monkeypatch, *, alone: bool):
+    """Reindex ``store`` (two of its journals grown since a first pass): its result, as JSON with
+    the root replaced, and every index (but its time).  ``alone``: each new index written on its own."""
     import toolkit.reindex as reindex_module
+    from toolkit import durable
     from toolkit.stores import discover_all
 
-    runs = []
-    for threads in (1, 8):
-        store = _store_of_many_folders(tmp_path / f"t{threads}" / "store")
-        run_cli("reindex", "--store", store, "-q")  # (a first pass: some folders are current for the second)
-        for n in (0, 4):
-            journal = next((store / f"-home-ada-p{n}").glob("*.jsonl"))
-            with open(journal, "ab") as handle:
-                handle.write(orjson.dumps({"kind": "user", "t": "2026-11-30T10:00:00Z", "content": "one more", "seq": 99}) + b"\n")
-        monkeypatch.setattr(reindex_module, "THREADS", threads)
-        if threads == 1:
-            monkeypatch.setattr(reindex_module, "_in_order", lambda fn, folders: map(fn, folders))
-        result = reindex_module.reindex(discover_all([store]))
-        monkeypatch.undo()
-        caches = {str(p.relative_to(store)): {**orjson.loads(p.read_bytes()), "generatedAt": None}
-                  for p in sorted(store.rglob("index.json"))}
-        said = orjson.dumps(result.to_json()).replace(str(store.parent).encode(), b"ROOT")  # (the link's target too)
-        runs.append((orjson.loads(said), caches))
-    assert runs[0] == runs[1]
-    assert runs[0][0]["refused"] and runs[0][0]["written"] and runs[0][0]["unchanged"]
+    run_cli("reindex", "--store", store, "-q")  # (a first pass: some folders are current for the second)
+    for n in (0, 4):
+        journal = next((store / f"-home-ada-p{n}").glob("*.jsonl"))
+        with open(journal, "ab") as handle:
+            handle.write(orjson.dumps({"kind": "user", "t": "2026-11-30T10:00:00Z", "content": "one more", "seq": 99}) + b"\n")
+    batches = []
+    real = durable.atomic_writes
+    monkeypatch.setattr(durable, "atomic_writes", lambda items, *a, **k: (batches.append(len(items)), real(items, *a, **k))[1])
+    if alone:
+        each = reindex_module._write_indexes
+        monkeypatch.setattr(reindex_module, "_write_indexes", lambda writes: [each([write]) for write in writes])
+    result = reindex_module.reindex(discover_all([store]))
+    monkeypatch.undo()
+    caches = {str(p.relative_to(store)): {**orjson.loads(p.read_bytes()), "generatedAt": None}
+              for p in sorted(store.rglob("index.json"))}
+    said = orjson.dumps(result.to_json()).replace(str(store.parent).encode(), b"ROOT")  # (the link's target too)
+    return orjson.loads(said), caches, batches
 
 
-def test_an_error_in_one_folder_is_raised_after_the_folders_before_it(tmp_path, monkeypatch):
-    import toolkit.reindex as reindex_module
+def test_indexes_written_together_give_what_one_at_a_time_gives(tmp_path, monkeypatch):
+    """A reindex writes its folders' new indexes together, then their fingerprints together: the
+    result (its order, every finding), the indexes and what the next run trusts are those of one
+    folder after another."""
+    from toolkit.stores import discover_all
+    from toolkit.verified import trusted_index
 
-    folders = list(range(12))
-    seen = []
+    together = _reindexed(_store_of_many_folders(tmp_path / "a" / "store"), monkeypatch, alone=False)
+    alone = _reindexed(_store_of_many_folders(tmp_path / "b" / "store"), monkeypatch, alone=True)
+    assert together[:2] == alone[:2]
+    assert together[0]["refused"] and together[0]["written"] and together[0]["unchanged"]
+    assert together[2] == [2, 2] and alone[2] == [2]  # (the two grown folders' indexes, then their fingerprints)
+    for root in (tmp_path / "a" / "store", tmp_path / "b" / "store"):
+        folders = [f for f in discover_all([root]) if f.path.name.startswith("-home-ada-p")]
+        assert len(folders) == 9 and all(trusted_index(folder) is not None for folder in folders)  # every one vouched for
 
-    def one(folder):
-        if folder == 5:
-            raise RuntimeError("folder 5")
-        return folder
 
-    with pytest.raises(RuntimeError, match="folder 5"):
-        for done in reindex_module._in_order(one, folders):
-            seen.append(done)
-    assert seen == [0, 1, 2, 3, 4]
+def test_an_index_that_cannot_be_written_is_that_folders_finding_and_the_others_are_written(tmp_path, monkeypatch):
+    """One folder's index cannot be put in place (its rename fails: a full disk, a file the user holds
+    open on Windows): written together they fail, so each is written alone; that folder is refused
+    with its finding and keeps no temp file, every other is written and trusted next time."""
+    from toolkit.stores import discover_all
+    from toolkit.verified import trusted_index
+
+    store = tmp_path / "store"
+    for n in range(4):
+        sid = f"2026-11-30T09-00-0{n}-a1b{n}"
+        write_journal(store / f"-home-ada-p{n}" / f"{sid}.jsonl", session_records(sid, turns=1 + n))
+    refused = store / "-home-ada-p2" / "index.json"
+    real = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if Path(dst) == refused:
+            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    result = run_cli("reindex", "--store", store, "--json")
+    monkeypatch.undo()
+    assert [Path(p).parent.name for p in result.json["refused"]] == ["-home-ada-p2"]
+    assert sorted(Path(p).parent.name for p in result.json["written"]) == ["-home-ada-p0", "-home-ada-p1", "-home-ada-p3"]
+    assert [(f["code"], Path(f["path"])) for f in result.json["findings"]] == [("unreadable", refused)]
+    assert "disk is full" in result.json["findings"][0]["message"] or "space" in result.json["findings"][0]["message"]
+    assert result.exit_code & 4 and not refused.exists() and not any(store.rglob(".*.tmp"))
+    folders = {f.path.name: f for f in discover_all([store])}
+    assert all(trusted_index(folders[f"-home-ada-p{n}"]) is not None for n in (0, 1, 3))
+    assert run_cli("reindex", "--store", store, "--json").json["written"] == [str(refused)]  # (room again: it is written)

@@ -208,13 +208,13 @@ def test_a_folder_read_in_full_holds_each_scan_as_a_lookup_gives_it(tmp_path, mo
             write_journal(store / PROJECT_SLUG / f"{sid}.jsonl", records)
         stores.append(store)
     held: list = []
-    rebuild = toolkit.reindex.rebuild_cache
+    derive = toolkit.reindex.derived_cache
 
     def keep(folder, scans, *args, **kwargs):
         held.extend(scans)
-        return rebuild(folder, scans, *args, **kwargs)
+        return derive(folder, scans, *args, **kwargs)
 
-    monkeypatch.setattr(toolkit.reindex, "rebuild_cache", keep)
+    monkeypatch.setattr(toolkit.reindex, "derived_cache", keep)
     memo = IncrementalCache(False, root=tmp_path / "cache", racy_ns=0, lean=True)  # (the import's: _index_memo)
     reindex(discover_all([stores[0]]), memo=memo)
     assert len(held) == 3

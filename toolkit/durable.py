@@ -154,6 +154,12 @@ def confined(*confinements: Confinement) -> Iterator[None]:
         _CONFINED.reset(token)
 
 
+def confinements() -> tuple[Confinement, ...]:
+    """The confinements of the enclosing :func:`confined` blocks: a write held for later (a
+    fingerprint, :func:`toolkit.verified.held_fingerprints`) is made under those it was asked under."""
+    return _CONFINED.get()
+
+
 def refuse_symlinked(folder: Path) -> None:
     """Raise :class:`SymlinkedFolderError` when writing in ``folder`` would go through a symlinked
     folder below a root of the enclosing :func:`confined` blocks."""

@@ -10,7 +10,7 @@ from . import durable, verified
 from .errors import LevelsessError, NotAJournalError, SymlinkedFolderError, UnknownFormatError
 from .findings import Finding
 from .fsck.check import FolderCheck, SessionCheck, check_cache, exit_code_for, scan_one
-from .fsck.repair import rebuild_cache, remove_dead_temps, write_refusal
+from .fsck.repair import derived_cache, remove_dead_temps, write_refusal
 from .journal import JournalScan, foreign_only, scan_journal
 from .stores import Folder, discover
 from .scan import Loaded
@@ -94,9 +94,21 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
     known = False  # whether a journal with bytes of a layout this knows was read
     targets = whole_folders(folders)
     lists = {"written": written, "unchanged": unchanged, "refused": refused, "skipped": skipped, "no_cache": no_cache}
-    for done in _in_order(lambda folder: _one(folder, check_only, full, memo), targets):
-        if progress:
-            progress(1)
+    with verified.held_fingerprints():  # (each folder's, written together at the end)
+        dones, writes = [], []
+        for folder in targets:
+            done = _one(folder, check_only, full, memo)
+            dones.append(done)
+            if type(done) is _Write:
+                writes.append(done)
+                if len(writes) == WRITES_AT_ONCE:
+                    _write_indexes(writes)
+                    writes = []
+            if progress:
+                progress(1)
+        _write_indexes(writes)
+    for done in dones:
+        done = done if type(done) is _Done else done.done
         for name, path in done.put:
             lists[name].append(path)
         findings += done.findings
@@ -118,62 +130,59 @@ class _Done(NamedTuple):
     known: bool
 
 
-#: Folders reindexed at once: each cache written waits on the disk (an fsync of the index, another of
-#: its fingerprint), not the CPU; an import's settling of 53 project folders waited for them in turn.
-THREADS = 8
+#: New indexes written together at most (:func:`_write_indexes`): each holds its folder's scans until it is vouched for.
+WRITES_AT_ONCE = 64
 
 
-def _in_order(fn: Callable[[Folder], _Done], folders: list[Folder]):
-    """``fn(folder)`` of each folder, given in the folders' order, computed by up to :data:`THREADS`
-    threads at once (each in a copy of this context: :func:`~toolkit.durable.confined` and the
-    batched folder syncs go with it); one folder at a time here when there are few.  The first
-    error raised is raised in its turn, once the folders before it are given."""
-    if len(folders) < 3:
-        for folder in folders:
-            yield fn(folder)
-        return
-    import contextvars
-    import threading
+class _Write:
+    """A folder's new index, to write with the others (:func:`_write_indexes`), then vouch for
+    (``vouch``); ``done``: what the folder came to once it is written (or refused)."""
 
-    results: list = [None] * len(folders)
-    ready = [threading.Event() for _folder in folders]
-    claimed = iter(range(len(folders)))
-    lock = threading.Lock()
+    __slots__ = ("folder", "data", "vouch", "done")
 
-    def run(context: contextvars.Context) -> None:
-        while True:
-            with lock:
-                index = next(claimed, None)
-            if index is None:
-                return
-            try:
-                results[index] = (True, context.run(fn, folders[index]))
-            except BaseException as exc:  # noqa: BLE001 - raised in the caller, in its turn
-                results[index] = (False, exc)
-            ready[index].set()
-
-    workers = [threading.Thread(target=run, args=(contextvars.copy_context(),), name="levelsess-reindex", daemon=True)
-               for _k in range(min(THREADS, len(folders)))]
-    for worker in workers:
-        worker.start()
-    try:
-        for index in range(len(folders)):
-            ready[index].wait()
-            ok, value = results[index]
-            results[index] = None
-            if not ok:
-                raise value
-            yield value
-    finally:
-        with lock:  # (an error, Ctrl-C: the folders not begun are not begun; those begun finish)
-            for _rest in claimed:
-                pass
-        for worker in workers:
-            worker.join()
+    def __init__(self, folder: Folder, data: bytes, vouch: Callable[[], object], done: _Done) -> None:
+        self.folder, self.data, self.vouch, self.done = folder, data, vouch, done
 
 
-def _one(folder: Folder, check_only: bool, full: bool, memo) -> _Done:
-    """Rebuild (or with ``check_only`` compare) one folder's cache (:func:`reindex`)."""
+def _write_indexes(writes: list[_Write]) -> None:
+    """Write the new indexes of several folders, their fsyncs at once (:func:`durable.atomic_writes`:
+    a reindex of many folders waited on the disk for each in turn), then vouch for each.  When that
+    fails, each is written alone, as one folder's reindex writes it: a failure (a full disk, a
+    refused folder) is that folder's finding, its index left as it was."""
+    if len(writes) > 1:
+        try:
+            with durable.confined(*dict.fromkeys(write.folder.confinement for write in writes)):
+                durable.atomic_writes([(write.folder.cache, write.data) for write in writes])
+        except (LevelsessError, ValueError):  # (ValueError: two folders' index at one path, never seen)
+            pass
+        else:
+            for write in writes:
+                with durable.confined(write.folder.confinement):
+                    write.vouch()
+                write.data = write.vouch = None  # (its scans are let go)
+            return
+    for write in writes:
+        folder = write.folder
+        try:
+            with durable.confined(folder.confinement):
+                durable.atomic_write(folder.cache, write.data)
+                write.vouch()
+            write.data = write.vouch = None
+        except SymlinkedFolderError as exc:  # nothing written: not through the link, not beside it
+            write.done = _refused(write.done, Finding("symlinked-folder", "error", str(folder.path), None, None,
+                                                      f"not reindexed: {exc.detail}, and levelsess never writes through a "
+                                                      f"symlinked folder; {exc.hint}"))
+        except LevelsessError as exc:  # an unreadable cache is never replaced
+            write.done = _refused(write.done, Finding("unreadable", "error", str(folder.cache), None, None, str(exc)))
+
+
+def _refused(done: _Done, finding: Finding) -> _Done:
+    return _Done([("refused", path) for _put, path in done.put], [*done.findings, finding], done.foreign, done.known)
+
+
+def _one(folder: Folder, check_only: bool, full: bool, memo) -> _Done | _Write:
+    """Rebuild (or with ``check_only`` compare) one folder's cache (:func:`reindex`): what it came
+    to, or its new index to write (:class:`_Write`)."""
     findings: list[Finding] = []
     if folder.cache is None:  # Claude Code keeps none, and levelsess writes none in its tree
         return _Done([("no_cache", folder.path)], findings, [], False)
@@ -223,7 +232,14 @@ def _one(folder: Folder, check_only: bool, full: bool, memo) -> _Done:
             raise symlinked
         with durable.confined(folder.confinement):
             findings += remove_dead_temps(folder, prefix=f".{folder.cache.name}.")  # a cache write killed before its rename
-            written_now = rebuild_cache(folder, scans) if changed is None else _write_changed(folder, changed)
+            if changed is None:
+                data = derived_cache(folder, scans)  # (None: right as it is, and vouched for)
+                vouch = lambda: verified.vouch(folder, scans, data)  # noqa: E731
+            else:
+                data = changed.data
+                vouch = lambda: verified.vouch(folder, changed.scans, changed.data or changed.known, changed.kept)  # noqa: E731
+                if data is None:
+                    vouch()
     except SymlinkedFolderError as exc:  # nothing written: not through the link, not beside it
         findings.append(Finding("symlinked-folder", "error", str(folder.path), None, None,
                                 f"not reindexed: {exc.detail}, and levelsess never writes through a symlinked folder; {exc.hint}"))
@@ -231,7 +247,9 @@ def _one(folder: Folder, check_only: bool, full: bool, memo) -> _Done:
     except LevelsessError as exc:  # an unreadable cache is never replaced
         findings.append(Finding("unreadable", "error", str(folder.cache), None, None, str(exc)))
         return _Done([("refused", folder.cache)], findings, foreign_scans, known)
-    return _Done([("unchanged" if written_now is None else "written", folder.cache)], findings, foreign_scans, known)
+    if data is None:
+        return _Done([("unchanged", folder.cache)], findings, foreign_scans, known)
+    return _Write(folder, data, vouch, _Done([("written", folder.cache)], findings, foreign_scans, known))
 
 
 class _Changed(NamedTuple):
@@ -283,15 +301,6 @@ def _changed(folder: Folder, memo, stamps: list[list] | None = None) -> _Changed
         return None
     data = None if index_drift(Loaded("ok", stored), *derived) is None else dump_cache(index_document(*derived))
     return _Changed(data, scans, kept, known)
-
-
-def _write_changed(folder: Folder, changed: _Changed) -> bytes | None:
-    """Write the index :func:`_changed` derived (when it differs) and vouch for it, as
-    :func:`~toolkit.fsck.repair.rebuild_cache` does for one derived from every journal."""
-    if changed.data is not None:
-        durable.atomic_write(folder.cache, changed.data)
-    verified.vouch(folder, changed.scans, changed.data or changed.known, changed.kept)
-    return changed.data
 
 
 def _remembered(memo, folder: Folder, journal: Path) -> JournalScan:

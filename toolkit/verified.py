@@ -19,7 +19,10 @@ or unreadable fingerprint only means "scan".  Only write commands call :func:`vo
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import __version__, durable
@@ -164,14 +167,65 @@ def vouch(folder: Folder, scans: list[JournalScan], known: bytes | None = None, 
     document = _document(folder, read[0], read[1], journals)
     if _load_fingerprint(folder) == document:
         return True  # already on disk: a verify-only run rewrites nothing
-    target = fingerprint_path(folder)
+    target, data = fingerprint_path(folder), dumps(document) + b"\n"
+    held = _HELD.get()
+    if held is not None:  # written when the enclosing :func:`held_fingerprints` block ends, as confined as here
+        held[str(target)] = (target, data, durable.confinements())
+        return True
+    return _write_fingerprint(target, data)
+
+
+def _write_fingerprint(target: Path, data: bytes) -> bool:
     try:
         with durable.new_dirs(target.parent):  # a fingerprint that does not fit leaves no empty folder
             remove_dead_temps(target)
-            durable.atomic_write(target, dumps(document) + b"\n")
+            durable.atomic_write(target, data)
     except LevelsessError:
         return False
     return True
+
+
+#: The fingerprints :func:`vouch` made within a :func:`held_fingerprints` block, by path, to write at its end:
+#: (path, bytes, the confinements it was made under).
+_HELD: contextvars.ContextVar[dict[str, tuple] | None] = contextvars.ContextVar("levelsess_fingerprints", default=None)
+
+
+@contextlib.contextmanager
+def held_fingerprints() -> Iterator[None]:
+    """Within this block, :func:`vouch` computes each fingerprint as ever and holds it; they are all
+    written when the block ends, their fsyncs at once (:func:`~toolkit.durable.atomic_writes`): a
+    reindex of many folders wrote two small files a folder, one fsync after another.  A fingerprint
+    only ever vouches for the index bytes and journal stamps it records (each checked when it is
+    read), so writing it later than :func:`vouch` returned changes nothing it says; held, the
+    block's vouches say True for a fingerprint not yet on disk.  When writing them together fails,
+    each is written alone, a failure again not the command's (as :func:`vouch`).  A block that
+    raises writes none: without a fingerprint, the next run reads the journals."""
+    held: dict[str, tuple] = {}
+    token = _HELD.set(held)
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+    if held:
+        write_fingerprints(list(held.values()))
+
+
+def write_fingerprints(items: list[tuple]) -> None:
+    """Write each (fingerprint path, bytes, confinements): all at once, or each alone when that fails."""
+    if len(items) > 1:
+        try:
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(durable.confined(*dict.fromkeys(c for _t, _d, confined in items for c in confined)))
+                for parent in dict.fromkeys(target.parent for target, _data, _confined in items):
+                    stack.enter_context(durable.new_dirs(parent))  # (no empty folder left when they do not fit)
+                remove_dead_temps(*(target for target, _data, _confined in items))
+                durable.atomic_writes([(target, data) for target, data, _confined in items])
+            return
+        except LevelsessError:
+            pass
+    for target, data, confined in items:  # (a full disk, a folder refused: what can be written, alone)
+        with durable.confined(*confined):
+            _write_fingerprint(target, data)
 
 
 def _as_scanned(journals: list[list], scans: list[JournalScan], kept: dict[str, list]) -> bool:

@@ -403,9 +403,7 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan], saved: list[Path] | 
     ``.levelsess/replaced/`` and their path appended: a meta.json may hold the only copy of a
     session's name.  index.json is derived from the journals alone, so nothing of it is lost."""
     loaded = load_cache(folder.cache)
-    if loaded.state == "unreadable":  # never replaced: it may hold what only it holds (a session's name)
-        raise OperationalError(f"{folder.cache}: {loaded.detail}; left as is")
-    data = folder.layout.derive_cache(folder, scans, loaded)
+    data = derived_cache(folder, scans, loaded)
     if data is None:
         return None
     if saved is not None and loaded.raw is not None and not folder.layout.cache_is_derived:
@@ -413,6 +411,15 @@ def rebuild_cache(folder: Folder, scans: list[JournalScan], saved: list[Path] | 
     durable.atomic_write(folder.cache, data)
     verified.vouch(folder, scans, data)  # index.json only (meta.json is never stat-skipped)
     return data
+
+
+def derived_cache(folder: Folder, scans: list[JournalScan], loaded=None) -> bytes | None:
+    """The bytes :func:`rebuild_cache` would write (None: the cache as it is is right, and an index
+    compared in full is vouched for), writing nothing else; ``loaded``: the cache as read."""
+    loaded = load_cache(folder.cache) if loaded is None else loaded
+    if loaded.state == "unreadable":  # never replaced: it may hold what only it holds (a session's name)
+        raise OperationalError(f"{folder.cache}: {loaded.detail}; left as is")
+    return folder.layout.derive_cache(folder, scans, loaded)
 
 
 def _save_replaced(folder: Folder, data: bytes) -> Path:
