@@ -247,3 +247,29 @@ def test_an_index_that_cannot_be_written_is_that_folders_finding_and_the_others_
     folders = {f.path.name: f for f in discover_all([store])}
     assert all(trusted_index(folders[f"-home-ada-p{n}"]) is not None for n in (0, 1, 3))
     assert run_cli("reindex", "--store", store, "--json").json["written"] == [str(refused)]  # (room again: it is written)
+
+
+def test_a_reindex_stopped_midway_still_writes_the_indexes_it_derived(tmp_path, monkeypatch):
+    """Ctrl-C (or a bug) in the third folder: the two indexes derived before it, held to be written
+    together, are written before it stops; the third and those after it are not touched."""
+    import toolkit.reindex as reindex_module
+    from toolkit.stores import discover_all
+
+    store = tmp_path / "store"
+    for n in range(5):
+        sid = f"2026-11-30T09-00-0{n}-a1b{n}"
+        write_journal(store / f"-home-ada-p{n}" / f"{sid}.jsonl", session_records(sid, turns=1 + n))
+    folders = sorted(discover_all([store]), key=lambda folder: folder.path.name)
+    real, seen = reindex_module._one, []
+
+    def one(folder, *args):
+        seen.append(folder.path.name)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return real(folder, *args)
+
+    monkeypatch.setattr(reindex_module, "_one", one)
+    with pytest.raises(KeyboardInterrupt):
+        reindex_module.reindex(folders)
+    assert [f.path.name for f in folders if (f.path / "index.json").exists()] == seen[:2]
+    assert not any(store.rglob(".*.tmp"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -96,16 +97,21 @@ def reindex(folders: list[Folder], *, check_only: bool = False, full: bool = Fal
     lists = {"written": written, "unchanged": unchanged, "refused": refused, "skipped": skipped, "no_cache": no_cache}
     with verified.held_fingerprints():  # (each folder's, written together at the end)
         dones, writes = [], []
-        for folder in targets:
-            done = _one(folder, check_only, full, memo)
-            dones.append(done)
-            if type(done) is _Write:
-                writes.append(done)
-                if len(writes) == WRITES_AT_ONCE:
-                    _write_indexes(writes)
-                    writes = []
-            if progress:
-                progress(1)
+        try:
+            for folder in targets:
+                done = _one(folder, check_only, full, memo)
+                dones.append(done)
+                if type(done) is _Write:
+                    writes.append(done)
+                    if len(writes) == WRITES_AT_ONCE:
+                        _write_indexes(writes)
+                        writes = []
+                if progress:
+                    progress(1)
+        except BaseException:  # (Ctrl-C, a bug): the indexes derived before it are still written
+            with contextlib.suppress(Exception):
+                _write_indexes(writes)
+            raise
         _write_indexes(writes)
     for done in dones:
         done = done if type(done) is _Done else done.done
@@ -153,7 +159,7 @@ def _write_indexes(writes: list[_Write]) -> None:
         try:
             with durable.confined(*dict.fromkeys(write.folder.confinement for write in writes)):
                 durable.atomic_writes([(write.folder.cache, write.data) for write in writes])
-        except (LevelsessError, ValueError):  # (ValueError: two folders' index at one path, never seen)
+        except (LevelsessError, OSError, ValueError):  # (ValueError: two folders' index at one path, never seen)
             pass
         else:
             for write in writes:

@@ -221,7 +221,7 @@ def write_fingerprints(items: list[tuple]) -> None:
                 remove_dead_temps(*(target for target, _data, _confined in items))
                 durable.atomic_writes([(target, data) for target, data, _confined in items])
             return
-        except LevelsessError:
+        except (LevelsessError, OSError):
             pass
     for target, data, confined in items:  # (a full disk, a folder refused: what can be written, alone)
         with durable.confined(*confined):
