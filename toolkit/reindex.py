@@ -174,16 +174,18 @@ def _write_indexes(writes: list[_Write]) -> None:
                 durable.atomic_write(folder.cache, write.data)
                 write.vouch()
             write.data = write.vouch = None
-        except SymlinkedFolderError as exc:  # nothing written: not through the link, not beside it
-            write.done = _refused(write.done, Finding("symlinked-folder", "error", str(folder.path), None, None,
-                                                      f"not reindexed: {exc.detail}, and levelsess never writes through a "
-                                                      f"symlinked folder; {exc.hint}"))
-        except LevelsessError as exc:  # an unreadable cache is never replaced
-            write.done = _refused(write.done, Finding("unreadable", "error", str(folder.cache), None, None, str(exc)))
+        except LevelsessError as exc:
+            done = write.done
+            write.done = _Done([("refused", folder.cache)], [*done.findings, _refusal(folder, exc)], done.foreign, done.known)
 
 
-def _refused(done: _Done, finding: Finding) -> _Done:
-    return _Done([("refused", path) for _put, path in done.put], [*done.findings, finding], done.foreign, done.known)
+def _refusal(folder: Folder, exc: LevelsessError) -> Finding:
+    """The finding of a folder whose index was not written: through a symlinked folder (nothing
+    written, not through the link, not beside it), or an error (an unreadable cache is never replaced)."""
+    if isinstance(exc, SymlinkedFolderError):
+        return Finding("symlinked-folder", "error", str(folder.path), None, None,
+                       f"not reindexed: {exc.detail}, and levelsess never writes through a symlinked folder; {exc.hint}")
+    return Finding("unreadable", "error", str(folder.cache), None, None, str(exc))
 
 
 def _one(folder: Folder, check_only: bool, full: bool, memo) -> _Done | _Write:
@@ -246,13 +248,8 @@ def _one(folder: Folder, check_only: bool, full: bool, memo) -> _Done | _Write:
                 vouch = lambda: verified.vouch(folder, changed.scans, changed.data or changed.known, changed.kept)  # noqa: E731
                 if data is None:
                     vouch()
-    except SymlinkedFolderError as exc:  # nothing written: not through the link, not beside it
-        findings.append(Finding("symlinked-folder", "error", str(folder.path), None, None,
-                                f"not reindexed: {exc.detail}, and levelsess never writes through a symlinked folder; {exc.hint}"))
-        return _Done([("refused", folder.cache)], findings, foreign_scans, known)
-    except LevelsessError as exc:  # an unreadable cache is never replaced
-        findings.append(Finding("unreadable", "error", str(folder.cache), None, None, str(exc)))
-        return _Done([("refused", folder.cache)], findings, foreign_scans, known)
+    except LevelsessError as exc:
+        return _Done([("refused", folder.cache)], [*findings, _refusal(folder, exc)], foreign_scans, known)
     if data is None:
         return _Done([("unchanged", folder.cache)], findings, foreign_scans, known)
     return _Write(folder, data, vouch, _Done([("written", folder.cache)], findings, foreign_scans, known))
