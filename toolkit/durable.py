@@ -522,6 +522,11 @@ def _replace(src: Path, dst: Path) -> None:
             raise _fail("replace", dst, exc) from exc
 
 
+#: The errors of a ``link`` where no hard link can be made (a file system without them, another device,
+#: too many links to the file): the caller renames, or makes the file itself, instead.
+_NO_HARD_LINK = (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK)
+
+
 def _link_new(tmp: Path, path: Path) -> None:
     """Put ``tmp`` at ``path`` only if nothing is there (link, then drop the temp name)."""
     try:
@@ -529,7 +534,7 @@ def _link_new(tmp: Path, path: Path) -> None:
     except FileExistsError:
         raise
     except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+        if exc.errno not in _NO_HARD_LINK:
             raise _fail("create", path, exc) from exc
         if os.path.lexists(path):  # no hard links here: check, then rename (a narrow window)
             raise FileExistsError(errno.EEXIST, "exists", str(path)) from exc
@@ -974,7 +979,7 @@ def create_exclusive(path: Path, data: bytes) -> bool:
         except FileNotFoundError as exc:
             raise _fail("create", path, exc) from exc
         except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            if exc.errno not in _NO_HARD_LINK:
                 raise _fail("create", path, exc) from exc
             return _create_excl_fallback(path, data)
     finally:
@@ -999,7 +1004,7 @@ def link_exclusive(source: Path, path: Path) -> bool | None:
             return None  # (the body went: made as always)
         raise _fail("create", path, exc) from exc
     except OSError as exc:
-        if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+        if exc.errno in _NO_HARD_LINK:
             return None
         raise _fail("create", path, exc) from exc
     return True

@@ -243,7 +243,9 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
 
 def _remember(memo, journal: Path, scanned: tuple) -> None:
     """Keep a journal's scan in the import memo: ``(scan, stamp, when)``, or as a worker encoded it (:func:`_read_back`)."""
-    if hasattr(scanned, "entry"):
+    from ..fsck.incremental import Encoded  # (loaded with the memo)
+
+    if type(scanned) is Encoded:
         memo.remember_encoded(journal.parent, journal, scanned)
     else:
         memo.remember_scan(journal.parent, journal, *scanned)
@@ -410,7 +412,7 @@ def _read_back(part: _Part) -> None:
                 durable.release_written(outcome.path)  # (read: now nothing of this import reads it again)
     # each as the parent's memo keeps it, made here: what goes through the pipe is its bytes, not
     # the scan (a first import's parent unpickled and encoded 814 scans while its workers wrote)
-    part.scans = [(journal, scanned if scanned is None or hasattr(scanned, "entry") else  # (one a Farm's worker encoded)
+    part.scans = [(journal, scanned if scanned is None or type(scanned) is Encoded else  # (one a Farm's worker encoded)
                    Encoded(scanned[1], scanned[2], *encoded_scan(journal, *scanned, MEMO_STRICT, MEMO_LEAN)))
                   for journal, scanned in part.scans]
 
