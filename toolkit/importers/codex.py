@@ -405,8 +405,8 @@ class _Listed:
         self.ends: set[str] = set()  # the call ids of end events
         self.exits: dict[str, int] = {}  # (its get: the exit codes as _record asks them)
         self._seen: dict[str, int] = {}  # hash -> lines of those bytes so far
-        # the lines added with their bytes (:meth:`add_kept`): (size, first bytes) -> [[bytes, lines of them so far]]
-        self._near: dict[tuple[int, bytes], list[list]] = {}
+        # the lines added with their bytes (:meth:`add_kept`): (size, first bytes) -> [bytes, lines of them so far, bytes, …]
+        self._near: dict[tuple[int, bytes], list] = {}
         self._last: dict[int, int] | None = None  # offset -> the last record there (built when asked)
 
     def __len__(self) -> int:
@@ -426,16 +426,17 @@ class _Listed:
         size = len(data)
         key = (size, data[:64])  # (lines that differ rarely share both)
         near = self._near.get(key)
-        if near is None:  # (a list made only for a new key, not for every line)
-            near = self._near[key] = []
-        for same in near:
-            if same[0] == data:
-                same[1] += 1
-                repeat = same[1]
-                break
-        else:
-            near.append([data, 1])
+        if near is None:  # the common line: the first of its size and start, one list made
+            self._near[key] = [data, 1]
             repeat = 1
+        else:  # [bytes, lines of them so far, bytes, lines…] of the lines of that size and start
+            for i in range(0, len(near), 2):
+                if near[i] == data:
+                    repeat = near[i + 1] = near[i + 1] + 1
+                    break
+            else:
+                near += (data, 1)
+                repeat = 1
         self.places.append((len(self.items), offset, size, None, repeat, stamp, model))
         self.numbers.append(line)
         self.items.append(item)
@@ -445,9 +446,9 @@ class _Listed:
         by their bytes: those bytes counted by their hash (one count: the same bytes, the same hash)."""
         seen = self._seen
         for near in self._near.values():
-            for data, count in near:
-                digest = _hash(data)
-                seen[digest] = seen.get(digest, 0) + count
+            for i in range(0, len(near), 2):
+                digest = _hash(near[i])
+                seen[digest] = seen.get(digest, 0) + near[i + 1]
         self._near = {}
 
     def call(self, call: str) -> None:
@@ -662,7 +663,8 @@ class _Rollout:
         typed = False
         keep, kept, budget, limit, n, watching = True, self.kept_lines, KEEP_IN_MEMORY, ROWS_IN_MEMORY, 0, True
         held_values = self.held_values
-        see_at, recent_calls, recent_exits = self.latest.see_at, self.recent_calls, self.recent_exits
+        latest, recent_calls, recent_exits = self.latest, self.recent_calls, self.recent_exits
+        see_at, latest_time = latest.see_at, latest.time
         add, add_kept = rows.add, rows.add_kept
         lazy = True  # each line kept in its bytes, its hash taken only when asked: until the first line not kept
         for line in self.reader:
@@ -676,7 +678,7 @@ class _Rollout:
             if watching:
                 replay.feed(item)
                 watching = not replay.settled
-            kind = item.kind
+            kind = item[0]  # (item.kind, item.call: by index, as a line's fields above)
             if first is None:
                 first = line
             if meta is None and top == "session_meta":
@@ -686,18 +688,21 @@ class _Rollout:
             stamp = value.get("timestamp")
             if type(stamp) is not str:
                 stamp = None
-            own = line.value.get("timestamp") if legacy else stamp  # (a legacy line's own time, not its envelope's)
-            if type(own) is not str:
-                own = None
+            if legacy:  # (a legacy line's own time, not its envelope's)
+                own = line.value.get("timestamp")
+                if type(own) is not str:
+                    own = None
+            else:
+                own = stamp
             if not first_time:
                 first_time = stamp
             if not typed and (kind == "prompt" or kind == "user_item"):
                 typed = True
-            if kind == "call" and item.call is not None:
-                rows.call(item.call)
-                keep_last(recent_calls, item.call, None, RECENT)
-            elif kind == "end" and item.call is not None:
-                rows.end(item.call)
+            if kind == "call" and item[3] is not None:
+                rows.call(item[3])
+                keep_last(recent_calls, item[3], None, RECENT)
+            elif kind == "end" and item[3] is not None:
+                rows.end(item[3])
                 if payload.get("type") == "exec_command_end" and top == "event_msg" \
                         and isinstance(payload.get("call_id"), str) and type(payload.get("exit_code")) is int:
                     rows.exit(payload["call_id"], payload["exit_code"])
@@ -714,12 +719,16 @@ class _Rollout:
                     lazy = False
                     self._hash_kept(rows)
             if lazy:
-                see_at(own, line.value, data)
+                digest = data
                 add_kept(number, offset, data, item, stamp, model if isinstance(model, str) else None)
             else:
                 digest = _hash(data)
-                see_at(own, line.value, digest)
                 add(number, offset, len(data), digest, item, stamp, model if isinstance(model, str) else None)
+            if own is not None and (latest_time is None or own > latest_time):  # the common line, inline: the latest yet
+                latest.time = latest_time = own  # (what see_at does with it)
+                latest._one = (line[3], digest)
+            else:
+                see_at(own, line[3], digest)
             n += 1
             if n > limit and type(rows) is _Listed:
                 if lazy:
