@@ -166,3 +166,32 @@ def test_a_rollout_and_its_kept_lines_are_freed_once_its_journal_is_written(tmp_
         gc.enable()
     assert result.exit_code in (0, 4), result.stdout + result.stderr
     assert len(most) == 5 and max(most) == 0
+
+
+#: Lines for :func:`test_a_lines_repeats_are_counted_alike_by_its_bytes_or_its_hash`: copies, and lines
+#: alike in size and first 64 bytes that differ after them (what a kept line is first told apart by).
+_ALIKE = b"{" + b"x" * 70
+_POOL = [b"{}", b"{" + b"y" * 80 + b"}", _ALIKE + b"1}", _ALIKE + b"2}", _ALIKE + b"3}", _ALIKE + b"12}", b"{" + b"x" * 64 + b"}"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(picks=st.lists(st.integers(0, len(_POOL) - 1), min_size=1, max_size=40), kept=st.integers(0, 41))
+def test_a_lines_repeats_are_counted_alike_by_its_bytes_or_its_hash(picks, kept):
+    """A rollout's rows count each line's copies so far (its key's ``#N``): by its bytes while the
+    lines are kept (``add_kept``), by its hash after (``hash_kept``, then ``add``).  Whatever the
+    lines and wherever keeping stops, each line's count is the number of lines with its bytes up
+    to it, as hashing every line gives."""
+    from toolkit.layouts.codex_seen import Sketch
+
+    lines = [_POOL[i] for i in picks]
+    rows, item, offset = codex._Listed(), Sketch("other"), 0
+    for n, data in enumerate(lines):
+        if n < kept:
+            rows.add_kept(n + 1, offset, data, item, None, None)
+        else:
+            if n == kept:
+                rows.hash_kept()
+            rows.add(n + 1, offset, len(data), codex._hash(data), item, None, None)
+        offset += len(data) + 1
+    assert [place[4] for place in rows.places] == [lines[:n + 1].count(data) for n, data in enumerate(lines)]
+    assert [place[2] for place in rows.places] == [len(data) for data in lines]
