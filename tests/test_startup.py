@@ -252,6 +252,29 @@ def test_an_import_that_resumes_grown_rollouts_loads_no_module_it_has_no_use_for
     assert not loaded & {"pickle", "base64", "shlex", "toolkit.fsck.salvage"}
 
 
+def test_the_nightly_quiet_import_loads_no_rich(tmp_path):
+    """The nightly job's import (`schedule`: ``import --from APP --store S -q``) shows errors only,
+    to a log: a first import and one that finds nothing new draw no table, and load none (rich's
+    table and its modules were a quarter of an unchanged import's time)."""
+    import shutil
+
+    from tests.layouts.codex import FIXTURES
+
+    if not FIXTURES.is_dir():
+        pytest.skip(f"{FIXTURES} is not here")
+    home, store = tmp_path / ".codex", tmp_path / "store"
+    shutil.copytree(FIXTURES, home)
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    args = ("import", "--from", "codex", "--source", str(home), "--store", str(store), "-q")
+    for run in ("first", "nothing new"):
+        result = _run_env(env, LOADED, *args)
+        assert result.returncode == 0, (run, result.stderr)
+        loaded = _loaded(result)
+        assert "toolkit.importers.codex" in loaded or run == "nothing new"
+        assert not {m for m in loaded if m.split(".")[0] == "rich"}, run
+    assert len(list(store.rglob("codex-*.jsonl"))) == 3
+
+
 def _run_env(env: dict, code: str, *args: str) -> subprocess.CompletedProcess:
     full = {**os.environ, **env, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"}
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=full, cwd=ROOT)

@@ -162,13 +162,13 @@ def _many_alike(findings: list, verbose: bool) -> tuple[list, list[tuple[str, li
 
 
 def _render_import(out: Output, report, target: Path, kept_raw: bool) -> None:
-    from rich.table import Table
-
     from ..importers.uris import NOT_HERE
     from ..report import alike_groups
 
     shown = [s for s in report.sessions if out.verbose or s.status != "unchanged"]
     if shown and not out.quiet:
+        from rich.table import Table  # (here: the nightly `-q` import that finds nothing new draws no table, nor loads one)
+
         table = Table(title=f"import from {report.app}" + (" (dry run)" if report.dry_run else ""), title_justify="left")
         for column in ("title", "session", "project", "records", "new", "status", "editor"):
             add_column(table, column)
