@@ -224,21 +224,29 @@ def test_annotations_evaluated_at_once_build_every_command_as_typer_does():
     assert '"import"' in built["evaluated"] and "0x" not in built["evaluated"]
 
 
+def _codex_fixtures(tmp_path: Path) -> tuple[Path, Path, dict]:
+    """A copy of the Codex fixture rollouts, a store to import them into, and an import cache of
+    the test's own (skipped when the fixtures are not here)."""
+    import shutil
+
+    from tests.layouts.codex import FIXTURES
+
+    if not FIXTURES.is_dir():
+        pytest.skip(f"{FIXTURES} is not here")
+    home = tmp_path / ".codex"
+    shutil.copytree(FIXTURES, home)
+    return home, tmp_path / "store", {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+
 def test_an_import_that_resumes_grown_rollouts_loads_no_module_it_has_no_use_for(tmp_path):
     """A nightly import that only appends what a few rollouts added (issue 27) pays the start-up of
     every module it loads: not pickle.py (the C pickle is enough), base64 (binascii's), shlex (no
     command is printed) or the salvager."""
     import random
-    import shutil
 
     from tests.bench.grow import grow_codex
-    from tests.layouts.codex import FIXTURES
 
-    if not FIXTURES.is_dir():
-        pytest.skip(f"{FIXTURES} is not here")
-    home, store = tmp_path / ".codex", tmp_path / "store"
-    shutil.copytree(FIXTURES, home)
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    home, store, env = _codex_fixtures(tmp_path)
     args = ("import", "--from", "codex", "--source", str(home), "--store", str(store), "--json")
     first = _run_env(env, LOADED, *args)
     assert first.returncode in (0, 4), first.stderr
@@ -256,15 +264,7 @@ def test_the_nightly_quiet_import_loads_no_rich(tmp_path):
     """The nightly job's import (`schedule`: ``import --from APP --store S -q``) shows errors only,
     to a log: a first import and one that finds nothing new draw no table, and load none (rich's
     table and its modules were a quarter of an unchanged import's time)."""
-    import shutil
-
-    from tests.layouts.codex import FIXTURES
-
-    if not FIXTURES.is_dir():
-        pytest.skip(f"{FIXTURES} is not here")
-    home, store = tmp_path / ".codex", tmp_path / "store"
-    shutil.copytree(FIXTURES, home)
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    home, store, env = _codex_fixtures(tmp_path)
     args = ("import", "--from", "codex", "--source", str(home), "--store", str(store), "-q")
     for run in ("first", "nothing new"):
         result = _run_env(env, LOADED, *args)
