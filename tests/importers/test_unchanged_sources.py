@@ -205,3 +205,62 @@ def test_a_fifo_among_the_transcripts_never_blocks_its_stamp(tmp_path):
     a = stamp(str(regular))
     regular.write_bytes(b"x" * 5000 + b"tale")  # the same size, another last byte
     assert a[:2] == stamp(str(regular))[:2] and a[-1] != stamp(str(regular))[-1]
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else -1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("cache", ["as it is", "holds nothing", "no such read", "part of a tail"])
+def test_stamps_taken_together_are_each_files_own_stamp(tmp_path, monkeypatch, cache):
+    """``stamp_all`` stamps a file whose last bytes the page cache holds at once, and asks the disk
+    for the others' (a hint) before it reads them: either way each stamp is what ``stamp`` gives,
+    over more files than it asks for at a time, empty, short and long files, a symlink, a FIFO, a
+    folder and a missing path among them, whatever the cache holds or the system can read that
+    way; and no file is left open, even when a stamp is interrupted."""
+    import errno
+
+    from toolkit.importers import unchanged
+
+    monkeypatch.setattr(unchanged, "AHEAD", 7)
+    paths = []
+    for n in range(23):
+        path = tmp_path / f"r{n}.jsonl"
+        path.write_bytes(bytes([65 + n % 26]) * (0, 1, 4095, 4096, 4097, 9000)[n % 6])
+        paths.append(str(path))
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "r3.jsonl")
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    (tmp_path / "folder.jsonl").mkdir()
+    paths[5:5] = [str(tmp_path / name) for name in ("link.jsonl", "fifo.jsonl", "folder.jsonl", "gone.jsonl")]
+    expected = {path: unchanged.stamp(path) for path in paths}
+    real_preadv = getattr(os, "preadv", None)
+
+    def preadv(fd, buffers, offset, flags=0):
+        if cache == "holds nothing":
+            raise BlockingIOError(errno.EAGAIN, "not cached")
+        if cache == "no such read":
+            raise OSError(errno.EOPNOTSUPP, "not supported")
+        return max(0, real_preadv(fd, buffers, offset, flags) - 1)  # (all but its last byte cached)
+
+    if cache != "as it is" and real_preadv is not None:
+        monkeypatch.setattr(os, "preadv", preadv)
+    before = _open_fds()
+    assert unchanged.stamp_all(paths) == expected
+    assert _open_fds() == before
+    assert unchanged.stamp_all([]) == {}
+
+    real, calls = unchanged._stamp_open, []
+
+    def interrupted(fd, hashed=None):
+        calls.append(fd)
+        if len(calls) == 3:
+            os.close(fd)
+            raise KeyboardInterrupt
+        return real(fd, hashed)
+
+    if cache == "holds nothing":  # (each file waits for its read: an interruption leaves the rest open)
+        monkeypatch.setattr(unchanged, "_stamp_open", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            unchanged.stamp_all(paths)
+        assert _open_fds() == before

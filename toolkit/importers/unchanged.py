@@ -44,6 +44,7 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from stat import S_ISREG
 from typing import NamedTuple
 from zlib import adler32, crc32
 
@@ -133,6 +134,11 @@ def stamp(path: str, hashed: Callable[[bytes], object] | None = None) -> list | 
         fd = os.open(path, _OPEN)
     except OSError:
         return None
+    return _stamp_open(fd, hashed)
+
+
+def _stamp_open(fd: int, hashed: Callable[[bytes], object] | None = None) -> list | None:
+    """:func:`stamp` of the file open as ``fd``, which it closes."""
     try:
         info = os.fstat(fd)
         last = os.pread(fd, TAIL, max(0, info.st_size - TAIL))
@@ -142,6 +148,70 @@ def stamp(path: str, hashed: Callable[[bytes], object] | None = None) -> list | 
     finally:
         os.close(fd)
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, tail]
+
+
+#: Source files whose last bytes :func:`stamp_all` asks the disk for at once.
+AHEAD = 64
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)  # (Linux: a read that gives what the page cache holds, or nothing)
+
+
+def stamp_all(paths: list[str]) -> dict[str, list | None]:
+    """:func:`stamp` of each of ``paths``.  A file whose last bytes the page cache holds is stamped
+    at once; the disk is asked for the others' (``posix_fadvise`` WILLNEED, a hint), :data:`AHEAD`
+    files at a time, before any of them is read.  A nightly import finds its sources out of the page
+    cache: here, the 814 tails of a Codex home read one after another took 61-88 ms cold, 21-30 ms
+    so; warm, 9.1 ms so against 8.4 ms one after another (a cached tail is read in one call that
+    does not wait, as :func:`stamp` reads it)."""
+    marks: dict[str, list | None] = {}
+    buffer = memoryview(bytearray(TAIL))  # (one for every cached tail: each is checked, not kept)
+    for start in range(0, len(paths), AHEAD):
+        waiting: list[tuple[str, int]] = []
+        try:
+            for path in paths[start:start + AHEAD]:
+                try:
+                    fd = os.open(path, _OPEN)
+                except OSError:
+                    marks[path] = None
+                    continue
+                mark = _cached_stamp(fd, buffer)
+                if mark is False:  # (not in the page cache: asked for, read below)
+                    waiting.append((path, fd))
+                else:
+                    marks[path] = mark
+            while waiting:
+                path, fd = waiting.pop(0)
+                marks[path] = _stamp_open(fd)
+        finally:
+            for _path, fd in waiting:  # (interrupted: none is left open)
+                os.close(fd)
+    return marks
+
+
+def _cached_stamp(fd: int, buffer: memoryview) -> list | None | bool:
+    """:func:`stamp` of the file open as ``fd`` (closed) when the page cache holds its last bytes
+    (read into ``buffer``, of :data:`TAIL` bytes); else False, the disk asked for them (``fd`` left
+    open for :func:`_stamp_open`)."""
+    if _NOWAIT is None or not hasattr(os, "posix_fadvise"):
+        return _stamp_open(fd)
+    try:
+        info = os.fstat(fd)
+        if not S_ISREG(info.st_mode):  # (a FIFO, a folder: as stamp says what it is)
+            return _stamp_open(fd)
+        start = max(0, info.st_size - TAIL)
+        last = buffer[:min(TAIL, info.st_size)]
+        got = os.preadv(fd, [last], start, _NOWAIT) if last else 0
+    except BlockingIOError:  # (none of it cached)
+        got = -1
+    except OSError:  # (a file system without such reads: as stamp reads it)
+        return _stamp_open(fd)
+    if got == len(last):
+        os.close(fd)
+        return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, _check(last)]
+    try:
+        os.posix_fadvise(fd, start, TAIL, os.POSIX_FADV_WILLNEED)
+    except OSError:
+        pass
+    return False
 
 
 def _check(last: bytes) -> str:
@@ -207,7 +277,8 @@ def list_units(importer, source: Path, report: Callable[[Finding], None],
         listing = {"looked": seen, "units": [[unit.key, [str(p) for p in unit.files], [str(p) for p in unit.deps]]
                                              for unit in units]} if keep else None
     shared: dict = {}
-    return units, [stamps(unit, shared) for unit in units], listing, listed
+    ahead = stamp_all([str(path) for unit in units if unit.handle is not False for path in unit.files])
+    return units, [stamps(unit, shared, ahead) for unit in units], listing, listed
 
 
 def _well_formed(listing: object, source: Path) -> bool:
@@ -227,17 +298,20 @@ def scan_unit(importer, source: Path, unit: Unit, options, report: Callable[[Fin
     return importer.scan(source, options, report)
 
 
-def stamps(unit: Unit, shared: dict[str, list | str | None] | None = None) -> dict[str, list | None] | None:
+def stamps(unit: Unit, shared: dict[str, list | str | None] | None = None,
+           ahead: dict[str, list | None] | None = None) -> dict[str, list | None] | None:
     """The fingerprint of every file ``unit`` is read from or depends on; None when it cannot be
     listed.  ``shared``: the stamps of the files the units of one run depend on, taken once each
-    (every rollout of a Codex home depends on its ``session_index.jsonl``)."""
+    (every rollout of a Codex home depends on its ``session_index.jsonl``); ``ahead``: the stamps
+    of its files taken already (:func:`stamp_all`)."""
     if unit.handle is False:
         return None
+    taken = stamp if not ahead else lambda path: ahead[path] if path in ahead else stamp(path)
     if len(unit.files) == 1:  # (the common unit: a rollout, a session file)
         name = str(unit.files[0])
-        marks = {name: stamp(name)}
+        marks = {name: taken(name)}
     else:
-        marks = {str(path): stamp(str(path)) for path in sorted({str(p) for p in unit.files})}
+        marks = {str(path): taken(str(path)) for path in sorted({str(p) for p in unit.files})}
     for path in sorted({str(p) for p in unit.deps} - marks.keys()) if unit.deps else ():  # a file it looks at that may well not be there
         mark = shared.get(path, False) if shared is not None else False
         if mark is False:
