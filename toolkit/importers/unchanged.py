@@ -147,6 +147,11 @@ def _stamp_open(fd: int, hashed: Callable[[bytes], object] | None = None) -> lis
         return None
     finally:
         os.close(fd)
+    return _mark(info, tail)
+
+
+def _mark(info: os.stat_result, tail: object) -> list:
+    """A source file's stamp (:func:`stamp`) of its stat and the check of its last bytes."""
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, tail]
 
 
@@ -206,7 +211,7 @@ def _cached_stamp(fd: int, buffer: memoryview) -> list | None | bool:
         return _stamp_open(fd)
     if got == len(last):
         os.close(fd)
-        return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, _check(last)]
+        return _mark(info, _check(last))
     try:
         os.posix_fadvise(fd, start, TAIL, os.POSIX_FADV_WILLNEED)
     except OSError:
