@@ -6,11 +6,13 @@ gaps and repeats a scan reports included (plain_events declines those and the re
 from __future__ import annotations
 
 import os
+from unittest import mock
 
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from toolkit import journal, lines as lines_module
 from toolkit.journal import WrittenScan, scan_journal
 
 META = {"kind": "meta", "v": 2, "id": "s1", "createdAt": "2026-01-01T00:00:00Z", "source": {"app": "test"}}
@@ -111,6 +113,47 @@ def test_lines_given_with_their_newline_give_the_scan_of_the_file(tmp_path_facto
             fed.line(line[:-1], record)
     path.write_bytes(b"".join(lines))
     assert fed.scan(os.stat(path)) == scan_journal(path, "levelcode", checkpoint=True)
+
+
+@given(st.lists(st.tuples(KINDS, st.sampled_from([0, 0, 0, 1, -1, 2]), st.sampled_from(["", "2026-01-02T00:00:00Z"]),
+                          st.booleans()), max_size=30), st.sampled_from([1, 64, 300, 1500, 20 << 20]))
+@settings(max_examples=150, deadline=None)
+def test_a_journal_past_the_soft_cap_is_the_scan_of_the_file_its_oversize_finding_first(tmp_path_factory, steps, cap):
+    """A journal past the soft cap (a Cursor chat of thousands of bubbles) is not read back for its
+    scan: the one made as it was written has the ``oversize`` finding a read gives, where it gives it
+    (first), before or among any other finding."""
+    path = tmp_path_factory.mktemp("written") / "s1.jsonl"
+    with mock.patch.object(journal, "SOFT_CAP", cap):
+        fed = WrittenScan(path)
+        lines, seq = [orjson.dumps(META) + b"\n"], 0
+        fed.line(lines[0][:-1], META)
+        for kind, jump, t, terminated in steps:
+            seq = max(1, seq + 1 + jump)
+            record = _record(kind, seq, t)
+            line = orjson.dumps(record) + b"\n"
+            lines.append(line)
+            if terminated:
+                fed.terminated(line, record)
+            else:
+                fed.line(line[:-1], record)
+        path.write_bytes(b"".join(lines))
+        written, read = fed.scan(os.stat(path)), scan_journal(path, "levelcode", checkpoint=True)
+    assert written is not None and written == read
+    assert ("oversize" in [f.code for f in written.findings]) == (path.stat().st_size > cap)
+
+
+def test_a_journal_longer_than_a_line_may_be_is_left_to_the_reader(tmp_path, monkeypatch):
+    """Past LINE_CAP one of its lines may be one a read takes as overlong: the reader reads it."""
+    monkeypatch.setattr(lines_module, "LINE_CAP", 200)
+    path = tmp_path / "s1.jsonl"
+    fed = WrittenScan(path)
+    data = [orjson.dumps(META) + b"\n"] + [orjson.dumps(_record("user", n, "")) + b"\n" for n in range(1, 6)]
+    fed.line(data[0][:-1], META)
+    for n, line in enumerate(data[1:], start=1):
+        fed.terminated(line, _record("user", n, ""))
+    path.write_bytes(b"".join(data))
+    assert path.stat().st_size > 200 and all(len(line) < 200 for line in data)
+    assert fed.scan(os.stat(path)) is None
 
 
 def test_a_line_given_with_a_newline_inside_it_leaves_the_scan_to_the_reader(tmp_path):

@@ -23,6 +23,7 @@ from .findings import EXCERPT_BYTES, FindingSink
 from .identify import describe, sniff
 from .layouts.registry import get as get_layout  # the reader takes a layout (or its name); it imports none
 from .scan import JournalScan, TailState  # noqa: F401 (the reader's results: below the layouts that read them)
+from . import lines as _lines
 from .lines import (LINE_CAP, BeyondLimits, Batch, Overlong, Piece, Tail, cap_text, holds_record, iter_batches,
                     leading_object, loads, open_regular, split_line)
 
@@ -352,8 +353,9 @@ class WrittenScan:
     ``checkpoint=True`` makes it from the file once written (an importer's new journal is then
     not read back and parsed again for its index).  Each line is given with the record it encodes
     (what parsing it gives, as the layout reads it) or None to parse it; :meth:`scan` is None for
-    a file that is not exactly those lines (past the soft cap, where a read adds a finding first,
-    the reader is used)."""
+    a file that is not exactly those lines, or longer than a line may be (LINE_CAP: the reader is
+    used).  Past the soft cap it adds the ``oversize`` finding where a read has it, first (a Cursor
+    chat of 5,000 bubbles writes a 30 MB journal, and was read back whole for its index)."""
 
     def __init__(self, path: Path, layout: BaseLayout | str = "levelcode") -> None:
         self.layout = get_layout(layout)
@@ -437,8 +439,11 @@ class WrittenScan:
         """The scan, for the file written (``info``: its stat, which must have every byte given);
         ``lean``: its checkpoint for a lean memo (:func:`lean_checkpoint`)."""
         c, size = self.classifier, self.offset
-        if not self.usable or info.st_size != size or not size or size > SOFT_CAP or not c.identified:
-            return None
+        if not self.usable or info.st_size != size or not size or size > _lines.LINE_CAP or not c.identified:
+            return None  # (past LINE_CAP a line may be one the reader takes as overlong: it reads the file)
+        if size > SOFT_CAP and "oversize" not in c.sink.counts:  # as a read says it: first
+            c.sink.add("oversize", f"{size:,} bytes, over the {SOFT_CAP >> 20} MiB soft cap", None, None)
+            c.sink.items.insert(0, c.sink.items.pop())
         state = (_checkpoint(c, lean), size)
         c.terminated = c.lineno
         tail_state = c.tail(Tail(size, b""))
