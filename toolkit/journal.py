@@ -365,7 +365,7 @@ class WrittenScan:
     def line(self, data: bytes, record: dict | None = None) -> None:
         if not self.usable:
             return
-        if data[:1] != b"{" or data[-1:] == b"\r" or b"\n" in data:  # not a plain record line: the reader reads the file
+        if data[:1] != b"{" or data[-1:] == b"\r" or data.find(b"\n") >= 0:  # not a plain record line: the reader reads the file
             self.usable = False
             return
         c = self.classifier
@@ -426,7 +426,7 @@ class WrittenScan:
             end, size = start, 0
             while end < len(lines):
                 data = lines[end]
-                if data[:1] != b"{" or data[-1:] == b"\r" or b"\n" in data:
+                if data[:1] != b"{" or data[-1:] == b"\r" or data.find(b"\n") >= 0:
                     break
                 end, size = end + 1, size + len(data) + 1
         if not rules(seq, end - start, t):  # (the rules take them all, or none)

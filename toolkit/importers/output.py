@@ -22,7 +22,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -55,7 +55,8 @@ class Raw:
     __slots__ = ("data",)
 
     def __init__(self, data: bytes | None = None, value: object = None) -> None:
-        if data is None or b"\n" in data or b"\r" in data:  # pretty-printed: compact it onto one line
+        if data is None or data.find(b"\n") >= 0 or data.find(b"\r") >= 0:  # pretty-printed: compact it onto one line
+            # (find, not ``in``: ``bytes in bytes`` first tries the byte as an int, and raises and clears a TypeError)
             data = exact(_dumps(value if data is None else json.loads(data.decode("utf-8"))))
         self.data = data
 
@@ -83,9 +84,28 @@ _LAST_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
 def iso_from_ms(ms: object, floor: float = 1e12) -> str | None:
     """Epoch milliseconds -> ISO-8601 UTC with ms and ``Z``; None for anything unusable
     (not a number, before ``floor`` (a relative counter, not a time), or past year 9999)."""
+    if type(ms) is int and floor < ms < _EXACT_MS:  # the common case, in whole numbers: what the line below gives
+        seconds, milli = divmod(ms, 1000)
+        days, seconds = divmod(seconds, 86400)
+        day = _DAYS.get(days)
+        if day is None:
+            if len(_DAYS) > 4096:
+                _DAYS.clear()
+            day = _DAYS[days] = (_EPOCH_DAY + timedelta(days=days)).isoformat()
+        hours, seconds = divmod(seconds, 3600)
+        minutes, seconds = divmod(seconds, 60)
+        return f"{day}T{hours:02d}:{minutes:02d}:{seconds:02d}.{milli:03d}Z"
     if not isinstance(ms, (int, float)) or isinstance(ms, bool) or not floor < ms <= _LAST_MS:
         return None
     return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+#: Below it (2096) a whole number of ms divided by 1000 is within half a microsecond of its value, so
+#: ``fromtimestamp`` rounds it to that very millisecond and :func:`iso_from_ms` may count it out in
+#: integers (past it the float's error can move the millisecond: that path keeps its answer).
+_EXACT_MS = 4_000_000_000_000
+_EPOCH_DAY = date(1970, 1, 1)
+_DAYS: dict[int, str] = {}  # days since the epoch -> "YYYY-MM-DD" (a chat's times fall on a few days)
 
 
 def json_object(text: object) -> dict | None:
@@ -1147,7 +1167,7 @@ def _source_batches(session: Session, held: _Held, when: str | None, no_raw: boo
     in_memory = held.carried.in_memory()
     carried = in_memory.__contains__ if in_memory is not None else held.carried.__contains__
     for offset, data in _uncarried(state, carried):
-        batch.append((offset, data if b"\n" not in data and b"\r" not in data else Raw(data).data))
+        batch.append((offset, data if data.find(b"\n") < 0 and data.find(b"\r") < 0 else Raw(data).data))
         held_bytes += len(data)
         if len(batch) >= size or held_bytes >= budget:
             count += len(batch)

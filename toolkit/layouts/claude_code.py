@@ -375,7 +375,7 @@ def sniff_head(path: Path) -> str | None:
     try:
         obj = loads(line)
     except ValueError:
-        if _LEADING.match(line) and b'"kind"' not in line[:200]:
+        if _LEADING.match(line) and line.find(b'"kind"', 0, 200) < 0:
             return "claude-code"
         compact = re.sub(rb"\s+", b"", line[:64])  # a first record cut inside its first key
         if compact.startswith((b'{"p', b'{"t')) and any(k.startswith(compact) for k in (b'{"parentUuid":', b'{"type":')):

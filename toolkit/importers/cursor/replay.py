@@ -45,21 +45,29 @@ class BubbleRows:
         self.spill: sqlite3.Connection | None = None
         written: list[tuple[int, str]] = []
         cursor = conn.execute(f"select rowid, key, value from {KV} where key >= ? and key < ?", (prefix, upper))
+        values, add = self.values, written.append
         while batch := cursor.fetchmany(db.FETCH):
             for rowid, key, value in batch:
-                key = key.decode("utf-8", "surrogateescape") if isinstance(key, bytes) else key
-                written.append((rowid, key))
-                if key in self.values or (self.ids is not None and key in self.ids):
-                    continue  # (a table without a unique key: the first row, as a lookup finds it)
-                value = value if value is None or type(value) is bytes else (
-                    value.encode("utf-8") if isinstance(value, str) else bytes(value))
+                key = key.decode("utf-8", "surrogateescape") if type(key) is bytes else key
+                add((rowid, key))
                 if self.ids is None:
-                    self.values[key] = value
+                    if key in values:
+                        continue  # (a table without a unique key: the first row, as a lookup finds it)
+                    if type(value) is bytes:
+                        values[key] = value
+                        self.size += len(value)
+                        if self.size > ROWS_IN_MEMORY:
+                            self._move_to_disk()
+                            values = self.values
+                        continue
+                    value = _as_bytes(value)
+                    values[key] = value
                     self.size += len(value) if value is not None else 0
                     if self.size > ROWS_IN_MEMORY:
                         self._move_to_disk()
-                else:
-                    self._put(key, value)
+                        values = self.values
+                elif key not in self.ids:
+                    self._put(key, _as_bytes(value))
         written.sort()
         self.order = [key for _rowid, key in written]
 
@@ -91,6 +99,12 @@ class BubbleRows:
             return MISSING
         assert self.spill is not None
         return self.spill.execute("select value from row where id = ?", (row,)).fetchone()[0]
+
+
+def _as_bytes(value: object) -> bytes | None:
+    """A row's value as bytes (None for NULL): text as UTF-8, a number as SQLite gives it."""
+    return value if value is None or type(value) is bytes else (
+        value.encode("utf-8") if isinstance(value, str) else bytes(value))
 
 
 class _Said:

@@ -562,33 +562,38 @@ class Scan:
         first_uri = None
         rows = BubbleRows(conn, prefix)
         replay = Replay(rows) if rows.spilled else None  # a large chat: its records are kept as its rows
+        records, requests, seen = line.records, line.requests, referenced.add
         for index, header in enumerate(headers):
             tally.items += 1
-            bid = header.get("bubbleId") if isinstance(header, dict) else None
+            if isinstance(header, dict):
+                bid, default_type = header.get("bubbleId"), header.get("type")
+            else:
+                bid = default_type = None
             if not isinstance(bid, str) or not bid:
                 tally.skip("no-bubble-id", f"{key}#header{index}")
                 self.finding("missing-bubble", "warning", path, key, f"header {index} has no bubbleId: no record")
                 continue
             bubble_key = prefix + bid
-            referenced.add(bubble_key)
+            seen(bubble_key)
             raw_row = None
-            if isinstance(inline.get(bid), dict):
+            if inline and isinstance(inline.get(bid), dict):
                 bubble = inline[bid]
             else:
                 found = self._bubble(rows, path, bubble_key, tally)
                 if found is None:
                     continue
                 bubble, raw_row = found
-            if first_uri is None and bubble.get("type", header.get("type")) == 1 and isinstance(bubble.get("workspaceUris"), list):
+            if first_uri is None and bubble.get("type", default_type) == 1 and isinstance(bubble.get("workspaceUris"), list):
                 first_uri = next((u for u in bubble["workspaceUris"] if isinstance(u, str)), None)
             partial = busy or bid in generating
-            record = convert_bubble(bubble, bubble_key, clock, model, partial, header.get("type"), raw_row)
+            record = convert_bubble(bubble, bubble_key, clock, model, partial, default_type, raw_row)
             if record is None:
-                self.unknown(path, bubble_key, tally, bubble, header.get("type"))
+                self.unknown(path, bubble_key, tally, bubble, default_type)
                 continue
             if replay is not None:
-                record = replay.keep(record, bubble_key, bubble if raw_row is None else None, model, partial, header.get("type"))
-            line.add(record, bubble)
+                record = replay.keep(record, bubble_key, bubble if raw_row is None else None, model, partial, default_type)
+            records.append(record)  # (Timeline.add, inline: a record and its request time)
+            requests.append(request_time(bubble) if record["kind"] != "user" else None)
         # orphans: in the database's write order, each without a time taking its neighbour's
         clock = Clock(next((r["t"] for r in reversed(line.records) if r.get("t")), created), self.generations)
         for bubble_key in rows.order:
