@@ -46,9 +46,13 @@ def lexical_text(rich: object) -> str:
 
 
 def bubble_text(bubble: dict) -> str:
-    for candidate in (bubble.get("text"), (bubble.get("delegate") or {}).get("a") if isinstance(bubble.get("delegate"), dict) else None):
-        if isinstance(candidate, str) and candidate:
-            return candidate
+    text = bubble.get("text")
+    if isinstance(text, str) and text:  # (most bubbles: asked first, the delegate's only without it)
+        return text
+    delegate = bubble.get("delegate")
+    text = delegate.get("a") if isinstance(delegate, dict) else None
+    if isinstance(text, str) and text:
+        return text
     for rich in (bubble.get("richText"), bubble.get("initText")):
         text = lexical_text(rich)
         if text:
@@ -207,13 +211,16 @@ def convert_bubble(bubble: dict, source_key: str, clock: Clock, model: str | Non
         if not blocks:
             return None
         record = {"kind": "assistant", "t": t, "content": blocks}
-        name = model_name((bubble.get("modelInfo") or {}).get("modelName") if isinstance(bubble.get("modelInfo"), dict) else None,
-                      model, bubble.get("modelType"))
+        info = bubble.get("modelInfo")
+        name = model_name(info.get("modelName") if isinstance(info, dict) else None, model, bubble.get("modelType"))
         if name:
             record["model"] = name
         tokens = bubble.get("tokenCount")
-        if isinstance(tokens, dict) and any(isinstance(v, int) and v > 0 for v in tokens.values()):
-            record["usage"] = tokens
+        if isinstance(tokens, dict):
+            for count in tokens.values():  # (a count above 0: a loop, not any() over a generator, a bubble at a time)
+                if isinstance(count, int) and count > 0:
+                    record["usage"] = tokens
+                    break
     if inferred:
         record["tInferred"] = True
     if partial:

@@ -7,6 +7,8 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import orjson
+
 from ...errors import LevelsessError
 from ...findings import Finding
 from ...workers import file_size
@@ -563,6 +565,7 @@ class Scan:
         rows = BubbleRows(conn, prefix)
         replay = Replay(rows) if rows.spilled else None  # a large chat: its records are kept as its rows
         records, requests, seen = line.records, line.requests, referenced.add
+        values = None if rows.spilled else rows.values
         for index, header in enumerate(headers):
             tally.items += 1
             if isinstance(header, dict):
@@ -579,10 +582,20 @@ class Scan:
             if inline and isinstance(inline.get(bid), dict):
                 bubble = inline[bid]
             else:
-                found = self._bubble(rows, path, bubble_key, tally)
-                if found is None:
-                    continue
-                bubble, raw_row = found
+                bubble = None
+                data = values.get(bubble_key) if values is not None else None
+                if type(data) is bytes:  # the common row, parsed here (what _bubble does with it, in fewer calls)
+                    try:
+                        bubble = orjson.loads(data)
+                    except orjson.JSONDecodeError:  # (a lone surrogate, or not JSON: _bubble says which)
+                        bubble = None
+                if type(bubble) is dict:
+                    raw_row = Raw(data, bubble)
+                else:
+                    found = self._bubble(rows, path, bubble_key, tally)
+                    if found is None:
+                        continue
+                    bubble, raw_row = found
             if first_uri is None and bubble.get("type", default_type) == 1 and isinstance(bubble.get("workspaceUris"), list):
                 first_uri = next((u for u in bubble["workspaceUris"] if isinstance(u, str)), None)
             partial = busy or bid in generating
