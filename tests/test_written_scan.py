@@ -98,7 +98,12 @@ def test_lines_given_with_their_newline_give_the_scan_of_the_file(tmp_path_facto
     """The writer gives each record's line with its newline (``terminated``: not copied again to
     cut it off): the scan of the file still, the findings' excerpts of short lines (a seq gap on a
     pin event) and long ones alike."""
-    path = tmp_path_factory.mktemp("written") / "s1.jsonl"
+    written, read = _terminated_lines(tmp_path_factory.mktemp("written") / "s1.jsonl", steps)
+    assert written == read
+
+
+def _terminated_lines(path, steps):
+    """The scan made of ``steps``' lines as a writer gives them (with their newline or not), and the file's."""
     fed = WrittenScan(path)
     lines, seq = [orjson.dumps(META) + b"\n"], 0
     fed.line(lines[0][:-1], META)
@@ -112,7 +117,7 @@ def test_lines_given_with_their_newline_give_the_scan_of_the_file(tmp_path_facto
         else:
             fed.line(line[:-1], record)
     path.write_bytes(b"".join(lines))
-    assert fed.scan(os.stat(path)) == scan_journal(path, "levelcode", checkpoint=True)
+    return fed.scan(os.stat(path)), scan_journal(path, "levelcode", checkpoint=True)
 
 
 @given(st.lists(st.tuples(KINDS, st.sampled_from([0, 0, 0, 1, -1, 2]), st.sampled_from(["", "2026-01-02T00:00:00Z"]),
@@ -124,20 +129,7 @@ def test_a_journal_past_the_soft_cap_is_the_scan_of_the_file_its_oversize_findin
     (first), before or among any other finding."""
     path = tmp_path_factory.mktemp("written") / "s1.jsonl"
     with mock.patch.object(journal, "SOFT_CAP", cap):
-        fed = WrittenScan(path)
-        lines, seq = [orjson.dumps(META) + b"\n"], 0
-        fed.line(lines[0][:-1], META)
-        for kind, jump, t, terminated in steps:
-            seq = max(1, seq + 1 + jump)
-            record = _record(kind, seq, t)
-            line = orjson.dumps(record) + b"\n"
-            lines.append(line)
-            if terminated:
-                fed.terminated(line, record)
-            else:
-                fed.line(line[:-1], record)
-        path.write_bytes(b"".join(lines))
-        written, read = fed.scan(os.stat(path)), scan_journal(path, "levelcode", checkpoint=True)
+        written, read = _terminated_lines(path, steps)
     assert written is not None and written == read
     assert ("oversize" in [f.code for f in written.findings]) == (path.stat().st_size > cap)
 
