@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Cursor import benchmark (DESIGN.md §5, §8; SOURCES.md §2.7) - a standalone script, not a pytest test.
 
-    python tests/bench/bench_import_cursor.py [--size-mb 1024] [--dir DIR] [--repeat 1] [--json]
+    python tests/bench/bench_import_cursor.py [--size-mb 1024] [--dir DIR] [--repeat 1] [--settle 90] [--json]
 
 Builds (seeded, so every run makes the same bytes) a synthetic Cursor ``User`` folder in the
 modern "split" era (Cursor >= 0.50, SOURCES.md §2.2-§2.5):
@@ -47,6 +47,11 @@ and `levelsess fsck --store STORE` exits 0 (warnings such as `oversize` are fine
 does not exist yet (exit 16, "No such command"), it says so and reports the naive reader only.
 MB is 10**6 bytes, MiB 2**20.
 
+Before the timed runs it measures what creating a file costs here, and waits (up to --settle
+seconds) while that is several times a quiet file system's (tests/bench/creates.py: on ext4 without
+a journal, for minutes after the last bench's stores were removed): the import creates a journal a
+chat, the bare scan none.  The report says what a create cost, and when it was slow anyway.
+
 --dir DIR builds the DB in DIR (DIR/User) and keeps it; a later run with the same --size-mb and
 --seed reuses it.  Each run's import store goes to DIR/store-N (a new folder each run; its cache, the
 import's memos, to DIR/cache-N: XDG_CACHE_HOME) and they are
@@ -84,6 +89,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from creates import SLOW_CREATE_US, settle, slow_note  # noqa: E402 - beside this script too
 from probe import PROBE  # noqa: E402 - the probe lives beside this script
 
 GENERATOR_VERSION = 1
@@ -798,6 +804,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the best time is kept (default 1)")
     parser.add_argument("--fixture", type=Path, default=FIXTURE, help="the real bubbles used as templates (default: shared/fixtures/cursor/bubbles-2025-12.jsonl)")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive reader")
+    parser.add_argument("--settle", type=int, default=90, help="seconds to wait at most, before the timed runs, while creating a "
+                        "file costs several times a quiet file system's (files removed in the last minutes: the last bench's "
+                        "stores); the import creates a journal a chat (default 90)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document (progress goes to stderr)")
     args = parser.parse_args(argv)
 
@@ -832,6 +841,10 @@ def main(argv: list[str] | None = None) -> int:
         warm([db, *user.glob("workspaceStorage/*/state.vscdb")])
         say(f"DB: {size / MB:.1f} MB, {facts['rows']} cursorDiskKV rows, page cache warmed")
         cli = cli_command()
+        probing = base / f"creates-{os.getpid()}"  # (removed with the stores, at the end)
+        stores.append(probing)
+        creating, waited = settle(probing, args.settle)  # the last bench's stores removed in the last minutes: let that pass
+        say(f"a file created in {creating:.0f} us" + (f" (after {waited} s waiting for it)" if waited else ""))
         results: dict[str, Result] = {}
         bare = results["bare"] = Result("bare", "SELECT key, value FROM cursorDiskKV streamed; orjson.loads each composerData + bubble value, nothing kept")
         bare_counts = None
@@ -924,6 +937,7 @@ def main(argv: list[str] | None = None) -> int:
             "bare": bare_counts,
             "naive": naive_counts,
             "import_x_bare": results["import"].x_bare if "import" in results else None,
+            "create_us": round(creating, 1), "waited_seconds": waited,
             "import": {"available": not missing, "message": missing, "verified": verified or None},
             "problems": problems,
         }
@@ -967,7 +981,10 @@ def _print_report(doc: dict, results: list[Result]) -> None:
     if not doc["import"]["available"]:
         print(f"{'import':<10} {'-':>9} {'-':>7} {'-':>8} {'-':>10} {'-':>13}  not measured: {doc['import']['message']}")
     if doc["import_x_bare"] is not None:
-        print(f"import / bare = {doc['import_x_bare']:.2f} (issue 27: at most 2)")
+        print(f"import / bare = {doc['import_x_bare']:.2f} (issue 27: at most 2); a file created in {doc['create_us']:.0f} us"
+              + (f" (after {doc['waited_seconds']} s waiting for it)" if doc["waited_seconds"] else ""))
+        if doc["create_us"] > SLOW_CREATE_US:
+            print(f"  ({slow_note(doc['create_us'])}, and the bare scan is not)")
     naive = doc["naive"]
     if naive:
         print()

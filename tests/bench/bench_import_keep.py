@@ -57,6 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_fsck import MB, MIB, warm  # noqa: E402
+from creates import SLOW_CREATE_US, settle, slow_note  # noqa: E402
 from grow import grow_claude, grow_codex, grow_gemini  # noqa: E402
 from probe import PROBE  # noqa: E402
 
@@ -187,12 +188,6 @@ def _build_gemini(home: Path, size_mb: int) -> None:
     (home / "projects.json").write_text(json.dumps({"projects": projects}, indent=2))
 
 
-#: Microseconds a file's creation takes on a quiet file system here (ext4, 2 cores): about 20.
-SLOW_CREATE_US = 60
-#: Seconds between two measures of a create's cost while it is slow (``--settle``: how long in all).
-SETTLE_STEP = 15
-
-
 def uncompiled() -> int:
     """How many of levelsess's modules have no compiled bytecode of their current source.  Each run
     of the command compiles those again when Python may not keep what it compiles (an editable
@@ -215,24 +210,6 @@ def uncompiled() -> int:
         if len(head) < 16 or not (hashed or stamped == (int(info.st_mtime) & 0xFFFFFFFF, info.st_size & 0xFFFFFFFF)):
             missing += 1
     return missing
-
-
-def _create_cost(folder: Path, count: int = 200) -> float:
-    """Microseconds to create a file (and write 1 kB to it) in ``folder``, the best of five rounds:
-    what each journal a first import makes costs the kernel, which fsck never pays.  On ext4
-    without a journal, for minutes after many files were removed (as after a test run), a create
-    passes over each inode freed recently, and costs several times a quiet file system's; the
-    files are left in place (removing them would do the same to what comes next)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    best = float("inf")
-    for round_ in range(5):
-        began = time.perf_counter()
-        for n in range(count):
-            fd = os.open(folder / f"{round_}-{n}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            os.write(fd, b"x" * 1000)
-            os.close(fd)
-        best = min(best, (time.perf_counter() - began) / count * 1e6)
-    return best
 
 
 def _transcripts(app: str, tree: Path) -> list[Path]:
@@ -293,11 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         full = temp / "full"
         importing = ["import", "--from", args.app, "--source", str(tree), "--json"]
         startup = min(_run(["--version"], env)[0] for _ in range(3))
-        creating, waited = _create_cost(temp / "creates"), 0
-        while creating > SLOW_CREATE_US and waited < args.settle:  # files removed in the last minutes: let that pass
-            time.sleep(SETTLE_STEP)
-            waited += SETTLE_STEP
-            creating = _create_cost(temp / f"creates-{waited}")
+        creating, waited = settle(temp, args.settle)  # files removed in the last minutes: let that pass
         # the store every growth is read into in full (--reread), made first, by its own first import (the same
         # journals as the timed ones'): a copy of the timed store made just before the growth slowed the grown
         # imports timed after it by a fifth, for half a minute (0.46 s against 0.34 s, 814 rollouts)
@@ -349,9 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.app}{' (' + doc['shape'] + ')' if args.app != 'gemini' else ''}: {len(files)} files, {size / MB:,.0f} MB; {len(grown_files)} grew by {added / 1000:,.0f} kB; "
                   f"start-up {startup:.2f} s; a file created in {creating:.0f} us" + (f" (after {waited} s waiting for it)" if waited else "") + (f"; fsck, first import and growth: best of {args.repeat}" if args.repeat > 1 else ""))
             if creating > SLOW_CREATE_US:
-                print(f"  (creating a file takes {creating:.0f} us here, several times a quiet file system's: files removed in the last "
-                      "minutes, a test run's, slow each create on ext4 without a journal; the first import, which creates a journal "
-                      "a session, is slower than it will be once that passes, and fsck is not)")
+                print(f"  ({slow_note(creating)}, and fsck is not)")
             if stale:
                 print(f"  ({stale} of levelsess's modules have no compiled bytecode: each run compiles them again where "
                       "PYTHONDONTWRITEBYTECODE is set, and the re-imports' ratios count that; `python -m compileall -q toolkit` "
