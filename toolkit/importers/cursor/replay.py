@@ -53,19 +53,12 @@ class BubbleRows:
                 if self.ids is None:
                     if key in values:
                         continue  # (a table without a unique key: the first row, as a lookup finds it)
-                    if type(value) is bytes:
-                        values[key] = value
+                    values[key] = value = value if type(value) is bytes else _as_bytes(value)
+                    if value is not None:
                         self.size += len(value)
                         if self.size > ROWS_IN_MEMORY:
                             self._move_to_disk()
                             values = self.values
-                        continue
-                    value = _as_bytes(value)
-                    values[key] = value
-                    self.size += len(value) if value is not None else 0
-                    if self.size > ROWS_IN_MEMORY:
-                        self._move_to_disk()
-                        values = self.values
                 elif key not in self.ids:
                     self._put(key, _as_bytes(value))
         written.sort()
