@@ -14,6 +14,7 @@ import gc
 import importlib
 import os
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -557,6 +558,11 @@ def _write(context: _Context, session: Session, part: _Part, states: dict, prior
     """One session of a unit read in full written (or counted trashed) into ``part``, as the last
     import's kept resume state of it says it began (``prior``)."""
     session.resumed_from = prior.get(session.id)
+    if session.resume_state is None and session.state is None:  # a database's session, read in full: its journal need not be
+        from .output import same_state
+
+        written = weakref.ref(session)  # (not the session: a cycle kept it until a collection)
+        session.keeps_same, session.resume_state = True, lambda outcome: same_state(written(), outcome)
     part.clean &= _one(context, session, part, states)
     session.resume_state = None  # (its closure may hold the session: a cycle that kept what was read until a collection)
 

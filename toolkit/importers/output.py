@@ -271,6 +271,13 @@ class Session:
     # the store folder of a session whose project is not known (None: _unassigned), when where its
     # tool keeps it names one: a Claude Code transcript with no working folder in it (summary-only)
     folder: str | None = None
+    # after a write that found its journal holding all of it (``unchanged``): the journal's inode,
+    # size, mtime and ctime as that write read it (:func:`same_state`)
+    seen: list | None = None
+    # a session read in full whose journal the next import need not read if it is the same (:func:`same_state`),
+    # and the sha256 of what a create of it would write (:func:`write_digest`), taken before a write reads its journal
+    keeps_same: bool = False
+    digest: str | None = None
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` source items of this session that became no record, for ``reason``."""
@@ -462,6 +469,9 @@ def _write_journal(store: Path, session: Session, *, dry_run: bool, no_raw: bool
     symlinked = confinement.refusal(path.parent)
     if symlinked is not None:
         return _symlinked(session, path, symlinked)
+    same = _same_as_kept(session, path, records, no_raw)
+    if same is not None:  # read in full, and a create would write what it wrote when its journal was last found whole
+        return same, []
     read: list = []  # what the plan read of the journal, for the write to use if it is still as read
     planned = _plan(session, path, records, no_raw, None if dry_run else read)  # read-only: nothing new touches nothing
     try:
@@ -586,10 +596,92 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool, read:
             held.close()
     status = "updated" if new or extra else "unchanged"
     if status == "unchanged":
-        if own.proven(had) and stamp is not None:  # (its stamp before it was read: anything appended since undoes the proof)
-            session.proven = [stamp[1], stamp[2], stamp[3]]
+        if stamp is not None:  # (its stamp before it was read: anything appended since undoes what was found)
+            session.seen = [stamp[1], stamp[2], stamp[3], stamp[4]]
+            if own.proven(had):
+                session.proven = session.seen[:3]
         return _outcome(session, path, had, 0, status, had, (last_seq, title, partials)), []
     return _outcome(session, path, had + new, new, status), []
+
+
+# -- a source read in full again, whose journal held all of it last time (issue 27) ----------------------
+#
+# A source with no lines of its own for ``restore`` (a Cursor or VS Code database, whose records
+# carry every byte kept of it) is read in full whenever its file changed: the editor writes to it
+# all day.  Each session's journal was read again too, to find it already holds every record.
+# Before a write reads a session's journal, :func:`write_digest` hashes what a create of the session
+# would write (its meta line, each record's line and the keys that instruct the writer).  After a
+# write that found the journal holding all of it (``unchanged``), :func:`same_state` keeps that hash,
+# the journal's stamp as read and what the write found.  The next import that reads the session again
+# hashes it again: the same hash is the same session in every byte a write compares with its journal,
+# and the journal, untouched since (its stamp), is the one the last write read: reading it again
+# finds what that write found (:func:`_same_as_kept`), and it is not read.  The outcome's other fields
+# (items, skipped, merged) are the current read's, as a full write's are.
+
+
+def write_digest(session: Session, records: Iterable[dict], no_raw: bool) -> str:
+    """The sha256 of what a create of ``session`` with ``records`` would write: its meta line and
+    each record's numbered line, and after a record's line its keys that instruct the writer (never
+    written; a write compares the journal by them).  Kept on the session: taken once."""
+    if session.digest is None:
+        digest = hashlib.sha256(encode(session.meta(no_raw)))
+        digest.update(b"\n")
+        update, numbered = digest.update, _numbered_line
+        for seq, record in enumerate(records, start=1):
+            update(numbered(record, seq, b"\n")[0])
+            if any(key[:1] == "_" for key in record):  # (after a NUL: no line starts with one)
+                update(b"\0" + _dumps([[key, value] for key, value in record.items() if key[:1] == "_"]) + b"\n")
+        session.digest = digest.hexdigest()
+    return session.digest
+
+
+def same_state(session: Session | None, outcome: Outcome) -> dict | None:
+    """After the write of a session whose journal the next import need not read if it is the same
+    (``keeps_same``): when the write found the journal holding all of it (``unchanged``), still as it
+    read it, what :func:`_same_as_kept` needs; else None.  ``journal``: the journal's stamp, which the
+    import cache checks before it gives a state back."""
+    if (session is None or outcome.status != "unchanged" or session.digest is None or session.seen is None
+            or outcome.after is None or outcome.keys is None or _seen(outcome.path) != session.seen):
+        return None
+    last_seq, title, partials = outcome.after
+    return {"journal": session.seen[:3], "same": {
+        "path": str(outcome.path), "ctime": session.seen[3], "digest": session.digest, "records": outcome.records,
+        "keys": outcome.keys, "seq": last_seq, "title": title, "partials": partials, "proven": session.proven}}
+
+
+def _seen(path: Path) -> list | None:
+    """A journal's inode, size, mtime and ctime (None when it is not there): the stamp the import
+    cache keeps, and what changes when anything rewrote the file and put its times back."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def _same_as_kept(session: Session, path: Path, records: Iterable[dict], no_raw: bool) -> Outcome | None:
+    """The ``unchanged`` outcome the last import kept of ``session`` (:func:`same_state`), when its
+    journal ``path`` is as that import left it and a create would write the same bytes as then
+    (:func:`write_digest`, taken here, before any read of the journal): what reading the journal
+    again would find.  None: the write reads it."""
+    if not session.keeps_same or session.state is not None:
+        return None
+    seen = _seen(path)
+    if seen is None:  # (a create: nothing to compare)
+        return None
+    digest = write_digest(session, records, no_raw)
+    prior = session.resumed_from
+    same = prior.get("same") if isinstance(prior, dict) else None
+    journal = prior.get("journal") if type(same) is dict else None
+    if type(journal) is not list or same.get("path") != str(path) or [*journal, same.get("ctime")] != seen:
+        return None
+    count, keys, last_seq, partials, proven = (same.get(name) for name in ("records", "keys", "seq", "partials", "proven"))
+    if not (type(count) is int and type(keys) is int and type(last_seq) is int and type(partials) is dict
+            and all(type(k) is str and type(v) is int for k, v in partials.items())
+            and (proven is None or proven == seen[:3]) and same.get("digest") == digest):
+        return None
+    session.seen, session.proven = seen, proven
+    return _outcome(session, path, count, 0, "unchanged", keys, (last_seq, same.get("title"), partials))
 
 
 #: The :class:`~toolkit.durable.Committer` new journals are handed to (fsynced and linked in the
