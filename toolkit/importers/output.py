@@ -621,16 +621,16 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool, read:
 
 def write_digest(session: Session, records: Iterable[dict], no_raw: bool) -> str:
     """The sha256 of what a create of ``session`` with ``records`` would write: its meta line and
-    each record's numbered line, and after a record's line its keys that instruct the writer (never
-    written; a write compares the journal by them).  Kept on the session: taken once."""
+    each record's numbered line, and after a record's line its :data:`WRITER_KEYS` (left out of the
+    line; a write compares the journal by them).  Kept on the session: taken once."""
     if session.digest is None:
         digest = hashlib.sha256(encode(session.meta(no_raw)))
         digest.update(b"\n")
-        update, numbered = digest.update, _numbered_line
+        update, numbered, writer = digest.update, _numbered_line, WRITER_KEYS
         for seq, record in enumerate(records, start=1):
-            update(numbered(record, seq, b"\n")[0])
-            if any(key[:1] == "_" for key in record):  # (after a NUL: no line starts with one)
-                update(b"\0" + _dumps([[key, value] for key, value in record.items() if key[:1] == "_"]) + b"\n")
+            update(numbered(record, seq, b"\n")[0])  # (every key but those the line leaves out)
+            if not record.keys().isdisjoint(writer):  # (after a NUL: no line starts with one)
+                update(b"\0" + _dumps([[key, record[key]] for key in writer if key in record]) + b"\n")
         session.digest = digest.hexdigest()
     return session.digest
 
