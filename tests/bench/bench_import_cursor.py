@@ -40,6 +40,9 @@ it measures (best of --repeat):
   import      `levelsess import --from cursor --source DIR/User --store EMPTY --json` under
               tests/bench/probe.py's PROBE (wall time, start-up included; VmHWM peak RSS)
   re-import   the same command again on that store: nothing new to find
+  written-to  the same again after the DB's mtime moved (Cursor writes its database all day: a
+              night's import reads every chat again), twice, the second timed: the first reads
+              every journal to find it whole, the nights after it only a changed chat's
 
 and verifies the import: one session per composer (status "created", then "unchanged"), the
 records total at least the referenced bubbles that have content, nothing new on the re-import,
@@ -66,6 +69,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import gc
 import hashlib
 import json
@@ -746,6 +750,18 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+@contextlib.contextmanager
+def _written_to(db: Path):
+    """The database as Cursor leaves it after writing a row no chat is in: its mtime moved (its times
+    put back after, so that a later run with --dir finds the DB it built)."""
+    info = os.stat(db)
+    os.utime(db, ns=(info.st_atime_ns, time.time_ns()))
+    try:
+        yield
+    finally:
+        os.utime(db, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
 def check_import(doc: dict | None, code: int, status: str, composer_ids: list[str], info: dict, label: str) -> tuple[list[str], dict]:
     """Problems with one import run's JSON document, and a summary of it."""
     problems: list[str] = []
@@ -880,6 +896,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             first = results["import"] = Result("import", "levelsess import --from cursor --source DIR/User --store EMPTY --json (under probe)")
             again = results["re-import"] = Result("re-import", "the same, again on that store: nothing new")
+            touched = results["written-to"] = Result("written-to", "the same after Cursor wrote to the DB, no chat changed (a night's keep)")
             for n in range(args.repeat):
                 # a new folder, the last run's kept until the end: an import does not follow the removal of
                 # a store's files, whose inodes a file system without a journal will not give again for 30 s
@@ -896,7 +913,7 @@ def main(argv: list[str] | None = None) -> int:
                 if run.code == 16:
                     missing = f"`levelsess import --from cursor` is a usage error (exit 16: {_last_line(run.stderr)})"
                     say(f"import not measured: {missing}")
-                    del results["import"], results["re-import"]
+                    del results["import"], results["re-import"], results["written-to"]
                     break
                 first.seconds.append(run.wall)
                 first.exit = run.code
@@ -912,6 +929,18 @@ def main(argv: list[str] | None = None) -> int:
                 again.rss_mib = max(again.rss_mib or 0, round(run.rss_mib, 1)) if run.rss_mib else again.rss_mib
                 found, verified["re-import"] = check_import(run.doc, run.code, "unchanged", composer_ids, info, "re-import")
                 problems += found
+                # Cursor writes its database all day: each night's import reads every chat again.  The first
+                # such import reads every journal too, to find it whole; the nights after it, only a chat's
+                # whose bytes changed.  Timed: the second (the DB's times put back after each).
+                for night in range(2):
+                    say(f"levelsess import after the DB was written to, night {night + 1}, run {n + 1}/{args.repeat} ...")
+                    with _written_to(db):
+                        run = run_probed(command, env)
+                    found, verified["written-to"] = check_import(run.doc, run.code, "unchanged", composer_ids, info, "written-to")
+                    problems += found
+                touched.seconds.append(run.wall)
+                touched.exit = run.code
+                touched.rss_mib = max(touched.rss_mib or 0, round(run.rss_mib, 1)) if run.rss_mib else touched.rss_mib
             if "import" in results:
                 say("levelsess fsck --store STORE ...")
                 found, verified["fsck"] = run_fsck(cli, store)
@@ -992,7 +1021,7 @@ def _print_report(doc: dict, results: list[Result]) -> None:
               f"{naive['orphans']} orphan bubbles, {naive['missing']} dangling headers ({naive['seconds_inside']:.1f}s inside the process)")
     verified = doc["import"]["verified"]
     if verified:
-        for label in ("import", "re-import"):
+        for label in ("import", "re-import", "written-to"):
             if label in verified and verified[label]:
                 v = verified[label]
                 print(f"{label}: {v['sessions']} sessions {v['statuses']}, {v['records']} records ({v['new_records']} new), "
