@@ -260,3 +260,35 @@ def test_a_kept_state_that_is_not_one_is_never_trusted(tmp_path, data):
         assert where not in checked or orjson.dumps(holder.get(key)) == orjson.dumps((state["same"] if where.startswith("same.") else state)[key]) \
             or where in ("same.records", "same.keys", "same.seq") and type(holder.get(key)) is int \
             or where == "same.partials" and holder.get(key) == {} or where == "same.proven" and holder.get(key) is None
+
+
+def test_a_vscode_folder_reads_only_the_journal_of_the_chat_that_grew(tmp_path, monkeypatch):
+    """VS Code keeps a chat a file, and its import reads them all when any changed: each night the
+    chat asked in is read with its journal, the others without theirs."""
+    import json
+
+    from tests.importers.vscode_tree import build_tree, request
+
+    user = build_tree(tmp_path / "home")["user"]
+    chat = next(user.rglob("chatSessions/s-live.json"))
+
+    def asked(n: int) -> None:
+        doc = json.loads(chat.read_text())
+        doc["requests"].append(request(f"asked on night {n}", 1764470000000 + n, rid=f"s-live-night-{n}"))
+        chat.write_text(json.dumps(doc))
+
+    store = tmp_path / "store"
+    imported("vscode", user, store)
+    asked(1)
+    second = imported("vscode", user, store)
+    assert {s["id"]: s["status"] for s in second["sessions"]}["vscode-s-live"] == "updated"
+    full = tmp_path / "full"
+    shutil.copytree(store, full)
+    asked(2)
+    log = tmp_path / "reads.log"
+    _journal_reads(monkeypatch, log)
+    reports = {"store": imported("vscode", user, store)}
+    assert _reads(log) == 1, "the journal of the chat asked in, and only that one"
+    reports["full"] = imported("vscode", user, full, "--reread")
+    alike(tmp_path, reports, "a chat asked in again")
+    assert [s["id"] for s in reports["full"]["sessions"] if s["status"] != "unchanged"] == ["vscode-s-live"]
