@@ -290,6 +290,9 @@ class _Context:
                  no_raw: bool, include_trashed: bool, *, jobs: int = 1) -> None:
         self.store, self.importer, self.source, self.options, self.kept = store, importer, source, options, kept
         self.stones, self.dry_run, self.no_raw, self.include_trashed = stones, dry_run, no_raw, include_trashed
+        # a source read as one unit (a database, a folder of chat files): when any of it changed, each of its
+        # sessions is read again, most of them as they were (output.same_state: their journals need not be)
+        self.whole = not hasattr(importer, "units")
         self.read_back = False
         self.jobs = jobs  # --jobs, for the items a scan lets workers convert (a Farm: Cursor's composers)
         self.advance: Callable[[int], None] | None = None  # the progress's bytes, told as a Farm's items are taken
@@ -558,7 +561,7 @@ def _write(context: _Context, session: Session, part: _Part, states: dict, prior
     """One session of a unit read in full written (or counted trashed) into ``part``, as the last
     import's kept resume state of it says it began (``prior``)."""
     session.resumed_from = prior.get(session.id)
-    if session.resume_state is None and session.state is None:  # a database's session, read in full: its journal need not be
+    if session.resume_state is None and session.state is None and context.whole:  # its journal need not be read (output.same_state)
         from .output import same_state
 
         written = weakref.ref(session)  # (not the session: a cycle kept it until a collection)

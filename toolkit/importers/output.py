@@ -644,9 +644,16 @@ def same_state(session: Session | None, outcome: Outcome) -> dict | None:
             or outcome.after is None or outcome.keys is None or _seen(outcome.path) != session.seen):
         return None
     last_seq, title, partials = outcome.after
+    if not (title is None or type(title) is str):  # (what a journal's title record holds, and a state keeps)
+        return None
     return {"journal": session.seen[:3], "same": {
         "path": str(outcome.path), "ctime": session.seen[3], "digest": session.digest, "records": outcome.records,
         "keys": outcome.keys, "seq": last_seq, "title": title, "partials": partials, "proven": session.proven}}
+
+
+def _count(value: object) -> bool:
+    """A count or a seq as a state keeps one (a damaged cache's is none: never reported, nor written back)."""
+    return type(value) is int and 0 <= value < 1 << 63
 
 
 def _seen(path: Path) -> list | None:
@@ -676,12 +683,13 @@ def _same_as_kept(session: Session, path: Path, records: Iterable[dict], no_raw:
     if type(journal) is not list or same.get("path") != str(path) or [*journal, same.get("ctime")] != seen:
         return None
     count, keys, last_seq, partials, proven = (same.get(name) for name in ("records", "keys", "seq", "partials", "proven"))
-    if not (type(count) is int and type(keys) is int and type(last_seq) is int and type(partials) is dict
-            and all(type(k) is str and type(v) is int for k, v in partials.items())
+    title = same.get("title")
+    if not (_count(count) and _count(keys) and _count(last_seq) and type(partials) is dict and (title is None or type(title) is str)
+            and all(type(k) is str and _count(v) for k, v in partials.items())
             and (proven is None or proven == seen[:3]) and same.get("digest") == digest):
         return None
     session.seen, session.proven = seen, proven
-    return _outcome(session, path, count, 0, "unchanged", keys, (last_seq, same.get("title"), partials))
+    return _outcome(session, path, count, 0, "unchanged", keys, (last_seq, title, partials))
 
 
 #: The :class:`~toolkit.durable.Committer` new journals are handed to (fsynced and linked in the
