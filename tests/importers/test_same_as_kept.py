@@ -295,3 +295,23 @@ def test_a_vscode_folder_reads_only_the_journal_of_the_chat_that_grew(tmp_path, 
     reports["full"] = imported("vscode", user, full, "--reread")
     alike(tmp_path, reports, "a chat asked in again")
     assert [s["id"] for s in reports["full"]["sessions"] if s["status"] != "unchanged"] == ["vscode-s-live"]
+
+
+def test_a_database_with_an_unreadable_row_is_read_again_each_night_its_journals_not(tmp_path, monkeypatch):
+    """A NULL bubble row (an error, as real databases hold after a crash) means the database is read
+    in full every time, never recalled from the cache, and says so each time; the chats' journals,
+    found whole, are not read again for it."""
+    user = tmp_path / "home" / "User"
+    (user / "globalStorage").mkdir(parents=True)
+    shutil.copyfile(CURSOR_BUBBLES.parent / "synthetic-global-nulls.state.vscdb", user / "globalStorage" / "state.vscdb")
+    store = tmp_path / "store"
+    first = imported("cursor", user, store)
+    assert first["exit"] == 4 and {f["code"] for f in first["findings"]} >= {"source-unreadable"}
+    second = imported("cursor", user, store)
+    log = tmp_path / "reads.log"
+    _journal_reads(monkeypatch, log)
+    for _night in range(2):
+        again = imported("cursor", user, store)
+        assert (again["read"], again["from_cache"]) == (1, 0), "an error is never taken from the cache"
+        assert said(again) == said(second) and again["exit"] == 4
+    assert _reads(log) == 0

@@ -395,7 +395,7 @@ def _begin(context: _Context, unit: unchanged.Unit, stamped: dict | None, part: 
         elif states is not None and not part.clean:  # what a write met (a lock, a repair) is not what the next import meets
             states = None
         if states is not None:
-            part.entry = unchanged.entry(stamped, part.sessions, part.findings, states, key=unit.key)
+            part.entry = unchanged.entry(stamped, part.sessions, part.findings, states, key=unit.key, unread=context.whole)
         if context.read_back:  # a worker: the journals it appended to read now, while in the page cache, not by the settle
             _read_back(part)
         return part

@@ -644,7 +644,7 @@ def _as_remembered(value: object) -> bool:
 
 
 def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding], resume: dict | None = None,
-          journals: dict | None = None, key: str | None = None) -> dict | None:
+          journals: dict | None = None, key: str | None = None, unread: bool = False) -> dict | None:
     """What the next import of this unit reports when nothing of it changes, or None when that is
     known only by reading it again: an error, or a write whose keys were not counted.  (The caller
     passes no entry for a unit whose write met a finding of its own: a lock, a repaired tail.)
@@ -653,11 +653,16 @@ def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding]
     then differs at the next import, which reads this unit again and counts what it holds then.
     What reading the source found (a skipped mirror, a torn last line) is found again.  ``key``: the
     unit's, when its resume states are to be kept as the line the cache file holds them on (made here,
-    in the worker that read the unit, not by the parent as it writes the file)."""
+    in the worker that read the unit, not by the parent as it writes the file).  ``unread``: a source
+    read as one unit (a Cursor database), whose sessions' states let the next read in full leave their
+    journals unread (output.same_state): after an error (a NULL row, as real databases hold) the
+    entry is kept for them, its files' stamps None, so that no import (of any build) recalls it."""
     if stamped is None or any(mark is None for mark in stamped.values()):
         return None
     if any(f.severity == "error" for f in findings):
-        return None
+        if not (unread and resume):
+            return None
+        stamped = dict.fromkeys(stamped)  # (never the stamp of a file: read again, always)
     kept = []
     for outcome in outcomes:
         if outcome.status in SETTLED:
