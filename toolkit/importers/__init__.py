@@ -291,8 +291,9 @@ class _Context:
         self.store, self.importer, self.source, self.options, self.kept = store, importer, source, options, kept
         self.stones, self.dry_run, self.no_raw, self.include_trashed = stones, dry_run, no_raw, include_trashed
         # a source read as one unit (a database, a folder of chat files): when any of it changed, each of its
-        # sessions is read again, most of them as they were (output.same_state: their journals need not be)
-        self.whole = not hasattr(importer, "units")
+        # sessions is read again, most of them as they were (output.same_state: their journals need not be;
+        # a dry run keeps no state, and hashes none)
+        self.whole = not hasattr(importer, "units") and not dry_run
         self.read_back = False
         self.jobs = jobs  # --jobs, for the items a scan lets workers convert (a Farm: Cursor's composers)
         self.advance: Callable[[int], None] | None = None  # the progress's bytes, told as a Farm's items are taken
