@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+import sys
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 if not FIXTURES.is_dir():  # the repository sits beside shared/ on the team machine
     FIXTURES = Path("/work/shared/fixtures")
 CURSOR = FIXTURES / "cursor"
+BENCH = Path(__file__).resolve().parents[1] / "bench"
 DDL = "CREATE TABLE {} (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)"
 
 
@@ -89,3 +92,22 @@ def add_bubble(info: dict, bid: str, value: dict) -> None:
     put(conn, f"bubbleId:{cid}:{bid}", value)
     put(conn, f"composerData:{cid}", composer)
     conn.commit()
+
+
+def bench_user(base: Path) -> Path:
+    """The benchmark's synthetic Cursor folder, small: 13 composers (one of 100 bubbles), orphan rows, 5 workspaces."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from bench_import_cursor import build_source
+    finally:
+        sys.path.remove(str(BENCH))
+    build_source(base, 6, 7, CURSOR / "bubbles-2025-12.jsonl", lambda _text: None)
+    return base / "User"
+
+
+def nulls_user(base: Path) -> Path:
+    """A ``User`` folder whose global database is the synthetic one with NULL rows (a copy)."""
+    user = base / "User"
+    (user / "globalStorage").mkdir(parents=True)
+    shutil.copyfile(CURSOR / "synthetic-global-nulls.state.vscdb", user / "globalStorage" / "state.vscdb")
+    return user

@@ -9,13 +9,12 @@ import os
 import shutil
 import signal
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import run_cli
-from tests.importers.cursor_db import CURSOR, add_bubble, modern_user_dir, put, real_bubbles
+from tests.importers.cursor_db import add_bubble, bench_user, modern_user_dir, nulls_user, put, real_bubbles
 from tests.importers.test_import_jobs import forks_asked, imported, store_files
 from toolkit import forked
 from toolkit.errors import OperationalError
@@ -25,18 +24,6 @@ from toolkit.importers.cursor import replay
 from toolkit.importers.cursor.scan import Scan
 
 pytestmark = pytest.mark.skipif(not forked.available(), reason="no os.fork: --jobs imports in this process")
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
-
-def _bench_user(base: Path) -> Path:
-    """The benchmark's synthetic Cursor folder, small: 13 composers (one of 100 bubbles), orphan rows, 5 workspaces."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        from bench_import_cursor import build_source
-    finally:
-        sys.path.remove(str(BENCH))
-    build_source(base, 6, 7, CURSOR / "bubbles-2025-12.jsonl", lambda _text: None)
-    return base / "User"
 
 
 def _wal_user(base: Path) -> tuple[Path, sqlite3.Connection]:
@@ -59,22 +46,15 @@ def _wal_user(base: Path) -> tuple[Path, sqlite3.Connection]:
     return info["user"], conn
 
 
-def _nulls_user(base: Path) -> Path:
-    user = base / "User"
-    (user / "globalStorage").mkdir(parents=True)
-    shutil.copyfile(CURSOR / "synthetic-global-nulls.state.vscdb", user / "globalStorage" / "state.vscdb")
-    return user
-
-
 @pytest.mark.parametrize("build", ["bench", "wal", "nulls"])
 def test_jobs_2_writes_the_journals_and_report_of_jobs_1(tmp_path, monkeypatch, build):
     kept = None
     if build == "bench":
-        user = _bench_user(tmp_path / "src")
+        user = bench_user(tmp_path / "src")
     elif build == "wal":
         user, kept = _wal_user(tmp_path / "src")
     else:
-        user = _nulls_user(tmp_path / "src")
+        user = nulls_user(tmp_path / "src")
     forks = forks_asked(monkeypatch)
     before = {p: p.read_bytes() for p in user.rglob("*") if p.is_file()}
     one = imported("cursor", user, tmp_path / "one", "--jobs", "1")
@@ -97,7 +77,7 @@ def test_jobs_2_writes_the_journals_and_report_of_jobs_1(tmp_path, monkeypatch, 
 
 
 def test_orphans_only_and_a_workspace_scope_are_kept_in_workers(tmp_path):
-    user = _bench_user(tmp_path / "src")
+    user = bench_user(tmp_path / "src")
     scope = sorted((user / "workspaceStorage").iterdir())[1]
     for name, extra in (("orphans", ("--source", str(user), "--orphans-only")), ("scope", ("--source", str(scope)))):
         runs = []
@@ -112,14 +92,14 @@ def test_orphans_only_and_a_workspace_scope_are_kept_in_workers(tmp_path):
 
 def test_a_chat_kept_as_rows_converts_in_a_worker_to_the_same_bytes(tmp_path, monkeypatch):
     monkeypatch.setattr(replay, "ROWS_IN_MEMORY", 64 << 10)  # every large composer's rows go to a temporary database
-    user = _bench_user(tmp_path / "src")
+    user = bench_user(tmp_path / "src")
     for jobs in (1, 2):
         run_import("cursor", [user], tmp_path / f"store-{jobs}", cursor.Options(), jobs=jobs)
     assert store_files(tmp_path / "store-1") == store_files(tmp_path / "store-2")
 
 
 def test_a_worker_killed_mid_import_leaves_its_composers_to_the_parent(tmp_path, monkeypatch):
-    user = _bench_user(tmp_path / "src")
+    user = bench_user(tmp_path / "src")
     with sqlite3.connect(user / "globalStorage" / "state.vscdb") as conn:
         keys = [k for (k,) in conn.execute("select key from cursorDiskKV where key like 'composerData:%' order by key")]
     assert len(keys) > 8
@@ -149,7 +129,7 @@ def test_a_worker_killed_mid_import_leaves_its_composers_to_the_parent(tmp_path,
 
 
 def test_a_worker_will_not_read_a_database_replaced_since_the_import_opened_it(tmp_path):
-    user = _nulls_user(tmp_path)
+    user = nulls_user(tmp_path)
     path = user / "globalStorage" / "state.vscdb"
     with db.open_db(path) as conn:
         again = db.reopen(conn)  # the same file: opened as the first was (read-only)
@@ -185,7 +165,7 @@ def test_progress_moves_composer_by_composer_and_adds_up_to_the_bytes(tmp_path):
     # same steps whatever --jobs, and they add up to what `source_bytes` announced as the total
     from toolkit.importers import source_bytes
 
-    user = _bench_user(tmp_path / "src")
+    user = bench_user(tmp_path / "src")
     seen = {}
     for jobs in (1, 2):
         read, outcomes = [], []

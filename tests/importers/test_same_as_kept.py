@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import sys
 import tempfile
 from pathlib import Path
 
@@ -18,26 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.importers.cursor_db import bench_user, nulls_user
 from tests.importers.resumes import alike, imported, journals, said
 from toolkit import forked
 from toolkit.importers import output
-
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-CURSOR_BUBBLES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "cursor" / "bubbles-2025-12.jsonl"
-if not CURSOR_BUBBLES.is_file():
-    CURSOR_BUBBLES = Path("/work/shared/fixtures/cursor/bubbles-2025-12.jsonl")
-
-
-def _user(base: Path) -> Path:
-    """The benchmark's synthetic Cursor folder, small: 13 composers, orphan rows, 5 workspaces."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        from bench_import_cursor import build_source
-    finally:
-        sys.path.remove(str(BENCH))
-    build_source(base, 6, 7, CURSOR_BUBBLES, lambda _text: None)
-    return base / "User"
-
 
 def _touched(user: Path) -> None:
     """The database written to (as Cursor does all day), nothing of its chats changed."""
@@ -63,7 +46,7 @@ def _reads(log: Path) -> int:
 
 def _kept_twice(tmp_path: Path, *extra: str) -> tuple[Path, Path, dict]:
     """A store a first import created and a second, after the database was written to, found whole."""
-    user = _user(tmp_path / "home")
+    user = bench_user(tmp_path / "home")
     store = tmp_path / "store"
     first = imported("cursor", user, store, *extra)
     assert {s["status"] for s in first["sessions"]} == {"created"}
@@ -301,9 +284,7 @@ def test_a_database_with_an_unreadable_row_is_read_again_each_night_its_journals
     """A NULL bubble row (an error, as real databases hold after a crash) means the database is read
     in full every time, never recalled from the cache, and says so each time; the chats' journals,
     found whole, are not read again for it."""
-    user = tmp_path / "home" / "User"
-    (user / "globalStorage").mkdir(parents=True)
-    shutil.copyfile(CURSOR_BUBBLES.parent / "synthetic-global-nulls.state.vscdb", user / "globalStorage" / "state.vscdb")
+    user = nulls_user(tmp_path / "home")
     store = tmp_path / "store"
     first = imported("cursor", user, store)
     assert first["exit"] == 4 and {f["code"] for f in first["findings"]} >= {"source-unreadable"}
