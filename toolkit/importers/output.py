@@ -597,7 +597,7 @@ def _plan(session: Session, path: Path, records: list[dict], no_raw: bool, read:
     status = "updated" if new or extra else "unchanged"
     if status == "unchanged":
         if stamp is not None:  # (its stamp before it was read: anything appended since undoes what was found)
-            session.seen = [stamp[1], stamp[2], stamp[3], stamp[4]]
+            session.seen = _seen(stamp)
             if own.proven(had):
                 session.proven = session.seen[:3]
         return _outcome(session, path, had, 0, status, had, (last_seq, title, partials)), []
@@ -641,7 +641,7 @@ def same_state(session: Session | None, outcome: Outcome) -> dict | None:
     read it, what :func:`_same_as_kept` needs; else None.  ``journal``: the journal's stamp, which the
     import cache checks before it gives a state back."""
     if (session is None or outcome.status != "unchanged" or session.digest is None or session.seen is None
-            or outcome.after is None or outcome.keys is None or _seen(outcome.path) != session.seen):
+            or outcome.after is None or outcome.keys is None or _seen(_stamp(outcome.path)) != session.seen):
         return None
     last_seq, title, partials = outcome.after
     if not (title is None or type(title) is str):  # (what a journal's title record holds, and a state keeps)
@@ -651,19 +651,15 @@ def same_state(session: Session | None, outcome: Outcome) -> dict | None:
         "keys": outcome.keys, "seq": last_seq, "title": title, "partials": partials, "proven": session.proven}}
 
 
+def _seen(stamp: tuple | None) -> list | None:
+    """A journal's inode, size, mtime and ctime of its :func:`_stamp`: the import cache's stamp of it,
+    and the ctime, which moves when anything rewrote the file and put its times back."""
+    return list(stamp[1:]) if stamp is not None else None
+
+
 def _count(value: object) -> bool:
     """A count or a seq as a state keeps one (a damaged cache's is none: never reported, nor written back)."""
     return type(value) is int and 0 <= value < 1 << 63
-
-
-def _seen(path: Path) -> list | None:
-    """A journal's inode, size, mtime and ctime (None when it is not there): the stamp the import
-    cache keeps, and what changes when anything rewrote the file and put its times back."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
 def _same_as_kept(session: Session, path: Path, records: Iterable[dict], no_raw: bool) -> Outcome | None:
@@ -671,9 +667,9 @@ def _same_as_kept(session: Session, path: Path, records: Iterable[dict], no_raw:
     journal ``path`` is as that import left it and a create would write the same bytes as then
     (:func:`write_digest`, taken here, before any read of the journal): what reading the journal
     again would find.  None: the write reads it."""
-    if not session.keeps_same or session.state is not None:
+    if not session.keeps_same:
         return None
-    seen = _seen(path)
+    seen = _seen(_stamp(path))
     if seen is None:  # (a create: nothing to compare)
         return None
     digest = write_digest(session, records, no_raw)
