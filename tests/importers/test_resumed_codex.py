@@ -536,3 +536,59 @@ def test_a_grown_import_stats_each_journal_of_a_changed_folder_twice_for_its_ind
     monkeypatch.setattr(verified, "journal_stamps", real)
     two = _import(home, tmp_path / "cached2", "--jobs", "2")
     _same(tmp_path, (two, one, _import(home, tmp_path / "full", "--reread", "--jobs", "1")), "grown")
+
+
+def test_a_full_read_that_stopped_between_an_item_and_its_mirror_is_resumed_and_pairs_them(tmp_path):
+    """A first import (a full read) stops after a typed prompt whose mirror is not written yet.  That
+    read digests the texts of its sketches with the key this process drew (codex_seen.salted); the
+    decider it keeps for the next import is made again with the digest every process makes.  The
+    next import resumes the rollout, pairs the mirror with the prompt kept in that decider, and
+    writes and says what a full read does."""
+    home = _home(tmp_path)
+    generated = [p for p in _rollouts(home) if any(_thread(n) in p.name for n in (1, 2))]
+    rng, pending = random.Random(11), {}
+    for path in generated:
+        _change("mid-pair", path, home, rng, pending)
+    _same(tmp_path, _three(home, tmp_path), "first import")
+    for path in generated:
+        _change("turns", path, home, rng, pending)  # the mirror first, then whole turns
+    reports = _three(home, tmp_path)
+    _same(tmp_path, reports, "the mirrors")
+    for report in reports[:2]:
+        assert (report["read"], report["resumed"]) == (0, len(generated))
+
+
+def test_the_decider_a_full_read_keeps_is_the_same_whatever_digest_its_sketches_took(tmp_path, monkeypatch):
+    """Every rollout of a home (the real fixtures, forks, generated ones cut between an item and its
+    mirror): read with this process's digest and with the lasting one, the decisions and the decider
+    kept for a resume are the same."""
+    from toolkit.importers import codex
+    from toolkit.layouts import codex_seen
+
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    home = _home(tmp_path)
+    rng, pending = random.Random(5), {}
+    for path in _rollouts(home)[-4:]:
+        _change("mid-pair", path, home, rng, pending)
+    for path in _rollouts(home):
+        salted = codex._Rollout(path, lambda _finding: None)
+        salted.decide()
+        with monkeypatch.context() as patched:
+            patched.setattr(codex, "within_process", lambda: codex_seen._digest)
+            lasting = codex._Rollout(path, lambda _finding: None)
+            lasting.decide()
+        assert salted.digest is codex_seen.salted and lasting.digest is not codex_seen.salted
+        assert (salted.codes, salted.groups) == (lasting.codes, lasting.groups), path.name
+        assert salted.kept == lasting.kept, path.name
+
+
+def test_a_known_hash_key_digests_with_the_lasting_digest(monkeypatch):
+    """PYTHONHASHSEED set (a key anyone may know): a read's sketches take the digest every process makes."""
+    from toolkit.layouts import codex_seen
+
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
+    assert codex_seen.within_process() is codex_seen._digest
+    monkeypatch.setenv("PYTHONHASHSEED", "random")
+    assert codex_seen.within_process() is codex_seen.salted
+    assert codex_seen.salted("an answer") == codex_seen.salted("an " + "answer") != codex_seen.salted("an answer.")
+    assert len(codex_seen.salted("é" * 70_000)) == len(codex_seen._digest("x")) == 12 and codex_seen.salted(None) == b""

@@ -73,8 +73,8 @@ from ..findings import Finding
 from ..identify import describe, sniff
 from ..layouts.base import one_line
 from ..layouts.codex import FirstFacts, first_record, legacy_record, thread_id
-from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, payload_sketch,
-                                  message_text, parent_of, sketch, summary_texts, typed_start, user_item_text)
+from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_cwd, kept_sketch, payload_sketch, message_text,
+                                  parent_of, salted, sketch, summary_texts, typed_start, user_item_text, within_process)
 from ..lines import loads, open_regular
 from .base import skipped_message, unconverted
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, json_object,
@@ -632,7 +632,7 @@ class _Rollout:
     SOURCES-AGENTS §2.10)."""
 
     def __init__(self, path: Path, report: Callable[[Finding], None], legacy: bool = False) -> None:
-        self.path = path
+        self.path, self.legacy = path, legacy
         # a pre-envelope rollout's records are bare items: only in such a file is one a record
         self.reader = SourceReader(path, legacy_record if legacy else _whole_record, report, what="rollout record")
         self.first: SourceLine | None = None
@@ -667,6 +667,7 @@ class _Rollout:
         see_at, latest_time = latest.see_at, latest.time
         add, add_kept = rows.add, rows.add_kept
         lazy = True  # each line kept in its bytes, its hash taken only when asked: until the first line not kept
+        texts = self.digest = within_process()  # (the sketches' digests of texts: they stay here, but for the kept decider's)
         for line in self.reader:
             number, offset, data, value, _lifted = line
             if legacy:
@@ -674,7 +675,7 @@ class _Rollout:
             top, payload = value["type"], value.get("payload")
             if type(payload) is not dict:  # (a whole record's is; a pre-envelope marker's may not be)
                 payload = {}
-            item = payload_sketch(top, payload)
+            item = payload_sketch(top, payload, texts)
             if watching:
                 replay.feed(item)
                 watching = not replay.settled
@@ -754,9 +755,33 @@ class _Rollout:
         codes, groups = bytearray(self.count), bytearray(self.count)
         decider = Decider(prompts_typed=self.prompts_typed, is_call=self.rows.is_call, replay=self.replay)
         decider.feed_codes(self.rows.sketches(), codes, groups, _CODES)
-        self.kept = decider.snapshot()  # what a resume takes up: the records before the last few are decided
+        self.kept = self._lasting(decider.snapshot())  # what a resume takes up: the records before the last few are decided
         decider.finish_codes(codes, groups, _CODES)
         self.codes, self.groups = codes, groups
+
+    def _lasting(self, kept: dict) -> dict | None:
+        """A decider's snapshot as a later import can take it up: the sketches of its window made
+        again from their lines with the digest every process makes, when this read's were
+        :func:`~toolkit.layouts.codex_seen.salted` (this process's alone).  None (no resume: the
+        next import reads the file in full) when a line is no longer what was read."""
+        if self.digest is not salted:
+            return kept
+        for entry in kept["seen"]:
+            n, was = entry
+            try:
+                value, _data = self._parsed(n)
+            except (FileChangedError, OSError, ValueError):
+                self.close()
+                return None
+            if self.legacy:  # (as the read took it: a pre-envelope line as its envelope)
+                value = as_envelope(value)
+            payload = value.get("payload")
+            item = payload_sketch(value["type"], payload if type(payload) is dict else {})
+            if item.kind != was[0]:  # (the same line, the same kind: never, unless it is not the line read)
+                return None
+            entry[1] = kept_sketch(item)
+        self.close()
+        return kept
 
     def skipped(self) -> dict[str, list]:
         """reason -> [count, its first five line numbers] of the records that became no record, by their first line."""
@@ -777,11 +802,14 @@ class _Rollout:
 
     def value(self, n: int) -> tuple[dict, bytes]:
         """Record ``n`` and its bytes: kept, or re-read at its offset (refused if they are not those read first)."""
-        if n < len(self.kept_lines):
-            value = loads(data := self.kept_lines[n])
-        else:
-            value = loads(data := self._bytes(n, *self.rows.place(n)))
+        value, data = self._parsed(n)
         return as_envelope(value), data
+
+    def _parsed(self, n: int) -> tuple[dict, bytes]:
+        """Record ``n`` as its line parses, and its bytes (:meth:`value`)."""
+        if n < len(self.kept_lines):
+            return loads(data := self.kept_lines[n]), data
+        return loads(data := self._bytes(n, *self.rows.place(n))), data
 
     def _bytes(self, n: int, offset: int, size: int, digest: str) -> bytes:
         if self._handle is None:
