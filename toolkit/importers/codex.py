@@ -768,6 +768,8 @@ class _Rollout:
             return kept
         for entry in kept["seen"]:
             n, was = entry
+            if not was[1] and not was[2]:  # no text digested (a call, an end, the UI's bookkeeping): as every process makes it
+                continue
             try:
                 value, _data = self._parsed(n)
             except (FileChangedError, OSError, ValueError):
