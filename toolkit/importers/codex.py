@@ -766,24 +766,25 @@ class _Rollout:
         next import reads the file in full) when a line is no longer what was read."""
         if self.digest is not salted:
             return kept
-        for entry in kept["seen"]:
-            n, was = entry
-            if not was[1] and not was[2]:  # no text digested (a call, an end, the UI's bookkeeping): as every process makes it
-                continue
-            try:
-                value, _data = self._parsed(n)
-            except (FileChangedError, OSError, ValueError):
-                self.close()
-                return None
-            if self.legacy:  # (as the read took it: a pre-envelope line as its envelope)
-                value = as_envelope(value)
-            payload = value.get("payload")
-            item = payload_sketch(value["type"], payload if type(payload) is dict else {})
-            if item.kind != was[0]:  # (the same line, the same kind: never, unless it is not the line read)
-                return None
-            entry[1] = kept_sketch(item)
-        self.close()
-        return kept
+        try:
+            for entry in kept["seen"]:
+                n, was = entry
+                if not was[1] and not was[2]:  # no text digested (a call, an end, the UI's bookkeeping): as every process makes it
+                    continue
+                try:
+                    value, _data = self._parsed(n)
+                except (FileChangedError, OSError, ValueError):
+                    return None
+                if self.legacy:  # (as the read took it: a pre-envelope line as its envelope)
+                    value = as_envelope(value)
+                payload = value.get("payload")
+                item = payload_sketch(value["type"], payload if type(payload) is dict else {})
+                if item.kind != was[0]:  # (the same line, the same kind: never, unless it is not the line read)
+                    return None
+                entry[1] = kept_sketch(item)
+            return kept
+        finally:
+            self.close()
 
     def skipped(self) -> dict[str, list]:
         """reason -> [count, its first five line numbers] of the records that became no record, by their first line."""
