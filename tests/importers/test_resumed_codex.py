@@ -577,7 +577,7 @@ def test_the_decider_a_full_read_keeps_is_the_same_whatever_digest_its_sketches_
             patched.setattr(codex, "within_process", lambda: codex_seen._digest)
             lasting = codex._Rollout(path, lambda _finding: None)
             lasting.decide()
-        assert salted.digest is codex_seen.salted and lasting.digest is not codex_seen.salted
+        assert salted.text_digest is codex_seen.salted and lasting.text_digest is not codex_seen.salted
         assert (salted.codes, salted.groups) == (lasting.codes, lasting.groups), path.name
         assert salted.kept == lasting.kept, path.name
 

@@ -667,7 +667,7 @@ class _Rollout:
         see_at, latest_time = latest.see_at, latest.time
         add, add_kept = rows.add, rows.add_kept
         lazy = True  # each line kept in its bytes, its hash taken only when asked: until the first line not kept
-        texts = self.digest = within_process()  # (the sketches' digests of texts: they stay here, but for the kept decider's)
+        texts = self.text_digest = within_process()  # (the sketches' digests of texts: they stay here, but for the kept decider's)
         for line in self.reader:
             number, offset, data, value, _lifted = line
             if legacy:
@@ -764,7 +764,7 @@ class _Rollout:
         again from their lines with the digest every process makes, when this read's were
         :func:`~toolkit.layouts.codex_seen.salted` (this process's alone).  None (no resume: the
         next import reads the file in full) when a line is no longer what was read."""
-        if self.digest is not salted:
+        if self.text_digest is not salted:
             return kept
         try:
             for entry in kept["seen"]:
