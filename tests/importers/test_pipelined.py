@@ -43,6 +43,33 @@ def test_every_unit_is_finished_once_in_order_after_the_next_began_unless_they_s
             assert (finished < later) == (keys[i] == keys[i + 1]), "overlapped with the next unless it may extend its journal"
 
 
+@given(st.lists(st.sampled_from("abcd"), max_size=14), st.integers(1, 4))
+def test_at_most_depth_units_wait_and_none_begins_while_one_of_its_key_waits(keys, depth):
+    """Up to ``depth`` units are begun and not finished when the next begins (their waits overlap
+    its work), none of them of its key (it may extend a journal one of them creates); each unit is
+    finished once, in order, and held until ``depth`` more began or the units ran out."""
+    calls: list[str] = []
+
+    def begin(i: int):
+        calls.append(f"begin {i}")
+        return lambda: calls.append(f"finish {i}") or i
+
+    assert [i for i, _ in parallel.pipelined(keys, range(len(keys)), begin, depth=depth)] == list(range(len(keys)))
+    waiting: list[int] = []
+    for call in calls:
+        what, i = call.split()
+        if what == "begin":
+            assert len(waiting) <= depth and all(keys[w] != keys[int(i)] for w in waiting)
+            waiting.append(int(i))
+        else:
+            assert waiting[0] == int(i)
+            waiting.pop(0)
+    for i in range(len(keys)):
+        later = [j for j in range(i + 1, min(i + depth, len(keys) - 1) + 1)]
+        if later and not any(keys[j] == keys[k] for j in later for k in range(i, j)):
+            assert calls.index(f"finish {i}") > calls.index(f"begin {later[-1]}"), (keys, depth, i)
+
+
 @pytest.mark.parametrize("fail", [0, 1, 3])
 def test_a_unit_that_fails_to_begin_lets_the_one_before_it_finish(fail):
     calls, results = _run(["a", "b", "c", "d", "e"], fail=fail)

@@ -17,6 +17,7 @@ dies (killed, out of memory) leaves its units to the parent, which imports them 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
 #: Units given to a worker at a time: one key's units (they must stay together), merged with the
@@ -24,6 +25,8 @@ from collections.abc import Callable, Iterable, Iterator
 #: worker has a few units in a row to overlap (:func:`pipelined`; at most :data:`_IN_A_ROW` keys).
 _MAX_BATCHES = 4000
 _IN_A_ROW = 4
+#: Units begun and not yet finished (:func:`pipelined`): each one's wait for its fsyncs overlaps the next ones' work.
+DEPTH = 2
 
 
 def supports(importer) -> bool:
@@ -57,33 +60,40 @@ def batches(keys: list[str], jobs: int = 1) -> list[list[int]]:
 
 
 def pipelined(keys: list[str], indexes: Iterable[int], begin: Callable[[int], Callable[[], object]],
-              held: list | None = None) -> Iterator[tuple[int, object]]:
+              held: list | None = None, depth: int = DEPTH) -> Iterator[tuple[int, object]]:
     """``(i, result)`` for each unit ``i`` in order, where ``begin(i)`` does the unit's work up to
     what it waits for (its journals' fsync, a background thread's) and returns the call that waits
-    and gives its result.  Unit ``i`` is finished after unit ``i + 1`` began, so the wait overlaps
-    the next unit's work; units that share a key are done one after the other (the second may
-    extend a journal the first creates).  A unit that fails still lets the one before it finish.
-    ``held``: the last unit is not finished but put there, as ``(i, its wait)``."""
-    pending: tuple[int, Callable[[], object]] | None = None
+    and gives its result.  Unit ``i`` is finished after unit ``i + depth`` began (or the last did),
+    so the wait overlaps the next units' work; a unit that shares a key with one begun and not
+    finished waits for it, and so for every unit before it (the second may extend a journal the
+    first creates).  A unit that fails still lets the ones before it finish.  ``held``: the units
+    not finished at the end are put there, in order, as ``(i, its wait)``."""
+    pending: deque[tuple[int, Callable[[], object]]] = deque()
     for index in indexes:
-        if pending is not None and keys[pending[0]] == keys[index]:
-            yield pending[0], pending[1]()
-            pending = None
+        key = keys[index]
+        if any(keys[i] == key for i, _finish in pending):
+            while pending:
+                done = pending.popleft()
+                yield done[0], done[1]()
+                if keys[done[0]] == key:
+                    break
         try:
             finish = begin(index)
         except BaseException:
-            if pending is not None:
-                done, pending = pending, None
+            while pending:
+                done = pending.popleft()
                 yield done[0], done[1]()
             raise
-        if pending is not None:
-            yield pending[0], pending[1]()
-        pending = (index, finish)
-    if pending is not None:
-        if held is not None:
-            held.append(pending)
-        else:
-            yield pending[0], pending[1]()
+        if len(pending) >= depth:
+            done = pending.popleft()
+            yield done[0], done[1]()
+        pending.append((index, finish))
+    if held is not None:
+        held.extend(pending)
+    else:
+        while pending:
+            done = pending.popleft()
+            yield done[0], done[1]()
 
 
 def _load_before_fork() -> None:
