@@ -399,17 +399,37 @@ def test_a_kept_state_it_cannot_use_only_means_a_full_read(tmp_path):
     assert _journals(store) == _journals(tmp_path / "full")
 
 
-@given(st.lists(st.text(min_size=1, max_size=20), max_size=300), st.lists(st.text(min_size=1, max_size=20), max_size=50))
-@settings(max_examples=60, deadline=None)
-def test_what_a_resume_keeps_of_the_call_ids_it_saw_never_forgets_one(added, later):
-    """The filters a resume keeps (call ids, unmatched end events, exit codes) say "maybe" for every
-    id added, kept as JSON and loaded again, and for ids added after loading."""
-    from toolkit.importers.bloom import Digests as _Filter, digest_of as _h
+@given(st.lists(st.text(min_size=1, max_size=20), max_size=300), st.lists(st.text(min_size=1, max_size=20), max_size=50),
+       st.sampled_from(["exact", "filter", "earlier build"]))
+@settings(max_examples=90, deadline=None)
+def test_what_a_resume_keeps_of_the_call_ids_it_saw_never_forgets_one(added, later, form):
+    """The call ids a resume keeps (calls, unmatched end events, exit codes) are "maybe held" for
+    every id added, kept as JSON and loaded again, and for ids added after loading: kept exactly (a
+    CRC-32 each) while few, as a filter of their digests past the limit, or as an earlier build kept
+    them (a filter, whatever their number).  Exact ones grown past the limit are not kept again (the
+    next growth is read in full), and an id never added is not held but by a rare collision."""
+    from toolkit.importers import codex
+    from toolkit.importers.bloom import Digests, digest_of
 
-    kept = _Filter.load(json.loads(json.dumps(_Filter.of((_h(a) for a in added), len(added)).dump())))
-    for one in later:
-        kept.add(_h(one))
-    assert all(_h(one) in kept for one in added + later)
+    limit = {"exact": 1 << 16, "filter": 0, "earlier build": 1 << 16}[form]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codex, "EXACT_KEYS", limit)
+        dumped = (Digests.of((digest_of(a) for a in added), len(added)).dump() if form == "earlier build"
+                  else codex._kept_ids((iter(added), len(added))))
+        kept = codex._Ids(json.loads(json.dumps(dumped)))
+        assert kept.exact == (form == "exact" or (form == "filter" and not added))
+        for one in later:
+            kept.add(one)
+        assert all(one in kept for one in added + later)
+        again = kept.dump()
+        if again is not None:
+            kept = codex._Ids(json.loads(json.dumps(again)))
+            assert all(one in kept for one in added + later)
+        else:
+            assert kept.exact and len(added) + len(later) > limit
+    if form == "exact":
+        strangers = [f"call_{n}_never" for n in range(200)]
+        assert sum(one in kept for one in strangers if one not in added + later) <= 1
 
 
 _STAMPS = st.sampled_from(["2026-05-05T00:00:00.000Z", "2026-05-05T00:00:00.001Z", "2026-05-05T00:00:01.000Z", None, 7])

@@ -79,7 +79,7 @@ from ..lines import loads, open_regular
 from .base import skipped_message, unconverted
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, json_object,
                      offset_line_key, safe_id, written_stamp)
-from .bloom import Digests, digest_of, keep_last
+from .bloom import EXACT_KEYS, Digests, Prints, digest_of, keep_last
 from .sourcelines import SourceLine, SourceReader, hashed, read_on
 from .unchanged import Unit, journal_stamp
 from .codex_units import APP, FIRSTS, detect, source_files, stamp_of, unit_key, units, units_from  # noqa: F401 (the importer's listing, in a module of its own)
@@ -1170,23 +1170,52 @@ def _capture(rollout: _Rollout, session: Session, outcome: Outcome, said_as: str
         if kind == "end" and rows.is_call(call):
             calls[call] = None
 
-    def kept(ids: tuple) -> list:
-        found, count = ids
-        return Digests.of((digest_of(call) for call in found), count).dump()
-
     t, model, when = rollout.walked
     return {"path": str(rollout.path), "sid": said_as, "covered": reader.covered, "sha256": reader.sha256,
             "number": reader.number, "count": rollout.count, "decider": rollout.kept, "tail": tail,
             "typed": rollout.prompts_typed, "replay": [start, end] if fork and start is not None else None,
             "unstarted": fork and start is None,  # (a thread spawned from another: no replay of it yet, one may begin)
             "latest": rollout.latest.dump(),
-            "calls": kept(rows.call_ids()), "ends": kept(rows.orphan_ends()), "exits": kept(rows.exit_ids()),
+            "calls": _kept_ids(rows.call_ids()), "ends": _kept_ids(rows.orphan_ends()), "exits": _kept_ids(rows.exit_ids()),
             "recent_calls": list(calls), "recent_exits": [[c, code] for c, code in rollout.recent_exits.items()],
             "t": t, "model": model, "when": when, "created": session.created_at, "title": session.title,
             "source_items": session.source_items - torn, "merged": session.merged, "torn": torn,
             "skipped": {reason: n for reason, n in session.skipped.items() if reason != "torn-tail"},
             "skip_lines": rollout.skip_lines, "seq": outcome.after[0], "title_after": outcome.after[1], "keys": outcome.keys,
             "journal": mark}
+
+
+def _kept_ids(ids: tuple) -> list:
+    """Call ids (``(ids, their count)``, streamed) as a resume keeps them: exactly while few (the
+    CRC-32 of each, :class:`~.bloom.Prints`, made at C speed: a SHA-256 and six bits set in Python
+    a call id were a thirtieth of the first import of a rollout of short lines), else a filter of
+    their digests (:class:`~.bloom.Digests`)."""
+    found, count = ids
+    if count <= EXACT_KEYS:
+        return Prints.of(found).dump()
+    return Digests.of((digest_of(call) for call in found), count).dump()
+
+
+class _Ids:
+    """Call ids :func:`_kept_ids` kept (or an earlier build's filter of their digests): "maybe held"
+    for each one added, and for few others (a resume then reads the rollout in full); ValueError
+    for anything else."""
+
+    __slots__ = ("kept", "exact")
+
+    def __init__(self, value: object) -> None:
+        self.exact = isinstance(value, list) and value[:1] == [Prints.TAG]
+        self.kept = Prints.load(value) if self.exact else Digests.load(value)
+
+    def __contains__(self, call: str) -> bool:
+        return (call if self.exact else digest_of(call)) in self.kept
+
+    def add(self, call: str) -> None:
+        self.kept.add(call if self.exact else digest_of(call))
+
+    def dump(self) -> list | None:
+        """None when exact ones grew past :data:`~.bloom.EXACT_KEYS`: the next growth is read in full."""
+        return None if self.exact and len(self.kept) > EXACT_KEYS else self.kept.dump()
 
 
 def resume_unit(unit: Unit, grown: str, kept: dict) -> list | None:
@@ -1221,7 +1250,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
         return None
     reader, said = reading
     latest = _Latest.load(state["latest"])
-    calls, ends, exits = Digests.load(state["calls"]), Digests.load(state["ends"]), Digests.load(state["exits"])
+    calls, ends, exits = _Ids(state["calls"]), _Ids(state["ends"]), _Ids(state["exits"])
     recent_calls = dict.fromkeys(state["recent_calls"])
     recent_exits = {c: code for c, code in state["recent_exits"]}
     new_calls: dict[str, None] = {}
@@ -1241,7 +1270,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             if not latest.new(value, base):  # maybe a line before, the same bytes: its key's number is not known here
                 return None
             if item.kind == "call" and item.call is not None:
-                if digest_of(item.call) in ends:  # maybe an end event shown (no call had its id) that is a mirror now
+                if item.call in ends:  # maybe an end event shown (no call had its id) that is a mirror now
                     return None
                 new_calls[item.call] = None
             elif item.kind == "end" and item.call is not None:
@@ -1266,7 +1295,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             return False
         if call in new_calls or call in recent_calls:
             return True
-        if digest_of(call) in calls:
+        if call in calls:
             raise _Unproven(call)
         return False
 
@@ -1275,7 +1304,7 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             return new_exits[call]
         if call in recent_exits:
             return recent_exits[call]
-        if digest_of(call) in exits:
+        if call in exits:
             raise _Unproven(call)
         return None
 
@@ -1353,21 +1382,24 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
             latest.see(line.value, base)
         for call in new_ends:
             if call not in new_calls and call not in recent_calls:  # (else is_call said it had no call before)
-                ends.add(digest_of(call))
+                ends.add(call)
         matched = [call for _n, (kind, _text, _alt, call, _ident, _parent) in kept["seen"]  # the undecided end events' calls
                    if kind == "end" and call is not None and (call in new_calls or call in recent_calls)]
         for call in new_calls:
-            calls.add(digest_of(call))
+            calls.add(call)
             keep_last(recent_calls, call, None, RECENT)
         for call in matched:
             recent_calls[call] = None
         for call, code in new_exits.items():
-            exits.add(digest_of(call))
+            exits.add(call)
             keep_last(recent_exits, call, code, RECENT)
+        kept_ids = [calls.dump(), ends.dump(), exits.dump()]
+        if None in kept_ids:
+            return None
         last = items[-1]
         return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "count": count,
                 "decider": kept, "tail": [[d.role, d.skip, d.group, d.inherited] for d in decided[kept["decided"] - decider_start:]],
-                "latest": latest.dump(), "calls": calls.dump(), "ends": ends.dump(), "exits": exits.dump(),
+                "latest": latest.dump(), "calls": kept_ids[0], "ends": kept_ids[1], "exits": kept_ids[2],
                 "recent_calls": list(recent_calls), "recent_exits": [[c, code] for c, code in recent_exits.items()],
                 "t": last[4], "model": last[5], "when": when, "source_items": session.source_items, "skipped": skipped, "torn": 0,
                 "skip_lines": skip_lines, "seq": written.after[0], "title_after": written.after[1], "keys": written.keys,
