@@ -593,8 +593,10 @@ def _written_scan(path: Path, fed, info) -> tuple | None:
     try:
         now = os.stat(path)
     except OSError:
+        fed.close()
         return None
     if (now.st_ino, now.st_size, now.st_mtime_ns) != (info.st_ino, info.st_size, info.st_mtime_ns):
+        fed.close()
         return None
     scan = fed.scan(now, lean=True)  # (for the import's memo, which is lean)
     if scan is None:
