@@ -1393,13 +1393,13 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
         for call, code in new_exits.items():
             exits.add(call)
             keep_last(recent_exits, call, code, RECENT)
-        kept_ids = [calls.dump(), ends.dump(), exits.dump()]
-        if None in kept_ids:
+        kept_ids = {"calls": calls.dump(), "ends": ends.dump(), "exits": exits.dump()}
+        if None in kept_ids.values():
             return None
         last = items[-1]
         return {**state, "covered": reader.covered, "sha256": reader.sha256, "number": reader.number, "count": count,
                 "decider": kept, "tail": [[d.role, d.skip, d.group, d.inherited] for d in decided[kept["decided"] - decider_start:]],
-                "latest": latest.dump(), "calls": kept_ids[0], "ends": kept_ids[1], "exits": kept_ids[2],
+                "latest": latest.dump(), **kept_ids,
                 "recent_calls": list(recent_calls), "recent_exits": [[c, code] for c, code in recent_exits.items()],
                 "t": last[4], "model": last[5], "when": when, "source_items": session.source_items, "skipped": skipped, "torn": 0,
                 "skip_lines": skip_lines, "seq": written.after[0], "title_after": written.after[1], "keys": written.keys,
