@@ -70,6 +70,18 @@ def test_a_fifo_named_like_a_journal_does_not_hang(tmp_path):
     assert any(f["code"] == "not-a-journal" and "regular file" in f["message"] for f in result.json["findings"])
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_folder_named_like_a_journal_is_said_once_whoever_read_it(tmp_path, jobs):
+    """The finding of a journal a forked worker could not read says what the parent's read says (its
+    error comes back pickled: it read `not a journal: not a journal: ...`)."""
+    store = make_store(tmp_path / "store", sessions=3)
+    (store / "-home-ada-code-thin-ly" / "x.jsonl").mkdir()
+    result = run_cli("fsck", "--json", "--jobs", jobs, store)
+    finding = next(f for f in result.json["findings"] if f["path"].endswith("x.jsonl"))
+    assert finding["code"] == "not-a-journal"
+    assert finding["message"].count("not a journal") == 1 and "is a folder" in finding["message"]
+
+
 def test_json_mode_gets_a_json_error_document(tmp_path):
     result = run_cli("fsck", "--json", str(tmp_path / "nope"))
     assert result.exit_code == 8

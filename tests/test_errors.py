@@ -47,3 +47,29 @@ def test_every_code_is_documented_in_the_readme():
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for code in CODES:
         assert f"`{code}`" in readme, code
+
+
+def _every_error() -> list[LevelsessError]:
+    """An instance of every error class, made with each field its class takes."""
+    made = []
+    for cls in [LevelsessError, *_subclasses(LevelsessError)]:
+        made.append(cls("a detail"))
+        made.append(cls("a detail", hint="a hint of its own"))
+        if issubclass(cls, CorruptionError):
+            made.append(cls("a detail", path="/s/a.jsonl", line=7, offset=812, excerpt='{"kind":', hint="look"))
+        if issubclass(cls, errors.SymlinkedFolderError):
+            made.append(cls("a detail", link="/s/link", target="/elsewhere"))
+    return made
+
+
+def test_every_error_is_the_same_error_once_pickled():
+    """A forked worker's error comes to the parent pickled (fsck --jobs, an import's reindex): it must
+    say what it said there.  An exception is rebuilt from its message by default, which printed
+    `not a journal: not a journal: ...` and lost a hint of its own."""
+    import pickle
+
+    for error in _every_error():
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error)
+        assert str(back) == str(error) and back.args == error.args, type(error)
+        assert vars(back) == vars(error) and back.hint == error.hint, type(error)

@@ -36,6 +36,19 @@ class LevelsessError(Exception):
         template = (type(self).__doc__ or "{detail}").strip().splitlines()[0]
         return template.format(detail=self.detail)
 
+    def __reduce__(self):
+        """Pickled as it was made, its fields and its message (a forked worker's error, sent to the
+        parent): an exception is rebuilt from its message by default, which made the message again
+        from the one made (`not a journal: not a journal: ...`) and lost its own hint."""
+        return _unpickled, (type(self), self.args, dict(self.__dict__))
+
+
+def _unpickled(cls: type[LevelsessError], args: tuple, fields: dict) -> LevelsessError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(fields)
+    return error
+
 
 # --- usage and operational errors --------------------------------------------------------
 
