@@ -133,7 +133,7 @@ def test_batches_hold_every_journal_once_largest_first_and_fit_the_queue(sizes, 
     real = check.file_size
     check.file_size = lambda path: sizes[int(path[1:])]
     try:
-        batches = check._batches(work, jobs)
+        batches = check.by_size(work, jobs)
     finally:
         check.file_size = real
     flat = [index for batch in batches for index in batch]

@@ -263,3 +263,66 @@ def test_an_index_brought_up_to_date_drops_the_same_entries_however_many_share_a
         patched.setattr(index, "index_entry", lambda scan, _v2: dict(scan))  # (a scan is its entry here)
         gone = [entries[i] for i in picks if i < len(entries) and isinstance(entries[i]["id"], str)] + strays
         assert index.index_changed(list(entries), gone, []) == _index_changed_by_scanning(entries, gone)
+
+
+# -- a folder the memo holds nothing of, read in workers (an import after the user's cache folder was cleaned) --
+
+def _memo_entries(root: Path, store: Path) -> dict:
+    """The import memo's entries as saved, by journal name, without what differs between two copies
+    of one store (their paths, stamps and read times)."""
+    entries = {}
+    for cache in (root / "cache").rglob("*.json"):
+        if cache.name.endswith(".states.json"):
+            continue
+        for line in cache.read_bytes().split(b"\n")[1:]:
+            if line.strip():
+                key, _tab, entry = line.partition(b"\t")
+                entry = orjson.loads(entry.replace(str(store).encode(), b"STORE"))
+                entry.pop("stamp"), entry.pop("read_ns")
+                entries[Path(orjson.loads(key)).name] = entry
+    return entries
+
+
+_SHAPES = {
+    "whole": lambda project: None,
+    "torn tail": lambda project: _torn(sorted(project.glob("*.jsonl"))[1], 3),
+    "a garbage line": lambda project: _garbage_line(sorted(project.glob("*.jsonl"))[0], 4),
+    "a folder named like a journal": lambda project: (project / "zz-not-a-journal.jsonl").mkdir(),
+    "an empty journal": lambda project: (project / "zz-empty.jsonl").write_bytes(b""),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_SHAPES))
+def test_journals_the_memo_holds_nothing_of_are_read_in_workers_as_they_are_read_alone(tmp_path, monkeypatch, shape):
+    """An import's reindex of a folder whose journals the memo holds nothing of (the user's cache
+    folder was cleaned) reads them in forked workers with ``jobs``: the index, the findings and
+    what the memo keeps are those of reading them one after the other here, and the next
+    reindex's lookups find every one of them."""
+    import toolkit.forked
+
+    forks: list[int] = []
+    real = toolkit.forked.map_batches
+    monkeypatch.setattr(toolkit.forked, "map_batches", lambda fn, batches, jobs, *a, **k: (forks.append(jobs),
+                                                                                           real(fn, batches, jobs, *a, **k))[1])
+    results, indexes, memos = [], [], []
+    for jobs in (2, 1):
+        root = tmp_path / f"jobs{jobs}"
+        store = make_store(root / "store", sessions=6)
+        _SHAPES[shape](store / PROJECT_SLUG)
+        memo = IncrementalCache(False, root=root / "cache", racy_ns=0, lean=True)  # (the import's: _index_memo)
+        result = reindex(discover_all([store]), memo=memo, jobs=jobs)
+        memo.save()
+        results.append(sorted((f.code, Path(f.path).name, f.line, f.offset, f.message.replace(str(store), "STORE"))
+                              for f in result.findings))
+        index = orjson.loads((store / PROJECT_SLUG / "index.json").read_bytes())
+        index.pop("generatedAt")
+        indexes.append(orjson.loads(orjson.dumps(index).replace(str(store).encode(), b"STORE")))
+        memos.append(_memo_entries(root, store))
+        again = IncrementalCache(False, root=root / "cache", racy_ns=0, lean=True)
+        folder = discover_all([store])[0]
+        journals = [j for j in folder.journals if j.is_file()]
+        assert all(again.lookup(folder.path, j, folder.layout.name) is not None for j in journals if j.stat().st_size)
+    assert forks == [2], "the journals were read in two workers, and only with jobs 2"
+    assert results[0] == results[1]
+    assert indexes[0] == indexes[1] and indexes[0]["sessions"]
+    assert memos[0] == memos[1] and len(memos[0]) >= 6

@@ -199,7 +199,7 @@ def run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callab
                 progress(1)
         return results
     results: list = [None] * len(work)
-    batches = _batches(work, jobs)
+    batches = by_size(work, jobs)
     from .. import forked
 
     if forked.available():
@@ -237,7 +237,7 @@ def run_scans(work: list[tuple[Path, Layout, bool]], jobs: int, progress: Callab
     return results
 
 
-def _batches(work: list, jobs: int) -> list[list[int]]:
+def by_size(work: list, jobs: int) -> list[list[int]]:
     """Indexes of ``work`` in batches, largest files first, each batch an eighth of what is left
     per worker (guided scheduling): big batches while there is much to do, small ones at the end
     so that no worker waits long for the other's last one; one task per file would cost more in

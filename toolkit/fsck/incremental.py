@@ -240,6 +240,14 @@ def _lean_facts(facts: object) -> object:
     return facts
 
 
+def held_scan(scan: JournalScan, lean: bool) -> JournalScan:
+    """:meth:`IncrementalCache.held` of a cache that is ``lean`` or not."""
+    facts = _lean_facts(scan.facts) if lean else scan.facts
+    if facts is scan.facts and scan.resume_state is None:
+        return scan
+    return dataclasses.replace(scan, facts=facts, resume_state=None)
+
+
 def lean_scan(scan: JournalScan) -> JournalScan:
     """``scan`` as a lean cache (the import's memo) keeps it: facts without the meta record's source
     row, its reader state a :func:`~toolkit.journal.lean_checkpoint`.  What an import's worker gives
@@ -345,6 +353,11 @@ class IncrementalCache:
             self.hits += 1
         self.hit.add(journal)
         return scan
+
+    def unknown(self, folder: Path, journals: list[Path]) -> list[Path]:
+        """Those of ``journals`` (of ``folder``) this cache holds nothing of."""
+        _where, entries = self._entries(folder)
+        return [journal for journal in journals if os.path.abspath(journal) not in entries]
 
     def kept(self, folder: Path, journal: Path, layout_name: str) -> tuple[list[int], JournalScan] | None:
         """The scan this cache holds of ``journal`` and the stamp it was taken at, as they are,
@@ -469,10 +482,7 @@ class IncrementalCache:
         facts lean in a lean cache.  What a caller holding the scans of a whole folder keeps (an
         import's reindex of a folder of 800 Codex journals held each one's session_meta row and
         reader state: 45 MiB more, growing with the folder)."""
-        facts = _lean_facts(scan.facts) if self.lean else scan.facts
-        if facts is scan.facts and scan.resume_state is None:
-            return scan
-        return dataclasses.replace(scan, facts=facts, resume_state=None)
+        return held_scan(scan, self.lean)
 
     def remember_scan(self, folder: Path, journal: Path, scan: JournalScan, stamp: list[int], read_ns: int) -> None:
         """Keep a scan made elsewhere (an import's worker, :func:`read_back`) as if this run had made it."""

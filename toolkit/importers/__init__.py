@@ -225,14 +225,14 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
         if landed and not dry_run:
             with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
-                _settle(sorted(touched), sorted(landed), report, memo.get())
+                _settle(sorted(touched), sorted(landed), report, memo.get())  # (no workers forked on the way out)
         raise
     finally:
         NAMES.reset(names)
         if raised:  # imported again: the tombstones go (one append), even when the run stops later
             tombstones.unbury(store, raised)
     if landed and not dry_run:
-        _settle(sorted(touched), sorted(landed), report, memo.get())
+        _settle(sorted(touched), sorted(landed), report, memo.get(), jobs)
     for cache, entries in done:  # after the journals and indexes are durable
         with contextlib.suppress(LevelsessError):
             unchanged.remember(cache, trashed_ids - set(raised), entries)
@@ -850,9 +850,10 @@ def _project(folder: Path) -> list:
     return discover(folder)[:1]
 
 
-def _settle(touched: list[Path], landed: list[Path], report: ImportReport, memo) -> None:
+def _settle(touched: list[Path], landed: list[Path], report: ImportReport, memo, jobs: int = 1) -> None:
     """fsync each folder that got new journals; in every folder the import's sessions live in,
-    remove this tool's dead temp files and bring the index up to date.
+    remove this tool's dead temp files and bring the index up to date (``jobs``: for the journals
+    it must read, as ``--jobs``).
 
     Folders with nothing new are included: an import killed after its last journal but before
     its reindex leaves a rerun with nothing to write and an index still to build.  ``reindex``
@@ -868,5 +869,5 @@ def _settle(touched: list[Path], landed: list[Path], report: ImportReport, memo)
         folders = [found for folder in landed for found in _project(folder)]
         for folder in folders:  # temp files of an import that was killed mid-write
             report.findings += remove_dead_temps(folder)
-        report.findings += reindex(folders, memo=memo).findings
+        report.findings += reindex(folders, memo=memo, jobs=jobs).findings
         memo.save()
