@@ -372,14 +372,15 @@ class WrittenScan:
     ``checkpoint=True`` makes it from the file once written (an importer's new journal is then
     not read back and parsed again for its index).  Each line is given with the record it encodes
     (what parsing it gives, as the layout reads it) or None to parse it; :meth:`scan` is None for
-    a file that is not exactly those lines, or longer than a line may be (LINE_CAP: the reader is
-    used).  Past the soft cap it adds the ``oversize`` finding where a read has it, first (a Cursor
+    a file that is not exactly those lines, or with a line longer than a line may be (LINE_CAP: the
+    reader is used).  Past the soft cap it adds the ``oversize`` finding where a read has it, first (a Cursor
     chat of 5,000 bubbles writes a 30 MB journal, and was read back whole for its index)."""
 
     def __init__(self, path: Path, layout: BaseLayout | str = "levelcode") -> None:
         self.layout = get_layout(layout)
         self.classifier = _Classifier(path, self.layout, False, None)
         self.path, self.offset, self.usable = path, 0, True
+        self.longest = 0  # the longest line given, with its newline: one past LINE_CAP is read as the reader reads it
 
     def line(self, data: bytes, record: dict | None = None) -> None:
         if not self.usable:
@@ -400,7 +401,10 @@ class WrittenScan:
         except _Foreign:
             self.usable = False
             return
-        self.offset += len(data) + 1
+        size = len(data) + 1
+        if size > self.longest:
+            self.longest = size
+        self.offset += size
 
     def terminated(self, data: bytes, record: dict) -> None:
         """:meth:`line` of a line given with its newline, and its record: the writer's line as it
@@ -420,12 +424,15 @@ class WrittenScan:
             return
         c = self.classifier
         c.lineno += 1
+        size = len(data)
         try:
-            c.record(record, self.offset, data if len(data) > EXCERPT_BYTES + 1 else data[:-1])
+            c.record(record, self.offset, data if size > EXCERPT_BYTES + 1 else data[:-1])
         except _Foreign:
             self.usable = False
             return
-        self.offset += len(data)
+        if size > self.longest:
+            self.longest = size
+        self.offset += size
 
     def plain_events(self, lines: list[bytes], start: int, seq: int, t: object, *, plain: bool = False) -> int:
         """:meth:`line` of each of ``lines[start:]``, ``event`` lines of a type that keeps no fact
@@ -441,6 +448,8 @@ class WrittenScan:
             return 0
         if plain:
             end, size = len(lines), sum(map(len, lines[start:] if start else lines)) + len(lines) - start
+            if end > start:
+                self.longest = max(self.longest, max(map(len, lines[start:] if start else lines)) + 1)
         else:
             end, size = start, 0
             while end < len(lines):
@@ -448,6 +457,8 @@ class WrittenScan:
                 if data[:1] != b"{" or data[-1:] == b"\r" or data.find(b"\n") >= 0:
                     break
                 end, size = end + 1, size + len(data) + 1
+            if end > start:
+                self.longest = max(self.longest, max(map(len, lines[start:end])) + 1)
         if not rules(seq, end - start, t):  # (the rules take them all, or none)
             return 0
         c.lineno += end - start
@@ -464,8 +475,8 @@ class WrittenScan:
 
     def _scan(self, info: os.stat_result, lean: bool) -> JournalScan | None:
         c, size = self.classifier, self.offset
-        if not self.usable or info.st_size != size or not size or size > _lines.LINE_CAP or not c.identified:
-            return None  # (past LINE_CAP a line may be one the reader takes as overlong: it reads the file)
+        if not self.usable or info.st_size != size or not size or self.longest > _lines.LINE_CAP + 1 or not c.identified:
+            return None  # (a line past LINE_CAP may be one the reader takes as overlong: it reads the file)
         if size > SOFT_CAP and "oversize" not in c.sink.counts:  # as a read says it: first
             c.sink.add("oversize", f"{size:,} bytes, over the {SOFT_CAP >> 20} MiB soft cap", None, None)
             c.sink.items.insert(0, c.sink.items.pop())
