@@ -447,9 +447,10 @@ class WrittenScan:
         if rules is None:
             return 0
         if plain:
-            end, size = len(lines), sum(map(len, lines[start:] if start else lines)) + len(lines) - start
-            if end > start:
-                self.longest = max(self.longest, max(map(len, lines[start:] if start else lines)) + 1)
+            given = lines[start:] if start else lines
+            end, size = len(lines), sum(map(len, given)) + len(given)
+            if given:
+                self.longest = max(self.longest, max(map(len, given)) + 1)
         else:
             end, size = start, 0
             while end < len(lines):
