@@ -326,3 +326,49 @@ def test_journals_the_memo_holds_nothing_of_are_read_in_workers_as_they_are_read
     assert results[0] == results[1]
     assert indexes[0] == indexes[1] and indexes[0]["sessions"]
     assert memos[0] == memos[1] and len(memos[0]) >= 6
+
+
+def test_journals_a_killed_worker_took_are_read_here(tmp_path, monkeypatch):
+    """A reindex worker killed (SIGKILL, out of memory) mid-folder: the journals it took are read in
+    the import's own process, and the index and memo are what one process makes."""
+    import signal
+
+    import toolkit.reindex as module
+
+    real = module._encoded_scans
+
+    def dies_on_the_second(items: list) -> list:
+        if any(item[0].name.startswith("2026-11-30T09-00-01") for item in items):
+            os.kill(os.getpid(), signal.SIGKILL)  # (in the worker: the fork's copy of this patch)
+        return real(items)
+
+    import toolkit.forked
+
+    lost: list[str] = []
+    forked_map = toolkit.forked.map_batches
+
+    def watched(*args, **kwargs):
+        try:
+            return forked_map(*args, **kwargs)
+        except toolkit.forked.WorkerLost as exc:
+            lost.append(str(exc))
+            raise
+
+    indexes, memos = [], []
+    for jobs in (2, 1):
+        root = tmp_path / f"jobs{jobs}"
+        store = make_store(root / "store", sessions=6)
+        with monkeypatch.context() as patch:
+            patch.setattr(module, "_encoded_scans", dies_on_the_second)
+            patch.setattr(toolkit.forked, "map_batches", watched)
+            memo = IncrementalCache(False, root=root / "cache", racy_ns=0, lean=True)
+            result = reindex(discover_all([store]), memo=memo, jobs=jobs)
+        memo.save()
+        assert not result.findings and result.written
+        index = orjson.loads((store / PROJECT_SLUG / "index.json").read_bytes())
+        index.pop("generatedAt")
+        indexes.append(orjson.loads(orjson.dumps(index).replace(str(store).encode(), b"STORE")))
+        memos.append(_memo_entries(root, store))
+    assert len(lost) == 1, "the worker that took it was killed (jobs 2 only)"
+    assert indexes[0] == indexes[1] and len(indexes[0]["sessions"]) == 6
+    assert memos[0] == memos[1] and len(memos[0]) == 6
