@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The nightly keep at the speed of a check (issue 27) - a standalone script, not a pytest test.
 
-    python tests/bench/bench_import_keep.py [--from claude|codex|gemini] [--shape small|fixtures] [--size-mb 300] [--grow 10]
+    python tests/bench/bench_import_keep.py [--from claude|codex|gemini] [--shape small|fixtures] [--size-mb 300] [--grow 10] [--cleaned-cache]
                                             [--repeat 1] [--out DIR] [--keep] [--settle 90] [--json]
 
 Builds (or reuses, with --out) a tree: for claude, the ``projects/`` tree of tests/bench/bench_claude.py
@@ -23,6 +23,10 @@ Then measures, in one run, each as a subprocess (wall time, start-up included; p
               read (baseline: import); then the same change imported with `--reread` (every file
               read in full) into a store of its own, made by a first import of the tree before
               the others, and, after the last round, the two stores' journals compared byte for byte
+
+With ``--cleaned-cache``, after the growth rounds another GROW % grows and is imported after the cache
+folder was removed (a user's cleaned ``~/.cache``: no import cache, no index memo), timed as
+``cache cleaned``.
 
 With ``--repeat N`` fsck and the first import run N times, in turn (each import into a new store
 and cache), and so does the growth (each round another GROW % of the transcripts grows and is
@@ -241,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=int, default=90, help="seconds to wait at most, before the timed runs, while creating a "
                         "file costs several times a quiet file system's (files removed in the last minutes: the last bench's "
                         "stores); 0: measure at once")
+    parser.add_argument("--cleaned-cache", action="store_true", help="after the growth rounds, one more: another GROW %% "
+                        "grows and is imported after the user's cache folder was removed (no import cache, no index memo: "
+                        "every transcript read in full, and each changed folder's other journals read again for its index), "
+                        "timed, and the same growth read into the --reread store")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     args.repeat = max(1, args.repeat)
@@ -288,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         assert unchanged[2] and unchanged[2]["read"] == 0, "nothing changed: nothing is read"
         rng = random.Random(2027)
         want, rounds = max(1, round(len(files) * args.grow / 100)), []
-        for _ in range(args.repeat):  # (each round grows another GROW %, imported into each store as a nightly keep would)
+
+        def grow() -> tuple[list[Path], int]:  # another GROW % of the transcripts grows by a turn
             grown_files, added = [], 0
             for path in rng.sample(files, len(files)):  # (one with no main chain to continue does not grow: the next does)
                 if len(grown_files) == want:
@@ -297,9 +306,19 @@ def main(argv: list[str] | None = None) -> int:
                 if grew:
                     grown_files.append(path)
                     added += grew
+            return grown_files, added
+
+        for _ in range(args.repeat):  # (each round grows another GROW %, imported into each store as a nightly keep would)
+            grown_files, added = grow()
             rounds.append((_run([*importing, "--store", str(store)], env), grown_files, added,
                            _run([*importing, "--store", str(full), "--reread"], env)))
         grown, grown_files, added, reread = min(rounds, key=lambda round_: round_[0][0])
+        cleaned = None
+        if args.cleaned_cache:
+            grow()
+            shutil.rmtree(Path(env["XDG_CACHE_HOME"]) / "levelsess", ignore_errors=True)  # (a cleaned ~/.cache)
+            cleaned = _run([*importing, "--store", str(store)], env)
+            _run([*importing, "--store", str(full), "--reread"], env)
         a, b = _journals(store), _journals(full)
         same = a.keys() == b.keys() and all(filecmp.cmp(a[k], b[k], shallow=False) for k in a)
         net = lambda wall: max(wall - startup, 1e-3)  # noqa: E731
@@ -316,6 +335,10 @@ def main(argv: list[str] | None = None) -> int:
                "grown_faster": round(net(first[0]) / net(grown[0]), 1),
                "reread_faster": round(net(first[0]) / net(reread[0]), 1),
                "grown_report": {k: grown[2].get(k) for k in ("read", "resumed", "from_cache")} if grown[2] else None}
+        if cleaned is not None:
+            doc["results"].append({"name": "cache cleaned", "seconds": round(cleaned[0], 3), "rss_mib": round(cleaned[1], 1)})
+            doc["cleaned_faster"] = round(net(first[0]) / net(cleaned[0]), 1)
+            doc["cleaned_report"] = {k: cleaned[2].get(k) for k in ("read", "resumed", "from_cache")} if cleaned[2] else None
         if args.json:
             print(json.dumps(doc, indent=2))
         else:
@@ -336,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
                   "start-up (target >= 50x)")
             print(f"  after {args.grow:g} % grew:                {doc['grown_faster']}x faster (target >= 10x); "
                   f"read in full: {doc['reread_faster']}x; {doc['grown_report']}")
+            if cleaned is not None:
+                print(f"  grown, cache folder cleaned:     {doc['cleaned_faster']}x (the first import's time over its own; "
+                      "no target: every transcript is read in full)")
             print(f"  the same journals as a full re-read: {same}")
         return 0 if same else 1
     finally:
