@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import run_cli, snapshot
 from tests.layouts.claude import (PROJECTS, copy_tree, data_dir, expected_graph, expected_title, fixture_bytes,
@@ -571,3 +573,75 @@ def test_migrate_on_a_claude_code_tree_names_it_for_what_it_is(tmp_path):
     result = run_cli("migrate", root)
     assert result.exit_code == 0 and snapshot(tmp_path) == before
     assert "Logician" not in result.stdout + result.stderr, result.stdout
+
+
+def _held_by_a_check(tmp_path: Path, records: int) -> tuple[int, int]:
+    """(bytes traced while a check of a transcript of ``records`` records judges its graph, its chain records)."""
+    import tracemalloc
+
+    import toolkit.layouts.claude_code as claude_code
+    from tests.bench.claude_transcript import write
+    from toolkit.journal import scan_journal
+
+    path = write(tmp_path / str(records), records)
+    held: list[tuple[int, int]] = []
+    finish = claude_code.ClaudeRules.finish
+
+    def measured(rules, *args):
+        held.append((tracemalloc.get_traced_memory()[0], len(rules.index)))
+        return finish(rules, *args)
+
+    claude_code.ClaudeRules.finish = measured
+    tracemalloc.start()
+    try:
+        scan_journal(path, "claude-code")
+    finally:
+        tracemalloc.stop()
+        claude_code.ClaudeRules.finish = finish
+    return held[0]
+
+
+def test_a_check_holds_under_230_bytes_a_chain_record(tmp_path):
+    """What a check of a long transcript holds until it judges the graph grows with its chain records
+    (DESIGN §8 asks under 100 MiB for any journal): each record's uuid, where it is, and its parent as
+    a number (190 bytes).  Each parsed parentUuid kept was 85 bytes more (271; a 366 MB transcript of
+    600,000 small lines peaked at 216 MiB, 169 MiB now)."""
+    small, large = _held_by_a_check(tmp_path, 10_000), _held_by_a_check(tmp_path, 20_000)
+    per_record = (large[0] - small[0]) / (large[1] - small[1])
+    assert per_record < 230, f"{per_record:.0f} bytes a chain record"
+
+
+_UUIDS = ["a", "b", "c", "d", "e", "f"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(_UUIDS),
+                          st.one_of(st.none(), st.sampled_from(_UUIDS), st.sampled_from([5, "gone", True]))),
+                min_size=1, max_size=24))
+def test_each_parent_is_the_record_its_uuid_names_at_the_end(tmp_path, chain):
+    """A chain record's parent, kept as the number of the record its parentUuid named when it was read,
+    is the record that uuid names once the file is read (its last record, as resume maps a repeated
+    uuid), whether the parent came before it, after it, is itself, repeats, or is no record or string."""
+    import toolkit.layouts.claude_code as claude_code
+    from toolkit.journal import scan_journal
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": "s",
+                                          "message": {"role": "user", "content": "hi"}}).encode() + b"\n"
+                              for uuid, parent in chain))
+    kept: list = []
+    finish = claude_code.ClaudeRules.finish
+
+    def keep(rules, *args):
+        kept.append(rules)
+        return finish(rules, *args)
+
+    claude_code.ClaudeRules.finish = keep
+    try:
+        scan_journal(path, "claude-code")
+    finally:
+        claude_code.ClaudeRules.finish = finish
+    last = {uuid: number for number, (uuid, _parent) in enumerate(chain)}  # (a repeated uuid names its last record)
+    rules = kept[0]
+    assert [rules._parent(number) for number in range(len(chain))] == \
+           [last.get(parent) if type(parent) is str else None for _uuid, parent in chain]

@@ -65,14 +65,22 @@ class ClaudeFacts:
         return self.custom_title or self.ai_title or next((s for _leaf, s in self.summaries), None) or self.first_prompt
 
 
+_NONE, _ODD = -1, -2  # a chain record's parent (ClaudeRules.up): a null parentUuid; one looked up in ``odd``
+
+
 class ClaudeRules:
     """Line-level record rules plus the conversation graph, judged when the file ends."""
 
     def __init__(self, reader) -> None:
         self.c = reader
         self.facts = ClaudeFacts()
-        self.index: dict[str, int] = {}       # uuid -> chain record number
-        self.parents: list = []               # chain record number -> parentUuid (str | None | other)
+        self.index: dict[str, int] = {}       # uuid -> chain record number (its last record, when it repeats)
+        # chain record number -> its parent as read: the number of the record its parentUuid named then, or
+        # _NONE (null), or _ODD (a parentUuid no record before it has, or no string: kept in ``odd``).  The parsed
+        # parentUuid strings, kept, were a third of what a check of a long transcript held (100 bytes a record).
+        self.up = array("q")
+        self.odd: dict[int, object] = {}      # chain record number -> its parentUuid, where _ODD
+        self.moved: dict[int, int] = {}       # a repeated uuid's record -> its next record of that uuid
         self.logical: dict[int, str] = {}     # compact boundaries: number -> logicalParentUuid
         self.where = array("q")               # line, offset per chain record
         self.side = bytearray()               # 1 where isSidechain
@@ -97,7 +105,7 @@ class ClaudeRules:
         kind, uuid = fields.get("type"), fields.get("uuid")
         if not (type(kind) is str and kind in CHAIN and type(uuid) is str and "parentUuid" in fields):
             return
-        self.unparsed.add(len(self.parents))
+        self.unparsed.add(len(self.up))
         self._chain({key: fields[key] for key in ("type", "uuid", "parentUuid", "isSidechain", "sessionId", "cwd",
                                                   "version", "subtype", "logicalParentUuid") if key in fields},
                     kind, uuid, offset, b"", self.c)
@@ -132,13 +140,23 @@ class ClaudeRules:
     def _chain(self, obj: dict, kind: str, uuid: str, offset: int, line: bytes, c) -> None:
         """The hot path: a few lookups per record; what needs more is re-read at the end."""
         index = self.index
-        number = len(self.parents)
+        number = len(self.up)
+        parent = obj.get("parentUuid")
+        if parent is None:
+            self.up.append(_NONE)
+        else:
+            found = index.get(parent) if type(parent) is str else None  # (before this record's own uuid: a self-loop is _ODD)
+            if found is None:
+                self.up.append(_ODD)
+                self.odd[number] = parent
+            else:
+                self.up.append(found)
         if uuid in index:
             first = index[uuid]
             c.sink.add("duplicate-uuid", f"uuid {uuid} appears again (first at line {self.where[2 * first]}); "
                        "resume maps it to this later record", c.lineno, offset, line)
+            self.moved[first] = number
         index[uuid] = number
-        self.parents.append(obj.get("parentUuid"))
         where = self.where
         where.append(c.lineno)
         where.append(offset)
@@ -210,19 +228,34 @@ class ClaudeRules:
 
     # -- the graph, once the whole file is read ---------------------------------------------
 
+    def _last(self, number: int) -> int:
+        """The record its uuid names at the end: the last of that uuid (``index``, as resume maps it)."""
+        moved = self.moved
+        while number in moved:
+            number = moved[number]
+        return number
+
+    def _parent(self, number: int) -> int | None:
+        """The record chain record ``number``'s parentUuid names in the file, None when none does."""
+        up = self.up[number]
+        if up >= 0:
+            return self._last(up) if self.moved else up
+        parent = self.odd.get(number) if up == _ODD else None
+        return self.index.get(parent) if type(parent) is str else None
+
     def finish(self, size: int, tail_state: object) -> None:
-        parents, index, sink = self.parents, self.index, self.c.sink
+        up, index, sink = self.up, self.index, self.c.sink
         facts = self.facts
         facts.first_timestamp, facts.last_timestamp = self.first_stamp, self.last_stamp
         facts.session_id, facts.turns, facts.first_prompt = self.session_id, self.turns, self.first_prompt
         # a summary titles the conversation ending at its leafUuid, usually in another file
         self.facts.summaries = [(leaf, text) for leaf, text in self.summaries if isinstance(leaf, str) and leaf in index]
-        if not parents:
+        if not up:
             return
         sidechain = all(self.side)
         self.facts.sidechain = sidechain
-        for number, parent in enumerate(parents):
-            if parent is None or (isinstance(parent, str) and parent in index):
+        for number, parent in self.odd.items():  # (in file order) a parent not read before its child, or none
+            if isinstance(parent, str) and parent in index:
                 continue
             line, offset = self.where[2 * number], self.where[2 * number + 1]
             if number == 0 or sidechain:
@@ -300,7 +333,7 @@ class ClaudeRules:
 
     def _resume_path(self) -> None:
         """Walk from the leaf resume picks (the last main-chain record) to its root; report a break."""
-        parents, index, side = self.parents, self.index, self.side
+        index, side = self.index, self.side
         main = len(side) - sum(side)
         leaf = max(i for i in range(len(side)) if not side[i])
         seen: set[int] = set()
@@ -310,26 +343,26 @@ class ClaudeRules:
                 broken = (current, "a parentUuid cycle")
                 break
             seen.add(current)
-            parent = parents[current]
-            if parent is None:
+            if self.up[current] == _NONE:
                 logical = self.logical.get(current)
                 if logical is not None and logical in index:  # kept for display past a compaction
                     current = index[logical]
                     continue
                 break
-            if isinstance(parent, str) and parent in index:
-                current = index[parent]
+            parent = self._parent(current)
+            if parent is not None:
+                current = parent
                 continue
             if current != 0:
-                broken = (current, f"parentUuid {parent!r} names no record of this file")
+                broken = (current, f"parentUuid {self.odd[current]!r} names no record of this file")
             break
         reachable = sum(1 for i in seen if not side[i])
         self.facts.chain, self.facts.reachable = main, reachable
         shown = bytearray(len(side))
         for i in seen:
             shown[i] = 1
-        for i, parent in enumerate(parents):  # results of parallel calls: siblings resume collects
-            if self.result[i] and not shown[i] and isinstance(parent, str) and parent in index and index[parent] in seen:
+        for i, result in enumerate(self.result):  # results of parallel calls: siblings resume collects
+            if result and not shown[i] and self._parent(i) in seen:
                 shown[i] = 1
         self.facts.shown = shown
         if broken is not None:
