@@ -449,8 +449,6 @@ class WrittenScan:
         if plain:
             given = lines[start:] if start else lines
             end, size = len(lines), sum(map(len, given)) + len(given)
-            if given:
-                self.longest = max(self.longest, max(map(len, given)) + 1)
         else:
             end, size = start, 0
             while end < len(lines):
@@ -458,8 +456,9 @@ class WrittenScan:
                 if data[:1] != b"{" or data[-1:] == b"\r" or data.find(b"\n") >= 0:
                     break
                 end, size = end + 1, size + len(data) + 1
-            if end > start:
-                self.longest = max(self.longest, max(map(len, lines[start:end])) + 1)
+            given = lines[start:end]
+        if given:
+            self.longest = max(self.longest, max(map(len, given)) + 1)
         if not rules(seq, end - start, t):  # (the rules take them all, or none)
             return 0
         c.lineno += end - start

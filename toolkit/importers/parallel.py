@@ -72,28 +72,29 @@ def pipelined(keys: list[str], indexes: Iterable[int], begin: Callable[[int], Ca
     for index in indexes:
         key = keys[index]
         if any(keys[i] == key for i, _finish in pending):
-            while pending:
-                done = pending.popleft()
-                yield done[0], done[1]()
-                if keys[done[0]] == key:
-                    break
+            yield from _finished(pending, lambda i: keys[i] == key)
         try:
             finish = begin(index)
         except BaseException:
-            while pending:
-                done = pending.popleft()
-                yield done[0], done[1]()
+            yield from _finished(pending)
             raise
         if len(pending) >= depth:
-            done = pending.popleft()
-            yield done[0], done[1]()
+            yield from _finished(pending, lambda _i: True)
         pending.append((index, finish))
     if held is not None:
         held.extend(pending)
     else:
-        while pending:
-            done = pending.popleft()
-            yield done[0], done[1]()
+        yield from _finished(pending)
+
+
+def _finished(pending: deque, last: Callable[[int], bool] | None = None) -> Iterator[tuple[int, object]]:
+    """``(i, result)`` of the units waiting in ``pending``, first begun first: all of them, or up to the
+    first one that is ``last``."""
+    while pending:
+        index, finish = pending.popleft()
+        yield index, finish()
+        if last is not None and last(index):
+            return
 
 
 def _load_before_fork() -> None:
