@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import run_cli, snapshot
@@ -588,7 +588,7 @@ def _held_by_a_check(tmp_path: Path, records: int) -> tuple[int, int]:
     finish = claude_code.ClaudeRules.finish
 
     def measured(rules, *args):
-        held.append((tracemalloc.get_traced_memory()[0], len(rules.index)))
+        held.append((tracemalloc.get_traced_memory()[0], len(rules.up)))
         return finish(rules, *args)
 
     claude_code.ClaudeRules.finish = measured
@@ -602,13 +602,24 @@ def _held_by_a_check(tmp_path: Path, records: int) -> tuple[int, int]:
 
 
 def test_a_check_holds_under_230_bytes_a_chain_record(tmp_path):
-    """What a check of a long transcript holds until it judges the graph grows with its chain records
-    (DESIGN §8 asks under 100 MiB for any journal): each record's uuid, where it is, and its parent as
-    a number (190 bytes).  Each parsed parentUuid kept was 85 bytes more (271; a 366 MB transcript of
-    600,000 small lines peaked at 216 MiB, 169 MiB now)."""
+    """What a check of a transcript of up to RECENT chain records holds until it judges the graph grows
+    with its chain records: each record's uuid, where it is, and its parent as a number (190 bytes).
+    Each parsed parentUuid kept was 85 bytes more (271)."""
     small, large = _held_by_a_check(tmp_path, 10_000), _held_by_a_check(tmp_path, 20_000)
     per_record = (large[0] - small[0]) / (large[1] - small[1])
     assert per_record < 230, f"{per_record:.0f} bytes a chain record"
+
+
+def test_past_recent_a_check_holds_under_100_bytes_a_chain_record(tmp_path, monkeypatch):
+    """DESIGN §8: a check of any transcript in under 100 MiB.  Past RECENT chain records the uuids
+    are aged out of their strings (two hashes and a number, behind a Bloom filter): a 366 MB transcript
+    of 600,000 small lines peaked at 169 MiB with every uuid a string, 90-94 MiB aged."""
+    import toolkit.layouts.claude_code as claude_code
+
+    monkeypatch.setattr(claude_code, "RECENT", 2_000)
+    small, large = _held_by_a_check(tmp_path, 10_000), _held_by_a_check(tmp_path, 20_000)
+    per_record = (large[0] - small[0]) / (large[1] - small[1])
+    assert per_record < 90, f"{per_record:.0f} bytes a chain record"
 
 
 _UUIDS = ["a", "b", "c", "d", "e", "f"]
@@ -645,3 +656,91 @@ def test_each_parent_is_the_record_its_uuid_names_at_the_end(tmp_path, chain):
     rules = kept[0]
     assert [rules._parent(number) for number in range(len(chain))] == \
            [last.get(parent) if type(parent) is str else None for _uuid, parent in chain]
+
+
+_RECORD_KINDS = ["user", "assistant", "system"]
+
+
+def _graph_line(kind: str, uuid: str, parent, extra: dict) -> bytes:
+    record = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s", **extra}
+    return json.dumps(record).encode() + b"\n"
+
+
+_graph_records = st.lists(
+    st.tuples(st.sampled_from(_RECORD_KINDS), st.sampled_from(_UUIDS),
+              st.one_of(st.none(), st.sampled_from(_UUIDS), st.sampled_from([5, "gone", True])),
+              st.sampled_from(["plain", "side", "result", "result", "use", "use", "compact", "summary", "title"]),
+              st.sampled_from(["t1", "t2", "t3"])),
+    min_size=1, max_size=30)
+
+
+def _graph_bytes(records) -> bytes:
+    out = []
+    for kind, uuid, parent, shape, tool in records:
+        extra: dict = {}
+        if shape == "side":
+            extra["isSidechain"] = True
+        if kind == "user":
+            extra["message"] = ({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool, "content": "ok"}]}
+                                if shape == "result" else {"role": "user", "content": f"prompt {uuid}"})
+            if shape == "result":
+                extra["toolUseResult"] = {"ok": 1}
+        elif kind == "assistant":
+            content = [{"type": "text", "text": "hi"}] + ([{"type": "tool_use", "id": tool, "name": "Bash", "input": {}}]
+                                                         if shape == "use" else [])
+            extra["message"] = {"id": f"m{uuid}", "role": "assistant", "model": "claude-x", "content": content}
+        elif shape == "compact":
+            extra.update(subtype="compact_boundary", logicalParentUuid=parent if isinstance(parent, str) else "gone")
+            parent = None
+        out.append(_graph_line(kind, uuid, parent, extra))
+        if shape == "summary":
+            out.append(json.dumps({"type": "summary", "summary": "s", "leafUuid": uuid}).encode() + b"\n")
+        elif shape == "title":
+            out.append(json.dumps({"type": "ai-title", "aiTitle": f"t {uuid}", "sessionId": "s"}).encode() + b"\n")
+    return b"".join(out)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_graph_records, st.integers(min_value=1, max_value=3))
+@example([("user", "a", None, "result", "t1"), ("user", "b", "a", "result", "t2"), ("assistant", "c", "b", "use", "t1")], 1)
+def test_a_check_that_ages_its_uuids_finds_what_one_holding_them_all_finds(tmp_path, records, recent):
+    """Past RECENT uuids (and tool_use ids) a check holds the older ones as hashes: on any graph (repeated
+    uuids, parents before, after and at themselves, dangling, sidechains, compactions, summaries, tool
+    calls and their results), every finding and fact is the one a check holding every uuid makes."""
+    import dataclasses
+
+    import toolkit.layouts.claude_code as claude_code
+    from toolkit.journal import scan_journal
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(_graph_bytes(records))
+
+    def scanned():
+        scan = scan_journal(path, "claude-code")
+        return scan.findings, dataclasses.asdict(scan.facts), scan.records
+
+    whole, kept = scanned(), claude_code.RECENT
+    claude_code.RECENT = recent
+    try:
+        aged = scanned()
+    finally:
+        claude_code.RECENT = kept
+    assert aged == whole
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from([f"u{n}" for n in range(40)]), st.integers(0, 10**6), max_size=25),
+                max_size=8),
+       st.integers(min_value=1, max_value=64), st.lists(st.sampled_from([f"u{n}" for n in range(48)]), max_size=20))
+def test_aged_uuids_name_the_number_their_last_aging_gave_them(batches, expected, asked):
+    """Whatever the filter was sized for (it grows as uuids are aged), a uuid names the number of the
+    last batch that aged it, and one never aged names nothing."""
+    from toolkit.layouts.claude_code import _Aged
+
+    aged, last = _Aged(expected), {}
+    for batch in batches:
+        if batch:
+            aged.add(batch)
+            last.update(batch)
+    for uuid in [*asked, *last]:
+        assert aged.get(uuid) == last.get(uuid)

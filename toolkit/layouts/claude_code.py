@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,82 @@ class ClaudeFacts:
 
 
 _NONE, _ODD = -1, -2  # a chain record's parent (ClaudeRules.up): a null parentUuid; one looked up in ``odd``
+#: The uuids a check holds as strings (ClaudeRules.index: about 170 bytes each, with their numbers); past
+#: it the older ones are aged into :class:`_Aged` (28 bytes each).  A transcript of up to this many chain
+#: records is checked as it always was.
+RECENT = 1 << 15
+_BLOOM_BITS = 32  # bits of the Bloom filter a uuid aged (two probes: about 1 in 270 uuids never aged is looked for)
+
+
+class _Aged:
+    """uuid -> number for the uuids aged out of a dict, held as numbers: per uuid its ``hash()``, the
+    ``hash()`` of the uuid after a NUL (two 64-bit hashes under the process's own SipHash key: two
+    uuids that differ share both once in 2**128) and its number, in arrays sorted by the first, one
+    generation per aging (the newest last: a uuid aged twice names its later number), behind a
+    Bloom filter.  DESIGN §8 asks a check of any transcript in under 100 MiB; the parsed strings
+    were most of what a long one held (a 366 MB transcript of 600,000 lines peaked at 169 MiB)."""
+
+    __slots__ = ("firsts", "seconds", "numbers", "count", "mask", "bits")
+
+    def __init__(self, expected: int) -> None:
+        self.firsts: list[array] = []
+        self.seconds: list[array] = []
+        self.numbers: list[array] = []
+        self.count = 0
+        self._filter(expected)
+
+    def _filter(self, capacity: int) -> None:
+        """A Bloom filter for ``capacity`` uuids, holding those aged so far."""
+        size = 1 << max(16, (capacity * _BLOOM_BITS - 1).bit_length())
+        self.mask, self.bits = size - 1, bytearray(size >> 3)
+        for firsts in self.firsts:
+            self._mark(firsts)
+
+    def _mark(self, firsts: array) -> None:
+        mask, bits = self.mask, self.bits
+        for value in firsts:
+            probe = value & mask
+            bits[probe >> 3] |= 1 << (probe & 7)
+            probe = (value >> 32) & mask
+            bits[probe >> 3] |= 1 << (probe & 7)
+
+    def add(self, named: dict[str, int]) -> None:
+        """Age every uuid of ``named`` (each names its number), as one generation."""
+        uuids = list(named)
+        firsts = array("q", map(hash, uuids))  # (a str keeps its hash: the dict took it)
+        order = sorted(range(len(uuids)), key=firsts.__getitem__)
+        seconds, numbers = array("q", map(hash, map("\0".__add__, uuids))), array("q", named.values())
+        self.firsts.append(array("q", map(firsts.__getitem__, order)))
+        self.seconds.append(array("q", map(seconds.__getitem__, order)))
+        self.numbers.append(array("q", map(numbers.__getitem__, order)))
+        self.count += len(uuids)
+        if self.count * _BLOOM_BITS > len(self.bits) * 8:
+            self._filter(self.count * 2)
+        else:
+            self._mark(firsts)
+
+    def may_hold(self, value: int) -> bool:
+        """False when no uuid of hash ``value`` was aged; True when one may have been."""
+        bits = self.bits
+        probe = value & self.mask
+        if not bits[probe >> 3] & (1 << (probe & 7)):
+            return False
+        probe = (value >> 32) & self.mask
+        return bool(bits[probe >> 3] & (1 << (probe & 7)))
+
+    def get(self, uuid: str) -> int | None:
+        """The number the last aging of ``uuid`` gave it; None when none did."""
+        value = hash(uuid)
+        if not self.may_hold(value):
+            return None
+        second = hash("\0" + uuid)
+        for firsts, seconds, numbers in zip(reversed(self.firsts), reversed(self.seconds), reversed(self.numbers)):
+            at = bisect_left(firsts, value)
+            while at < len(firsts) and firsts[at] == value:
+                if seconds[at] == second:
+                    return numbers[at]
+                at += 1
+        return None
 
 
 class ClaudeRules:
@@ -74,7 +151,8 @@ class ClaudeRules:
     def __init__(self, reader) -> None:
         self.c = reader
         self.facts = ClaudeFacts()
-        self.index: dict[str, int] = {}       # uuid -> chain record number (its last record, when it repeats)
+        self.index: dict[str, int] = {}       # uuid -> chain record number (its last record, when it repeats), the latest RECENT
+        self.aged: _Aged | None = None        # and those aged out of it (:meth:`named` looks in both)
         # chain record number -> its parent as read: the number of the record its parentUuid named then, or
         # _NONE (null), or _ODD (a parentUuid no record before it has, or no string: kept in ``odd``).  The parsed
         # parentUuid strings, kept, were a third of what a check of a long transcript held (100 bytes a record).
@@ -87,7 +165,8 @@ class ClaudeRules:
         self.result = bytearray()             # 1 where a user record carries tool results
         self.last_assistant: int | None = None  # chain number of the last main-chain assistant line
         self.assistants = array("i")          # chain numbers of main-chain assistant lines
-        self.results: set[str] = set()        # tool_use ids a tool_result answers, anywhere in the file
+        self.results: set[str] = set()        # tool_use ids a tool_result answers, anywhere in the file: the latest RECENT
+        self.aged_results: _Aged | None = None  # and those aged out of it (:meth:`answered`)
         self.summaries: list = []
         self.first_stamp = self.last_stamp = None
         self.session_id: str | None = None
@@ -142,21 +221,30 @@ class ClaudeRules:
         index = self.index
         number = len(self.up)
         parent = obj.get("parentUuid")
+        aged = self.aged
         if parent is None:
             self.up.append(_NONE)
         else:
             found = index.get(parent) if type(parent) is str else None  # (before this record's own uuid: a self-loop is _ODD)
+            if found is None and aged is not None and type(parent) is str:
+                found = aged.get(parent)
             if found is None:
                 self.up.append(_ODD)
                 self.odd[number] = parent
             else:
                 self.up.append(found)
-        if uuid in index:
-            first = index[uuid]
+        first = index.get(uuid)
+        if first is None and aged is not None:  # (the filter's first probe here: most uuids are new)
+            probe = hash(uuid) & aged.mask
+            if aged.bits[probe >> 3] & (1 << (probe & 7)):
+                first = aged.get(uuid)
+        if first is not None:
             c.sink.add("duplicate-uuid", f"uuid {uuid} appears again (first at line {self.where[2 * first]}); "
                        "resume maps it to this later record", c.lineno, offset, line)
             self.moved[first] = number
         index[uuid] = number
+        if len(index) > RECENT:
+            self._age()
         where = self.where
         where.append(c.lineno)
         where.append(offset)
@@ -197,6 +285,8 @@ class ClaudeRules:
                 if kind == "tool_result":
                     if isinstance(block.get("tool_use_id"), str):
                         self.results.add(block["tool_use_id"])
+                        if len(self.results) > RECENT:
+                            self._age_results()
                     inner = block.get("content")
                     if type(inner) is str:
                         nul = nul or "\0" in inner
@@ -226,6 +316,40 @@ class ClaudeRules:
         if isinstance(obj.get("version"), str):
             self.facts.app_version = obj["version"]
 
+    def _age(self) -> None:
+        """Move the uuids held as strings to :class:`_Aged` (the last one stays: the next record's parent, as a rule)."""
+        index = self.index
+        last = next(reversed(index))
+        keep = index.pop(last)
+        if self.aged is None:  # sized for the records the rest of the file holds at this rate
+            try:
+                size = os.stat(self.c.sink.path).st_size
+            except (OSError, TypeError, ValueError):
+                size = 0
+            self.aged = _Aged(len(self.up) * max(size, 1) // max(self.where[-1], 1) + len(self.up))
+        self.aged.add(index)
+        index.clear()
+        index[last] = keep
+
+    def _age_results(self) -> None:
+        if self.aged_results is None:
+            self.aged_results = _Aged(RECENT * 4)
+        self.aged_results.add(dict.fromkeys(self.results, 0))
+        self.results.clear()
+
+    def answered(self, use: object) -> bool:
+        """Whether a tool_result in the file answers the tool call ``use``."""
+        return use in self.results or (type(use) is str and self.aged_results is not None and self.aged_results.get(use) is not None)
+
+    def named(self, uuid: object) -> int | None:
+        """The chain record ``uuid`` names (its last one), None when no record has it or it is no string."""
+        if type(uuid) is not str:
+            return None
+        found = self.index.get(uuid)
+        if found is None and self.aged is not None:
+            found = self.aged.get(uuid)
+        return found
+
     # -- the graph, once the whole file is read ---------------------------------------------
 
     def _last(self, number: int) -> int:
@@ -240,22 +364,21 @@ class ClaudeRules:
         up = self.up[number]
         if up >= 0:
             return self._last(up) if self.moved else up
-        parent = self.odd.get(number) if up == _ODD else None
-        return self.index.get(parent) if type(parent) is str else None
+        return self.named(self.odd.get(number)) if up == _ODD else None
 
     def finish(self, size: int, tail_state: object) -> None:
-        up, index, sink = self.up, self.index, self.c.sink
+        up, named, sink = self.up, self.named, self.c.sink
         facts = self.facts
         facts.first_timestamp, facts.last_timestamp = self.first_stamp, self.last_stamp
         facts.session_id, facts.turns, facts.first_prompt = self.session_id, self.turns, self.first_prompt
         # a summary titles the conversation ending at its leafUuid, usually in another file
-        self.facts.summaries = [(leaf, text) for leaf, text in self.summaries if isinstance(leaf, str) and leaf in index]
+        self.facts.summaries = [(leaf, text) for leaf, text in self.summaries if named(leaf) is not None]
         if not up:
             return
         sidechain = all(self.side)
         self.facts.sidechain = sidechain
         for number, parent in self.odd.items():  # (in file order) a parent not read before its child, or none
-            if isinstance(parent, str) and parent in index:
+            if named(parent) is not None:
                 continue
             line, offset = self.where[2 * number], self.where[2 * number + 1]
             if number == 0 or sidechain:
@@ -312,7 +435,7 @@ class ClaudeRules:
             body = record.get("message")
             content = body.get("content") if type(body) is dict else None
             for block in content if type(content) is list else []:
-                if type(block) is dict and block.get("type") == "tool_use" and block.get("id") not in self.results:
+                if type(block) is dict and block.get("type") == "tool_use" and not self.answered(block.get("id")):
                     open_uses[block.get("id")] = number
         if open_uses:
             use, number = min(open_uses.items(), key=lambda item: item[1])
@@ -333,20 +456,21 @@ class ClaudeRules:
 
     def _resume_path(self) -> None:
         """Walk from the leaf resume picks (the last main-chain record) to its root; report a break."""
-        index, side = self.index, self.side
-        main = len(side) - sum(side)
-        leaf = max(i for i in range(len(side)) if not side[i])
-        seen: set[int] = set()
-        current, broken = leaf, None
+        named, side = self.named, self.side
+        main = len(side) - side.count(1)
+        leaf = side.rindex(0)
+        seen = bytearray(len(side))  # (a byte a record, not a set of numbers: 36 bytes each for a long transcript)
+        current, broken, reachable = leaf, None, 0
         while True:
-            if current in seen:
+            if seen[current]:
                 broken = (current, "a parentUuid cycle")
                 break
-            seen.add(current)
+            seen[current] = 1
+            reachable += not side[current]
             if self.up[current] == _NONE:
-                logical = self.logical.get(current)
-                if logical is not None and logical in index:  # kept for display past a compaction
-                    current = index[logical]
+                logical = named(self.logical.get(current))
+                if logical is not None:  # kept for display past a compaction
+                    current = logical
                     continue
                 break
             parent = self._parent(current)
@@ -356,14 +480,16 @@ class ClaudeRules:
             if current != 0:
                 broken = (current, f"parentUuid {self.odd[current]!r} names no record of this file")
             break
-        reachable = sum(1 for i in seen if not side[i])
         self.facts.chain, self.facts.reachable = main, reachable
-        shown = bytearray(len(side))
-        for i in seen:
-            shown[i] = 1
-        for i, result in enumerate(self.result):  # results of parallel calls: siblings resume collects
-            if result and not shown[i] and self._parent(i) in seen:
-                shown[i] = 1
+        shown = bytearray(seen)
+        results, parent_of = self.result, self._parent
+        i = results.find(1)
+        while i >= 0:  # results of parallel calls: siblings resume collects
+            if not shown[i]:
+                parent = parent_of(i)
+                if parent is not None and seen[parent]:
+                    shown[i] = 1
+            i = results.find(1, i + 1)
         self.facts.shown = shown
         if broken is not None:
             number, why = broken
