@@ -130,3 +130,27 @@ def test_what_an_import_reports_reading_adds_up_to_its_total(tmp_path, tool, app
     read = []
     run_import(app, [source], tmp_path / "store", load(app).Options(), dry_run=True, read=read.append)
     assert read and all(n >= 0 for n in read) and sum(read) == source_bytes(app, [source]) > 0
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["create", "append", "as kept"]), st.integers(0, 10**9)), min_size=1, max_size=5))
+def test_a_count_heading_a_card_says_what_it_counts(rows):
+    """A card (a table too wide for the terminal, one block per row) headed by a bare number says what
+    it counts: ``• create  2,000 bytes``, never ``• create  2,000`` (restore's plan read that way)."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from toolkit.report import print_table
+
+    table = Table()
+    for column in ("session", "file", "action", "bytes"):
+        table.add_column(column)
+    for action, size in rows:
+        table.add_row("claude-" + "0" * 36, "/home/ada/.claude/projects/-home-ada-code-thin-ly/" + "0" * 36 + ".jsonl",
+                      action, f"{size:,}")
+    out = io.StringIO()
+    print_table(Console(file=out, width=40, no_color=True), table)
+    heads = [line for line in out.getvalue().splitlines() if line.startswith(("\u2022 ", "* "))]
+    assert heads == [f"{line[:1]} {action}  {size:,} bytes" for line, (action, size) in zip(heads, rows)]

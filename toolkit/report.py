@@ -277,7 +277,7 @@ def print_table(console: Console, table: Table) -> None:
     named = [headers.index(h) for h in ("title",) if h in headers] + [i for i, h in enumerate(headers) if h in ("id", "session")][:1]
     heading = named if len(named) == 2 else [i for i, h in enumerate(headers) if h not in NAME_COLUMNS][:2]
     for row in range(table.row_count):
-        head = [_plain(cells[i][row]) for i in heading]
+        head = [_counted(_plain(cells[i][row]), headers[i]) for i in heading]
         console.print(Text(bullet(console) + " ") + Text("  ").join(t for t in head if t.plain), soft_wrap=True)
         for i, column in enumerate(table.columns):
             value = _plain(cells[i][row])
@@ -285,6 +285,15 @@ def print_table(console: Console, table: Table) -> None:
                 console.print(Text(f"  {column.header}: ", style="dim") + value, soft_wrap=True)
     if table.caption:
         console.print(Text(str(table.caption), style="dim"), soft_wrap=True)
+
+
+def _counted(value, header: object):
+    """A card heading's cell: a bare count says what it counts (``2,000 bytes``, not ``2,000``)."""
+    plain = value.plain
+    if plain and plain.replace(",", "").replace(".", "").isdigit() and isinstance(header, str):
+        value = value.copy()
+        value.append(f" {header}")
+    return value
 
 
 def bullet(console: Console) -> str:
