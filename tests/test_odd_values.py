@@ -44,24 +44,33 @@ ODD = st.one_of(
                                                                               max_size=3), max_leaves=6))
 
 
-def _places(*paths: str) -> tuple[tuple[str, ...], ...]:
-    return tuple(tuple(path.split(".")) for path in paths)
+def _places(*paths: str) -> tuple[tuple, ...]:
+    """Each dotted path as its steps: a key, or a list's item by its index (``message.content.0.id``)."""
+    return tuple(tuple(int(step) if step.isdigit() else step for step in path.split(".")) for path in paths)
 
 
 #: Per format, the places its readers branch on (``payload.type``: the key ``type`` of the object under ``payload``).
 CODEX_PLACES = _places("type", "timestamp", "payload", "payload.type", "payload.role", "payload.call_id", "payload.content",
                        "payload.message", "payload.id", "payload.output", "payload.arguments", "payload.name", "payload.summary",
                        "payload.exit_code", "payload.model", "payload.cwd", "payload.item", "payload.text", "payload.phase",
-                       "payload.forked_from_id", "payload.source", "payload.images", "payload.reason", "payload.encrypted_content")
+                       "payload.forked_from_id", "payload.source", "payload.images", "payload.reason", "payload.encrypted_content",
+                       "payload.content.0.type", "payload.content.0.text", "payload.summary.0.type", "payload.summary.0.text")
 CLAUDE_PLACES = _places("type", "uuid", "parentUuid", "sessionId", "timestamp", "message", "message.role", "message.content",
                         "message.id", "message.model", "message.stop_reason", "message.usage", "isSidechain", "toolUseResult",
                         "requestId", "subtype", "logicalParentUuid", "summary", "leafUuid", "cwd", "customTitle", "aiTitle",
-                        "isMeta", "content", "agentId", "version", "gitBranch", "isCompactSummary")
+                        "isMeta", "content", "agentId", "version", "gitBranch", "isCompactSummary",
+                        # a content block's own keys (a tool call's id in a list raised out of every check: unhashable)
+                        "message.content.0.type", "message.content.0.id", "message.content.0.tool_use_id",
+                        "message.content.0.text", "message.content.0.content", "message.content.0.name",
+                        "message.content.1.type", "message.content.1.id", "message.content.1.tool_use_id")
 GEMINI_PLACES = _places("type", "id", "timestamp", "content", "sessionId", "projectHash", "kind", "toolCalls", "thoughts",
-                        "tokens", "model", "$set", "$rewindTo", "startTime", "lastUpdated", "displayContent")
+                        "tokens", "model", "$set", "$rewindTo", "startTime", "lastUpdated", "displayContent",
+                        "toolCalls.0.id", "toolCalls.0.name", "toolCalls.0.status", "toolCalls.0.result", "toolCalls.0.args",
+                        "content.0.text", "thoughts.0.subject", "thoughts.0.description")
 COPILOT_PLACES = _places("type", "data", "id", "timestamp", "parentId", "data.toolCallId", "data.content", "data.toolName",
                          "data.arguments", "data.context", "data.selectedModel", "data.newModel", "data.result", "data.toolRequests",
-                         "data.message", "data.startTime", "data.success")
+                         "data.message", "data.startTime", "data.success", "data.toolRequests.0.toolCallId",
+                         "data.toolRequests.0.name", "data.toolRequests.0.arguments", "data.toolRequests.0.type")
 JOURNAL_PLACES = _places("kind", "type", "t", "seq", "content", "model", "title", "role", "raw", "at", "v", "id", "project",
                          "source", "createdAt", "toolResult", "injected", "replaces", "added", "messages", "briefing",
                          "coversThrough", "sourceKey", "source.app", "source.path")
@@ -93,7 +102,10 @@ def _shape(value: object) -> str:
 def _holder(value: object, path: tuple) -> dict | None:
     """The object that holds (or would hold) the value at ``path``, when every step to it is an object."""
     for key in path[:-1]:
-        value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(key, int):
+            value = value[key] if isinstance(value, list) and key < len(value) else None
+        else:
+            value = value.get(key) if isinstance(value, dict) else None
     return value if isinstance(value, dict) else None
 
 

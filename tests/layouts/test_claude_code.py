@@ -744,3 +744,27 @@ def test_aged_uuids_name_the_number_their_last_aging_gave_them(batches, expected
             last.update(batch)
     for uuid in [*asked, *last]:
         assert aged.get(uuid) == last.get(uuid)
+
+
+@pytest.mark.parametrize("odd", [["x"], {"a": 1}, 7, None, True, 1.5], ids=lambda odd: type(odd).__name__)
+@pytest.mark.parametrize("place", ["use", "result"])
+def test_an_id_of_any_json_shape_in_a_tool_call_stops_no_command(tmp_path, odd, place):
+    """A tool_use ``id`` (or a tool_result's ``tool_use_id``) that is a list or an object in the last
+    assistant message raised a TypeError (unhashable) out of every check of the file; any shape is
+    an id no result answers, said as written."""
+    use = {"type": "tool_use", "id": odd if place == "use" else "t1", "name": "Bash", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": odd if place == "result" else "t0", "content": "ok"}
+    project = tmp_path / ".claude" / "projects" / "-home-ada-code"
+    project.mkdir(parents=True)
+    path = project / "5e55a0e1-0000-4000-8000-000000000009.jsonl"
+    path.write_bytes(b"".join(json.dumps(record).encode() + b"\n" for record in [
+        {"type": "user", "uuid": "a", "parentUuid": None, "sessionId": "s", "message": {"role": "user", "content": "hi"}},
+        {"type": "user", "uuid": "b", "parentUuid": "a", "sessionId": "s", "toolUseResult": {},
+         "message": {"role": "user", "content": [result]}},
+        {"type": "assistant", "uuid": "c", "parentUuid": "b", "sessionId": "s",
+         "message": {"id": "m1", "role": "assistant", "model": "claude-x", "content": [{"type": "text", "text": "ok"}, use]}}]))
+    checked = run_cli("fsck", path, "--json")
+    assert checked.exit_code == 0 and [f["code"] for f in checked.json["findings"]] == ["dangling-tool-use"], checked.stdout
+    for args in (("fsck", tmp_path / ".claude" / "projects"), ("ls", tmp_path / ".claude" / "projects"), ("show", path),
+                 ("import", "--from", "claude", "--source", tmp_path / ".claude", "--store", tmp_path / "store")):
+        assert run_cli(*args).exit_code in (0, 1), args

@@ -339,7 +339,7 @@ class ClaudeRules:
 
     def answered(self, use: object) -> bool:
         """Whether a tool_result in the file answers the tool call ``use``."""
-        return use in self.results or (type(use) is str and self.aged_results is not None and self.aged_results.get(use) is not None)
+        return type(use) is str and (use in self.results or (self.aged_results is not None and self.aged_results.get(use) is not None))
 
     def named(self, uuid: object) -> int | None:
         """The chain record ``uuid`` names (its last one), None when no record has it or it is no string."""
@@ -436,7 +436,8 @@ class ClaudeRules:
             content = body.get("content") if type(body) is dict else None
             for block in content if type(content) is list else []:
                 if type(block) is dict and block.get("type") == "tool_use" and not self.answered(block.get("id")):
-                    open_uses[block.get("id")] = number
+                    use = block.get("id")
+                    open_uses[use if type(use) is str or use is None else repr(use)] = number  # (an id no string: said as written)
         if open_uses:
             use, number = min(open_uses.items(), key=lambda item: item[1])
             self.c.sink.add("dangling-tool-use", f"the last assistant message calls a tool ({use}) that has no tool_result: "
