@@ -78,3 +78,19 @@ def test_what_an_import_holds_of_a_row_or_a_line_is_held_at_its_size():
             tracemalloc.stop()
         logical = sum(len(data) for data in held)
         assert size < 2 * logical + 100 * len(held), (size, logical)
+
+
+@pytest.mark.slow
+def test_the_largest_transcript_held_in_memory_imports_under_120_mib(tmp_path):
+    """A session of up to ROWS_IN_MEMORY bytes keeps its rows in memory (a third faster than a temporary
+    database): about 1.2 kB a record.  Each row's ids were held in orjson's 4 kB buffers, three of them
+    for a tool call: a 24 MB transcript of the benchmark's small records peaked at about 200 MiB."""
+    from toolkit.importers import claude
+
+    root, store = tmp_path / ".claude", tmp_path / "store"
+    records = claude.ROWS_IN_MEMORY // 640  # (about 610 bytes a line: just under the limit)
+    source = claude_transcript.write(root, records)
+    assert claude.ROWS_IN_MEMORY * 0.85 < source.stat().st_size <= claude.ROWS_IN_MEMORY
+    doc, rss = _import(tmp_path, root, store)
+    assert [s["status"] for s in doc["sessions"]] == ["created"]
+    assert rss < 120 * MIB, f"import of {records:,} records held in memory: peak RSS {rss / MIB:.1f} MiB"

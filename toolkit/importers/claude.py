@@ -61,7 +61,7 @@ from ..layouts.claude_code import CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGE
 from ..lines import loads, open_regular
 from .base import unconverted
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Resumed,
-                     Session, SourceState, line_digest, safe_id)
+                     Session, SourceState, exact, line_digest, safe_id)
 from . import bloom
 from .bloom import Hashed, Prints
 from .spill import from_db, guarded, temp_db, to_db
@@ -82,9 +82,12 @@ __all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "sour
 #: (Kept parsed instead, they cost more than the parse they saved: 282 MB of real transcripts
 #: 3.0-3.3 s of CPU against 3.2-3.8 s, 28 MB of small records 0.69-0.75 s against 0.77-0.87 s.)
 KEEP_IN_MEMORY = 4 << 20
-#: A group whose transcripts total at most this many bytes keeps its rows (a few hundred bytes a
-#: record) in memory; a larger one puts them in a temporary database (:class:`_Transcript`).
-ROWS_IN_MEMORY = 8 << 20
+#: A group whose transcripts total at most this many bytes keeps its rows in memory (about 1.2 kB a
+#: record of the benchmark's small records, ~600 bytes a line: a 24 MB transcript's import peaked at
+#: 80 MiB); a larger one puts them in a temporary database (:class:`_Transcript`), a third slower
+#: (24 MB: 1.26 s against 0.91 s; 16 MB: 0.85 s against 0.64 s).  It was 8 MiB while each row held
+#: its ids in orjson's 4 kB buffers (:func:`_ids`).
+ROWS_IN_MEMORY = 24 << 20
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _INTERRUPT = "[Request interrupted by user"
 _FINAL = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn"})  # nothing of the response follows
@@ -110,11 +113,13 @@ _COLUMNS = "n, line, offset, size, kind, uuid, parent, stamp, results, key"
 
 
 def _ids(ids: list) -> bytes | None:
-    """A list of ids as one JSON value (None for none), compared and read back whole."""
+    """A list of ids as one JSON value (None for none), compared and read back whole.  Held with its
+    row until the session is written: in a bytes object of its own size (:func:`.output.exact`; what
+    orjson gives holds 4 kB, which made a held transcript's rows some 3 kB a record larger)."""
     if not ids:
         return None
     try:
-        return orjson.dumps(ids)
+        return exact(orjson.dumps(ids))
     except TypeError:  # a lone surrogate: as a \u escape
         return json.dumps(ids).encode("ascii")
 
