@@ -199,6 +199,31 @@ def _with_mutants(tree: Path, odd: object, named: tuple[tuple[str, ...], ...]) -
     return made
 
 
+def _last_line_mutants(tree: Path, odd: object, named: tuple[tuple[str, ...], ...]) -> int:
+    """For the first line of each kind in ``tree`` (once in the tree) and each of its places, a file of
+    its own beside it (its name the original's and ``-m<n>``): the original file's first line, then the
+    line with ``odd`` at that place, last, where what a reader judges at a file's end meets it (the last
+    message, its tool calls, the resumed path).  How many files."""
+    made, seen = 0, set()
+    for path in sorted(tree.rglob("*.jsonl")):
+        lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
+        for n, line in enumerate(lines):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if _shape(value) in seen:
+                continue
+            seen.add(_shape(value))
+            for where in _places_of(value, named):
+                held = _holder(value, where) if len(where) > 1 else value
+                if isinstance(held, dict) or where == ():
+                    mutant = json.dumps(_replaced(copy.deepcopy(value), where, odd)).encode()
+                    made += 1
+                    path.with_name(f"{path.stem}-m{made}.jsonl").write_bytes(b"\n".join(([lines[0]] if n else []) + [mutant]) + b"\n")
+    return made
+
+
 def _each_example(pristine: Path, name: str, tmp_path: Path):
     """A fresh copy of ``pristine`` for one example, under ``tmp_path``."""
     work = Path(tempfile.mkdtemp(dir=tmp_path))
@@ -304,6 +329,21 @@ def test_every_place_of_every_kind_of_line_takes_an_odd_value(app, odd, request,
     assert _with_mutants(tree, odd, named) > 20
     for path in sorted(tree.rglob("*.jsonl")):
         _every_command(app, tree, path, work) if path == min(tree.rglob("*.jsonl")) else (run_cli("fsck", path), run_cli("show", path))
+
+
+@pytest.mark.parametrize("odd", FEW, ids=lambda odd: type(odd).__name__)
+@pytest.mark.parametrize("app", [app for app in APPS if app.values[0] != "copilot"])
+def test_every_place_of_every_kind_of_line_takes_an_odd_value_at_the_end_of_a_file(app, odd, request, tmp_path):
+    """The same places, each odd value the last line of a file of its own (after the file's first line):
+    what a check and a listing judge once a file is read meets it there.  A Claude Code ``tool_use`` id that
+    was a list, in the last message, raised out of ``fsck``, ``ls`` and ``show``; the test beside the line
+    never made it the last.  (Copilot CLI's events have no check of their own.)"""
+    fixture, name, named = FORMATS[app]
+    work, tree = _each_example(request.getfixturevalue(fixture), name, tmp_path)
+    assert _last_line_mutants(tree, odd, named) > 20
+    for args in (("fsck", tree, "--json"), ("ls", tree)):
+        result = run_cli(*args)
+        assert result.exit_code in (0, 1, 4), result.stdout[-2000:] + result.stderr[-2000:]
 
 
 @pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures is not beside the checkout")
