@@ -175,6 +175,20 @@ def _places_of(value: object, named: tuple[tuple[str, ...], ...]) -> list[tuple]
     return found + [k for k in named if k not in found and _holder(value, k) is not None]
 
 
+def _mutants(line: bytes, seen: set, odd: object, named: tuple[tuple[str, ...], ...]) -> list[bytes]:
+    """When ``line`` is the first of its kind (``seen``: the kinds met so far), a copy of it for each of
+    its places, that place taking ``odd``; else none."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return []
+    if _shape(value) in seen:
+        return []
+    seen.add(_shape(value))
+    return [json.dumps(_replaced(copy.deepcopy(value), where, odd)).encode() for where in _places_of(value, named)
+            if where == () or isinstance(_holder(value, where) if len(where) > 1 else value, dict)]
+
+
 def _with_mutants(tree: Path, odd: object, named: tuple[tuple[str, ...], ...]) -> int:
     """Each JSONL file of ``tree`` with, after the first line of each kind it holds, one copy of that
     line for each of its places, that place taking ``odd`` (the files changed in place); how many copies."""
@@ -182,19 +196,9 @@ def _with_mutants(tree: Path, odd: object, named: tuple[tuple[str, ...], ...]) -
     for path in sorted(tree.rglob("*.jsonl")):
         out, seen = [], set()
         for line in path.read_bytes().split(b"\n"):
-            out.append(line)
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if _shape(value) in seen:
-                continue
-            seen.add(_shape(value))
-            for where in _places_of(value, named):
-                held = _holder(value, where) if len(where) > 1 else value
-                if isinstance(held, dict) or where == ():
-                    out.append(json.dumps(_replaced(copy.deepcopy(value), where, odd)).encode())
-                    made += 1
+            copies = _mutants(line, seen, odd, named)
+            out += [line, *copies]
+            made += len(copies)
         path.write_bytes(b"\n".join(out))
     return made
 
@@ -208,19 +212,9 @@ def _last_line_mutants(tree: Path, odd: object, named: tuple[tuple[str, ...], ..
     for path in sorted(tree.rglob("*.jsonl")):
         lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
         for n, line in enumerate(lines):
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if _shape(value) in seen:
-                continue
-            seen.add(_shape(value))
-            for where in _places_of(value, named):
-                held = _holder(value, where) if len(where) > 1 else value
-                if isinstance(held, dict) or where == ():
-                    mutant = json.dumps(_replaced(copy.deepcopy(value), where, odd)).encode()
-                    made += 1
-                    path.with_name(f"{path.stem}-m{made}.jsonl").write_bytes(b"\n".join(([lines[0]] if n else []) + [mutant]) + b"\n")
+            for mutant in _mutants(line, seen, odd, named):
+                made += 1
+                path.with_name(f"{path.stem}-m{made}.jsonl").write_bytes(b"\n".join(([lines[0]] if n else []) + [mutant]) + b"\n")
     return made
 
 
