@@ -234,10 +234,8 @@ class ClaudeRules:
             else:
                 self.up.append(found)
         first = index.get(uuid)
-        if first is None and aged is not None:  # (the filter's first probe here: most uuids are new)
-            probe = hash(uuid) & aged.mask
-            if aged.bits[probe >> 3] & (1 << (probe & 7)):
-                first = aged.get(uuid)
+        if first is None and aged is not None:
+            first = aged.get(uuid)
         if first is not None:
             c.sink.add("duplicate-uuid", f"uuid {uuid} appears again (first at line {self.where[2 * first]}); "
                        "resume maps it to this later record", c.lineno, offset, line)
