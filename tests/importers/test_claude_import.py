@@ -348,16 +348,18 @@ def test_a_rewind_makes_a_branch_and_nothing_is_written_twice(tmp_path):
     assert journal_conversation(again) == conversation(values + [json.loads(_new_turn(early, 7).split(b"\n")[0])])
 
 
-@pytest.mark.parametrize("rows", ["held", "spilled"])
+@pytest.mark.parametrize("rows", ["held", "spilled", "midway"])
 def test_the_journals_are_the_reference_bytes_and_so_is_what_a_reimport_appends(tmp_path, monkeypatch, rows):
     """Byte for byte the journals the importer wrote when it held every record in memory (issue
     28; tests/data/claude_import_reference.json, pinned by that code), on the real fixtures, a
     regular transcript and odd shapes, then after each transcript grew: with each group's rows
-    held in memory, and with every group's rows in a temporary database."""
+    held in memory, with every group's rows in a temporary database, and with a group's first
+    rows held and the rest moved to a database as the limit is passed (in a transcript, in a
+    subagent's after the session's was held)."""
     from toolkit.importers import claude
 
-    if rows == "spilled":
-        monkeypatch.setattr(claude, "ROWS_IN_MEMORY", -1)
+    if rows != "held":
+        monkeypatch.setattr(claude, "ROWS_IN_MEMORY", -1 if rows == "spilled" else 30)
     reference = json.loads(claude_shapes.REFERENCE.read_text())
     root = claude_shapes.reference_tree(tmp_path / ".claude", FIXTURES)
     store = tmp_path / "store"
@@ -416,7 +418,7 @@ def test_rows_held_in_memory_or_in_a_database_write_and_report_the_same(tmp_path
     real_db, limit_now = claude.temp_db, claude.ROWS_IN_MEMORY
     monkeypatch.setattr(claude, "temp_db", lambda: opened.append(1) or real_db())
     got = {}
-    for rows, limit in (("held", limit_now), ("spilled", -1)):
+    for rows, limit in (("held", limit_now), ("spilled", -1), ("midway", 7)):
         monkeypatch.setattr(claude, "ROWS_IN_MEMORY", limit)
         opened.clear()
         root, store = tmp_path / rows / ".claude", tmp_path / rows / "store"
@@ -430,9 +432,9 @@ def test_rows_held_in_memory_or_in_a_database_write_and_report_the_same(tmp_path
             result, report = do_import(root, store)
             assert result.exit_code in (0, 4), result.stdout
             reports.append(_portable(report, root, store))
-        assert bool(opened) == (rows == "spilled"), "a held group opens no database; a spilled one does"
+        assert bool(opened) == (rows != "held"), "a held group opens no database; a spilled one does"
         got[rows] = (claude_shapes.digests(store, root), reports)
-    assert got["held"] == got["spilled"]
+    assert got["held"] == got["spilled"] == got["midway"]
     monkeypatch.setattr(claude, "ROWS_IN_MEMORY", limit_now)  # (hypothesis runs every example in this one monkeypatch)
 
 

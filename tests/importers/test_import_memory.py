@@ -82,18 +82,34 @@ def test_what_an_import_holds_of_a_row_or_a_line_is_held_at_its_size():
 
 @pytest.mark.slow
 def test_the_largest_transcript_held_in_memory_imports_under_120_mib(tmp_path):
-    """A session of up to ROWS_IN_MEMORY bytes keeps its rows in memory (a third faster than a temporary
+    """A session of up to ROWS_IN_MEMORY records keeps its rows in memory (a third faster than a temporary
     database): about 1.2 kB a record.  Each row's ids were held in orjson's 4 kB buffers, three of them
     for a tool call: a 24 MB transcript of the benchmark's small records peaked at about 200 MiB."""
     from toolkit.importers import claude
 
     root, store = tmp_path / ".claude", tmp_path / "store"
-    records = claude.ROWS_IN_MEMORY // 640  # (about 610 bytes a line: just under the limit)
-    source = claude_transcript.write(root, records)
-    assert claude.ROWS_IN_MEMORY * 0.85 < source.stat().st_size <= claude.ROWS_IN_MEMORY
+    claude_transcript.write(root, claude.ROWS_IN_MEMORY)
     doc, rss = _import(tmp_path, root, store)
-    assert [s["status"] for s in doc["sessions"]] == ["created"]
-    assert rss < 120 * MIB, f"import of {records:,} records held in memory: peak RSS {rss / MIB:.1f} MiB"
+    [session] = doc["sessions"]
+    assert session["status"] == "created" and session["source_items"] == claude.ROWS_IN_MEMORY
+    assert rss < 120 * MIB, f"import of {claude.ROWS_IN_MEMORY:,} records held in memory: peak RSS {rss / MIB:.1f} MiB"
+
+
+@pytest.mark.slow
+def test_a_transcript_of_tiny_records_holds_no_more_rows_than_the_limit(tmp_path):
+    """The rows held are counted, not the file's bytes: 200,000 one-line ``progress`` records are a
+    6 MB transcript, which the limit of 24 MiB of file held whole (a 23 MB one peaked at 436 MiB)."""
+    root, store = tmp_path / ".claude", tmp_path / "store"
+    path = root / "projects" / "-home-ada-tiny" / "7a7a7a7a-0000-4000-8000-000000000001.jsonl"
+    path.parent.mkdir(parents=True)
+    first = {"type": "user", "uuid": "7a7a7a7a-0000-4000-8000-0000000000aa", "parentUuid": None, "cwd": "/home/ada/tiny",
+             "sessionId": "7a7a7a7a-0000-4000-8000-000000000001", "timestamp": "2026-01-01T00:00:00.000Z",
+             "message": {"role": "user", "content": "hello"}}
+    path.write_bytes(orjson.dumps(first) + b"\n" + b"".join(b'{"type":"progress","n":%d}\n' % n for n in range(200_000)))
+    doc, rss = _import(tmp_path, root, store)
+    [session] = doc["sessions"]
+    assert session["status"] == "created" and session["source_items"] == 200_001
+    assert rss < 120 * MIB, f"import of 200,001 tiny records: peak RSS {rss / MIB:.1f} MiB"
 
 
 @pytest.mark.slow

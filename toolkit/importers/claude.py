@@ -36,8 +36,8 @@ Memory does not grow with a transcript's records (issue 28: a 1,000,000-record t
 3.4 GB): what the graph and the conversion need of each record is a row in a private temporary
 SQLite database (:func:`toolkit.importers.spill.temp_db`), the walks run over two arrays of
 about 11 bytes a record, and each record is converted from its line, re-read at its offset
-(or kept from the first pass as bytes, within a fixed budget).  A group of transcripts totalling
-at most :data:`ROWS_IN_MEMORY` bytes (nearly every session) holds its rows in a list instead,
+(or kept from the first pass as bytes, within a fixed budget).  A group of transcripts of at
+most :data:`ROWS_IN_MEMORY` records (nearly every session) holds its rows in a list instead,
 and answers the same questions without a database (issue 27: a first import's SQL was a fifth
 of its time).
 """
@@ -82,12 +82,14 @@ __all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "sour
 #: (Kept parsed instead, they cost more than the parse they saved: 282 MB of real transcripts
 #: 3.0-3.3 s of CPU against 3.2-3.8 s, 28 MB of small records 0.69-0.75 s against 0.77-0.87 s.)
 KEEP_IN_MEMORY = 4 << 20
-#: A group whose transcripts total at most this many bytes keeps its rows in memory (about 1.2 kB a
-#: record of the benchmark's small records, ~600 bytes a line: a 24 MB transcript's import peaked at
-#: 80 MiB); a larger one puts them in a temporary database (:class:`_Transcript`), a third slower
-#: (24 MB: 1.26 s against 0.91 s; 16 MB: 0.85 s against 0.64 s).  It was 8 MiB while each row held
-#: its ids in orjson's 4 kB buffers (:func:`_ids`).
-ROWS_IN_MEMORY = 24 << 20
+#: Records a group (a session with its subagents) holds its rows of in memory, about 1.2 kB each (the
+#: benchmark's small records: 40,000 of them, a 24 MB transcript, peaked at 80 MiB); a transcript
+#: whose rows would take the group past it puts them in a temporary database (:class:`_Transcript`,
+#: the rows held so far moved there), a third slower (24 MB: 1.26 s against 0.91 s).  A count of
+#: records, not of bytes: a transcript of 23 MB of one-line ``progress`` records held 781,000 rows
+#: and peaked at 436 MiB while this was 24 MiB of file; real records (~3 kB a line) are held up to
+#: some 120 MB of transcript, where a group past 24 MiB went to the database.
+ROWS_IN_MEMORY = 40_000
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _INTERRUPT = "[Request interrupted by user"
 _FINAL = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn"})  # nothing of the response follows
@@ -189,6 +191,7 @@ class _Db:
         self._conn = None
         self.tables = 0
         self.keep = KEEP_IN_MEMORY  # bytes of source lines the group may still keep
+        self.rows = ROWS_IN_MEMORY  # rows the group may still hold in memory (:class:`_HeldTranscript`)
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -478,18 +481,47 @@ class _Transcript:
 
 
 class _HeldTranscript(_Transcript):
-    """A transcript of a small group (:data:`ROWS_IN_MEMORY`), its rows held in a list: each of
-    :class:`_Transcript`'s questions answered from it, with no database."""
+    """A transcript whose group holds its rows (at most :data:`ROWS_IN_MEMORY`), in a list: each of
+    :class:`_Transcript`'s questions answered from it, with no database.  The one whose rows would
+    take the group past that becomes a :class:`_Transcript` as it is read (:meth:`_spill`)."""
 
     def plan(self, grp: int, *, whole_sidechain: bool) -> _Plan:
         return _HeldPlan(self, grp, whole_sidechain=whole_sidechain)
 
     def _rows(self) -> tuple[Callable[[tuple], None], Callable[[], None]]:
+        """(add a row, done): each row held while the group may hold more (:attr:`_Db.rows`); past
+        that, this transcript's rows go to the database (:meth:`_spill`)."""
         self.rows: list[tuple] = []
         self.table = None
         self._groups: list[int] | None = None  # each record's conversation, once one was moved (else all 0)
         self._members: dict[int, list[int]] = {}
-        return self.rows.append, lambda: None
+        db, held, spilled = self.db, self.rows.append, []  # spilled: the database's (add, done), once moved
+
+        def add(row: tuple) -> None:
+            if spilled:
+                spilled[0](row)
+            elif db.rows > 0:
+                db.rows -= 1
+                held(row)
+            else:
+                spilled[:] = self._spill()
+                spilled[0](row)
+
+        def done() -> None:
+            if spilled:
+                spilled[1]()
+        return add, done
+
+    def _spill(self) -> tuple[Callable[[tuple], None], Callable[[], None]]:
+        """Become a :class:`_Transcript` in the middle of the first pass, the rows held so far moved
+        to its table: the group holds no more rows than :data:`ROWS_IN_MEMORY` whatever its records."""
+        rows = self.rows
+        del self.rows, self._groups, self._members
+        self.__class__ = _Transcript
+        add, done = _Transcript._rows(self)
+        for row in rows:
+            add(row)
+        return add, done
 
     def _number_repeats(self) -> None:
         self.keys = keys = [row[_R_KEY] for row in self.rows]
@@ -1307,25 +1339,13 @@ def _anchors(t: _Transcript, agent_ids: set[str]) -> dict[str, _Item]:
     return {agent: t.item(n) for agent, n in anchors.items()}
 
 
-def _group_bytes(*files: list[Path]) -> int:
-    """The size of a group's transcripts, as they are now (one that cannot be read counts none)."""
-    total = 0
-    for path in (path for group in files for path in group):
-        try:
-            total += path.stat().st_size
-        except OSError:
-            pass
-    return total
-
-
 def _sessions(main: Path | None, agents: list[Path], options: Options, report: Callable[[Finding], None],
               db: _Db) -> Iterator[Session]:
     parent_sid = None
     project = None
     subagent_sessions: list[tuple[Path, _Transcript, str]] = []
-    kind = _HeldTranscript if _group_bytes([main] if main else [], agents) <= ROWS_IN_MEMORY else _Transcript
     if main is not None:
-        transcript = kind(main, report, db)
+        transcript = _HeldTranscript(main, report, db)  # (held while the group may hold its rows: _Db.rows)
         parent_sid = _session_id(main)
         project = transcript.cwd
     else:  # only subagents: the session's transcript is gone, or was not named; its folder is named after it
@@ -1334,7 +1354,7 @@ def _sessions(main: Path | None, agents: list[Path], options: Options, report: C
         project = _first_cwd(parent_file) if parent_file.is_file() else None  # file it beside its session
     parent_id = safe_id("claude", parent_sid)
     for agent in agents:
-        sub = kind(agent, report, db)
+        sub = _HeldTranscript(agent, report, db)
         agent_id = agent.stem[len("agent-"):]
         subagent_sessions.append((agent, sub, agent_id))
         if project is None:
