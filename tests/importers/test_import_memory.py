@@ -83,7 +83,7 @@ def test_what_an_import_holds_of_a_row_or_a_line_is_held_at_its_size():
 @pytest.mark.slow
 def test_the_largest_transcript_held_in_memory_imports_under_120_mib(tmp_path):
     """A session of up to ROWS_IN_MEMORY records keeps its rows in memory (a third faster than a temporary
-    database): about 1.2 kB a record.  Each row's ids were held in orjson's 4 kB buffers, three of them
+    database): about 0.8 kB a record.  Each row's ids were held in orjson's 4 kB buffers, three of them
     for a tool call: a 24 MB transcript of the benchmark's small records peaked at about 200 MiB."""
     from toolkit.importers import claude
 

@@ -57,7 +57,7 @@ import orjson
 from ..errors import DurabilityError, FileChangedError
 from ..findings import Finding
 from ..layouts.base import one_line
-from ..layouts.claude_code import CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGENTS, prompt_text, split_user
+from ..layouts.claude_code import CHAIN, CLAUDE_CODE, PLACEHOLDER_MODELS, SUBAGENTS, TOP_LEVEL_TYPES, prompt_text, split_user
 from ..lines import loads, open_regular
 from .base import unconverted
 from .output import (ALIAS, AT, COVERS_PREVIOUS, LINE_KEYS, PART_KEYS, SUPERSEDES_ALIAS, Options, Outcome, Raw, Resumed,
@@ -82,14 +82,14 @@ __all__ = ["APP", "Options", "detect", "resume_unit", "scan", "scan_unit", "sour
 #: (Kept parsed instead, they cost more than the parse they saved: 282 MB of real transcripts
 #: 3.0-3.3 s of CPU against 3.2-3.8 s, 28 MB of small records 0.69-0.75 s against 0.77-0.87 s.)
 KEEP_IN_MEMORY = 4 << 20
-#: Records a group (a session with its subagents) holds its rows of in memory, about 1.2 kB each (the
-#: benchmark's small records: 40,000 of them, a 24 MB transcript, peaked at 80 MiB); a transcript
-#: whose rows would take the group past it puts them in a temporary database (:class:`_Transcript`,
-#: the rows held so far moved there), a third slower (24 MB: 1.26 s against 0.91 s).  A count of
-#: records, not of bytes: a transcript of 23 MB of one-line ``progress`` records held 781,000 rows
-#: and peaked at 436 MiB while this was 24 MiB of file; real records (~3 kB a line) are held up to
-#: some 120 MB of transcript, where a group past 24 MiB went to the database.
-ROWS_IN_MEMORY = 40_000
+#: Records a group (a session with its subagents) holds its rows of in memory, some 0.8 kB each (:func:`_row`:
+#: 65,536 of the benchmark's small records, a 38 MB transcript, peak at 95 MiB and import in 1.63 s); a
+#: transcript whose rows would take the group past it puts them in a temporary database (:class:`_Transcript`,
+#: the rows held so far moved there), which that transcript took 2.29 s to.  A count of records, not of
+#: bytes: a transcript of 23 MB of one-line ``progress`` records held 781,000 rows and peaked at 436 MiB
+#: while this was 24 MiB of file; real records (~3 kB a line) are held up to some 190 MB of transcript
+#: (150 MB: 2.45-2.50 s in the database, 1.96-2.22 s held, 79 MiB).
+ROWS_IN_MEMORY = 65_536
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _INTERRUPT = "[Request interrupted by user"
 _FINAL = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn"})  # nothing of the response follows
@@ -151,12 +151,18 @@ class _Item(NamedTuple):
  _R_AGENT, _R_KEY) = range(16)
 
 
-def _row(n: int, src: SourceLine, value: dict, stamp: str | None) -> tuple[tuple, int]:
-    """The row of one record, and its flags byte: what its graph and merging need."""
+def _row(n: int, src: SourceLine, value: dict, stamp: str | None, previous: str | None = None) -> tuple[tuple, int]:
+    """The row of one record, and its flags byte: what its graph and merging need.  Held, a row
+    keeps few strings of its own (:data:`ROWS_IN_MEMORY`): a known ``type`` is the one string of
+    that name, a parent that is the ``previous`` record's uuid is that string, and a record with a
+    uuid has no key (``None``: it is ``claude:<uuid>``, :func:`_key_of`)."""
     kind = value["type"]
+    kind = _KINDS.get(kind, kind)
     uuid = value.get("uuid")
     uuid = uuid if isinstance(uuid, str) and kind in CHAIN else None
     parent = value.get("parentUuid")
+    if previous is not None and parent == previous:
+        parent = previous
     flags = (_CHAIN if uuid is not None else 0) | (_SIDE if value.get("isSidechain") is True else 0) \
         | (_PNULL if parent is None else 0) | _KIND_FLAGS.get(kind, 0)
     logical = value.get("logicalParentUuid") if value.get("subtype") == "compact_boundary" else None
@@ -177,9 +183,18 @@ def _row(n: int, src: SourceLine, value: dict, stamp: str | None) -> tuple[tuple
         result = value.get("toolUseResult")
         if isinstance(result, dict) and isinstance(result.get("agentId"), str):
             agent = result["agentId"]
-    key = f"claude:{uuid}" if uuid else "claude:h:" + hashlib.sha256(src.data).hexdigest()[:24]
+    key = None if uuid else "claude:h:" + hashlib.sha256(src.data).hexdigest()[:24]
     return (n, 0, flags, src.line, src.offset, len(src.data), kind, uuid, parent if isinstance(parent, str) else None,
             stamp, logical if isinstance(logical, str) else None, msg, uses, results, agent, key), flags
+
+
+def _key_of(row: tuple) -> str:
+    """A row's key before its repeats are numbered: ``claude:<uuid>``, or the hash of its line."""
+    key = row[_R_KEY]
+    return key if key is not None else "claude:" + row[_R_UUID]
+
+
+_KINDS = {kind: kind for kind in TOP_LEVEL_TYPES}  # (a held row's kind: the one string of each known name)
 
 
 class _Db:
@@ -232,14 +247,16 @@ class _Transcript:
         self.cwd = self.version = self.session_id = None
         self.first_stamp: str | None = None
         self.kept: dict[int, bytes] = {}  # the bytes of lines within the group's KEEP_IN_MEMORY
-        stamp = None
+        stamp = previous = None  # (previous: the last record's uuid)
         add, done = self._rows()
         for src in self.reader:
             value = src.value
             if isinstance(value.get("timestamp"), str):
                 stamp = value["timestamp"]
                 self.first_stamp = self.first_stamp or stamp
-            row, flags = _row(len(self.flags), src, value, stamp)
+            row, flags = _row(len(self.flags), src, value, stamp, previous)
+            if row[_R_UUID] is not None:
+                previous = row[_R_UUID]
             if flags & _CHAIN and self.session_id is None:
                 self.cwd = value.get("cwd") if isinstance(value.get("cwd"), str) else None
                 self.version = value.get("version") if isinstance(value.get("version"), str) else None
@@ -276,7 +293,7 @@ class _Transcript:
 
         def add(row: tuple) -> None:
             rows.append((*row[:_R_KIND], to_db(row[_R_KIND]), to_db(row[_R_UUID]), to_db(row[_R_PARENT]), to_db(row[_R_STAMP]),
-                         to_db(row[_R_LOGICAL]), row[_R_MSG], row[_R_USES], row[_R_RES], to_db(row[_R_AGENT]), to_db(row[_R_KEY])))
+                         to_db(row[_R_LOGICAL]), row[_R_MSG], row[_R_USES], row[_R_RES], to_db(row[_R_AGENT]), to_db(_key_of(row))))
             if len(rows) >= _BATCH:
                 db.conn.executemany(insert, rows)
                 rows.clear()
@@ -524,12 +541,18 @@ class _HeldTranscript(_Transcript):
         return add, done
 
     def _number_repeats(self) -> None:
-        self.keys = keys = [row[_R_KEY] for row in self.rows]
+        """Each repeat's numbered key in :attr:`repeats` (by record); the other keys are the rows' own."""
+        self.repeats: dict[int, str] = {}
         seen: dict[str, int] = {}
-        for n, key in enumerate(keys):
-            count = seen[key] = seen.get(key, 0) + 1
+        for n, row in enumerate(self.rows):  # (counted by the uuid, or the line's hash: a key less its "claude:")
+            name = row[_R_UUID] if row[_R_KEY] is None else row[_R_KEY][7:]
+            count = seen[name] = seen.get(name, 0) + 1
             if count > 1:
-                keys[n] = f"{key}#{count}"
+                self.repeats[n] = f"{_key_of(row)}#{count}"
+
+    def _key(self, n: int) -> str:
+        repeat = self.repeats.get(n)
+        return repeat if repeat is not None else _key_of(self.rows[n])
 
     def _grp(self, n: int) -> int:
         return 0 if self._groups is None else self._groups[n]
@@ -560,7 +583,7 @@ class _HeldTranscript(_Transcript):
     def item(self, n: int) -> _Item:
         row = self.rows[n]
         return _Item(n, row[_R_LINE], row[_R_OFFSET], row[_R_SIZE], row[_R_KIND], row[_R_UUID], row[_R_PARENT], row[_R_STAMP],
-                     row[_R_RES], self.keys[n])
+                     row[_R_RES], self._key(n))
 
     def state(self, grp: int) -> SourceState:
         return SourceState(str(self.path), self.reader.covered, self.reader.sha256, _Lines(self, grp), self._read_line(grp))
@@ -665,7 +688,7 @@ class _HeldTranscript(_Transcript):
         return self.rows[-1][_R_STAMP] if self.rows else None
 
     def lone_keys(self) -> tuple[Iterator[str], Iterator[str], int]:
-        lone = [self.keys[n] for n, row in enumerate(self.rows) if row[_R_UUID] is None]
+        lone = [self._key(n) for n, row in enumerate(self.rows) if row[_R_UUID] is None]
         return (k for k in lone if "#" in k), (k for k in lone if "#" not in k), len(lone)
 
     def uuids(self) -> Iterator[str]:
@@ -1621,7 +1644,7 @@ def resume(path: Path, state: dict, project: str | None, sid: str, source: dict,
             if isinstance(value.get("timestamp"), str):
                 stamp = value["timestamp"]
             row, flags = _row(len(items), src, value, stamp)
-            item = _Item.of((row[0], row[3], row[4], row[5], row[6], row[7], row[8], row[9], row[13], row[15]))
+            item = _Item.of((row[0], row[3], row[4], row[5], row[6], row[7], row[8], row[9], row[13], _key_of(row)))
             if item.uuid is not None:
                 own = item.uuid
                 logical = from_db(row[10])
