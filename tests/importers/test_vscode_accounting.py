@@ -169,8 +169,13 @@ def test_a_bom_log_is_read_and_reported_and_bad_lines_are_errors(tmp_path):
         assert outcome["skipped"] == {"s-bad": {"unreadable-line": 1}, "s-torn": {"torn-line": 1}}.get(outcome["id"][7:], {}), outcome["id"]
 
 
-def test_a_copilot_cli_log_given_to_the_vscode_importer_is_not_an_empty_vscode_session(tmp_path):
+@pytest.mark.parametrize("keep", ["held", "streamed"])
+def test_a_copilot_cli_log_given_to_the_vscode_importer_is_not_an_empty_vscode_session(tmp_path, monkeypatch, keep):
     from tests.importers.test_copilot import copilot_session
+    from toolkit.importers import copilot
+
+    if keep == "streamed":  # a log past KEEP_BYTES is read as a stream, as the Copilot importer reads it
+        monkeypatch.setattr(copilot, "KEEP_BYTES", 0)
 
     log = copilot_session(tmp_path / ".copilot", "5f1c0b9e-0000-4000-8000-000000000001", tmp_path)
     log2 = copilot_session(tmp_path / ".copilot", "5f1c0b9e-0000-4000-8000-000000000002", tmp_path)

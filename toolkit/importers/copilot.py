@@ -9,6 +9,7 @@ session's other events (resume, model change, error, compaction, shutdown…) ``
 turn markers and ephemeral events are counted as ``ui-only``; a line that cannot be parsed is a
 ``source-unreadable`` finding.  Session id ``copilot-<data.sessionId>``; project from the
 session's ``context.cwd`` (then ``vscode.metadata.json``, then ``workspace.yaml``).  Never writes.
+A log past :data:`KEEP_BYTES` is read as a stream (:func:`session_from_stream`): memory stays flat.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from array import array
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import NotASourceError, PathNotFoundError
+from ..errors import FileChangedError, NotASourceError, PathNotFoundError
 from ..findings import Finding
-from ..identify import identify_lines
-from ..lines import first_line, loads, split_line
+from ..identify import IDENTIFY_LINES, identify_lines
+from ..lines import first_line, loads, open_regular, split_line
 from .base import unconverted
 from .output import Options, Raw, Session, json_object, safe_id
 from .unchanged import Unit
@@ -39,6 +42,10 @@ UI_ONLY = frozenset({"assistant.turn_start", "assistant.turn_end", "session.comp
                      "tool.execution_partial_result"})
 TOOL_EVENTS = ("tool.execution_start", "tool.execution_complete")
 MAX_REJOIN = 64  # physical lines one event split by raw newlines may span (github/copilot-cli#2649)
+#: A log of at most this many bytes is read whole and its records held; a larger one is read as a
+#: stream, once for what its records need and again for each pass over them (:func:`session_from_stream`):
+#: a 20 MB log (Copilot CLI's users report 18-20 MB ones) held peaked at 169 MiB, some 7 times its size.
+KEEP_BYTES = 8 << 20
 
 
 def detect() -> list[Path]:
@@ -92,12 +99,16 @@ def scan_unit(unit: Unit, options: Options, report: Callable[[Finding], None]) -
     """The session of one log."""
     log = Path(unit.handle)
     try:
-        data = log.read_bytes()
+        streamed = os.stat(log).st_size > KEEP_BYTES
+        data = None if streamed else log.read_bytes()
     except OSError as exc:
         report(Finding("unreadable", "error", str(log), None, None, f"cannot read: {exc.strerror or exc}"))
         return
     try:
-        session = session_from_log(log, data, options, report)
+        session = session_from_stream(log, options, report) if data is None else session_from_log(log, data, options, report)
+    except OSError as exc:
+        report(Finding("unreadable", "error", str(log), None, None, f"cannot read: {exc.strerror or exc}"))
+        return
     except Exception as exc:  # noqa: BLE001 - untrusted data: isolate each session
         report(Finding("source-unreadable", "error", str(log), None, None, unconverted(exc)))
         return
@@ -122,11 +133,13 @@ def unit_key(unit: Unit) -> str:
     data = event.get("data") if isinstance(event, dict) and event.get("type") == "session.start" else None
     sid = data.get("sessionId") if isinstance(data, dict) else None
     if not (isinstance(sid, str) and sid):
+        events = _stream(_file_lines(log), str(log), lambda _finding: None, _Read())
         try:
-            events = _events(log.read_bytes(), str(log), lambda _finding: None)[0]
+            start = next((e["data"] for _n, e, _r, _at in events if e["type"] == "session.start" and isinstance(e.get("data"), dict)), {})
         except Exception:  # noqa: BLE001 - untrusted data, unreadable here: scan_unit reports it
-            events = []
-        start = next((e["data"] for _n, e, _r in events if e["type"] == "session.start" and isinstance(e.get("data"), dict)), {})
+            start = {}
+        finally:
+            events.close()
         sid = start.get("sessionId") if isinstance(start.get("sessionId"), str) else None
         sid = sid or _yaml_scalars(log.parent / "workspace.yaml").get("id") or (
             log.parent.name if log.parent.parent.name == "session-state" else None)
@@ -136,60 +149,128 @@ def unit_key(unit: Unit) -> str:
 # -- reading the log ---------------------------------------------------------------------------
 
 
+class _Read:
+    """What a read of a log counted: its source items (non-empty lines; an event rejoined from several
+    lines is one) and the lines skipped, with why."""
+
+    def __init__(self) -> None:
+        self.items = 0
+        self.skipped: list[tuple[int, str]] = []
+
+
+def _lines_of(data: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """``(number, offset, bytes)`` of each line of ``data`` (after a BOM), as ``split(b"\\n")`` gives them."""
+    offset = len(BOM) if data.startswith(BOM) else 0
+    for number, line in enumerate(data[offset:].split(b"\n"), start=1):
+        yield number, offset, line
+        offset += len(line) + 1
+
+
+def _file_lines(path: Path, block: int = 1 << 20) -> Iterator[tuple[int, int, bytes]]:
+    """:func:`_lines_of` the file at ``path``, read ``block`` bytes at a time: only the line at hand
+    (and those a reader looks ahead to) is held, whatever the log's size."""
+    with open_regular(path, buffered=False) as handle:
+        number, offset, held = 0, 0, []  # held: the pieces of the line not ended yet
+        data = handle.read(block)
+        if data.startswith(BOM):
+            data, offset = data[len(BOM):], len(BOM)
+        while data:
+            pieces = data.split(b"\n")
+            if len(pieces) > 1:
+                held.append(pieces[0])
+                pieces[0] = b"".join(held)
+                held = [pieces.pop()]
+                for line in pieces:
+                    number += 1
+                    yield number, offset, line
+                    offset += len(line) + 1
+            else:
+                held.append(data)
+            data = handle.read(block)
+        yield number + 1, offset, b"".join(held)
+
+
 def _events(data: bytes, path: str, report: Callable[[Finding], None]) -> tuple[list[tuple[int, dict, bytes]], int, list[tuple[int, str]]]:
     """(line number, event, its bytes) for every parsable event; the count of source items
     (non-empty lines; an event rejoined from several lines is one); the lines skipped, with why."""
-    lines = (data[len(BOM):] if data.startswith(BOM) else data).split(b"\n")
-    events, skipped, items = [], [], 0
-    n = 0
-    while n < len(lines):
-        line, number = lines[n], n + 1
-        n += 1
+    read = _Read()
+    events = [(number, value, raw) for number, value, raw, _at in _stream(_lines_of(data), path, report, read)]
+    return events, read.items, read.skipped
+
+
+def _stream(lines: Iterator[tuple[int, int, bytes]], path: str, report: Callable[[Finding], None],
+            read: _Read) -> Iterator[tuple[int, dict, bytes, tuple[int, int, bool]]]:
+    """``(line number, event, its bytes, where)`` of every parsable event of ``lines``
+    (:func:`_lines_of`, :func:`_file_lines`), counted into ``read``; ``where``: the offset and length of
+    the bytes the event was read from, and whether it was rejoined (their newlines became ``\\n``).
+    A line looks ahead at most MAX_REJOIN lines to rejoin them, and past blank and NUL lines to tell
+    whether it is the last."""
+    ahead: deque[tuple[int, int, bytes]] = deque()
+
+    def filled(count: int) -> bool:
+        while len(ahead) < count:
+            line = next(lines, None)
+            if line is None:
+                return False
+            ahead.append(line)
+        return True
+
+    def more() -> bool:  # a line with more than blanks and NULs after this one
+        if any(item[2].strip(b" \t\r\0") for item in ahead):
+            return True
+        for item in lines:
+            ahead.append(item)
+            if item[2].strip(b" \t\r\0"):
+                return True
+        return False
+
+    while ahead or filled(1):
+        number, offset, line = ahead.popleft()
         if not line.strip(b" \t\r"):
             continue
-        items += 1
+        read.items += 1
         if not line.strip(b"\0"):
-            skipped.append((number, "nul-tail"))
+            read.skipped.append((number, "nul-tail"))
             report(Finding("source-torn", "warning", path, number, None, f"{len(line)} NUL bytes after the last event (a crash); ignored"))
             continue
-        value, used = _parse(line, lines, n)
+        value, used = _parse(line, ahead, filled)
         if value is None:
-            final = n == len(lines) or not any(rest.strip(b" \t\r\0") for rest in lines[n:])
+            final = not more()
             pieces = split_line(line, _is_event)
             whole = [p for p in pieces if p.kind == "record"]
             if len(whole) > 1 or (whole and not final):  # events run together on one line (`}{`): each imported
-                items += len(whole) - 1
+                read.items += len(whole) - 1
                 for piece in whole:
-                    events.append((number, loads(line[piece.start:piece.end]), line[piece.start:piece.end]))
+                    raw = line[piece.start:piece.end]
+                    yield number, loads(raw), raw, (offset + piece.start, len(raw), False)
                 lost = sum(p.end - p.start for p in pieces if p.kind == "cut")
                 report(Finding("source-joined", "warning", path, number, None,
                                f"{len(whole)} whole event(s) run together on one line; each was imported on its own"
                                + (f"; {lost:,} bytes of a cut-off event beside them were not" if lost else "")))
                 if lost:
-                    items += 1
-                    skipped.append((number, "cut-record"))
+                    read.items += 1
+                    read.skipped.append((number, "cut-record"))
                 continue
             if final:
-                skipped.append((number, "torn-line"))
+                read.skipped.append((number, "torn-line"))
                 report(Finding("source-torn", "warning", path, number, None, "the last line is incomplete (written mid-turn?); ignored"))
             else:
-                skipped.append((number, "unreadable-line"))
+                read.skipped.append((number, "unreadable-line"))
                 report(Finding("source-unreadable", "error", path, number, None, "not a JSON event; line skipped"))
             continue
+        joined = [ahead.popleft()[2] for _ in range(used)]
         if used:
             report(Finding("source-torn", "warning", path, number, None,
                            f"one event was split over {used + 1} lines by raw newlines in its text; rejoined"))
-            n += used
         if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-            skipped.append((number, "not-an-event"))
+            read.skipped.append((number, "not-an-event"))
             report(Finding("source-unreadable", "error", path, number, None, "not an event object with a type; line skipped"))
             continue
-        raw = line if not used else b"\\n".join(lines[number - 1:number + used])
-        events.append((number, value, raw))
-    return events, items, skipped
+        raw = line if not used else b"\\n".join([line, *joined])
+        yield number, value, raw, (offset, len(raw) - used, bool(used))
 
 
-def _parse(line: bytes, lines: list[bytes], after: int) -> tuple[object, int]:
+def _parse(line: bytes, ahead: deque, filled: Callable[[int], bool]) -> tuple[object, int]:
     """Parse a line; failing that, rejoin it with the lines after it (raw newlines inside a
     string, #2649) while that makes one valid event.  Returns (value or None, lines rejoined)."""
     try:
@@ -198,9 +279,9 @@ def _parse(line: bytes, lines: list[bytes], after: int) -> tuple[object, int]:
         pass
     joined = line
     for extra in range(1, MAX_REJOIN + 1):
-        if after + extra - 1 >= len(lines):
+        if not filled(extra):
             break
-        joined += b"\\n" + lines[after + extra - 1]
+        joined += b"\\n" + ahead[extra - 1][2]
         try:
             return loads(joined), extra
         except ValueError:
@@ -322,46 +403,84 @@ def is_copilot_log(data: bytes) -> bool:
     return identify_lines(data)[0] == "copilot"
 
 
+def _requested(data: dict) -> set[str]:
+    """The call ids an assistant step requests (those :func:`_assistant` carries)."""
+    return {request["toolCallId"] for request in (data.get("toolRequests") if isinstance(data.get("toolRequests"), list) else [])
+            if isinstance(request, dict) and isinstance(request.get("toolCallId"), str)}
+
+
+def _is_start(event: dict) -> bool:
+    """A ``session.start`` with its data: the first one is the session's start (its meta, its model)."""
+    return event["type"] == "session.start" and isinstance(event.get("data"), dict)
+
+
+def _is_call(event: dict, kind: str) -> bool:
+    return event["type"] == kind and isinstance(event.get("data"), dict) and isinstance(event["data"].get("toolCallId"), str)
+
+
 class _Conversation:
-    """The records of one log, built event by event (tool executions joined to their calls)."""
+    """The records of one log, built event by event (tool executions joined to their calls): ``starts``
+    and ``completes`` are the tool events by call id (the last of each), ``start`` the data of the first
+    ``session.start`` (the event numbered ``start_at`` among the events), ``first`` the number of the
+    log's first line.  ``build=False`` only counts them, and what the count depends on (a large log's
+    first read: :class:`_Records` builds them on each pass)."""
 
-    def __init__(self, events: list[tuple[int, dict, bytes]], first: int | None) -> None:
-        def by_call(kind: str) -> dict:
-            return {e["data"]["toolCallId"]: e["data"] for _n, e, _r in events  # (by a string id: the only kind a call is looked up by)
-                    if e["type"] == kind and isinstance(e.get("data"), dict) and isinstance(e["data"].get("toolCallId"), str)}
-
-        self.starts, self.completes = by_call("tool.execution_start"), by_call("tool.execution_complete")
-        self.start = next((e["data"] for _n, e, _r in events if e["type"] == "session.start" and isinstance(e.get("data"), dict)), {})
-        self.model = self.start.get("selectedModel") if isinstance(self.start.get("selectedModel"), str) else None
-        self.records: list[dict] = []
+    def __init__(self, start: dict, start_at: int | None, first: int | None, starts, completes, *, build: bool = True) -> None:
+        self.starts, self.completes, self.start, self.start_at = starts, completes, start, start_at
+        self.model = start.get("selectedModel") if isinstance(start.get("selectedModel"), str) else None
+        self.build = build
+        self.last_t = start.get("startTime")  # the time of the last record (the next one's when it has none)
+        self.count = 0  # records
         self.carried: set[str] = set()  # tool calls an assistant record holds
         self.contexts: list[dict] = []  # session.start / session.resume contexts, in order
-        self.ui_only: list[str] = []  # keys of the events that became no record
+        self.ui_only = 0  # events that became no record
+        self.ui_shown: list[str] = []  # the first ten of their keys
         self.first = first  # the number of the log's first line: the meta carries it when it is this session.start
         self.merged = 0  # events carried inside another record (the meta, an assistant step)
-        for number, event, raw in events:
-            self.add(number, event, raw)
 
-    def add(self, number: int, event: dict, raw: bytes) -> None:
+    @classmethod
+    def of(cls, events: list[tuple[int, dict, bytes]], first: int | None) -> tuple[_Conversation, list[dict]]:
+        """A log's conversation and its records, its events held (a log of at most KEEP_BYTES)."""
+        def by_call(kind: str) -> dict:
+            return {e["data"]["toolCallId"]: e["data"] for _n, e, _r in events if _is_call(e, kind)}  # (a call is looked up by a string id)
+
+        start_at = next((index for index, (_n, e, _r) in enumerate(events) if _is_start(e)), None)
+        log = cls(events[start_at][1]["data"] if start_at is not None else {}, start_at, first,
+                  by_call("tool.execution_start"), by_call("tool.execution_complete"))
+        records = []
+        for index, (number, event, raw) in enumerate(events):
+            record = log.add(index, number, event, raw)
+            if record is not None:
+                records.append(record)
+        return log, records
+
+    def add(self, index: int, number: int, event: dict, raw: bytes) -> dict | None:
+        """The record of the ``index``-th event (None: it became none; or counted only)."""
         kind, body = event["type"], event.get("data") if isinstance(event.get("data"), dict) else {}
-        previous = self.records[-1]["t"] if self.records else self.start.get("startTime")
-        t = event.get("timestamp") if isinstance(event.get("timestamp"), str) else previous
-        key = f"event:{event.get('id')}" if isinstance(event.get("id"), str) else f"line:{number}"
+        t = event.get("timestamp") if isinstance(event.get("timestamp"), str) else self.last_t
         if isinstance(body.get("context"), dict):
             self.contexts.append(body["context"])
         if kind in UI_ONLY:
-            self.ui_only.append(key)
-            return
-        if (kind == "session.start" and body is self.start and number == self.first) or (
+            self.ui_only += 1
+            if len(self.ui_shown) < 10:
+                self.ui_shown.append(f"event:{event.get('id')}" if isinstance(event.get("id"), str) else f"line:{number}")
+            return None
+        if (kind == "session.start" and index == self.start_at and number == self.first) or (
                 kind in TOOL_EVENTS and isinstance(body.get("toolCallId"), str) and body["toolCallId"] in self.carried):
             self.merged += 1
-            return  # carried by the meta record / by the assistant record that requested the call
+            return None  # carried by the meta record / by the assistant record that requested the call
         if kind == "session.model_change" and isinstance(body.get("newModel"), str):
             self.model = body["newModel"]
+        self.count += 1
+        self.last_t = t
+        if not self.build:
+            if kind == "assistant.message":
+                self.carried |= _requested(body)
+            return None
         record = self._record(kind, body, t)
-        record["sourceKey"] = key
+        record["sourceKey"] = f"event:{event.get('id')}" if isinstance(event.get("id"), str) else f"line:{number}"
         record["raw"] = Raw(raw)
-        self.records.append(record)
+        return record
 
     def _record(self, kind: str, body: dict, t: str | None) -> dict:
         if kind == "user.message":
@@ -405,7 +524,7 @@ def _place(folder: Path, contexts: list[dict]) -> tuple[object, str | None, str,
 
 
 def session_from_log(path: Path, data: bytes, options: Options, report: Callable[[Finding], None]) -> Session | None:
-    """Convert one ``events.jsonl``; None (and a finding) when it is not a Copilot CLI log."""
+    """Convert one ``events.jsonl`` held in ``data``; None (and a finding) when it is not a Copilot CLI log."""
     where = str(path)
     if not is_copilot_log(data):
         report(Finding("unknown-format", "error", where, 1, None, "not a GitHub Copilot CLI event log (its first record says otherwise); skipped"))
@@ -415,31 +534,181 @@ def session_from_log(path: Path, data: bytes, options: Options, report: Callable
         report(Finding("source-skipped", "warning", where, None, None,
                        f"holds no whole event ({items} line(s) read): no journal made; an import after it has one picks it up"))
         return None
-    line_one = first_number(data)
-    head = events[0] if (events[0][0] == line_one and events[0][1].get("type") == "session.start"
-                         and isinstance(events[0][1].get("data"), dict)) else None  # else line 1 is a record of its own
-    log = _Conversation(events, head[0] if head is not None else None)
-    start, folder = log.start, path.parent
+    first = events[0][0] if events[0][0] == first_number(data) and _is_start(events[0][1]) else None  # else line 1 is a record of its own
+    log, records = _Conversation.of(events, first)
+    return _session(path, log, records, events[0][1], events[0][2] if first is not None else None, events[0][2], items, skipped,
+                    options, report)
+
+
+def session_from_stream(path: Path, options: Options, report: Callable[[Finding], None]) -> Session | None:
+    """:func:`session_from_log` of a log read as a stream (one past :data:`KEEP_BYTES`): what the
+    records need is kept, where each event is and the tool events by call id, and the records are
+    converted again on each pass (:class:`_Records`), so memory stays flat whatever the log's size."""
+    where = str(path)
+    head, line_one = _head(path)
+    if identify_lines(head)[0] != "copilot":
+        report(Finding("unknown-format", "error", where, 1, None, "not a GitHub Copilot CLI event log (its first record says otherwise); skipped"))
+        return None
+    read, at = _Read(), _Located(path)
+    starts: dict[str, int] = {}
+    completes: dict[str, int] = {}
+    log = _Conversation({}, None, None, None, None, build=False)
+    first_event = first_raw = None
+    events = _stream(_file_lines(path), where, report, read)
+    try:
+        for index, (number, event, raw, place) in enumerate(events):
+            if index == 0:
+                first_event, first_raw = event, raw
+                log.first = number if number == line_one and _is_start(event) else None
+            if log.start_at is None and _is_start(event):
+                log.start, log.start_at = event["data"], index
+            if _is_call(event, "tool.execution_start"):
+                starts[event["data"]["toolCallId"]] = index
+            elif _is_call(event, "tool.execution_complete"):
+                completes[event["data"]["toolCallId"]] = index
+            at.add(place, raw)
+            log.add(index, number, event, raw)
+    finally:
+        events.close()
+    if first_event is None:
+        report(Finding("source-skipped", "warning", where, None, None,
+                       f"holds no whole event ({read.items} line(s) read): no journal made; an import after it has one picks it up"))
+        return None
+    records = _Records(at, log, starts, completes)
+    return _session(path, log, records, first_event, first_raw if log.first is not None else None, first_raw, read.items,
+                    read.skipped, options, report)
+
+
+def _session(path: Path, log: _Conversation, records, first: dict, meta: bytes | None, first_raw: bytes, items: int,
+             skipped: list[tuple[int, str]], options: Options, report: Callable[[Finding], None]) -> Session:
+    """The session of a log read (its first event ``first``, of bytes ``first_raw``; ``meta``: the meta's bytes)."""
+    where, start, folder = str(path), log.start, path.parent
     project, title, status, orphan, yaml = _place(folder, log.contexts)
     sid = start.get("sessionId") if isinstance(start.get("sessionId"), str) and start["sessionId"] else None
     sid = sid or yaml.get("id") or (folder.name if folder.parent.name == "session-state" else None)
-    sid = sid or "h" + hashlib.sha256(events[0][2]).hexdigest()[:32]
+    sid = sid or "h" + hashlib.sha256(first_raw).hexdigest()[:32]
     source = {"app": APP, "path": where, "key": sid, "version": f"events:{start.get('version', 'none')}"}
-    created = start.get("startTime") if isinstance(start.get("startTime"), str) else events[0][1].get("timestamp")
+    created = start.get("startTime") if isinstance(start.get("startTime"), str) else first.get("timestamp")
     session = Session(safe_id("copilot", sid), None, created if isinstance(created, str) else None, title, source,
-                      Raw(head[2]) if head is not None else None, log.records, status=status, orphan=orphan)
+                      Raw(meta) if meta is not None else None, records, status=status, orphan=orphan)
     session.project = options.project or _mapped(project, options)
     session.source_items = items
     session.merged = log.merged
     for _number, reason in skipped:
         session.skip(reason)
     if log.ui_only:
-        count = len(log.ui_only)
+        count = log.ui_only
         session.skip("ui-only", count)
-        shown = ", ".join(log.ui_only[:10]) + (f" and {count - 10} more" if count > 10 else "")
+        shown = ", ".join(log.ui_shown) + (f" and {count - 10} more" if count > 10 else "")
         report(Finding("source-skipped", "warning", where, None, None,
                        f"session {session.id}: {count} turn-marker or ephemeral event{'s' if count > 1 else ''} became no record, ui-only: {shown}"))
     return session
+
+
+def _head(path: Path) -> tuple[bytes, int | None]:
+    """The first IDENTIFY_LINES non-blank lines of ``path`` (what identifies the log), and the number of its first non-blank line."""
+    lines, first, seen = [], None, 0
+    source = _file_lines(path)
+    try:
+        for number, _offset, line in source:
+            lines.append(line)
+            if line.strip(b" \t\r"):
+                first = number if first is None else first
+            if line.strip():
+                seen += 1
+                if seen >= IDENTIFY_LINES:
+                    break
+    finally:
+        source.close()
+    return b"\n".join(lines), first
+
+
+class _Located:
+    """Where each event of a large log was read from (its offset, length, whether it was rejoined:
+    :func:`_stream`'s ``where``) and a hash of its bytes, 25 bytes an event: each pass checks that
+    the log still holds them, and a tool event is read again by its number."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offsets, self.lengths, self.hashes, self.rejoined = array("q"), array("q"), array("q"), bytearray()
+
+    def add(self, place: tuple[int, int, bool], raw: bytes) -> None:
+        self.offsets.append(place[0])
+        self.lengths.append(place[1])
+        self.rejoined.append(place[2])
+        self.hashes.append(hash(raw))
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def same(self, index: int, place: tuple[int, int, bool], raw: bytes) -> bool:
+        return index < len(self.offsets) and self.offsets[index] == place[0] and self.hashes[index] == hash(raw)
+
+    def data(self, index: int, handle) -> dict:
+        """The ``data`` of event ``index``, read again through ``handle`` (the log open)."""
+        handle.seek(self.offsets[index])
+        raw = handle.read(self.lengths[index])
+        if self.rejoined[index]:
+            raw = raw.replace(b"\n", b"\\n")
+        try:
+            value = loads(raw) if hash(raw) == self.hashes[index] else None
+        except ValueError:
+            value = None
+        if not isinstance(value, dict) or not isinstance(value.get("data"), dict):
+            raise self.changed()
+        return value["data"]
+
+    def changed(self) -> FileChangedError:
+        return FileChangedError(f"{self.path} changed while it was being imported (Copilot CLI rewrote it?); import again")
+
+
+class _ByCall:
+    """Tool events by call id (the last of each), as :meth:`_Conversation.of` holds them, read again when asked."""
+
+    def __init__(self, at: dict[str, int], located: _Located, handle) -> None:
+        self.at, self.located, self.handle = at, located, handle
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self.at
+
+    def get(self, call_id: str, default=None):
+        index = self.at.get(call_id)
+        return default if index is None else self.located.data(index, self.handle)
+
+
+class _Records:
+    """A large log's records, converted again on each pass (re-iterable, sized): each event must be
+    the one the first read saw (where it is and its hash), else the log changed meanwhile
+    (:class:`FileChangedError`: nothing of it is written); events written since are the next import's."""
+
+    def __init__(self, at: _Located, log: _Conversation, starts: dict[str, int], completes: dict[str, int]) -> None:
+        self.at, self.count, self.starts, self.completes = at, log.count, starts, completes
+        self.start, self.start_at, self.first = log.start, log.start_at, log.first
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[dict]:
+        at, path = self.at, self.at.path
+        events = _stream(_file_lines(path), str(path), lambda _finding: None, _Read())
+        try:
+            with open_regular(path) as handle:
+                log = _Conversation(self.start, self.start_at, self.first, _ByCall(self.starts, at, handle),
+                                    _ByCall(self.completes, at, handle))
+                seen = 0
+                for index, (number, event, raw, place) in enumerate(events):
+                    if index == len(at):
+                        break  # an event written since the first read: the next import's
+                    if not at.same(index, place, raw):
+                        raise at.changed()
+                    seen += 1
+                    record = log.add(index, number, event, raw)
+                    if record is not None:
+                        yield record
+                if seen != len(at):
+                    raise at.changed()
+        finally:
+            events.close()
 
 
 def _mapped(project: object, options: Options) -> str | None:

@@ -279,7 +279,8 @@ class Scan:
                          "(not JSONL); skipped")
             return True, None
         if found == "copilot":
-            session = copilot.session_from_log(path, data, self.options, self.report)
+            session = (copilot.session_from_log(path, data, self.options, self.report) if len(data) <= copilot.KEEP_BYTES
+                       else copilot.session_from_stream(path, self.options, self.report))  # (a large log: not held parsed)
             return True, ((session, session.source_items, 0.0) if session is not None else None)
         self.finding("unknown-format", "error", str(path), f"not a VS Code chat session log: it looks like {describe(found)}; skipped")
         return True, None
