@@ -151,11 +151,14 @@ def unit_key(unit: Unit) -> str:
 
 class _Read:
     """What a read of a log counted: its source items (non-empty lines; an event rejoined from several
-    lines is one) and the lines skipped, with why."""
+    lines is one) and the lines skipped, by why (each is a finding of its own as it is met)."""
 
     def __init__(self) -> None:
         self.items = 0
-        self.skipped: list[tuple[int, str]] = []
+        self.skipped: dict[str, int] = {}
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
 def _lines_of(data: bytes) -> Iterator[tuple[int, int, bytes]]:
@@ -190,9 +193,9 @@ def _file_lines(path: Path, block: int = 1 << 20) -> Iterator[tuple[int, int, by
         yield number + 1, offset, b"".join(held)
 
 
-def _events(data: bytes, path: str, report: Callable[[Finding], None]) -> tuple[list[tuple[int, dict, bytes]], int, list[tuple[int, str]]]:
+def _events(data: bytes, path: str, report: Callable[[Finding], None]) -> tuple[list[tuple[int, dict, bytes]], int, dict[str, int]]:
     """(line number, event, its bytes) for every parsable event; the count of source items
-    (non-empty lines; an event rejoined from several lines is one); the lines skipped, with why."""
+    (non-empty lines; an event rejoined from several lines is one); the lines skipped, by why."""
     read = _Read()
     events = [(number, value, raw) for number, value, raw, _at in _stream(_lines_of(data), path, report, read)]
     return events, read.items, read.skipped
@@ -230,7 +233,7 @@ def _stream(lines: Iterator[tuple[int, int, bytes]], path: str, report: Callable
             continue
         read.items += 1
         if not line.strip(b"\0"):
-            read.skipped.append((number, "nul-tail"))
+            read.skip("nul-tail")
             report(Finding("source-torn", "warning", path, number, None, f"{len(line)} NUL bytes after the last event (a crash); ignored"))
             continue
         value, used = _parse(line, ahead, filled)
@@ -249,13 +252,13 @@ def _stream(lines: Iterator[tuple[int, int, bytes]], path: str, report: Callable
                                + (f"; {lost:,} bytes of a cut-off event beside them were not" if lost else "")))
                 if lost:
                     read.items += 1
-                    read.skipped.append((number, "cut-record"))
+                    read.skip("cut-record")
                 continue
             if final:
-                read.skipped.append((number, "torn-line"))
+                read.skip("torn-line")
                 report(Finding("source-torn", "warning", path, number, None, "the last line is incomplete (written mid-turn?); ignored"))
             else:
-                read.skipped.append((number, "unreadable-line"))
+                read.skip("unreadable-line")
                 report(Finding("source-unreadable", "error", path, number, None, "not a JSON event; line skipped"))
             continue
         joined = [ahead.popleft()[2] for _ in range(used)]
@@ -263,7 +266,7 @@ def _stream(lines: Iterator[tuple[int, int, bytes]], path: str, report: Callable
             report(Finding("source-torn", "warning", path, number, None,
                            f"one event was split over {used + 1} lines by raw newlines in its text; rejoined"))
         if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-            read.skipped.append((number, "not-an-event"))
+            read.skip("not-an-event")
             report(Finding("source-unreadable", "error", path, number, None, "not an event object with a type; line skipped"))
             continue
         raw = line if not used else b"\\n".join([line, *joined])
@@ -580,7 +583,7 @@ def session_from_stream(path: Path, options: Options, report: Callable[[Finding]
 
 
 def _session(path: Path, log: _Conversation, records, first: dict, meta: bytes | None, first_raw: bytes, items: int,
-             skipped: list[tuple[int, str]], options: Options, report: Callable[[Finding], None]) -> Session:
+             skipped: dict[str, int], options: Options, report: Callable[[Finding], None]) -> Session:
     """The session of a log read (its first event ``first``, of bytes ``first_raw``; ``meta``: the meta's bytes)."""
     where, start, folder = str(path), log.start, path.parent
     project, title, status, orphan, yaml = _place(folder, log.contexts)
@@ -594,8 +597,8 @@ def _session(path: Path, log: _Conversation, records, first: dict, meta: bytes |
     session.project = options.project or _mapped(project, options)
     session.source_items = items
     session.merged = log.merged
-    for _number, reason in skipped:
-        session.skip(reason)
+    for reason, count in skipped.items():
+        session.skip(reason, count)
     if log.ui_only:
         count = log.ui_only
         session.skip("ui-only", count)
