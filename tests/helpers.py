@@ -47,6 +47,22 @@ def run_cli(*args: str) -> CliResult:
     return CliResult(result.exit_code, result.stdout, result.stderr)
 
 
+def store_files(store: Path) -> dict[str, bytes]:
+    """Every file of ``store`` but levelsess' own folder, by path, its index's ``generatedAt`` left out:
+    what two imports of the same source into two stores must write alike."""
+    import re
+
+    return {p.relative_to(store).as_posix(): re.sub(rb'"generatedAt": "[^"]*"', b"", p.read_bytes())
+            for p in sorted(store.rglob("*")) if p.is_file() and ".levelsess" not in p.parts}
+
+
+def import_report(app_name: str, source: Path, store: Path) -> str:
+    """``import --from APP --source SOURCE --store STORE --json``'s report, the store's path as ``STORE``."""
+    result = run_cli("import", "--from", app_name, "--source", source, "--store", store, "--json")
+    assert "Traceback" not in result.stdout + result.stderr
+    return result.stdout.replace(str(store), "STORE")
+
+
 def meta(sid: str = "2026-11-30T09-00-00-a1b2", v: int = 2, **extra) -> dict:
     return {"kind": "meta", "v": v, "id": sid, "project": PROJECT, "createdAt": "2026-11-30T09:00:00Z", "title": None, **extra}
 

@@ -7,7 +7,6 @@ refused, never half written."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import uuid
@@ -18,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.bench.probe import PROBE
-from tests.helpers import run_cli
+from tests.helpers import import_report, run_cli, store_files
 from tests.importers.test_copilot import copilot_session, encode, events
 from toolkit.errors import FileChangedError
 from toolkit.importers import copilot
@@ -29,15 +28,6 @@ MIB = 1 << 20
 HELD = copilot.KEEP_BYTES  # (as shipped: hypothesis runs every example in one monkeypatch)
 
 
-def _files(store: Path) -> dict[str, bytes]:
-    return {p.relative_to(store).as_posix(): re.sub(rb'"generatedAt": "[^"]*"', b"", p.read_bytes())
-            for p in sorted(store.rglob("*")) if p.is_file() and ".levelsess" not in p.parts}
-
-
-def _import(home: Path, store: Path) -> str:
-    result = run_cli("import", "--from", "copilot", "--source", home, "--store", store, "--json")
-    assert "Traceback" not in result.stdout + result.stderr
-    return result.stdout.replace(str(store), "STORE")
 
 
 def _event(kind: str, data: dict, n: int, parent: str | None = None) -> bytes:
@@ -86,21 +76,19 @@ def _both(tmp_path: Path, monkeypatch, data: bytes, grown: bytes = b"") -> None:
     (tmp_path / "proj").mkdir(exist_ok=True)
     home = tmp_path / ".copilot"
     log = copilot_session(home, SID, tmp_path / "proj", objects=[])
-    log.write_bytes(data)
-    got = []
-    for keep in (HELD, 0):
-        monkeypatch.setattr(copilot, "KEEP_BYTES", keep)
-        got.append(_import(home, tmp_path / f"store-{keep}"))
-    assert got[0] == got[1]
-    assert _files(tmp_path / f"store-{HELD}") == _files(tmp_path / "store-0")
-    if grown:
-        log.write_bytes(data + grown)
-        again = []
+
+    def alike() -> None:
+        reports = []
         for keep in (HELD, 0):
             monkeypatch.setattr(copilot, "KEEP_BYTES", keep)
-            again.append(_import(home, tmp_path / f"store-{keep}"))
-        assert again[0] == again[1]
-        assert _files(tmp_path / f"store-{HELD}") == _files(tmp_path / "store-0")
+            reports.append(import_report("copilot", home, tmp_path / f"store-{keep}"))
+        assert reports[0] == reports[1]
+        assert store_files(tmp_path / f"store-{HELD}") == store_files(tmp_path / "store-0")
+    log.write_bytes(data)
+    alike()
+    if grown:
+        log.write_bytes(data + grown)
+        alike()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -146,7 +134,7 @@ def test_a_changed_log_leaves_no_journal_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(copilot, "KEEP_BYTES", 0)
     (tmp_path / "proj").mkdir()
     home = tmp_path / ".copilot"
-    log = copilot_session(home, SID, tmp_path / "proj")
+    copilot_session(home, SID, tmp_path / "proj")
     real = copilot.session_from_stream
 
     def rewritten(path, options, report):  # the log rewritten just after its first read

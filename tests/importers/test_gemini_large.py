@@ -5,12 +5,11 @@ and growth; a file that changed between the read and a pass is refused, never ha
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_cli
+from tests.helpers import import_report, store_files
 from tests.layouts.gemini import G2, SLUG, every_kind, gemini, gemini_home, line, meta, name, user
 from toolkit.errors import FileChangedError
 from toolkit.importers import gemini as importer
@@ -18,15 +17,11 @@ from toolkit.importers import spill
 from toolkit.importers.output import Options
 
 
-def _files(store: Path) -> dict[str, bytes]:
-    return {p.relative_to(store).as_posix(): re.sub(rb'"generatedAt": "[^"]*"', b"", p.read_bytes())
-            for p in sorted(store.rglob("*")) if p.is_file() and ".levelsess" not in p.parts}
+_files = store_files
 
 
 def _import(home: Path, store: Path) -> str:
-    result = run_cli("import", "--from", "gemini", "--source", home, "--store", store, "--json")
-    assert "Traceback" not in result.stdout + result.stderr
-    return result.stdout.replace(str(store), "STORE")
+    return import_report("gemini", home, store)
 
 
 SHAPES = {
