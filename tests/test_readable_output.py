@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import run_cli
@@ -134,9 +134,11 @@ def test_what_an_import_reports_reading_adds_up_to_its_total(tmp_path, tool, app
 
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["create", "append", "as kept"]), st.integers(0, 10**9)), min_size=1, max_size=5))
+@example([("create", 1), ("append", 2)])
 def test_a_count_heading_a_card_says_what_it_counts(rows):
     """A card (a table too wide for the terminal, one block per row) headed by a bare number says what
-    it counts: ``• create  2,000 bytes``, never ``• create  2,000`` (restore's plan read that way)."""
+    it counts: ``• create  2,000 bytes``, never ``• create  2,000`` (restore's plan read that way), and
+    ``1 byte`` (doctor's card of one Copilot session read ``1 sessions``)."""
     import io
 
     from rich.console import Console
@@ -153,4 +155,4 @@ def test_a_count_heading_a_card_says_what_it_counts(rows):
     out = io.StringIO()
     print_table(Console(file=out, width=40, no_color=True), table)
     heads = [line for line in out.getvalue().splitlines() if line.startswith(("\u2022 ", "* "))]
-    assert heads == [f"{line[:1]} {action}  {size:,} bytes" for line, (action, size) in zip(heads, rows)]
+    assert heads == [f"{line[:1]} {action}  {size:,} byte{'' if size == 1 else 's'}" for line, (action, size) in zip(heads, rows)]

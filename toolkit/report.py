@@ -288,11 +288,12 @@ def print_table(console: Console, table: Table) -> None:
 
 
 def _counted(value, header: object):
-    """A card heading's cell: a bare count says what it counts (``2,000 bytes``, not ``2,000``)."""
+    """A card heading's cell: a bare count says what it counts (``2,000 bytes``, not ``2,000``; ``1 session``)."""
     plain = value.plain
     if plain and plain.replace(",", "").replace(".", "").isdigit() and isinstance(header, str):
         value = value.copy()
-        value.append(f" {header}")
+        one = plain == "1" and header.endswith("s") and " " not in header and "(" not in header
+        value.append(f" {header[:-1] if one else header}")
     return value
 
 
