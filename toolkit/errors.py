@@ -159,6 +159,15 @@ class FileChangedError(OperationalError):
 
     hint = "another process is writing it; rerun when the writer has stopped"
 
+    @classmethod
+    def read_again(cls, path: object, exc: OSError) -> FileChangedError:
+        """A source an import read once and could not read again for a later pass (removed, replaced
+        or made unreadable meanwhile: a tool's cleanup during a nightly import).  That session's finding,
+        never an OSError: raised while its journal is being written, one would be taken for the disk's."""
+        return cls(f"{path} could not be read again while it was being imported ({exc.strerror or exc}): "
+                   "removed or replaced meanwhile; import again",
+                   hint="the next import reads the source as it is then")
+
 
 class FileInUseError(FileChangedError):
     """{detail}"""

@@ -347,10 +347,13 @@ class _Transcript:
         data = self.kept.get(item.n)
         if data is not None:
             return loads(data), data
-        if self._handle is None:
-            self._handle = open_regular(self.path)
-        self._handle.seek(item.offset)
-        data = self._handle.read(item.size)
+        try:
+            if self._handle is None:
+                self._handle = open_regular(self.path)
+            self._handle.seek(item.offset)
+            data = self._handle.read(item.size)
+        except OSError as exc:
+            raise FileChangedError.read_again(self.path, exc) from exc
         try:
             value = loads(data)
         except ValueError:

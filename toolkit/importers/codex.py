@@ -816,10 +816,13 @@ class _Rollout:
         return loads(data := self._bytes(n, *self.rows.place(n))), data
 
     def _bytes(self, n: int, offset: int, size: int, digest: str) -> bytes:
-        if self._handle is None:
-            self._handle = open_regular(self.path)
-        self._handle.seek(offset)
-        data = self._handle.read(size)
+        try:
+            if self._handle is None:
+                self._handle = open_regular(self.path)
+            self._handle.seek(offset)
+            data = self._handle.read(size)
+        except OSError as exc:
+            raise FileChangedError.read_again(self.path, exc) from exc
         if _hash(data) != digest:
             self.close()
             raise FileChangedError(f"{self.path} changed while it was being imported (rewritten?): record {n + 1} is no "

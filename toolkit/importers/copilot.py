@@ -694,7 +694,7 @@ class _Records:
     def __iter__(self) -> Iterator[dict]:
         at, path = self.at, self.at.path
         events = _stream(_file_lines(path), str(path), lambda _finding: None, _Read())
-        try:
+        try:  # (what this pass reads is the log's: an OSError here is never the journal's)
             with open_regular(path) as handle:
                 log = _Conversation(self.start, self.start_at, self.first, _ByCall(self.starts, at, handle),
                                     _ByCall(self.completes, at, handle))
@@ -710,6 +710,8 @@ class _Records:
                         yield record
                 if seen != len(at):
                     raise at.changed()
+        except OSError as exc:
+            raise FileChangedError.read_again(path, exc) from exc
         finally:
             events.close()
 

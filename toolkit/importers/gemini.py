@@ -327,21 +327,24 @@ class _Records:
         return len(self.digests)
 
     def __iter__(self) -> Iterator[dict]:
-        lines = iter(SourceReader(self.path, _is_line, lambda _finding: None, what="Gemini session line"))
-        offsets, skip, count = self.at.offsets, int(self.meta is not None), 0
-        if skip:  # the metadata line (the meta's raw), as read
-            head = next(lines, None)
-            if head is None or head.offset != offsets[0] or head.data != self.meta:
+        try:  # (what this pass reads is the source's: an OSError here is never the journal's)
+            lines = iter(SourceReader(self.path, _is_line, lambda _finding: None, what="Gemini session line"))
+            offsets, skip, count = self.at.offsets, int(self.meta is not None), 0
+            if skip:  # the metadata line (the meta's raw), as read
+                head = next(lines, None)
+                if head is None or head.offset != offsets[0] or head.data != self.meta:
+                    raise self._changed()
+            for line, _kind, record, digest in _records_of(lines, self.created):
+                if count == len(self.digests):
+                    return  # a line written since the first read: the next import's
+                if line.offset != offsets[count + skip] or int(digest, 16) - (1 << 63) != self.digests[count]:
+                    raise self._changed()
+                count += 1
+                yield record
+            if count != len(self.digests):
                 raise self._changed()
-        for line, _kind, record, digest in _records_of(lines, self.created):
-            if count == len(self.digests):
-                return  # a line written since the first read: the next import's
-            if line.offset != offsets[count + skip] or int(digest, 16) - (1 << 63) != self.digests[count]:
-                raise self._changed()
-            count += 1
-            yield record
-        if count != len(self.digests):
-            raise self._changed()
+        except OSError as exc:
+            raise FileChangedError.read_again(self.path, exc) from exc
 
     def _changed(self) -> FileChangedError:
         return FileChangedError(f"{self.path} changed while it was being imported (Gemini rewrote it?); import again")
@@ -509,9 +512,12 @@ def resume(path: Path, state: dict, outcome: Outcome) -> Resumed | None:
 
 def _reader(path: Path) -> Callable[[int, int], bytes]:
     def read(offset: int, length: int) -> bytes:
-        with open_regular(path) as handle:
-            handle.seek(offset)
-            return handle.read(length)
+        try:
+            with open_regular(path) as handle:
+                handle.seek(offset)
+                return handle.read(length)
+        except OSError as exc:  # (read while the journal is written: the source's, never the journal's)
+            raise FileChangedError.read_again(path, exc) from exc
     return read
 
 
