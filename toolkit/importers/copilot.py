@@ -338,7 +338,7 @@ def _attachments(data: dict) -> list[str]:
 def _tool_blocks(request: dict, starts: dict, completes: dict) -> list[dict]:
     """A requested call as ``tool_use``, then its result when the log holds one."""
     call_id = request.get("toolCallId") if isinstance(request.get("toolCallId"), str) else ""
-    start = starts.get(call_id, {})
+    start = starts.get(call_id, {}) if "arguments" not in request or not request.get("name") else {}  # (only when it is asked)
     arguments = request.get("arguments", start.get("arguments"))
     parsed = json_object(arguments)
     block: dict = {"type": "tool_use", "id": call_id, "name": request.get("name") or start.get("toolName") or "",
@@ -548,8 +548,9 @@ def session_from_stream(path: Path, options: Options, report: Callable[[Finding]
     records need is kept, where each event is and the tool events by call id, and the records are
     converted again on each pass (:class:`_Records`), so memory stays flat whatever the log's size."""
     where = str(path)
-    head, line_one = _head(path)
-    if identify_lines(head)[0] != "copilot":
+    head = _head(path)
+    line_one = first_number(head)
+    if not is_copilot_log(head):
         report(Finding("unknown-format", "error", where, 1, None, "not a GitHub Copilot CLI event log (its first record says otherwise); skipped"))
         return None
     read, at = _Read(), _Located(path)
@@ -608,22 +609,20 @@ def _session(path: Path, log: _Conversation, records, first: dict, meta: bytes |
     return session
 
 
-def _head(path: Path) -> tuple[bytes, int | None]:
-    """The first IDENTIFY_LINES non-blank lines of ``path`` (what identifies the log), and the number of its first non-blank line."""
-    lines, first, seen = [], None, 0
+def _head(path: Path) -> bytes:
+    """The lines of ``path`` up to its IDENTIFY_LINES-th non-blank one: what :func:`is_copilot_log`
+    and :func:`first_number` read of a log held whole."""
+    lines, seen = [], 0
     source = _file_lines(path)
     try:
-        for number, _offset, line in source:
+        for _number, _offset, line in source:
             lines.append(line)
-            if line.strip(b" \t\r"):
-                first = number if first is None else first
-            if line.strip():
-                seen += 1
-                if seen >= IDENTIFY_LINES:
-                    break
+            seen += bool(line.strip())
+            if seen >= IDENTIFY_LINES:
+                break
     finally:
         source.close()
-    return b"\n".join(lines), first
+    return b"\n".join(lines)
 
 
 class _Located:
@@ -645,7 +644,7 @@ class _Located:
         return len(self.offsets)
 
     def same(self, index: int, place: tuple[int, int, bool], raw: bytes) -> bool:
-        return index < len(self.offsets) and self.offsets[index] == place[0] and self.hashes[index] == hash(raw)
+        return self.offsets[index] == place[0] and self.hashes[index] == hash(raw)
 
     def data(self, index: int, handle) -> dict:
         """The ``data`` of event ``index``, read again through ``handle`` (the log open)."""
