@@ -61,15 +61,20 @@ def test_a_200k_record_codex_rollout_imports_in_flat_memory(tmp_path):
 
 def test_what_an_import_holds_of_a_row_or_a_line_is_held_at_its_size():
     """orjson's bytes hold a buffer of 4 kB or more whatever their length: a ``raw`` made from a
-    value (a Cline message, an OpenCode row) and an appended line without one are copied to their
-    size, or 10,000 small rows held until their session is written would take 40 MB."""
+    value (a Cline message, an OpenCode row), an appended line without one and a unit's resume states
+    kept for the import cache are copied to their size, or 10,000 small rows held until their session
+    is written would take 40 MB (and 8,000 transcripts' states, held until the run ends, 124 MiB)."""
     import tracemalloc
 
     from toolkit.importers.output import Raw, _numbered_line
 
+    from toolkit.importers.unchanged import entry
+
     values = [{"type": "say", "say": "text", "text": f"message {n}", "ts": 1_700_000_000_000 + n} for n in range(2000)]
     records = [{"kind": "event", "t": "2026-12-06T00:00:00Z", "type": "title", "title": f"title {n}"} for n in range(2000)]
-    for make, items in ((lambda v: Raw(value=v).data, values), (lambda r: _numbered_line(r, 1)[0], records)):
+    states = [{f"/claude/projects/p/{n}.jsonl": [n, "0" * 64, "x" * 300]} for n in range(2000)]  # a unit's resume states
+    kept = lambda state: entry({}, [], [], state, {}, key=f"unit {len(state)}")["resume"]  # noqa: E731 - held until the run ends
+    for make, items in ((lambda v: Raw(value=v).data, values), (lambda r: _numbered_line(r, 1)[0], records), (kept, states)):
         tracemalloc.start()
         try:
             held = [make(item) for item in items]
@@ -124,3 +129,46 @@ def test_the_longest_rollout_held_in_memory_imports_under_120_mib(tmp_path):
     [session] = doc["sessions"]
     assert session["status"] == "created" and session["source_items"] == codex.ROWS_IN_MEMORY - 1
     assert rss < 120 * MIB, f"import of {codex.ROWS_IN_MEMORY - 1:,} records held in memory: peak RSS {rss / MIB:.1f} MiB"
+
+
+def _opencode_db(path: Path, sessions: int, repeats: int) -> None:
+    """An OpenCode database of ``sessions`` sessions, each :func:`conversation` ``repeats`` times (3 messages, 16 parts)."""
+    import json
+    import sqlite3
+
+    from tests.importers.opencode_data import PROJECT, SCHEMA, T0, conversation, session_row
+
+    conn = sqlite3.connect(path)
+    conn.executescript(SCHEMA)
+    conn.execute("insert into project (id,worktree,vcs,time_created,time_updated,sandboxes) values (?,?,?,?,?,?)",
+                 (PROJECT, "/home/ana/app", "git", T0, T0, "[]"))
+    for s in range(sessions):
+        row = session_row(f"ses_{s:08d}")
+        conn.execute(f"insert into session ({','.join(row)}) values ({','.join('?' * len(row))})", tuple(row.values()))
+        messages, parts = [], []
+        for n in range(repeats):
+            for mid, data, held in conversation(row["id"], T0 + n * 100_000, s * repeats + n):
+                created = data["time"]["created"]
+                messages.append((mid, row["id"], created, created, json.dumps(data)))
+                parts += [(pid, mid, row["id"], created, created, json.dumps(part)) for pid, part in held]
+        conn.executemany("insert into message values (?,?,?,?,?)", messages)
+        conn.executemany("insert into part values (?,?,?,?,?,?)", parts)
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sessions, repeats", [(1, 8_000), (2_000, 4)], ids=["one-long-session", "many-sessions"])
+def test_an_opencode_database_of_152k_items_imports_under_120_mib(tmp_path, sessions, repeats):
+    """24,000 messages and 128,000 parts (a 55 MB database), in one session or in 2,000: the listing keeps
+    a few words a row (it kept a Ref of each: 62 MiB), a session's messages are read one by one, and a
+    long session's records go to a temporary database (spill.Records).  Before: 270 MiB for the one
+    session.  (Each session written costs the run about 10 kB more until its end, its outcome and what
+    the index and the caches keep of its journal: 8,000 sessions of this database peak at ~150 MiB.)"""
+    data = tmp_path / "opencode"
+    data.mkdir()
+    _opencode_db(data / "opencode.db", sessions, repeats)
+    doc, rss = _import(tmp_path, data, tmp_path / "store", "opencode")
+    assert len(doc["sessions"]) == sessions and doc["exit"] == 0
+    assert sum(s["source_items"] for s in doc["sessions"]) == 152_000
+    assert rss < 120 * MIB, f"import of {sessions:,} sessions: peak RSS {rss / MIB:.1f} MiB"

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import run_cli
+from tests.helpers import import_report, run_cli, store_files
 from tests.importers.opencode_data import PROJECT, T0, conversation, items, make_db, make_tree, session_row, write
+from toolkit.importers import spill
 from toolkit.lines import loads
 
 SID = "ses_1a2b3c4d5e6fAbCdEfGhIjKlMn"
@@ -66,6 +67,15 @@ def imported(tmp_path: Path, source: Path, *extra: str, exit_code: int | None = 
 
 def by_id(result) -> dict[str, dict]:
     return {s["id"]: s for s in result.json["sessions"]}
+
+
+@pytest.fixture(autouse=True, params=["held", "spilled"])
+def records(request, monkeypatch) -> str:
+    """Every test runs twice: a session's records held in a list, and moved to a temporary database
+    from the first (what a long session's do: :class:`toolkit.importers.spill.Records`)."""
+    if request.param == "spilled":
+        monkeypatch.setattr(spill, "RECORD_BYTES_IN_MEMORY", 0)
+    return request.param
 
 
 @pytest.fixture
@@ -430,3 +440,62 @@ def test_a_session_under_the_repository_s_previous_project_id_is_orphaned(tmp_pa
     assert sessions[f"opencode-{SID}"]["orphan"] == ["project-id-changed"]
     assert sessions["opencode-ses_new"]["orphan"] == [] and sessions["opencode-ses_new"]["source_status"] == "live"
     assert (app / ".git" / "opencode").read_bytes() == cache
+
+
+def _every_shape(data: Path, app: Path) -> Path:
+    """A data folder holding each thing a session's records are made from: a database and a channel
+    database, the JSON tree beside them, a message one channel cannot read, a message whose data is
+    no object, a part that cannot be read, parts whose message is gone, a session whose row is lost."""
+    data.mkdir()
+    rows = [session_row(f"ses_{n:04d}", directory=str(app), base=T0 + n * 10**6) for n in range(3)]
+    db = make_db(data / "opencode.db", rows)
+    make_db(data / "opencode-beta.db", rows[:1])
+    make_tree(data / "storage", [session_row("ses_tree", directory=str(app))])
+    (m1, _d, parts1), (m2, _d2, parts2), (m3, _d3, _p3) = conversation(rows[1]["id"], rows[1]["time_created"], 1)
+    with sqlite3.connect(db) as conn:
+        conn.execute("pragma foreign_keys=off")
+        conn.execute("update message set data = 'not json' where session_id = ?", (rows[0]["id"],))  # the beta channel has it
+        conn.execute("update message set data = '[1, 2]' where id = ?", (m1,))
+        conn.execute("update part set data = x'ff00' where id = ?", (parts2[3][0],))
+        conn.execute("delete from message where id = ?", (m3,))
+        conn.execute("delete from session where id = ?", (rows[2]["id"],))
+    conn.close()
+    return data
+
+
+def test_a_long_session_s_records_in_a_database_are_the_records_held(tmp_path, app, records):
+    """Records moved to a temporary database (as a long session's are) write the same journals and the
+    same report as records held in memory, from every shape of source."""
+    if records == "spilled":
+        pytest.skip("compares both modes itself")
+    data = _every_shape(tmp_path / "opencode", app)
+    held = import_report("opencode", data, tmp_path / "held")
+    spill.RECORD_BYTES_IN_MEMORY, limit = 0, spill.RECORD_BYTES_IN_MEMORY
+    try:
+        spilled = import_report("opencode", data, tmp_path / "spilled")
+    finally:
+        spill.RECORD_BYTES_IN_MEMORY = limit
+    assert spilled == held
+    assert store_files(tmp_path / "spilled") == store_files(tmp_path / "held")
+    report = json.loads(held)
+    assert len(report["sessions"]) == 4 and report["exit"] == 4
+    messages = " ".join(f["message"] for f in report["findings"])
+    assert "is not a JSON object" in messages and "is missing; its 1 part(s)" in messages, "every item left out is named"
+    untitled = [s for s in report["sessions"] if s["id"] == "opencode-ses_0002"]
+    assert journal(Path(untitled[0]["path"].replace("STORE", str(tmp_path / "held"))))[0]["title"] == "fix the failing tests in ses_0002"
+
+
+def test_records_past_the_limit_move_to_a_database_and_read_back_alike():
+    from toolkit.importers.output import Raw
+
+    made = [{"kind": "user", "t": "2026", "content": f"x{n}\ud83d", "n": 2**63 - n, "f": 0.1 * n, "raw": Raw(value={"n": n, "s": "\udc00"})}
+            for n in range(40)]
+    kept = spill.Records(bytes_in_memory=10 * 1024)
+    for record in made:
+        kept.append(record)
+    assert kept.spilled and len(kept) == 40
+    for _pass in range(2):
+        back = list(kept)
+        assert [{k: v for k, v in r.items() if k != "raw"} for r in back] == [{k: v for k, v in r.items() if k != "raw"} for r in made]
+        assert [r["raw"].data for r in back] == [r["raw"].data for r in made]
+    kept.close()

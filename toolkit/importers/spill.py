@@ -234,3 +234,85 @@ class Offsets:
             self._db.close()
             self._db = None
         self._set, self._pending = set(), []
+
+
+#: What a :class:`Records` holds in a list before it moves them to a database: the bytes of its
+#: records' source rows (``raw``) twice (the row, and the text parsed out of it) and 1 kB a record.
+RECORD_BYTES_IN_MEMORY = 32 << 20
+
+
+class Records:
+    """A session's converted records, in their order, as an importer appends them: in a list while
+    they are few and small (:data:`RECORD_BYTES_IN_MEMORY`), then in a temporary database (each record's
+    JSON and its raw row's bytes), parsed again on each pass.  Sized and re-iterable, as a
+    session's ``records`` may be: one OpenCode session of 24,000 messages held 120 MB of them."""
+
+    def __init__(self, bytes_in_memory: int | None = None) -> None:
+        self._held: list[dict] | None = []
+        self._db: sqlite3.Connection | None = None
+        self._pending: list[tuple[bytes, bytes | None]] = []
+        self._count = self._bytes = 0
+        self._limit = RECORD_BYTES_IN_MEMORY if bytes_in_memory is None else bytes_in_memory
+
+    def append(self, record: dict) -> None:
+        self._count += 1
+        if self._held is None:
+            self._pending.append(_stored(record))
+            if len(self._pending) >= 256:
+                self._flush()
+            return
+        self._held.append(record)
+        raw = getattr(record.get("raw"), "data", None)
+        self._bytes += 1024 + (2 * len(raw) if raw is not None else 0)
+        if self._bytes > self._limit:
+            self._pending, self._held = [_stored(r) for r in self._held], None
+            self._db = temp_db()
+            with guarded("holding a session's records"):
+                self._db.execute("CREATE TABLE records (body BLOB NOT NULL, raw BLOB)")
+            self._flush()
+
+    @property
+    def spilled(self) -> bool:
+        return self._held is None
+
+    def _flush(self) -> None:
+        if self._pending:
+            with guarded("holding a session's records"):
+                self._db.executemany("INSERT INTO records VALUES (?, ?)", self._pending)
+            self._pending.clear()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[dict]:
+        if self._held is not None:
+            return iter(self._held)
+        self._flush()
+        return self._read()
+
+    def _read(self) -> Iterator[dict]:
+        from ..parse import loads
+        from .output import Raw
+
+        for body, raw in self._db.execute("SELECT body, raw FROM records ORDER BY rowid"):
+            record = loads(body)
+            if raw is not None:
+                kept = Raw.__new__(Raw)
+                kept.data = raw
+                record["raw"] = kept
+            yield record
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def _stored(record: dict) -> tuple[bytes, bytes | None]:
+    """A record as :class:`Records` keeps it: its JSON but ``raw``, and the raw row's bytes."""
+    from .output import Raw, _dumps
+
+    raw = record.get("raw")
+    if isinstance(raw, Raw):
+        return _dumps({k: v for k, v in record.items() if k != "raw"}), raw.data
+    return _dumps(record), None

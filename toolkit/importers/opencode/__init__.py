@@ -32,7 +32,8 @@ from ...errors import NotASourceError, PathNotFoundError
 from ...findings import Finding
 from .. import sqlite as sq
 from ..base import unconverted
-from ..output import Options, Raw, Session, iso_from_ms, safe_id
+from ..output import Options, Raw, Session, first_prompt, iso_from_ms, safe_id
+from ..spill import Records
 from ..uris import apply_map, is_foreign
 from .convert import record
 from .stores import Ref, Store, open_database, open_tree
@@ -125,13 +126,14 @@ def _session_ids(stores: list[Store], lost: dict) -> list[str]:
 def _lost_messages(stores: list[Store], report: Callable[[Finding], None]) -> dict[str, dict[str, list[Ref]]]:
     """Parts whose message is in no store, grouped by session id then message id (the session
     from the part row, or from the first part file that says)."""
-    known = {m.id for store in stores for refs in store.messages.values() for m in refs}
+    known = {mid for store in stores for sid in store.messages for mid in store.message_ids(sid)}
     lost: dict[str, dict[str, list[Ref]]] = {}
     for store in stores:
-        for mid, refs in store.parts.items():
+        for mid in store.parts:
             if mid in known:
                 continue
-            sid = store.part_sessions.get(mid) or _part_session(store, refs)
+            refs = store.part_refs(mid)
+            sid = _part_session(store, refs)
             if sid is None:
                 report(Finding("source-unreadable", "error", str(store.path), None, None,
                                f"message {mid}: {len(refs)} part(s) whose message and session are both unknown; not imported"))
@@ -141,11 +143,17 @@ def _lost_messages(stores: list[Store], report: Callable[[Finding], None]) -> di
 
 
 def _part_session(store: Store, refs: list[Ref]) -> str | None:
+    """The session a lost message's parts name: a database row's ``session_id``, a file's ``sessionID``."""
     for ref in refs:
-        with contextlib.suppress(sq.SourceUnreadable):
-            sid = store.load(ref)[1].get("sessionID")
-            if isinstance(sid, str) and sid:
-                return sid
+        sid = store.column(ref, "session_id") if store.kind == "db" else None
+        if not sid:
+            try:
+                data = store.load(ref)[1]
+            except sq.SourceUnreadable:
+                continue
+            sid = data.get("sessionID") if isinstance(data, dict) else None
+        if isinstance(sid, str) and sid:
+            return sid
     return None
 
 
@@ -228,6 +236,8 @@ def _session(sid: str, stores: list[Store], lost: dict[str, list[Ref]], migrated
     _records(sid, stores, messages, lost, session, report)
     created = iso_from_ms(_field(row, "time_created", ("time", "created")))
     session.created_at = created or next((r.get("t") for r in session.records if r.get("t")), None)
+    if session.title is None:  # the session row names none (or is lost): the first prompt, as the writer gives a list of records
+        session.title = first_prompt(session.records)
     return session
 
 
@@ -259,42 +269,52 @@ def _tool(where: Path) -> str:
     return "kilo" if where.name.startswith("kilo") or "kilo" in (where.parent.name, where.parent.parent.name) else "opencode"
 
 
-def _cwd(messages: list[tuple[Ref, dict | None, object]]) -> str | None:
+def _cwd(messages: list[tuple[int, str, Ref, bool]]) -> str | None:
     """The working folder an assistant message names, for a session whose row is lost."""
-    for _ref, data, _row in messages:
+    for _t, _mid, ref, readable in messages:
+        try:
+            data = ref.store.load(ref)[1] if readable else None
+        except sq.SourceUnreadable:
+            continue
         path = data.get("path") if isinstance(data, dict) and isinstance(data.get("path"), dict) else {}
         if isinstance(path.get("cwd"), str) and path["cwd"]:
             return path["cwd"]
     return None
 
 
-def _messages(sid: str, stores: list[Store], report) -> list[tuple[Ref, dict | None, object]]:
-    """Each message of ``sid`` once (the first store that has it), loaded, in time then id order;
-    an unreadable one keeps its place with ``None`` (its parts may still be read)."""
-    seen: dict[str, tuple[Ref, dict | None, object]] = {}
-    why: dict[str, tuple[Ref, Exception]] = {}
+def _messages(sid: str, stores: list[Store], report) -> list[tuple[int, str, Ref, bool]]:
+    """Each message of ``sid`` once, in time then id order: ``(its time, its id, the ref of the first
+    store that reads it (else of the first that lists it), whether one reads it)``.  Each is read here
+    for its time only, and again when it is converted: a session's messages are never all held."""
+    chosen: dict[str, tuple[int, Ref, bool]] = {}
+    why: dict[str, tuple[Ref, object]] = {}
     for store in stores:
-        for ref in store.messages.get(sid, ()):
-            if ref.id in seen and seen[ref.id][1] is not None:
+        for ref in store.message_refs(sid):
+            held = chosen.get(ref.id)
+            if held is not None and held[2]:
                 continue
             try:
-                row, data = store.load(ref)
+                _row, data = store.load(ref)
             except sq.SourceUnreadable as exc:
-                seen.setdefault(ref.id, (ref, None, None))
+                if held is None:
+                    chosen[ref.id] = (ref.time, ref, False)
                 why.setdefault(ref.id, (ref, exc))
                 continue
-            seen[ref.id] = (ref, data if isinstance(data, dict) else None, row)
+            if isinstance(data, dict):
+                chosen[ref.id] = (_created(data, ref.time), ref, True)
+            else:  # (its row is kept under the record's raw, as its parts are)
+                chosen[ref.id] = (ref.time, ref, False)
+                why.setdefault(ref.id, (ref, "is not a JSON object"))
     for mid, (ref, exc) in why.items():
-        if seen[mid][1] is None:  # no store could read it
+        if not chosen[mid][2]:  # no store could read it
             report(Finding("source-unreadable", "error", _where(ref), None, None, f"session {sid}: message {mid} {exc}; its readable parts are kept"))
-    return sorted(seen.values(), key=lambda m: (_created(m), m[0].id))
+    return sorted(((t, mid, ref, readable) for mid, (t, ref, readable) in chosen.items()), key=lambda m: (m[0], m[1]))
 
 
-def _created(message: tuple[Ref, dict | None, object]) -> int:
-    ref, data, _row = message
-    when = data.get("time") if isinstance(data, dict) and isinstance(data.get("time"), dict) else {}
+def _created(data: dict, fallback: int) -> int:
+    when = data.get("time") if isinstance(data.get("time"), dict) else {}
     created = when.get("created")
-    return created if isinstance(created, int) else ref.time
+    return created if isinstance(created, int) else fallback
 
 
 def _where(ref: Ref) -> str:
@@ -302,17 +322,28 @@ def _where(ref: Ref) -> str:
 
 
 def _parts(mid: str, stores: list[Store], refs: list[Ref] | None, session: Session, report) -> list[tuple[str, dict, object]]:
-    """The parts of one message, once each, in id order; an unreadable one is counted."""
-    found: dict[str, list[Ref]] = {}
-    for ref in refs if refs is not None else [r for s in stores for r in s.parts.get(mid, ())]:
-        found.setdefault(ref.id, []).append(ref)
+    """The parts of one message, once each (the first copy a store can read: a channel database,
+    the tree), in id order; an unreadable one is counted."""
+    found: dict[str, tuple[Ref, tuple[dict, object] | Exception]] = {}  # the first ref listing it, and what it read
+    for ref in refs if refs is not None else [r for s in stores for r in s.part_refs(mid)]:
+        held = found.get(ref.id) if ref.id is not None else None
+        if held is not None and not isinstance(held[1], Exception):
+            continue
+        try:
+            loaded: tuple[dict, object] | Exception = ref.store.load(ref)
+        except sq.SourceUnreadable as exc:
+            loaded = exc
+        pid = ref.id or _part_id(ref, loaded)
+        held = found.get(pid)
+        if held is None or isinstance(held[1], Exception):
+            found[pid] = (held[0] if held is not None else ref, loaded)
     out = []
     for pid in sorted(found):
         session.source_items += 1
-        loaded = _first_readable(found[pid])
+        first, loaded = found[pid]
         if isinstance(loaded, Exception):
             session.skip("source-unreadable")
-            report(Finding("source-unreadable", "error", _where(found[pid][0]), None, None,
+            report(Finding("source-unreadable", "error", _where(first), None, None,
                            f"session {session.source['key']}: part {pid} {loaded}; skipped"))
             continue
         row, data = loaded
@@ -320,31 +351,39 @@ def _parts(mid: str, stores: list[Store], refs: list[Ref] | None, session: Sessi
     return out
 
 
-def _first_readable(refs: list[Ref]) -> tuple[dict, object] | Exception:
-    """The first copy of a part any store can read (a channel database, the tree), or why none."""
-    error: Exception = sq.SourceUnreadable("is unreadable")
-    for ref in refs:
-        try:
-            return ref.store.load(ref)
-        except sq.SourceUnreadable as exc:
-            error = exc
-    return error
+def _part_id(ref: Ref, loaded: tuple[dict, object] | Exception) -> str:
+    """A database part's id (its listing holds its rowid): as the row says, else its column alone."""
+    pid = loaded[0].get("id") if not isinstance(loaded, Exception) else ref.store.column(ref, "id")
+    if isinstance(pid, str) and pid:
+        return pid.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")  # (bytes that were not UTF-8, spelled out)
+    return f"at rowid {ref.where}"
 
 
 def _records(sid, stores, messages, lost, session: Session, report) -> None:
-    for ref, data, row in messages:
+    """Convert each message with its parts, in order, into ``session.records`` (a :class:`Records`:
+    a long session's go to a temporary database as they are made)."""
+    records = session.records = Records()
+    for _t, mid, ref, readable in messages:
         session.source_items += 1
-        parts = _parts(ref.id, stores, None, session, report)
+        try:
+            row, data = ref.store.load(ref)
+        except sq.SourceUnreadable as exc:
+            row, data = None, None
+            if readable:  # read a moment ago: the tree changed meanwhile
+                report(Finding("source-unreadable", "error", _where(ref), None, None,
+                               f"session {sid}: message {mid} could not be read again ({exc}); its readable parts are kept"))
+        data = data if isinstance(data, dict) else None
+        parts = _parts(mid, stores, None, session, report)
         if data is None:  # the message is counted lost; a record of its parts stands for the first of them
             session.skip("source-unreadable")
             if not parts:
                 continue
-        session.records.append(record(ref.id, data, row, parts, ref.time))
+        records.append(record(mid, data, row, parts, ref.time))
         session.merged += len(parts) - (data is None)
     for mid, refs in lost.items():
         parts = _parts(mid, stores, refs, session, report)
         if parts:
-            session.records.append(record(mid, None, None, parts, 0))
+            records.append(record(mid, None, None, parts, 0))
             session.merged += len(parts) - 1
         report(Finding("source-unreadable", "warning", _where(refs[0]), None, None,
                        f"session {sid}: message {mid} is missing; its {len(refs)} part(s) are kept as an orphan-message record"))

@@ -27,11 +27,12 @@ from .. import sqlite as sq
 PROBE_LIMIT = 100_000
 
 
-@dataclass
+@dataclass(slots=True)
 class Ref:
-    """One message or part: where its row or file is (``where``: a rowid or a path)."""
+    """One message or part: where its row or file is (``where``: a rowid or a path).  A part's
+    ``id`` is None until its row is read (a database's listing holds only where its parts are)."""
 
-    id: str
+    id: str | None
     owner: str  # the session (a message) or the message (a part)
     time: int
     store: "Store"
@@ -41,19 +42,39 @@ class Ref:
 
 @dataclass
 class Store:
-    """One database or one JSON tree, listed (pass one)."""
+    """One database or one JSON tree, listed (pass one): a message or part is a few words of it
+    (a database's: its rowid; a tree's: its file's name), the :class:`Ref` made when it is read."""
 
     path: Path
     kind: str  # "db" | "json"
     sessions: dict[str, Ref] = field(default_factory=dict)
     projects: set[str] = field(default_factory=set)
-    messages: dict[str, list[Ref]] = field(default_factory=dict)  # by session id
-    parts: dict[str, list[Ref]] = field(default_factory=dict)  # by message id
-    part_sessions: dict[str, str] = field(default_factory=dict)  # a part's message id -> its session (DB rows say)
+    # by session id: a database's [message id, rowid, time_created, ...], a tree's message ids
+    messages: dict[str, list] = field(default_factory=dict)
+    parts: dict[str, list] = field(default_factory=dict)  # by message id: a database's rowids, a tree's part ids
     conn: sqlite3.Connection | None = None
     has_projects: bool = True  # whether a project table or folder was there to resolve ids against
     keys: dict[str, str] = field(default_factory=dict)  # a table's key column: rowid, or id
     has_sessions: bool = True  # a database with a session table (OpenCode reads it, not the tree)
+
+    def message_ids(self, sid: str) -> list[str]:
+        listed = self.messages.get(sid, ())
+        return list(listed[::3]) if self.kind == "db" else list(listed)
+
+    def message_refs(self, sid: str) -> list[Ref]:
+        listed = self.messages.get(sid, ())
+        if self.kind == "db":
+            return [Ref(listed[i], sid, listed[i + 2], self, listed[i + 1], "message") for i in range(0, len(listed), 3)]
+        folder = self.path / "message" / sid
+        return [Ref(mid, sid, 0, self, folder / f"{mid}.json") for mid in listed]
+
+    def part_refs(self, mid: str) -> list[Ref]:
+        listed = self.parts.get(mid, ())
+        if self.kind == "db":
+            named = self.keys.get("part") == "id"  # a table WITHOUT ROWID: its key is the part's id
+            return [Ref(where if named else None, mid, 0, self, where, "part") for where in listed]
+        folder = self.path / "part" / mid
+        return [Ref(pid, mid, 0, self, folder / f"{pid}.json") for pid in listed]
 
     def load(self, ref: Ref) -> tuple[dict, object]:
         """(the row or file as a dict, the parsed ``data`` object); raises on damage."""
@@ -62,6 +83,16 @@ class Store:
         if ref.table not in self.keys:
             self.keys[ref.table] = key_column(self.conn, ref.table)
         return load_db_row(self.conn, ref.table, ref.where, self.keys[ref.table])
+
+    def column(self, ref: Ref, name: str) -> object:
+        """One column of a database row whose whole row could not be read (None when that cannot either)."""
+        if self.kind == "json":
+            return None
+        try:
+            row = self.conn.execute(f"select {name} from {ref.table} where {self.keys.get(ref.table, 'rowid')} = ?", (ref.where,)).fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        return _id(row[0]) if row is not None else None
 
 
 def _text(value: object) -> str | None:
@@ -178,15 +209,24 @@ def open_database(path: Path, stack: contextlib.ExitStack, report: Callable[[Fin
         if _id(sid):
             store.sessions[_id(sid)] = Ref(_id(sid), _id(pid) or "", created if isinstance(created, int) else 0, store, rowid, "session")
     if "message" in names:
+        listed = store.messages
         for rowid, mid, sid, created in salvage(conn, "message", "id, session_id, time_created", path, report):
-            if _id(mid) and _id(sid):
-                store.messages.setdefault(_id(sid), []).append(Ref(_id(mid), _id(sid), created if isinstance(created, int) else 0, store, rowid, "message"))
+            mid, sid = _id(mid), _id(sid)
+            if mid and sid:
+                held = listed.get(sid)
+                if held is None:
+                    listed[sid] = held = []
+                held += (mid, rowid, created if isinstance(created, int) else 0)
     if "part" in names:
-        for rowid, pid, mid, sid in salvage(conn, "part", "id, message_id, session_id", path, report):
-            if _id(pid) and _id(mid):
-                store.parts.setdefault(_id(mid), []).append(Ref(_id(pid), _id(mid), 0, store, rowid, "part"))
-                if _id(sid):
-                    store.part_sessions[_id(mid)] = _id(sid)
+        store.keys["part"] = key_column(conn, "part")
+        listed = store.parts
+        for rowid, pid, mid in salvage(conn, "part", "id, message_id", path, report):
+            mid = _id(mid)
+            if _id(pid) and mid:
+                held = listed.get(mid)
+                if held is None:
+                    listed[mid] = held = []
+                held.append(rowid)
     return store
 
 
@@ -264,11 +304,11 @@ def open_tree(storage: Path, report: Callable[[Finding], None]) -> Store:
         for path in _json_files(project):
             store.sessions.setdefault(path.stem, Ref(path.stem, project.name, 0, store, path))
     for session in _dirs(storage / "message"):
-        refs = [Ref(p.stem, session.name, 0, store, p) for p in _json_files(session)]
-        if refs:
-            store.messages[session.name] = refs
+        names = [p.stem for p in _json_files(session)]
+        if names:
+            store.messages[session.name] = names
     for message in _dirs(storage / "part"):
-        refs = [Ref(p.stem, message.name, 0, store, p) for p in _json_files(message)]
-        if refs:
-            store.parts[message.name] = refs
+        names = [p.stem for p in _json_files(message)]
+        if names:
+            store.parts[message.name] = names
     return store
