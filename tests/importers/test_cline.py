@@ -14,6 +14,8 @@ import pytest
 from tests.helpers import run_cli
 from tests.importers.cline_data import (CLINE_ID, KILO_ID, T0, api_history, cline_storage, history_item, memento, roo_storage,
                                         sdk_session, task, ui_messages, write)
+from toolkit.importers import spill
+from toolkit.importers.cline import jsonfile
 from toolkit.lines import loads
 
 TID = "1787306400123"
@@ -62,6 +64,16 @@ def by_id(result) -> dict[str, dict]:
 
 def codes(result, code: str) -> list[dict]:
     return [f for f in result.json["findings"] if f["code"] == code]
+
+
+@pytest.fixture(autouse=True, params=["whole", "by-element"])
+def reading(request, monkeypatch) -> str:
+    """Every test runs twice: a task's files parsed whole and its records held, and (as a long task's
+    are) its message arrays read element by element and its records moved to a temporary database."""
+    if request.param == "by-element":
+        monkeypatch.setattr(jsonfile, "WHOLE_BYTES", 0)
+        monkeypatch.setattr(spill, "RECORD_BYTES_IN_MEMORY", 0)
+    return request.param
 
 
 @pytest.fixture

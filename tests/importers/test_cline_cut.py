@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from tests.helpers import run_cli
 from tests.importers.cline_data import api_history, cline_storage, compact, ui_messages
 from tests.importers.test_cline import TID, by_id, carried, hashes, journal
+from toolkit.importers import spill
+from toolkit.importers.cline import jsonfile
 
 FILES = ("api_conversation_history.json", "ui_messages.json", "task_metadata.json", "taskHistory.json")
 
@@ -29,11 +31,23 @@ def _ends(elements: list) -> list[int]:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(which=st.sampled_from(FILES), fraction=st.floats(min_value=0, max_value=1))
-@example(which="ui_messages.json", fraction=0.0)
-@example(which="api_conversation_history.json", fraction=1.0)
-@example(which="task_metadata.json", fraction=0.5)
-def test_any_cut_of_any_task_file_keeps_every_whole_element_and_counts_the_rest(which, fraction):
+@given(which=st.sampled_from(FILES), fraction=st.floats(min_value=0, max_value=1), by_element=st.booleans())
+@example(which="ui_messages.json", fraction=0.0, by_element=False)
+@example(which="api_conversation_history.json", fraction=1.0, by_element=True)
+@example(which="api_conversation_history.json", fraction=0.5, by_element=True)
+@example(which="task_metadata.json", fraction=0.5, by_element=False)
+def test_any_cut_of_any_task_file_keeps_every_whole_element_and_counts_the_rest(which, fraction, by_element):
+    """``by_element``: as a long task's files are read (element by element, records in a temporary database)."""
+    limits = jsonfile.WHOLE_BYTES, spill.RECORD_BYTES_IN_MEMORY
+    if by_element:
+        jsonfile.WHOLE_BYTES = spill.RECORD_BYTES_IN_MEMORY = 0
+    try:
+        _cut_and_import(which, fraction)
+    finally:
+        jsonfile.WHOLE_BYTES, spill.RECORD_BYTES_IN_MEMORY = limits
+
+
+def _cut_and_import(which: str, fraction: float) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         app = tmp_path / "app"

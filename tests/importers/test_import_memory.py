@@ -172,3 +172,24 @@ def test_an_opencode_database_of_152k_items_imports_under_120_mib(tmp_path, sess
     assert len(doc["sessions"]) == sessions and doc["exit"] == 0
     assert sum(s["source_items"] for s in doc["sessions"]) == 152_000
     assert rss < 120 * MIB, f"import of {sessions:,} sessions: peak RSS {rss / MIB:.1f} MiB"
+
+
+@pytest.mark.slow
+def test_a_cline_task_of_16_mb_of_small_messages_imports_under_120_mib(tmp_path):
+    """Cline rewrites a task's files whole, and they are parsed whole while small: an 11 MB
+    api_conversation_history.json and a 5 MB ui_messages.json of small messages (95,000 of them) took
+    89 MiB parsed and peaked at 198 MiB with their records.  Past cline.jsonfile.WHOLE_BYTES an array is
+    read element by element, and a long task's records go to a temporary database (spill.Records)."""
+    from tests.importers import cline_data
+
+    storage = cline_data.cline_storage(tmp_path / "cfg", ["1787306400123"])
+    folder = storage / "tasks" / "1787306400123"
+    api = [m for n in range(7_800) for m in cline_data.api_history(cline_data.T0 + n * 20_000)]
+    ui = cline_data.ui_messages()[:1] + [m for n in range(5_100) for m in cline_data.ui_messages(cline_data.T0 + n * 20_000)[1:]]
+    cline_data.write(folder / "api_conversation_history.json", api)
+    cline_data.write(folder / "ui_messages.json", ui)
+    assert (folder / "api_conversation_history.json").stat().st_size > 10 * 10**6
+    doc, rss = _import(tmp_path, storage, tmp_path / "store", "cline")
+    [session] = doc["sessions"]
+    assert session["records"] == session["source_items"] == len(api) + len(ui) + 1 and doc["exit"] == 0
+    assert rss < 120 * MIB, f"import of a 16 MB task: peak RSS {rss / MIB:.1f} MiB"

@@ -36,7 +36,7 @@ from ..errors import (CorruptionError, DurabilityError, FileChangedError, Levels
 from ..findings import Finding
 from ..lines import CHUNK, cap_text, loads, open_regular
 from ..stores import slug
-from .spill import KnownKeys, Offsets
+from .spill import KnownKeys, Offsets, Records
 from .base import NAMES, Options, Outcome  # noqa: F401 (the importers' names for them, as ever)
 from .unchanged import journal_mark, journal_stamp
 
@@ -425,7 +425,7 @@ class _Stripped:
 def write_session(store: Path, session: Session, *, dry_run: bool = False, no_raw: bool = False) -> tuple[Outcome, list[Finding]]:
     """Create or extend the session's journal and keep the bytes of its source records too large
     to parse here (:func:`keep_too_large`); return what happened and any finding."""
-    if session.title is None and isinstance(session.records, list):  # the source named it not: VS Code, Cursor
+    if session.title is None and isinstance(session.records, (list, Records)):  # the source named it not: VS Code, Cursor, OpenCode
         session.title = first_prompt(session.records)
     outcome, findings = _write_journal(store, session, dry_run=dry_run, no_raw=no_raw)
     return outcome, findings + keep_too_large(store, session, dry_run=dry_run)

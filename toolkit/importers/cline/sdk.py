@@ -17,6 +17,7 @@ from ...findings import Finding
 from ...layouts.base import one_line
 from .. import sqlite as sq
 from ..output import Options, Raw, Session, iso_from_ms, safe_id
+from ..spill import Records
 from ..uris import apply_map
 from .convert import Keys, api_record
 from .jsonfile import load_json
@@ -79,6 +80,7 @@ def sdk_session(install: Install, folder: Path, index: TaskIndex, options: Optio
     started = started if isinstance(started, str) and started else iso_from_ms(started)
     session.created_at = next((iso_from_ms(m.get("ts")) for m in items if isinstance(m, dict) and iso_from_ms(m.get("ts"))), None) or started
     t = session.created_at or ""
+    session.records = Records()
     for i, message in enumerate(items):
         t = iso_from_ms(message.get("ts")) if isinstance(message, dict) and iso_from_ms(message.get("ts")) else t
         record = api_record(message, i, t, model, keys)

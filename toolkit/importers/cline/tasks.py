@@ -20,9 +20,10 @@ from ...findings import Finding
 from ...layouts.base import one_line
 from .. import sqlite as sq
 from ..output import Options, Raw, Session, iso_from_ms, safe_id
+from ..spill import Records
 from ..uris import apply_map, is_foreign
 from .convert import Keys, api_record, cwd_of, metadata_record, ui_record
-from .jsonfile import Loaded, load_json
+from .jsonfile import Loaded, is_array, load_json
 from .places import PREFIX, Install
 
 APP = "cline"
@@ -126,7 +127,8 @@ def _history_item(install: Install, folder: Path, report) -> dict | None:
 def _load(folder: Path, name: str, report) -> Loaded:
     """``folder/name``; when it is missing, the newest copy an interrupted write left beside it
     (Roo's ``.<name>.bak_<ms>_<rand>.tmp`` / ``.<name>.new_…tmp``, Cline's ``<name>.tmp.<ms>.<rand>.json``)."""
-    loaded = load_json(folder / name)
+    lazy = name in (API, UI)  # (a long task's messages are read one by one)
+    loaded = load_json(folder / name, lazy=lazy)
     if not loaded.missing:
         return loaded
     try:
@@ -135,7 +137,7 @@ def _load(folder: Path, name: str, report) -> Loaded:
     except OSError:
         return loaded
     for copy in sorted(copies, key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True):
-        kept = load_json(copy)
+        kept = load_json(copy, lazy=lazy)
         if kept.whole and not kept.problems:
             report(Finding("source-unreadable", "warning", str(folder / name), None, None,
                            f"{name} is missing (a rewrite was interrupted); read from the copy it left, {copy.name}"))
@@ -146,7 +148,7 @@ def _load(folder: Path, name: str, report) -> Loaded:
 def _count(loaded: Loaded, session: Session, shape: type = list) -> list:
     """The items of a task file: each is a source item; the part lost to damage counts as one skipped."""
     items = loaded.items
-    if not loaded.missing and loaded.whole and not isinstance(loaded.value, shape):
+    if not loaded.missing and loaded.whole and not (is_array(loaded.value) if shape is list else isinstance(loaded.value, shape)):
         loaded.problems.append(f"is not a JSON {'array' if shape is list else 'object'}; nothing in it imported")
         loaded.lost_tail = True
     session.source_items += len(items)
@@ -201,7 +203,7 @@ def task_session(install: Install, folder: Path, index: TaskIndex, options: Opti
     """One task folder as a session; None (and a finding) when it holds nothing to import."""
     tid = folder.name
     files = {name: _load(folder, name, report) for name in (API, UI, METADATA)}
-    if all(f.missing or (f.whole and f.value == []) for f in files.values()):
+    if all(f.missing or (f.whole and is_array(f.value) and len(f.value) == 0) for f in files.values()):
         report(Finding("source-skipped", "warning", str(folder), None, None, f"task {tid} holds no messages; nothing to import"))
         return None
     own = _history_item(install, folder, report)
@@ -229,6 +231,7 @@ def task_session(install: Install, folder: Path, index: TaskIndex, options: Opti
 
 def _records(session: Session, api: list, ui: list, metadata: Loaded, model: str | None) -> None:
     times, keys = _api_times(ui), Keys()
+    session.records = Records()  # (a long task's go to a temporary database as they are made)
     t = session.created_at or ""
     for i, message in enumerate(api):
         ts = message.get("ts") if isinstance(message, dict) else None

@@ -32,7 +32,7 @@ from ...errors import NotASourceError, PathNotFoundError
 from ...findings import Finding
 from .. import sqlite as sq
 from ..base import unconverted
-from ..output import Options, Raw, Session, first_prompt, iso_from_ms, safe_id
+from ..output import Options, Raw, Session, iso_from_ms, safe_id
 from ..spill import Records
 from ..uris import apply_map, is_foreign
 from .convert import record
@@ -236,8 +236,6 @@ def _session(sid: str, stores: list[Store], lost: dict[str, list[Ref]], migrated
     _records(sid, stores, messages, lost, session, report)
     created = iso_from_ms(_field(row, "time_created", ("time", "created")))
     session.created_at = created or next((r.get("t") for r in session.records if r.get("t")), None)
-    if session.title is None:  # the session row names none (or is lost): the first prompt, as the writer gives a list of records
-        session.title = first_prompt(session.records)
     return session
 
 
