@@ -193,3 +193,30 @@ def test_a_cline_task_of_16_mb_of_small_messages_imports_under_120_mib(tmp_path)
     [session] = doc["sessions"]
     assert session["records"] == session["source_items"] == len(api) + len(ui) + 1 and doc["exit"] == 0
     assert rss < 120 * MIB, f"import of a 16 MB task: peak RSS {rss / MIB:.1f} MiB"
+
+
+@pytest.mark.slow
+def test_a_49_mb_vs_code_chat_imports_under_120_mib(tmp_path):
+    """A long agent chat's .json session file (100 requests of the real export's 490 kB each): parsed
+    whole it took 86 MiB and peaked at 223 MiB with its records.  Past vscode.scan.WHOLE_BYTES its
+    requests are read one by one (jsonarray.array_member) and its records go to a temporary database."""
+    import copy
+    import json
+    import uuid
+
+    from tests.importers import vscode_tree
+
+    export = json.loads((vscode_tree.VSCODE / "completed_chat.json").read_text())
+    request = export["requests"][0]
+    export["requests"] = [{**copy.deepcopy(request), "requestId": f"request_{n:06d}", "timestamp": request["timestamp"] + n * 60_000}
+                          for n in range(100)]
+    sid = str(uuid.uuid5(uuid.NAMESPACE_URL, "long"))
+    folder = vscode_tree.workspace(tmp_path / "User", "ws-long", {"folder": (tmp_path / "project").as_uri()})
+    path = folder / "chatSessions" / f"{sid}.json"
+    path.write_bytes(json.dumps({"version": 3, "sessionId": sid, "creationDate": request["timestamp"], **export}).encode())
+    vscode_tree.write_index(folder / "state.vscdb", {sid: vscode_tree.entry(sid)})
+    assert path.stat().st_size > 45 * 10**6
+    doc, rss = _import(tmp_path, tmp_path / "User", tmp_path / "store", "vscode")
+    [session] = doc["sessions"]
+    assert session["records"] == 200 and doc["exit"] == 0
+    assert rss < 120 * MIB, f"import of a {path.stat().st_size / MIB:.0f} MiB chat: peak RSS {rss / MIB:.1f} MiB"

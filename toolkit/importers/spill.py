@@ -253,10 +253,12 @@ class Records:
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[bytes, bytes | None]] = []
         self._count = self._bytes = 0
+        self.last: dict | None = None  # the last record appended
         self._limit = RECORD_BYTES_IN_MEMORY if bytes_in_memory is None else bytes_in_memory
 
     def append(self, record: dict) -> None:
         self._count += 1
+        self.last = record
         if self._held is None:
             self._pending.append(_stored(record))
             if len(self._pending) >= 256:

@@ -11,81 +11,17 @@ from __future__ import annotations
 
 import json
 import re
-from array import array
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...lines import loads, read_regular
+from ..jsonarray import Elements, elements, is_array  # noqa: F401 (is_array: the tasks' name for it)
 
 BOM = b"\xef\xbb\xbf"
 _WS = re.compile(r"[ \t\n\r]*")
 #: A task's message array past this size is held as its bytes and read element by element (each parsed
 #: when it is used, again on each pass), not parsed whole: 16 MB of small messages parsed took 89 MiB.
 WHOLE_BYTES = 8 << 20
-#: Up to the next ``[ ] { } ,`` outside a string (JSON strings hold no raw ``"`` and escape ``\``).
-_STRUCTURE = re.compile(rb'[^"\[\]{},]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"\[\]{},]*)*([\[\]{},])', re.S)
-
-
-class Elements(Sequence):
-    """The elements of a JSON array as its bytes and where each one is: one parsed when it is read,
-    again on each pass.  Made only of a document whose every element parses (:func:`elements`)."""
-
-    def __init__(self, data: bytes, starts: array, ends: array) -> None:
-        self.data, self.starts, self.ends = data, starts, ends
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        return loads(self.data[self.starts[index]:self.ends[index]])
-
-    def __iter__(self) -> Iterator[object]:
-        data = self.data
-        for start, end in zip(self.starts, self.ends):
-            yield loads(data[start:end])
-
-
-def elements(data: bytes) -> Elements | None:
-    """``data`` (a whole document) as :class:`Elements` when it is one JSON array whose every element
-    parses; None for anything else (read it whole, as any document)."""
-    at = len(data) - len(data.lstrip(b" \t\n\r"))
-    if data[at:at + 1] != b"[":
-        return None
-    starts, ends, depth, start, pos = array("q"), array("q"), 1, at + 1, at + 1
-    match = _STRUCTURE.match
-    while True:
-        found = match(data, pos)
-        if found is None:
-            return None  # a string never closed: not whole
-        char, pos = found.group(1), found.end()
-        if char in b"[{":
-            depth += 1
-        elif char in b"]}":
-            depth -= 1
-            if depth == 0:
-                if char != b"]" or data[pos:].strip(b" \t\n\r"):
-                    return None
-                if data[start:pos - 1].strip(b" \t\n\r") or starts:  # (not the empty array)
-                    starts.append(start)
-                    ends.append(pos - 1)
-                break
-        elif depth == 1:  # a comma between two elements
-            starts.append(start)
-            ends.append(pos - 1)
-            start = pos
-    try:
-        for first, last in zip(starts, ends):
-            loads(data[first:last])  # (each element, once: a document any of whose elements does not parse is read whole)
-    except ValueError:
-        return None
-    return Elements(data, starts, ends)
-
-
-def is_array(value: object) -> bool:
-    return isinstance(value, (list, Elements))
 
 
 @dataclass

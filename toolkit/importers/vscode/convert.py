@@ -8,9 +8,12 @@ are kept after the conversation as ``orphan-message`` events, never replayed as 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..jsonarray import Elements
 from ..output import Raw, iso_from_ms, json_object
+from ..spill import Records
 from ..uris import revived_uri_text, uri_to_project
 
 STATUS = {1: "complete", 2: "cancelled", 3: "failed", 0: "pending", 4: "pending"}
@@ -38,22 +41,38 @@ def iso(ms: object) -> str | None:
 
 
 def normalise(session: dict) -> dict:
-    """v1/v2/v3 differences (SOURCES §3.2): title, string message/response, error details."""
-    requests = []
-    for request in session.get("requests") if isinstance(session.get("requests"), list) else []:
-        if not isinstance(request, dict):
-            continue
-        request = dict(request)
-        if isinstance(request.get("message"), str):
-            request["message"] = {"text": request["message"]}
-        if isinstance(request.get("response"), str):
-            request["response"] = [{"value": request["response"]}]
-        if request.get("responseErrorDetails") is not None and (request.get("result") is None or isinstance(request.get("result"), dict)):
-            result = dict(request.get("result") or {})
-            result.setdefault("errorDetails", request["responseErrorDetails"])
-            request["result"] = result
-        requests.append(request)
-    return {**session, "requests": requests}
+    """v1/v2/v3 differences (SOURCES §3.2): title, string message/response, error details.  A long
+    session's requests (:class:`~toolkit.importers.jsonarray.Elements`) are normalised as they are read."""
+    requests = session.get("requests")
+    if isinstance(requests, Elements):
+        return {**session, "requests": _Normalised(requests)}
+    return {**session, "requests": [_normalised(r) for r in requests if isinstance(r, dict)] if isinstance(requests, list) else []}
+
+
+def _normalised(request: dict) -> dict:
+    request = dict(request)
+    if isinstance(request.get("message"), str):
+        request["message"] = {"text": request["message"]}
+    if isinstance(request.get("response"), str):
+        request["response"] = [{"value": request["response"]}]
+    if request.get("responseErrorDetails") is not None and (request.get("result") is None or isinstance(request.get("result"), dict)):
+        result = dict(request.get("result") or {})
+        result.setdefault("errorDetails", request["responseErrorDetails"])
+        request["result"] = result
+    return request
+
+
+class _Normalised:
+    """The requests of a long session that are objects, normalised, each as it is read (sized, re-iterable)."""
+
+    def __init__(self, requests: Elements) -> None:
+        self.requests = requests
+
+    def __iter__(self) -> Iterator[dict]:
+        return (_normalised(r) for r in self.requests if isinstance(r, dict))
+
+    def __len__(self) -> int:
+        return self.requests.objects()
 
 
 def title_of(session: dict) -> str | None:
@@ -326,7 +345,7 @@ def convert(session: dict, fallback_time: str | None, tally: Tally | None = None
 
     ``tally`` counts every request and response part (a request always becomes a record)."""
     tally = tally if tally is not None else Tally()
-    records, hidden = [], []
+    records, hidden = Records(), []  # (a long session's go to a temporary database as they are made)
     last = fallback_time
     first = None
     for index, request in enumerate(session.get("requests") or []):
@@ -367,5 +386,8 @@ def convert(session: dict, fallback_time: str | None, tally: Tally | None = None
                                "reason": "hidden-request", "content": record["content"], "sourceKey": record["sourceKey"],
                                "raw": record["raw"]})
             continue
-        records += [user, assistant]
-    return records + hidden, first
+        records.append(user)
+        records.append(assistant)
+    for record in hidden:
+        records.append(record)
+    return records, first

@@ -20,19 +20,23 @@ from pathlib import Path
 
 from ...errors import LevelsessError
 from ...findings import Finding
+from ...parse import loads
 from .. import sqlite as db
 from ..base import unconverted
+from ..jsonarray import NULL, OBJECT, OTHER, Elements, array_member, is_array
 from ..output import Options, Raw, Session, safe_id
 from ..uris import apply_map, classify
 from .convert import Tally, convert, iso, normalise, title_of
-from .replay import Replayed, choose, load_json, replay_jsonl, request_count
+from .replay import BOM, Replayed, choose, load_json, replay_jsonl, request_count
 from .sources import AGENT_STATE_KEY, INDEX_KEY, LEGACY_KEY, TRANSFER_KEY, Store
 
 APP = "vscode"
 #: Skip reasons a user would miss (the item held content levelsess could not convert): an
 #: error finding (exit 4).  Every other reason (``ui-only``, ``empty``, ``deleted``) is a warning.
 SEVERE = ("not-an-object", "unknown-shape", "unknown-kind")
-SHOWN_KEYS = 10  # item keys named in one finding; the rest are counted
+SHOWN_KEYS = 10
+#: A ``.json`` session past this size has its requests read one by one (:func:`_json_state`).
+WHOLE_BYTES = 8 << 20  # item keys named in one finding; the rest are counted
 
 
 @dataclass
@@ -231,7 +235,7 @@ class Scan:
         where = str(found.get(".jsonl") or found.get(".json"))
         if ".json" in found:
             try:
-                json_state = load_json(found[".json"].read_bytes())
+                json_state = _json_state(found[".json"].read_bytes(), by_element=".jsonl" not in found)
             except (db.SourceUnreadable, OSError) as exc:
                 self.finding("source-unreadable", "error", str(found[".json"]), f"{exc}; skipped")
         if ".jsonl" in found:
@@ -308,12 +312,15 @@ class Scan:
     def _session(self, store: Store, state: dict, stem: str, path: str, key: str, version: str, index: Index,
                  orphan: list[str], mtime: float, transfers: dict, legacy: bool = False, log: Replayed | None = None):
         tally = Tally()
-        for n, request in enumerate(state.get("requests") if isinstance(state.get("requests"), list) else []):
-            if not isinstance(request, dict):  # a null hole (a delete) or a stray value: no record
+        given = state.get("requests")
+        kinds = given.kinds if isinstance(given, Elements) else [OBJECT if isinstance(r, dict) else NULL if r is None else OTHER
+                                                                 for r in (given if isinstance(given, list) else [])]
+        for n, kind in enumerate(kinds):
+            if kind != OBJECT:  # a null hole (a delete) or a stray value: no record
                 tally.items += 1
-                tally.skip("deleted" if request is None else "not-an-object", f"requests[{n}]")
+                tally.skip("deleted" if kind == NULL else "not-an-object", f"requests[{n}]")
         odd = state.get("requests")
-        odd = odd if odd is not None and not isinstance(odd, list) else None  # (a number, an object: no request a chat holds)
+        odd = odd if odd is not None and not is_array(odd) else None  # (a number, an object: no request a chat holds)
         if odd is not None:
             tally.items += 1
             tally.skip("unknown-shape", "requests")
@@ -348,7 +355,7 @@ class Scan:
         if store.workspace_id:
             source["workspaceId"] = store.workspace_id
         view = index.views.get(sid, {})
-        last = records[-1]["t"] if records else created
+        last = records.last["t"] if records.last is not None else created
         if state.get("archived") is True or (isinstance(entry, dict) and entry.get("archived") is True) or view.get("archived"):
             records.append({"kind": "event", "t": last, "type": "archive", "sourceKey": f"{key}#archived"})
         if view.get("pinned"):
@@ -376,6 +383,22 @@ class Scan:
                          f"session {session.id}: {len(keys)} item{'s' if len(keys) > 1 else ''} {what}, {reason}: {named}")
 
 
+def _json_state(data: bytes, by_element: bool) -> dict:
+    """A ``.json`` session file's state (:func:`load_json`).  One past :data:`WHOLE_BYTES` with no log
+    beside it is parsed but for its ``requests``, which are read one by one as they are converted
+    (:class:`~toolkit.importers.jsonarray.Elements`): a 49 MB chat parsed whole took 86 MiB."""
+    if by_element and len(data) > WHOLE_BYTES:
+        found = array_member(data[len(BOM):] if data.startswith(BOM) else data, "requests")
+        if found is not None:
+            try:
+                state = loads(found[0])
+            except ValueError:
+                state = None
+            if isinstance(state, dict):
+                return {**state, "requests": found[1]}
+    return load_json(data)
+
+
 def export_id(state: dict) -> str:
     """The id of a session file without ``sessionId`` ("Chat: Export Chat…" output), from its
     content: its first request's ``requestId`` (stable as the chat grows, so a later export of
@@ -385,7 +408,9 @@ def export_id(state: dict) -> str:
             return f"export-{request['requestId']}"
     from ...encode import dumps
 
-    digest = hashlib.sha256(dumps(state)).hexdigest()
+    requests = state.get("requests")
+    whole = {**state, "requests": list(requests)} if isinstance(requests, Elements) else state
+    digest = hashlib.sha256(dumps(whole)).hexdigest()
     return f"export-h{digest[:32]}"
 
 
