@@ -6,6 +6,7 @@ tmp_path), and on foreign files dropped into a LevelCode store or a Logician wor
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -162,3 +163,26 @@ def test_trash_refuses_a_file_of_another_layout(tmp_path):
     foreign = write_journal(store / PROJECT_SLUG / "c1.jsonl", encode([FIRST_RECORDS["claude-code"]]))
     result = run_cli("trash", str(foreign), "--store", store)
     assert result.exit_code == 4 and foreign.exists() and "not a journal levelsess knows" in result.stdout
+
+
+@pytest.mark.parametrize("record, expected", [
+    ({"kind": 0, "v": {"version": 3, "requests": [{"message": {"text": "x" * 50}}] * 40_000}}, "vscode-log"),
+    ({"type": "user", "parentUuid": None, "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "y" * (2 << 20)}},
+     "claude-code"),
+    ({"timestamp": "2026-01-01T00:00:00Z", "type": "response_item", "payload": {"type": "message", "content": ["z" * (2 << 20)]}}, "codex"),
+])
+def test_a_line_too_long_to_parse_is_known_by_its_head(record, expected):
+    """A compacted VS Code log is one line holding the whole chat (49 MB parsed took 150 MiB at its
+    peak): a line past LONG_LINE is identified by its top-level members, as a parse would."""
+    from toolkit.identify import LONG_LINE, identify_lines, sniff
+
+    line = json.dumps(record).encode()
+    assert len(line) > LONG_LINE
+    assert identify_lines(line + b"\n") == (expected, True) and sniff(record) == expected
+
+
+def test_a_long_line_that_is_no_object_is_not_json_to_identify():
+    from toolkit.identify import LONG_LINE, identify_lines
+
+    assert identify_lines(b"x" * (LONG_LINE + 1) + b"\n") == (None, False)
+    assert identify_lines(b"[" + b"1," * LONG_LINE + b"1]\n") == (None, False)

@@ -119,6 +119,10 @@ IDENTIFY_LINES = 32
 GENERIC = frozenset({LOGICIAN})
 
 
+#: A line longer than this is known by its head (:func:`toolkit.jsonarray.skeleton`), not parsed whole.
+LONG_LINE = 1 << 20
+_BLANK = re.compile(rb"[ \t\r\n\f\v]*")  # (what bytes.strip() strips)
+
 def identify_lines(data: bytes, limit: int = IDENTIFY_LINES) -> tuple[str | None, bool]:
     """What wrote the JSONL bytes ``data``: the format of the first record, among the first ``limit``
     non-blank lines, that sniffs as a specific format (a line that does not parse, sniffs as
@@ -128,18 +132,26 @@ def identify_lines(data: bytes, limit: int = IDENTIFY_LINES) -> tuple[str | None
     from .lines import loads
 
     start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-    seen, parsed = 0, False
+    seen, parsed, view = 0, False, memoryview(data)
     while start < len(data) and seen < limit:
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end
-        line, start = data[start:end], end + 1
-        if not line.strip():
+        if _BLANK.fullmatch(data, start, end):
+            start = end + 1
             continue
+        line, first, start = view[start:end], start, end + 1
         seen += 1
-        try:
-            value = loads(line)
-        except ValueError:
-            continue
+        if len(line) > LONG_LINE:  # (a compacted VS Code log is one line of the whole chat: 49 MB parsed took 105 MiB)
+            from .jsonarray import skeleton
+
+            value = skeleton(data, first, end)
+            if value is None:
+                continue
+        else:
+            try:
+                value = loads(line)
+            except ValueError:
+                continue
         parsed = True
         found = sniff(value)
         if found is not None and found not in GENERIC:

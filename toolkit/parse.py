@@ -33,7 +33,7 @@ def loads(data: bytes) -> object:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         try:
-            return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+            return json.loads(str(data, "utf-8"), parse_constant=_reject_constant)  # (bytes or a view of them)
         except RecursionError:  # nested deeper than Python's stack (orjson stops at 1024)
             raise BeyondLimits("is nested too deeply to parse") from None
         except ValueError as exc:

@@ -220,3 +220,35 @@ def test_a_49_mb_vs_code_chat_imports_under_120_mib(tmp_path):
     [session] = doc["sessions"]
     assert session["records"] == 200 and doc["exit"] == 0
     assert rss < 120 * MIB, f"import of a {path.stat().st_size / MIB:.0f} MiB chat: peak RSS {rss / MIB:.1f} MiB"
+
+
+@pytest.mark.slow
+def test_a_compacted_49_mb_vs_code_log_imports_under_120_mib(tmp_path):
+    """VS Code compacts a chat's .jsonl into one kind 0 line past 1,024 entries: a long chat is one line
+    of the whole session.  Parsed whole (orjson: 150 MiB at its peak for 49 MB), and parsed once more to
+    know what wrote the file, it peaked at 268 MiB.  Now the line is known by its head and its requests
+    are read as they are used (replay: jsonarray.array_at, LazyList); a mutation after it still applies."""
+    import copy
+    import json
+    import uuid
+
+    from tests.importers import vscode_tree
+
+    export = json.loads((vscode_tree.VSCODE / "completed_chat.json").read_text())
+    request = export["requests"][0]
+    export["requests"] = [{**copy.deepcopy(request), "requestId": f"request_{n:06d}", "timestamp": request["timestamp"] + n * 60_000}
+                          for n in range(100)]
+    sid = str(uuid.uuid5(uuid.NAMESPACE_URL, "compacted"))
+    folder = vscode_tree.workspace(tmp_path / "User", "ws-long", {"folder": (tmp_path / "project").as_uri()})
+    path = folder / "chatSessions" / f"{sid}.jsonl"
+    state = {"version": 3, "sessionId": sid, "creationDate": request["timestamp"], **export}
+    path.write_bytes(vscode_tree.lines({"kind": 0, "v": state}, {"kind": 1, "k": ["requests", 99, "isHidden"], "v": True},
+                                       {"kind": 1, "k": ["customTitle"], "v": "Long chat"}))
+    vscode_tree.write_index(folder / "state.vscdb", {sid: vscode_tree.entry(sid)})
+    assert path.stat().st_size > 45 * 10**6
+    doc, rss = _import(tmp_path, tmp_path / "User", tmp_path / "store", "vscode")
+    [session] = doc["sessions"]
+    assert session["records"] == 200 and doc["exit"] == 0
+    records = [orjson.loads(line) for line in Path(session["path"]).read_bytes().splitlines()]
+    assert records[0]["title"] == "Long chat" and [r["reason"] for r in records if r.get("type") == "orphan-message"] == ["hidden-request"] * 2
+    assert rss < 120 * MIB, f"import of a {path.stat().st_size / MIB:.0f} MiB log: peak RSS {rss / MIB:.1f} MiB"

@@ -1,5 +1,5 @@
 """A long Cline / Roo task's message array, and a long VS Code chat's ``requests``, are read element by
-element (toolkit.importers.jsonarray): for any JSON array, in any layout, alone or as a member of an
+element (toolkit.jsonarray): for any JSON array, in any layout, alone or as a member of an
 object, its elements are what parsing it whole gives; any document the whole parse would refuse (a cut
 at any byte, any byte changed) is refused too, and read whole as before."""
 
@@ -11,7 +11,7 @@ import orjson
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from toolkit.importers.jsonarray import array_member, elements
+from toolkit.jsonarray import array_member, elements
 from toolkit.parse import loads
 
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sampled_from('"\\[]{},:\n\t🙂'), max_size=12)
@@ -101,3 +101,13 @@ def test_a_key_twice_or_no_object_is_read_whole():
     for document in (b'{"requests": [1], "requests": [2]}', b'[{"requests": [1]}]', b'{"requests": 1}', b'{"requests": [1]} x',
                      b'{"a": {"requests": [1]}}', b'{"requests": [1]'):
         assert array_member(document, "requests") is None, document
+
+
+def test_a_long_string_cut_off_is_refused_in_one_pass():
+    """A scan never searches: past a string that never ends, a search would try every byte after it
+    (each try running to the end: a 2 MB string cut off took minutes).  A task file cut mid-message."""
+    from toolkit.jsonarray import skeleton
+
+    cut = b'[{"text": "' + b"x" * 2_000_000
+    assert elements(cut) is None and array_member(b'{"requests": ' + cut, "requests") is None
+    assert skeleton(b'{"kind": 0, "text": "' + b"y" * 2_000_000) == {"kind": 0}

@@ -621,3 +621,45 @@ def test_a_whole_entry_spliced_with_a_cut_one_is_applied_and_the_rest_named():
     result = replay_jsonl(b"\n".join(lines))
     assert result.joined == [] and [line for line, _ in result.problems] == [6]
     assert "no entry" in result.problems[0][1] and result.mutations == 39
+
+
+# --- a compacted log, its requests read as they are used ---------------------------------------
+
+
+def plain(value: object) -> object:
+    """``value`` with every list a plain one (a LazyList's elements read)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("entries", [LONG_LOG, LONG_LOG[:20], LONG_LOG[:24]], ids=["40", "20", "24"])
+def test_a_long_initial_line_s_requests_read_as_used_replay_alike(entries):
+    whole = replay_jsonl(log(*entries))
+    lazy = replay_jsonl(log(*entries), long_line=0)
+    clean(lazy)
+    assert lazy.mutations == whole.mutations and plain(lazy.state) == whole.state
+
+
+_REQUEST = st.fixed_dictionaries({"requestId": st.text(max_size=3), "response": st.lists(st.fixed_dictionaries({"value": st.text(max_size=3)}), max_size=2)})
+_OPS = st.lists(st.one_of(
+    st.builds(lambda v, i: {"kind": 2, "k": ["requests"], "v": v, **({"i": i} if i is not None else {})},
+              st.lists(_REQUEST, max_size=2), st.none() | st.integers(0, 4)),
+    st.builds(lambda n, v: {"kind": 1, "k": ["requests", n, "response"], "v": v}, st.integers(0, 4), st.lists(st.text(max_size=2), max_size=2)),
+    st.builds(lambda n, v: {"kind": 2, "k": ["requests", n, "response"], "v": [v]}, st.integers(0, 4), st.text(max_size=2)),
+    st.builds(lambda n: {"kind": 3, "k": ["requests", n]}, st.integers(0, 4)),
+    st.builds(lambda n: {"kind": 1, "k": ["requests", n], "v": None}, st.integers(0, 4)),
+    st.builds(lambda t: {"kind": 1, "k": ["customTitle"], "v": t}, st.text(max_size=3))), max_size=8)
+
+
+@given(st.lists(_REQUEST | st.none(), max_size=5), _OPS)
+def test_any_mutations_after_a_long_initial_line_replay_as_a_whole_read_does(requests, ops):
+    """The kind 0 line's requests unread (a LazyList) until a mutation or a pass reads them: the state,
+    the problems and the counts are what replaying the parsed line gives."""
+    data = log(init({"version": 3, "sessionId": "s", "requests": requests}), *ops)
+    whole, lazy = replay_jsonl(data), replay_jsonl(data, long_line=0)
+    assert plain(lazy.state) == whole.state
+    assert (lazy.problems, lazy.mutations, lazy.skipped) == (whole.problems, whole.mutations, whole.skipped)
+    assert request_count(lazy.state) == request_count(whole.state) and last_timestamp(lazy.state) == last_timestamp(whole.state)

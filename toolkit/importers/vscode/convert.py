@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..jsonarray import Elements
+from ...jsonarray import Elements, LazyList
 from ..output import Raw, iso_from_ms, json_object
 from ..spill import Records
 from ..uris import revived_uri_text, uri_to_project
@@ -42,9 +42,9 @@ def iso(ms: object) -> str | None:
 
 def normalise(session: dict) -> dict:
     """v1/v2/v3 differences (SOURCES §3.2): title, string message/response, error details.  A long
-    session's requests (:class:`~toolkit.importers.jsonarray.Elements`) are normalised as they are read."""
+    session's requests (:class:`~toolkit.jsonarray.Elements`) are normalised as they are read."""
     requests = session.get("requests")
-    if isinstance(requests, Elements):
+    if isinstance(requests, (Elements, LazyList)):
         return {**session, "requests": _Normalised(requests)}
     return {**session, "requests": [_normalised(r) for r in requests if isinstance(r, dict)] if isinstance(requests, list) else []}
 
@@ -65,7 +65,7 @@ def _normalised(request: dict) -> dict:
 class _Normalised:
     """The requests of a long session that are objects, normalised, each as it is read (sized, re-iterable)."""
 
-    def __init__(self, requests: Elements) -> None:
+    def __init__(self, requests: Elements | LazyList) -> None:
         self.requests = requests
 
     def __iter__(self) -> Iterator[dict]:

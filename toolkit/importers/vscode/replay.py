@@ -20,6 +20,7 @@ import copy
 import math
 from dataclasses import dataclass, field
 
+from ...jsonarray import LazyList, array_at
 from ...lines import loads, split_line
 from ..sqlite import SourceUnreadable
 
@@ -223,16 +224,32 @@ def _parse(line: bytes) -> tuple[object, str | None]:
         raise ValueError("nested too deeply") from exc
     except ValueError as exc:
         try:
-            line.decode("utf-8")
+            str(line, "utf-8")
         except UnicodeDecodeError:
             pass
         else:
             raise exc
     try:
-        value = loads(line.decode("utf-8", "replace").encode("utf-8"))
+        value = loads(str(line, "utf-8", "replace").encode("utf-8"))
     except RecursionError as exc:
         raise ValueError("nested too deeply") from exc
     return value, "invalid UTF-8 replaced with U+FFFD (line applied)"
+
+
+def _initial(line) -> tuple[dict, None] | None:
+    """A long line that is a kind 0 entry holding ``v.requests``, that array unread (:func:`toolkit.jsonarray.array_at`:
+    parsed whole, 49 MB of a chat took 150 MiB at its peak); None for any other line (parse it whole)."""
+    found = array_at(line, ("v", "requests"))
+    if found is None:
+        return None
+    try:
+        entry = loads(found[0])
+    except ValueError:
+        return None
+    if not (isinstance(entry, dict) and _as_index(entry.get("kind")) == 0 and isinstance(entry.get("v"), dict)):
+        return None
+    entry["v"]["requests"] = LazyList(found[1])
+    return entry, None
 
 
 def _is_entry(value: object) -> bool:
@@ -244,27 +261,33 @@ def _reason(exc: BaseException) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def replay_jsonl(data: bytes, fallback: dict | None = None) -> Replayed:
-    """Rebuild a session from the bytes of a ``.jsonl`` log (see the module docstring)."""
+def replay_jsonl(data: bytes, fallback: dict | None = None, long_line: int | None = None) -> Replayed:
+    """Rebuild a session from the bytes of a ``.jsonl`` log (see the module docstring).  A line past
+    ``long_line`` bytes that is a kind 0 entry (a compacted log: the whole chat on one line) is parsed
+    but for its ``v.requests``, a :class:`~toolkit.jsonarray.LazyList` read as it is used."""
     out = Replayed(state={})
     state: list[dict | None] = [None]  # None until a kind 0 or the first mutation
-    lines = data.split(b"\n")
-    last = len(lines) - 1  # lines[last] is unterminated (b"" when the file ends with "\n")
 
     def start() -> dict:
         return copy.deepcopy(fallback) if fallback is not None else _empty_session()
 
-    for number, line in enumerate(lines, start=1):
-        if line.startswith(BOM):
+    view, at, number = memoryview(data), 0, 0  # each line a view of ``data``, never a copy (a compacted log is one line)
+    while at <= len(data):  # (as data.split(b"\n") gives them: the last piece is unterminated, b"" after a final "\n")
+        number += 1
+        end = data.find(b"\n", at)
+        final = end < 0
+        end = len(data) if final else end
+        line, at = view[at:end], end + 1
+        if line[:len(BOM)] == BOM:
             out.editor_unreadable = True
             out.bom.append(number)
-            while line.startswith(BOM):
+            while line[:len(BOM)] == BOM:
                 line = line[len(BOM):]
         if not line:
             continue
         out.lines += 1
         applied = out.mutations
-        _entry_line(out, state, number, line, number - 1 == last, start)
+        _entry_line(out, state, number, line, final, start, long_line)
         if out.mutations == applied:
             out.skipped.append(number)
     if state[0] is None:  # empty log, or nothing but bad lines / a torn tail
@@ -274,11 +297,12 @@ def replay_jsonl(data: bytes, fallback: dict | None = None) -> Replayed:
     return out
 
 
-def _entry_line(out: Replayed, state: list, number: int, line: bytes, final: bool, start) -> None:
+def _entry_line(out: Replayed, state: list, number: int, line: bytes, final: bool, start, long_line: int | None = None) -> None:
     """Apply one non-empty line to ``state[0]``; a line not applied leaves ``out.mutations`` as it was."""
     try:
-        entry, note = _parse(line)
+        entry, note = (_initial(line) if long_line is not None and len(line) > long_line else None) or _parse(line)
     except ValueError as exc:
+        line = bytes(line)  # (a view of the log, until here)
         pieces = split_line(line, _is_entry)
         whole = [line[p.start:p.end] for p in pieces if p.kind == "record"]
         if len(whole) > 1 or (whole and not final):

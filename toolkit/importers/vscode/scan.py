@@ -23,7 +23,7 @@ from ...findings import Finding
 from ...parse import loads
 from .. import sqlite as db
 from ..base import unconverted
-from ..jsonarray import NULL, OBJECT, OTHER, Elements, array_member, is_array
+from ...jsonarray import NULL, OBJECT, OTHER, Elements, LazyList, array_member, is_array
 from ..output import Options, Raw, Session, safe_id
 from ..uris import apply_map, classify
 from .convert import Tally, convert, iso, normalise, title_of
@@ -35,7 +35,8 @@ APP = "vscode"
 #: error finding (exit 4).  Every other reason (``ui-only``, ``empty``, ``deleted``) is a warning.
 SEVERE = ("not-an-object", "unknown-shape", "unknown-kind")
 SHOWN_KEYS = 10
-#: A ``.json`` session past this size has its requests read one by one (:func:`_json_state`).
+#: A ``.json`` session past this size, or a ``.jsonl`` line (a compacted log), has its requests read
+#: one by one (:func:`_json_state`, :func:`~.replay.replay_jsonl`).
 WHOLE_BYTES = 8 << 20  # item keys named in one finding; the rest are counted
 
 
@@ -247,7 +248,8 @@ class Scan:
                 handled, foreign = self._foreign(found[".jsonl"], data)
                 if handled:
                     return foreign
-                jsonl = replay_jsonl(data, fallback=json_state)
+                jsonl = replay_jsonl(data, fallback=json_state, long_line=WHOLE_BYTES)
+                data = None  # (not held while the session converts)
                 self._log_findings(found[".jsonl"], stem, jsonl)
         if json_state is None and jsonl is None:
             return None
@@ -273,7 +275,7 @@ class Scan:
         from ...identify import describe, identify_lines
         from .. import copilot
 
-        if not data.strip():
+        if not data or data.isspace():
             return False, None  # an empty log: the replay says so
         found, json_lines = identify_lines(data)
         if found == "vscode-log" or (found is None and json_lines):
@@ -313,7 +315,7 @@ class Scan:
                  orphan: list[str], mtime: float, transfers: dict, legacy: bool = False, log: Replayed | None = None):
         tally = Tally()
         given = state.get("requests")
-        kinds = given.kinds if isinstance(given, Elements) else [OBJECT if isinstance(r, dict) else NULL if r is None else OTHER
+        kinds = given.kinds if isinstance(given, (Elements, LazyList)) else [OBJECT if isinstance(r, dict) else NULL if r is None else OTHER
                                                                  for r in (given if isinstance(given, list) else [])]
         for n, kind in enumerate(kinds):
             if kind != OBJECT:  # a null hole (a delete) or a stray value: no record
@@ -386,7 +388,7 @@ class Scan:
 def _json_state(data: bytes, by_element: bool) -> dict:
     """A ``.json`` session file's state (:func:`load_json`).  One past :data:`WHOLE_BYTES` with no log
     beside it is parsed but for its ``requests``, which are read one by one as they are converted
-    (:class:`~toolkit.importers.jsonarray.Elements`): a 49 MB chat parsed whole took 86 MiB."""
+    (:class:`~toolkit.jsonarray.Elements`): a 49 MB chat parsed whole took 86 MiB."""
     if by_element and len(data) > WHOLE_BYTES:
         found = array_member(data[len(BOM):] if data.startswith(BOM) else data, "requests")
         if found is not None:
@@ -409,7 +411,7 @@ def export_id(state: dict) -> str:
     from ...encode import dumps
 
     requests = state.get("requests")
-    whole = {**state, "requests": list(requests)} if isinstance(requests, Elements) else state
+    whole = {**state, "requests": list(requests)} if isinstance(requests, (Elements, LazyList)) else state
     digest = hashlib.sha256(dumps(whole)).hexdigest()
     return f"export-h{digest[:32]}"
 
