@@ -14,6 +14,18 @@ import pytest
 from tests.helpers import run_cli, snapshot
 from tests.layouts.gemini import SLUG, every_kind, gemini, gemini_home, line, meta, name, user
 
+
+@pytest.fixture(autouse=True, params=["whole", "by-element"])
+def reading(request, monkeypatch) -> str:
+    """Every test runs twice: legacy files parsed whole and their records held, and (as a long
+    session's are) their messages read one by one and their records in a temporary database."""
+    if request.param == "by-element":
+        from toolkit.importers import gemini, spill
+
+        monkeypatch.setattr(gemini, "WHOLE_BYTES", 0)
+        monkeypatch.setattr(spill, "RECORD_BYTES_IN_MEMORY", 0)
+    return request.param
+
 OLD = "22222222-0000-4000-8000-000000000000"
 TWIN = "33333333-0000-4000-8000-000000000000"
 

@@ -252,3 +252,24 @@ def test_a_compacted_49_mb_vs_code_log_imports_under_120_mib(tmp_path):
     records = [orjson.loads(line) for line in Path(session["path"]).read_bytes().splitlines()]
     assert records[0]["title"] == "Long chat" and [r["reason"] for r in records if r.get("type") == "orphan-message"] == ["hidden-request"] * 2
     assert rss < 120 * MIB, f"import of a {path.stat().st_size / MIB:.0f} MiB log: peak RSS {rss / MIB:.1f} MiB"
+
+
+@pytest.mark.slow
+def test_a_50_mb_legacy_gemini_session_imports_under_120_mib(tmp_path):
+    """A legacy whole-file session-*.json (Gemini CLI before JSONL) of 50,000 messages: parsed whole it
+    peaked at 256 MiB.  Past gemini.WHOLE_BYTES its messages are read one by one (array_member) and its
+    records, each holding its message as bytes, go to a temporary database."""
+    import json
+    import uuid
+
+    from tests.layouts.gemini import TOOL, gemini, gemini_home, meta, user
+
+    sid = str(uuid.uuid5(uuid.NAMESPACE_URL, "legacy"))
+    messages = [m for i in range(25_000) for m in (user(f"u{i}", f"question {i} " + "q" * 200),
+                                                    gemini(f"g{i}", f"answer {i} " + "a" * 600, toolCalls=[TOOL]))]
+    home = gemini_home(tmp_path, {f"session-2026-01-01T00-00-{sid[:8]}.json": json.dumps({**meta(sid), "messages": messages}, indent=2).encode()})
+    assert sum(p.stat().st_size for p in home.rglob("session-*.json")) > 45 * 10**6
+    doc, rss = _import(tmp_path, home, tmp_path / "store", "gemini")
+    [session] = doc["sessions"]
+    assert session["records"] == 50_000 and session["source_items"] == 50_001 and doc["exit"] == 0
+    assert rss < 120 * MIB, f"import of a 50 MB legacy session: peak RSS {rss / MIB:.1f} MiB"

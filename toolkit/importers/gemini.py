@@ -59,11 +59,13 @@ from ..findings import Finding
 from ..layouts.base import one_line
 from ..layouts.gemini import CHATS, GEMINI, project_root, sniff_file
 from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
+from ..jsonarray import array_member, is_array
 from ..lines import open_regular
+from ..parse import loads
 from .bloom import Digests, Exact, digest_of, dump_kept, keep_last, kept_digests, load_digests
 from .output import AT, Options, Outcome, Raw, Resumed, Session, SourceState, first_prompt, safe_id, written_stamp
 from .sourcelines import SourceReader, read_on
-from .spill import KnownKeys
+from .spill import KnownKeys, Records
 from .unchanged import Unit, journal_stamp
 from .gemini_units import APP, _is_legacy, detect, handle_path, source_files, unit_key, units, units_from  # noqa: F401 (the importer's listing, in a module of its own)
 from .uris import apply_map, folder_status
@@ -521,12 +523,38 @@ def _reader(path: Path) -> Callable[[int, int], bytes]:
     return read
 
 
+#: A legacy ``.json`` past this size has its messages read one by one (:func:`_legacy_by_element`).
+WHOLE_BYTES = 8 << 20
+
+
+def _legacy_by_element(path: Path) -> tuple[dict, None] | None:
+    """A legacy session past :data:`WHOLE_BYTES` (and within the sweep's cap) parsed but for its
+    ``messages``, read as they are converted (:func:`toolkit.jsonarray.array_member`: 50 MB of them
+    parsed whole peaked at 256 MiB); None to read it as one document."""
+    from ..layouts.gemini.sweep import LEGACY_CAP
+
+    try:
+        if not WHOLE_BYTES < path.stat().st_size <= LEGACY_CAP:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    found = array_member(data, "messages")
+    if found is None:
+        return None
+    try:
+        value = loads(found[0])
+    except ValueError:
+        return None
+    return ({**value, "messages": found[1]}, None) if isinstance(value, dict) else None
+
+
 def legacy_session_from_file(path: Path, options: Options, report: Callable[[Finding], None]) -> Session | None:
     """Convert one legacy whole-file ``.json`` session (read as one document); None (and a finding) when it is not one."""
     from ..layouts.gemini.sweep import legacy_session
 
     where = str(path)
-    value, problem = legacy_session(path)
+    value, problem = _legacy_by_element(path) or legacy_session(path)
     if problem is not None:
         report(problem)
         return None
@@ -547,7 +575,8 @@ def legacy_session_from_file(path: Path, options: Options, report: Callable[[Fin
     created = value.get("startTime") if isinstance(value.get("startTime"), str) else None
     session = Session(safe_id("gemini", key), project, created, None, source, metadata,
                       status=status, orphan=["folder-missing"] if status == "orphaned" else [])
-    messages = value.get("messages") if isinstance(value.get("messages"), list) else []
+    messages = value.get("messages") if is_array(value.get("messages")) else []
+    session.records = Records()  # (a long session's go to a temporary database as they are made)
     seen: set[str] = set()
     keys: dict[str, int] = {}
     t = created or ""
@@ -562,7 +591,7 @@ def legacy_session_from_file(path: Path, options: Options, report: Callable[[Fin
         t = record["t"] or t
         keys[message["id"]] = keys.get(message["id"], 0) + 1
         record["sourceKey"] = f"message:{message['id']}" + (f"#{keys[message['id']]}" if keys[message["id"]] > 1 else "")
-        record["raw"] = message
+        record["raw"] = Raw(value=message)
         session.records.append(record)
         if title is None and record["kind"] == "user" and not record.get("replaces"):
             title = one_line(text_of(message.get("content"))) or None
