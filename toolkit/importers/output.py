@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -28,14 +27,13 @@ from itertools import chain
 from pathlib import Path
 from typing import NamedTuple
 
-import orjson
-
 from .. import durable
 from ..errors import (CorruptionError, DurabilityError, FileChangedError, LevelsessError, LockBusyError, SymlinkedFolderError,
                       TornTailError)
 from ..findings import Finding
 from ..lines import CHUNK, cap_text, loads, open_regular
 from ..stores import slug
+from .raw import Raw, _dumps, exact  # noqa: F401 (the importers' names for them, as ever)
 from .spill import KnownKeys, Offsets, Records
 from .base import NAMES, Options, Outcome  # noqa: F401 (the importers' names for them, as ever)
 from .unchanged import journal_mark, journal_stamp
@@ -44,38 +42,6 @@ UNASSIGNED = "_unassigned"
 #: An extension is appended this many bytes at a time, so a large one is never held whole.
 APPEND_BATCH = 8 << 20
 _SAFE_ID = re.compile(r"[A-Za-z0-9._-]+")
-
-
-class Raw:
-    """A source row's original JSON, kept as bytes (one line) until it is written under "raw".
-
-    Holding bytes instead of parsed objects keeps a 5,000-bubble composer in a few tens of MB.
-    """
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes | None = None, value: object = None) -> None:
-        if data is None or data.find(b"\n") >= 0 or data.find(b"\r") >= 0:  # pretty-printed: compact it onto one line
-            # (find, not ``in``: ``bytes in bytes`` first tries the byte as an int, and raises and clears a TypeError)
-            data = exact(_dumps(value if data is None else json.loads(data.decode("utf-8"))))
-        self.data = data
-
-    def value(self) -> object:
-        return json.loads(self.data.decode("utf-8"))
-
-
-def exact(data: bytes) -> bytes:
-    """``data`` in a bytes object of its own size: what ``orjson.dumps`` gives holds a buffer of
-    4 kB or more whatever its length, so a value held for long (a row's ``raw`` until its session is
-    written, a line in a batch of appends) is copied (10,000 rows of 200 bytes: 40 MB, not 2)."""
-    return bytes(memoryview(data))
-
-
-def _dumps(value: object) -> bytes:
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # a lone surrogate: write it as a \u escape
-        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 _LAST_MS = 253402300799999  # 9999-12-31T23:59:59.999Z

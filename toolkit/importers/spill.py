@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ..errors import DurabilityError
+from .raw import Raw, _dumps
 
 if TYPE_CHECKING:
     import sqlite3
@@ -300,7 +301,6 @@ class Records:
 
     def _read(self) -> Iterator[dict]:
         from ..parse import loads
-        from .output import Raw
 
         for body, raw in self._db.execute("SELECT body, raw FROM records ORDER BY rowid"):
             record = loads(body)
@@ -318,8 +318,6 @@ class Records:
 
 def _stored(record: dict) -> tuple[bytes, bytes | None]:
     """A record as :class:`Records` keeps it: its JSON but ``raw``, and the raw row's bytes."""
-    from .output import Raw, _dumps
-
     raw = record.get("raw")
     if isinstance(raw, Raw):
         return _dumps({k: v for k, v in record.items() if k != "raw"}), raw.data
