@@ -195,11 +195,9 @@ def test_a_cline_task_of_16_mb_of_small_messages_imports_under_120_mib(tmp_path)
     assert rss < 120 * MIB, f"import of a 16 MB task: peak RSS {rss / MIB:.1f} MiB"
 
 
-@pytest.mark.slow
-def test_a_49_mb_vs_code_chat_imports_under_120_mib(tmp_path):
-    """A long agent chat's .json session file (100 requests of the real export's 490 kB each): parsed
-    whole it took 86 MiB and peaked at 223 MiB with its records.  Past vscode.scan.WHOLE_BYTES its
-    requests are read one by one (jsonarray.array_member) and its records go to a temporary database."""
+def _long_vscode_chat(tmp_path: Path, suffix: str) -> tuple[Path, dict]:
+    """Where a long agent chat's session file goes in an indexed workspace (``suffix``: .json or
+    .jsonl), and its state: 100 copies of the real export's request (490 kB each)."""
     import copy
     import json
     import uuid
@@ -210,11 +208,21 @@ def test_a_49_mb_vs_code_chat_imports_under_120_mib(tmp_path):
     request = export["requests"][0]
     export["requests"] = [{**copy.deepcopy(request), "requestId": f"request_{n:06d}", "timestamp": request["timestamp"] + n * 60_000}
                           for n in range(100)]
-    sid = str(uuid.uuid5(uuid.NAMESPACE_URL, "long"))
+    sid = str(uuid.uuid5(uuid.NAMESPACE_URL, "long" + suffix))
     folder = vscode_tree.workspace(tmp_path / "User", "ws-long", {"folder": (tmp_path / "project").as_uri()})
-    path = folder / "chatSessions" / f"{sid}.json"
-    path.write_bytes(json.dumps({"version": 3, "sessionId": sid, "creationDate": request["timestamp"], **export}).encode())
     vscode_tree.write_index(folder / "state.vscdb", {sid: vscode_tree.entry(sid)})
+    return folder / "chatSessions" / f"{sid}{suffix}", {"version": 3, "sessionId": sid, "creationDate": request["timestamp"], **export}
+
+
+@pytest.mark.slow
+def test_a_49_mb_vs_code_chat_imports_under_120_mib(tmp_path):
+    """A long agent chat's .json session file (100 requests of the real export's 490 kB each): parsed
+    whole it took 86 MiB and peaked at 223 MiB with its records.  Past vscode.scan.WHOLE_BYTES its
+    requests are read one by one (jsonarray.array_member) and its records go to a temporary database."""
+    import json
+
+    path, state = _long_vscode_chat(tmp_path, ".json")
+    path.write_bytes(json.dumps(state).encode())
     assert path.stat().st_size > 45 * 10**6
     doc, rss = _import(tmp_path, tmp_path / "User", tmp_path / "store", "vscode")
     [session] = doc["sessions"]
@@ -228,23 +236,11 @@ def test_a_compacted_49_mb_vs_code_log_imports_under_120_mib(tmp_path):
     of the whole session.  Parsed whole (orjson: 150 MiB at its peak for 49 MB), and parsed once more to
     know what wrote the file, it peaked at 268 MiB.  Now the line is known by its head and its requests
     are read as they are used (replay: jsonarray.array_at, LazyList); a mutation after it still applies."""
-    import copy
-    import json
-    import uuid
-
     from tests.importers import vscode_tree
 
-    export = json.loads((vscode_tree.VSCODE / "completed_chat.json").read_text())
-    request = export["requests"][0]
-    export["requests"] = [{**copy.deepcopy(request), "requestId": f"request_{n:06d}", "timestamp": request["timestamp"] + n * 60_000}
-                          for n in range(100)]
-    sid = str(uuid.uuid5(uuid.NAMESPACE_URL, "compacted"))
-    folder = vscode_tree.workspace(tmp_path / "User", "ws-long", {"folder": (tmp_path / "project").as_uri()})
-    path = folder / "chatSessions" / f"{sid}.jsonl"
-    state = {"version": 3, "sessionId": sid, "creationDate": request["timestamp"], **export}
+    path, state = _long_vscode_chat(tmp_path, ".jsonl")
     path.write_bytes(vscode_tree.lines({"kind": 0, "v": state}, {"kind": 1, "k": ["requests", 99, "isHidden"], "v": True},
                                        {"kind": 1, "k": ["customTitle"], "v": "Long chat"}))
-    vscode_tree.write_index(folder / "state.vscdb", {sid: vscode_tree.entry(sid)})
     assert path.stat().st_size > 45 * 10**6
     doc, rss = _import(tmp_path, tmp_path / "User", tmp_path / "store", "vscode")
     [session] = doc["sessions"]

@@ -11,22 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli
+from tests.importers.vscode_tree import reading  # noqa: F401 (every test both ways)
 from tests.importers.vscode_tree import BOM, VSCODE, build_tree, entry, lines, request, wrap_export, workspace, write_index
 from toolkit.lines import loads
-
-
-@pytest.fixture(autouse=True, params=["whole", "by-element"])
-def reading(request, monkeypatch) -> str:
-    """Every test runs twice: session files parsed whole and their records held, and (as a long
-    session's are) a .json session's requests read one by one and its records in a temporary database."""
-    if request.param == "by-element":
-        import importlib
-
-        from toolkit.importers import spill
-
-        monkeypatch.setattr(importlib.import_module("toolkit.importers.vscode.scan"), "WHOLE_BYTES", 0)
-        monkeypatch.setattr(spill, "RECORD_BYTES_IN_MEMORY", 0)
-    return request.param
 
 #: Response part kinds the tests expect to be counted as ``ui-only`` (SOURCES §3.2, by our rule).
 UI_ONLY = {"prepareToolInvocation"}

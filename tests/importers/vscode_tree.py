@@ -7,10 +7,27 @@ import sqlite3
 import uuid
 from pathlib import Path
 
+import pytest
+
 from tests.importers.cursor_db import FIXTURES
 
 VSCODE = FIXTURES / "vscode"
 BOM = b"\xef\xbb\xbf"
+
+
+@pytest.fixture(autouse=True, params=["whole", "by-element"])
+def reading(request, monkeypatch) -> str:
+    """Every test of a module that imports this runs twice: session files parsed whole and their
+    records held, and (as a long session's are) a .json session's requests and a compacted log's
+    read one by one, its records in a temporary database."""
+    if request.param == "by-element":
+        import importlib
+
+        from toolkit.importers import spill
+
+        monkeypatch.setattr(importlib.import_module("toolkit.importers.vscode.scan"), "WHOLE_BYTES", 0)
+        monkeypatch.setattr(spill, "RECORD_BYTES_IN_MEMORY", 0)
+    return request.param
 
 
 def request(text: str, ts: int, answer: str | None = None, rid: str | None = None, **extra) -> dict:
