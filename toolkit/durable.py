@@ -417,6 +417,23 @@ def _write_all(fd: int, data: bytes | memoryview, path: Path, done: list[int] | 
             done[0] += written
 
 
+def _write_pieces(fd: int, data: bytes | Iterable[bytes], path: Path) -> None:
+    """:func:`_write_all` of ``data``, or of its pieces a MiB at a time (never all joined)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        _write_all(fd, data, path)
+        return
+    batch: list[bytes] = []
+    size = 0
+    for piece in data:
+        batch.append(piece)
+        size += len(piece)
+        if size >= 1 << 20:
+            _write_all(fd, b"".join(batch), path)
+            batch, size = [], 0
+    if batch:
+        _write_all(fd, b"".join(batch), path)
+
+
 def append_line(path: Path, line: bytes) -> int:
     """Append ``line`` plus a newline with one write and fsync; return the end offset."""
     return append_lines(path, [line])
@@ -834,7 +851,7 @@ def atomic_write(path: Path, data: bytes | Iterable[bytes]) -> None:
             raise _fail("write", path, exc) from exc
 
 
-def atomic_writes(items: list[tuple[Path, bytes]], threads: int = 8) -> None:
+def atomic_writes(items: list[tuple[Path, bytes | Iterable[bytes]]], threads: int = 8) -> None:
     """Replace each ``path`` with its ``data``, atomically and durably as :func:`atomic_write`
     does, their fsyncs at once: every temp file written, then all fsynced from up to ``threads``
     threads (each waits on the disk, not the CPU: an import's settling saved its memo's files one
@@ -858,7 +875,7 @@ def atomic_writes(items: list[tuple[Path, bytes]], threads: int = 8) -> None:
             except OSError as exc:
                 raise _fail("create", tmp, exc) from exc
             made.append([fd, tmp, path])
-            _write_all(fd, data, path)
+            _write_pieces(fd, data, path)
         _at_once(lambda job: fsync_fd(job[0], job[1]), made, threads, "levelsess-fsync")
         for job in made:  # (closed first: a rename never names a file still being written)
             fd, job[0] = job[0], None

@@ -60,6 +60,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -520,10 +521,10 @@ class IncrementalCache:
                 if where in self.states:  # renamed first: an entry never points at a state not yet saved
                     entries = self.files[where]
                     states = {k: v for k, v in dict.items(self.states[where]) if k in entries}
-                    writes.append((_sidecar(where), _dump(head, states)))
+                    writes.append((_sidecar(where), _pieces(dumps(head), states)))
                 if self.verdicts.get(where):
                     head["verdict"] = self.verdicts[where]
-                writes.append((where, _dump(head, self.files[where])))
+                writes.append((where, _pieces(dumps(head), self.files[where])))
             remove_dead_temps(*(path for path, _data in writes))  # what a run killed mid-write left
             durable.atomic_writes(writes)  # (their fsyncs at once: an import's settling saves one pair a folder)
         except (LevelsessError, OSError) as exc:
@@ -620,11 +621,18 @@ _ABSENT = object()
 def _dump(head: dict, values: dict) -> bytes:
     """A cache file: ``head`` (its format, version and verdict) on the first line, then a line a
     journal, ``<its key as JSON><TAB><its value as JSON>`` (no JSON text holds a raw tab or newline)."""
-    lines = [dumps(head)]  # (the encoder that never fails, and the parser that reads it back: a path need not be UTF-8)
+    return b"".join(_pieces(dumps(head), values))  # (the encoder that never fails, and the parser that reads it back)
+
+
+def _pieces(head: bytes, values: dict) -> Iterator[bytes]:
+    """:func:`_dump`'s bytes in pieces, each entry as it is held (``head``: its line, made): a save
+    writes them without a copy of the whole (8,000 journals' entries, joined, took 27 MiB more at the
+    end of an import, its peak)."""
+    yield head
     for key, value in dict.items(values):
-        lines.append(dumps(key) + b"\t" + (value if type(value) is bytes else dumps(value)))
-    lines.append(b"")
-    return b"\n".join(lines)
+        yield b"\n" + dumps(key) + b"\t"
+        yield value if type(value) is bytes else dumps(value)
+    yield b"\n"
 
 
 def _load(where: Path) -> tuple[_Lines, dict | None]:
