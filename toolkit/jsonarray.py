@@ -103,6 +103,23 @@ def is_array(value: object) -> bool:
     return isinstance(value, (list, Elements))
 
 
+def parsed_at(data: bytes, path: tuple[str, ...]) -> tuple[dict, Elements] | None:
+    """``(the document parsed but for the array at path, which it holds empty; that array's Elements)``
+    (:func:`array_at`), when the rest parses too and says what a parse of the whole says there (a
+    later member of the same key, which a parse would keep, makes it not an empty list); else None."""
+    found = array_at(data, path)
+    if found is None:
+        return None
+    try:
+        head = loads(found[0])
+    except ValueError:
+        return None
+    inner: object = head
+    for key in path:
+        inner = inner.get(key) if isinstance(inner, dict) else None
+    return (head, found[1]) if isinstance(head, dict) and type(inner) is list and not inner else None
+
+
 def array_member(data: bytes, key: str) -> tuple[bytes, Elements] | None:
     """``(the document with that member's value [] instead, the value's Elements)`` when ``data`` is
     one JSON object holding ``key`` once, its value an array whose every element parses; else None."""

@@ -111,3 +111,14 @@ def test_a_long_string_cut_off_is_refused_in_one_pass():
     cut = b'[{"text": "' + b"x" * 2_000_000
     assert elements(cut) is None and array_member(b'{"requests": ' + cut, "requests") is None
     assert skeleton(b'{"kind": 0, "text": "' + b"y" * 2_000_000) == {"kind": 0}
+
+
+def test_a_later_member_of_the_same_key_makes_the_document_read_whole():
+    """A parse keeps the last of two members of one key: an array followed by a scalar one is refused,
+    so that the reader parses it whole and gets what a parse gets."""
+    from toolkit.jsonarray import parsed_at
+
+    assert parsed_at(b'{"v": 3, "requests": [{"a": 1}], "requests": null}', ("requests",)) is None
+    assert parsed_at(b'{"v": {"requests": [1]}, "v": 2}', ("v", "requests")) is None
+    head, found = parsed_at(b'{"kind": 0, "v": {"title": "t", "requests": [{"a": 1}, null]}}', ("v", "requests"))
+    assert head == {"kind": 0, "v": {"title": "t", "requests": []}} and list(found) == [{"a": 1}, None]

@@ -59,9 +59,8 @@ from ..findings import Finding
 from ..layouts.base import one_line
 from ..layouts.gemini import CHATS, GEMINI, project_root, sniff_file
 from ..layouts.gemini.chat import MESSAGE, META, OTHER, REWIND, SET, classify, text_of
-from ..jsonarray import array_member, is_array
+from ..jsonarray import is_array, parsed_at
 from ..lines import open_regular
-from ..parse import loads
 from .bloom import Digests, Exact, digest_of, dump_kept, keep_last, kept_digests, load_digests
 from .output import AT, Options, Outcome, Raw, Resumed, Session, SourceState, first_prompt, safe_id, written_stamp
 from .sourcelines import SourceReader, read_on
@@ -529,7 +528,7 @@ WHOLE_BYTES = 8 << 20
 
 def _legacy_by_element(path: Path) -> tuple[dict, None] | None:
     """A legacy session past :data:`WHOLE_BYTES` (and within the sweep's cap) parsed but for its
-    ``messages``, read as they are converted (:func:`toolkit.jsonarray.array_member`: 50 MB of them
+    ``messages``, read as they are converted (:func:`toolkit.jsonarray.parsed_at`: 50 MB of them
     parsed whole peaked at 256 MiB); None to read it as one document."""
     from ..layouts.gemini.sweep import LEGACY_CAP
 
@@ -539,14 +538,8 @@ def _legacy_by_element(path: Path) -> tuple[dict, None] | None:
         data = path.read_bytes()
     except OSError:
         return None
-    found = array_member(data, "messages")
-    if found is None:
-        return None
-    try:
-        value = loads(found[0])
-    except ValueError:
-        return None
-    return ({**value, "messages": found[1]}, None) if isinstance(value, dict) else None
+    found = parsed_at(data, ("messages",))
+    return ({**found[0], "messages": found[1]}, None) if found is not None else None
 
 
 def legacy_session_from_file(path: Path, options: Options, report: Callable[[Finding], None]) -> Session | None:

@@ -20,7 +20,7 @@ import copy
 import math
 from dataclasses import dataclass, field
 
-from ...jsonarray import LazyList, array_at
+from ...jsonarray import LazyList, parsed_at
 from ...lines import loads, split_line
 from ..sqlite import SourceUnreadable
 
@@ -237,18 +237,13 @@ def _parse(line: bytes) -> tuple[object, str | None]:
 
 
 def _initial(line) -> tuple[dict, None] | None:
-    """A long line that is a kind 0 entry holding ``v.requests``, that array unread (:func:`toolkit.jsonarray.array_at`:
+    """A long line that is a kind 0 entry holding ``v.requests``, that array unread (:func:`toolkit.jsonarray.parsed_at`:
     parsed whole, 49 MB of a chat took 150 MiB at its peak); None for any other line (parse it whole)."""
-    found = array_at(line, ("v", "requests"))
-    if found is None:
+    found = parsed_at(line, ("v", "requests"))
+    if found is None or _as_index(found[0].get("kind")) != 0:
         return None
-    try:
-        entry = loads(found[0])
-    except ValueError:
-        return None
-    if not (isinstance(entry, dict) and _as_index(entry.get("kind")) == 0 and isinstance(entry.get("v"), dict)):
-        return None
-    entry["v"]["requests"] = LazyList(found[1])
+    entry, requests = found
+    entry["v"]["requests"] = LazyList(requests)
     return entry, None
 
 

@@ -20,10 +20,9 @@ from pathlib import Path
 
 from ...errors import LevelsessError
 from ...findings import Finding
-from ...parse import loads
 from .. import sqlite as db
 from ..base import unconverted
-from ...jsonarray import NULL, OBJECT, OTHER, Elements, LazyList, array_member, is_array
+from ...jsonarray import NULL, OBJECT, OTHER, Elements, LazyList, is_array, parsed_at
 from ..output import Options, Raw, Session, safe_id
 from ..uris import apply_map, classify
 from .convert import Tally, convert, iso, normalise, title_of
@@ -390,14 +389,9 @@ def _json_state(data: bytes, by_element: bool) -> dict:
     beside it is parsed but for its ``requests``, which are read one by one as they are converted
     (:class:`~toolkit.jsonarray.Elements`): a 49 MB chat parsed whole took 86 MiB."""
     if by_element and len(data) > WHOLE_BYTES:
-        found = array_member(data[len(BOM):] if data.startswith(BOM) else data, "requests")
+        found = parsed_at(data[len(BOM):] if data.startswith(BOM) else data, ("requests",))
         if found is not None:
-            try:
-                state = loads(found[0])
-            except ValueError:
-                state = None
-            if isinstance(state, dict):
-                return {**state, "requests": found[1]}
+            return {**found[0], "requests": found[1]}
     return load_json(data)
 
 
