@@ -20,7 +20,7 @@ import copy
 import math
 from dataclasses import dataclass, field
 
-from ...jsonarray import LazyList, parsed_at
+from ...jsonarray import LazyList, parsed_at, skeleton
 from ...lines import loads, split_line
 from ..sqlite import SourceUnreadable
 
@@ -239,6 +239,9 @@ def _parse(line: bytes) -> tuple[object, str | None]:
 def _initial(line) -> tuple[dict, None] | None:
     """A long line that is a kind 0 entry holding ``v.requests``, that array unread (:func:`toolkit.jsonarray.parsed_at`:
     parsed whole, 49 MB of a chat took 150 MiB at its peak); None for any other line (parse it whole)."""
+    head = skeleton(line)  # (its first 64 KiB: a long kind 1 or 2 line is not scanned for an array it has not)
+    if head is None or _as_index(head.get("kind")) != 0:
+        return None
     found = parsed_at(line, ("v", "requests"))
     if found is None or _as_index(found[0].get("kind")) != 0:
         return None
