@@ -23,6 +23,11 @@ _KEY = re.compile(rb'[ \t\n\r]*("[^"\\]*(?:\\.[^"\\]*)*")[ \t\n\r]*:[ \t\n\r]*')
 OBJECT, NULL, OTHER = 0, 1, 2  # an element's kind, as :attr:`Elements.kinds` holds it
 
 
+def kind_of(value: object) -> int:
+    """:data:`OBJECT`, :data:`NULL` or :data:`OTHER`: what ``value`` is, as a kind."""
+    return OBJECT if isinstance(value, dict) else NULL if value is None else OTHER
+
+
 class Elements(Sequence):
     """The elements of a JSON array as its bytes and where each one is: one parsed when it is read,
     again on each pass.  Made only of an array whose every element parses (:func:`elements`), whose
@@ -82,8 +87,7 @@ def _parsed(data: bytes, starts: array, ends: array) -> Elements | None:
     kinds = bytearray(len(starts))
     try:
         for n, (first, last) in enumerate(zip(starts, ends)):
-            value = loads(data[first:last])
-            kinds[n] = OBJECT if type(value) is dict else NULL if value is None else OTHER
+            kinds[n] = kind_of(loads(data[first:last]))
     except ValueError:
         return None
     return Elements(data, starts, ends, bytes(kinds))
@@ -172,7 +176,7 @@ def array_at(data: bytes, path: tuple[str, ...]) -> tuple[bytes, Elements] | Non
 
 
 def _member(data: bytes, pos: int, found: tuple | None) -> tuple[bytes, Elements] | None:
-    """:func:`array_member`'s answer, its object closed at ``pos``."""
+    """:func:`array_at`'s answer, its object closed at ``pos``."""
     if found is None or data[pos - 1] != 0x7D or _WS.match(data, pos).end() != len(data):  # "}"
         return None
     value, starts, ends, after = found
@@ -278,14 +282,15 @@ class LazyList(list):
             yield elements[value.index] if type(value) is _Unread else value
 
     def __reversed__(self) -> Iterator[object]:
-        return (self[i] for i in range(len(self) - 1, -1, -1))
+        elements = self.elements
+        for value in list.__reversed__(self):
+            yield elements[value.index] if type(value) is _Unread else value
 
     @property
     def kinds(self) -> bytes:
         """Each element's kind (:data:`OBJECT`, :data:`NULL`, :data:`OTHER`), those not read without a parse."""
         kinds = self.elements.kinds
-        return bytes(kinds[v.index] if type(v) is _Unread else OBJECT if type(v) is dict else NULL if v is None else OTHER
-                     for v in list.__iter__(self))
+        return bytes(kinds[v.index] if type(v) is _Unread else kind_of(v) for v in list.__iter__(self))
 
     def objects(self) -> int:
         return self.kinds.count(OBJECT)

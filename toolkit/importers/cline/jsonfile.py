@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...lines import loads, read_regular
-from ...jsonarray import Elements, elements, is_array  # noqa: F401 (is_array: the tasks' name for it)
+from ...jsonarray import elements
 
 BOM = b"\xef\xbb\xbf"
 _WS = re.compile(r"[ \t\n\r]*")

@@ -17,13 +17,14 @@ from pathlib import Path
 
 from ...errors import LevelsessError
 from ...findings import Finding
+from ...jsonarray import is_array
 from ...layouts.base import one_line
 from .. import sqlite as sq
 from ..output import Options, Raw, Session, iso_from_ms, safe_id
 from ..spill import Records
 from ..uris import apply_map, is_foreign
 from .convert import Keys, api_record, cwd_of, metadata_record, ui_record
-from .jsonfile import Loaded, is_array, load_json
+from .jsonfile import Loaded, load_json
 from .places import PREFIX, Install
 
 APP = "cline"

@@ -22,7 +22,7 @@ from ...errors import LevelsessError
 from ...findings import Finding
 from .. import sqlite as db
 from ..base import unconverted
-from ...jsonarray import NULL, OBJECT, OTHER, Elements, LazyList, is_array, parsed_at
+from ...jsonarray import NULL, OBJECT, Elements, LazyList, is_array, kind_of, parsed_at
 from ..output import Options, Raw, Session, safe_id
 from ..uris import apply_map, classify
 from .convert import Tally, convert, iso, normalise, title_of
@@ -314,8 +314,7 @@ class Scan:
                  orphan: list[str], mtime: float, transfers: dict, legacy: bool = False, log: Replayed | None = None):
         tally = Tally()
         given = state.get("requests")
-        kinds = given.kinds if isinstance(given, (Elements, LazyList)) else [OBJECT if isinstance(r, dict) else NULL if r is None else OTHER
-                                                                 for r in (given if isinstance(given, list) else [])]
+        kinds = given.kinds if isinstance(given, (Elements, LazyList)) else [kind_of(r) for r in (given if isinstance(given, list) else [])]
         for n, kind in enumerate(kinds):
             if kind != OBJECT:  # a null hole (a delete) or a stray value: no record
                 tally.items += 1
