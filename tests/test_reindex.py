@@ -217,6 +217,42 @@ def test_indexes_written_together_give_what_one_at_a_time_gives(tmp_path, monkey
         assert len(folders) == 9 and all(trusted_index(folder) is not None for folder in folders)  # every one vouched for
 
 
+@pytest.mark.parametrize("bound", [1, 2, 3, 5, 10_000])
+def test_indexes_held_to_be_written_together_hold_so_many_scans_at_most(tmp_path, monkeypatch, bound):
+    """The new indexes held to be written together are written as soon as the scans they hold reach
+    SCANS_AT_ONCE (a scan is some 3 kB held: 8,000 journals in 40 folders held all 8,000): each batch
+    holds fewer than the bound before its last folder, and the indexes, the result and what the next
+    run trusts are those of one batch of every folder."""
+    import toolkit.reindex as reindex_module
+    from toolkit.stores import discover_all
+    from toolkit.verified import trusted_index
+
+    journals = [1, 3, 2, 1, 2, 1]  # a folder's journals
+    results = {}
+    for name, at_once in (("bounded", bound), ("whole", 10**9)):
+        store = tmp_path / name
+        for n, count in enumerate(journals):
+            for k in range(count):
+                sid = f"2026-11-30T09-0{k}-0{n}-a1b{n}"
+                write_journal(store / f"-home-ada-p{n}" / f"{sid}.jsonl", session_records(sid, turns=1 + (n + k) % 3))
+        batches, real = [], reindex_module._write_indexes
+        monkeypatch.setattr(reindex_module, "SCANS_AT_ONCE", at_once)
+        monkeypatch.setattr(reindex_module, "_write_indexes", lambda writes: (batches.append([w.held for w in writes]), real(writes)))
+        result = reindex_module.reindex(sorted(discover_all([store]), key=lambda folder: folder.path.name))
+        monkeypatch.undo()
+        batches = [batch for batch in batches if batch]
+        assert sum(batches, []) == journals  # every folder's index, in order, each holding its journals' scans
+        if name == "bounded":
+            assert all(sum(batch[:-1]) < bound and (sum(batch) >= bound or batch is batches[-1]) for batch in batches)
+        else:
+            assert batches == [journals]
+        caches = {str(p.relative_to(store)): {**orjson.loads(p.read_bytes()), "generatedAt": None} for p in sorted(store.rglob("index.json"))}
+        said = orjson.dumps(result.to_json()).replace(str(store).encode(), b"STORE")
+        assert all(trusted_index(folder) is not None for folder in discover_all([store]))
+        results[name] = (orjson.loads(said), caches)
+    assert results["bounded"] == results["whole"]
+
+
 def test_an_index_that_cannot_be_written_is_that_folders_finding_and_the_others_are_written(tmp_path, monkeypatch):
     """One folder's index cannot be put in place (its rename fails: a full disk, a file the user holds
     open on Windows): written together they fail, so each is written alone; that folder is refused
