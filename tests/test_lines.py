@@ -126,3 +126,18 @@ def test_first_line_is_the_first_line_that_is_not_blank_whatever_its_length(tmp_
     assert first_line(path, bom=strip_bom) == body.split(b"\n", 1)[0]
     if not (bom and not strip_bom) and len(head) + len(line) <= FIRST_CAP:
         assert first_line(path, bom=strip_bom) == line
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=40), st.binary(min_size=500, max_size=3000).map(lambda b: b.replace(b"\n", b"x"))),
+                max_size=40),
+       st.sampled_from([b"", b"\n", b"\r", b"\n\n"]))
+def test_split_lines_is_split_whatever_the_lines_length(pieces, tail):
+    """:func:`split_lines` gives what ``split(b"\\n")`` gives, for short lines (split) and long ones
+    (a find a newline), and for a block of both, whichever its first 64 KiB chose."""
+    from toolkit.lines import split_lines
+
+    block = b"\n".join(pieces) + tail
+    assert split_lines(block) == block.split(b"\n")
+    long_then_short = b"y" * 70_000 + b"\n" + block
+    assert split_lines(long_then_short) == long_then_short.split(b"\n")

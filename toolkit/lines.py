@@ -111,6 +111,29 @@ class Tail(NamedTuple):
     overlong: Overlong | None = None
 
 
+#: The bytes of a block :func:`split_lines` counts newlines in to choose how to split it, and the
+#: line length (on average, in them) from which it finds each newline instead.
+SPLIT_PROBE = 64 << 10
+LONG_LINES = 512
+
+
+def split_lines(block: bytes) -> list[bytes]:
+    """``block.split(b"\\n")``, made as fast for long lines as for short ones: ``split`` looks at
+    every byte in turn (about 5 instructions a byte), ``find`` jumps from newline to newline (memchr)
+    at the price of a call a line.  Real Codex CLI rollouts (1.9 kB a line) split 2.3 times as fast
+    by ``find``; lines of 170 bytes split 1.8 times as fast by ``split``: the first 64 KiB say which."""
+    probe = min(len(block), SPLIT_PROBE)
+    if block.count(b"\n", 0, probe) * LONG_LINES > probe:
+        return block.split(b"\n")
+    lines: list[bytes] = []
+    append, find, start = lines.append, block.find, 0
+    while (end := find(b"\n", start)) >= 0:
+        append(block[start:end])
+        start = end + 1
+    append(block[start:])
+    return lines
+
+
 def iter_batches(handle: BinaryIO, chunk: int | None = None, cap: int | None = None, start: int = 0,
                  update: Callable[[bytes | memoryview], object] | None = None) -> Iterator[Batch | Overlong | Tail]:
     """Yield batches of terminated lines, any overlong line, and finally the Tail.
@@ -141,7 +164,7 @@ def iter_batches(handle: BinaryIO, chunk: int | None = None, cap: int | None = N
             offset += over[0] + 1
             over = []
             block = block[cut + 1 :]
-        lines = block.split(b"\n")
+        lines = split_lines(block)
         if len(lines) > 1:
             rest = lines.pop()
             if update is not None:

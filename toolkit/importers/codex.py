@@ -721,7 +721,7 @@ class _Rollout:
                     lazy = False
                     self._hash_kept(rows)
             if lazy:
-                digest = data
+                digest = n  # (the row: its bytes are kept[n], hashed when the latest lines are, :meth:`_Latest.hash_kept`)
                 add_kept(number, offset, data, item, stamp, model if isinstance(model, str) else None)
             else:
                 digest = _hash(data)
@@ -739,7 +739,7 @@ class _Rollout:
                 rows = rows.tabled(kept)
                 add = rows.add
         if lazy:
-            self.latest.hash_kept()
+            self.latest.hash_kept(kept)
         replay.skip(n - replay.count)
         rows.finish()
         self.first, self.meta, self.first_time, self.cwd, self.prompts_typed = first, meta, first_time, cwd, typed
@@ -749,7 +749,7 @@ class _Rollout:
         """The lines read so far counted by their hashes (:meth:`_Listed.hash_kept`): the lines
         after them are hashed as they are read."""
         rows.hash_kept()
-        self.latest.hash_kept()
+        self.latest.hash_kept(self.kept_lines)
 
     def decide(self) -> None:
         """Decide every record, in file order, kept in :attr:`codes` and :attr:`groups`."""
@@ -1051,12 +1051,15 @@ class _Latest:
     def empty(cls) -> _Latest:
         return cls(None, [], [], [])
 
-    def see(self, value: dict, digest: str | bytes) -> None:
-        """A line read (``digest``: its hash, or its bytes until :meth:`hash_kept`: the same bytes, the same hash)."""
+    def see(self, value: dict, digest: str | int) -> None:
+        """A line read (``digest``: its hash, or until :meth:`hash_kept` the number of the kept line whose
+        bytes it is: a set of them held the lines' bytes, each hashed whole to be put in it).  Two kept
+        lines of the same bytes are two numbers until then: past LATEST of them at one time, a new line
+        at that time is not proven new, as it would be past LATEST distinct ones (a resume reads in full)."""
         time = value.get("timestamp")
         self.see_at(time if isinstance(time, str) else None, value, digest)
 
-    def see_at(self, time: str | None, value: dict, digest: str | bytes) -> None:
+    def see_at(self, time: str | None, value: dict, digest: str | int) -> None:
         """:meth:`see` of a line whose ``timestamp`` was taken already (None: not a string)."""
         if time is None:
             if self.odd is not None:
@@ -1075,13 +1078,13 @@ class _Latest:
                     self._digests = self._identities = None
                     self.values = []
 
-    def hash_kept(self) -> None:
-        """The lines :meth:`see` was given the bytes of, by their hashes."""
+    def hash_kept(self, lines: list[bytes]) -> None:
+        """The lines :meth:`see` was given the number of (in ``lines``, the rollout's kept ones), by their hashes."""
         def hashed(kept: set | None) -> set | None:
-            return None if kept is None else {_hash(d) if type(d) is bytes else d for d in kept}
+            return None if kept is None else {_hash(lines[d]) if type(d) is int else d for d in kept}
 
-        if self._one is not None and type(self._one[1]) is bytes:
-            self._one = (self._one[0], _hash(self._one[1]))
+        if self._one is not None and type(self._one[1]) is int:
+            self._one = (self._one[0], _hash(lines[self._one[1]]))
         self._digests, self.odd = hashed(self._digests), hashed(self.odd)
 
     def new(self, value: dict, digest: str) -> bool:
