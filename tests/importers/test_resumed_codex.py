@@ -438,11 +438,14 @@ _STAMPS = st.sampled_from(["2026-05-05T00:00:00.000Z", "2026-05-05T00:00:00.001Z
 @given(st.lists(st.tuples(_STAMPS, st.sampled_from(["event_msg", "response_item"]), st.sampled_from(["message", "agent_message"]),
                           st.integers(0, 3)), max_size=40),
        st.tuples(_STAMPS, st.sampled_from(["event_msg", "response_item"]), st.sampled_from(["message", "agent_message"]),
-                 st.integers(0, 3)))
+                 st.integers(0, 3)),
+       st.integers(0, 41))
 @settings(max_examples=200, deadline=None)
-def test_a_line_said_new_is_none_of_the_files_lines(before, line):
+def test_a_line_said_new_is_none_of_the_files_lines(before, line, kept):
     """What a resume keeps of the lines at a file's latest time (and of those without a time) calls a
-    new line new only when no line before has its bytes, nor (by time and type) its identity."""
+    new line new only when no line before has its bytes, nor (by time and type) its identity: the
+    first ``kept`` lines given by their row in the rollout's kept lines (as a read gives them until
+    they are hashed), the rest by their hash; and what it keeps is what their hashes alone give."""
     import hashlib
 
     from toolkit.importers.codex import _Latest
@@ -451,13 +454,25 @@ def test_a_line_said_new_is_none_of_the_files_lines(before, line):
     def value(stamp, kind, payload, n):
         return {"timestamp": stamp, "type": kind, "payload": {"type": payload, "n": n}}
 
-    latest = _Latest.empty()
-    seen = []
-    for one in before:
+    latest, hashed = _Latest.empty(), _Latest.empty()
+    seen, rows = [], []
+    for n, one in enumerate(before):
         v = value(*one)
-        digest = hashlib.sha256(orjson.dumps(v)).hexdigest()[:16]
-        latest.see(v, digest)
+        data = orjson.dumps(v)
+        digest = hashlib.sha256(data).hexdigest()[:16]
+        if n < kept:
+            rows.append(data)
+            latest.see(v, n)
+        else:
+            if n == kept:
+                latest.hash_kept(rows)
+            latest.see(v, digest)
+        hashed.see(v, digest)
         seen.append((digest, offset_line_key(v)))
+    if len(before) <= kept:
+        latest.hash_kept(rows)
+    if len(set(rows)) == len(rows):  # (rows of the same bytes count apart until hashed: past LATEST, sooner none)
+        assert latest.dump() == hashed.dump()
     latest = _Latest.load(json.loads(json.dumps(latest.dump())))
     v = value(*line)
     digest = hashlib.sha256(orjson.dumps(v)).hexdigest()[:16]
