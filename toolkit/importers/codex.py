@@ -77,6 +77,7 @@ from ..layouts.codex_seen import (Decider, Replay, Sketch, as_envelope, context_
                                   parent_of, salted, sketch, summary_texts, typed_start, user_item_text, within_process)
 from ..lines import loads, open_regular
 from .base import skipped_message, unconverted
+from .raw import raw_line
 from .output import (AT, LINE_ID, SOURCE_LINE, Options, Outcome, Raw, Resumed, Session, SourceState, json_object,
                      offset_line_key, safe_id, written_stamp)
 from .bloom import EXACT_KEYS, Digests, Prints, digest_of, keep_last
@@ -866,7 +867,7 @@ class _Rollout:
                         value = loads(data)
                 else:
                     value = loads(data := self._bytes(n, offset, size, digest))
-                envelope = as_envelope(value)
+                envelope = value if "payload" in value else as_envelope(value)  # (a record is a dict: the common one, an envelope)
                 back = groups[n]
                 identity = offset_line_key(value) if not back & 7 else None  # (a mirror's key is another line's)
                 record = _record(_ROLES[code >> 3], envelope, t, model, exits)
@@ -876,7 +877,7 @@ class _Rollout:
                 digest = keyed[3] if keyed[3] is not None else _hash(kept[keyed[0]])  # (a line kept: hashed when asked)
                 record["sourceKey"] = f"sha256:{digest}#{keyed[4]}" if keyed[4] > 1 else f"sha256:{digest}"
                 record[AT] = offset
-                record["raw"] = Raw(data)
+                record["raw"] = raw_line(data)  # (a line: no newline in it)
                 if identity is not None:
                     record[LINE_ID] = identity
                 when = t or when

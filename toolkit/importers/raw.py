@@ -26,6 +26,19 @@ class Raw:
         return json.loads(self.data.decode("utf-8"))
 
 
+_made = object.__new__
+
+
+def raw_line(data: bytes) -> Raw:
+    """``Raw(data)`` of one line of a source as a reader split it at its newlines (so it holds none):
+    only a carriage return is looked for; the common line is kept as it is, without a second look."""
+    if data.find(b"\r") >= 0:
+        return Raw(data)
+    made = _made(Raw)
+    made.data = data
+    return made
+
+
 def exact(data: bytes) -> bytes:
     """``data`` in a bytes object of its own size: what ``orjson.dumps`` gives holds a buffer of
     4 kB or more whatever its length, so a value held for long (a row's ``raw`` until its session is
