@@ -780,7 +780,7 @@ def _numbered_line(record: dict, seq: int, end: bytes = b"") -> tuple[bytes, dic
         out["coversThrough"] = seq - 1
     try:
         line = _orjson_dumps(out)
-    except TypeError:  # (a lone surrogate: _dumps's \\u escape)
+    except TypeError:  # (a lone surrogate: _dumps writes it as a \u escape)
         line = _dumps(out)
     if spliced:  # (a transcript's raw lines are most of what an import writes: joined, not added up in copies)
         return b"".join((memoryview(line)[:-1], b',"raw":', raw.data, _CLOSE.get(end) or b"}" + end)), out
