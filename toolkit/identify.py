@@ -123,6 +123,7 @@ GENERIC = frozenset({LOGICIAN})
 LONG_LINE = 1 << 20
 _BLANK = re.compile(rb"[ \t\r\n\f\v]*")  # (what bytes.strip() strips)
 
+
 def identify_lines(data: bytes, limit: int = IDENTIFY_LINES) -> tuple[str | None, bool]:
     """What wrote the JSONL bytes ``data``: the format of the first record, among the first ``limit``
     non-blank lines, that sniffs as a specific format (a line that does not parse, sniffs as

@@ -36,7 +36,7 @@ from ..findings import Finding
 from ..lines import CHUNK, cap_text, loads, open_regular
 from ..stores import slug
 from .raw import Raw, _dumps, exact  # noqa: F401 (the importers' names for them, as ever)
-from .spill import KNOWN_IN_MEMORY, KnownKeys, Offsets, Records
+from .spill import KnownKeys, Offsets, Records
 from .base import NAMES, Options, Outcome  # noqa: F401 (the importers' names for them, as ever)
 from .unchanged import journal_mark, journal_stamp
 
@@ -706,22 +706,9 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
         keys = _KeyCount()
         partials = {}
         carried, count_key, write, numbered = held.carried, keys.add, out.write, _numbered_line
-        offsets, key_set = carried.in_memory(), keys.keys
         for count, record in enumerate(records, start=1):
-            # the common record, inline: one source line carried under its raw, one source key (as
-            # _carries and _KeyCount.add take them, while both are held in sets)
-            at, key = record.get(AT), record.get("sourceKey")
-            if type(at) is int and 0 <= at <= _MAX_OFFSET and offsets is not None and len(offsets) < KNOWN_IN_MEMORY \
-                    and record.get("raw") is not None:
-                offsets.add(at)
-            else:
-                _carries(record, carried)
-                offsets = carried.in_memory()
-            if type(key) is str and keys.spilled is None and len(key_set) < COUNT_IN_MEMORY and record.get(PART_KEYS) is None:
-                key_set.add(key)
-            else:
-                count_key(record)
-                key_set = keys.keys
+            _carries(record, carried)
+            count_key(record)
             if record.get("partial") is True:
                 partials[record.get("sourceKey")] = count
             when = record.get("t") or when
@@ -758,7 +745,6 @@ def _create(session: Session, path: Path, records: list[dict], no_raw: bool) -> 
     return _outcome(session, path, count, count, "created", keys.total(), (last, session.title, partials))
 
 
-_MAX_OFFSET = (1 << 63) - 1  # (an offset SQLite holds: Offsets.add keeps no other)
 _CLOSE = {b"": b"}", b"\n": b"}\n"}  # what ends a line whose raw was spliced in, by what the writer ends it with
 
 

@@ -26,17 +26,17 @@ from ...jsonarray import NULL, OBJECT, Elements, LazyList, is_array, kind_of, pa
 from ..output import Options, Raw, Session, safe_id
 from ..uris import apply_map, classify
 from .convert import Tally, convert, iso, normalise, title_of
-from .replay import BOM, Replayed, choose, load_json, replay_jsonl, request_count
+from .replay import BOM, Replayed, choose, load_json, replay_jsonl
 from .sources import AGENT_STATE_KEY, INDEX_KEY, LEGACY_KEY, TRANSFER_KEY, Store
 
 APP = "vscode"
 #: Skip reasons a user would miss (the item held content levelsess could not convert): an
 #: error finding (exit 4).  Every other reason (``ui-only``, ``empty``, ``deleted``) is a warning.
 SEVERE = ("not-an-object", "unknown-shape", "unknown-kind")
-SHOWN_KEYS = 10
+SHOWN_KEYS = 10  # item keys named in one finding; the rest are counted
 #: A ``.json`` session past this size, or a ``.jsonl`` line (a compacted log), has its requests read
 #: one by one (:func:`_json_state`, :func:`~.replay.replay_jsonl`).
-WHOLE_BYTES = 8 << 20  # item keys named in one finding; the rest are counted
+WHOLE_BYTES = 8 << 20
 
 
 @dataclass
@@ -319,8 +319,7 @@ class Scan:
             if kind != OBJECT:  # a null hole (a delete) or a stray value: no record
                 tally.items += 1
                 tally.skip("deleted" if kind == NULL else "not-an-object", f"requests[{n}]")
-        odd = state.get("requests")
-        odd = odd if odd is not None and not is_array(odd) else None  # (a number, an object: no request a chat holds)
+        odd = given if given is not None and not is_array(given) else None  # (a number, an object: no request a chat holds)
         if odd is not None:
             tally.items += 1
             tally.skip("unknown-shape", "requests")
