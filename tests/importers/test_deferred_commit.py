@@ -4,16 +4,21 @@ once, a journal another import made first extended as before, a failed fsync wri
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.importers.test_import_jobs import CLAUDE, imported, store_files
 from toolkit import durable
+from toolkit.errors import NameTooLongError
 
 
 def test_the_committer_links_each_file_after_its_fsync_in_order(tmp_path, monkeypatch):
@@ -58,6 +63,71 @@ def test_a_write_that_fails_leaves_no_temp_file(tmp_path):
         with commits.new_file(tmp_path / "a.jsonl") as out:
             out.write(b"half")
             raise RuntimeError("the converter failed")
+    assert commits.wait() == [] and list(tmp_path.iterdir()) == []
+
+
+@contextlib.contextmanager
+def _creates_held(monkeypatch):
+    """The Committer's creating thread held before each create until the test lets it go (``go.set()``)."""
+    go = threading.Event()
+    real_create = durable._Creating.create
+    monkeypatch.setattr(durable._Creating, "create", lambda self: (go.wait(10), real_create(self)))
+    yield go
+    go.set()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=st.lists(st.lists(st.one_of(st.binary(max_size=64), st.integers(1, 3 * durable.WRITE_BUFFER)), max_size=6),
+                      min_size=1, max_size=4),
+       held=st.booleans())
+def test_a_new_file_holds_what_was_written_before_its_create_and_writes_it_in_order(tmp_path_factory, monkeypatch, files, held):
+    """Whatever the writes (none, small ones held while the file is made, one larger than the buffer,
+    which waits for it), each file holds them in order, and no temp file is left."""
+    folder = tmp_path_factory.mktemp("created")
+    with monkeypatch.context() as patched:
+        go = threading.Event()
+        real_create = durable._Creating.create
+        patched.setattr(durable._Creating, "create", lambda self: (go.wait(10) if held else None, real_create(self)))
+        commits = durable.Committer()
+        wanted = []
+        for n, writes in enumerate(files):
+            pieces = [w if isinstance(w, bytes) else bytes([n % 251]) * w for w in writes]
+            timer = threading.Timer(0.01, go.set)  # (held: the create goes once the writer waits for it, or held back some writes)
+            timer.start()
+            with commits.new_file(folder / f"j{n}.jsonl") as out:
+                for piece in pieces:
+                    assert out.write(piece) == len(piece)
+            timer.join()
+            go.clear()
+            wanted.append(b"".join(pieces))
+        assert commits.wait() == []
+    assert sorted(p.name for p in folder.iterdir()) == [f"j{n}.jsonl" for n in range(len(files))]
+    assert [(folder / f"j{n}.jsonl").read_bytes() for n in range(len(files))] == wanted
+
+
+def test_a_create_that_fails_is_its_typed_error_and_leaves_nothing(tmp_path):
+    """A temp name too long for the file system: the thread's create fails; what was held is never
+    written, the writer gets the typed error at its flush, and the folder is as it was."""
+    commits = durable.Committer()
+    with pytest.raises(NameTooLongError):
+        with commits.new_file(tmp_path / ("n" * 250 + ".jsonl")) as out:
+            out.write(b"held until the file exists\n")
+    assert commits.wait() == [] and list(tmp_path.iterdir()) == []
+    with commits.new_file(tmp_path / "next.jsonl") as out:  # the thread goes on with the next file
+        out.write(b"x\n")
+    assert commits.wait() == [] and (tmp_path / "next.jsonl").read_bytes() == b"x\n"
+
+
+def test_a_writer_that_fails_before_its_file_exists_leaves_no_temp_file(tmp_path, monkeypatch):
+    """The converter fails while the thread has not yet made the file: the file is closed and
+    removed once the thread made it, never left behind by a create that came after the cleanup."""
+    with _creates_held(monkeypatch) as go:
+        commits = durable.Committer()
+        threading.Timer(0.05, go.set).start()
+        with pytest.raises(RuntimeError):
+            with commits.new_file(tmp_path / "a.jsonl") as out:
+                out.write(b"half")
+                raise RuntimeError("the converter failed")
     assert commits.wait() == [] and list(tmp_path.iterdir()) == []
 
 
