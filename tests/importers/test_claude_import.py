@@ -8,6 +8,7 @@ import json
 import shutil
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -436,6 +437,58 @@ def test_rows_held_in_memory_or_in_a_database_write_and_report_the_same(tmp_path
         got[rows] = (claude_shapes.digests(store, root), reports)
     assert got["held"] == got["spilled"] == got["midway"]
     monkeypatch.setattr(claude, "ROWS_IN_MEMORY", limit_now)  # (hypothesis runs every example in this one monkeypatch)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), keep=st.sampled_from([0, 1, 2000, 4 << 20]))
+def test_values_held_from_the_first_read_or_parsed_again_write_and_report_the_same(tmp_path_factory, monkeypatch, seed, keep):
+    """A kept chain record's parsed value, held from the first read for the conversion to take, or
+    parsed again from its kept bytes (none held, those of 1 kB or more as it does, every one), with
+    few, some or all lines kept: the same journals and the same report, on odd shapes (copied lines,
+    rewinds, parallel results, damage), first and resumed after they grew."""
+    from toolkit.importers import claude
+
+    tmp_path = tmp_path_factory.mktemp("held")
+    sizes, keep_now = claude._HELD_SIZE, claude.KEEP_IN_MEMORY
+    got = {}
+    try:
+        for held, size in (("none", 1 << 40), ("large", sizes), ("every", 0)):
+            monkeypatch.setattr(claude, "_HELD_SIZE", size)
+            monkeypatch.setattr(claude, "KEEP_IN_MEMORY", keep)
+            root, store = tmp_path / held / ".claude", tmp_path / held / "store"
+            (root / "projects").mkdir(parents=True)
+            claude_shapes.build(root / "projects", sessions=12, seed=seed)
+            _parallel_results(root / "projects" / "-x-parallel" / "00000000-0000-4000-8000-00000000aaaa.jsonl")
+            reports = []
+            for step in ("first", "grown"):
+                if step == "grown":
+                    claude_shapes.grow(root / "projects", seed=seed + 100)
+                result, report = do_import(root, store)
+                assert result.exit_code in (0, 4), result.stdout
+                reports.append(_portable(report, root, store))
+            got[held] = (claude_shapes.digests(store, root), reports)
+    finally:  # (hypothesis runs every example in this one monkeypatch)
+        monkeypatch.setattr(claude, "_HELD_SIZE", sizes)
+        monkeypatch.setattr(claude, "KEEP_IN_MEMORY", keep_now)
+    assert got["none"] == got["large"] == got["every"]
+
+
+def test_a_held_value_is_taken_once_and_parsed_again_when_asked_again(tmp_path):
+    """The conversion owns the value it is given: a second ask for the same line parses its kept
+    bytes again (a new object, equal), so nothing one caller changes reaches another."""
+    from toolkit.importers import claude
+
+    path = tmp_path / "projects" / "-x-parallel" / "00000000-0000-4000-8000-00000000aaaa.jsonl"
+    _parallel_results(path)
+    item = SimpleNamespace(n=0, offset=0, size=len(path.read_bytes().split(b"\n")[0]))
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(claude, "_HELD_SIZE", 0)
+        transcript = claude._HeldTranscript(path, lambda _f: None, claude._Db())
+    first, data = transcript.value(item)
+    second, again = transcript.value(item)
+    assert first == second == json.loads(data) and first is not second and data is again
+    first["message"] = "changed by its caller"
+    assert transcript.value(item)[0] == second
 
 
 def test_keys_held_on_disk_and_appends_in_batches_write_the_same_bytes(tmp_path, monkeypatch):

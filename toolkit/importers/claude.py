@@ -90,6 +90,10 @@ KEEP_IN_MEMORY = 4 << 20
 #: while this was 24 MiB of file; real records (~3 kB a line) are held up to some 190 MB of transcript
 #: (150 MB: 2.45-2.50 s in the database, 1.96-2.22 s held, 79 MiB).
 ROWS_IN_MEMORY = 65_536
+#: A kept line of a chain record (a prompt, an answer, a tool's result) of this many bytes or more keeps
+#: the value the first read parsed, for the conversion to take (:meth:`_Transcript.value`), not parsed
+#: again: a few objects around long strings.  A smaller record (a progress line) is parsed again.
+_HELD_SIZE = 1024
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _INTERRUPT = "[Request interrupted by user"
 _FINAL = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn"})  # nothing of the response follows
@@ -247,6 +251,7 @@ class _Transcript:
         self.cwd = self.version = self.session_id = None
         self.first_stamp: str | None = None
         self.kept: dict[int, bytes] = {}  # the bytes of lines within the group's KEEP_IN_MEMORY
+        self.held: dict[int, dict] = {}  # of those, the values parsed that the conversion takes (n -> value: _HELD_SIZE)
         stamp = previous = None  # (previous: the last record's uuid)
         add, done = self._rows()
         for src in self.reader:
@@ -265,6 +270,8 @@ class _Transcript:
             if len(src.data) <= db.keep:
                 db.keep -= len(src.data)
                 self.kept[row[0]] = src.data
+                if row[_R_UUID] is not None and len(src.data) >= _HELD_SIZE and not src.lifted:
+                    self.held[row[0]] = value
             add(row)
         done()
         self.count = len(self.flags)
@@ -346,7 +353,8 @@ class _Transcript:
         """The record and its bytes (its bytes kept from the first pass and parsed again, or re-read at its offset)."""
         data = self.kept.get(item.n)
         if data is not None:
-            return loads(data), data
+            value = self.held.pop(item.n, None)  # (asked again, it is parsed again: a value is never shared)
+            return (value if value is not None else loads(data)), data
         try:
             if self._handle is None:
                 self._handle = open_regular(self.path)
