@@ -55,6 +55,10 @@ def utc_iso(seconds: float) -> str:
 # --- LevelCode index.json ----------------------------------------------------------------
 
 
+#: What an index entry reads of a journal's meta record (:func:`index_entry`): all an import's lean memo keeps of it.
+ENTRY_META = frozenset({"id", "title", "createdAt", "model"})
+
+
 def index_entry(scan: JournalScan, v2: bool) -> dict:
     """Return the §2.3 index entry for one journal."""
     facts = scan.facts  # LevelCodeFacts (toolkit.layouts.levelcode)
