@@ -612,18 +612,20 @@ def atomic_writer(path: Path, before_replace: Callable[[Path], None] | None = No
 class _Creating:
     """A new file (``tmp``) that another thread creates (:func:`_create_files`) while its writer goes
     on: on a file system writing back what was written before, a create can wait on the disk (ext4
-    on the team's VM: 0.5-1 ms a file while an import writes, 5 % of a first import's time).  Written
+    on the team's VM: 0.5-1 ms a file while an import writes, 5 % of a first import's time; while
+    creates are quick, the writer makes its files itself: :data:`SLOW_CREATE`).  Written
     to as a file: what is written before it exists is held, up to WRITE_BUFFER, then written into
     it; once it exists, into its buffered handle (:attr:`handle`).  A create that failed is its
     typed error at the first write past that, or at the flush."""
 
-    __slots__ = ("tmp", "handle", "_fd", "_error", "_done", "_held", "_size")
+    __slots__ = ("tmp", "handle", "took", "_fd", "_error", "_done", "_held", "_size")
 
     def __init__(self, tmp: Path) -> None:
         import _thread
 
         self.tmp = tmp
         self.handle: BinaryIO | None = None
+        self.took = 0.0  # seconds the create took
         self._fd: int | None = None
         self._error: OSError | None = None
         self._done = _thread.allocate_lock()
@@ -632,12 +634,14 @@ class _Creating:
         self._size = 0
 
     def create(self) -> None:
-        """In the creating thread: what ``open(tmp, "wb")`` does (a descriptor, no buffer yet)."""
+        """In the creating thread: what ``open(tmp, "wb")`` does (a descriptor, no buffer yet), timed."""
+        started = time.perf_counter()
         try:
             self._fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o666)
         except OSError as exc:
             self._error = exc
         finally:
+            self.took = time.perf_counter() - started
             self._done.release()
 
     def write(self, data: bytes) -> int:
@@ -681,6 +685,12 @@ class _Creating:
         self.handle.close()
 
 
+#: A Committer's creates go to its creating thread while they take this long (a running mean of the
+#: last few): handing one over costs the writer two or three switches of threads (50-150 us on the
+#: team's VM), which a quick create (20-100 us on a quiet ext4) does not win back.
+SLOW_CREATE = 250e-6
+
+
 def _create_files(creates) -> None:
     """The creating thread of a :class:`Committer`: each new file in turn, until None."""
     while True:
@@ -719,6 +729,7 @@ class Committer:
         self._thread = None
         self._creates: queue.SimpleQueue = queue.SimpleQueue()  # the new files to create, for the creating thread
         self._creator = None
+        self._took = 0.0  # what the last creates took, a running mean (SLOW_CREATE)
         self._failed: list[tuple[int, Path, BaseException]] = []  # (its mark, path, why)
         # the new files handed to the thread and not yet settled: path -> (its mark, its stat once written)
         self._pending: dict[str, tuple[int, os.stat_result]] = {}
@@ -737,17 +748,25 @@ class Committer:
         if os.path.lexists(path):
             raise FileExistsError(errno.EEXIST, "exists", str(path))
         tmp = temp_name(path)
-        creating = _Creating(tmp)
-        if self._creator is None:
-            import threading
+        if self._took < SLOW_CREATE:  # (created here, timed)
+            started = time.perf_counter()
+            with _filled(tmp, path) as handle:  # (closed by the thread, after its fsync)
+                took = time.perf_counter() - started
+                yield handle
+        else:  # (created by the creating thread while the caller writes on)
+            creating = _Creating(tmp)
+            if self._creator is None:
+                import threading
 
-            self._creator = threading.Thread(target=_create_files, args=(self._creates,), name="levelsess-create", daemon=True)
-            self._creator.start()
-        self._creates.put(creating)
-        time.sleep(0)  # (the interpreter's lock let go a moment: the thread takes it to start the create)
-        with _filled(tmp, path, creating):
-            yield creating  # type: ignore[misc]
-        handle = creating.handle  # (flushed: open; closed by the thread, after its fsync)
+                self._creator = threading.Thread(target=_create_files, args=(self._creates,), name="levelsess-create",
+                                                 daemon=True)
+                self._creator.start()
+            self._creates.put(creating)
+            time.sleep(0)  # (the interpreter's lock let go a moment: the thread takes it to start the create)
+            with _filled(tmp, path, creating):
+                yield creating  # type: ignore[misc]
+            handle, took = creating.handle, creating.took  # (flushed: open)
+        self._took += (took - self._took) / 4
         info = os.fstat(handle.fileno())
         self._start()
         self._handed += 1

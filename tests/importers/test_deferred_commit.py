@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -68,9 +69,10 @@ def test_a_write_that_fails_leaves_no_temp_file(tmp_path):
 
 @contextlib.contextmanager
 def _creates_held(monkeypatch):
-    """The Committer's creating thread held before each create until the test lets it go (``go.set()``)."""
+    """Every create the Committer's creating thread's, held before each until the test lets it go (``go.set()``)."""
     go = threading.Event()
     real_create = durable._Creating.create
+    monkeypatch.setattr(durable, "SLOW_CREATE", 0.0)
     monkeypatch.setattr(durable._Creating, "create", lambda self: (go.wait(10), real_create(self)))
     yield go
     go.set()
@@ -85,6 +87,7 @@ def test_a_new_file_holds_what_was_written_before_its_create_and_writes_it_in_or
     which waits for it), each file holds them in order, and no temp file is left."""
     folder = tmp_path_factory.mktemp("created")
     with monkeypatch.context() as patched:
+        patched.setattr(durable, "SLOW_CREATE", 0.0)  # (every create the thread's)
         go = threading.Event()
         real_create = durable._Creating.create
         patched.setattr(durable._Creating, "create", lambda self: (go.wait(10) if held else None, real_create(self)))
@@ -105,9 +108,12 @@ def test_a_new_file_holds_what_was_written_before_its_create_and_writes_it_in_or
     assert [(folder / f"j{n}.jsonl").read_bytes() for n in range(len(files))] == wanted
 
 
-def test_a_create_that_fails_is_its_typed_error_and_leaves_nothing(tmp_path):
-    """A temp name too long for the file system: the thread's create fails; what was held is never
-    written, the writer gets the typed error at its flush, and the folder is as it was."""
+@pytest.mark.parametrize("slow", [0.0, 1e9], ids=["in-the-thread", "by-the-writer"])
+def test_a_create_that_fails_is_its_typed_error_and_leaves_nothing(tmp_path, monkeypatch, slow):
+    """A temp name too long for the file system: the create fails (the thread's: what was held is
+    never written, the writer gets the typed error at its flush; or the writer's own, at once), and
+    the folder is as it was."""
+    monkeypatch.setattr(durable, "SLOW_CREATE", slow)
     commits = durable.Committer()
     with pytest.raises(NameTooLongError):
         with commits.new_file(tmp_path / ("n" * 250 + ".jsonl")) as out:
@@ -116,6 +122,45 @@ def test_a_create_that_fails_is_its_typed_error_and_leaves_nothing(tmp_path):
     with commits.new_file(tmp_path / "next.jsonl") as out:  # the thread goes on with the next file
         out.write(b"x\n")
     assert commits.wait() == [] and (tmp_path / "next.jsonl").read_bytes() == b"x\n"
+
+
+def test_creates_go_to_the_thread_while_they_are_slow_and_back_to_the_writer_once_quick(tmp_path, monkeypatch):
+    """The running mean of the last creates decides: quick ones are the writer's own (no thread is
+    started), slow ones the creating thread's; the files are the same either way."""
+    took = [0.0]
+    real_create = durable._Creating.create
+
+    def timed(self):  # (a create as slow as the test says: what the thread measures is what decides)
+        real_create(self)
+        self.took = took[0]
+
+    def slow_open(*args, **kwargs):  # (the writer's own create, as slow)
+        time.sleep(took[0])
+        return open(*args, **kwargs)
+    monkeypatch.setattr(durable._Creating, "create", timed)
+    monkeypatch.setattr(durable, "open", slow_open, raising=False)
+    commits = durable.Committer()
+
+    def write(name: str) -> bool:
+        with commits.new_file(tmp_path / name) as out:
+            out.write(name.encode())
+        return commits._creator is not None  # (whether the thread was started for it or before)
+
+    assert not write("a") and not write("b"), "quick creates (a quiet disk): the writer's"
+    monkeypatch.setattr(durable, "SLOW_CREATE", 0.0)
+    assert write("c"), "a slow one: the thread's"
+    monkeypatch.setattr(durable, "SLOW_CREATE", 250e-6)
+    took[0] = 0.002
+    for name in "defg":
+        write(name)
+    assert commits._took > durable.SLOW_CREATE
+    took[0] = 0.0
+    for name in "hijklmnop":
+        write(name)
+    assert commits._took < durable.SLOW_CREATE
+    assert commits.wait() == [] and commits._creator is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == list("abcdefghijklmnop")
+    assert all((tmp_path / name).read_bytes() == name.encode() for name in "abcdefghijklmnop")
 
 
 def test_a_writer_that_fails_before_its_file_exists_leaves_no_temp_file(tmp_path, monkeypatch):
