@@ -350,7 +350,8 @@ class _Transcript:
         return data if data is not None else self.value(item)[1]
 
     def value(self, item: _Item) -> tuple[dict, bytes]:
-        """The record and its bytes (its bytes kept from the first pass and parsed again, or re-read at its offset)."""
+        """The record and its bytes: the value the first read parsed and held (:data:`_HELD_SIZE`), taken once;
+        else its bytes kept from the first pass and parsed again, or re-read at its offset."""
         data = self.kept.get(item.n)
         if data is not None:
             value = self.held.pop(item.n, None)  # (asked again, it is parsed again: a value is never shared)
