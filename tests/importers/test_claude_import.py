@@ -406,6 +406,23 @@ def _parallel_results(path: Path) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
+def _first_and_grown(where: Path, seed: int, *, sessions: int) -> tuple:
+    """Odd shapes (claude_shapes, and a response whose calls ran in parallel) imported into a store
+    of their own, grown, and imported again: the journals' digests and both reports, portable."""
+    root, store = where / ".claude", where / "store"
+    (root / "projects").mkdir(parents=True)
+    claude_shapes.build(root / "projects", sessions=sessions, seed=seed)
+    _parallel_results(root / "projects" / "-x-parallel" / "00000000-0000-4000-8000-00000000aaaa.jsonl")
+    reports = []
+    for step in ("first", "grown"):
+        if step == "grown":
+            claude_shapes.grow(root / "projects", seed=seed + 100)
+        result, report = do_import(root, store)
+        assert result.exit_code in (0, 4), result.stdout
+        reports.append(_portable(report, root, store))
+    return claude_shapes.digests(store, root), reports
+
+
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_rows_held_in_memory_or_in_a_database_write_and_report_the_same(tmp_path_factory, monkeypatch, seed):
@@ -422,19 +439,8 @@ def test_rows_held_in_memory_or_in_a_database_write_and_report_the_same(tmp_path
     for rows, limit in (("held", limit_now), ("spilled", -1), ("midway", 7)):
         monkeypatch.setattr(claude, "ROWS_IN_MEMORY", limit)
         opened.clear()
-        root, store = tmp_path / rows / ".claude", tmp_path / rows / "store"
-        (root / "projects").mkdir(parents=True)
-        claude_shapes.build(root / "projects", sessions=16, seed=seed)
-        _parallel_results(root / "projects" / "-x-parallel" / "00000000-0000-4000-8000-00000000aaaa.jsonl")
-        reports = []
-        for step in ("first", "grown"):
-            if step == "grown":
-                claude_shapes.grow(root / "projects", seed=seed + 100)
-            result, report = do_import(root, store)
-            assert result.exit_code in (0, 4), result.stdout
-            reports.append(_portable(report, root, store))
+        got[rows] = _first_and_grown(tmp_path / rows, seed, sessions=16)
         assert bool(opened) == (rows != "held"), "a held group opens no database; a spilled one does"
-        got[rows] = (claude_shapes.digests(store, root), reports)
     assert got["held"] == got["spilled"] == got["midway"]
     monkeypatch.setattr(claude, "ROWS_IN_MEMORY", limit_now)  # (hypothesis runs every example in this one monkeypatch)
 
@@ -455,18 +461,7 @@ def test_values_held_from_the_first_read_or_parsed_again_write_and_report_the_sa
         for held, size in (("none", 1 << 40), ("large", sizes), ("every", 0)):
             monkeypatch.setattr(claude, "_HELD_SIZE", size)
             monkeypatch.setattr(claude, "KEEP_IN_MEMORY", keep)
-            root, store = tmp_path / held / ".claude", tmp_path / held / "store"
-            (root / "projects").mkdir(parents=True)
-            claude_shapes.build(root / "projects", sessions=8, seed=seed)
-            _parallel_results(root / "projects" / "-x-parallel" / "00000000-0000-4000-8000-00000000aaaa.jsonl")
-            reports = []
-            for step in ("first", "grown"):
-                if step == "grown":
-                    claude_shapes.grow(root / "projects", seed=seed + 100)
-                result, report = do_import(root, store)
-                assert result.exit_code in (0, 4), result.stdout
-                reports.append(_portable(report, root, store))
-            got[held] = (claude_shapes.digests(store, root), reports)
+            got[held] = _first_and_grown(tmp_path / held, seed, sessions=8)
     finally:  # (hypothesis runs every example in this one monkeypatch)
         monkeypatch.setattr(claude, "_HELD_SIZE", sizes)
         monkeypatch.setattr(claude, "KEEP_IN_MEMORY", keep_now)
