@@ -762,8 +762,8 @@ class Committer:
                                                  daemon=True)
                 self._creator.start()
             self._creates.put(creating)
-            time.sleep(0)  # (the interpreter's lock let go a moment: the thread takes it to start the create)
-            with _filled(tmp, path, creating):
+            with _filled(tmp, path, creating):  # (from here a Ctrl-C closes and removes it, once the thread made it)
+                time.sleep(0)  # (the interpreter's lock let go a moment: the thread takes it to start the create)
                 yield creating  # type: ignore[misc]
             handle, took = creating.handle, creating.took  # (flushed: open)
         self._took += (took - self._took) / 4
