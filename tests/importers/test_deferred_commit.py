@@ -86,15 +86,13 @@ def test_a_new_file_holds_what_was_written_before_its_create_and_writes_it_in_or
     """Whatever the writes (none, small ones held while the file is made, one larger than the buffer,
     which waits for it), each file holds them in order, and no temp file is left."""
     folder = tmp_path_factory.mktemp("created")
-    with monkeypatch.context() as patched:
-        patched.setattr(durable, "SLOW_CREATE", 0.0)  # (every create the thread's)
-        go = threading.Event()
-        real_create = durable._Creating.create
-        patched.setattr(durable._Creating, "create", lambda self: (go.wait(10) if held else None, real_create(self)))
+    with monkeypatch.context() as patched, _creates_held(patched) as go:
         commits = durable.Committer()
         wanted = []
         for n, writes in enumerate(files):
             pieces = [w if isinstance(w, bytes) else bytes([n % 251]) * w for w in writes]
+            if not held:  # (the create goes at once)
+                go.set()
             timer = threading.Timer(0.01, go.set)  # (held: the create goes once the writer waits for it, or held back some writes)
             timer.start()
             with commits.new_file(folder / f"j{n}.jsonl") as out:
