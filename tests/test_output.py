@@ -429,11 +429,7 @@ def test_a_deep_title_is_indexed_and_repaired_without_recursion(tmp_path):
 
 
 def _run_at(columns: int, *args):
-    from typer.testing import CliRunner
-
-    from toolkit.cli import app
-
-    result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": str(columns), "NO_COLOR": "1"})
+    result = run_cli(*args, columns=columns)
     return result.exit_code, result.stdout
 
 
