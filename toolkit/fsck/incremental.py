@@ -67,6 +67,7 @@ from typing import NamedTuple
 import orjson
 
 from .. import __version__, durable
+from ..blobs import Blob, Blobs
 from ..encode import dumps
 from ..errors import LevelsessError
 from ..findings import Finding
@@ -313,6 +314,7 @@ class IncrementalCache:
         self._counting = threading.Lock()  # (reindex reads folders from several threads: counts are never lost)
         self.resumed = 0  # journals that had only grown: read from where the last check stopped
         self.error: str | None = None
+        self._blobs = Blobs()  # each new entry and state line, held until the save: past a few MiB, in a temporary file
 
     @property
     def racy_ns(self) -> int:
@@ -471,7 +473,7 @@ class IncrementalCache:
         states = self._states(where)  # (the lines as the files will hold them, made now: an import's parent makes them
         # while its workers write, not in the save that comes after them; a lookup parses one when asked, as if loaded)
         if state is not None:
-            states[key] = state
+            states[key] = self._blobs.keep(state)
         else:
             states.pop(key, None)
         if entry is None and key not in entries:
@@ -479,7 +481,7 @@ class IncrementalCache:
         if entry is None:
             del entries[key]
         else:
-            entries[key] = entry
+            entries[key] = self._blobs.keep(entry)
         self.dirty.add(where)
 
     def held(self, scan: JournalScan) -> JournalScan:
@@ -604,6 +606,8 @@ class _Lines(dict):
 
     def get(self, key, default=None):
         value = dict.get(self, key, default)
+        if type(value) is Blob:
+            value = bytes(value)
         if type(value) is bytes:
             try:
                 return loads(value)
@@ -635,7 +639,7 @@ def _pieces(head: bytes, values: dict) -> Iterator[bytes]:
     yield head
     for key, value in dict.items(values):
         yield b"\n" + dumps(key) + b"\t"
-        yield value if type(value) is bytes else dumps(value)
+        yield value if type(value) is bytes else bytes(value) if type(value) is Blob else dumps(value)
     yield b"\n"
 
 

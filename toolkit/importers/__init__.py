@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .. import tombstones
+from ..blobs import Blobs
 from ..errors import FileChangedError, LevelsessError, OperationalError, UsageError, exit_code_for
 from ..findings import Finding
 from . import parallel, unchanged
@@ -124,6 +125,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     done: list = []  # (cache, each unit's entry) of each source
     lists: list = []  # (cache, a listing made this run, to keep) of each source
     memo = _Memo()  # the import's index memo, loaded when first used (an import that writes nothing never is)
+    blobs = Blobs()  # each unit's resume states until the cache file is written: past a few MiB, in a temporary file
     names = NAMES.set({})  # the store's journal names, listed once (output._same_id)
     try:
         for source in sources:
@@ -149,7 +151,10 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
                         progress(outcome)
                 if read:  # the unit's files are done, whether they made sessions or not (less what a Farm told as it went)
                     read(part.size - part.advanced)
-                entries[unit.key] = part.entry
+                entry = part.entry
+                if type(entry) is dict and type(entry.get("resume")) is bytes:  # (its line of resume states, for the cache file)
+                    entry["resume"] = blobs.keep(entry["resume"])
+                entries[unit.key] = entry
                 for journal, scanned in part.scans:
                     if scanned is not None:
                         _remember(memo.get(), journal, scanned)

@@ -50,6 +50,7 @@ from zlib import adler32, crc32
 
 import orjson
 
+from ..blobs import Blob
 from ..digest import blake2b, sha256
 from ..findings import Finding
 from ..parse import loads
@@ -733,13 +734,13 @@ def dump(document: dict, resumes: dict) -> bytes:
 
 def _pieces(document: dict, resumes: dict) -> Iterator[bytes]:
     """:func:`dump`'s bytes, in the pieces :func:`remember` writes in turn (never joined)."""
-    lines = [states if type(states) is bytes else _json([key, states]) for key, states in resumes.items()]
+    lines = [states if type(states) in (bytes, Blob) else _json([key, states]) for key, states in resumes.items()]
     yield _json(document)
     yield b"\n"
     yield _json({key: len(line) for key, line in zip(resumes, lines)})
     yield b"\n"
     for line in lines:
-        yield line
+        yield bytes(line) if type(line) is Blob else line  # (one at a time: read back from a temporary file)
         yield b"\n"
 
 
