@@ -139,6 +139,13 @@ def test_an_import_with_its_lines_in_a_temporary_file_writes_and_resumes_as_one_
     assert grown["resumed"] == 2 and grown["read"] == 0
     assert said(grown) == said(imported("claude", source, full, "--reread"))
     assert journals(store) == journals(full)
+    from toolkit.importers import unchanged
+
+    caches = [cache for cache in (Path(os.environ["XDG_CACHE_HOME"]) / "levelsess" / "import-cache").rglob("*.json")
+              if not cache.name.endswith(".listing.json")]
+    assert len(caches) == 2  # (the store's and the full read's)
+    for cache in caches:  # written a unit at a time, read back as one document
+        assert unchanged.dump(*unchanged.load(cache)) == cache.read_bytes()
     again = imported("claude", source, store)
     assert again["from_cache"] == len(first["sessions"]) and again["read"] == again["resumed"] == 0
     assert run_cli("reindex", "--check", store).exit_code == 0
