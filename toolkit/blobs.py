@@ -103,10 +103,13 @@ class Blobs:
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     def close(self) -> None:
-        """Let the file go (it is deleted); a :class:`Blob` of it cannot be read after."""
-        if self._file is not None and self._pid == os.getpid():
+        """Let the file go (it is deleted; a forked worker closes only its own copy of the descriptor);
+        a :class:`Blob` of it cannot be read after.  Done when the last of them goes."""
+        if self._file is not None:
             self._file.close()
         self._file = None
+
+    __del__ = close
 
 
 def _write_at(fd: int, data: bytes, at: int) -> None:
