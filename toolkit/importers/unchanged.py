@@ -679,17 +679,23 @@ def entry(stamped: dict | None, outcomes: list[Outcome], findings: list[Finding]
                                                                    if o.status == "unchanged"}}
 
 
-def remember(path: Path, trashed: set[str], entries: dict[str, dict | None]) -> None:
-    """Keep each unit's entry for the next import (after the run's journals and indexes are durable).
+def remember(path: Path, trashed: set[str], entries: dict) -> None:
+    """Keep each unit's entry (or the call that makes it) for the next import (after the run's journals
+    and indexes are durable).
     The file is written as it is made, a unit at a time: the whole of it, made first, was an import's
     peak (8,000 sessions: 14 MiB more at its very end)."""
-    if not any(_kept_as(value) is not None for value in entries.values()):
+    if not any(_kept_as(_made_now(value)) is not None for value in entries.values()):
         forget(path)
         return
     from .. import durable
 
     durable.ensure_dir(path.parent)
     durable.atomic_write(path, _made(trashed, entries))
+
+
+def _made_now(value: object) -> object:
+    """A unit's entry, or the one the call given makes (a recalled unit's, made as the file is written)."""
+    return value() if callable(value) else value
 
 
 def _kept_as(value: object) -> tuple[dict, object] | None:
@@ -711,6 +717,7 @@ def _made(trashed: set[str], entries: dict[str, dict | None]) -> Iterator[bytes]
     yield _json({"version": VERSION, "trashed": sorted(trashed), "units": {}})[:-2]  # (all but its units' closing brace)
     comma = b""
     for key, value in entries.items():
+        value = _made_now(value)
         kept = _kept_as(value)
         if kept is None:
             continue
