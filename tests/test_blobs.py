@@ -20,6 +20,7 @@ from tests.bench.claude_transcript import write as write_transcript
 from tests.bench.grow import grow_claude
 from tests.helpers import run_cli
 from tests.importers.resumes import imported, journals, said
+from tests.restore.kit import CLAUDE
 from toolkit import blobs
 from toolkit.blobs import Blob, Blobs
 
@@ -108,11 +109,6 @@ print("ok")
     assert done.stdout.strip() == "ok", done.stderr
 
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code" / "projects"
-if not FIXTURES.is_dir():
-    FIXTURES = Path("/work/shared/fixtures/claude-code/projects")
-
-
 @pytest.mark.parametrize("budget", [0, 2000])
 def test_an_import_with_its_lines_in_a_temporary_file_writes_and_resumes_as_one_holding_them(tmp_path, monkeypatch, budget):
     """Every memo line, reader state and resume state of an import kept in the temporary file (or
@@ -125,8 +121,8 @@ def test_an_import_with_its_lines_in_a_temporary_file_writes_and_resumes_as_one_
         made = write_transcript(tmp_path / f"gen-{n}", count)
         (source / f"-home-ada-gen-{n}").mkdir(parents=True)
         made.rename(source / f"-home-ada-gen-{n}" / f"5e55a0e1-0000-4000-8000-00000000000{n}.jsonl")
-    if FIXTURES.is_dir():
-        for path in sorted(FIXTURES.glob("*/*.jsonl"))[:4]:
+    if CLAUDE is not None:  # (and a few real transcripts, where shared/fixtures is beside the checkout)
+        for path in sorted((CLAUDE / "projects").glob("*/*.jsonl"))[:4]:
             (source / path.parent.name).mkdir(exist_ok=True)
             (source / path.parent.name / path.name).write_bytes(path.read_bytes())
     store, full = tmp_path / "store", tmp_path / "full"

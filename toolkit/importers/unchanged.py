@@ -684,7 +684,7 @@ def remember(path: Path, trashed: set[str], entries: dict) -> None:
     and indexes are durable).
     The file is written as it is made, a unit at a time: the whole of it, made first, was an import's
     peak (8,000 sessions: 14 MiB more at its very end)."""
-    if not any(_kept_as(_made_now(value)) is not None for value in entries.values()):
+    if not any(_kept(_made_now(value)) for value in entries.values()):
         forget(path)
         return
     from .. import durable
@@ -698,19 +698,13 @@ def _made_now(value: object) -> object:
     return value() if callable(value) else value
 
 
-def _kept_as(value: object) -> tuple[dict, object] | None:
-    """A unit's entry as the cache file keeps it, and its resume states; None when it is not kept:
-    none made, or a journal it wrote that could not be stamped (read again next time)."""
-    if value is None:
-        return None
-    if type(value) is Kept.Entry:  # a unit recalled: as the file held it
-        return value
-    if any(mark is None for mark in value["journals"].values()):
-        return None
-    return value, value["resume"]
+def _kept(value: object) -> bool:
+    """Whether the cache file keeps a unit's entry: one was made, and every journal it wrote was stamped
+    (one that could not be is read again next time).  A recalled unit's is kept as the file held it."""
+    return value is not None and (type(value) is Kept.Entry or all(mark is not None for mark in value["journals"].values()))
 
 
-def _made(trashed: set[str], entries: dict[str, dict | None]) -> Iterator[bytes]:
+def _made(trashed: set[str], entries: dict) -> Iterator[bytes]:
     """The cache file's bytes, as :func:`dump` makes them of the same units, a unit at a time."""
     resumes = {}
     found: dict[str, bool] = {}  # whether each project folder exists, looked at once (814 rollouts of one project: one stat)
@@ -718,13 +712,12 @@ def _made(trashed: set[str], entries: dict[str, dict | None]) -> Iterator[bytes]
     comma = b""
     for key, value in entries.items():
         value = _made_now(value)
-        kept = _kept_as(value)
-        if kept is None:
+        if not _kept(value):
             continue
         if type(value) is Kept.Entry:
-            unit = value.kept
+            unit, resume = value
         else:
-            outcomes = value["outcomes"]
+            outcomes, resume = value["outcomes"], value["resume"]
             unit = {"files": value["files"], "journals": value["journals"],  # (as the unit left them: one another unit
                     # wrote since is read again next time)
                     "projects": _projects(outcomes, found),
@@ -734,10 +727,12 @@ def _made(trashed: set[str], entries: dict[str, dict | None]) -> Iterator[bytes]
                 unit["unit_key"] = value["unit_key"]
         yield comma + _json({key: unit})[1:-1]
         comma = b","
-        if kept[1]:
-            resumes[key] = kept[1]
+        if resume:
+            resumes[key] = resume
     yield b"}}"
     yield from _pieces(None, resumes)
+
+
 def listing_path(path: Path) -> Path:
     """Where the listing of the source whose cache is ``path`` is kept: beside it, on its own (it
     holds for as long as the folders it looked at are as they were, whatever became of the units)."""
