@@ -238,7 +238,7 @@ def test_the_ids_a_resume_keeps_in_either_form_resume_as_a_full_read_writes(tmp_
 
 @pytest.mark.parametrize("second", [b"", b"{", b"[1,2]", b'{"x": 1}\n{"y": 2}', b"\xff\xfe"])
 def test_the_kept_states_line_is_read_only_when_a_file_grew_and_damaged_it_means_a_full_read(tmp_path, second):
-    """The cache keeps the resume states on a second line, which a run that finds nothing new does
+    """The cache keeps the resume states after the units' lines, which a run that finds nothing new does
     not parse: damaged or missing, such a run is still all from the cache, and a transcript that grew
     is read in full, to the journals a full read writes."""
     from toolkit.importers.output import Options
@@ -249,8 +249,8 @@ def test_the_kept_states_line_is_read_only_when_a_file_grew_and_damaged_it_means
     first = _import(source, store)
     _import(source, full, "--reread")
     cache = cache_path(store, "claude", source, Options(), False, False)
-    head, newline, later = cache.read_bytes().partition(b"\n")
-    assert newline and later.startswith(b"{") and b"covered" in later and b"covered" not in head
+    head, later = _units(cache)
+    assert later.startswith(b"{") and b"covered" in later and b"covered" not in head
     cache.write_bytes(head + b"\n" + second)
     again = _import(source, store)
     assert (again["read"], again["resumed"], again["from_cache"]) == (0, 0, first["read"])
@@ -323,11 +323,21 @@ def _gen_2_resumed(source: Path, store: Path, full: Path, seed: int) -> None:
     assert _journals(store) == _journals(full)
 
 
+def _units(cache: Path) -> tuple[bytes, bytes]:
+    """A cache file's lines up to its units' last (its first line, then a line each), without the
+    last newline, and what follows them (the lines of their resume states)."""
+    from toolkit.importers import unchanged
+
+    data, length = cache.read_bytes(), unchanged._head(cache)[1]
+    assert data[length - 1:length] == b"\n"
+    return data[:length - 1], data[length:]
+
+
 def _layout(cache: Path) -> tuple[bytes, dict, list[bytes]]:
-    """A cache file's first line, the lengths of its units' lines of states, and those lines."""
+    """A cache file's lines up to its units' last, the lengths of its units' lines of states, and those lines."""
     import orjson
 
-    head, _, rest = cache.read_bytes().partition(b"\n")
+    head, rest = _units(cache)
     lengths, _, body = rest.partition(b"\n")
     return head, orjson.loads(lengths), body.split(b"\n")[:-1]
 

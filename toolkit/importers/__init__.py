@@ -123,6 +123,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
     raised: list[str] = []
     trashed_ids = set(stones)
     done: list = []  # (cache, each unit's entry) of each source
+    kepts: list[unchanged.Kept] = []  # each source's, closed at the end
     lists: list = []  # (cache, a listing made this run, to keep) of each source
     memo = _Memo()  # the import's index memo, loaded when first used (an import that writes nothing never is)
     blobs = Blobs()  # each unit's resume states until the cache file is written: past a few MiB, in a temporary file
@@ -131,6 +132,7 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
         for source in sources:
             cache = unchanged.cache_path(store, name, source, options, no_raw, include_trashed)
             kept = unchanged.Kept(None if reread else cache, trashed_ids)
+            kepts.append(kept)
             entries: dict[str, dict | None] = {}
             units, stamped, listing, listed = unchanged.list_units(importer, source, report.findings.append, kept)
             context = _Context(store, importer, source, options, kept, stones, dry_run, no_raw, include_trashed, jobs=jobs)
@@ -228,22 +230,30 @@ def run_import(name: str, sources: list[Path], store: Path, options, *, dry_run:
             if not dry_run and listing is not None and not listed:
                 lists.append((cache, listing))
     except BaseException:  # a full disk, Ctrl-C: what was written is still made durable and indexed, if it can be
-        if landed and not dry_run:
-            with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
-                _settle(sorted(touched), sorted(landed), report, memo.get())  # (no workers forked on the way out)
+        try:
+            if landed and not dry_run:
+                with contextlib.suppress(LevelsessError):  # on a full disk the index may not fit: the error that stopped us is the news
+                    _settle(sorted(touched), sorted(landed), report, memo.get())  # (no workers forked on the way out)
+        finally:
+            for kept in kepts:
+                kept.close()
         raise
     finally:
         NAMES.reset(names)
         if raised:  # imported again: the tombstones go (one append), even when the run stops later
             tombstones.unbury(store, raised)
-    if landed and not dry_run:
-        _settle(sorted(touched), sorted(landed), report, memo.get(), jobs)
-    for cache, entries in done:  # after the journals and indexes are durable
-        with contextlib.suppress(LevelsessError):
-            unchanged.remember(cache, trashed_ids - set(raised), entries)
-    for cache, listing in lists:
-        with contextlib.suppress(LevelsessError):
-            unchanged.keep_listing(cache, listing)
+    try:
+        if landed and not dry_run:
+            _settle(sorted(touched), sorted(landed), report, memo.get(), jobs)
+        for cache, entries in done:  # after the journals and indexes are durable
+            with contextlib.suppress(LevelsessError):
+                unchanged.remember(cache, trashed_ids - set(raised), entries)
+        for cache, listing in lists:
+            with contextlib.suppress(LevelsessError):
+                unchanged.keep_listing(cache, listing)
+    finally:
+        for kept in kepts:  # (what a recalled unit keeps again was read from its file as it was written)
+            kept.close()
     return report
 
 

@@ -16,9 +16,10 @@ per unit, what the run saw and what the next import would report of it:
   was; one whose journals this run wrote, and that met no finding, as ``unchanged``, holding the
   source keys the write left (:attr:`~toolkit.importers.output.Outcome.keys`);
 - what resuming each of its sessions needs (a transcript that only grew is read on from where
-  the last import stopped), after the first line: the lengths of the units' states on the second
-  line, then each unit's on a line of its own.  Two thirds of the file's bytes, which an import
-  that finds nothing new never reads, and one that resumes a few units parses only theirs.
+  the last import stopped), after the units' entries (a line each, checked by its CRC-32, after
+  the first, which holds the version and the trash): the lengths of the units' states on a line, then each unit's on a
+  line of its own.  Two thirds of the file's bytes, which an import that finds nothing new never
+  reads, and one that resumes a few units parses only theirs.
 
 The next import of the same source into the same store, with the same options, compares each
 unit with the disk.  When nothing of it differs, every file is as it was when it was read (a
@@ -61,9 +62,10 @@ from .base import Outcome
 
 #: 3: a resume's Bloom filters hash with BLAKE2b (a state of 2 would answer wrongly); 4: the resume
 #: states on a second line; 5: each unit's on a line of its own, after their lengths; 6: a file's
-#: last bytes checked by CRC-32 and Adler-32 (:func:`stamp`; a file of 3, 4 or 5 is read as it is,
-#: found under the same name: :data:`NAMED`, and written again in this form)
-VERSION = 6
+#: last bytes checked by CRC-32 and Adler-32 (:func:`stamp`); 7: each unit's entry on a line of its
+#: own after the first (:func:`_head`; a file of 3 to 6 is read as it is, found under the same
+#: name: :data:`NAMED`, and written again in this form)
+VERSION = 7
 NAMED = 3  # the version a cache file's name is made with (a file of 3, 4 or 5 is found by a build of any)
 FOLDER = "import-cache"
 #: The statuses a re-import reports as they were.
@@ -400,9 +402,11 @@ def _found(projects: set[str], known: dict[str, bool] | None = None) -> dict[str
 
 
 def _head(path: Path) -> tuple[object, int, os.stat_result]:
-    """The cache file's first line (every unit's entry) parsed, its length with its newline, and
-    the file's stat.  Read mapped, parsed where it lies: reading 1.5 MB of it (814 rollouts) into
-    new memory and joining the pieces took 1.9 ms, as long as the file's page faults, twice this."""
+    """The cache file's units (its first line, parsed, and in this build's form each unit's entry on
+    a line of its own after it: :class:`_Units`, each parsed when asked for), the length of those
+    lines with their newlines, and the file's stat.  Read mapped, parsed where it lies: reading 1.5 MB
+    of it (814 rollouts) into new memory and joining the pieces took 1.9 ms, as long as the file's
+    page faults, twice this."""
     import mmap
 
     with open(path, "rb") as handle:
@@ -411,18 +415,126 @@ def _head(path: Path) -> tuple[object, int, os.stat_result]:
             mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError):  # empty, or a file system that maps nothing: read it
             line = _first_line(handle)
-            return loads(line), len(line), info
-    with mapped:
-        end = mapped.find(b"\n")
-        length = end + 1 if end >= 0 else len(mapped)
-        view = memoryview(mapped)[:length]
+            value = loads(line)
+            if not _units_follow(value):
+                return value, len(line), info
+            rest = line + handle.read()
+            units, length = _with_units(rest, len(line), _Units(data=rest))
+            return {**value, "units": units}, length, info
+        with mapped:
+            end = mapped.find(b"\n")
+            length = end + 1 if end >= 0 else len(mapped)
+            value = _parsed(mapped, 0, length)
+            if not _units_follow(value):
+                return value, length, info
+            units, length = _with_units(mapped, length, _Units(fd=os.dup(handle.fileno())))
+            return {**value, "units": units}, length, info
+
+
+def _parsed(mapped, start: int, end: int) -> object:
+    """The JSON of ``mapped[start:end]``, parsed where it lies."""
+    view = memoryview(mapped)[start:end]
+    try:
         try:
-            try:
-                return orjson.loads(view), length, info
-            except orjson.JSONDecodeError:  # (a lone surrogate, which loads' fallback reads: from bytes)
-                return loads(bytes(view)), length, info
-        finally:
-            view.release()
+            return orjson.loads(view)
+        except orjson.JSONDecodeError:  # (a lone surrogate, which loads' fallback reads: from bytes)
+            return loads(bytes(view))
+    finally:
+        view.release()
+
+
+def _units_follow(value: object) -> bool:
+    """Whether a cache file's first line is this build's: its units on the lines after it."""
+    return type(value) is dict and value.get("version") == VERSION and "units" not in value
+
+
+def _with_units(data, start: int, units: _Units) -> tuple[_Units, int]:
+    """The units of a cache file (``data``) whose first line ends at ``start``: a line ``[key,
+    entry, check]`` each (:func:`_unit_line`), up to the first line that is no such line (their states' lengths, an object), and
+    where that line starts.  Only each line's key is read here: held parsed, 12,000 units' entries
+    were 38 MiB, and one document of them (11 MB) took orjson 177 MiB to parse.  What follows the last
+    unit is the resume states', damaged or not (a unit missing, or whose line is damaged, is read
+    again); a key given twice is a ValueError (not a file this build wrote: nothing of it is used)."""
+    while data[start:start + 1] == b"[":
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = len(data)
+        key = _key_at(data, start, end)
+        if key is None:
+            break
+        if key in units:
+            raise ValueError("a unit given twice in the import cache")
+        dict.__setitem__(units, key, (start, end))
+        start = min(end + 1, len(data))
+    return units, start
+
+
+def _key_at(data, start: int, end: int) -> str | None:
+    """The key of the unit line ``data[start:end]`` (``["<key>",{…}]``): its first string, up to the
+    first quote not escaped; None when the line does not start so."""
+    if data[start + 1:start + 2] != b'"':
+        return None
+    close = start + 1
+    while True:
+        close = data.find(b'"', close + 1, end)
+        if close < 0:
+            return None
+        before = close - 1
+        while data[before] == 0x5C:  # (a backslash: the quote is escaped when an odd number of them precede it)
+            before -= 1
+        if (close - 1 - before) % 2 == 0:
+            break
+    if data[close + 1:close + 3] != b",{":
+        return None
+    try:
+        key = loads(bytes(data[start + 1:close + 1]))
+    except ValueError:
+        return None
+    return key if type(key) is str else None
+
+
+class _Units(dict):
+    """A cache file's units in this build's form: each unit's key, and where its line is (the file
+    stays open, its bytes as they were, until :meth:`close`); :meth:`get` parses a unit's line when
+    asked for (the last one asked for is kept: a unit is asked for several times in a row).  A line
+    that is not that unit's entry, or cannot be read, is no entry (the unit is read again)."""
+
+    __slots__ = ("_fd", "_data", "_last")
+
+    def __init__(self, fd: int | None = None, data: bytes | None = None) -> None:
+        super().__init__()
+        self._fd, self._data, self._last = fd, data, None
+
+    def get(self, key, default=None):
+        span = dict.get(self, key)
+        if span is None:
+            return default
+        last = self._last
+        if last is None or last[0] != key:
+            last = self._last = (key, self._entry(key, *span))
+        return last[1] if last[1] is not None else default
+
+    def _entry(self, key: str, start: int, end: int) -> dict | None:
+        try:
+            line = self._data[start:end] if self._fd is None else os.pread(self._fd, end - start, start)
+            found = loads(line)
+        except (OSError, ValueError, TypeError):  # (TypeError: closed)
+            return None
+        if type(found) is not list or len(found) != 3 or found[0] != key or type(found[1]) is not dict or type(found[2]) is not int:
+            return None
+        return found[1] if crc32(memoryview(line)[:line.rfind(b",")]) == found[2] else None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = self._data = self._last = None
+
+
+def _unit_line(key: str, entry: dict) -> bytes:
+    """A unit's line in the cache file: ``[key, entry, check]``, the check the CRC-32 of the bytes
+    before it (a byte of the entry changed, a count or a title, would be said again as kept)."""
+    line = _json([key, entry])[:-1]
+    return b"%s,%d]" % (line, crc32(line))
 
 
 def _first_line(handle) -> bytes:
@@ -450,8 +562,9 @@ class Kept:
         self._resumes: dict = {}  # each unit's resume states, parsed (by unit key)
         self._later: tuple | None = None  # where the resume states are (the file, its stamp, the offset, its version):
         # read when one is first asked for (an import that finds nothing new never does)
-        self._spans: dict[str, tuple[int, int]] = {}  # where each unit's line of states is in ``_raw``, until parsed
-        self._raw = b""
+        self._spans: dict[str, tuple[int, int]] = {}  # where each unit's line of states is in the file, until parsed
+        self._file = None  # the cache file, open while its units' states are asked for (:meth:`hold`)
+        self._keys: dict[str, object] = {}  # the kept unit_key of each unit recalled
         self.current = False  # the file is this build's (:meth:`as_kept`)
         if path is None:  # --reread
             return
@@ -463,7 +576,7 @@ class Kept:
             cached, length, info = _head(path)
         except (OSError, ValueError):
             return
-        if (isinstance(cached, dict) and cached.get("version") in (3, 4, 5, VERSION) and isinstance(cached.get("units"), dict)
+        if (isinstance(cached, dict) and cached.get("version") in (3, 4, 5, 6, VERSION) and isinstance(cached.get("units"), dict)
                 and sorted(cached.get("trashed", [])) == sorted(trashed)):
             self.units = cached["units"]
             self._later = (path, (info.st_ino, info.st_size, info.st_mtime_ns), length, cached["version"])
@@ -477,49 +590,70 @@ class Kept:
         self.hold()
         key = unit.key
         if key not in self._resumes:
-            span = self._spans.pop(key, None)
-            self._resumes[key] = _states(self._raw, span, key) if span is not None else None
+            line = self._line(self._spans.pop(key, None))
+            self._resumes[key] = _states(line, (0, len(line)), key) if line is not None else None
         return self._resumes[key]
 
     def hold(self) -> None:
-        """Read the kept resume states from the file, once (before the cache file goes: :func:`forget`):
-        each unit's line of them is parsed when that unit's are first asked for."""
+        """Open the cache file for the kept resume states, once (before the cache file goes:
+        :func:`forget`; the file stays open, its bytes as they were, until :meth:`close`): the
+        lengths of the units' lines of them are read now, and each unit's line when that unit's are
+        first asked for.  Read whole, they were an import's peak (12,000 transcripts: 13 MB, twice)."""
         if self._later is None:
             return
-        version = self._later[3]
-        try:
-            rest = self._rest()
-        except OSError:  # gone: no state, so a grown file is read in full
-            rest = b""
+        path, stamp, offset, version = self._later
         self._later = None
-        if version == 4:  # an older build's file: every unit's states in one document
-            try:
-                found = loads(rest)
-            except ValueError:  # a damaged second line: as above
-                found = {}
-            self._resumes = found if isinstance(found, dict) else {}
+        try:
+            handle = open(path, "rb")
+        except OSError:  # gone: no state, so a grown file is read in full
             return
-        lengths, _, self._raw = rest.partition(b"\n")
-        self._spans = _spans(lengths, self._raw)
+        try:
+            info = os.fstat(handle.fileno())
+            if (info.st_ino, info.st_size, info.st_mtime_ns) != stamp:  # not the file whose units were read
+                return
+            handle.seek(offset)
+            if version == 4:  # an older build's file: every unit's states in one document
+                try:
+                    found = loads(handle.read())
+                except ValueError:  # a damaged second line: as above
+                    found = {}
+                self._resumes = found if isinstance(found, dict) else {}
+                return
+            lengths = _first_line(handle)
+            self._spans = _spans_at(lengths, offset + len(lengths), info.st_size)
+            if self._spans:
+                self._file, handle = handle, None
+        except OSError:
+            return
+        finally:
+            if handle is not None:
+                handle.close()
+
+    def _line(self, span: tuple[int, int] | None) -> bytes | None:
+        """The line of the cache file at ``span`` (without its newline); None when it cannot be
+        read or does not end there (not the file the lengths were read of)."""
+        if span is None or self._file is None:
+            return None
+        start, end = span
+        try:
+            data = os.pread(self._file.fileno(), end - start + 1, start)
+        except OSError:
+            return None
+        return data[:-1] if len(data) == end - start + 1 and data[-1:] == b"\n" else None
+
+    def close(self) -> None:
+        """Let the cache file go (the kept entries and resume states cannot be read after)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if type(self.units) is _Units:
+            self.units.close()
 
     def raw_states(self, unit: Unit) -> bytes | None:
         """The unit's line of resume states as the file holds it, while not parsed (what :meth:`as_kept`
         keeps again without parsing it)."""
         self.hold()
-        span = self._spans.get(unit.key)
-        return self._raw[span[0]:span[1]] if span is not None else None
-
-    def _rest(self) -> bytes:
-        """What follows the cache file's first line, when the file is still the one whose first line was read."""
-        if self._later is None:
-            return b""
-        path, stamp, offset, _version = self._later
-        with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if (info.st_ino, info.st_size, info.st_mtime_ns) != stamp:
-                return b""
-            handle.seek(offset)
-            return handle.read()
+        return self._line(self._spans.get(unit.key))
 
     def recall(self, unit: Unit, stamped: dict | None) -> tuple[list[Outcome], list[Finding]] | None:
         """The unit's outcomes and findings, as kept, when nothing it depends on changed; else None (read it)."""
@@ -527,13 +661,19 @@ class Kept:
         if not isinstance(entry, dict) or _changed(entry.get("files"), stamped) != []:
             return None
         standing = _standing(entry, self.folders)
-        return None if standing is None else standing[:2]
+        if standing is None:
+            return None
+        self._keys[unit.key] = entry.get("unit_key")  # (asked for next, of every unit recalled: not parsed again)
+        return standing[:2]
 
     def unit_key(self, unit: Unit) -> str | None:
         """The importer's ``unit_key`` of ``unit`` as the last import found it, if it kept one: the
         caller's to use only for a unit recalled (its files as they were then)."""
-        entry = self.units.get(unit.key)
-        found = entry.get("unit_key") if isinstance(entry, dict) else None
+        if unit.key in self._keys:
+            found = self._keys[unit.key]
+        else:
+            entry = self.units.get(unit.key)
+            found = entry.get("unit_key") if isinstance(entry, dict) else None
         return found if isinstance(found, str) else None
 
     def as_kept(self, unit: Unit) -> Kept.Entry | None:
@@ -708,8 +848,7 @@ def _made(trashed: set[str], entries: dict) -> Iterator[bytes]:
     """The cache file's bytes, as :func:`dump` makes them of the same units, a unit at a time."""
     resumes = {}
     found: dict[str, bool] = {}  # whether each project folder exists, looked at once (814 rollouts of one project: one stat)
-    yield _json({"version": VERSION, "trashed": sorted(trashed), "units": {}})[:-2]  # (all but its units' closing brace)
-    comma = b""
+    yield _json({"version": VERSION, "trashed": sorted(trashed)})
     for key, value in entries.items():
         value = _made_now(value)
         if not _kept(value):
@@ -725,11 +864,9 @@ def _made(trashed: set[str], entries: dict) -> Iterator[bytes]:
                     "findings": [_fields(f) for f in value["findings"]]}
             if isinstance(value.get("unit_key"), str):  # (the importer's, read from the files as they are: Kept.unit_key)
                 unit["unit_key"] = value["unit_key"]
-        yield comma + _json({key: unit})[1:-1]
-        comma = b","
+        yield b"\n" + _unit_line(key, unit)
         if resume:
             resumes[key] = resume
-    yield b"}}"
     yield from _pieces(None, resumes)
 
 
@@ -748,17 +885,22 @@ def keep_listing(path: Path, listing: dict) -> None:
 
 
 def dump(document: dict, resumes: dict) -> bytes:
-    """The cache file: the units on its first line; then their resume states (two thirds of its
-    bytes, which an import that finds nothing new never reads): the length of each unit's line of
-    them, then each unit's line (``[key, states]``; ``states`` parsed, or its line as kept)."""
+    """The cache file: its version and the trash on its first line, then each unit's entry on a
+    line of its own (``[key, entry, check]``: :func:`_unit_line`; a document of an earlier version: its units on that line); then their resume states (two thirds of its bytes, which an
+    import that finds nothing new never reads): the length of each unit's line of them, then each
+    unit's line (``[key, states]``; ``states`` parsed, or its line as kept)."""
     return b"".join(_pieces(document, resumes))
 
 
 def _pieces(document: dict | None, resumes: dict) -> Iterator[bytes]:
-    """:func:`dump`'s bytes, in pieces (never joined); ``document`` None: those after its line."""
+    """:func:`dump`'s bytes, in pieces (never joined); ``document`` None: those after its units."""
     lines = [states if type(states) in (bytes, Blob) else _json([key, states]) for key, states in resumes.items()]
-    if document is not None:
+    if document is not None and document.get("version") != VERSION:  # (an earlier build's: its units on its first line)
         yield _json(document)
+    elif document is not None:
+        yield _json({key: value for key, value in document.items() if key != "units"})
+        for key, unit in document["units"].items():
+            yield b"\n" + _unit_line(key, unit)
     yield b"\n"
     yield _json({key: len(line) for key, line in zip(resumes, lines)})
     yield b"\n"
@@ -769,10 +911,14 @@ def _pieces(document: dict | None, resumes: dict) -> Iterator[bytes]:
 
 def load(path: Path) -> tuple[dict, dict]:
     """A cache file's units and every unit's resume states (a test reads and damages them)."""
-    head, _, later = path.read_bytes().partition(b"\n")
-    lengths, _, raw = later.partition(b"\n")
+    document, length, _info = _head(path)
+    units = document.get("units") if isinstance(document, dict) else None
+    if type(units) is _Units:
+        document["units"] = {key: units.get(key) for key in units}
+        units.close()
+    lengths, _, raw = path.read_bytes()[length:].partition(b"\n")
     spans = _spans(lengths, raw)
-    return loads(head), {key: _states(raw, span, key) for key, span in spans.items()}
+    return document, {key: _states(raw, span, key) for key, span in spans.items()}
 
 
 def _spans(lengths: bytes, raw: bytes) -> dict[str, tuple[int, int]]:
@@ -791,6 +937,22 @@ def _spans(lengths: bytes, raw: bytes) -> dict[str, tuple[int, int]]:
     return spans if start == len(raw) else {}
 
 
+def _spans_at(lengths: bytes, start: int, size: int) -> dict[str, tuple[int, int]]:
+    """Where each unit's line of states is in a cache file of ``size`` bytes whose lines of them
+    start at ``start``, from the lengths the file gives them (each line is checked to end with a
+    newline as it is read: :meth:`Kept._line`); none when they do not add up to the file's end."""
+    try:
+        found = loads(lengths)
+    except ValueError:
+        return {}
+    spans = {}
+    for key, length in found.items() if isinstance(found, dict) else ():
+        if type(length) is not int or length < 0:
+            return {}
+        spans[key], start = (start, start + length), start + length + 1
+    return spans if start == size else {}
+
+
 def _states(raw: bytes, span: tuple[int, int], key: str) -> dict | None:
     """A unit's resume states from its line (``[key, states]``); None when it is not that unit's."""
     try:
@@ -807,7 +969,7 @@ def _json(document: dict | list) -> bytes:
     try:
         return orjson.dumps(document)
     except TypeError:  # a lone surrogate (a title cut mid-emoji): as a \u escape, which loads reads back
-        return json.dumps(document, ensure_ascii=True).encode("ascii")
+        return json.dumps(document, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def _fields(value) -> dict:
