@@ -197,3 +197,22 @@ def test_the_memo_read_a_block_at_a_time_is_the_memo_read_whole(tmp_path_factory
     else:
         assert whole[0] is None
     blobs.close()
+
+
+def test_where_there_is_no_pread_the_units_are_read_from_a_copy(imported_once, tmp_path, monkeypatch):
+    """On a system without ``os.pread`` (Windows) the units' lines are held as the file's bytes,
+    each still parsed when asked for; the resume states are none (a grown file is read in full)."""
+    import os
+
+    from toolkit.importers import unchanged
+
+    _source, _store, data, units = imported_once
+    path = tmp_path / "cache.json"
+    path.write_bytes(data)
+    monkeypatch.delattr(os, "pread")
+    kept = unchanged.Kept(path, set())
+    try:
+        assert {key: kept.units.get(key) for key in units} == units
+        assert all(kept.raw_states(unchanged.Unit(key, ())) is None for key in units)
+    finally:
+        kept.close()

@@ -427,7 +427,8 @@ def _head(path: Path) -> tuple[object, int, os.stat_result]:
             value = _parsed(mapped, 0, length)
             if not _units_follow(value):
                 return value, length, info
-            units, length = _with_units(mapped, length, _Units(fd=os.dup(handle.fileno())))
+            held = _Units(fd=os.dup(handle.fileno())) if hasattr(os, "pread") else _Units(data=mapped[:])  # (no pread: Windows)
+            units, length = _with_units(mapped, length, held)
             return {**value, "units": units}, length, info
 
 
@@ -637,7 +638,7 @@ class Kept:
         start, end = span
         try:
             data = os.pread(self._file.fileno(), end - start + 1, start)
-        except OSError:
+        except (OSError, AttributeError):  # (AttributeError: no pread, Windows; no states, so a grown file is read in full)
             return None
         return data[:-1] if len(data) == end - start + 1 and data[-1:] == b"\n" else None
 
@@ -886,9 +887,10 @@ def keep_listing(path: Path, listing: dict) -> None:
 
 def dump(document: dict, resumes: dict) -> bytes:
     """The cache file: its version and the trash on its first line, then each unit's entry on a
-    line of its own (``[key, entry, check]``: :func:`_unit_line`; a document of an earlier version: its units on that line); then their resume states (two thirds of its bytes, which an
-    import that finds nothing new never reads): the length of each unit's line of them, then each
-    unit's line (``[key, states]``; ``states`` parsed, or its line as kept)."""
+    line of its own (``[key, entry, check]``: :func:`_unit_line`; a document of an earlier version:
+    its units on that line); then their resume states (two thirds of its bytes, which an import
+    that finds nothing new never reads): the length of each unit's line of them, then each unit's
+    line (``[key, states]``; ``states`` parsed, or its line as kept)."""
     return b"".join(_pieces(document, resumes))
 
 
