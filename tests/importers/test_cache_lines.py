@@ -94,11 +94,12 @@ def _damaged(original: bytes, data) -> tuple[bytes, int, bool]:
 
 @SETTINGS
 @given(data=st.data())
-def test_a_cut_or_a_flipped_byte_among_the_units_loses_only_the_unit_it_touched(imported_once, tmp_path, data):
+def test_a_cut_or_a_flipped_byte_among_the_units_never_gives_a_unit_another_entry(imported_once, tmp_path, data):
     """Whatever byte of the units' lines is flipped, or wherever the file is cut: making a
-    :class:`Kept` of it never raises, and each unit whose line the damage did not touch is kept as
-    it was (unless the damage made a key another's: then nothing of the file is used); the one it
-    touched is no entry (its line fails its check), so that unit is read again."""
+    :class:`Kept` of it never raises; each unit is kept as it was or is no entry (its line fails its
+    check, or a newline the damage made ended the units before it), so that unit is read again;
+    and every unit before the damage is kept as it was (unless the damage made a key another's:
+    then nothing of the file is used)."""
     from toolkit.importers import unchanged
 
     _source, _store, original, units = imported_once
@@ -111,9 +112,8 @@ def test_a_cut_or_a_flipped_byte_among_the_units_loses_only_the_unit_it_touched(
         for key, entry in units.items():
             line = unchanged._unit_line(key, entry) + b"\n"
             assert original[place:place + len(line)] == line
-            touched = at < place + len(line) if cut else place <= at < place + len(line)
             found = kept.units.get(key)
-            if not touched and kept.units:
+            if place + len(line) <= at and kept.units:  # (a line before the damage)
                 assert found == entry, key
             assert found is None or found == entry, key  # (a damaged line fails its check)
             place += len(line)
