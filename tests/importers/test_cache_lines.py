@@ -216,3 +216,31 @@ def test_where_there_is_no_pread_the_units_are_read_from_a_copy(imported_once, t
         assert all(kept.raw_states(unchanged.Unit(key, ())) is None for key in units)
     finally:
         kept.close()
+
+
+def test_the_last_builds_file_of_version_6_is_read_as_it_is_and_written_again_as_7(tmp_path):
+    """The build before this one kept every unit on the first line (version 6): an upgrade recalls
+    every unit from it, writes the file again in this build's form, and a transcript that grew is
+    resumed from the states it kept, to what a full read says and writes."""
+    import random
+
+    from tests.bench.grow import grow_claude
+    from toolkit.importers import unchanged
+    from toolkit.importers.output import Options
+
+    source, store, full = _tree(tmp_path / "projects"), tmp_path / "store", tmp_path / "full"
+    first = imported("claude", source, store)
+    imported("claude", source, full, "--reread")
+    cache = unchanged.cache_path(store, "claude", source, Options(), False, False)
+    document, resumes = unchanged.load(cache)
+    cache.write_bytes(unchanged.dump({**document, "version": 6}, resumes))
+    assert orjson.loads(cache.read_bytes().split(b"\n", 1)[0])["units"] == document["units"]
+    again = imported("claude", source, store)
+    assert (again["read"], again["resumed"], again["from_cache"]) == (0, 0, first["read"])
+    assert unchanged.load(cache) == ({**document, "version": unchanged.VERSION}, resumes)
+    cache.write_bytes(unchanged.dump({**document, "version": 6}, resumes))
+    grow_claude(source / "-home-ada-gen-2" / "5e55a0e1-0000-4000-8000-000000000002.jsonl", random.Random(6), turns=2)
+    grown = imported("claude", source, store)
+    assert (grown["read"], grown["resumed"]) == (0, 1)
+    assert said(grown) == said(imported("claude", source, full, "--reread"))
+    assert journals(store) == journals(full)
