@@ -17,9 +17,9 @@ per unit, what the run saw and what the next import would report of it:
   source keys the write left (:attr:`~toolkit.importers.output.Outcome.keys`);
 - what resuming each of its sessions needs (a transcript that only grew is read on from where
   the last import stopped), after the units' entries (a line each, checked by its CRC-32, after
-  the first, which holds the version and the trash): the lengths of the units' states on a line, then each unit's on a
-  line of its own.  Two thirds of the file's bytes, which an import that finds nothing new never
-  reads, and one that resumes a few units parses only theirs.
+  the first, which holds the version and the trash): the lengths of the units' states on a line,
+  then each unit's on a line of its own.  Two thirds of the file's bytes, which an import that
+  finds nothing new never reads, and one that resumes a few units parses only theirs.
 
 The next import of the same source into the same store, with the same options, compares each
 unit with the disk.  When nothing of it differs, every file is as it was when it was read (a
@@ -66,7 +66,7 @@ from .base import Outcome
 #: own after the first (:func:`_head`; a file of 3 to 6 is read as it is, found under the same
 #: name: :data:`NAMED`, and written again in this form)
 VERSION = 7
-NAMED = 3  # the version a cache file's name is made with (a file of 3, 4 or 5 is found by a build of any)
+NAMED = 3  # the version a cache file's name is made with (a file of 3 to 7 is found by a build of any)
 FOLDER = "import-cache"
 #: The statuses a re-import reports as they were.
 SETTLED = frozenset({"unchanged", "trashed"})
@@ -451,11 +451,12 @@ def _units_follow(value: object) -> bool:
 
 def _with_units(data, start: int, units: _Units) -> tuple[_Units, int]:
     """The units of a cache file (``data``) whose first line ends at ``start``: a line ``[key,
-    entry, check]`` each (:func:`_unit_line`), up to the first line that is no such line (their states' lengths, an object), and
-    where that line starts.  Only each line's key is read here: held parsed, 12,000 units' entries
-    were 38 MiB, and one document of them (11 MB) took orjson 177 MiB to parse.  What follows the last
-    unit is the resume states', damaged or not (a unit missing, or whose line is damaged, is read
-    again); a key given twice is a ValueError (not a file this build wrote: nothing of it is used)."""
+    entry, check]`` each (:func:`_unit_line`), up to the first line that is no such line (their
+    states' lengths, an object), and where that line starts.  Only each line's key is read here:
+    held parsed, 12,000 units' entries were 38 MiB, and one document of them (11 MB) took orjson
+    177 MiB to parse.  What follows the last unit is the resume states', damaged or not (a unit
+    missing, or whose line is damaged, is read again); a key given twice is a ValueError (not a
+    file this build wrote: nothing of it is used)."""
     while data[start:start + 1] == b"[":
         end = data.find(b"\n", start)
         if end < 0:
@@ -521,7 +522,8 @@ class _Units(dict):
             found = loads(line)
         except (OSError, ValueError, TypeError):  # (TypeError: closed)
             return None
-        if type(found) is not list or len(found) != 3 or found[0] != key or type(found[1]) is not dict or type(found[2]) is not int:
+        if (type(found) is not list or len(found) != 3 or found[0] != key or type(found[1]) is not dict
+                or type(found[2]) is not int):
             return None
         return found[1] if crc32(memoryview(line)[:line.rfind(b",")]) == found[2] else None
 
@@ -918,31 +920,17 @@ def load(path: Path) -> tuple[dict, dict]:
     if type(units) is _Units:
         document["units"] = {key: units.get(key) for key in units}
         units.close()
-    lengths, _, raw = path.read_bytes()[length:].partition(b"\n")
-    spans = _spans(lengths, raw)
-    return document, {key: _states(raw, span, key) for key, span in spans.items()}
-
-
-def _spans(lengths: bytes, raw: bytes) -> dict[str, tuple[int, int]]:
-    """Where each unit's line of states is in ``raw``, from the lengths the file gives them; none
-    when those do not lay ``raw`` out line by line (a damaged file: no state, a full read)."""
-    try:
-        found = loads(lengths)
-    except ValueError:
-        return {}
-    spans, start = {}, 0
-    for key, length in found.items() if isinstance(found, dict) else ():
-        end = start + length if type(length) is int and length >= 0 else -1
-        if not 0 <= end < len(raw) or raw[end:end + 1] != b"\n":
-            return {}
-        spans[key], start = (start, end), end + 1
-    return spans if start == len(raw) else {}
+    data = path.read_bytes()
+    lengths = data[length:].partition(b"\n")[0]
+    spans = _spans_at(lengths, length + len(lengths) + 1, len(data))
+    return document, {key: _states(data, span, key) for key, span in spans.items() if data[span[1]:span[1] + 1] == b"\n"}
 
 
 def _spans_at(lengths: bytes, start: int, size: int) -> dict[str, tuple[int, int]]:
     """Where each unit's line of states is in a cache file of ``size`` bytes whose lines of them
     start at ``start``, from the lengths the file gives them (each line is checked to end with a
-    newline as it is read: :meth:`Kept._line`); none when they do not add up to the file's end."""
+    newline as it is read: :meth:`Kept._line`, :func:`load`); none when they do not add up to the
+    file's end."""
     try:
         found = loads(lengths)
     except ValueError:
